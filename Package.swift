@@ -1,0 +1,24 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let package = Package(
+    name: "ContainerKit",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ContainerKit", targets: ["ContainerKit"]),
+        .library(name: "ContainerKitBraze", targets: ["ContainerKitBraze"]),
+        .executable(name: "containerkit", targets: ["containerkit"]),
+    ],
+    targets: [
+        .target(name: "ContainerKit"),
+        .target(name: "ContainerKitBraze", dependencies: ["ContainerKit"]),
+        .target(name: "ContainerKitCLI", dependencies: ["ContainerKit", "ContainerKitBraze"]),
+        .executableTarget(name: "containerkit", dependencies: ["ContainerKitCLI"]),
+        .executableTarget(name: "containerkit-bench", dependencies: ["ContainerKit", "ContainerKitBraze", "ContainerKitCLI"]),
+        .target(name: "TestSupport", dependencies: ["ContainerKit"], path: "Tests/TestSupport"),
+        .testTarget(name: "ContainerKitTests", dependencies: ["ContainerKit", "TestSupport"]),
+        .testTarget(name: "ContainerKitBrazeTests", dependencies: ["ContainerKitBraze", "TestSupport"]),
+        .testTarget(name: "ContainerKitCLITests", dependencies: ["ContainerKitCLI", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

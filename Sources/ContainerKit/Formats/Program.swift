@@ -1,0 +1,208 @@
+/// The compiled, format-independent form of a container: every reference resolved to an index,
+/// patterns compiled, rules indexed by the event names they require. Immutable once built.
+struct Program: Sendable {
+    var macros: [MacroDef] = []
+    var predicates: [PredicateDef] = []
+    var rules: [RuleDef] = []
+    var tags: [TagDef] = []
+    /// Flat value-collection entries (legacy default containers), read by the typed getters.
+    var flatValues: ValueMap = ValueMap()
+    /// Macro index by display name, for typed getters and `{{Name}}` lookups.
+    var macroByName: [String: Int] = [:]
+    /// Rules whose `if` clause requires an exact event name, by that name.
+    var rulesByEvent: [String: [Int]] = [:]
+    /// Rules that may pass for any event (no exact event-name requirement), in container order.
+    var unindexedRules: [Int] = []
+    /// Tags in firing order: priority descending, then container order.
+    var tagOrder: [Int] = []
+}
+
+/// A compiled value expression (a container literal, `["macro", i]`, `["template", …]`, …).
+indirect enum Expr: Sendable {
+    case literal(Value)
+    case macro(Int)
+    case template([Expr])
+    case list([Expr])
+    case map([MapEntry])
+    case escape(Expr, [Int])
+    /// `["tag", index, stopOnFailure]`, only inside setup/teardown lists.
+    case tag(Int, Int)
+    /// A `{{Name}}` reference that names nothing (export format); evaluates to undefined.
+    case unresolved(String)
+
+    struct MapEntry: Sendable {
+        var key: Expr
+        var value: Expr
+    }
+
+    /// Whether the expression reads no macro (its value is fixed at compile time).
+    var isConstant: Bool {
+        switch self {
+        case .literal, .tag, .unresolved: return true
+        case .macro: return false
+        case .template(let parts), .list(let parts): return parts.allSatisfy(\.isConstant)
+        case .map(let entries): return entries.allSatisfy { $0.key.isConstant && $0.value.isConstant }
+        case .escape(let inner, _): return inner.isConstant
+        }
+    }
+
+    /// Every macro index the expression reads, in order of appearance.
+    func forEachMacro(_ body: (Int) -> Void) {
+        switch self {
+        case .literal, .tag, .unresolved: return
+        case .macro(let i): body(i)
+        case .template(let parts), .list(let parts): for p in parts { p.forEachMacro(body) }
+        case .map(let entries):
+            for e in entries {
+                e.key.forEachMacro(body)
+                e.value.forEachMacro(body)
+            }
+        case .escape(let inner, _): inner.forEachMacro(body)
+        }
+    }
+}
+
+/// Where a part of the container came from in the source document.
+struct Origin: Sendable {
+    /// JSON pointer to the part (e.g. `/resource/macros/3`, `/containerVersion/variable/2`).
+    var pointer: String
+}
+
+struct MacroDef: Sendable {
+    var function: String
+    var name: String?
+    var kind: MacroKind
+    /// Every `vtp_`/export parameter, compiled (for traces and lint).
+    var parameters: [(key: String, value: Expr)] = []
+    var format: ValueFormat = ValueFormat()
+    var origin: Origin
+}
+
+/// GTM's value conversions applied after a macro computes its value (`convert_null_to`, export `formatValue`).
+struct ValueFormat: Sendable {
+    enum CaseConversion: Sendable { case lowercase, uppercase }
+    var caseConversion: CaseConversion?
+    var convertNullTo: Expr?
+    var convertUndefinedTo: Expr?
+    var convertTrueTo: Expr?
+    var convertFalseTo: Expr?
+
+    var isEmpty: Bool {
+        caseConversion == nil && convertNullTo == nil && convertUndefinedTo == nil && convertTrueTo == nil
+            && convertFalseTo == nil
+    }
+}
+
+enum BuiltIn: String, Sendable, CaseIterable {
+    case containerID, containerVersion, random, appID, appName, appVersionCode, appVersionName
+    case platform, language, osVersion, sdkVersion, deviceName, resolution
+    case advertisingTrackingEnabled, advertiserID, eventNumber
+}
+
+enum MacroKind: Sendable {
+    case eventName
+    /// `__md`: a key of the pushed message; dotted keys walk nested maps.
+    case eventParameter(key: String, path: [String], defaultValue: Expr?)
+    /// `__v`: a data-layer value (version 2 walks dotted paths; version 1 reads a top-level key).
+    case dataLayer(name: String, path: [String], defaultValue: Expr?)
+    case constant(Expr)
+    case builtIn(BuiltIn)
+    /// `__smm`: first row whose key equals the input (string forms, case-sensitive).
+    case lookupTable(input: Expr, rows: [(key: Expr, value: Expr)], defaultValue: Expr?)
+    /// `__remm`: first row whose pattern matches the input.
+    case regexTable(input: Expr, rows: [RegexRow], replace: Bool, defaultValue: Expr?)
+    /// `__funcm`: calls the registered macro handler for the class path.
+    case functionCall(classPath: Expr, arguments: Expr)
+    /// Legacy `_func` macro: calls the handler registered under the function name.
+    case legacyFunctionCall(name: String, arguments: Expr)
+    /// A macro type ContainerKit cannot evaluate on a server (`__jsm`, `__u`, `__d`, …): undefined.
+    case unsupported
+
+    struct RegexRow: Sendable {
+        var source: String
+        var pattern: RegexPattern?
+        var value: Expr
+    }
+}
+
+enum PredicateOperator: String, Sendable, CaseIterable {
+    case equals = "_eq", contains = "_cn", startsWith = "_sw", endsWith = "_ew", regex = "_re"
+    case lessThan = "_lt", lessOrEquals = "_le", greaterThan = "_gt", greaterOrEquals = "_ge"
+    /// `_css`, `_u`, … : web-only operators, always false here.
+    case unsupported
+
+    var isNumeric: Bool {
+        switch self {
+        case .lessThan, .lessOrEquals, .greaterThan, .greaterOrEquals: return true
+        default: return false
+        }
+    }
+
+    /// A word for traces: "equals", "contains", ….
+    var phrase: String {
+        switch self {
+        case .equals: return "equals"
+        case .contains: return "contains"
+        case .startsWith: return "starts with"
+        case .endsWith: return "ends with"
+        case .regex: return "matches regex"
+        case .lessThan: return "<"
+        case .lessOrEquals: return "<="
+        case .greaterThan: return ">"
+        case .greaterOrEquals: return ">="
+        case .unsupported: return "(unsupported operator)"
+        }
+    }
+}
+
+struct PredicateDef: Sendable {
+    var function: String
+    var op: PredicateOperator
+    var arg0: Expr
+    var arg1: Expr
+    var ignoreCase: Bool
+    /// Export conditions may be negated; compiled resources express negation with `unless`.
+    var negate: Bool
+    /// The compiled pattern for `_re` with a constant `arg1`; `nil` if it is invalid or not constant.
+    var pattern: RegexPattern?
+    /// The compile error of a constant invalid pattern.
+    var patternError: String?
+    var origin: Origin
+}
+
+struct RuleDef: Sendable {
+    var ifs: [Int] = []
+    var unless: [Int] = []
+    var add: [Int] = []
+    var block: [Int] = []
+    /// A label for traces: the export trigger name, or `rule N`.
+    var name: String?
+    var origin: Origin
+}
+
+struct TagDef: Sendable {
+    enum Kind: Sendable {
+        case functionCall(classPath: Expr, arguments: Expr)
+        case legacyFunctionCall(name: String, arguments: Expr)
+        case paused
+        /// A tag type ContainerKit does not run: reported as unsupported.
+        case unsupported
+    }
+
+    struct Sequenced: Sendable {
+        var tag: Int
+        var stopOnFailure: Bool
+    }
+
+    var function: String
+    var tagID: Int?
+    var name: String?
+    var kind: Kind
+    var priority: Double = 0
+    var oncePerEvent = false
+    var oncePerLoad = false
+    var setupTags: [Sequenced] = []
+    var teardownTags: [Sequenced] = []
+    var parameters: [(key: String, value: Expr)] = []
+    var origin: Origin
+}

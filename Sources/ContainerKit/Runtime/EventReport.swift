@@ -1,0 +1,100 @@
+/// What happened to one tag when an event was evaluated.
+public struct FiredTag: Sendable, Hashable {
+    /// How a fired tag's call went.
+    public enum Status: Sendable, Hashable {
+        /// The handler ran and returned.
+        case ok
+        /// No handler is registered for the tag's class path or function name.
+        case unhandled
+        /// The handler threw; the message says what it threw.
+        case failed(String)
+        /// ContainerKit does not run this tag type (for example `__ua`, `__html`).
+        case unsupported
+
+        /// `ok`, `unhandled`, `failed` or `unsupported`.
+        public var name: String {
+            switch self {
+            case .ok: return "ok"
+            case .unhandled: return "unhandled"
+            case .failed: return "failed"
+            case .unsupported: return "unsupported"
+            }
+        }
+    }
+
+    /// The tag's index in the compiled container.
+    public var index: Int
+    /// The tag's `tag_id` (the editor's tag id), when it has one.
+    public var tagID: Int?
+    /// The tag's display name, when the container has one.
+    public var name: String?
+    /// The template function, e.g. `__funct`.
+    public var function: String
+    /// The class path or function name, for function-call tags.
+    public var classPath: String?
+    /// The evaluated parameters: for function-call tags the argument map, otherwise the `vtp_` parameters.
+    public var parameters: ValueMap
+    /// How the call went.
+    public var status: Status
+}
+
+/// The outcome of evaluating one event in one container.
+public struct EventReport: Sendable {
+    /// The container evaluated.
+    public var containerID: String
+    /// The event name, or `nil` for a push without `event`.
+    public var eventName: String?
+    /// The message that was pushed.
+    public var message: ValueMap
+    /// The tags that fired, in firing order.
+    public var fired: [FiredTag]
+    /// The evaluation trace, when the data layer records one (debug mode).
+    public var trace: EvaluationTrace?
+}
+
+/// The result of one ``DataLayer/push(_:)``: the events it evaluated, in order (the pushed message's own
+/// event first, then events pushed from handlers while it was processed).
+public struct PushResult: Sendable {
+    /// One report per evaluated (container, event) pair.
+    public var events: [EventReport] = []
+    /// Whether the push was held back because no container is available yet (delayed initialization).
+    public var deferred: Bool = false
+    /// Whether the nested-push loop guard dropped pushes.
+    public var loopGuardTripped: Bool = false
+
+    /// Every tag fired by the push, across its events.
+    public var fired: [FiredTag] { events.flatMap(\.fired) }
+}
+
+/// Why a tag fired or did not, and what every macro evaluated to: the per-event view of preview mode.
+public struct EvaluationTrace: Sendable {
+    /// One tag's outcome.
+    public struct TagOutcome: Sendable {
+        /// What happened to the tag.
+        public enum Kind: String, Sendable {
+            case fired, notFired = "not_fired", blocked, paused, alreadyFired = "already_fired"
+        }
+        public var index: Int
+        public var tagID: Int?
+        public var name: String?
+        public var function: String
+        public var kind: Kind
+        /// For tags that did not fire: the first condition that failed, in words.
+        public var reason: String?
+    }
+
+    /// One macro's value at this event.
+    public struct VariableValue: Sendable {
+        public var index: Int
+        public var name: String?
+        public var function: String
+        public var value: Value
+    }
+
+    /// Every tag of the container, fired or not.
+    public var tags: [TagOutcome] = []
+    /// Every macro evaluated for the event, in first-use order.
+    public var variables: [VariableValue] = []
+    /// The data layer's merged model after the push.
+    public var dataLayer: Value = .undefined
+}

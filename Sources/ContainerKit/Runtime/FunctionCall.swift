@@ -1,0 +1,63 @@
+/// One call from a container to host code: a Function Call tag firing, or a Function Call variable
+/// (macro) being evaluated.
+public struct FunctionCall: Sendable {
+    /// The class path (v5 `vtp_classPath`) or legacy function name (`function_call_macro_name`) called.
+    public let name: String
+    /// The evaluated argument map: keys and values as the container lists them, with types kept
+    /// (a parameter that comes from a number is a number). Undefined values are left out.
+    public let arguments: ValueMap
+    /// The event being evaluated, or `nil` for a push without an event (typed getters).
+    public let eventName: String?
+    /// The ID of the container that made the call.
+    public let containerID: String
+    /// The tag's `tag_id`, for tag calls that have one.
+    public let tagID: Int?
+    /// The tag's or variable's display name, when the container has one.
+    public let displayName: String?
+    /// The session the call is made for. Handlers may read and write its attributes and push to it
+    /// (a push made from a handler is queued and processed after the current one).
+    public let dataLayer: DataLayer
+    /// Where the handler should write its diagnostics.
+    public let logger: any Logger
+}
+
+/// Host code that a Function Call tag (`__funct`, legacy `_func`) calls, registered on a ``TagManager``
+/// under a class path or function name.
+///
+/// ```swift
+/// struct AnalyticsHandler: FunctionCallTagHandler {
+///     func execute(_ call: FunctionCall) throws {
+///         print(call.name, call.arguments)
+///     }
+/// }
+/// tagManager.register(tagHandler: AnalyticsHandler(), for: "com.example.AnalyticsTag")
+/// ```
+///
+/// A handler that throws is contained: the error is logged and reported for that tag, and the other
+/// tags of the event still fire.
+public protocol FunctionCallTagHandler: Sendable {
+    /// Runs the tag.
+    func execute(_ call: FunctionCall) throws
+}
+
+/// Host code that a Function Call variable (`__funcm`, legacy `_func` macro) calls for its value.
+public protocol FunctionCallMacroHandler: Sendable {
+    /// Returns the variable's value. Throwing yields `undefined` (and the variable's default, if any).
+    func value(for call: FunctionCall) throws -> Value
+}
+
+/// Adapts a closure to ``FunctionCallTagHandler``.
+public struct ClosureTagHandler: FunctionCallTagHandler {
+    private let body: @Sendable (FunctionCall) throws -> Void
+    /// Creates a handler that runs `body`.
+    public init(_ body: @escaping @Sendable (FunctionCall) throws -> Void) { self.body = body }
+    public func execute(_ call: FunctionCall) throws { try body(call) }
+}
+
+/// Adapts a closure to ``FunctionCallMacroHandler``.
+public struct ClosureMacroHandler: FunctionCallMacroHandler {
+    private let body: @Sendable (FunctionCall) throws -> Value
+    /// Creates a handler that returns what `body` returns.
+    public init(_ body: @escaping @Sendable (FunctionCall) throws -> Value) { self.body = body }
+    public func value(for call: FunctionCall) throws -> Value { try body(call) }
+}

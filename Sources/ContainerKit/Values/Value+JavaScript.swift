@@ -1,0 +1,94 @@
+/// JavaScript-style conversions, used wherever GTM compares or renders values.
+extension Value {
+    /// The string JavaScript's `String(value)` would give: `42` → `"42"`, `true` → `"true"`,
+    /// `undefined` → `"undefined"`, a list → its elements joined by commas, a map → `"[object Object]"`.
+    public var jsString: String {
+        switch self {
+        case .undefined: return "undefined"
+        case .null: return "null"
+        case .bool(let b): return b ? "true" : "false"
+        case .int(let i): return String(i)
+        case .double(let d): return Value.jsNumberString(d)
+        case .string(let s): return s
+        case .array(let list):
+            var out = ""
+            for (i, element) in list.enumerated() {
+                if i > 0 { out += "," }
+                switch element {
+                case .undefined, .null: break
+                default: out += element.jsString
+                }
+            }
+            return out
+        case .object: return "[object Object]"
+        }
+    }
+
+    /// The number a numeric comparison sees, or `nil` when the value is not numeric.
+    ///
+    /// Numbers are themselves; strings are numeric when, after trimming spaces, they are a decimal
+    /// literal (`"42"`, `"-1.5"`, `"1e3"`). Booleans, empty strings, lists and maps are not numeric,
+    /// so a numeric predicate against them is false.
+    public var jsNumber: Double? {
+        switch self {
+        case .int(let i): return Double(i)
+        case .double(let d): return d.isNaN ? nil : d
+        case .string(let s): return Value.parseDecimal(s)
+        default: return nil
+        }
+    }
+
+    /// GTM's boolean reading of a value: `true`, non-zero numbers and the string `"true"` (any case).
+    public var gtmBool: Bool {
+        switch self {
+        case .bool(let b): return b
+        case .int(let i): return i != 0
+        case .double(let d): return d != 0 && !d.isNaN
+        case .string(let s): return s.lowercased() == "true"
+        default: return false
+        }
+    }
+
+    /// Renders a double the way JavaScript's `Number.prototype.toString` does for common values.
+    static func jsNumberString(_ d: Double) -> String {
+        if d.isNaN { return "NaN" }
+        if d.isInfinite { return d < 0 ? "-Infinity" : "Infinity" }
+        if d == 0 { return "0" }
+        if d == d.rounded(), abs(d) < 1e18 { return String(Int64(d)) }
+        var text = d.description
+        // Swift writes exponents as "e-07" / "e+21"; JavaScript as "e-7" / "e+21".
+        if let eIndex = text.firstIndex(of: "e") {
+            let mantissa = text[..<eIndex]
+            var exponent = text[text.index(after: eIndex)...]
+            var sign = "+"
+            if exponent.first == "-" || exponent.first == "+" {
+                sign = exponent.first == "-" ? "-" : "+"
+                exponent = exponent.dropFirst()
+            }
+            let digits = exponent.drop { $0 == "0" }
+            text = "\(mantissa.hasSuffix(".0") ? String(mantissa.dropLast(2)) : String(mantissa))e\(sign)\(digits.isEmpty ? "0" : String(digits))"
+        } else if text.hasSuffix(".0") {
+            text.removeLast(2)
+        }
+        return text
+    }
+
+    /// Parses a trimmed decimal literal without Foundation; `nil` if it is not one.
+    static func parseDecimal(_ s: String) -> Double? {
+        var utf8 = Substring(s).utf8[...]
+        while let f = utf8.first, f == 0x20 || f == 0x09 || f == 0x0A || f == 0x0D { utf8 = utf8.dropFirst() }
+        while let l = utf8.last, l == 0x20 || l == 0x09 || l == 0x0A || l == 0x0D { utf8 = utf8.dropLast() }
+        guard !utf8.isEmpty else { return nil }
+        // Only digits, one sign, one dot and an exponent are allowed; Double(_:) accepts "nan", "inf", hex.
+        var sawDigit = false
+        for byte in utf8 {
+            switch byte {
+            case 0x30...0x39: sawDigit = true
+            case 0x2B, 0x2D, 0x2E, 0x45, 0x65: continue
+            default: return nil
+            }
+        }
+        guard sawDigit else { return nil }
+        return Double(Substring(utf8))
+    }
+}

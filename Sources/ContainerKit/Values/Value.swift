@@ -1,0 +1,117 @@
+/// A value as Google Tag Manager sees it: what a container literal, a data-layer push or a macro produces.
+///
+/// `Value` is the one value type of ContainerKit. It keeps JSON's types apart (an integer stays an integer,
+/// a boolean never becomes a number) and adds JavaScript's `undefined`, which GTM uses for "no value":
+/// a macro whose data-layer key is missing evaluates to `.undefined`, and a function-call argument whose
+/// value is undefined is left out of the argument map.
+///
+/// In a data-layer push, `.undefined` is also the *not present* sentinel: it leaves the existing value
+/// (or array element) untouched, while `.null` overwrites it.
+public enum Value: Sendable, Hashable {
+    /// JavaScript's `undefined`: no value. Also the data layer's "not present" sentinel.
+    case undefined
+    /// JSON `null`.
+    case null
+    /// A boolean.
+    case bool(Bool)
+    /// A whole number that came from an integer literal.
+    case int(Int64)
+    /// A floating-point number.
+    case double(Double)
+    /// A string.
+    case string(String)
+    /// An ordered list.
+    case array([Value])
+    /// A map with string keys that remembers insertion order.
+    case object(ValueMap)
+}
+
+extension Value {
+    /// Whether this is `.undefined`.
+    public var isUndefined: Bool {
+        if case .undefined = self { return true }
+        return false
+    }
+
+    /// The string payload, if this is a `.string`.
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    /// The map payload, if this is an `.object`.
+    public var objectValue: ValueMap? {
+        if case .object(let m) = self { return m }
+        return nil
+    }
+
+    /// The list payload, if this is an `.array`.
+    public var arrayValue: [Value]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
+    /// The boolean payload, if this is a `.bool`.
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+
+    /// A numeric payload as a `Double`, if this is an `.int` or a `.double`.
+    public var numberValue: Double? {
+        switch self {
+        case .int(let i): return Double(i)
+        case .double(let d): return d
+        default: return nil
+        }
+    }
+
+    /// The name of this value's type, for messages: `"string"`, `"number"`, `"boolean"`, ….
+    public var typeName: String {
+        switch self {
+        case .undefined: return "undefined"
+        case .null: return "null"
+        case .bool: return "boolean"
+        case .int, .double: return "number"
+        case .string: return "string"
+        case .array: return "array"
+        case .object: return "object"
+        }
+    }
+
+    /// Reads a nested value by path segments, walking maps (and arrays by numeric index).
+    ///
+    /// Returns `.undefined` when a segment is missing or an intermediate value cannot be walked.
+    public func value(atPath segments: some Collection<String>) -> Value {
+        var current = self
+        for segment in segments {
+            switch current {
+            case .object(let map):
+                guard let next = map[segment] else { return .undefined }
+                current = next
+            case .array(let list):
+                guard let index = Int(segment), index >= 0, index < list.count else { return .undefined }
+                current = list[index]
+            default:
+                return .undefined
+            }
+        }
+        return current
+    }
+}
+
+extension Value: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: Value...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, Value)...) {
+        var map = ValueMap()
+        for (key, value) in elements { map[key] = value }
+        self = .object(map)
+    }
+    public init(nilLiteral: ()) { self = .null }
+}
