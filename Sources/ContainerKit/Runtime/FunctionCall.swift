@@ -19,6 +19,27 @@ public struct FunctionCall: Sendable {
     public let dataLayer: DataLayer
     /// Where the handler should write its diagnostics.
     public let logger: any Logger
+
+    /// Creates a call; the runtime makes these, tests of handlers may too.
+    public init(
+        name: String,
+        arguments: ValueMap,
+        eventName: String?,
+        containerID: String,
+        tagID: Int? = nil,
+        displayName: String? = nil,
+        dataLayer: DataLayer,
+        logger: (any Logger)? = nil
+    ) {
+        self.name = name
+        self.arguments = arguments
+        self.eventName = eventName
+        self.containerID = containerID
+        self.tagID = tagID
+        self.displayName = displayName
+        self.dataLayer = dataLayer
+        self.logger = logger ?? dataLayer.tagManager.logger
+    }
 }
 
 /// Host code that a Function Call tag (`__funct`, legacy `_func`) calls, registered on a ``TagManager``
