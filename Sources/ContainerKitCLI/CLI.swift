@@ -1,1 +1,41 @@
 import ContainerKit
+
+/// The `containerkit` command line, as a library so it can be tested without a process.
+public enum CLI {
+    static let usage = """
+        usage: containerkit <command> [options]
+
+        commands:
+          run       run a container over data-layer pushes and show what fires
+          help      show this help
+
+        Run 'containerkit <command> --help' for a command's options.
+        """
+
+    /// Runs the command line `arguments` (without the program name) and returns the exit code.
+    public static func main(_ arguments: [String], output: CommandOutput = .standard) async -> Int32 {
+        guard let command = arguments.first else {
+            output.error(usage)
+            return ExitCode.usage
+        }
+        let rest = Array(arguments.dropFirst())
+        let wantsHelp = rest.contains("--help") || rest.contains("-h")
+        switch command {
+        case "run":
+            if wantsHelp {
+                output.print(RunCommand.usage)
+                return ExitCode.success
+            }
+            return await RunCommand.run(rest, output: output)
+        case "help", "--help", "-h":
+            output.print(usage)
+            return ExitCode.success
+        case "--version":
+            output.print("containerkit \(ContainerKitVersion.version)")
+            return ExitCode.success
+        default:
+            output.error("containerkit: unknown command '\(command)'\n\n\(usage)")
+            return ExitCode.usage
+        }
+    }
+}

@@ -1,1 +1,5 @@
 import ContainerKitCLI
+import Foundation
+
+let code = await CLI.main(Array(CommandLine.arguments.dropFirst()))
+exit(code)

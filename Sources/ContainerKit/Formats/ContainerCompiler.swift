@@ -1,6 +1,164 @@
-// PLACEHOLDER compiler (skeleton): the real one replaces this file.
+/// Turns a ``SourceDocument`` into a ``Container``: recognises the format, runs its front end, then
+/// builds the indexes every format shares (rules by event name, tag firing order, macros by name).
 enum ContainerCompiler {
     static func compile(_ document: SourceDocument, options: LoadOptions) throws(ContainerError) -> Container {
-        throw ContainerError(.unknownFormat, "not implemented yet", file: document.file)
+        let file = document.file
+        guard case .object(let root) = document.value else {
+            throw error(.unknownFormat, "top level is \(article(document.value.typeName)), not an object", document)
+        }
+        var builder: CompilerOutput
+        let format: ContainerFormat
+        do throws(CompileFailure) {
+            if let resource = root["resource"] {
+                format = .compiledResource
+                builder = try ResourceCompiler.compile(resource, pointer: "/resource")
+            } else if root["containerVersion"] != nil {
+                format = .export
+                builder = try ExportCompiler.compile(root)
+            } else if root["exportFormatVersion"] != nil {
+                throw CompileFailure(.unknownFormat, "export has no 'containerVersion'", pointer: "")
+            } else if let flat = FlatValuesCompiler.compile(root) {
+                format = .flatValues
+                builder = flat
+            } else {
+                throw CompileFailure(
+                    .unknownFormat,
+                    "not a container: expected 'resource' (compiled container), 'containerVersion' (GTM export) "
+                        + "or a flat map of values",
+                    pointer: ""
+                )
+            }
+        } catch let failure {
+            throw error(failure.code, failure.message, document, pointer: failure.pointer)
+        }
+        let id =
+            options.containerID ?? file.flatMap(ContainerLoader.containerID(fromFileName:)) ?? builder.containerID
+            ?? file.flatMap(containerID(embeddedIn:)) ?? "GTM-UNKNOWN"
+        finishIndexes(&builder.program)
+        return Container(
+            id: id,
+            version: builder.version ?? "0",
+            format: format,
+            file: file,
+            unsupported: builder.unsupportedSummary(file: file),
+            program: builder.program
+        )
+    }
+
+    /// A `GTM-XXXX` token at the end of a file stem such as `vendor__app__GTM-5HM9ZRX.json`.
+    static func containerID(embeddedIn path: String) -> String? {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        let stem = name.split(separator: ".").first.map(String.init) ?? name
+        guard let range = stem.firstRange(of: "GTM-") else { return nil }
+        let candidate = String(stem[range.lowerBound...])
+        return ContainerLoader.isContainerID(candidate) ? candidate : nil
+    }
+
+    private static func error(
+        _ code: ContainerError.Code,
+        _ message: String,
+        _ document: SourceDocument,
+        pointer: String = ""
+    ) -> ContainerError {
+        ContainerError(code, message, file: document.file, pointer: pointer, location: document.locate(pointer))
+    }
+
+    private static func article(_ typeName: String) -> String {
+        (typeName.first.map { "aeiou".contains($0) } ?? false) ? "an \(typeName)" : "a \(typeName)"
+    }
+
+    /// Builds the indexes: rules by required event name, tag firing order, macro names.
+    static func finishIndexes(_ program: inout Program) {
+        program.macroByName = [:]
+        for (i, macro) in program.macros.enumerated() {
+            if let name = macro.name, program.macroByName[name] == nil { program.macroByName[name] = i }
+        }
+        program.rulesByEvent = [:]
+        program.unindexedRules = []
+        for (r, rule) in program.rules.enumerated() {
+            if let event = requiredEventName(rule, program) {
+                program.rulesByEvent[event, default: []].append(r)
+            } else {
+                program.unindexedRules.append(r)
+            }
+        }
+        program.tagOrder = program.tags.indices.sorted { a, b in
+            let pa = program.tags[a].priority
+            let pb = program.tags[b].priority
+            return pa != pb ? pa > pb : a < b
+        }
+    }
+
+    /// The event name a rule requires: an `if` predicate `event name equals "<literal>"`.
+    static func requiredEventName(_ rule: RuleDef, _ program: Program) -> String? {
+        for p in rule.ifs {
+            let predicate = program.predicates[p]
+            guard predicate.op == .equals, !predicate.ignoreCase, !predicate.negate,
+                case .macro(let m) = predicate.arg0, case .eventName = program.macros[m].kind,
+                program.macros[m].format.isEmpty, case .literal(let literal) = predicate.arg1
+            else { continue }
+            switch literal {
+            case .undefined, .null, .array, .object: continue
+            default: return literal.jsString
+            }
+        }
+        return nil
+    }
+}
+
+/// A compile error found by a front end, before the file and location are attached.
+struct CompileFailure: Error {
+    var code: ContainerError.Code
+    var message: String
+    var pointer: String
+
+    init(_ code: ContainerError.Code, _ message: String, pointer: String) {
+        self.code = code
+        self.message = message
+        self.pointer = pointer
+    }
+}
+
+/// What a format front end produces.
+struct CompilerOutput {
+    var program = Program()
+    var containerID: String?
+    var version: String?
+    /// Unsupported parts by kind (`tag type '__ua'`), with their count and first pointer.
+    var unsupported: [String: (count: Int, pointer: String)] = [:]
+    var unsupportedOrder: [String] = []
+
+    mutating func noteUnsupported(_ what: String, pointer: String) {
+        if let existing = unsupported[what] {
+            unsupported[what] = (existing.count + 1, existing.pointer)
+        } else {
+            unsupported[what] = (1, pointer)
+            unsupportedOrder.append(what)
+        }
+    }
+
+    func unsupportedSummary(file: String?) -> [ContainerError] {
+        unsupportedOrder.map { what in
+            let entry = unsupported[what]!
+            let times = entry.count == 1 ? "" : " (\(entry.count) times)"
+            return ContainerError(.unsupportedFeature, "\(what) is not supported\(times)", file: file, pointer: entry.pointer)
+        }
+    }
+}
+
+/// Legacy v3/v4 default containers: a flat map of keys to plain values.
+enum FlatValuesCompiler {
+    static func compile(_ root: ValueMap) -> CompilerOutput? {
+        for (_, value) in root {
+            switch value {
+            case .object: return nil
+            case .array(let list) where list.contains(where: { $0.objectValue != nil || $0.arrayValue != nil }):
+                return nil
+            default: continue
+            }
+        }
+        var output = CompilerOutput()
+        output.program.flatValues = root
+        return output
     }
 }

@@ -50,6 +50,8 @@ public struct ContainerError: Error, Sendable, Hashable, CustomStringConvertible
         public static let invalidContainerID = Code(rawValue: "invalid_container_id")
         /// A collection is larger than the loader's limit.
         public static let tooLarge = Code(rawValue: "too_large")
+        /// A part of the container ContainerKit does not run (web-only tags, macros, operators).
+        public static let unsupportedFeature = Code(rawValue: "unsupported_feature")
     }
 
     /// What kind of error this is.

@@ -15,6 +15,7 @@ public struct SourceDocument: Sendable {
     public let file: String?
     public let sourceMap: SourceMap?
     public func location(of pointer: String) -> SourceLocation? { sourceMap?.location(of: pointer) }
+    public func locate(_ pointer: String) -> SourceLocation? { location(of: pointer) }
 }
 
 enum DocumentReader {

@@ -45,6 +45,23 @@ public struct RegexPattern: Sendable {
         return Match(range: r, groups: groups)
     }
 
+    public func expandReplacement(_ template: String, match: Match, in subject: String) -> String {
+        var out = ""
+        var chars = Array(template)
+        var i = 0
+        while i < chars.count {
+            if chars[i] == "$", i + 1 < chars.count, let d = chars[i + 1].wholeNumberValue, d < match.groups.count {
+                if let r = match.groups[d] { out += subject[r] }
+                i += 2
+            } else {
+                out.append(chars[i])
+                i += 1
+            }
+        }
+        chars.removeAll()
+        return out
+    }
+
     public func wholeMatch(in subject: String) -> Match? {
         guard let m = firstMatch(in: subject), m.range == subject.startIndex..<subject.endIndex else { return nil }
         return m

@@ -71,7 +71,7 @@ public struct ClientContext: Sendable, Hashable {
 
     /// Sets one field by its snake_case key (see ``keys``).
     /// - Throws: ``ContainerError`` with code `invalid_structure` for an unknown key or a bad boolean.
-    public mutating func setValue(_ value: String, forKey key: String) throws {
+    public mutating func setValue(_ value: String, forKey key: String) throws(ContainerError) {
         switch key {
         case "platform": platform = value
         case "language": language = value

@@ -127,9 +127,10 @@ public final class TagManager: Sendable {
         )
     }
 
-    /// Logs a warning once per process for `key`.
-    func reportOnce(_ key: String, _ message: () -> String) {
+    /// Logs a message once per runtime for `key` (repeated problems would flood a busy service's logs).
+    func reportOnce(_ key: String, level: LogLevel = .warning, _ message: () -> String) {
+        guard level >= logger.minimumLevel, logger.minimumLevel != .none else { return }
         let first = reported.withLock { $0.insert(key).inserted }
-        if first { logger.warning(message()) }
+        if first { logger.log(level, message()) }
     }
 }

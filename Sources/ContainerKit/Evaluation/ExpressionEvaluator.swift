@@ -1,0 +1,110 @@
+/// Something that gives the value of macro `index` (the evaluator memoises; constant folding has none).
+protocol MacroResolver {
+    mutating func resolve(macro index: Int) -> Value
+}
+
+/// Evaluates compiled expressions. Generic over the resolver so the hot path is specialised.
+enum ExpressionEvaluator {
+    static func evaluate<R: MacroResolver>(_ expr: Expr, _ resolver: inout R) -> Value {
+        switch expr {
+        case .literal(let value): return value
+        case .macro(let index): return resolver.resolve(macro: index)
+        case .template(let parts):
+            var out = ""
+            for part in parts {
+                let value = evaluate(part, &resolver)
+                out += value.jsString
+            }
+            return .string(out)
+        case .list(let items):
+            var out: [Value] = []
+            out.reserveCapacity(items.count)
+            for item in items { out.append(evaluate(item, &resolver)) }
+            return .array(out)
+        case .map(let entries):
+            return .object(evaluateMap(entries, &resolver))
+        case .escape(let inner, let codes):
+            return escape(evaluate(inner, &resolver), codes: codes)
+        case .tag, .unresolved:
+            return .undefined
+        }
+    }
+
+    /// Evaluates a map expression; entries whose value is undefined are left out.
+    static func evaluateMap<R: MacroResolver>(_ entries: [Expr.MapEntry], _ resolver: inout R) -> ValueMap {
+        var map = ValueMap(minimumCapacity: entries.count)
+        for entry in entries {
+            let value = evaluate(entry.value, &resolver)
+            if value.isUndefined { continue }
+            let key: String
+            if case .literal(.string(let s)) = entry.key { key = s } else { key = evaluate(entry.key, &resolver).jsString }
+            map[key] = value
+        }
+        return map
+    }
+
+    /// GTM's escaping codes: 7 HTML, 12 URL component; the JavaScript codes (8, 16) leave the value as is,
+    /// since nothing here runs JavaScript.
+    static func escape(_ value: Value, codes: [Int]) -> Value {
+        guard !codes.isEmpty, !value.isUndefined else { return value }
+        var text = value.jsString
+        var changed = false
+        for code in codes {
+            switch code {
+            case 7:
+                text = escapeHTML(text)
+                changed = true
+            case 12:
+                text = percentEncode(text)
+                changed = true
+            default:
+                continue
+            }
+        }
+        return changed ? .string(text) : value
+    }
+
+    static func escapeHTML(_ s: String) -> String {
+        var out = ""
+        out.reserveCapacity(s.utf8.count)
+        for ch in s.unicodeScalars {
+            switch ch {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.unicodeScalars.append(ch)
+            }
+        }
+        return out
+    }
+
+    /// `encodeURIComponent`.
+    static func percentEncode(_ s: String) -> String {
+        var out = ""
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in s.utf8 {
+            switch byte {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x5F, 0x2E, 0x21, 0x7E, 0x2A, 0x27, 0x28, 0x29:
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out.unicodeScalars.append("%")
+                out.unicodeScalars.append(Unicode.Scalar(hex[Int(byte >> 4)]))
+                out.unicodeScalars.append(Unicode.Scalar(hex[Int(byte & 0x0F)]))
+            }
+        }
+        return out
+    }
+}
+
+/// Evaluates expressions that read no macro (compile-time folding).
+enum ConstantEvaluator: MacroResolver {
+    case instance
+    mutating func resolve(macro index: Int) -> Value { .undefined }
+
+    static func value(of expr: Expr) -> Value {
+        var resolver = ConstantEvaluator.instance
+        return ExpressionEvaluator.evaluate(expr, &resolver)
+    }
+}

@@ -1,0 +1,461 @@
+/// The front end for GTM UI exports (`exportFormatVersion: 2`): variables, built-in variables, triggers and
+/// tags by id and `{{Display Name}}`, compiled into the same program a compiled resource gives.
+///
+/// Each trigger becomes one predicate per condition (plus an event-name test for its type) and one rule
+/// that adds the tags it fires and blocks the tags it blocks.
+enum ExportCompiler {
+    static func compile(_ root: ValueMap) throws(CompileFailure) -> CompilerOutput {
+        guard case .object(let version)? = root["containerVersion"] else {
+            throw CompileFailure(.invalidStructure, "'containerVersion' must be an object", pointer: "/containerVersion")
+        }
+        var compiler = ExportCompiler.State(version: version)
+        try compiler.run()
+        return compiler.output
+    }
+
+    /// Built-in trigger ids that appear in `firingTriggerId` without a trigger object.
+    static let builtInTriggers: [String: (name: String, event: String?)] = [
+        "2147479553": ("All Pages", "gtm.js"),
+        "2147479573": ("Initialization", "gtm.init"),
+        "2147479572": ("Consent Initialization", "gtm.init_consent"),
+        "2147479554": ("Any Event", nil),
+        "2147479555": ("Always", nil),
+    ]
+
+    /// The event name each trigger type waits for (custom events name theirs in `customEventFilter`).
+    static let triggerEvents: [String: String] = [
+        "PAGEVIEW": "gtm.js", "DOM_READY": "gtm.dom", "WINDOW_LOADED": "gtm.load", "INIT": "gtm.init",
+        "CONSENT_INIT": "gtm.init_consent", "CLICK": "gtm.click", "LINK_CLICK": "gtm.linkClick",
+        "FORM_SUBMISSION": "gtm.formSubmit", "HISTORY_CHANGE": "gtm.historyChange", "JS_ERROR": "gtm.pageError",
+        "TIMER": "gtm.timer", "SCROLL_DEPTH": "gtm.scrollDepth", "ELEMENT_VISIBILITY": "gtm.elementVisibility",
+        "YOU_TUBE_VIDEO": "gtm.video",
+        "FIREBASE_APP_EXCEPTION": "app_exception", "FIREBASE_APP_UPDATE": "app_update",
+        "FIREBASE_CAMPAIGN": "firebase_campaign", "FIREBASE_FIRST_OPEN": "first_open",
+        "FIREBASE_IN_APP_PURCHASE": "in_app_purchase", "FIREBASE_NOTIFICATION_DISMISS": "notification_dismiss",
+        "FIREBASE_NOTIFICATION_FOREGROUND": "notification_foreground",
+        "FIREBASE_NOTIFICATION_OPEN": "notification_open", "FIREBASE_NOTIFICATION_RECEIVE": "notification_receive",
+        "FIREBASE_OS_UPDATE": "os_update", "FIREBASE_SESSION_START": "session_start",
+        "FIREBASE_USER_ENGAGEMENT": "user_engagement",
+    ]
+
+    /// Trigger types that are browser interactions (they fire only on their `gtm.*` event, if ever pushed).
+    static let browserTriggerTypes: Set<String> = [
+        "CLICK", "LINK_CLICK", "FORM_SUBMISSION", "HISTORY_CHANGE", "JS_ERROR", "TIMER", "SCROLL_DEPTH",
+        "ELEMENT_VISIBILITY", "YOU_TUBE_VIDEO",
+    ]
+
+    /// The macro code of a built-in variable type.
+    static func builtInFunction(_ type: String) -> (function: String, key: String?)? {
+        let codes: [String: String] = [
+            "EVENT": "__e", "EVENT_NAME": "__e", "CONTAINER_ID": "__cid", "CONTAINER_VERSION": "__ctv",
+            "RANDOM_NUMBER": "__r", "APP_ID": "__ai", "APP_NAME": "__an", "APP_VERSION_CODE": "__av",
+            "APP_VERSION_NAME": "__avn", "LANGUAGE": "__l", "OS_VERSION": "__ov", "PLATFORM": "__p",
+            "SDK_VERSION": "__sv", "DEVICE_NAME": "__dn", "RESOLUTION": "__rs", "ADVERTISER_ID": "__aid",
+            "ADVERTISING_TRACKING_ENABLED": "__ate",
+        ]
+        if let code = codes[type] { return (code, nil) }
+        let prefix = "FIREBASE_EVENT_PARAMETER_"
+        guard type.hasPrefix(prefix) else { return nil }
+        var rest = String(type.dropFirst(prefix.count))
+        if rest.hasPrefix("CAMPAIGN_") { rest = String(rest.dropFirst("CAMPAIGN_".count)) }
+        if rest.hasPrefix("NOTIFICATION_MESSAGE_") { rest = "MESSAGE_" + rest.dropFirst("NOTIFICATION_MESSAGE_".count) }
+        if rest == "NOTIFICATION_TOPIC" { rest = "TOPIC" }
+        return ("__md", rest.lowercased())
+    }
+
+    /// Splits a template string into literal text and `{{Name}}` references.
+    static func templateParts(_ text: String) -> [(isReference: Bool, text: String)] {
+        var parts: [(Bool, String)] = []
+        var rest = Substring(text)
+        while let open = rest.firstRange(of: "{{") {
+            guard let close = rest[open.upperBound...].firstRange(of: "}}") else { break }
+            if open.lowerBound > rest.startIndex { parts.append((false, String(rest[..<open.lowerBound]))) }
+            parts.append((true, String(rest[open.upperBound..<close.lowerBound])))
+            rest = rest[close.upperBound...]
+        }
+        if !rest.isEmpty { parts.append((false, String(rest))) }
+        return parts
+    }
+
+    struct State {
+        let version: ValueMap
+        var output = CompilerOutput()
+        var macroIndex: [String: Int] = [:]
+        var eventMacro: Int?
+        var tagIndexByName: [String: Int] = [:]
+
+        init(version: ValueMap) { self.version = version }
+
+        mutating func run() throws(CompileFailure) {
+            if case .object(let container)? = version["container"] {
+                output.containerID = container["publicId"]?.stringValue
+            }
+            output.version = version["containerVersionId"]?.jsString
+            let variables = try items("variable")
+            let builtIns = try items("builtInVariable")
+            let triggers = try items("trigger")
+            let tags = try items("tag")
+
+            // Pass 1: every name a {{reference}} can use gets a macro index.
+            var pending: [(ValueMap, String, isBuiltIn: Bool)] = []
+            for (i, variable) in variables.enumerated() {
+                let at = JSONPointer.appending("/containerVersion/variable", i)
+                guard let name = variable["name"]?.stringValue else {
+                    throw CompileFailure(.invalidStructure, "variable has no 'name'", pointer: at)
+                }
+                if macroIndex[name] == nil { macroIndex[name] = pending.count }
+                pending.append((variable, at, false))
+            }
+            for (i, builtIn) in builtIns.enumerated() {
+                let at = JSONPointer.appending("/containerVersion/builtInVariable", i)
+                guard let name = builtIn["name"]?.stringValue else { continue }
+                if macroIndex[name] == nil { macroIndex[name] = pending.count }
+                pending.append((builtIn, at, true))
+            }
+            macroIndex["_event"] = pending.count
+            eventMacro = pending.count
+            for (i, tag) in tags.enumerated() {
+                if let name = tag["name"]?.stringValue, tagIndexByName[name] == nil { tagIndexByName[name] = i }
+            }
+
+            // Pass 2: compile the variables, now that references resolve.
+            for (entry, at, isBuiltIn) in pending {
+                output.program.macros.append(isBuiltIn ? builtInMacro(entry, at: at) : try variableMacro(entry, at: at))
+            }
+            output.program.macros.append(
+                MacroDef(function: "__e", name: "_event", kind: .eventName, origin: Origin(pointer: ""))
+            )
+
+            for (i, tag) in tags.enumerated() {
+                output.program.tags.append(try compileTag(tag, at: JSONPointer.appending("/containerVersion/tag", i)))
+            }
+
+            // Rules: one per trigger (and per built-in trigger id used).
+            var ruleByTrigger: [String: Int] = [:]
+            for (i, trigger) in triggers.enumerated() {
+                let at = JSONPointer.appending("/containerVersion/trigger", i)
+                guard let id = trigger["triggerId"]?.jsString else {
+                    throw CompileFailure(.invalidStructure, "trigger has no 'triggerId'", pointer: at)
+                }
+                ruleByTrigger[id] = output.program.rules.count
+                output.program.rules.append(try compileTrigger(trigger, at: at))
+            }
+            for (t, tag) in tags.enumerated() {
+                let at = JSONPointer.appending("/containerVersion/tag", t)
+                for (field, isBlocking) in [("firingTriggerId", false), ("blockingTriggerId", true)] {
+                    guard case .array(let ids)? = tag[field] else { continue }
+                    for (k, raw) in ids.enumerated() {
+                        let id = raw.jsString
+                        let rule: Int
+                        if let existing = ruleByTrigger[id] {
+                            rule = existing
+                        } else if let builtIn = ExportCompiler.builtInTriggers[id] {
+                            rule = output.program.rules.count
+                            ruleByTrigger[id] = rule
+                            output.program.rules.append(builtInRule(builtIn, pointer: JSONPointer.appending(at + "/" + field, k)))
+                        } else {
+                            throw CompileFailure(
+                                .danglingReference,
+                                "tag '\(tag["name"]?.jsString ?? "")' refers to trigger '\(id)', which does not exist",
+                                pointer: JSONPointer.appending(at + "/" + field, k)
+                            )
+                        }
+                        if isBlocking { output.program.rules[rule].block.append(t) } else { output.program.rules[rule].add.append(t) }
+                    }
+                }
+            }
+        }
+
+        func items(_ key: String) throws(CompileFailure) -> [ValueMap] {
+            switch version[key] {
+            case nil, .null?: return []
+            case .array(let list)?:
+                var out: [ValueMap] = []
+                for (i, item) in list.enumerated() {
+                    guard case .object(let map) = item else {
+                        throw CompileFailure(
+                            .invalidStructure,
+                            "each '\(key)' entry must be an object, found \(item.typeName)",
+                            pointer: JSONPointer.appending("/containerVersion/" + key, i)
+                        )
+                    }
+                    out.append(map)
+                }
+                return out
+            case let other?:
+                throw CompileFailure(.invalidStructure, "'\(key)' must be an array, found \(other.typeName)", pointer: "/containerVersion/" + key)
+            }
+        }
+
+        // MARK: Parameters
+
+        /// A template string: literal text, one reference (keeping the variable's type), or a concatenation.
+        func template(_ text: String) -> Expr {
+            let parts = ExportCompiler.templateParts(text)
+            if parts.isEmpty { return .literal(.string("")) }
+            if parts.count == 1, !parts[0].isReference { return .literal(.string(text)) }
+            let exprs: [Expr] = parts.map { part in
+                guard part.isReference else { return .literal(.string(part.text)) }
+                if let index = macroIndex[part.text] { return .macro(index) }
+                return .unresolved(part.text)
+            }
+            return exprs.count == 1 ? exprs[0] : .template(exprs)
+        }
+
+        func parameter(_ raw: Value, at pointer: String) throws(CompileFailure) -> Expr {
+            guard case .object(let param) = raw else {
+                throw CompileFailure(.invalidStructure, "a parameter must be an object, found \(raw.typeName)", pointer: pointer)
+            }
+            let type = (param["type"]?.stringValue ?? "TEMPLATE").uppercased()
+            switch type {
+            case "BOOLEAN":
+                let text = param["value"]?.jsString ?? "false"
+                return .literal(.bool(text.lowercased() == "true"))
+            case "INTEGER":
+                let text = param["value"]?.jsString ?? ""
+                if let i = Int64(text) { return .literal(.int(i)) }
+                if case .literal = template(text) { return .literal(Value.parseDecimal(text).map(Value.double) ?? .string(text)) }
+                return template(text)
+            case "LIST":
+                var items: [Expr] = []
+                if case .array(let list)? = param["list"] {
+                    for (i, item) in list.enumerated() {
+                        items.append(try parameter(item, at: JSONPointer.appending(pointer + "/list", i)))
+                    }
+                }
+                return ExpressionFolding.fold(.list(items))
+            case "MAP":
+                var entries: [Expr.MapEntry] = []
+                if case .array(let list)? = param["map"] {
+                    for (i, item) in list.enumerated() {
+                        let at = JSONPointer.appending(pointer + "/map", i)
+                        guard case .object(let entry) = item else { continue }
+                        let key = template(entry["key"]?.jsString ?? "")
+                        entries.append(Expr.MapEntry(key: key, value: try parameter(item, at: at)))
+                    }
+                }
+                return ExpressionFolding.fold(.map(entries))
+            default:
+                if let value = param["value"] {
+                    if case .string(let text) = value { return template(text) }
+                    return .literal(value)
+                }
+                return .literal(.undefined)
+            }
+        }
+
+        func parameters(_ owner: ValueMap, at pointer: String) throws(CompileFailure) -> [(key: String, value: Expr)] {
+            guard case .array(let list)? = owner["parameter"] else { return [] }
+            var out: [(key: String, value: Expr)] = []
+            for (i, raw) in list.enumerated() {
+                let at = JSONPointer.appending(pointer + "/parameter", i)
+                guard case .object(let param) = raw, let key = param["key"]?.stringValue else { continue }
+                out.append((key, try parameter(raw, at: at)))
+            }
+            return out
+        }
+
+        // MARK: Variables
+
+        mutating func variableMacro(_ variable: ValueMap, at pointer: String) throws(CompileFailure) -> MacroDef {
+            let type = variable["type"]?.stringValue ?? ""
+            let params = try parameters(variable, at: pointer)
+            let function = "__" + type
+            var def = MacroDef(
+                function: function,
+                name: variable["name"]?.stringValue,
+                kind: try TemplateCatalog.macroKind(
+                    function: function,
+                    params: Dictionary(params, uniquingKeysWith: { first, _ in first }),
+                    pointer: pointer,
+                    output: &output
+                ),
+                parameters: params,
+                origin: Origin(pointer: pointer)
+            )
+            if case .object(let format)? = variable["formatValue"] {
+                def.format = try valueFormat(format, at: pointer + "/formatValue")
+            }
+            return def
+        }
+
+        func valueFormat(_ format: ValueMap, at pointer: String) throws(CompileFailure) -> ValueFormat {
+            var out = ValueFormat()
+            switch format["caseConversionType"]?.stringValue?.uppercased() {
+            case "LOWERCASE"?: out.caseConversion = .lowercase
+            case "UPPERCASE"?: out.caseConversion = .uppercase
+            default: break
+            }
+            if let v = format["convertNullToValue"] { out.convertNullTo = try parameter(v, at: pointer + "/convertNullToValue") }
+            if let v = format["convertUndefinedToValue"] {
+                out.convertUndefinedTo = try parameter(v, at: pointer + "/convertUndefinedToValue")
+            }
+            if let v = format["convertTrueToValue"] { out.convertTrueTo = try parameter(v, at: pointer + "/convertTrueToValue") }
+            if let v = format["convertFalseToValue"] { out.convertFalseTo = try parameter(v, at: pointer + "/convertFalseToValue") }
+            return out
+        }
+
+        mutating func builtInMacro(_ entry: ValueMap, at pointer: String) -> MacroDef {
+            let type = entry["type"]?.stringValue ?? ""
+            let name = entry["name"]?.stringValue
+            guard let (function, key) = ExportCompiler.builtInFunction(type) else {
+                output.noteUnsupported("browser-only built-in variable '\(type)'", pointer: pointer)
+                return MacroDef(function: "__" + type.lowercased(), name: name, kind: .unsupported, origin: Origin(pointer: pointer))
+            }
+            let kind: MacroKind
+            if let key {
+                kind = .eventParameter(key: key, path: [key], defaultValue: nil)
+            } else if function == "__e" {
+                kind = .eventName
+            } else {
+                kind = TemplateCatalog.builtIns[TemplateCatalog.bareCode(function)].map(MacroKind.builtIn) ?? .unsupported
+            }
+            return MacroDef(function: function, name: name, kind: kind, origin: Origin(pointer: pointer))
+        }
+
+        // MARK: Tags
+
+        mutating func compileTag(_ tag: ValueMap, at pointer: String) throws(CompileFailure) -> TagDef {
+            let type = tag["type"]?.stringValue ?? ""
+            let params = try parameters(tag, at: pointer)
+            let function = "__" + type
+            let paused = tag["paused"]?.gtmBool ?? false
+            let kind =
+                paused
+                ? TagDef.Kind.paused
+                : TemplateCatalog.tagKind(
+                    function: function,
+                    params: Dictionary(params, uniquingKeysWith: { first, _ in first }),
+                    pointer: pointer,
+                    output: &output
+                )
+            var def = TagDef(
+                function: function,
+                tagID: tag["tagId"].flatMap { $0.jsNumber }.map { Int($0) },
+                name: tag["name"]?.stringValue,
+                kind: kind,
+                parameters: params,
+                origin: Origin(pointer: pointer)
+            )
+            switch tag["tagFiringOption"]?.stringValue?.uppercased().replacingAll("_", with: "") {
+            case "ONCEPEREVENT"?: def.oncePerEvent = true
+            case "ONCEPERLOAD"?: def.oncePerLoad = true
+            default: break
+            }
+            if let priority = tag["priority"] {
+                let expr = try parameter(priority, at: pointer + "/priority")
+                guard let number = TemplateCatalog.literalNumber(expr) else {
+                    throw CompileFailure(.invalidStructure, "tag priority must be a number", pointer: pointer + "/priority")
+                }
+                def.priority = number
+            }
+            def.setupTags = try sequence(tag["setupTag"], stopKey: "stopOnSetupFailure", at: pointer + "/setupTag")
+            def.teardownTags = try sequence(tag["teardownTag"], stopKey: "stopTeardownOnFailure", at: pointer + "/teardownTag")
+            return def
+        }
+
+        func sequence(_ raw: Value?, stopKey: String, at pointer: String) throws(CompileFailure) -> [TagDef.Sequenced] {
+            guard case .array(let list)? = raw else { return [] }
+            var out: [TagDef.Sequenced] = []
+            for (i, item) in list.enumerated() {
+                guard case .object(let entry) = item, let name = entry["tagName"]?.stringValue else { continue }
+                guard let index = tagIndexByName[name] else {
+                    throw CompileFailure(
+                        .danglingReference,
+                        "sequenced tag '\(name)' does not exist",
+                        pointer: JSONPointer.appending(pointer, i) + "/tagName"
+                    )
+                }
+                out.append(TagDef.Sequenced(tag: index, stopOnFailure: entry[stopKey]?.gtmBool ?? false))
+            }
+            return out
+        }
+
+        // MARK: Triggers
+
+        mutating func eventPredicate(_ event: String, pointer: String) -> Int {
+            let index = output.program.predicates.count
+            output.program.predicates.append(
+                TemplateCatalog.predicate(
+                    function: "_eq",
+                    op: .equals,
+                    arg0: .macro(eventMacro!),
+                    arg1: .literal(.string(event)),
+                    ignoreCase: false,
+                    negate: false,
+                    pointer: pointer,
+                    output: &output
+                )
+            )
+            return index
+        }
+
+        mutating func neverPredicate(pointer: String) -> Int {
+            let index = output.program.predicates.count
+            output.program.predicates.append(
+                PredicateDef(
+                    function: "_never",
+                    op: .unsupported,
+                    arg0: .literal(.undefined),
+                    arg1: .literal(.undefined),
+                    ignoreCase: false,
+                    negate: false,
+                    origin: Origin(pointer: pointer)
+                )
+            )
+            return index
+        }
+
+        mutating func builtInRule(_ builtIn: (name: String, event: String?), pointer: String) -> RuleDef {
+            var rule = RuleDef(name: builtIn.name, origin: Origin(pointer: pointer))
+            if let event = builtIn.event { rule.ifs.append(eventPredicate(event, pointer: pointer)) }
+            return rule
+        }
+
+        mutating func compileTrigger(_ trigger: ValueMap, at pointer: String) throws(CompileFailure) -> RuleDef {
+            let type = (trigger["type"]?.stringValue ?? "").uppercased()
+            var rule = RuleDef(name: trigger["name"]?.stringValue, origin: Origin(pointer: pointer))
+            if let event = ExportCompiler.triggerEvents[type] {
+                rule.ifs.append(eventPredicate(event, pointer: pointer + "/type"))
+                if ExportCompiler.browserTriggerTypes.contains(type) {
+                    output.noteUnsupported("browser trigger type '\(type)'", pointer: pointer)
+                }
+            } else if type != "CUSTOM_EVENT" && type != "ALWAYS" {
+                output.noteUnsupported("trigger type '\(type)'", pointer: pointer)
+                rule.ifs.append(neverPredicate(pointer: pointer + "/type"))
+            }
+            for field in ["customEventFilter", "filter", "autoEventFilter"] {
+                guard case .array(let conditions)? = trigger[field] else { continue }
+                for (i, raw) in conditions.enumerated() {
+                    let at = JSONPointer.appending(pointer + "/" + field, i)
+                    rule.ifs.append(try condition(raw, at: at))
+                }
+            }
+            return rule
+        }
+
+        mutating func condition(_ raw: Value, at pointer: String) throws(CompileFailure) -> Int {
+            guard case .object(let condition) = raw else {
+                throw CompileFailure(.invalidStructure, "a condition must be an object, found \(raw.typeName)", pointer: pointer)
+            }
+            let type = condition["type"]?.stringValue ?? ""
+            let params = try parameters(condition, at: pointer)
+            let lookup = Dictionary(params, uniquingKeysWith: { first, _ in first })
+            let index = output.program.predicates.count
+            let op = TemplateCatalog.predicateOperator(type)
+            output.program.predicates.append(
+                TemplateCatalog.predicate(
+                    function: op == .unsupported ? type : op.rawValue,
+                    op: op,
+                    arg0: lookup["arg0"] ?? .literal(.undefined),
+                    arg1: lookup["arg1"] ?? .literal(.undefined),
+                    ignoreCase: TemplateCatalog.literalBool(lookup["ignore_case"]) ?? false,
+                    negate: TemplateCatalog.literalBool(lookup["negate"]) ?? false,
+                    pointer: pointer,
+                    output: &output
+                )
+            )
+            return index
+        }
+    }
+}

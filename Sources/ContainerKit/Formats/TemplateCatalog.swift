@@ -1,0 +1,268 @@
+/// Builds macro kinds and tag kinds from a template code and its parameters. Both formats use it: the
+/// compiled resource passes its `vtp_` parameters (prefix removed), the export its parameter list.
+enum TemplateCatalog {
+    /// Firebase's short auto-event names and the full names GTM's `__e` reports for them.
+    static let firebaseEventNames: [String: String] = [
+        "_f": "first_open", "_v": "first_visit", "_iap": "in_app_purchase", "_e": "user_engagement",
+        "_s": "session_start", "_ssr": "session_start_with_rollout", "_au": "app_update", "_ui": "app_remove",
+        "_ab": "app_background", "_ou": "os_update", "_cd": "app_clear_data", "_ae": "app_exception",
+        "_nf": "notification_foreground", "_nr": "notification_receive", "_no": "notification_open",
+        "_nd": "notification_dismiss", "_cmp": "firebase_campaign", "_cmpx": "invalid_campaign",
+        "_vs": "screen_view", "_ar": "ad_reward", "_asr": "app_store_refund",
+        "_assc": "app_store_subscription_convert", "_assr": "app_store_subscription_renew",
+        "_asse": "app_store_subscription_cancel",
+    ]
+
+    /// Built-in macro codes (compiled `__x` and legacy `_x`) and what they read.
+    static let builtIns: [String: BuiltIn] = [
+        "cid": .containerID, "ctv": .containerVersion, "r": .random, "ai": .appID, "an": .appName,
+        "av": .appVersionCode, "avn": .appVersionName, "p": .platform, "l": .language, "ov": .osVersion,
+        "sv": .sdkVersion, "dn": .deviceName, "rs": .resolution, "ate": .advertisingTrackingEnabled,
+        "aid": .advertiserID, "gtmv": .sdkVersion, "rv": .sdkVersion,
+    ]
+
+    /// Macro codes that only make sense in a browser or need JavaScript.
+    static let browserMacros: Set<String> = [
+        "jsm", "u", "d", "aev", "f", "j", "k", "dbg", "gas", "awec", "gtes", "gtcs", "ctv_web", "vis", "uv",
+        "ed", "rh", "hid", "ev",
+    ]
+
+    /// The code without its `__` or `_` prefix: `__md` → `md`, `_func` → `func`.
+    static func bareCode(_ function: String) -> String {
+        if function.hasPrefix("__") { return String(function.dropFirst(2)) }
+        if function.hasPrefix("_") { return String(function.dropFirst(1)) }
+        return function
+    }
+
+    static func literalString(_ expr: Expr?) -> String? {
+        if case .literal(let value)? = expr {
+            switch value {
+            case .undefined, .null: return nil
+            default: return value.jsString
+            }
+        }
+        return nil
+    }
+
+    static func literalBool(_ expr: Expr?) -> Bool? {
+        if case .literal(let value)? = expr {
+            switch value {
+            case .bool(let b): return b
+            case .string(let s): return s == "true" ? true : (s == "false" ? false : nil)
+            case .int(let i): return i != 0
+            default: return nil
+            }
+        }
+        return nil
+    }
+
+    static func literalNumber(_ expr: Expr?) -> Double? {
+        if case .literal(let value)? = expr { return value.jsNumber }
+        return nil
+    }
+
+    /// The default-value expression when `setDefaultValue` is on.
+    static func defaultValue(_ params: [String: Expr]) -> Expr? {
+        guard literalBool(params["setDefaultValue"]) == true else { return nil }
+        return params["defaultValue"] ?? .literal(.undefined)
+    }
+
+    /// The macro kind for template `function` with `params`; `nil` when the template is unknown.
+    static func macroKind(
+        function: String,
+        params: [String: Expr],
+        pointer: String,
+        output: inout CompilerOutput
+    ) throws(CompileFailure) -> MacroKind {
+        let code = bareCode(function)
+        switch code {
+        case "e": return .eventName
+        case "md":
+            var key = literalString(params["key"])
+            let eventType = literalString(params["eventType"])
+            if eventType == "SUGGESTED" {
+                key = params.keys.sorted().first { $0.hasSuffix("Param") && $0.count > 5 }
+                    .flatMap { literalString(params[$0]) }
+            }
+            guard let key, !key.isEmpty else {
+                throw CompileFailure(.invalidStructure, "event parameter variable has no key", pointer: pointer)
+            }
+            return .eventParameter(key: key, path: splitPath(key), defaultValue: defaultValue(params))
+        case "v":
+            guard let name = literalString(params["name"]), !name.isEmpty else {
+                throw CompileFailure(.invalidStructure, "data layer variable has no 'name'", pointer: pointer)
+            }
+            let version = literalNumber(params["dataLayerVersion"]) ?? 2
+            return .dataLayer(name: name, path: version == 1 ? [name] : splitPath(name), defaultValue: defaultValue(params))
+        case "fup":
+            guard let key = literalString(params["key"]), !key.isEmpty else {
+                throw CompileFailure(.invalidStructure, "user property variable has no 'key'", pointer: pointer)
+            }
+            return .dataLayer(name: key, path: splitPath(key), defaultValue: defaultValue(params))
+        case "c":
+            return .constant(params["value"] ?? .literal(.undefined))
+        case "smm":
+            return .lookupTable(
+                input: params["input"] ?? .literal(.undefined),
+                rows: tableRows(params["map"], keyColumn: "key", valueColumn: "value"),
+                defaultValue: defaultValue(params)
+            )
+        case "remm":
+            let ignoreCase = literalBool(params["ignoreCase"]) ?? false
+            let fullMatch = literalBool(params["fullMatch"]) ?? false
+            var rows: [MacroKind.RegexRow] = []
+            for row in tableRows(params["map"], keyColumn: "key", valueColumn: "value") {
+                let source = literalString(row.key) ?? ""
+                let anchored = fullMatch ? "^(?:" + source + ")$" : source
+                let pattern = try? RegexPattern(anchored, options: ignoreCase ? .ignoreCase : [])
+                rows.append(MacroKind.RegexRow(source: source, pattern: pattern, value: row.value))
+            }
+            return .regexTable(
+                input: params["input"] ?? .literal(.undefined),
+                rows: rows,
+                replace: literalBool(params["replaceAfterMatch"]) ?? false,
+                defaultValue: defaultValue(params)
+            )
+        case "funcm":
+            return .functionCall(
+                classPath: params["classPath"] ?? .literal(.undefined),
+                arguments: argumentTable(params["functionArgument"])
+            )
+        case "func":
+            let name = literalString(params["function_call_macro_name"]) ?? ""
+            return .legacyFunctionCall(name: name, arguments: params["additional_params"] ?? .map([]))
+        default:
+            if let builtIn = builtIns[code] { return .builtIn(builtIn) }
+            output.noteUnsupported(
+                browserMacros.contains(code) ? "browser-only variable type '\(function)'" : "variable type '\(function)'",
+                pointer: pointer
+            )
+            return .unsupported
+        }
+    }
+
+    /// The tag kind for template `function` with `params`.
+    static func tagKind(function: String, params: [String: Expr], pointer: String, output: inout CompilerOutput)
+        -> TagDef.Kind
+    {
+        switch bareCode(function) {
+        case "funct":
+            return .functionCall(
+                classPath: params["classPath"] ?? .literal(.undefined),
+                arguments: argumentTable(params["functionArgument"])
+            )
+        case "func":
+            return .legacyFunctionCall(
+                name: literalString(params["function_call_macro_name"]) ?? "",
+                arguments: params["additional_params"] ?? .map([])
+            )
+        case "paused":
+            return .paused
+        default:
+            output.noteUnsupported("tag type '\(function)'", pointer: pointer)
+            return .unsupported
+        }
+    }
+
+    /// A GTM table (`["list", ["map", "key", K, "value", V], …]`) as a map expression `{K: V, …}`.
+    /// Anything else is kept as it is (a macro that yields a map, for instance).
+    static func argumentTable(_ expr: Expr?) -> Expr {
+        guard let expr else { return .map([]) }
+        switch expr {
+        case .list:
+            let rows = tableRows(expr, keyColumn: "key", valueColumn: "value")
+            return .map(rows.map { Expr.MapEntry(key: $0.key, value: $0.value) })
+        case .literal(.array(let list)):
+            return argumentTable(.list(list.map { Expr.literal($0) }))
+        case .literal(.undefined), .literal(.null):
+            return .map([])
+        default:
+            return expr
+        }
+    }
+
+    /// The rows of a table parameter: each row a map with a key column and a value column.
+    static func tableRows(_ expr: Expr?, keyColumn: String, valueColumn: String) -> [(key: Expr, value: Expr)] {
+        var rows: [(key: Expr, value: Expr)] = []
+        let elements: [Expr]
+        switch expr {
+        case .list(let items)?: elements = items
+        case .literal(.array(let items))?: elements = items.map { .literal($0) }
+        default: return []
+        }
+        for element in elements {
+            switch element {
+            case .map(let entries):
+                var key: Expr?
+                var value: Expr?
+                for entry in entries {
+                    switch literalString(entry.key) {
+                    case keyColumn?: key = entry.value
+                    case valueColumn?: value = entry.value
+                    default: continue
+                    }
+                }
+                if let key { rows.append((key, value ?? .literal(.undefined))) }
+            case .literal(.object(let map)):
+                if let key = map[keyColumn] { rows.append((.literal(key), .literal(map[valueColumn] ?? .undefined))) }
+            default:
+                continue
+            }
+        }
+        return rows
+    }
+
+    static func splitPath(_ key: String) -> [String] {
+        key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    /// The predicate operator for a compiled code (`_eq`) or an export condition type (`EQUALS`, `equals`).
+    static func predicateOperator(_ name: String) -> PredicateOperator {
+        if let op = PredicateOperator(rawValue: name), op != .unsupported { return op }
+        switch name.uppercased().replacingAll("_", with: "") {
+        case "EQUALS": return .equals
+        case "CONTAINS": return .contains
+        case "STARTSWITH": return .startsWith
+        case "ENDSWITH": return .endsWith
+        case "MATCHREGEX": return .regex
+        case "GREATER": return .greaterThan
+        case "GREATEROREQUALS": return .greaterOrEquals
+        case "LESS": return .lessThan
+        case "LESSOREQUALS": return .lessOrEquals
+        default: return .unsupported
+        }
+    }
+
+    /// Builds a predicate, compiling its pattern when the right side is a constant.
+    static func predicate(
+        function: String,
+        op: PredicateOperator,
+        arg0: Expr,
+        arg1: Expr,
+        ignoreCase: Bool,
+        negate: Bool,
+        pointer: String,
+        output: inout CompilerOutput
+    ) -> PredicateDef {
+        var def = PredicateDef(
+            function: function,
+            op: op,
+            arg0: arg0,
+            arg1: arg1,
+            ignoreCase: ignoreCase,
+            negate: negate,
+            pattern: nil,
+            patternError: nil,
+            origin: Origin(pointer: pointer)
+        )
+        if op == .unsupported { output.noteUnsupported("condition operator '\(function)'", pointer: pointer) }
+        if op == .regex, case .literal(let literal) = arg1 {
+            do {
+                def.pattern = try RegexPattern(literal.jsString, options: ignoreCase ? .ignoreCase : [])
+            } catch {
+                def.patternError = error.message
+            }
+        }
+        return def
+    }
+}

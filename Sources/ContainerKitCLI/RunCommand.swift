@@ -1,0 +1,156 @@
+import ContainerKit
+import Foundation
+
+/// `containerkit run <container-file> [--events <file.jsonl> | -] [--context key=value]... [--format text|json]`
+///
+/// Each input line is one data-layer push; with `--format json` exactly one JSON object is printed per line.
+struct RunCommand {
+    static let usage = """
+        usage: containerkit run <container-file> [--events <file.jsonl> | -] [--context key=value]...
+                                [--format text|json] [--log-level <level>]
+
+        Runs a container over data-layer pushes, one JSON object per input line (default: standard input).
+        The object's `event` names the event; its other keys are the event's parameters.
+
+        options:
+          --events <path>|-        read pushes from a file (or - for standard input)
+          --context key=value      set the client context (\(ClientContext.keys.joined(separator: ", ")))
+          --format text|json       output for people (default) or one JSON object per input line
+          --log-level <level>      verbose, debug, info, warning (default), error, none
+
+        exit codes: 0 success, 1 the container could not be loaded, 2 some input lines failed, 64 usage error
+        """
+
+    struct Options {
+        var containerPath: String
+        var eventsPath: String
+        var context: ClientContext
+        var json: Bool
+        var logLevel: LogLevel
+    }
+
+    static func parse(_ arguments: [String]) throws(UsageError) -> Options {
+        let args = try Arguments(
+            arguments,
+            valued: ["--events", "--context", "--format", "--log-level"],
+            flags: []
+        )
+        guard args.positionals.count == 1 else {
+            throw UsageError(args.positionals.isEmpty ? "missing <container-file>" : "expected one container file")
+        }
+        var context = ClientContext()
+        for pair in args.values("--context") {
+            guard let eq = pair.firstIndex(of: "=") else { throw UsageError("--context needs key=value, not '\(pair)'") }
+            do throws(ContainerError) {
+                try context.setValue(String(pair[pair.index(after: eq)...]), forKey: String(pair[..<eq]))
+            } catch {
+                throw UsageError(error.message)
+            }
+        }
+        let levelName = args.value("--log-level") ?? "warning"
+        guard let level = LogLevel(name: levelName) else { throw UsageError("unknown log level '\(levelName)'") }
+        return Options(
+            containerPath: args.positionals[0],
+            eventsPath: args.value("--events") ?? "-",
+            context: context,
+            json: try args.choice("--format", ["text", "json"], default: "text") == "json",
+            logLevel: level
+        )
+    }
+
+    static func run(_ arguments: [String], output: CommandOutput) async -> Int32 {
+        let options: Options
+        do { options = try parse(arguments) } catch {
+            output.error("containerkit run: \(error.message)\n\n\(usage)")
+            return ExitCode.usage
+        }
+        let logger = CommandLogger(output: output, minimumLevel: options.logLevel)
+        let container: Container
+        do {
+            container = try await ContainerLoader().load(path: options.containerPath)
+        } catch {
+            output.error("containerkit run: cannot load container: \(error)")
+            return ExitCode.failure
+        }
+        let manager = TagManager(logger: logger, defaultContext: options.context)
+        manager.add(container)
+        let session = manager.makeDataLayer()
+
+        let handle: FileHandle
+        if options.eventsPath == "-" {
+            handle = FileHandle.standardInput
+        } else {
+            guard let file = FileHandle(forReadingAtPath: options.eventsPath) else {
+                output.error("containerkit run: cannot open events file '\(options.eventsPath)'")
+                return ExitCode.failure
+            }
+            handle = file
+        }
+        if !options.json {
+            let counts = container.counts
+            output.print(
+                "container \(container.id) version \(container.version) (\(container.format.rawValue)): "
+                    + "\(counts.tags) tags, \(counts.macros) variables, \(counts.rules) rules"
+            )
+        }
+        var failedLines = 0
+        var lineNumber = 0
+        for line in LineReader(handle: handle) {
+            lineNumber += 1
+            if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
+            let message: ValueMap
+            do throws(ContainerError) {
+                guard case .object(let map) = try Value(json: line) else {
+                    throw ContainerError(.invalidStructure, "a push must be a JSON object")
+                }
+                message = map
+            } catch {
+                let location = error.location.map { ":\($0.column)" } ?? ""
+                output.error("containerkit run: line \(lineNumber)\(location): \(error.message)")
+                failedLines += 1
+                continue
+            }
+            let result = session.push(message)
+            if options.json {
+                var object = ValueMap(minimumCapacity: 2)
+                object["event"] = ReportFormatting.eventField(message)
+                object["fired"] = .array(result.fired.map(ReportFormatting.json))
+                output.print(JSONWriter.string(.object(object)))
+            } else {
+                printText(line: lineNumber, message: message, result: result, output: output)
+            }
+        }
+        if options.eventsPath != "-" { try? handle.close() }
+        return failedLines > 0 ? ExitCode.findings : ExitCode.success
+    }
+
+    static func printText(line: Int, message: ValueMap, result: PushResult, output: CommandOutput) {
+        let event = ReportFormatting.eventField(message)
+        let title = event == .null ? "push (no event)" : "event \(JSONWriter.string(event))"
+        output.print("")
+        output.print("line \(line): \(title)")
+        let fired = result.fired
+        if fired.isEmpty {
+            output.print(event == .null ? "  (merged into the data layer)" : "  no tags fired")
+        }
+        for tag in fired {
+            output.print(ReportFormatting.text(tag))
+            for parameterLine in ReportFormatting.parameterLines(tag.parameters) { output.print(parameterLine) }
+        }
+    }
+}
+
+/// Exit codes shared by every command.
+enum ExitCode {
+    static let success: Int32 = 0
+    static let failure: Int32 = 1
+    static let findings: Int32 = 2
+    static let usage: Int32 = 64
+}
+
+/// Sends ContainerKit's diagnostics to the command's standard error.
+struct CommandLogger: Logger {
+    let output: CommandOutput
+    let minimumLevel: LogLevel
+    func write(_ level: LogLevel, _ message: String) { output.error("containerkit: \(level): \(message)") }
+}
