@@ -153,6 +153,15 @@ enum ExportCompiler {
                             rule = output.program.rules.count
                             ruleByTrigger[id] = rule
                             output.program.rules.append(builtInRule(builtIn, pointer: JSONPointer.appending(at + "/" + field, k)))
+                        } else if let number = Int(id), number >= 2_147_479_552 {
+                            // A built-in trigger this runtime does not know: it never fires here.
+                            rule = output.program.rules.count
+                            ruleByTrigger[id] = rule
+                            let at = JSONPointer.appending(at + "/" + field, k)
+                            output.noteUnsupported("built-in trigger '\(id)'", pointer: at)
+                            var never = RuleDef(name: "built-in trigger \(id)", origin: Origin(pointer: at))
+                            never.ifs.append(neverPredicate(pointer: at))
+                            output.program.rules.append(never)
                         } else {
                             throw CompileFailure(
                                 .danglingReference,
@@ -264,7 +273,7 @@ enum ExportCompiler {
             var def = MacroDef(
                 function: function,
                 name: variable["name"]?.stringValue,
-                kind: try TemplateCatalog.macroKind(
+                kind: TemplateCatalog.macroKind(
                     function: function,
                     params: Dictionary(params, uniquingKeysWith: { first, _ in first }),
                     pointer: pointer,

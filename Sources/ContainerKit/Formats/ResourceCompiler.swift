@@ -96,7 +96,7 @@ enum ResourceCompiler {
         let map = try object(raw, "a macro", at: pointer)
         let function = try functionName(map, "macro", at: pointer)
         let params = try parameters(map, at: pointer, context: &context)
-        let kind = try TemplateCatalog.macroKind(
+        let kind = TemplateCatalog.macroKind(
             function: function,
             params: Dictionary(params, uniquingKeysWith: { first, _ in first }),
             pointer: pointer,

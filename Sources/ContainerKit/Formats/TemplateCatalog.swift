@@ -73,7 +73,7 @@ enum TemplateCatalog {
         params: [String: Expr],
         pointer: String,
         output: inout CompilerOutput
-    ) throws(CompileFailure) -> MacroKind {
+    ) -> MacroKind {
         let code = bareCode(function)
         switch code {
         case "e": return .eventName
@@ -85,18 +85,21 @@ enum TemplateCatalog {
                     .flatMap { literalString(params[$0]) }
             }
             guard let key, !key.isEmpty else {
-                throw CompileFailure(.invalidStructure, "event parameter variable has no key", pointer: pointer)
+                output.noteUnsupported("event parameter variable without a key (evaluates to undefined)", pointer: pointer)
+                return .constant(.literal(.undefined))
             }
             return .eventParameter(key: key, path: splitPath(key), defaultValue: defaultValue(params))
         case "v":
             guard let name = literalString(params["name"]), !name.isEmpty else {
-                throw CompileFailure(.invalidStructure, "data layer variable has no 'name'", pointer: pointer)
+                output.noteUnsupported("data layer variable without a name (evaluates to undefined)", pointer: pointer)
+                return .constant(.literal(.undefined))
             }
             let version = literalNumber(params["dataLayerVersion"]) ?? 2
             return .dataLayer(name: name, path: version == 1 ? [name] : splitPath(name), defaultValue: defaultValue(params))
         case "fup":
             guard let key = literalString(params["key"]), !key.isEmpty else {
-                throw CompileFailure(.invalidStructure, "user property variable has no 'key'", pointer: pointer)
+                output.noteUnsupported("user property variable without a key (evaluates to undefined)", pointer: pointer)
+                return .constant(.literal(.undefined))
             }
             return .dataLayer(name: key, path: splitPath(key), defaultValue: defaultValue(params))
         case "c":

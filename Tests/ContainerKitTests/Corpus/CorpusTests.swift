@@ -1,0 +1,75 @@
+import ContainerKit
+import Foundation
+import Testing
+
+@Suite(.enabled(if: TestContainers.corpus != nil, "corpus not found at ../shared/research/corpus; corpus tests skipped"))
+struct CorpusTests {
+    static var jsonFiles: [String] {
+        guard let corpus = TestContainers.corpus,
+            let kinds = try? FileManager.default.contentsOfDirectory(atPath: corpus.path)
+        else { return [] }
+        return kinds.sorted().flatMap { kind -> [String] in
+            let dir = corpus.appendingPathComponent(kind).path
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+            return files.filter { $0.hasSuffix(".json") || $0.hasSuffix(".json.js") }.sorted().map { "\(kind)/\($0)" }
+        }
+    }
+
+    @Test func everyJSONFileInTheCorpusLoads() async throws {
+        let files = CorpusTests.jsonFiles
+        #expect(files.count == 19)
+        for file in files {
+            let path = try #require(TestContainers.corpusFile(file))
+            let container = try await ContainerLoader().load(path: path)
+            let counts = container.counts
+            // Evaluating a few events never crashes, whatever the container holds.
+            let manager = TagManager(logger: InMemoryLogger())
+            manager.add(container)
+            let layer = manager.makeDataLayer(debug: true)
+            for event in ["gtm.js", "gtm.load", "logEvent", "_e", "purchase"] { layer.push(event: event) }
+            #expect(counts.tags + counts.macros + container.variableNames.count > 0, "\(file) compiled to nothing")
+        }
+    }
+
+    @Test func webOnlyPartsAreReportedAsUnsupported() async throws {
+        let path = try #require(TestContainers.corpusFile("resource/wubinyanjiao__yii2Cloud__gtm.js.data.json"))
+        let container = try await ContainerLoader().load(path: path)
+        #expect(container.unsupported.contains { $0.message.contains("'__ua'") })
+        #expect(container.unsupported.allSatisfy { $0.code == .unsupportedFeature })
+    }
+
+    @Test func brazeSampleFiresItsLogEventTagWithTypedArguments() async throws {
+        let path = try #require(TestContainers.corpusFile("v5-mobile/Appboy__appboy-android-sdk__GTM-5HM9ZRX.json"))
+        let container = try await ContainerLoader().load(path: path)
+        #expect(container.id == "GTM-5HM9ZRX")
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(container)
+        let recorder = RecordingHandler()
+        manager.register(tagHandler: recorder, for: "com.appboy.googletagmanager.BrazeGtmTagProvider")
+        manager.makeDataLayer().push(
+            event: "logEvent",
+            parameters: ["eventName": "played song", "boolParam": true, "doubleParam": 2.5, "intParam": 3, "stringParam": "s"]
+        )
+        #expect(
+            recorder.calls.first?.arguments
+                == [
+                    "eventName": "played song", "boolParam": true, "doubleParam": 2.5, "intParam": 3,
+                    "stringParam": "s", "actionType": "logEvent",
+                ]
+        )
+    }
+
+    @Test func cargoContainerRoutesEventsToItsHandlerMethods() async throws {
+        let path = try #require(TestContainers.corpusFile("v5-mobile/fifty-five__Cargo-android__GTM-NFJ2XRG.json"))
+        let container = try await ContainerLoader().load(path: path)
+        #expect(container.counts.tags == 25)
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(container)
+        let recorder = RecordingHandler()
+        manager.register(tagHandler: recorder, for: "com.fiftyfive.cargo.Tags")
+        let layer = manager.makeDataLayer()
+        for event in ["applicationStart", "screen_view", "purchase", "login", "sign_up"] { layer.push(event: event) }
+        #expect(!recorder.calls.isEmpty)
+        #expect(recorder.calls.allSatisfy { $0.arguments["handlerMethod"] != nil })
+    }
+}

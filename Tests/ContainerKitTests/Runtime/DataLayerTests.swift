@@ -1,0 +1,96 @@
+import ContainerKit
+import Testing
+
+struct DataLayerTests {
+    let manager = TagManager(logger: InMemoryLogger())
+
+    @Test func dottedKeysExpandIntoNestedMaps() {
+        let layer = manager.makeDataLayer()
+        layer.push(["a.b.c": "v"])
+        layer.push(["a.b.d": 4])
+        #expect(layer.model == ["a": ["b": ["c": "v", "d": 4]]])
+        #expect(layer.get("a.b.d") == 4)
+        #expect(layer.get("a.x.y") == .undefined)
+    }
+
+    @Test func arraysMergeIndexByIndexAndNotPresentKeepsElements() {
+        // The SDK documentation's own example.
+        let layer = manager.makeDataLayer()
+        layer.push(["items": ["item1", nil, "item2", ["a": "aValue", "b": "bValue"]]])
+        layer.push(["items": [nil, "item6", DataLayer.notPresent, ["a": nil]]])
+        #expect(layer.get("items") == [nil, "item6", "item2", ["a": nil, "b": "bValue"]])
+    }
+
+    @Test func shorterArrayKeepsTheExistingTail() {
+        let layer = manager.makeDataLayer()
+        layer.push(["list": [1, 2, 3]])
+        layer.push(["list": [9]])
+        #expect(layer.get("list") == [9, 2, 3])
+    }
+
+    @Test func scalarsAndNullOverwriteAndTypesChangeWholesale() {
+        let layer = manager.makeDataLayer()
+        layer.push(["a": ["b": 1]])
+        layer.push(["a": "scalar"])
+        #expect(layer.get("a") == "scalar")
+        layer.push(["a": ["c": 2]])
+        #expect(layer.get("a") == ["c": 2])
+        layer.push(["a": nil])
+        #expect(layer.get("a") == .null)
+    }
+
+    @Test func pushesFromHandlersAreQueuedAndProcessedAfterTheCurrentOne() throws {
+        let container = try TestContainers.resource(
+            macros: #"[{"function": "__e"}]"#,
+            tags: #"[{"function": "__funct", "tag_id": 1, "vtp_classPath": "a"}, {"function": "__funct", "tag_id": 2, "vtp_classPath": "b"}]"#,
+            predicates: #"[{"function": "_eq", "arg0": ["macro", 0], "arg1": "first"}, {"function": "_eq", "arg0": ["macro", 0], "arg1": "second"}]"#,
+            rules: #"[[["if", 0], ["add", 0]], [["if", 1], ["add", 1]]]"#
+        )
+        manager.add(container)
+        let order = RecordingHandler { call in
+            if call.eventName == "first" {
+                let nested = call.dataLayer.push(["event": "second", "nested": 1])
+                #expect(nested.events.isEmpty)  // queued, not processed inside the handler
+                #expect(call.dataLayer.get("nested") == .undefined)
+                #expect(call.dataLayer.get("marker") == 1)
+            }
+        }
+        manager.register(tagHandler: order, for: "a")
+        manager.register(tagHandler: order, for: "b")
+        let layer = manager.makeDataLayer()
+        let result = layer.push(["event": "first", "marker": 1])
+        #expect(result.events.map(\.eventName) == ["first", "second"])
+        #expect(order.calls.map(\.name) == ["a", "b"])
+    }
+
+    @Test func loopGuardStopsInfinitePushing() throws {
+        let logger = InMemoryLogger()
+        let manager = TagManager(logger: logger)
+        manager.add(
+            try TestContainers.resource(
+                macros: #"[{"function": "__e"}]"#,
+                tags: #"[{"function": "__funct", "tag_id": 1, "vtp_classPath": "loop"}]"#,
+                predicates: #"[{"function": "_eq", "arg0": ["macro", 0], "arg1": "again"}]"#,
+                rules: #"[[["if", 0], ["add", 0]]]"#
+            )
+        )
+        manager.register(tagHandler: ClosureTagHandler { call in call.dataLayer.push(event: "again") }, for: "loop")
+        let layer = manager.makeDataLayer()
+        let result = layer.push(event: "again")
+        #expect(result.loopGuardTripped)
+        #expect(result.events.count == DataLayer.maximumNestedPushes + 1)
+        #expect(logger.messages(at: .error).contains { $0.contains("infinite loop") })
+        // The data layer still works afterwards.
+        #expect(layer.push(["k": 1]).loopGuardTripped == false)
+    }
+
+    @Test func sessionsAreIsolated() {
+        let one = manager.makeDataLayer()
+        let two = manager.makeDataLayer()
+        one.push(["user": "a"])
+        one.setAttribute("x", forKey: "k")
+        #expect(two.get("user") == .undefined)
+        #expect(two.attribute("k") == nil)
+        #expect(one.sessionID != two.sessionID)
+    }
+}

@@ -1,0 +1,49 @@
+import ContainerKit
+import Testing
+
+struct ValueTests {
+    @Test(arguments: [
+        (Value.int(42), "42"), (.double(2.5), "2.5"), (.double(3), "3"), (.bool(true), "true"),
+        (.null, "null"), (.undefined, "undefined"), (.string("x"), "x"), (.array([1, "a", .null]), "1,a,"),
+        (.object(["a": 1]), "[object Object]"), (.double(1e21), "1e+21"), (.double(1e-7), "1e-7"),
+    ])
+    func jsStringFollowsJavaScript(value: Value, expected: String) {
+        #expect(value.jsString == expected)
+    }
+
+    @Test(arguments: [
+        (Value.string("42"), 42.0 as Double?), (.string(" -1.5 "), -1.5), (.string("1e3"), 1000), (.int(7), 7),
+        (.string(""), nil), (.string("abc"), nil), (.string("nan"), nil), (.string("0x10"), nil), (.bool(true), nil),
+        (.null, nil), (.undefined, nil),
+    ])
+    func jsNumberIsNilForNonNumericValues(value: Value, expected: Double?) {
+        #expect(value.jsNumber == expected)
+    }
+
+    @Test func jsonWriterEscapesAndKeepsKeyOrder() {
+        var map = ValueMap()
+        map["z"] = "quote \" backslash \\ newline \n tab \t bell \u{07}"
+        map["a"] = .array([.int(1), .double(1.5), .bool(false), .null, .undefined])
+        map["skipped"] = .undefined
+        #expect(
+            JSONWriter.string(.object(map))
+                == #"{"z":"quote \" backslash \\ newline \n tab \t bell \u0007","a":[1,1.5,false,null,null]}"#
+        )
+    }
+
+    @Test func valueMapEqualityIgnoresOrderButIterationKeepsIt() {
+        let a: ValueMap = ["x": 1, "y": 2]
+        let b: ValueMap = ["y": 2, "x": 1]
+        #expect(a == b)
+        #expect(a.keys == ["x", "y"])
+        var c = a
+        c["x"] = nil
+        #expect(c.keys == ["y"])
+    }
+
+    @Test func parsesJSONText() throws {
+        let value = try Value(json: #"{"a": [1, 2.5, true, null, "s"]}"#)
+        #expect(value == ["a": [1, 2.5, true, nil, "s"]])
+        #expect(throws: ContainerError.self) { try Value(json: "{") }
+    }
+}
