@@ -1,1 +1,127 @@
 import ContainerKit
+import Foundation
+
+// `make bench`: every figure is measured in this one process and reported as a ratio to a baseline
+// measured in the same run. Run from the package root (the corpus is read from ../shared/research/corpus).
+
+let corpus = "../shared/research/corpus/v5-mobile"
+let brazePath = "\(corpus)/Appboy__appboy-android-sdk__GTM-5HM9ZRX.json"
+let cargoPath = "\(corpus)/fifty-five__Cargo-android__GTM-NFJ2XRG.json"
+
+guard FileManager.default.fileExists(atPath: brazePath), FileManager.default.fileExists(atPath: cargoPath) else {
+    print("notice: corpus not found at \(corpus); the evaluation benchmark needs the Braze and Cargo containers")
+    exit(0)
+}
+
+let eventCount = 32_000
+let events = EventStream.make(count: eventCount)
+
+// MARK: ContainerKit
+
+final class Counter: @unchecked Sendable {
+    var calls = 0
+    var recorded: [(String, ValueMap)] = []
+    var recording = false
+}
+let counter = Counter()
+let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .none))
+for path in [brazePath, cargoPath] { manager.add(try await ContainerLoader().load(path: path)) }
+for classPath in ["com.appboy.googletagmanager.BrazeGtmTagProvider", "path.to.Braze", "com.fiftyfive.cargo.Tags"] {
+    manager.register(
+        tagHandler: ClosureTagHandler { call in
+            counter.calls += 1
+            if counter.recording { counter.recorded.append((call.name, call.arguments)) }
+        },
+        for: classPath
+    )
+}
+let session = manager.makeDataLayer()
+@MainActor func runContainerKit() {
+    for event in events { session.push(event: event.name, parameters: event.parameters) }
+}
+
+// MARK: Ideal
+
+var idealRecorded: [(String, ValueMap)] = []
+var idealRecording = false
+var idealCalls = 0
+var ideal = IdealImplementation { classPath, arguments in
+    idealCalls += 1
+    if idealRecording { idealRecorded.append((classPath, arguments)) }
+}
+@MainActor func runIdeal() {
+    for event in events { ideal.process(event.name, event.parameters) }
+}
+
+// MARK: Naive
+
+@MainActor func anyValue(_ value: Value) -> Any {
+    switch value {
+    case .string(let s): return s
+    case .int(let i): return Int(i)
+    case .double(let d): return d
+    case .bool(let b): return b
+    default: return NSNull()
+    }
+}
+let naiveEventCount = 4_000
+let naiveEvents: [[String: Any]] = events.prefix(naiveEventCount).map { event in
+    var map: [String: Any] = ["event": event.name]
+    for (key, value) in event.parameters { map[key] = anyValue(value) }
+    return map
+}
+var naiveCalls = 0
+let naive = try [brazePath, cargoPath].map { path in
+    try NaiveImplementation(path: path) { _, arguments in naiveCalls += arguments.count >= 0 ? 1 : 0 }
+}
+@MainActor func runNaive() {
+    for event in naiveEvents { for implementation in naive { implementation.process(event) } }
+}
+
+// MARK: Same decisions?
+
+counter.recording = true
+idealRecording = true
+runContainerKit()
+runIdeal()
+counter.recording = false
+idealRecording = false
+let same =
+    counter.recorded.count == idealRecorded.count
+    && zip(counter.recorded, idealRecorded).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+print("handler_calls_per_pass=\(counter.recorded.count) ideal=\(idealRecorded.count) decisions_match=\(same)")
+if !same {
+    for (a, b) in zip(counter.recorded, idealRecorded) where a.0 != b.0 || a.1 != b.1 {
+        print("first difference: containerkit \(a.0) \(a.1) vs ideal \(b.0) \(b.1)")
+        break
+    }
+}
+
+if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_PROFILE"] != nil {
+    for _ in 0..<30 { runContainerKit() }
+    exit(0)
+}
+
+// MARK: Measure (interleaved, so machine noise hits every variant alike)
+
+var ckRates: [Double] = []
+var idealRates: [Double] = []
+var naiveRates: [Double] = []
+for _ in 0..<5 {
+    ckRates.append(Harness.rate(samples: 3, count: eventCount, runContainerKit))
+    idealRates.append(Harness.rate(samples: 3, count: eventCount, runIdeal))
+    naiveRates.append(Harness.rate(samples: 3, count: naiveEventCount, runNaive))
+}
+@MainActor func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+let ck = median(ckRates)
+let idealRate = median(idealRates)
+let naiveRate = median(naiveRates)
+benchmarkSink = counter.calls + idealCalls + naiveCalls
+
+print("events_per_pass=\(eventCount)")
+print("containerkit_events_per_s=\(Harness.format(ck))")
+print("ideal_events_per_s=\(Harness.format(idealRate))")
+print("naive_events_per_s=\(Harness.format(naiveRate))")
+await BenchExtensions.runAll()
+print("containerkit_vs_ideal=\(Harness.ratio(ck / idealRate))")
+print("containerkit_vs_naive=\(Harness.ratio(ck / naiveRate))")

@@ -1,14 +1,8 @@
 /// One event evaluated in one container: macros (lazily, at most once each), predicates, rules, then the
 /// selected tags fired in priority order. Synchronous and pure but for the handlers it calls.
 struct Evaluation: MacroResolver {
-    enum MemoSlot {
-        case pending
-        case evaluating
-        case done(Value)
-    }
-
-    let container: Container
-    let program: Program
+    /// The container, by reference: the hot path reads its program in place and never copies a definition.
+    let storage: Container.Storage
     let message: ValueMap
     let model: ValueMap
     let eventName: String?
@@ -16,15 +10,22 @@ struct Evaluation: MacroResolver {
     let dataLayer: DataLayer
     let handlers: TagManager.Handlers
     let recordTrace: Bool
+    /// Buffers reused across events of one session, so an event allocates no memo tables.
+    private let scratch: EvaluationScratch?
 
     /// The event name as `__e` reports it (Firebase short names expanded).
     let reportedEventName: Value
-    private var macroMemo: [MemoSlot] = []
-    private var predicateMemo: [Int8] = []
-    /// Per tag: bit 0 added, bit 1 blocked, bit 2 attempted this event, bit 3 skipped (once per load).
+    /// Memo tables, valid for this evaluation only where the mark equals the generation: a macro is done
+    /// at `2 * generation + 1`, being evaluated at `2 * generation`; a predicate is true at
+    /// `2 * generation + 1`, false at `2 * generation`. Nothing is cleared between events.
+    private var generation: UInt32 = 1
+    private var macroValues: [Value] = []
+    private var macroMarks: [UInt32] = []
+    private var predicateMarks: [UInt32] = []
+    /// Per tag: bit 0 added, bit 1 blocked, bit 2 attempted this event, bit 3 skipped (once per load),
+    /// bit 4 ran, bit 5 succeeded.
     private var tagState: [UInt8] = []
     private var fired: [FiredTag] = []
-    private var tagStatus: [Int: FiredTag.Status] = [:]
     private var evaluatedOrder: [Int] = []
 
     init(
@@ -35,10 +36,10 @@ struct Evaluation: MacroResolver {
         eventNumber: Int,
         dataLayer: DataLayer,
         handlers: TagManager.Handlers,
-        recordTrace: Bool
+        recordTrace: Bool,
+        scratch: EvaluationScratch? = nil
     ) {
-        self.container = container
-        self.program = container.program
+        self.storage = container.storage
         self.message = message
         self.model = model
         self.eventName = eventName
@@ -46,28 +47,51 @@ struct Evaluation: MacroResolver {
         self.dataLayer = dataLayer
         self.handlers = handlers
         self.recordTrace = recordTrace
-        if let eventName {
-            reportedEventName = .string(TemplateCatalog.firebaseEventNames[eventName] ?? eventName)
-        } else {
-            reportedEventName = .undefined
+        self.scratch = scratch
+        reportedEventName = Evaluation.reportedName(eventName)
+        if let scratch {
+            scratch.nextGeneration()
+            generation = scratch.generation
+            swap(&macroValues, &scratch.macroValues)
+            swap(&macroMarks, &scratch.macroMarks)
+            swap(&predicateMarks, &scratch.predicateMarks)
+            swap(&tagState, &scratch.tagState)
+        }
+        let macroCount = storage.program.macros.count
+        if macroMarks.count < macroCount {
+            macroMarks.append(contentsOf: repeatElement(0, count: macroCount - macroMarks.count))
+            macroValues.append(contentsOf: repeatElement(.undefined, count: macroCount - macroValues.count))
+        }
+        let predicateCount = storage.program.predicates.count
+        if predicateMarks.count < predicateCount {
+            predicateMarks.append(contentsOf: repeatElement(0, count: predicateCount - predicateMarks.count))
         }
     }
 
     var logger: any Logger { dataLayer.tagManager.logger }
 
+    /// What `__e` reports for a pushed event name: Firebase's short names (`_e`) expanded.
+    static func reportedName(_ eventName: String?) -> Value {
+        guard let eventName else { return .undefined }
+        if eventName.utf8.first == 0x5F, let long = TemplateCatalog.firebaseEventNames[eventName] { return .string(long) }
+        return .string(eventName)
+    }
+
     // MARK: Running an event
 
     mutating func run() -> EventReport {
+        defer { returnScratch() }
         if case .string(let name) = reportedEventName {
-            let indexed = program.rulesByEvent[name] ?? []
-            for r in indexed { applyRule(r) }
-            for r in program.unindexedRules { applyRule(r) }
+            if let indexed = storage.program.rulesByEvent[name] {
+                for r in indexed { applyRule(r) }
+            }
+            for r in storage.program.unindexedRules { applyRule(r) }
             if !tagState.isEmpty {
-                for t in program.tagOrder where tagState[t] & 0b11 == 0b01 { _ = fire(t) }
+                for t in storage.program.tagOrder where tagState[t] & 0b11 == 0b01 { _ = fire(t) }
             }
         }
         var report = EventReport(
-            containerID: container.id,
+            containerID: storage.id,
             eventName: eventName,
             message: message,
             fired: fired,
@@ -77,50 +101,61 @@ struct Evaluation: MacroResolver {
         return report
     }
 
+    /// Hands the (emptied) buffers back to the session for its next event.
+    private mutating func returnScratch() {
+        guard let scratch else { return }
+        tagState.removeAll(keepingCapacity: true)
+        swap(&macroValues, &scratch.macroValues)
+        swap(&macroMarks, &scratch.macroMarks)
+        swap(&predicateMarks, &scratch.predicateMarks)
+        swap(&tagState, &scratch.tagState)
+    }
+
     private mutating func applyRule(_ r: Int) {
         guard rulePasses(r) else { return }
-        let rule = program.rules[r]
-        if tagState.isEmpty { tagState = [UInt8](repeating: 0, count: program.tags.count) }
-        for t in rule.add { tagState[t] |= 0b01 }
-        for t in rule.block { tagState[t] |= 0b10 }
+        if tagState.isEmpty { tagState.append(contentsOf: repeatElement(0, count: storage.program.tags.count)) }
+        for t in storage.program.rules[r].add { tagState[t] |= 0b01 }
+        for t in storage.program.rules[r].block { tagState[t] |= 0b10 }
     }
 
     mutating func rulePasses(_ r: Int) -> Bool {
-        let rule = program.rules[r]
-        for p in rule.unless where predicate(p) { return false }
-        for p in rule.ifs where !predicate(p) { return false }
+        for p in storage.program.rules[r].unless where predicate(p) { return false }
+        for p in storage.program.rules[r].ifs where !predicate(p) { return false }
         return true
     }
 
     /// Fires tag `t` (and its setup and teardown tags); returns how it went, or `nil` if it did not run.
     @discardableResult
     private mutating func fire(_ t: Int) -> FiredTag.Status? {
-        if tagState.isEmpty { tagState = [UInt8](repeating: 0, count: program.tags.count) }
-        if tagState[t] & 0b100 != 0 { return tagStatus[t] }
+        if tagState.isEmpty { tagState.append(contentsOf: repeatElement(0, count: storage.program.tags.count)) }
+        if tagState[t] & 0b100 != 0 { return tagState[t] & 0b1_0000 == 0 ? nil : recordedStatus(t) }
         tagState[t] |= 0b100
-        let tag = program.tags[t]
-        if case .paused = tag.kind { return nil }
-        if tag.oncePerLoad {
-            let key = container.id + "#" + String(t)
+        if case .paused = storage.program.tags[t].kind { return nil }
+        if storage.program.tags[t].oncePerLoad {
+            let key = storage.id + "#" + String(t)
             let first = dataLayer.state.withLock { $0.firedOncePerLoad.insert(key).inserted }
             if !first {
                 tagState[t] |= 0b1000
                 return nil
             }
         }
-        for setup in tag.setupTags {
+        for setup in storage.program.tags[t].setupTags {
             let status = fire(setup.tag)
-            if setup.stopOnFailure, !Evaluation.succeeded(status) {
-                tagStatus[t] = .failed("setup tag \(setup.tag) did not succeed")
-                return tagStatus[t]
-            }
+            if setup.stopOnFailure, !Evaluation.succeeded(status) { return nil }
         }
-        let status = call(t, tag)
-        tagStatus[t] = status
-        for teardown in tag.teardownTags where !teardown.stopOnFailure || Evaluation.succeeded(status) {
+        let status = call(t)
+        tagState[t] |= Evaluation.succeeded(status) ? 0b11_0000 : 0b1_0000
+        for teardown in storage.program.tags[t].teardownTags
+        where !teardown.stopOnFailure || Evaluation.succeeded(status) {
             fire(teardown.tag)
         }
         return status
+    }
+
+    /// The status of a tag that already ran this event.
+    private func recordedStatus(_ t: Int) -> FiredTag.Status? {
+        if tagState[t] & 0b10_0000 != 0 { return .ok }
+        return fired.last { $0.index == t }?.status
     }
 
     private static func succeeded(_ status: FiredTag.Status?) -> Bool {
@@ -128,51 +163,56 @@ struct Evaluation: MacroResolver {
         return false
     }
 
-    private mutating func call(_ t: Int, _ tag: TagDef) -> FiredTag.Status {
+    private mutating func call(_ t: Int) -> FiredTag.Status {
         var record = FiredTag(
             index: t,
-            tagID: tag.tagID,
-            name: tag.name,
-            function: tag.function,
+            tagID: storage.program.tags[t].tagID,
+            name: storage.program.tags[t].name,
+            function: storage.program.tags[t].function,
             classPath: nil,
             parameters: ValueMap(),
             status: .unsupported
         )
-        switch tag.kind {
+        switch storage.program.tags[t].kind {
         case .functionCall(let classPathExpr, let argumentsExpr):
-            let classPath = evaluate(classPathExpr).jsString
+            let classPath: String
+            if case .literal(.string(let literal)) = classPathExpr {
+                classPath = literal
+            } else {
+                classPath = evaluate(classPathExpr).jsString
+            }
             record.classPath = classPath
             record.parameters = evaluateArguments(argumentsExpr)
-            record.status = invoke(handlerNamed: classPath, tag: tag, arguments: record.parameters)
+            record.status = invoke(handlerNamed: classPath, record: record)
         case .legacyFunctionCall(let name, let argumentsExpr):
             record.classPath = name
             record.parameters = evaluateArguments(argumentsExpr)
-            record.status = invoke(handlerNamed: name, tag: tag, arguments: record.parameters)
+            record.status = invoke(handlerNamed: name, record: record)
         case .paused:
             return .unsupported
         case .unsupported:
             if recordTrace {
-                for (key, expr) in tag.parameters { record.parameters[key] = evaluate(expr) }
+                for (key, expr) in storage.program.tags[t].parameters { record.parameters[key] = evaluate(expr) }
             }
         }
         fired.append(record)
         return record.status
     }
 
-    private mutating func invoke(handlerNamed name: String, tag: TagDef, arguments: ValueMap) -> FiredTag.Status {
+    private mutating func invoke(handlerNamed name: String, record: FiredTag) -> FiredTag.Status {
         guard let handler = handlers.tags[name] else {
             dataLayer.tagManager.reportOnce("unhandled-tag:\(name)") {
-                "no function-call tag handler is registered for '\(name)' (container \(container.id))"
+                "no function-call tag handler is registered for '\(name)' (container \(storage.id))"
             }
             return .unhandled
         }
         let call = FunctionCall(
             name: name,
-            arguments: arguments,
+            arguments: record.parameters,
             eventName: eventName,
-            containerID: container.id,
-            tagID: tag.tagID,
-            displayName: tag.name,
+            containerID: storage.id,
+            tagID: record.tagID,
+            displayName: record.name,
             dataLayer: dataLayer,
             logger: logger
         )
@@ -180,7 +220,7 @@ struct Evaluation: MacroResolver {
             try handler.execute(call)
             return .ok
         } catch {
-            let label = tag.tagID.map { "tag \($0)" } ?? "tag '\(tag.name ?? tag.function)'"
+            let label = record.tagID.map { "tag \($0)" } ?? "tag '\(record.name ?? record.function)'"
             logger.error("\(label) handler '\(name)' threw: \(error)")
             return .failed(String(describing: error))
         }
@@ -201,29 +241,27 @@ struct Evaluation: MacroResolver {
     }
 
     mutating func resolve(macro index: Int) -> Value {
-        if macroMemo.isEmpty { macroMemo = [MemoSlot](repeating: .pending, count: program.macros.count) }
-        switch macroMemo[index] {
-        case .done(let value): return value
-        case .evaluating:
-            let macro = program.macros[index]
-            dataLayer.tagManager.reportOnce("cycle:\(container.id):\(index)", level: .error) {
-                "macro cycle detected at '\(macro.name ?? macro.function)' (macro \(index)) in \(container.id); "
+        let mark = macroMarks[index]
+        if mark == 2 &* generation &+ 1 { return macroValues[index] }
+        if mark == 2 &* generation {
+            let macro = storage.program.macros[index]
+            dataLayer.tagManager.reportOnce("cycle:\(storage.id):\(index)", level: .error) {
+                "macro cycle detected at '\(macro.name ?? macro.function)' (macro \(index)) in \(storage.id); "
                     + "it evaluates to undefined"
             }
             return .undefined
-        case .pending:
-            macroMemo[index] = .evaluating
-            let value = computeMacro(index)
-            macroMemo[index] = .done(value)
-            if recordTrace { evaluatedOrder.append(index) }
-            return value
         }
+        macroMarks[index] = 2 &* generation
+        let value = computeMacro(index)
+        macroValues[index] = value
+        macroMarks[index] = 2 &* generation &+ 1
+        if recordTrace { evaluatedOrder.append(index) }
+        return value
     }
 
     private mutating func computeMacro(_ index: Int) -> Value {
-        let macro = program.macros[index]
         var value: Value
-        switch macro.kind {
+        switch storage.program.macros[index].kind {
         case .eventName:
             value = reportedEventName
         case .eventParameter(let key, let path, let defaultValue):
@@ -249,21 +287,25 @@ struct Evaluation: MacroResolver {
         case .regexTable(let input, let rows, let replace, let defaultValue):
             value = regexTable(input: input, rows: rows, replace: replace, defaultValue: defaultValue)
         case .functionCall(let classPathExpr, let argumentsExpr):
-            value = callMacro(named: evaluate(classPathExpr).jsString, arguments: evaluateArguments(argumentsExpr), macro)
+            value = callMacro(
+                named: evaluate(classPathExpr).jsString,
+                arguments: evaluateArguments(argumentsExpr),
+                storage.program.macros[index]
+            )
         case .legacyFunctionCall(let name, let argumentsExpr):
-            value = callMacro(named: name, arguments: evaluateArguments(argumentsExpr), macro)
+            value = callMacro(named: name, arguments: evaluateArguments(argumentsExpr), storage.program.macros[index])
         case .unsupported:
             value = .undefined
         }
-        if !macro.format.isEmpty { value = apply(macro.format, to: value) }
+        if !storage.program.macros[index].format.isEmpty { value = apply(storage.program.macros[index].format, to: value) }
         return value
     }
 
     private func builtIn(_ builtIn: BuiltIn) -> Value {
         let context = dataLayer.context
         switch builtIn {
-        case .containerID: return .string(container.id)
-        case .containerVersion: return .string(container.version)
+        case .containerID: return .string(storage.id)
+        case .containerVersion: return .string(storage.version)
         case .random: return .int(Int64.random(in: 0..<2_147_483_647))
         case .appID: return .string(context.appID)
         case .appName: return .string(context.appName)
@@ -301,7 +343,7 @@ struct Evaluation: MacroResolver {
     private func callMacro(named name: String, arguments: ValueMap, _ macro: MacroDef) -> Value {
         guard let handler = handlers.macros[name] else {
             dataLayer.tagManager.reportOnce("unhandled-macro:\(name)") {
-                "no function-call macro handler is registered for '\(name)' (container \(container.id))"
+                "no function-call macro handler is registered for '\(name)' (container \(storage.id))"
             }
             return .undefined
         }
@@ -309,7 +351,7 @@ struct Evaluation: MacroResolver {
             name: name,
             arguments: arguments,
             eventName: eventName,
-            containerID: container.id,
+            containerID: storage.id,
             tagID: nil,
             displayName: macro.name,
             dataLayer: dataLayer,
@@ -344,24 +386,24 @@ struct Evaluation: MacroResolver {
     // MARK: Predicates
 
     mutating func predicate(_ p: Int) -> Bool {
-        if predicateMemo.isEmpty { predicateMemo = [Int8](repeating: -1, count: program.predicates.count) }
-        let cached = predicateMemo[p]
-        if cached >= 0 { return cached == 1 }
-        let def = program.predicates[p]
-        let raw = testPredicate(def)
-        let result = def.negate ? !raw : raw
-        predicateMemo[p] = result ? 1 : 0
+        let cached = predicateMarks[p]
+        if cached == 2 &* generation &+ 1 { return true }
+        if cached == 2 &* generation { return false }
+        let raw = testPredicate(p)
+        let result = storage.program.predicates[p].negate ? !raw : raw
+        predicateMarks[p] = 2 &* generation &+ (result ? 1 : 0)
         return result
     }
 
-    private mutating func testPredicate(_ def: PredicateDef) -> Bool {
-        let left = evaluate(def.arg0)
+    private mutating func testPredicate(_ p: Int) -> Bool {
+        let left = evaluate(storage.program.predicates[p].arg0)
         if left.isUndefined { return false }
-        let right = evaluate(def.arg1)
+        let right = evaluate(storage.program.predicates[p].arg1)
         if right.isUndefined { return false }
-        if def.op.isNumeric {
+        let op = storage.program.predicates[p].op
+        if op.isNumeric {
             guard let a = left.jsNumber, let b = right.jsNumber else { return false }
-            switch def.op {
+            switch op {
             case .lessThan: return a < b
             case .lessOrEquals: return a <= b
             case .greaterThan: return a > b
@@ -369,24 +411,26 @@ struct Evaluation: MacroResolver {
             }
         }
         var a = left.jsString
-        if def.op == .regex {
-            if let pattern = def.pattern { return pattern.matches(a) }
-            if def.patternError != nil { return false }
+        let ignoreCase = storage.program.predicates[p].ignoreCase
+        if op == .regex {
+            if let pattern = storage.program.predicates[p].pattern { return pattern.matches(a) }
+            if storage.program.predicates[p].patternError != nil { return false }
             let source = right.jsString
-            guard let pattern = try? RegexPattern(source, options: def.ignoreCase ? .ignoreCase : []) else {
-                dataLayer.tagManager.reportOnce("bad-regex:\(container.id):\(source)") {
-                    "invalid regular expression '\(source)' in \(container.id) (\(def.origin.pointer)); the condition is false"
+            guard let pattern = try? RegexPattern(source, options: ignoreCase ? .ignoreCase : []) else {
+                let pointer = storage.program.predicates[p].origin.pointer
+                dataLayer.tagManager.reportOnce("bad-regex:\(storage.id):\(source)") {
+                    "invalid regular expression '\(source)' in \(storage.id) (\(pointer)); the condition is false"
                 }
                 return false
             }
             return pattern.matches(a)
         }
         var b = right.jsString
-        if def.ignoreCase {
+        if ignoreCase {
             a = a.lowercased()
             b = b.lowercased()
         }
-        switch def.op {
+        switch op {
         case .equals: return a == b
         case .contains: return TextSearch.contains(a, b)
         case .startsWith: return TextSearch.hasPrefix(a, b)
@@ -403,6 +447,7 @@ struct Evaluation: MacroResolver {
     // MARK: Trace
 
     private mutating func makeTrace() -> EvaluationTrace {
+        let program = storage.program
         var trace = EvaluationTrace()
         for t in program.tags.indices {
             let tag = program.tags[t]
@@ -421,9 +466,11 @@ struct Evaluation: MacroResolver {
             } else if state & 0b1000 != 0 {
                 outcome.kind = .alreadyFired
                 outcome.reason = "once per load: already fired in this session"
-            } else if state & 0b100 != 0, tagStatus[t] != nil {
+            } else if state & 0b1_0000 != 0 {
                 outcome.kind = .fired
-                if case .failed(let why)? = tagStatus[t] { outcome.reason = "fired, but failed: \(why)" }
+                if case .failed(let why)? = recordedStatus(t) { outcome.reason = "fired, but failed: \(why)" }
+            } else if state & 0b100 != 0 {
+                outcome.reason = "a setup tag it needs did not succeed"
             } else if state & 0b10 != 0 {
                 outcome.kind = .blocked
                 outcome.reason = blockingReason(t)
@@ -439,7 +486,8 @@ struct Evaluation: MacroResolver {
         }
         for index in evaluatedOrder {
             let macro = program.macros[index]
-            guard case .done(let value) = macroMemo[index] else { continue }
+            guard wasEvaluated(index) else { continue }
+            let value = macroValues[index]
             trace.variables.append(
                 EvaluationTrace.VariableValue(index: index, name: macro.name, function: macro.function, value: value)
             )
@@ -448,16 +496,15 @@ struct Evaluation: MacroResolver {
     }
 
     private func wasEvaluated(_ index: Int) -> Bool {
-        guard !macroMemo.isEmpty, case .done = macroMemo[index] else { return false }
-        return true
+        macroMarks[index] == 2 &* generation &+ 1
     }
 
     private func ruleLabel(_ r: Int) -> String {
-        program.rules[r].name.map { "trigger '\($0)'" } ?? "rule \(r)"
+        storage.program.rules[r].name.map { "trigger '\($0)'" } ?? "rule \(r)"
     }
 
     private mutating func blockingReason(_ t: Int) -> String {
-        for (r, rule) in program.rules.enumerated() where rule.block.contains(t) && rulePasses(r) {
+        for (r, rule) in storage.program.rules.enumerated() where rule.block.contains(t) && rulePasses(r) {
             return "blocked by \(ruleLabel(r))"
         }
         return "blocked"
@@ -465,7 +512,7 @@ struct Evaluation: MacroResolver {
 
     private mutating func notFiredReason(_ t: Int) -> String {
         var reasons: [String] = []
-        for (r, rule) in program.rules.enumerated() where rule.add.contains(t) {
+        for (r, rule) in storage.program.rules.enumerated() where rule.add.contains(t) {
             if let p = rule.unless.first(where: { predicate($0) }) {
                 reasons.append("\(ruleLabel(r)): exception \(describe(p)) held")
             } else if let p = rule.ifs.first(where: { !predicate($0) }) {
@@ -478,6 +525,7 @@ struct Evaluation: MacroResolver {
 
     /// `{{Event Name}} equals "logEvent" (value: "played song")`.
     private mutating func describe(_ p: Int) -> String {
+        let program = storage.program
         let def = program.predicates[p]
         let subject: String
         if case .macro(let m) = def.arg0 {
@@ -490,5 +538,25 @@ struct Evaluation: MacroResolver {
         let negation = def.negate ? "not " : ""
         let shownValue = value.isUndefined ? "undefined" : "\"\(value.jsString)\""
         return "\(subject) \(negation)\(def.op.phrase) \"\(right.jsString)\" (value: \(shownValue))"
+    }
+}
+
+/// Memo tables one session reuses from event to event (only the thread processing its pushes touches them).
+final class EvaluationScratch: @unchecked Sendable {
+    var generation: UInt32 = 1
+    var macroValues: [Value] = []
+    var macroMarks: [UInt32] = []
+    var predicateMarks: [UInt32] = []
+    var tagState: [UInt8] = []
+
+    /// Starts a new evaluation; stale marks from earlier ones no longer match.
+    func nextGeneration() {
+        if generation >= UInt32.max / 2 - 1 {
+            generation = 1
+            for i in macroMarks.indices { macroMarks[i] = 0 }
+            for i in predicateMarks.indices { predicateMarks[i] = 0 }
+        } else {
+            generation += 1
+        }
     }
 }

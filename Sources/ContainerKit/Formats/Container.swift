@@ -13,18 +13,33 @@ public enum ContainerFormat: String, Sendable, Hashable {
 /// A `Container` is a value that every thread can share: many ``DataLayer`` sessions evaluate one
 /// container in parallel. Load one with ``ContainerLoader``; make it live by adding it to a ``TagManager``.
 public struct Container: Sendable {
-    /// The container ID, `GTM-XXXX`.
-    public let id: String
-    /// The container version (`resource.version`, or the export's `containerVersionId`).
-    public let version: String
-    /// The format the container was compiled from.
-    public let format: ContainerFormat
-    /// The file the container was loaded from, if any.
-    public let file: String?
-    /// Parts of the container that ContainerKit does not run (web-only tags, macros and operators),
-    /// reported once at load time. They are not errors: the rest of the container works.
-    public let unsupported: [ContainerError]
-    let program: Program
+    /// Everything a container holds, behind one reference: copying a `Container` costs one retain.
+    final class Storage: Sendable {
+        let id: String
+        let version: String
+        let format: ContainerFormat
+        let file: String?
+        let unsupported: [ContainerError]
+        let program: Program
+
+        init(
+            id: String,
+            version: String,
+            format: ContainerFormat,
+            file: String?,
+            unsupported: [ContainerError],
+            program: Program
+        ) {
+            self.id = id
+            self.version = version
+            self.format = format
+            self.file = file
+            self.unsupported = unsupported
+            self.program = program
+        }
+    }
+
+    let storage: Storage
 
     init(
         id: String,
@@ -34,27 +49,36 @@ public struct Container: Sendable {
         unsupported: [ContainerError],
         program: Program
     ) {
-        self.id = id
-        self.version = version
-        self.format = format
-        self.file = file
-        self.unsupported = unsupported
-        self.program = program
+        storage = Storage(id: id, version: version, format: format, file: file, unsupported: unsupported, program: program)
     }
+
+    /// The container ID, `GTM-XXXX`.
+    public var id: String { storage.id }
+    /// The container version (`resource.version`, or the export's `containerVersionId`).
+    public var version: String { storage.version }
+    /// The format the container was compiled from.
+    public var format: ContainerFormat { storage.format }
+    /// The file the container was loaded from, if any.
+    public var file: String? { storage.file }
+    /// Parts of the container that ContainerKit does not run (web-only tags, macros and operators),
+    /// reported once at load time. They are not errors: the rest of the container works.
+    public var unsupported: [ContainerError] { storage.unsupported }
+    var program: Program { storage.program }
 
     /// The number of tags, macros, predicates and rules.
     public var counts: (tags: Int, macros: Int, predicates: Int, rules: Int) {
-        (program.tags.count, program.macros.count, program.predicates.count, program.rules.count)
+        let program = storage.program
+        return (program.tags.count, program.macros.count, program.predicates.count, program.rules.count)
     }
 
     /// The names of the macros (variables) that typed getters can read, in container order.
     public var variableNames: [String] {
         var names: [String] = []
         var seen = Set<String>()
-        for macro in program.macros {
+        for macro in storage.program.macros {
             if let name = macro.name, seen.insert(name).inserted { names.append(name) }
         }
-        for key in program.flatValues.keys where seen.insert(key).inserted { names.append(key) }
+        for key in storage.program.flatValues.keys where seen.insert(key).inserted { names.append(key) }
         return names
     }
 }

@@ -36,6 +36,8 @@ public final class DataLayer: Sendable {
     }
 
     let state = Mutex(State())
+    /// Evaluation buffers; used only by the thread that holds `processing`.
+    let scratch = EvaluationScratch()
 
     init(tagManager: TagManager, context: ClientContext, sessionID: String, debug: Bool) {
         self.tagManager = tagManager
@@ -64,12 +66,12 @@ public final class DataLayer: Sendable {
         return drainQueue()
     }
 
-    /// Pushes an event with parameters: `push(["event": event] + parameters)`.
+    /// Pushes an event with parameters: the parameters plus `"event": event` (which wins over a parameter
+    /// named `event`).
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap()) -> PushResult {
-        var message = ValueMap(minimumCapacity: parameters.count + 1)
+        var message = parameters
         message["event"] = .string(event)
-        for (key, value) in parameters where key != "event" { message[key] = value }
         return push(message)
     }
 
@@ -120,12 +122,13 @@ public final class DataLayer: Sendable {
 
     private func process(_ message: ValueMap, into result: inout PushResult) {
         let expanded = DataLayer.expandDots(message)
+        let eventValue = message["event"]
         let (model, eventNumber) = state.withLock { state -> (ValueMap, Int) in
             DataLayer.merge(expanded, into: &state.model)
-            if message["event"] != nil { state.eventNumber += 1 }
+            if eventValue != nil { state.eventNumber += 1 }
             return (state.model, state.eventNumber)
         }
-        guard let eventValue = message["event"] else { return }
+        guard let eventValue else { return }
         let eventName: String?
         switch eventValue {
         case .undefined, .null: eventName = nil
@@ -143,7 +146,8 @@ public final class DataLayer: Sendable {
                 eventNumber: eventNumber,
                 dataLayer: self,
                 handlers: handlers,
-                recordTrace: debug
+                recordTrace: debug,
+                scratch: scratch
             )
             var report = evaluation.run()
             if debug { report.trace?.dataLayer = .object(model) }
@@ -180,15 +184,10 @@ public final class DataLayer: Sendable {
 
     /// Expands every top-level key on dots: `["a.b": 1]` → `["a": ["b": 1]]`.
     static func expandDots(_ message: ValueMap) -> ValueMap {
-        var needsExpansion = false
-        for key in message.keys where key.utf8.contains(0x2E) {
-            needsExpansion = true
-            break
-        }
-        guard needsExpansion else { return message }
+        guard message.keys.contains(where: hasDot) else { return message }
         var out = ValueMap(minimumCapacity: message.count)
         for (key, value) in message {
-            guard key.utf8.contains(0x2E) else {
+            guard hasDot(key) else {
                 var slot = out[key] ?? .undefined
                 merge(value, into: &slot)
                 out[key] = slot
@@ -207,6 +206,11 @@ public final class DataLayer: Sendable {
             out[head] = slot
         }
         return out
+    }
+
+    static func hasDot(_ key: String) -> Bool {
+        var key = key
+        return key.withUTF8 { bytes in bytes.contains(0x2E) }
     }
 
     /// Merges a push into the model, key by key.
