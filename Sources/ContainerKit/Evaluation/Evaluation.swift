@@ -26,6 +26,8 @@ struct Evaluation: MacroResolver {
     /// bit 4 ran, bit 5 succeeded.
     private var tagState: [UInt8] = []
     private var fired: [FiredTag] = []
+    /// The handler found last: consecutive tags usually call the same class path.
+    private var lastHandler: (name: String, handler: any FunctionCallTagHandler)?
     private var evaluatedOrder: [Int] = []
 
     init(
@@ -183,11 +185,11 @@ struct Evaluation: MacroResolver {
             }
             record.classPath = classPath
             record.parameters = evaluateArguments(argumentsExpr)
-            record.status = invoke(handlerNamed: classPath, record: record)
+            record.status = invoke(handlerNamed: classPath, t, record.parameters)
         case .legacyFunctionCall(let name, let argumentsExpr):
             record.classPath = name
             record.parameters = evaluateArguments(argumentsExpr)
-            record.status = invoke(handlerNamed: name, record: record)
+            record.status = invoke(handlerNamed: name, t, record.parameters)
         case .paused:
             return .unsupported
         case .unsupported:
@@ -199,20 +201,27 @@ struct Evaluation: MacroResolver {
         return record.status
     }
 
-    private mutating func invoke(handlerNamed name: String, record: FiredTag) -> FiredTag.Status {
-        guard let handler = handlers.tags[name] else {
+    private mutating func invoke(handlerNamed name: String, _ t: Int, _ arguments: ValueMap) -> FiredTag.Status {
+        let handler: any FunctionCallTagHandler
+        if let cached = lastHandler, cached.name == name {
+            handler = cached.handler
+        } else if let found = handlers.tags[name] {
+            handler = found
+            lastHandler = (name, found)
+        } else {
             dataLayer.tagManager.reportOnce("unhandled-tag:\(name)") {
                 "no function-call tag handler is registered for '\(name)' (container \(storage.id))"
             }
             return .unhandled
         }
+        let tagID = storage.program.tags[t].tagID
         let call = FunctionCall(
             name: name,
-            arguments: record.parameters,
+            arguments: arguments,
             eventName: eventName,
             containerID: storage.id,
-            tagID: record.tagID,
-            displayName: record.name,
+            tagID: tagID,
+            displayName: storage.program.tags[t].name,
             dataLayer: dataLayer,
             logger: logger
         )
@@ -220,7 +229,8 @@ struct Evaluation: MacroResolver {
             try handler.execute(call)
             return .ok
         } catch {
-            let label = record.tagID.map { "tag \($0)" } ?? "tag '\(record.name ?? record.function)'"
+            let tag = storage.program.tags[t]
+            let label = tagID.map { "tag \($0)" } ?? "tag '\(tag.name ?? tag.function)'"
             logger.error("\(label) handler '\(name)' threw: \(error)")
             return .failed(String(describing: error))
         }

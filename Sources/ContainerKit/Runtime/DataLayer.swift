@@ -149,9 +149,13 @@ public final class DataLayer: Sendable {
                 recordTrace: debug,
                 scratch: scratch
             )
-            var report = evaluation.run()
-            if debug { report.trace?.dataLayer = .object(model) }
-            result.events.append(report)
+            if debug {
+                var report = evaluation.run()
+                report.trace?.dataLayer = .object(model)
+                result.events.append(report)
+            } else {
+                result.events.append(evaluation.run())
+            }
         }
     }
 

@@ -2,10 +2,17 @@
 ///
 /// Order matters to people reading output (a function-call tag's arguments print in the order the
 /// container lists them); equality and hashing ignore it, as JSON object equality does.
+///
+/// Small maps — a push, a tag's arguments — are two parallel arrays searched linearly, which costs less
+/// than hashing; a map that grows past ``indexThreshold`` entries also keeps a hash index.
 public struct ValueMap: Sendable {
     /// The keys, in insertion order.
     public private(set) var keys: [String] = []
-    private var storage: [String: Value] = [:]
+    private var values: [Value] = []
+    private var index: [String: Int]?
+
+    /// Maps with more entries than this keep a hash index.
+    static let indexThreshold = 12
 
     /// Creates an empty map.
     public init() {}
@@ -13,7 +20,7 @@ public struct ValueMap: Sendable {
     /// Creates an empty map with room for `capacity` entries.
     public init(minimumCapacity capacity: Int) {
         keys.reserveCapacity(capacity)
-        storage.reserveCapacity(capacity)
+        values.reserveCapacity(capacity)
     }
 
     /// The number of entries.
@@ -22,23 +29,56 @@ public struct ValueMap: Sendable {
     /// Whether the map has no entries.
     public var isEmpty: Bool { keys.isEmpty }
 
+    /// The position of `key`, if present.
+    @inline(__always)
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        for i in keys.indices where keys[i] == key { return i }
+        return nil
+    }
+
     /// Reads or writes the value for `key`. Writing `nil` removes the entry.
     public subscript(key: String) -> Value? {
-        get { storage[key] }
+        get {
+            guard let i = position(of: key) else { return nil }
+            return values[i]
+        }
         set {
             if let newValue {
-                if storage.updateValue(newValue, forKey: key) == nil { keys.append(key) }
-            } else if storage.removeValue(forKey: key) != nil {
-                keys.removeAll { $0 == key }
+                if let i = position(of: key) {
+                    values[i] = newValue
+                } else {
+                    append(key, newValue)
+                }
+            } else {
+                removeValue(forKey: key)
             }
+        }
+    }
+
+    private mutating func append(_ key: String, _ value: Value) {
+        keys.append(key)
+        values.append(value)
+        if index != nil {
+            index![key] = keys.count - 1
+        } else if keys.count > ValueMap.indexThreshold {
+            var built = [String: Int](minimumCapacity: keys.count * 2)
+            for (i, k) in keys.enumerated() { built[k] = i }
+            index = built
         }
     }
 
     /// Removes the entry for `key` and returns its value.
     @discardableResult
     public mutating func removeValue(forKey key: String) -> Value? {
-        let old = storage.removeValue(forKey: key)
-        if old != nil { keys.removeAll { $0 == key } }
+        guard let i = position(of: key) else { return nil }
+        keys.remove(at: i)
+        let old = values.remove(at: i)
+        if index != nil {
+            var rebuilt = [String: Int](minimumCapacity: keys.count)
+            for (j, k) in keys.enumerated() { rebuilt[k] = j }
+            index = keys.count > ValueMap.indexThreshold ? rebuilt : nil
+        }
         return old
     }
 
@@ -48,32 +88,57 @@ public struct ValueMap: Sendable {
         default defaultValue: @autoclosure () -> Value,
         _ body: (inout Value) throws -> R
     ) rethrows -> R {
-        if storage[key] == nil { keys.append(key) }
-        return try body(&storage[key, default: defaultValue()])
+        let i: Int
+        if let found = position(of: key) {
+            i = found
+        } else {
+            append(key, defaultValue())
+            i = keys.count - 1
+        }
+        return try body(&values[i])
     }
 }
 
 extension ValueMap: Sequence {
     /// Iterates `(key, value)` pairs in insertion order.
     public struct Iterator: IteratorProtocol {
-        fileprivate var keyIterator: IndexingIterator<[String]>
-        fileprivate let storage: [String: Value]
+        fileprivate let keys: [String]
+        fileprivate let values: [Value]
+        fileprivate var position = 0
         public mutating func next() -> (key: String, value: Value)? {
-            guard let key = keyIterator.next(), let value = storage[key] else { return nil }
-            return (key, value)
+            guard position < keys.count else { return nil }
+            defer { position += 1 }
+            return (keys[position], values[position])
         }
     }
 
-    public func makeIterator() -> Iterator {
-        Iterator(keyIterator: keys.makeIterator(), storage: storage)
-    }
+    public func makeIterator() -> Iterator { Iterator(keys: keys, values: values) }
 
     public var underestimatedCount: Int { keys.count }
 }
 
 extension ValueMap: Hashable {
-    public static func == (lhs: ValueMap, rhs: ValueMap) -> Bool { lhs.storage == rhs.storage }
-    public func hash(into hasher: inout Hasher) { hasher.combine(storage) }
+    public static func == (lhs: ValueMap, rhs: ValueMap) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        if lhs.keys == rhs.keys { return lhs.values == rhs.values }
+        for (i, key) in lhs.keys.enumerated() {
+            guard let other = rhs[key], other == lhs.values[i] else { return false }
+        }
+        return true
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        // Order-insensitive, like Dictionary's hash.
+        var combined = 0
+        for i in keys.indices {
+            var entry = Hasher()
+            entry.combine(keys[i])
+            entry.combine(values[i])
+            combined ^= entry.finalize()
+        }
+        hasher.combine(count)
+        hasher.combine(combined)
+    }
 }
 
 extension ValueMap: ExpressibleByDictionaryLiteral {
