@@ -1,0 +1,37 @@
+# ContainerKit — the two commands a fresh clone needs: `make run` and `make test`.
+SWIFT ?= swift
+BIN := .build/debug/containerkit
+CONTAINER ?= Containers/GTM-MUSIC01.json
+EVENTS ?= Containers/events/music-session.jsonl
+BRAZE_CLASS_PATH := com.appboy.googletagmanager.BrazeGtmTagProvider
+
+.PHONY: all build run test bench lint format format-check clean
+
+all: build
+
+build:
+	$(SWIFT) build
+
+# The main job: run a bundled container over a bundled session of events and show what fires.
+run: build
+	$(BIN) run $(CONTAINER) --events $(EVENTS)
+
+test:
+	$(SWIFT) test
+
+# Release build; every figure is a ratio to a baseline measured in the same process.
+bench:
+	$(SWIFT) build -c release --product containerkit-bench
+	.build/release/containerkit-bench
+
+lint: build
+	$(BIN) lint Containers
+
+format:
+	$(SWIFT) format --in-place --recursive Package.swift Sources Tests
+
+format-check:
+	$(SWIFT) format lint --recursive Package.swift Sources Tests
+
+clean:
+	rm -rf .build
