@@ -60,7 +60,7 @@ struct DanglingReferenceRule: LintRule {
                 default: continue
                 }
                 for k in items.indices.dropFirst() where !isIndex(items[k], below: limit) {
-                    let message = "rule refers to \(what) '\(items[k].jsString)', but there are only \(limit) \(what)s"
+                    let message = "rule refers to \(what) '\(items[k].jsString)', but there \(Self.count(limit, what))"
                     let pointer = JSONPointer.appending(JSONPointer.appending(rule.pointer, c), k)
                     findings.append(input.finding(Self.description, message, at: pointer))
                 }
@@ -99,6 +99,11 @@ struct DanglingReferenceRule: LintRule {
         default:
             return
         }
+    }
+
+    /// "are 3 tags", "is 1 tag", "are no tags".
+    private static func count(_ n: Int, _ noun: String) -> String {
+        n == 0 ? "are no \(noun)s" : n == 1 ? "is only 1 \(noun)" : "are only \(n) \(noun)s"
     }
 
     private func isIndex(_ value: Value, below limit: Int) -> Bool {
