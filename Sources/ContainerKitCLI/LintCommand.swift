@@ -127,7 +127,9 @@ struct LintCommand {
                 let configuration = try resolver.configuration(for: file)
                 let key = configuration.path ?? ""
                 if warned.insert(key).inserted {
-                    for warning in configuration.warnings { problems.append("\(configuration.path ?? "configuration"): \(warning)") }
+                    for warning in configuration.warnings {
+                        problems.append("\(configuration.path ?? "configuration"): \(warning)")
+                    }
                 }
                 let linter = linters[key] ?? Linter(configuration: configuration)
                 linters[key] = linter

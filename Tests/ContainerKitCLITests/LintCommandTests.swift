@@ -52,7 +52,11 @@ struct LintCommandTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let lenient = await run([directory])
         #expect(lenient.code == 0)
-        #expect(lenient.out.contains(": warning: browser-only variable type '__jsm' is not supported (unsupported_template)"))
+        #expect(
+            lenient.out.contains(
+                ": warning: browser-only variable type '__jsm' is not supported (unsupported_template)"
+            )
+        )
         #expect(lenient.err == "1 warning in 1 file\n")
         let strict = await run([directory, "--strict"])
         #expect(strict.code == 2)
@@ -61,12 +65,18 @@ struct LintCommandTests {
     }
 
     @Test func errorsExitTwoAndTheReportListsEveryFile() async throws {
-        let directory = try Self.fixture(["GTM-BAD.json": Self.broken, "GTM-OK.json": Self.clean, "GTM-W.json": Self.warningOnly])
+        let directory = try Self.fixture([
+            "GTM-BAD.json": Self.broken, "GTM-OK.json": Self.clean, "GTM-W.json": Self.warningOnly,
+        ])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let result = await run([directory])
         #expect(result.code == 2)
         let lines = result.out.split(separator: "\n")
-        #expect(lines.first?.hasSuffix("GTM-BAD.json: error: rule refers to tag '4', but there are no tags (dangling_reference)") == true)
+        #expect(
+            lines.first?.hasSuffix(
+                "GTM-BAD.json: error: rule refers to tag '4', but there are no tags (dangling_reference)"
+            ) == true
+        )
         #expect(lines.count == 2)
         #expect(result.err == "1 error, 1 warning in 3 files\n")
     }
@@ -114,7 +124,10 @@ struct LintCommandTests {
         #expect(invalid.err.contains("cannot use configuration"))
         // Discovered by walking up from the file.
         try #"{"disabled_rules": ["unsupported_template"]}"#.write(
-            toFile: directory + "/.containerkit-lint.json", atomically: true, encoding: .utf8)
+            toFile: directory + "/.containerkit-lint.json",
+            atomically: true,
+            encoding: .utf8
+        )
         let discovered = await run([directory + "/GTM-W.json"])
         #expect(discovered.code == 0)
         #expect(discovered.err == "no problems in 1 file\n")
@@ -164,7 +177,10 @@ struct LintCommandTests {
     @Test(arguments: ["text", "json", "sarif", "github"])
     func reportsMatchTheirGoldenFiles(reporter name: String) throws {
         let reporter = try #require(LintReporters.reporter(named: name))
-        let rendered = reporter.render(Self.goldenReport).replacingOccurrences(of: ContainerKitVersion.version, with: "VERSION")
+        let rendered = reporter.render(Self.goldenReport).replacingOccurrences(
+            of: ContainerKitVersion.version,
+            with: "VERSION"
+        )
         let path = Self.goldenDirectory + "/lint-report.\(name).golden"
         if ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] == "1" {
             try rendered.write(toFile: path, atomically: true, encoding: .utf8)

@@ -57,7 +57,11 @@ struct BrazeTagArguments {
             }
             let raw = i < rawTags.count ? rawTags[i] : nil
             let arguments = pairs.map { key, value in
-                Argument(key: key, value: value, pointer: raw.flatMap { argumentPointer(key, in: $0) } ?? tag.origin.pointer)
+                Argument(
+                    key: key,
+                    value: value,
+                    pointer: raw.flatMap { argumentPointer(key, in: $0) } ?? tag.origin.pointer
+                )
             }
             out.append(BrazeTagArguments(label: program.tagLabel(i), pointer: tag.origin.pointer, arguments: arguments))
         }
@@ -92,7 +96,10 @@ struct BrazeTagArguments {
             else { continue }
             for (r, row) in rows.enumerated() {
                 guard case .array(let cells)? = row.objectValue?["map"] else { continue }
-                guard cells.contains(where: { $0.objectValue?["key"] == .string("key") && $0.objectValue?["value"] == .string(key) })
+                guard
+                    cells.contains(where: {
+                        $0.objectValue?["key"] == .string("key") && $0.objectValue?["value"] == .string(key)
+                    })
                 else { continue }
                 let base = tag.pointer + "/parameter/\(p)/list/\(r)/map"
                 if let v = cells.firstIndex(where: { $0.objectValue?["key"] == .string("value") }) {

@@ -173,7 +173,8 @@ public final class LintConfigurationResolver {
 
     private func configuration(inDirectory directory: String) throws(ContainerError) -> LintConfiguration {
         if let cached = byDirectory[directory] { return cached }
-        let candidate = directory == "/" ? "/" + LintConfiguration.fileName : directory + "/" + LintConfiguration.fileName
+        let candidate =
+            directory == "/" ? "/" + LintConfiguration.fileName : directory + "/" + LintConfiguration.fileName
         let found: LintConfiguration
         if FileManager.default.fileExists(atPath: candidate) {
             found = try LintConfiguration.load(path: candidate)

@@ -30,7 +30,9 @@ public enum LintRuleCatalog {
 
             """
         for rule in rules {
-            out += "| [`\(rule.id)`](#\(rule.id)) | \(rule.severity) | \(rule.isOptIn ? "yes" : "no") | \(rule.description) |\n"
+            out +=
+                "| [`\(rule.id)`](#\(rule.id)) | \(rule.severity) | \(rule.isOptIn ? "yes" : "no") | "
+                + "\(rule.description) |\n"
         }
         for rule in rules {
             out += "\n## `\(rule.id)`\n\n"

@@ -59,15 +59,17 @@ public struct Linter: Sendable {
         let bytes: [UInt8]
         do {
             bytes = try ContainerLoader.readFile(path, limit: configuration.maximumFileSize)
-        } catch where error.code == .fileTooLarge {
-            return run(LintInput(
-                file: path,
-                document: nil,
-                readError: error,
-                container: nil,
-                compileError: nil,
-                configuration: configuration
-            ))
+        } catch  where error.code == .fileTooLarge {
+            return run(
+                LintInput(
+                    file: path,
+                    document: nil,
+                    readError: error,
+                    container: nil,
+                    compileError: nil,
+                    configuration: configuration
+                )
+            )
         }
         return lint(bytes: bytes, file: path)
     }

@@ -18,9 +18,10 @@ extension Program {
     func forEachReference(ofMacro index: Int, _ body: (Int) -> Void) {
         let macro = macros[index]
         for parameter in macro.parameters { parameter.value.forEachMacro(body) }
-        for expr in [macro.format.convertNullTo, macro.format.convertUndefinedTo, macro.format.convertTrueTo,
-            macro.format.convertFalseTo]
-        {
+        for expr in [
+            macro.format.convertNullTo, macro.format.convertUndefinedTo, macro.format.convertTrueTo,
+            macro.format.convertFalseTo,
+        ] {
             expr?.forEachMacro(body)
         }
     }

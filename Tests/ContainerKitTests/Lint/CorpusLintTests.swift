@@ -56,10 +56,12 @@ struct CorpusLintTests {
         configuration.brazeClassPaths.append("path.to.Braze")
         let configured = try Linter(configuration: configuration)
             .lint(path: Self.corpus + "/v5-mobile/Appboy__appboy-android-sdk__GTM-5HM9ZRX.json")
-        #expect(configured.filter { $0.ruleID == "braze_action" }.map(\.message) == [
-            "braze tag tag_id 16 ('__funct') has no 'actionType' argument",
-            "braze tag tag_id 17 ('__funct') has no 'actionType' argument",
-        ])
+        #expect(
+            configured.filter { $0.ruleID == "braze_action" }.map(\.message) == [
+                "braze tag tag_id 16 ('__funct') has no 'actionType' argument",
+                "braze tag tag_id 17 ('__funct') has no 'actionType' argument",
+            ]
+        )
     }
 
     @Test(.enabled(if: corpusExists, "corpus not found at ../shared/research/corpus"))
@@ -77,12 +79,16 @@ struct CorpusLintTests {
     func handCheckedFindings() throws {
         // The web export has one trigger ("window loaded") that nothing uses.
         let web = try lint("export-web/jmacario-gmu__gmuj-mason-standard-gtm-container__GTM-MBFRM8W_workspace27.json")
-        #expect(web.filter { $0.ruleID == "unused_trigger" }.map(\.message) == [
-            "trigger 'window loaded' fires no tag, blocks none and is referenced by nothing"
-        ])
+        #expect(
+            web.filter { $0.ruleID == "unused_trigger" }.map(\.message) == [
+                "trigger 'window loaded' fires no tag, blocks none and is referenced by nothing"
+            ]
+        )
         #expect(!web.contains { $0.ruleID == "dangling_reference" })
         // The adswerve export defines five Function Call variables that nothing reads; its constants are skipped.
-        let adswerve = try lint("export-mobile/adswerve__GTM-Function-Call-Analytics-Variable-Provider__GTM-iOS_Examples.json")
+        let adswerve = try lint(
+            "export-mobile/adswerve__GTM-Function-Call-Analytics-Variable-Provider__GTM-iOS_Examples.json"
+        )
         #expect(adswerve.map(\.ruleID) == Array(repeating: "unused_variable", count: 5))
         // The flat legacy JSON container is clean.
         #expect(try lint("v3-default/DieProduktMacher__TagmanagerMobileDemonstration__GTM-PLWRDX.json").isEmpty)

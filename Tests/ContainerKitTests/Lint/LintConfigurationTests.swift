@@ -30,9 +30,11 @@ struct LintConfigurationTests {
 
     @Test func unknownKeysAndRulesAreWarnings() throws {
         let configuration = try LintConfiguration(json: #"{"disabled_rules": ["no_such_rule"], "colour": "red"}"#)
-        #expect(configuration.warnings.sorted() == [
-            "unknown configuration key 'colour'", "unknown rule 'no_such_rule' in 'disabled_rules'",
-        ])
+        #expect(
+            configuration.warnings.sorted() == [
+                "unknown configuration key 'colour'", "unknown rule 'no_such_rule' in 'disabled_rules'",
+            ]
+        )
     }
 
     @Test(arguments: [
@@ -44,7 +46,9 @@ struct LintConfigurationTests {
     }
 
     @Test func onlyRulesWinsOverTheOtherLists() throws {
-        let configuration = try LintConfiguration(json: #"{"only_rules": ["paused_tag"], "disabled_rules": ["paused_tag"]}"#)
+        let configuration = try LintConfiguration(
+            json: #"{"only_rules": ["paused_tag"], "disabled_rules": ["paused_tag"]}"#
+        )
         #expect(Linter(configuration: configuration).ruleIDs == ["paused_tag"])
     }
 
@@ -52,8 +56,16 @@ struct LintConfigurationTests {
         let root = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: root) }
         try FileManager.default.createDirectory(atPath: root + "/a/b/c", withIntermediateDirectories: true)
-        try #"{"disabled_rules": ["empty_container"]}"#.write(toFile: root + "/a/.containerkit-lint.json", atomically: true, encoding: .utf8)
-        try #"{"opt_in_rules": ["paused_tag"]}"#.write(toFile: root + "/a/b/c/.containerkit-lint.json", atomically: true, encoding: .utf8)
+        try #"{"disabled_rules": ["empty_container"]}"#.write(
+            toFile: root + "/a/.containerkit-lint.json",
+            atomically: true,
+            encoding: .utf8
+        )
+        try #"{"opt_in_rules": ["paused_tag"]}"#.write(
+            toFile: root + "/a/b/c/.containerkit-lint.json",
+            atomically: true,
+            encoding: .utf8
+        )
         let resolver = LintConfigurationResolver()
         let middle = try resolver.configuration(for: root + "/a/b/GTM-X.json")
         #expect(middle.disabledRules == ["empty_container"])
@@ -88,18 +100,25 @@ struct LintConfigurationTests {
         let manager = FileManager.default
         try manager.createDirectory(atPath: root + "/b/.hidden", withIntermediateDirectories: true)
         try manager.createDirectory(atPath: root + "/a/skip", withIntermediateDirectories: true)
-        for file in ["b/GTM-B.json", "a/GTM-A.plist", "a/GTM-LEGACY", "a/gtm_raw", "a/notes.txt", "a/app.js",
-            "a/skip/GTM-S.json", "b/.hidden/GTM-H.json", "b/README"]
-        {
+        for file in [
+            "b/GTM-B.json", "a/GTM-A.plist", "a/GTM-LEGACY", "a/gtm_raw", "a/notes.txt", "a/app.js",
+            "a/skip/GTM-S.json", "b/.hidden/GTM-H.json", "b/README",
+        ] {
             try "{}".write(toFile: root + "/" + file, atomically: true, encoding: .utf8)
         }
-        try #"{"excluded": ["a/skip"]}"#.write(toFile: root + "/.containerkit-lint.json", atomically: true, encoding: .utf8)
+        try #"{"excluded": ["a/skip"]}"#.write(
+            toFile: root + "/.containerkit-lint.json",
+            atomically: true,
+            encoding: .utf8
+        )
         let resolver = LintConfigurationResolver()
         let files = try LintPaths.collect([root, root + "/a/app.js"]) { file throws(ContainerError) in
             try resolver.configuration(for: file)
         }
-        #expect(files.map { String($0.dropFirst(root.count + 1)) } == [
-            "a/GTM-A.plist", "a/GTM-LEGACY", "a/gtm_raw", "b/GTM-B.json", "a/app.js",
-        ])
+        #expect(
+            files.map { String($0.dropFirst(root.count + 1)) } == [
+                "a/GTM-A.plist", "a/GTM-LEGACY", "a/gtm_raw", "b/GTM-B.json", "a/app.js",
+            ]
+        )
     }
 }

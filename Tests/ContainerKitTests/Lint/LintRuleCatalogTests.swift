@@ -14,7 +14,7 @@ struct LintRuleCatalogTests {
         let onDisk = try String(contentsOfFile: Self.docsPath, encoding: .utf8)
         #expect(
             onDisk == LintRuleCatalog.markdown(),
-            "Docs/LintRules.md is out of date: swift run containerkit lint --list-rules --format markdown > Docs/LintRules.md"
+            "Docs/LintRules.md is out of date: regenerate it with containerkit lint --list-rules --format markdown"
         )
     }
 

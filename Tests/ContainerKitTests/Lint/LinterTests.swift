@@ -22,7 +22,8 @@ struct LinterTests {
     @Test func danglingReferencesAreAllReportedWithPointers() {
         let text = #"""
             {"resource": {"macros": [{"function": "__c", "vtp_value": ["template", ["macro", 7], ["macro", 0]]}],
-              "tags": [{"function": "__funct", "tag_id": 1, "vtp_classPath": "A", "setup_tags": ["list", ["tag", 3, 0]]}],
+              "tags": [{"function": "__funct", "tag_id": 1, "vtp_classPath": "A",
+                "setup_tags": ["list", ["tag", 3, 0]]}],
               "predicates": [{"function": "_eq", "arg0": ["macro", -1], "arg1": "x"}],
               "rules": [[["if", 0, 5], ["add", 0, 9]]]}}
             """#
@@ -50,18 +51,23 @@ struct LinterTests {
               "variable": [{"variableId": "4", "name": "Class", "type": "c"}]}}
             """#
         let dangling = lint(text).filter { $0.ruleID == "dangling_reference" }
-        #expect(dangling.map(\.message).sorted() == [
-            "'{{Nope}}' names no variable or enabled built-in variable",
-            "tag 'Call' refers to trigger '3', which does not exist",
-        ])
-        #expect(dangling.map(\.pointer).sorted() == [
-            "/containerVersion/tag/0/firingTriggerId/1",
-            "/containerVersion/tag/0/parameter/0/value",
-        ])
+        #expect(
+            dangling.map(\.message).sorted() == [
+                "'{{Nope}}' names no variable or enabled built-in variable",
+                "tag 'Call' refers to trigger '3', which does not exist",
+            ]
+        )
+        #expect(
+            dangling.map(\.pointer).sorted() == [
+                "/containerVersion/tag/0/firingTriggerId/1",
+                "/containerVersion/tag/0/parameter/0/value",
+            ]
+        )
     }
 
     @Test func configurationDisablesRulesOverridesSeverityAndEnablesOptInRules() throws {
-        let text = #"{"resource": {"tags": [{"function": "__paused", "tag_id": 1}, {"function": "__html", "tag_id": 2}]}}"#
+        let text =
+            #"{"resource": {"tags": [{"function": "__paused", "tag_id": 1}, {"function": "__html", "tag_id": 2}]}}"#
         let defaults = lint(text)
         #expect(!defaults.contains { $0.ruleID == "paused_tag" })
         #expect(defaults.contains { $0.ruleID == "unsupported_template" && $0.severity == .warning })
@@ -88,7 +94,9 @@ struct LinterTests {
         let findings = lint(text, configuration: configuration).filter { $0.ruleID == "braze_action" }
         #expect(findings.count == 1)
         #expect(findings.first?.pointer == "/resource/tags/0/vtp_functionArgument/1/4")
-        #expect(findings.first?.message.hasPrefix("braze tag tag_id 1 ('__funct') has unknown actionType 'dance'") == true)
+        #expect(
+            findings.first?.message.hasPrefix("braze tag tag_id 1 ('__funct') has unknown actionType 'dance'") == true
+        )
     }
 
     @Test func brazeKeysLongerThan255CharactersAreReported() {
@@ -107,7 +115,11 @@ struct LinterTests {
         let a = LintFinding(ruleID: "b", severity: .error, message: "m", file: "a.json")
         let b = LintFinding(ruleID: "a", severity: .error, message: "m", file: "b.json")
         let c = LintFinding(
-            ruleID: "a", severity: .error, message: "m", file: "a.json", location: SourceLocation(line: 3, column: 1)
+            ruleID: "a",
+            severity: .error,
+            message: "m",
+            file: "a.json",
+            location: SourceLocation(line: 3, column: 1)
         )
         let report = LintReport(findings: [b, c, a], files: ["a.json", "b.json"])
         #expect(report.findings == [a, c, b])
@@ -116,16 +128,23 @@ struct LinterTests {
     @Test func summaryCountsFindingsAndFiles() {
         let error = LintFinding(ruleID: "x", severity: .error, message: "m", file: "a.json")
         let warning = LintFinding(ruleID: "y", severity: .warning, message: "m", file: "a.json")
-        #expect(LintReport(findings: [error, error, error, warning], files: ["a", "b"]).summary == "3 errors, 1 warning in 2 files")
+        #expect(
+            LintReport(findings: [error, error, error, warning], files: ["a", "b"]).summary
+                == "3 errors, 1 warning in 2 files"
+        )
         #expect(LintReport(findings: [], files: ["a", "b", "c", "d", "e"]).summary == "no problems in 5 files")
         #expect(LintReport(findings: [warning], files: ["a"]).strict().summary == "1 error in 1 file")
     }
 
     @Test(
-        .enabled(if: LinterTests.readerRecordsPositions, "the placeholder JSON reader records no positions; re-run after merging the real reader")
+        .enabled(
+            if: LinterTests.readerRecordsPositions,
+            "the placeholder JSON reader records no positions; re-run after merging the real reader"
+        )
     )
     func findingsCarryLineAndColumnFromTheReader() throws {
-        let text = "{\"resource\": {\n  \"macros\": [\n    {\"function\": \"__c\", \"vtp_value\": [\"macro\", 3]}\n  ]}}"
+        let text =
+            "{\"resource\": {\n  \"macros\": [\n    {\"function\": \"__c\", \"vtp_value\": [\"macro\", 3]}\n  ]}}"
         let finding = try #require(lint(text).first { $0.ruleID == "dangling_reference" })
         #expect(finding.location?.line == 3)
         #expect(finding.location?.column == 39)

@@ -42,7 +42,9 @@ struct MalformedInputTests {
 
     @Test func deepNestingIsAFindingNotACrash() {
         let depth = 10_000
-        let text = #"{"resource": {"macros": "# + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}}"
+        let text =
+            #"{"resource": {"macros": "# + String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+            + "}}"
         let findings = Linter().lint(bytes: Array(text.utf8), file: "GTM-TEST.json")
         #expect(findings.map(\.ruleID) == ["syntax_error"])
     }

@@ -49,7 +49,9 @@ public struct LintReport: Sendable {
     /// Every warning turned into an error (what `--strict` does).
     public func strict() -> LintReport {
         var copy = self
-        for i in copy.findings.indices where copy.findings[i].severity == .warning { copy.findings[i].severity = .error }
+        for i in copy.findings.indices where copy.findings[i].severity == .warning {
+            copy.findings[i].severity = .error
+        }
         return copy
     }
 

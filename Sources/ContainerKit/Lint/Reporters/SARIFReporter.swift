@@ -27,7 +27,9 @@ public struct SARIFReporter: LintReporter {
             var physical = ValueMap()
             physical["artifactLocation"] = ["uri": .string(Self.uri(finding.file))]
             if let location = finding.location {
-                physical["region"] = ["startLine": .int(Int64(location.line)), "startColumn": .int(Int64(location.column))]
+                physical["region"] = [
+                    "startLine": .int(Int64(location.line)), "startColumn": .int(Int64(location.column)),
+                ]
             }
             map["locations"] = [["physicalLocation": .object(physical)]]
             map["properties"] = ["pointer": .string(finding.pointer)]

@@ -4,7 +4,8 @@ struct BrazeActionRule: LintRule {
     static let description = RuleDescription(
         id: "braze_action",
         name: "Braze Action",
-        description: "A Braze provider tag has a missing or unknown `actionType`, or lacks an argument its action needs.",
+        description:
+            "A Braze provider tag has a missing or unknown `actionType`, or lacks an argument its action needs.",
         severity: .error,
         triggeringExamples: [
             #"""
@@ -41,7 +42,13 @@ struct BrazeActionRule: LintRule {
         var findings: [LintFinding] = []
         for tag in BrazeTagArguments.all(in: input) {
             guard let action = tag.argument("actionType") else {
-                findings.append(input.finding(Self.description, "braze tag \(tag.label) has no 'actionType' argument", at: tag.pointer))
+                findings.append(
+                    input.finding(
+                        Self.description,
+                        "braze tag \(tag.label) has no 'actionType' argument",
+                        at: tag.pointer
+                    )
+                )
                 continue
             }
             guard let name = action.value.literalText else { continue }  // set by a variable: checked at run time

@@ -5,7 +5,8 @@ struct BrazePropertyRule: LintRule {
     static let description = RuleDescription(
         id: "braze_property",
         name: "Braze Property",
-        description: "A Braze provider tag's constant key or value breaks Braze's rules (key length or `$`, currency, quantity, price).",
+        description:
+            "A Braze provider tag's constant key or value breaks Braze's rules (keys, currency, quantity, price).",
         severity: .warning,
         triggeringExamples: [
             #"""
@@ -31,7 +32,9 @@ struct BrazePropertyRule: LintRule {
     )
 
     /// Arguments a provider reads itself; every other argument of an event or purchase is a property.
-    static let reservedArguments: Set<String> = ["actionType", "eventName", "productId", "currency", "price", "quantity"]
+    static let reservedArguments: Set<String> = [
+        "actionType", "eventName", "productId", "currency", "price", "quantity",
+    ]
     /// `$` keys Braze accepts (Google consent attributes).
     static let allowedDollarKeys: Set<String> = ["$google_ad_user_data", "$google_ad_personalization"]
 
@@ -45,9 +48,14 @@ struct BrazePropertyRule: LintRule {
             switch action {
             case "logEvent", "logPurchase":
                 for argument in tag.arguments where !Self.reservedArguments.contains(argument.key) {
-                    if let problem = Self.keyProblem(argument.key) { report("property key \(problem)", argument.pointer) }
+                    if let problem = Self.keyProblem(argument.key) {
+                        report("property key \(problem)", argument.pointer)
+                    }
                     if let text = argument.value.literalText, text.count > 255 {
-                        report("value of property '\(argument.key)' is \(text.count) characters, more than 255", argument.pointer)
+                        report(
+                            "value of property '\(argument.key)' is \(text.count) characters, more than 255",
+                            argument.pointer
+                        )
                     }
                 }
             default:
@@ -74,7 +82,9 @@ struct BrazePropertyRule: LintRule {
                     report("quantity '\(text)' is not a whole number from 1 to 100", argument.pointer)
                 }
             }
-            if let argument = tag.argument("price"), let text = argument.value.literalText, Value.string(text).jsNumber == nil {
+            if let argument = tag.argument("price"), let text = argument.value.literalText,
+                Value.string(text).jsNumber == nil
+            {
                 report("price '\(text)' is not a number", argument.pointer)
             }
         }
@@ -85,7 +95,9 @@ struct BrazePropertyRule: LintRule {
     static func keyProblem(_ key: String) -> String? {
         if key.isEmpty { return "'' is empty" }
         if key.count > 255 { return "'\(key.prefix(32))…' is \(key.count) characters, more than 255" }
-        if key.hasPrefix("$") && !allowedDollarKeys.contains(key) { return "'\(key)' starts with '$', which braze reserves" }
+        if key.hasPrefix("$") && !allowedDollarKeys.contains(key) {
+            return "'\(key)' starts with '$', which braze reserves"
+        }
         return nil
     }
 }

@@ -38,7 +38,13 @@ struct ContainerIDRule: LintRule {
         let name = input.file.split(separator: "/").last.map(String.init) ?? input.file
         if let contentID = input.source.publicID {
             guard ContainerLoader.isContainerID(contentID) else {
-                return [input.finding(Self.description, "container id '\(contentID)' does not follow 'GTM-XXXX'", at: pointer)]
+                return [
+                    input.finding(
+                        Self.description,
+                        "container id '\(contentID)' does not follow 'GTM-XXXX'",
+                        at: pointer
+                    )
+                ]
             }
             if let fileID, fileID != contentID {
                 let message = "file name '\(name)' says '\(fileID)' but the container's publicId is '\(contentID)'"

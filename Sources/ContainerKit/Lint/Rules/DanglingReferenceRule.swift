@@ -9,14 +9,34 @@ struct DanglingReferenceRule: LintRule {
         description: "A macro, predicate, tag, trigger or variable reference (index, id or `{{Name}}`) names nothing.",
         severity: .error,
         triggeringExamples: [
-            #"{"resource": {"macros": [{"function": "__c", "vtp_value": ["macro", 4]}], "tags": [], "predicates": [], "rules": []}}"#,
+            #"""
+            {"resource": {"macros": [{"function": "__c", "vtp_value": ["macro", 4]}],
+              "tags": [], "predicates": [], "rules": []}}
+            """#,
             #"{"resource": {"macros": [], "tags": [], "predicates": [], "rules": [[["if", 0], ["add", 2]]]}}"#,
-            #"{"exportFormatVersion": 2, "containerVersion": {"tag": [{"tagId": "1", "name": "T", "type": "funct", "firingTriggerId": ["99"]}]}}"#,
-            #"{"exportFormatVersion": 2, "containerVersion": {"variable": [{"name": "A", "type": "c", "parameter": [{"type": "TEMPLATE", "key": "value", "value": "{{Missing}}"}]}]}}"#,
+            #"""
+            {"exportFormatVersion": 2, "containerVersion": {
+              "tag": [{"tagId": "1", "name": "T", "type": "funct", "firingTriggerId": ["99"]}]}}
+            """#,
+            #"""
+            {"exportFormatVersion": 2, "containerVersion": {"variable": [{"name": "A", "type": "c",
+              "parameter": [{"type": "TEMPLATE", "key": "value", "value": "{{Missing}}"}]}]}}
+            """#,
         ],
         nonTriggeringExamples: [
-            #"{"resource": {"macros": [{"function": "__e"}], "tags": [{"function": "__funct", "vtp_classPath": "A", "vtp_functionArgument": ["list", ["map", "key", "e", "value", ["macro", 0]]]}], "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "go"}], "rules": [[["if", 0], ["add", 0]]]}}"#,
-            #"{"exportFormatVersion": 2, "containerVersion": {"tag": [{"tagId": "1", "name": "T", "type": "funct", "firingTriggerId": ["2147479553"], "parameter": [{"type": "TEMPLATE", "key": "classPath", "value": "{{Path}}"}]}], "variable": [{"name": "Path", "type": "c"}], "builtInVariable": [{"type": "EVENT", "name": "Event"}]}}"#,
+            #"""
+            {"resource": {"macros": [{"function": "__e"}],
+              "tags": [{"function": "__funct", "vtp_classPath": "A",
+                "vtp_functionArgument": ["list", ["map", "key", "e", "value", ["macro", 0]]]}],
+              "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "go"}],
+              "rules": [[["if", 0], ["add", 0]]]}}
+            """#,
+            #"""
+            {"exportFormatVersion": 2, "containerVersion": {
+              "tag": [{"tagId": "1", "name": "T", "type": "funct", "firingTriggerId": ["2147479553"],
+                "parameter": [{"type": "TEMPLATE", "key": "classPath", "value": "{{Path}}"}]}],
+              "variable": [{"name": "Path", "type": "c"}], "builtInVariable": [{"type": "EVENT", "name": "Event"}]}}
+            """#,
         ]
     )
 
@@ -40,7 +60,9 @@ struct DanglingReferenceRule: LintRule {
 
     private func checkResource(_ input: LintInput, _ findings: inout [LintFinding]) {
         let source = input.source
-        let counts = (macros: source.count("macros"), tags: source.count("tags"), predicates: source.count("predicates"))
+        let counts = (
+            macros: source.count("macros"), tags: source.count("tags"), predicates: source.count("predicates")
+        )
         for list in ["macros", "tags", "predicates"] {
             for entry in source.list(list) {
                 guard let map = entry.map else { continue }
@@ -95,7 +117,9 @@ struct DanglingReferenceRule: LintRule {
                 walk(items[i], at: JSONPointer.appending(pointer, i), counts: counts, input, &findings)
             }
         case "escape":
-            if items.count > 1 { walk(items[1], at: JSONPointer.appending(pointer, 1), counts: counts, input, &findings) }
+            if items.count > 1 {
+                walk(items[1], at: JSONPointer.appending(pointer, 1), counts: counts, input, &findings)
+            }
         default:
             return
         }
@@ -132,7 +156,9 @@ struct DanglingReferenceRule: LintRule {
                 let id = raw.jsString
                 guard !triggerIDs.contains(id), !RawContainer.isBuiltInTriggerID(id) else { continue }
                 let message = "\(owner) refers to trigger '\(id)', which does not exist"
-                findings.append(input.finding(Self.description, message, at: JSONPointer.appending(pointer + "/" + field, k)))
+                findings.append(
+                    input.finding(Self.description, message, at: JSONPointer.appending(pointer + "/" + field, k))
+                )
             }
         }
         func checkFolder(_ map: ValueMap, owner: String, at pointer: String) {
@@ -149,9 +175,17 @@ struct DanglingReferenceRule: LintRule {
             for field in ["setupTag", "teardownTag"] {
                 guard case .array(let list)? = map[field] else { continue }
                 for (k, item) in list.enumerated() {
-                    guard let name = item.objectValue?["tagName"]?.stringValue, !tagNames.contains(name) else { continue }
+                    guard let name = item.objectValue?["tagName"]?.stringValue, !tagNames.contains(name) else {
+                        continue
+                    }
                     let pointer = JSONPointer.appending(entry.pointer + "/" + field, k) + "/tagName"
-                    findings.append(input.finding(Self.description, "\(owner) sequences tag '\(name)', which does not exist", at: pointer))
+                    findings.append(
+                        input.finding(
+                            Self.description,
+                            "\(owner) sequences tag '\(name)', which does not exist",
+                            at: pointer
+                        )
+                    )
                 }
             }
             checkFolder(map, owner: owner, at: entry.pointer)

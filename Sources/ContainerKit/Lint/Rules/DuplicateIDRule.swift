@@ -28,7 +28,9 @@ struct DuplicateIDRule: LintRule {
         var findings: [LintFinding] = []
         switch input.source.kind {
         case .export:
-            let lists = [("tag", "tagId"), ("trigger", "triggerId"), ("variable", "variableId"), ("folder", "folderId")]
+            let lists = [
+                ("tag", "tagId"), ("trigger", "triggerId"), ("variable", "variableId"), ("folder", "folderId"),
+            ]
             for (list, idKey) in lists {
                 duplicates(in: input.source.list(list), idKey: idKey, what: list, input, &findings)
             }

@@ -29,7 +29,13 @@ struct DuplicateNameRule: LintRule {
         let source = input.source
         switch source.kind {
         case .export:
-            duplicates(in: source.list("variable") + source.list("builtInVariable"), key: "name", what: "variable", input, &findings)
+            duplicates(
+                in: source.list("variable") + source.list("builtInVariable"),
+                key: "name",
+                what: "variable",
+                input,
+                &findings
+            )
             duplicates(in: source.list("tag"), key: "name", what: "tag", input, &findings)
             duplicates(in: source.list("trigger"), key: "name", what: "trigger", input, &findings)
         case .resource:

@@ -21,7 +21,9 @@ struct EmptyContainerRule: LintRule {
         switch source.kind {
         case .resource:
             guard ["macros", "tags", "predicates", "rules"].allSatisfy({ source.count($0) == 0 }) else { return [] }
-            return [input.finding(Self.description, "container has no macros, tags, predicates or rules", at: "/resource")]
+            return [
+                input.finding(Self.description, "container has no macros, tags, predicates or rules", at: "/resource")
+            ]
         case .export:
             guard ["tag", "trigger", "variable"].allSatisfy({ source.count($0) == 0 }) else { return [] }
             return [

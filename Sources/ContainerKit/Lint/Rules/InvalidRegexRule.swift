@@ -29,14 +29,17 @@ struct InvalidRegexRule: LintRule {
         for predicate in program.predicates where predicate.op == .regex {
             guard let error = predicate.patternError, let source = predicate.arg1.literalText else { continue }
             let pointer = predicate.origin.pointer + (input.source.kind == .resource ? "/arg1" : "")
-            findings.append(input.finding(Self.description, "invalid regular expression '\(source)': \(error)", at: pointer))
+            findings.append(
+                input.finding(Self.description, "invalid regular expression '\(source)': \(error)", at: pointer)
+            )
         }
         for (i, macro) in program.macros.enumerated() {
             guard case .regexTable(_, let rows, _, _) = macro.kind else { continue }
             for row in rows where row.pattern == nil {
                 var reason = "it does not compile"
                 do { _ = try RegexPattern(row.source) } catch { reason = error.message }
-                let message = "invalid regular expression '\(row.source)' in regex table \(program.macroLabel(i)): \(reason)"
+                let message =
+                    "invalid regular expression '\(row.source)' in regex table \(program.macroLabel(i)): \(reason)"
                 findings.append(input.finding(Self.description, message, at: macro.origin.pointer))
             }
         }

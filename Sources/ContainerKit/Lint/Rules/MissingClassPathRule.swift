@@ -4,7 +4,8 @@ struct MissingClassPathRule: LintRule {
     static let description = RuleDescription(
         id: "missing_class_path",
         name: "Missing Class Path",
-        description: "A Function Call tag or variable has no class path (legacy: no function name), so no handler can run it.",
+        description:
+            "A Function Call tag or variable has no class path (legacy: no function name), so no handler can run it.",
         severity: .error,
         triggeringExamples: [
             #"{"resource": {"tags": [{"function": "__funct", "tag_id": 1, "vtp_classPath": ""}]}}"#,

@@ -3,7 +3,8 @@ struct NonNumericComparisonRule: LintRule {
     static let description = RuleDescription(
         id: "non_numeric_comparison",
         name: "Non-Numeric Comparison",
-        description: "A numeric condition (less or greater than) compares with a literal that is not a number, so it is never true.",
+        description:
+            "A less-than or greater-than condition compares with a literal that is not a number, so it is never true.",
         severity: .warning,
         triggeringExamples: [
             #"""

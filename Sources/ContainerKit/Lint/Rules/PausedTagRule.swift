@@ -19,7 +19,9 @@ struct PausedTagRule: LintRule {
         var findings: [LintFinding] = []
         for (i, tag) in program.tags.enumerated() {
             guard case .paused = tag.kind else { continue }
-            findings.append(input.finding(Self.description, "tag \(program.tagLabel(i)) is paused", at: tag.origin.pointer))
+            findings.append(
+                input.finding(Self.description, "tag \(program.tagLabel(i)) is paused", at: tag.origin.pointer)
+            )
         }
         return findings
     }

@@ -5,7 +5,8 @@ struct RegexBacktrackingRule: LintRule {
     static let description = RuleDescription(
         id: "regex_backtracking",
         name: "Regex Backtracking",
-        description: "A regular expression nests quantifiers, such as `(a+)+`, so backtracking engines can take exponential time.",
+        description:
+            "A pattern nests quantifiers, as `(a+)+` does, so backtracking engines can take exponential time.",
         severity: .warning,
         triggeringExamples: [
             #"""
@@ -29,7 +30,9 @@ struct RegexBacktrackingRule: LintRule {
         guard let program = input.program else { return [] }
         var findings: [LintFinding] = []
         for predicate in program.predicates where predicate.op == .regex && predicate.pattern != nil {
-            guard let source = predicate.arg1.literalText, let risk = Self.backtrackingRisk(in: source) else { continue }
+            guard let source = predicate.arg1.literalText, let risk = Self.backtrackingRisk(in: source) else {
+                continue
+            }
             let pointer = predicate.origin.pointer + (input.source.kind == .resource ? "/arg1" : "")
             let message = "regular expression '\(source)' can take exponential time to match: \(risk)"
             findings.append(input.finding(Self.description, message, at: pointer))

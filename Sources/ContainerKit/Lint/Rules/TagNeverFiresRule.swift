@@ -3,7 +3,8 @@ struct TagNeverFiresRule: LintRule {
     static let description = RuleDescription(
         id: "tag_never_fires",
         name: "Tag Never Fires",
-        description: "A tag has no firing trigger (and is no setup or teardown tag), or is blocked by the trigger that fires it.",
+        description:
+            "A tag has no firing trigger and is no setup or teardown tag, or the trigger that fires it blocks it.",
         severity: .warning,
         triggeringExamples: [
             #"""

@@ -4,7 +4,8 @@ struct UnsupportedTemplateRule: LintRule {
     static let description = RuleDescription(
         id: "unsupported_template",
         name: "Unsupported Template",
-        description: "A tag, variable, trigger or condition type needs a browser or JavaScript, so ContainerKit cannot run it.",
+        description:
+            "A tag, variable, trigger or condition type needs a browser or JavaScript, so ContainerKit cannot run it.",
         severity: .warning,
         triggeringExamples: [
             #"{"resource": {"tags": [{"function": "__html", "tag_id": 1, "vtp_html": "<script></script>"}]}}"#,

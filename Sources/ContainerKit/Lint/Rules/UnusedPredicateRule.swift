@@ -30,11 +30,14 @@ struct UnusedPredicateRule: LintRule {
         var used = Array(repeating: false, count: predicates.count)
         for rule in input.source.list("rules") {
             for clause in rule.value.arrayValue ?? [] {
-                guard let items = clause.arrayValue, let op = items.first?.stringValue, op == "if" || op == "unless" else {
+                guard let items = clause.arrayValue, let op = items.first?.stringValue, op == "if" || op == "unless"
+                else {
                     continue
                 }
                 for item in items.dropFirst() {
-                    if let n = item.jsNumber, n >= 0, n < Double(predicates.count), n == n.rounded() { used[Int(n)] = true }
+                    if let n = item.jsNumber, n >= 0, n < Double(predicates.count), n == n.rounded() {
+                        used[Int(n)] = true
+                    }
                 }
             }
         }

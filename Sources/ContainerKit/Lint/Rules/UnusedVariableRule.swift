@@ -9,7 +9,8 @@ struct UnusedVariableRule: LintRule {
     static let description = RuleDescription(
         id: "unused_variable",
         name: "Unused Variable",
-        description: "A variable is read by no tag, trigger or other variable (named constants are skipped by default).",
+        description:
+            "A variable is read by no tag, trigger or other variable (named constants are skipped by default).",
         severity: .warning,
         triggeringExamples: [
             #"""

@@ -13,7 +13,8 @@ struct VariableCycleRule: LintRule {
             """#,
             #"""
             {"exportFormatVersion": 2, "containerVersion": {"variable": [
-              {"name": "Self", "type": "c", "parameter": [{"type": "TEMPLATE", "key": "value", "value": "{{Self}}!"}]}]}}
+              {"name": "Self", "type": "c",
+                "parameter": [{"type": "TEMPLATE", "key": "value", "value": "{{Self}}!"}]}]}}
             """#,
         ],
         nonTriggeringExamples: [
@@ -44,7 +45,9 @@ struct VariableCycleRule: LintRule {
                 message = "variable \(program.macroLabel(first)) refers to itself"
             } else {
                 let labels = members.map(program.macroLabel)
-                message = "variables \(labels.dropLast().joined(separator: ", ")) and \(labels.last!) refer to each other in a cycle"
+                message =
+                    "variables \(labels.dropLast().joined(separator: ", ")) and \(labels.last!) "
+                    + "refer to each other in a cycle"
             }
             findings.append(input.finding(Self.description, message, at: program.macros[first].origin.pointer))
         }
