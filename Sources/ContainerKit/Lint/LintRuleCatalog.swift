@@ -44,8 +44,53 @@ public enum LintRuleCatalog {
                 out += "\nDoes not trigger, as `\(example.file)`:\n\n```json\n\(printable(example.text))\n```\n"
             }
         }
+        out += configurationSection
         return out
     }
+
+    /// How `.containerkit-lint.json` works, appended to the Markdown catalog.
+    static let configurationSection = """
+
+        ## Configuration
+
+        `containerkit lint` looks for `.containerkit-lint.json` in each file's directory and then in every directory
+        above it; the nearest one applies. `--config <file>` uses one file for everything instead.
+
+        ```json
+        {
+          "disabled_rules": ["unused_variable"],
+          "opt_in_rules": ["paused_tag"],
+          "only_rules": [],
+          "severity": {"unsupported_template": "note"},
+          "braze_class_paths": ["com.appboy.googletagmanager.BrazeGtmTagProvider"],
+          "excluded": ["legacy/**", "**/*.plist"],
+          "max_file_size": 16777216,
+          "report_unused_constants": false
+        }
+        ```
+
+        | key | meaning |
+        |---|---|
+        | `disabled_rules` | rules that do not run |
+        | `opt_in_rules` | opt-in rules that run |
+        | `only_rules` | when not empty, exactly these rules run and the two lists above are ignored |
+        | `severity` | `error`, `warning` or `note` per rule id, replacing the default |
+        | `braze_class_paths` | Function Call class paths checked by the Braze rules (default: \
+        `com.appboy.googletagmanager.BrazeGtmTagProvider`, `BrazeGTMTagManager`, \
+        `com.braze.googletagmanager.BrazeGtmTagProvider`) |
+        | `excluded` | globs, relative to the configuration file, of files and folders that directory walks skip \
+        (`*` within a folder, `**` across folders); files named on the command line are always linted |
+        | `max_file_size` | files larger than this many bytes get `file_too_large` and are not read (16 MiB) |
+        | `report_unused_constants` | `unused_variable` also reports named constants, which apps may read through \
+        typed getters (off) |
+
+        Unknown keys and rule ids are reported on standard error and otherwise ignored; a key of the wrong type
+        stops the run with exit code 1.
+
+        Exit codes: 0 when no finding is an error (warnings and notes allowed), 2 when at least one is (`--strict`
+        makes warnings errors), 1 when a path could not be read or a configuration is invalid, 64 for usage errors.
+
+        """
 
     /// The text with control characters other than newline and tab shown as `\u{…}`.
     static func printable(_ text: String) -> String {
