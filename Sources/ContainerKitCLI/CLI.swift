@@ -7,6 +7,7 @@ public enum CLI {
 
         commands:
           run       run a container over data-layer pushes and show what fires
+          lint      check container files for mistakes without running them
           help      show this help
 
         Run 'containerkit <command> --help' for a command's options.
@@ -27,6 +28,12 @@ public enum CLI {
                 return ExitCode.success
             }
             return await RunCommand.run(rest, output: output)
+        case "lint":
+            if wantsHelp {
+                output.print(LintCommand.usage)
+                return ExitCode.success
+            }
+            return await LintCommand.run(rest, output: output)
         case "help", "--help", "-h":
             output.print(usage)
             return ExitCode.success

@@ -1,0 +1,145 @@
+import ContainerKit
+
+/// `containerkit lint [PATH...] [--reporter text|json|sarif|github] [--strict] [--config <file>] [--list-rules]`
+///
+/// The report goes to standard output, the summary ("3 errors, 1 warning in 2 files") to standard error.
+struct LintCommand {
+    static let usage = """
+        usage: containerkit lint [<path>...] [--reporter text|json|sarif|github] [--strict] [--config <file>]
+                                 [--quiet]
+               containerkit lint --list-rules [--format text|markdown]
+
+        Checks container files (JSON and property lists in all three formats) without running them.
+        Directories are searched for *.json, *.plist and legacy GTM-XXXX / gtm_xxxx files (default: Containers/).
+
+        options:
+          --reporter <name>        text (default), json, sarif or github; --format is the same option
+          --strict                 report warnings as errors
+          --config <file>          use this configuration instead of the nearest .containerkit-lint.json
+          --quiet                  do not print the summary line on standard error
+          --list-rules             print the rule catalog (--format markdown gives Docs/LintRules.md)
+
+        exit codes: 0 no errors (warnings allowed), 2 at least one error, 1 a path could not be read,
+                    64 usage error
+        """
+
+    struct Options {
+        var paths: [String]
+        var reporter: any LintReporter
+        var strict: Bool
+        var quiet: Bool
+        var configPath: String?
+        var listRules: Bool
+        var catalogFormat: String
+    }
+
+    static func parse(_ arguments: [String]) throws(UsageError) -> Options {
+        let args = try Arguments(
+            arguments,
+            valued: ["--reporter", "--format", "--config"],
+            flags: ["--strict", "--list-rules", "--quiet"]
+        )
+        let reporterName = args.value("--reporter") ?? args.value("--format")
+        let listRules = args.flag("--list-rules")
+        var catalogFormat = "text"
+        var reporter: any LintReporter = TextReporter()
+        if listRules {
+            catalogFormat = reporterName ?? "text"
+            guard ["text", "markdown"].contains(catalogFormat) else {
+                throw UsageError("--list-rules prints text or markdown, not '\(catalogFormat)'")
+            }
+            guard args.positionals.isEmpty else { throw UsageError("--list-rules takes no paths") }
+        } else if let reporterName {
+            guard let named = LintReporters.reporter(named: reporterName) else {
+                let names = LintReporters.all.map { $0.identifier }.joined(separator: ", ")
+                throw UsageError("unknown reporter '\(reporterName)'; expected one of \(names)")
+            }
+            reporter = named
+        }
+        return Options(
+            paths: args.positionals.isEmpty ? ["Containers"] : args.positionals,
+            reporter: reporter,
+            strict: args.flag("--strict"),
+            quiet: args.flag("--quiet"),
+            configPath: args.value("--config"),
+            listRules: listRules,
+            catalogFormat: catalogFormat
+        )
+    }
+
+    static func run(_ arguments: [String], output: CommandOutput) async -> Int32 {
+        let options: Options
+        do { options = try parse(arguments) } catch {
+            output.error("containerkit lint: \(error.message)\n\n\(usage)")
+            return ExitCode.usage
+        }
+        if options.listRules {
+            let catalog = options.catalogFormat == "markdown" ? LintRuleCatalog.markdown() : LintRuleCatalog.text()
+            output.print(catalog.hasSuffix("\n") ? String(catalog.dropLast()) : catalog)
+            return ExitCode.success
+        }
+        let resolver: LintConfigurationResolver
+        if let configPath = options.configPath {
+            do { resolver = LintConfigurationResolver(fixed: try LintConfiguration.load(path: configPath)) } catch {
+                output.error("containerkit lint: cannot use configuration: \(error)")
+                return ExitCode.failure
+            }
+        } else {
+            resolver = LintConfigurationResolver()
+        }
+        let run = lint(options.paths, resolver: resolver)
+        for message in run.problems { output.error("containerkit lint: \(message)") }
+        let report = options.strict ? run.report.strict() : run.report
+        let text = options.reporter.render(report)
+        if !text.isEmpty { output.print(text) }
+        if !options.quiet { output.error(report.summary) }
+        if run.failed { return ExitCode.failure }
+        return report.count(.error) > 0 ? ExitCode.findings : ExitCode.success
+    }
+
+    /// What linting some paths gave: the report, messages for standard error, and whether the tool failed.
+    struct Run {
+        var report: LintReport
+        var problems: [String]
+        var failed: Bool
+    }
+
+    /// Lints every file under `paths`, each with the configuration the resolver finds for it.
+    static func lint(_ paths: [String], resolver: LintConfigurationResolver) -> Run {
+        var problems: [String] = []
+        var failed = false
+        var files: [String] = []
+        let configurationFor: (String) throws(ContainerError) -> LintConfiguration = { file throws(ContainerError) in
+            try resolver.configuration(for: file)
+        }
+        for path in paths {
+            do { files += try LintPaths.collect([path], configuration: configurationFor) } catch {
+                problems.append(error.message)
+                failed = true
+            }
+        }
+        var linters: [String: Linter] = [:]
+        var warned = Set<String>()
+        var findings: [LintFinding] = []
+        var linted: [String] = []
+        for file in files {
+            do {
+                let configuration = try resolver.configuration(for: file)
+                let key = configuration.path ?? ""
+                if warned.insert(key).inserted {
+                    for warning in configuration.warnings {
+                        problems.append("\(configuration.path ?? "configuration"): \(warning)")
+                    }
+                }
+                let linter = linters[key] ?? Linter(configuration: configuration)
+                linters[key] = linter
+                findings += try linter.lint(path: file)
+                linted.append(file)
+            } catch {
+                problems.append(error.description)
+                failed = true
+            }
+        }
+        return Run(report: LintReport(findings: findings, files: linted), problems: problems, failed: failed)
+    }
+}
