@@ -49,7 +49,8 @@ enum ContainerCompiler {
     static func containerID(embeddedIn path: String) -> String? {
         let name = path.split(separator: "/").last.map(String.init) ?? path
         let stem = name.split(separator: ".").first.map(String.init) ?? name
-        guard let range = stem.firstRange(of: "GTM-") else { return nil }
+        // The last `GTM-` token wins: `…GTM-v5-Tagging-Example__GTM-MZTK5QP.json` names GTM-MZTK5QP.
+        guard let range = stem.ranges(of: "GTM-").last else { return nil }
         let candidate = String(stem[range.lowerBound...])
         return ContainerLoader.isContainerID(candidate) ? candidate : nil
     }
