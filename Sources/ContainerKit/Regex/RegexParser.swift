@@ -71,6 +71,16 @@ struct RegexParser {
         if case .assertion = atom {
             throw nothingToRepeat(at: quantifierStart, length: length)
         }
+        let written = text(quantifierStart..<quantifierStart + length)
+        if Swift.max(min, max ?? 0) > Self.maxRepetition {
+            throw RegexPatternError(
+                message: "repetition count over \(Self.maxRepetition) in '\(written)'",
+                offset: quantifierStart
+            )
+        }
+        if let max, max < min {
+            throw RegexPatternError(message: "numbers out of order in '\(written)'", offset: quantifierStart)
+        }
         position += length
         var greedy = true
         if peek == "?" {
