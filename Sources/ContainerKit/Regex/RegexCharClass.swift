@@ -122,12 +122,20 @@ struct RegexCharClass: Sendable, Hashable {
         return found != negated
     }
 
+    /// The ASCII membership words computed by ``prepare(ignoreCase:)``.
+    var asciiBits: (low: UInt64, high: UInt64) { (asciiLow, asciiHigh) }
+
     /// Whether the class matches the scalar `value`. Requires ``prepare(ignoreCase:)``.
     @inline(__always)
     func matches(_ value: UInt32) -> Bool {
         if value < 64 { return asciiLow & (1 << UInt64(value)) != 0 }
         if value < 128 { return asciiHigh & (1 << UInt64(value - 64)) != 0 }
         return containsSlow(value)
+    }
+
+    /// Whether the class matches `value`, a scalar at or above U+0080. Requires ``prepare(ignoreCase:)``.
+    func matchesNonASCII(_ value: UInt32) -> Bool {
+        containsSlow(value)
     }
 
     /// Whether the class can match some scalar at or above U+0080 (used to pick possible first bytes).

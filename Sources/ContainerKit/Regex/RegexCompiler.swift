@@ -35,6 +35,7 @@ struct RegexCompiler {
         if !compiler.addFirstBytes(of: root, to: &table), table[0..<128].contains(false) {
             program.firstBytes = table
         }
+        program.classBits = program.classes.flatMap { [$0.asciiBits.low, $0.asciiBits.high] }
         return program
     }
 

@@ -8,11 +8,13 @@ struct RegexFrame {
     var value: Int = 0
 
     /// A frame exploring `pc`.
+    @inline(__always)
     init(pc: Int32) {
         self.pc = pc
     }
 
     /// A frame restoring `slot` to `value`.
+    @inline(__always)
     init(restoring slot: Int32, to value: Int) {
         pc = -1
         self.slot = slot
@@ -20,20 +22,26 @@ struct RegexFrame {
     }
 }
 
-/// A growable stack of ``RegexFrame``s. Manually managed memory: call ``deallocate()`` once when done.
+/// A growable stack of ``RegexFrame``s that starts in caller-owned memory and moves to the heap if it outgrows
+/// it. Call ``deallocate()`` once when done.
 struct RegexFrameStack {
     private var storage: UnsafeMutablePointer<RegexFrame>
-    private var capacity = 64
+    private var capacity: Int
     private var count = 0
+    private var ownsStorage = false
 
-    init() {
-        storage = .allocate(capacity: capacity)
+    /// A stack using `initial` until it is full.
+    init(initial: UnsafeMutableBufferPointer<RegexFrame>) {
+        storage = initial.baseAddress!
+        capacity = initial.count
     }
 
-    /// Frees the memory.
+    /// Frees heap memory, if any was taken.
     func deallocate() {
-        storage.deallocate()
+        if ownsStorage { storage.deallocate() }
     }
+
+    var isEmpty: Bool { count == 0 }
 
     @inline(__always)
     mutating func push(_ frame: RegexFrame) {
@@ -56,8 +64,9 @@ struct RegexFrameStack {
     private mutating func grow() {
         let bigger = UnsafeMutablePointer<RegexFrame>.allocate(capacity: capacity * 2)
         bigger.moveInitialize(from: storage, count: count)
-        storage.deallocate()
+        if ownsStorage { storage.deallocate() }
         storage = bigger
         capacity *= 2
+        ownsStorage = true
     }
 }

@@ -7,8 +7,13 @@
 struct RegexPikeVM {
     private let instructions: UnsafeBufferPointer<RegexInstruction>
     private let classes: UnsafeBufferPointer<RegexCharClass>
+    private let classBits: UnsafeBufferPointer<UInt64>
+    private let prefix: UnsafeBufferPointer<UInt8>
+    private let firstBytes: UnsafeBufferPointer<Bool>
     private let bytes: UnsafeBufferPointer<UInt8>
-    private let program: RegexProgram
+    private let ignoreCase: Bool
+    private let anchoredAtStart: Bool
+    private let slotCount: Int
 
     /// Runs `body` with a VM for `program` over `bytes`.
     static func run<Result>(
@@ -18,29 +23,48 @@ struct RegexPikeVM {
     ) -> Result {
         program.instructions.withUnsafeBufferPointer { instructions in
             program.classes.withUnsafeBufferPointer { classes in
-                body(RegexPikeVM(instructions: instructions, classes: classes, bytes: bytes, program: program))
+                program.classBits.withUnsafeBufferPointer { classBits in
+                    program.prefix.withUnsafeBufferPointer { prefix in
+                        program.firstBytes.withUnsafeBufferPointer { firstBytes in
+                            body(
+                                RegexPikeVM(
+                                    instructions: instructions,
+                                    classes: classes,
+                                    classBits: classBits,
+                                    prefix: prefix,
+                                    firstBytes: firstBytes,
+                                    bytes: bytes,
+                                    ignoreCase: program.ignoreCase,
+                                    anchoredAtStart: program.anchoredAtStart,
+                                    slotCount: program.slotCount
+                                )
+                            )
+                        }
+                    }
+                }
             }
         }
     }
 
-    /// Per-search working memory, freed by ``deallocate()``.
-    private struct Memory {
-        var current: RegexThreadList
-        var following: RegexThreadList
-        var stack = RegexFrameStack()
-        let scratch: UnsafeMutablePointer<Int>
-
-        init(size: Int, slotCount: Int) {
-            current = RegexThreadList(size: size, slotCount: slotCount)
-            following = RegexThreadList(size: size, slotCount: slotCount)
-            scratch = .allocate(capacity: Swift.max(slotCount, 1))
-        }
-
-        func deallocate() {
-            current.deallocate()
-            following.deallocate()
-            stack.deallocate()
-            scratch.deallocate()
+    /// Runs `body` with two empty thread lists and a frame stack, in stack memory when they are small.
+    private func withLists<Result>(
+        slotCount: Int,
+        _ body: (inout RegexThreadList, inout RegexThreadList, inout RegexFrameStack) -> Result
+    ) -> Result {
+        let size = instructions.count
+        return withUnsafeTemporaryAllocation(of: Int32.self, capacity: 6 * size) { words in
+            withUnsafeTemporaryAllocation(of: RegexFrame.self, capacity: 32) { frames in
+                let base = words.baseAddress!
+                var current = RegexThreadList(memory: base, size: size, slotCount: slotCount)
+                var following = RegexThreadList(memory: base + 3 * size, size: size, slotCount: slotCount)
+                var stack = RegexFrameStack(initial: frames)
+                defer {
+                    current.deallocate()
+                    following.deallocate()
+                    stack.deallocate()
+                }
+                return body(&current, &following, &stack)
+            }
         }
     }
 
@@ -48,36 +72,32 @@ struct RegexPikeVM {
 
     /// Whether the program matches anywhere in the input. No capture bookkeeping; stops at the first match found.
     func isMatch() -> Bool {
-        var memory = Memory(size: instructions.count, slotCount: 0)
-        defer { memory.deallocate() }
-        let scratch = memory.scratch
-        let count = bytes.count
-        let anchored = program.anchoredAtStart
-        var position = 0
-        while true {
-            if memory.current.count == 0 {
-                if anchored && position > 0 { return false }
-                guard let start = anchored ? position : candidate(from: position) else { return false }
-                position = start
-            }
-            if !anchored || position == 0 {
-                if addPlain(to: &memory.current, &memory.stack, scratch, 0, at: position) { return true }
-            }
-            guard position < count else { return false }
-            let (scalar, length) = decode(at: position)
-            let folded = program.ignoreCase ? RegexCaseFolding.fold(scalar) : scalar
-            memory.following.clear()
-            let next = position + length
-            for index in 0..<memory.current.count {
-                let pc = memory.current.pcs[index]
-                if consumes(instructions[Int(pc)], scalar, folded),
-                    addPlain(to: &memory.following, &memory.stack, scratch, pc + 1, at: next)
-                {
-                    return true
+        withLists(slotCount: 0) { current, following, stack in
+            let count = bytes.count
+            let anchored = anchoredAtStart
+            var position = 0
+            var nextStart = anchored ? 0 : -1
+            while true {
+                if position > nextStart && !anchored { nextStart = candidate(from: position) ?? Int.max }
+                if current.count == 0 {
+                    if nextStart == Int.max || nextStart < position { return false }
+                    position = nextStart
                 }
+                if position == nextStart, addPlain(to: &current, &stack, 0, at: position) { return true }
+                guard position < count else { return false }
+                let (scalar, length) = decode(at: position)
+                let folded = ignoreCase ? RegexCaseFolding.fold(scalar) : scalar
+                following.clear()
+                let next = position + length
+                for index in 0..<current.count {
+                    let pc = current.pcs[index]
+                    if consumes(instructions[Int(pc)], scalar, folded), addPlain(to: &following, &stack, pc + 1, at: next) {
+                        return true
+                    }
+                }
+                swap(&current, &following)
+                position = next
             }
-            swap(&memory.current, &memory.following)
-            position = next
         }
     }
 
@@ -85,13 +105,11 @@ struct RegexPikeVM {
     private func addPlain(
         to list: inout RegexThreadList,
         _ stack: inout RegexFrameStack,
-        _ scratch: UnsafeMutablePointer<Int>,
         _ start: Int32,
         at position: Int
     ) -> Bool {
-        stack.push(RegexFrame(pc: start))
-        while let frame = stack.pop() {
-            var pc = frame.pc
+        var pc = start
+        while true {
             explore: while list.insert(pc) {
                 let instruction = instructions[Int(pc)]
                 switch instruction.op {
@@ -109,12 +127,13 @@ struct RegexPikeVM {
                     stack.removeAll()
                     return true
                 case .scalar, .dot, .set:
-                    list.append(pc, slots: scratch)
+                    list.append(pc)
                     break explore
                 }
             }
+            guard let frame = stack.pop() else { return false }
+            pc = frame.pc
         }
-        return false
     }
 
     // MARK: - Search with captures
@@ -122,54 +141,68 @@ struct RegexPikeVM {
     /// The slots (two per group, -1 when unset) of the leftmost-first match, or nil. With `whole`, the match
     /// must span the entire input.
     func search(whole: Bool) -> [Int]? {
-        let slotCount = program.slotCount
-        var memory = Memory(size: instructions.count, slotCount: slotCount)
-        defer { memory.deallocate() }
-        let scratch = memory.scratch
+        let slotCount = slotCount
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: 2 * slotCount) { slotMemory in
+            let scratch = slotMemory.baseAddress!
+            let best = scratch + slotCount
+            let found = withLists(slotCount: slotCount) { current, following, stack in
+                search(whole: whole, &current, &following, &stack, scratch: scratch, best: best)
+            }
+            return found ? Array(UnsafeBufferPointer(start: best, count: slotCount)) : nil
+        }
+    }
+
+    private func search(
+        whole: Bool,
+        _ current: inout RegexThreadList,
+        _ following: inout RegexThreadList,
+        _ stack: inout RegexFrameStack,
+        scratch: UnsafeMutablePointer<Int>,
+        best: UnsafeMutablePointer<Int>
+    ) -> Bool {
         let count = bytes.count
-        let anchored = program.anchoredAtStart || whole
-        let best = UnsafeMutablePointer<Int>.allocate(capacity: slotCount)
-        defer { best.deallocate() }
+        let anchored = anchoredAtStart || whole
         var found = false
         var position = 0
+        var nextStart = anchored ? 0 : -1
         while true {
             if !found {
-                if memory.current.count == 0 {
-                    if anchored && position > 0 { break }
-                    guard let start = anchored ? position : candidate(from: position) else { break }
-                    position = start
+                if position > nextStart && !anchored { nextStart = candidate(from: position) ?? Int.max }
+                if current.count == 0 {
+                    if nextStart == Int.max || nextStart < position { break }
+                    position = nextStart
                 }
-                if !anchored || position == 0 {
+                if position == nextStart {
                     scratch.update(repeating: -1, count: slotCount)
-                    addThread(to: &memory.current, &memory.stack, scratch, 0, at: position)
+                    addThread(to: &current, &stack, scratch, 0, at: position)
                 }
             }
-            if found && memory.current.count == 0 { break }
+            if found && current.count == 0 { break }
             let hasScalar = position < count
             let (scalar, length) = hasScalar ? decode(at: position) : (0, 0)
-            let folded = program.ignoreCase ? RegexCaseFolding.fold(scalar) : scalar
+            let folded = ignoreCase ? RegexCaseFolding.fold(scalar) : scalar
             let next = position + length
-            memory.following.clear()
-            for index in 0..<memory.current.count {
-                let pc = memory.current.pcs[index]
+            following.clear()
+            for index in 0..<current.count {
+                let pc = current.pcs[index]
                 let instruction = instructions[Int(pc)]
                 if instruction.op == .match {
                     if whole && position != count { continue }
-                    best.update(from: memory.current.slots(at: index), count: slotCount)
+                    best.update(from: current.slots(at: index), count: slotCount)
                     found = true
                     // Lower-priority threads are cut off; higher-priority ones continue in `following`.
                     break
                 }
                 if hasScalar && consumes(instruction, scalar, folded) {
-                    scratch.update(from: memory.current.slots(at: index), count: slotCount)
-                    addThread(to: &memory.following, &memory.stack, scratch, pc + 1, at: next)
+                    scratch.update(from: current.slots(at: index), count: slotCount)
+                    addThread(to: &following, &stack, scratch, pc + 1, at: next)
                 }
             }
             if !hasScalar { break }
-            swap(&memory.current, &memory.following)
+            swap(&current, &following)
             position = next
         }
-        return found ? Array(UnsafeBufferPointer(start: best, count: slotCount)) : nil
+        return found
     }
 
     /// Follows empty transitions from `start` with the capture slots in `scratch`, adding waiting threads.
@@ -180,13 +213,8 @@ struct RegexPikeVM {
         _ start: Int32,
         at position: Int
     ) {
-        stack.push(RegexFrame(pc: start))
-        while let frame = stack.pop() {
-            if frame.pc < 0 {
-                scratch[Int(frame.slot)] = frame.value
-                continue
-            }
-            var pc = frame.pc
+        var pc = start
+        while true {
             explore: while list.insert(pc) {
                 let instruction = instructions[Int(pc)]
                 switch instruction.op {
@@ -214,6 +242,17 @@ struct RegexPikeVM {
                     break explore
                 }
             }
+            // Restore frames undo the captures of the path just explored before the next alternative runs.
+            var nextPC: Int32 = -1
+            while let frame = stack.pop() {
+                if frame.pc >= 0 {
+                    nextPC = frame.pc
+                    break
+                }
+                scratch[Int(frame.slot)] = frame.value
+            }
+            guard nextPC >= 0 else { return }
+            pc = nextPC
         }
     }
 
@@ -223,16 +262,23 @@ struct RegexPikeVM {
     @inline(__always)
     private func consumes(_ instruction: RegexInstruction, _ scalar: UInt32, _ folded: UInt32) -> Bool {
         switch instruction.op {
-        case .scalar: return UInt32(bitPattern: instruction.x) == folded
-        case .dot: return scalar != 0x0A
-        case .set: return classes[Int(instruction.x)].matches(scalar)
-        default: return false
+        case .scalar:
+            return UInt32(bitPattern: instruction.x) == folded
+        case .dot:
+            return scalar != 0x0A
+        case .set:
+            let index = Int(instruction.x)
+            if scalar < 64 { return classBits[2 * index] & (1 << UInt64(scalar)) != 0 }
+            if scalar < 128 { return classBits[2 * index + 1] & (1 << UInt64(scalar - 64)) != 0 }
+            return classes[index].matchesNonASCII(scalar)
+        default:
+            return false
         }
     }
 
     /// Whether the assertion with raw value `kind` holds at byte offset `position`.
     private func holds(_ kind: Int32, at position: Int) -> Bool {
-        switch RegexAssertion(rawValue: UInt8(kind)) {
+        switch RegexAssertion(rawValue: UInt8(truncatingIfNeeded: kind)) {
         case .start: return position == 0
         case .end: return position == bytes.count
         case .wordBoundary: return isWordByte(before: position) != isWordByte(at: position)
@@ -276,20 +322,18 @@ struct RegexPikeVM {
     }
 
     /// The first offset at or after `position` where a match could start, using the literal prefix or the
-    /// first-byte table; nil if there is none.
+    /// first-byte table; nil if there is none. Start threads are only added there.
     private func candidate(from position: Int) -> Int? {
+        if !prefix.isEmpty {
+            return RegexByteSearch.firstIndex(of: prefix, in: bytes, from: position)
+        }
+        if firstBytes.isEmpty { return position }
+        var index = position
         let count = bytes.count
-        if !program.prefix.isEmpty {
-            return RegexByteSearch.firstIndex(of: program.prefix, in: bytes, from: position)
+        while index < count {
+            if firstBytes[Int(bytes[index])] { return index }
+            index += 1
         }
-        guard let table = program.firstBytes else { return position }
-        return table.withUnsafeBufferPointer { table in
-            var index = position
-            while index < count {
-                if table[Int(bytes[index])] { return index }
-                index += 1
-            }
-            return nil
-        }
+        return nil
     }
 }

@@ -48,6 +48,8 @@ struct RegexProgram: Sendable {
     var prefix: [UInt8] = []
     /// Whether the whole pattern is exactly `prefix` (so matching is a substring search).
     var isPureLiteral = false
-    /// For each byte, whether a match can start with it; nil when any position may start a match.
-    var firstBytes: [Bool]?
+    /// For each byte, whether a match can start with it; empty when any position may start a match.
+    var firstBytes: [Bool] = []
+    /// Each class's ASCII membership as two words (scalars 0–63, 64–127), parallel to `classes`.
+    var classBits: [UInt64] = []
 }
