@@ -91,7 +91,9 @@ struct RegexPikeVM {
                 let next = position + length
                 for index in 0..<current.count {
                     let pc = current.pcs[index]
-                    if consumes(instructions[Int(pc)], scalar, folded), addPlain(to: &following, &stack, pc + 1, at: next) {
+                    if consumes(instructions[Int(pc)], scalar, folded),
+                        addPlain(to: &following, &stack, pc + 1, at: next)
+                    {
                         return true
                     }
                 }

@@ -57,7 +57,11 @@ private let errors: [RegexErrorCase] = [
     error("(?<1a>x)", "invalid group name in '(?<1'", at: 0),
     error("a(?i)b", "inline flag '(?i)' is only supported at the start of the pattern", at: 1),
     error("(?x)", "unknown group syntax '(?x'", at: 0),
-    error(String(repeating: "(", count: 201) + "a" + String(repeating: ")", count: 201), "groups nested more than 200 deep at '('", at: 200),
+    error(
+        String(repeating: "(", count: 201) + "a" + String(repeating: ")", count: 201),
+        "groups nested more than 200 deep at '('",
+        at: 200
+    ),
     // Offsets count Unicode scalars, not UTF-16 units or characters.
     error("é(", "missing ')' to close '('", at: 1),
     error("😀😀)", "unmatched ')'", at: 2),

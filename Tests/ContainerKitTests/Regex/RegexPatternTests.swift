@@ -15,14 +15,6 @@ struct RegexCase: Sendable, CustomTestStringConvertible {
     }
 }
 
-/// The groups of `match` as text, and the offset (in scalars) where it starts.
-func describe(_ match: RegexPattern.Match?, in subject: String) -> (groups: [String?], offset: Int)? {
-    guard let match else { return nil }
-    let scalars = subject.unicodeScalars
-    let groups = match.groups.map { range in range.map { String(scalars[$0]) } }
-    return (groups, scalars.distance(from: scalars.startIndex, to: match.range.lowerBound))
-}
-
 private func hit(_ pattern: String, _ subject: String, _ groups: [String?], at offset: Int = 0) -> RegexCase {
     RegexCase(pattern: pattern, subject: subject, groups: groups, offset: offset)
 }
@@ -31,7 +23,12 @@ private func miss(_ pattern: String, _ subject: String) -> RegexCase {
     RegexCase(pattern: pattern, subject: subject, groups: nil)
 }
 
-private func hitIgnoringCase(_ pattern: String, _ subject: String, _ groups: [String?], at offset: Int = 0) -> RegexCase {
+private func hitIgnoringCase(
+    _ pattern: String,
+    _ subject: String,
+    _ groups: [String?],
+    at offset: Int = 0
+) -> RegexCase {
     RegexCase(pattern: pattern, subject: subject, groups: groups, offset: offset, options: .ignoreCase)
 }
 
@@ -166,7 +163,7 @@ struct RegexPatternTests {
             #expect(match == nil)
             return
         }
-        let found = try #require(describe(match, in: row.subject))
+        let found = try #require(regexMatchSummary(match, in: row.subject))
         #expect(found.groups == expected)
         #expect(found.offset == row.offset)
         #expect(pattern.captureCount == expected.count - 1)
@@ -195,16 +192,16 @@ struct RegexPatternTests {
 
     @Test func wholeMatchRequiresTheEntireSubject() throws {
         let alternatives = try RegexPattern("a|ab")
-        #expect(describe(alternatives.firstMatch(in: "ab"), in: "ab")?.groups == ["a"])
-        #expect(describe(alternatives.wholeMatch(in: "ab"), in: "ab")?.groups == ["ab"])
+        #expect(regexMatchSummary(alternatives.firstMatch(in: "ab"), in: "ab")?.groups == ["a"])
+        #expect(regexMatchSummary(alternatives.wholeMatch(in: "ab"), in: "ab")?.groups == ["ab"])
         let digits = try RegexPattern("\\d+")
         #expect(digits.firstMatch(in: "123x") != nil)
         #expect(digits.wholeMatch(in: "123x") == nil)
         #expect(digits.wholeMatch(in: "x123") == nil)
-        #expect(describe(digits.wholeMatch(in: "123"), in: "123")?.groups == ["123"])
+        #expect(regexMatchSummary(digits.wholeMatch(in: "123"), in: "123")?.groups == ["123"])
         let lazy = try RegexPattern("(a+?)")
-        #expect(describe(lazy.wholeMatch(in: "aaa"), in: "aaa")?.groups == ["aaa", "aaa"])
-        #expect(describe(try RegexPattern("").wholeMatch(in: ""), in: "")?.groups == [""])
+        #expect(regexMatchSummary(lazy.wholeMatch(in: "aaa"), in: "aaa")?.groups == ["aaa", "aaa"])
+        #expect(regexMatchSummary(try RegexPattern("").wholeMatch(in: ""), in: "")?.groups == [""])
         #expect(try RegexPattern("").wholeMatch(in: "a") == nil)
     }
 
@@ -212,13 +209,13 @@ struct RegexPatternTests {
         let literal = try RegexPattern("page_view")
         #expect(literal.wholeMatch(in: "page_view") != nil)
         #expect(literal.wholeMatch(in: "page_view2") == nil)
-        #expect(literal.firstMatch(in: "a page_view").map { describe($0, in: "a page_view")?.offset } == 2)
+        #expect(literal.firstMatch(in: "a page_view").map { regexMatchSummary($0, in: "a page_view")?.offset } == 2)
     }
 
     @Test func searchSkipsToALiteralPrefix() throws {
         let pattern = try RegexPattern("event=(\\w+)")
         let subject = String(repeating: "x", count: 1_000) + "event=click&event=scroll"
-        #expect(describe(pattern.firstMatch(in: subject), in: subject)?.groups == ["event=click", "click"])
+        #expect(regexMatchSummary(pattern.firstMatch(in: subject), in: subject)?.groups == ["event=click", "click"])
         #expect(pattern.matches(subject))
         #expect(!pattern.matches(String(repeating: "event", count: 100)))
     }
@@ -231,7 +228,7 @@ struct RegexPatternTests {
 
     @Test func capturesInsideRepetitionResetEachIteration() throws {
         let pattern = try RegexPattern("(?:(a)|(b))+")
-        #expect(describe(pattern.firstMatch(in: "ab"), in: "ab")?.groups == ["ab", nil, "b"])
+        #expect(regexMatchSummary(pattern.firstMatch(in: "ab"), in: "ab")?.groups == ["ab", nil, "b"])
     }
 
     @Test func patternsWorkConcurrently() async throws {
