@@ -51,9 +51,9 @@ struct RegexBacktrackingAnalyzer {
         do {
             _ = try analyzer.build(parser.root)
         } catch {
-            return analyzer.syntacticRisk(in: parser.root)
+            return analyzer.syntacticRisk(in: parser.root) ?? analyzer.countedNullableRisk(in: parser.root)
         }
-        return analyzer.ambiguityRisk()
+        return analyzer.ambiguityRisk() ?? analyzer.countedNullableRisk(in: parser.root)
     }
 
     private init(scalars: [Unicode.Scalar]) {
@@ -299,6 +299,34 @@ struct RegexBacktrackingAnalyzer {
                 return nestedQuantifier(span)
             }
             return syntacticRisk(in: body)
+        }
+    }
+
+    /// A large counted repetition of something that can match empty, like `(a?){25}`: a backtracking engine
+    /// tries every way of spreading the input over the iterations.
+    private func countedNullableRisk(in node: RegexNode) -> String? {
+        switch node {
+        case .empty, .assertion, .literal, .dot, .set:
+            return nil
+        case .group(let body, _):
+            return countedNullableRisk(in: body)
+        case .concat(let items), .alternation(let items):
+            return items.lazy.compactMap { countedNullableRisk(in: $0) }.first
+        case .repetition(let body, _, let max, _, let span):
+            if let max, max >= 10, body.isNullable, Self.consumes(body) {
+                return "quantifier '\(snippet(span))' repeats text that can be empty, which can take exponential "
+                    + "time in backtracking engines"
+            }
+            return countedNullableRisk(in: body)
+        }
+    }
+
+    private static func consumes(_ node: RegexNode) -> Bool {
+        switch node {
+        case .empty, .assertion: return false
+        case .literal, .dot, .set: return true
+        case .group(let body, _), .repetition(let body, _, _, _, _): return consumes(body)
+        case .concat(let items), .alternation(let items): return items.contains(where: consumes)
         }
     }
 

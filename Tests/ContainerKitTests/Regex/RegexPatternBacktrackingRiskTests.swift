@@ -17,6 +17,10 @@ struct RegexPatternBacktrackingRiskTests {
             + "(([a-z]{2,3})|([a-z]{2,3}[.]{1}[a-z]{2,3}))$",
         "(?:x(a|a)*y)+",
         "(\\s*,?\\s*)*$",
+        "(a?){25}a{25}",
+        "(\\s|.)*",
+        "(\\w|\\d)+",
+        "^(\\d+)*$",
     ])
     func riskyPatternIsReported(_ source: String) {
         #expect(RegexPattern.backtrackingRisk(in: source) != nil)
@@ -36,6 +40,11 @@ struct RegexPatternBacktrackingRiskTests {
         "\\bpage_view\\b",
         "[a-z]+@[a-z]+\\.[a-z]+",
         "(a+){3}",
+        "(a?){3}",
+        "(.|\\n)*",
+        ".*foo.*",
+        "^([a-z0-9]+(-[a-z0-9]+)*\\.)+[a-z]{2,}$",
+        "([^/]+/)*page",
         "(?:",
         "",
     ])
@@ -58,6 +67,10 @@ struct RegexPatternBacktrackingRiskTests {
                 + "in backtracking engines"
         )
         #expect(RegexPattern.backtrackingRisk(in: "(?:x(a|a)*y)+")?.contains("'(a|a)*'") == true)
+    }
+
+    @Test func descriptionNamesTheCountedOptionalRepetition() {
+        #expect(RegexPattern.backtrackingRisk(in: "^(a?){25}a{25}$")?.hasPrefix("quantifier '(a?){25}'") == true)
     }
 
     @Test func descriptionIsLowercase() throws {
