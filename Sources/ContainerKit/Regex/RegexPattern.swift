@@ -4,6 +4,11 @@
 /// (`\d \w \s` and negations), character escapes, groups (capturing, `(?:)`, named `(?<name>)`), alternation and
 /// greedy or lazy quantifiers (`* + ? {n} {n,} {n,m}`). Backreferences and lookaround are refused. Matching is
 /// over Unicode scalars, with JavaScript's leftmost-first priority, by a Pike VM (no backtracking).
+///
+/// Differences from JavaScript's `RegExp` (without flags): `.` excludes only `\n`; a surrogate pair counts as one
+/// scalar and `\u{…}` is always accepted; an unknown letter escape such as `\q` is an error rather than a literal;
+/// `\w`, `\b`, `\d` are ASCII; when an optional iteration (`?`, or past the minimum of `{n,m}`) of a group that
+/// can match empty does match empty, its captures are kept (empty) where JavaScript reports them as unset.
 public struct RegexPattern: Sendable {
     /// Matching options.
     public struct Options: OptionSet, Sendable, Hashable {

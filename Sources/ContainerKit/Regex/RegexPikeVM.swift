@@ -76,7 +76,8 @@ struct RegexPikeVM {
             let count = bytes.count
             let anchored = anchoredAtStart
             var position = 0
-            var nextStart = anchored ? 0 : -1
+            // Anchored: one start, at 0, and only if the prefix or first byte allows it.
+            var nextStart = anchored ? (canStartAtZero ? 0 : Int.max) : -1
             while true {
                 if position > nextStart && !anchored { nextStart = candidate(from: position) ?? Int.max }
                 if current.count == 0 {
@@ -166,7 +167,7 @@ struct RegexPikeVM {
         let anchored = anchoredAtStart || whole
         var found = false
         var position = 0
-        var nextStart = anchored ? 0 : -1
+        var nextStart = anchored ? (canStartAtZero ? 0 : Int.max) : -1
         while true {
             if !found {
                 if position > nextStart && !anchored { nextStart = candidate(from: position) ?? Int.max }
@@ -321,6 +322,14 @@ struct RegexPikeVM {
         let value = ((lead & 0x07) << 18) | ((UInt32(bytes[position + 1]) & 0x3F) << 12)
             | ((UInt32(bytes[position + 2]) & 0x3F) << 6) | (UInt32(bytes[position + 3]) & 0x3F)
         return (value, 4)
+    }
+
+    /// Whether the literal prefix or the first-byte table allows a match at offset 0.
+    private var canStartAtZero: Bool {
+        if !prefix.isEmpty {
+            return bytes.count >= prefix.count && (0..<prefix.count).allSatisfy { bytes[$0] == prefix[$0] }
+        }
+        return firstBytes.isEmpty || (!bytes.isEmpty && firstBytes[Int(bytes[0])])
     }
 
     /// The first offset at or after `position` where a match could start, using the literal prefix or the

@@ -140,6 +140,8 @@ private let table: [RegexCase] = [
     hitIgnoringCase("ǅ", "ǆ", ["ǆ"]),
     RegexCase(pattern: "straße", subject: "STRASSE", groups: nil, options: .ignoreCase),
     hit("(?i)abc", "xABC", ["ABC"], at: 1),
+    hitIgnoringCase("^hello", "HELLO world", ["HELLO"]),
+    hitIgnoringCase("^[é]", "Éa", ["É"]),
     miss("abc", "ABC"),
     // Unicode: one scalar at a time.
     hit("caf.", "café", ["café"]),
