@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A strict RFC 8259 JSON parser that reads bytes into ``Value``s.
 ///
 /// It is iterative (an explicit stack of open arrays and objects, checked against the depth limit before
@@ -99,6 +105,7 @@ private struct Core {
     var keys: [String] = []
     var keyOffsets: [Int] = []
     var scratch: [UInt8] = []
+    var keyCache: [String] = []
     var duplicates: [PendingDuplicate] = []
 
     // Positions (only when `record`).
@@ -272,7 +279,7 @@ private struct Core {
             )
         }
         let keyOffset = i
-        let key = try parseString()
+        let key = try parseKey()
         keys.append(key)
         keyOffsets.append(keyOffset)
         skipWhitespace()
@@ -297,23 +304,36 @@ private struct Core {
     mutating func closeObject() -> (Value, Int32) {
         let frame = frames.last!
         let count = values.count - frame.valueBase
-        var map = ValueMap(minimumCapacity: count)
-        var k = frame.keyBase
-        var v = frame.valueBase
-        while v < values.count {
-            let before = map.count
-            map[keys[k]] = values[v]
-            if map.count == before {
-                // `frames` still holds this object, so its pointer is the path to it.
-                duplicates.append(
-                    PendingDuplicate(pointer: pointer(depth: frames.count - 1), key: keys[k], offset: keyOffsets[k])
-                )
-            }
-            k += 1
-            v += 1
-        }
         if record {
             finishNode(frame.node, isObject: true, count: count, valueBase: frame.valueBase, keyBase: frame.keyBase)
+        }
+        var map = ValueMap(minimumCapacity: count)
+        var repeated: [(key: String, index: Int)] = []
+        if count > 0 {
+            // Move keys and values out of the stacks (leaving trivially destructible placeholders behind),
+            // which saves a retain and a release per member.
+            values.withUnsafeMutableBufferPointer { valueStack in
+                keys.withUnsafeMutableBufferPointer { keyStack in
+                    let valueBase = valueStack.baseAddress! + frame.valueBase
+                    let keyBase = keyStack.baseAddress! + frame.keyBase
+                    for j in 0..<count {
+                        let key = (keyBase + j).move()
+                        (keyBase + j).initialize(to: "")
+                        let value = (valueBase + j).move()
+                        (valueBase + j).initialize(to: .null)
+                        let before = map.count
+                        map[key] = value
+                        if map.count == before { repeated.append((key, frame.keyBase + j)) }
+                    }
+                }
+            }
+        }
+        if !repeated.isEmpty {
+            // `frames` still holds this object, so its pointer is the path to it.
+            let pointer = pointer(depth: frames.count - 1)
+            for (key, index) in repeated {
+                duplicates.append(PendingDuplicate(pointer: pointer, key: key, offset: keyOffsets[index]))
+            }
         }
         frames.removeLast()
         values.removeLast(count)
@@ -443,6 +463,39 @@ private struct Core {
             j += 1
         }
         return try parseStringSlow(from: start, clean: j)
+    }
+
+    /// Reads an object key. Keys repeat a lot in containers, so escape-free ASCII keys too long to be stored
+    /// inline in a `String` (over 15 bytes) are shared through a small cache instead of allocated each time.
+    @inline(__always)
+    mutating func parseKey() throws(ContainerError) -> String {
+        let start = i + 1
+        var j = start
+        while j + 8 <= end {
+            let word = UnsafeRawPointer(p + j).loadUnaligned(as: UInt64.self)
+            if Core.needsAttention(word) { break }
+            j += 8
+        }
+        while j < end, p[j] != Byte.quote, p[j] != Byte.backslash, p[j] >= 0x20, p[j] < 0x80 { j += 1 }
+        let length = j - start
+        guard j < end, p[j] == Byte.quote, length > 15, length <= 64 else { return try parseString() }
+        i = j + 1
+        let first = UnsafeRawPointer(p + start).loadUnaligned(as: UInt64.self)
+        let last = UnsafeRawPointer(p + j - 8).loadUnaligned(as: UInt64.self)
+        let hash = (first &* 0x9E37_79B9_7F4A_7C15 ^ last &+ UInt64(length)) &* 0xBF58_476D_1CE4_E5B9
+        let slot = Int(truncatingIfNeeded: hash >> 55)  // 512 slots
+        let bytes = UnsafeBufferPointer(start: p + start, count: length)
+        if keyCache.isEmpty { keyCache = [String](repeating: "", count: 512) }
+        let cached = keyCache[slot]
+        if cached.utf8.count == length,
+            cached.utf8.withContiguousStorageIfAvailable({ memcmp($0.baseAddress!, bytes.baseAddress!, length) == 0 })
+                == true
+        {
+            return cached
+        }
+        let key = String(decoding: bytes, as: UTF8.self)
+        keyCache[slot] = key
+        return key
     }
 
     /// Whether any of the eight bytes is `"`, `\`, a control character or non-ASCII.

@@ -239,25 +239,47 @@ struct LineTable: Sendable {
     init(_ text: SourceText) {
         var lineStarts = [text.origin]
         var continuations: [Int] = []
+        let origin = text.origin
+        var total = 0
         text.bytes.withUnsafeBufferPointer { bytes in
             let count = bytes.count
-            continuations.reserveCapacity((count >> LineTable.blockShift) + 1)
-            var total = 0
-            var j = 0
-            while j < count {
-                if j & ((1 << LineTable.blockShift) - 1) == 0 { continuations.append(total) }
-                let b = bytes[j]
+            continuations.reserveCapacity((count >> LineTable.blockShift) + 2)
+            guard let p = bytes.baseAddress else { return }
+            @inline(__always) func visit(_ j: Int) {
+                let b = p[j]
                 if b & 0xC0 == 0x80 {
                     total += 1
-                } else if b == 0x0A {
-                    if j >= text.origin { lineStarts.append(j + 1) }
-                } else if b == 0x0D, j + 1 >= count || bytes[j + 1] != 0x0A {
-                    if j >= text.origin { lineStarts.append(j + 1) }
+                } else if b == 0x0A || (b == 0x0D && (j + 1 >= count || p[j + 1] != 0x0A)), j >= origin {
+                    lineStarts.append(j + 1)
                 }
-                j += 1
             }
-            continuations.append(total)
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            var block = 0
+            while block < count {
+                continuations.append(total)
+                let blockEnd = min(count, block + (1 << LineTable.blockShift))
+                var j = block
+                // Eight bytes at a time: count continuation bytes (10xxxxxx); look closer only at CR or LF.
+                while j + 8 <= blockEnd {
+                    let word = UnsafeRawPointer(p + j).loadUnaligned(as: UInt64.self)
+                    let lf = word ^ (ones &* 0x0A)
+                    let cr = word ^ (ones &* 0x0D)
+                    if (((lf &- ones) & ~lf) | ((cr &- ones) & ~cr)) & highs != 0 {
+                        for k in j..<(j + 8) { visit(k) }
+                    } else {
+                        total += (word & ~(word << 1) & highs).nonzeroBitCount
+                    }
+                    j += 8
+                }
+                while j < blockEnd {
+                    visit(j)
+                    j += 1
+                }
+                block = blockEnd
+            }
         }
+        continuations.append(total)
         self.lineStarts = lineStarts
         self.continuations = continuations
     }
