@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A strict RFC 8259 JSON parser that reads bytes into ``Value``s.
@@ -45,7 +45,11 @@ enum JSONParser {
             if !core.duplicates.isEmpty {
                 let lines = sourceMap?.lines ?? LineTable(text)
                 duplicates = core.duplicates.map {
-                    DuplicateKey(pointer: $0.pointer, key: $0.key, location: lines.location(ofOffset: $0.offset, in: text))
+                    DuplicateKey(
+                        pointer: $0.pointer,
+                        key: $0.key,
+                        location: lines.location(ofOffset: $0.offset, in: text)
+                    )
                 }
             }
             return Result(value: value, sourceMap: sourceMap, duplicateKeys: duplicates)
@@ -521,7 +525,11 @@ private struct Core {
         while true {
             guard j < end else {
                 let begin = text.location(ofOffset: start - 1)
-                throw error("unexpected end of file inside string that starts at \(begin)", at: j, pointer: valuePointer())
+                throw error(
+                    "unexpected end of file inside string that starts at \(begin)",
+                    at: j,
+                    pointer: valuePointer()
+                )
             }
             let b = p[j]
             if b == Byte.quote {
@@ -649,7 +657,11 @@ private struct Core {
             j += 1
             if j < end, p[j] >= Byte.zero, p[j] <= Byte.nine {
                 while j < end, p[j] >= Byte.zero, p[j] <= Byte.nine { j += 1 }
-                throw error("leading zeros are not allowed in number '\(string(start, j))'", at: start, pointer: valuePointer())
+                throw error(
+                    "leading zeros are not allowed in number '\(string(start, j))'",
+                    at: start,
+                    pointer: valuePointer()
+                )
             }
         } else {
             while j < end {

@@ -61,7 +61,11 @@ enum PropertyListReader {
         var format = PropertyListSerialization.PropertyListFormat.xml
         let object: Any
         do {
-            object = try PropertyListSerialization.propertyList(from: Data(bytes[start...]), options: [], format: &format)
+            object = try PropertyListSerialization.propertyList(
+                from: Data(bytes[start...]),
+                options: [],
+                format: &format
+            )
         } catch {
             throw ContainerError(.syntax, "malformed \(kind): \(describe(error))", file: file)
         }
@@ -99,9 +103,9 @@ enum PropertyListReader {
             if type == Bool.self, let b = object as? Bool { return .bool(b) }
             if type == Int.self, let n = object as? Int { return .int(Int64(n)) }
             if type == Int64.self, let n = object as? Int64 { return .int(n) }
-            if type == Double.self, let d = object as? Double { return .double(d) }
+            if type == Double.self, let d = object as? Double { return try finite(d) }
             if let s = object as? String { return .string(s) }
-            if let n = object as? NSNumber { return number(n) }
+            if let n = object as? NSNumber { return try number(n) }
             if let date = object as? Date { return .string(iso8601(date)) }
             if let data = object as? Data { return .string(data.base64EncodedString()) }
             if let list = object as? [Any] {
@@ -139,14 +143,19 @@ enum PropertyListReader {
                 }
                 return .object(map)
             }
-            throw ContainerError(.syntax, "unsupported property list value of type '\(type)'", file: file, pointer: pointer)
+            throw ContainerError(
+                .syntax,
+                "unsupported property list value of type '\(type)'",
+                file: file,
+                pointer: pointer
+            )
         }
 
-        func number(_ n: NSNumber) -> Value {
+        func number(_ n: NSNumber) throws(ContainerError) -> Value {
             if Swift.type(of: n) == Swift.type(of: NSNumber(value: true)) { return .bool(n.boolValue) }
             switch n.objCType.pointee {
             case 0x66, 0x64:  // f, d
-                return .double(n.doubleValue)
+                return try finite(n.doubleValue)
             case 0x51, 0x4C, 0x49, 0x53, 0x43:  // Q, L, I, S, C: unsigned
                 let u = n.uint64Value
                 return u <= UInt64(Int64.max) ? .int(Int64(u)) : .double(Double(u))
@@ -155,11 +164,20 @@ enum PropertyListReader {
             }
         }
 
+        /// JSON has no NaN or infinity, and neither do containers.
+        func finite(_ d: Double) throws(ContainerError) -> Value {
+            guard d.isFinite else {
+                throw ContainerError(.syntax, "real number '\(d)' is not finite", file: file, pointer: pointer)
+            }
+            return .double(d)
+        }
+
         mutating func iso8601(_ date: Date) -> String {
             let formatter = dateFormatter ?? ISO8601DateFormatter()
             dateFormatter = formatter
             let fractional = date.timeIntervalSinceReferenceDate.truncatingRemainder(dividingBy: 1) != 0
-            formatter.formatOptions = fractional ? [.withInternetDateTime, .withFractionalSeconds] : [.withInternetDateTime]
+            formatter.formatOptions =
+                fractional ? [.withInternetDateTime, .withFractionalSeconds] : [.withInternetDateTime]
             return formatter.string(from: date)
         }
 
@@ -245,7 +263,9 @@ struct BinaryPropertyListCheck {
                 guard low == 0x0F else { return low }
                 guard start < trailer, p[start] >> 4 == 0x1 else { throw .corrupt("object \(k) has an invalid length") }
                 let size = 1 << Int(p[start] & 0x0F)
-                guard size <= 8, start + 1 + size <= trailer else { throw .corrupt("object \(k) has an invalid length") }
+                guard size <= 8, start + 1 + size <= trailer else {
+                    throw .corrupt("object \(k) has an invalid length")
+                }
                 let value = integer(at: start + 1, size: size)
                 start += 1 + size
                 guard value <= UInt64(count) else { throw .corrupt("object \(k) is out of bounds") }
@@ -374,7 +394,8 @@ enum XMLPropertyListCheck {
                 var j = closing ? i + 2 : i + 1
                 let nameStart = j
                 while j < end, isNameByte(buffer[j]) { j += 1 }
-                let nests = (j - nameStart == 5 && hasPrefix("array", at: nameStart))
+                let nests =
+                    (j - nameStart == 5 && hasPrefix("array", at: nameStart))
                     || (j - nameStart == 4 && hasPrefix("dict", at: nameStart))
                 // Find the end of the tag (attribute values cannot contain '>' in plists that Foundation accepts).
                 while j < end, buffer[j] != 0x3E { j += 1 }

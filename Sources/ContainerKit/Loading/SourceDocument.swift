@@ -6,8 +6,11 @@
 public struct SourceDocument: Sendable {
     /// The syntax the file was written in.
     public enum Syntax: String, Sendable, Hashable {
+        /// JSON text, including the gtm.js form `var data = {…};`.
         case json
+        /// An XML property list.
         case xmlPropertyList = "xml_plist"
+        /// A binary property list (`bplist00`).
         case binaryPropertyList = "binary_plist"
     }
 
@@ -32,7 +35,14 @@ public struct SourceDocument: Sendable {
         sourceMap: SourceMap? = nil,
         duplicateKeys: [DuplicateKey] = []
     ) {
-        self.init(value: value, syntax: syntax, file: file, sourceMap: sourceMap, duplicateKeys: duplicateKeys, text: nil)
+        self.init(
+            value: value,
+            syntax: syntax,
+            file: file,
+            sourceMap: sourceMap,
+            duplicateKeys: duplicateKeys,
+            text: nil
+        )
     }
 
     init(

@@ -1,7 +1,7 @@
 import ContainerKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 extension Loading {
     @Suite(.enabled(if: Fixtures.corpusDirectory != nil, Fixtures.corpusMissing))
@@ -46,7 +46,8 @@ extension Loading {
 
         @Test func refusesEveryTruncationOfACorpusFile() throws {
             // One export and the smaller resource extract (each cut costs a parse of up to the whole file).
-            for url in Fixtures.corpusFiles(in: "export-web").prefix(1) + Fixtures.corpusFiles(in: "resource").suffix(1) {
+            for url in Fixtures.corpusFiles(in: "export-web").prefix(1) + Fixtures.corpusFiles(in: "resource").suffix(1)
+            {
                 let bytes = try Fixtures.bytes(of: url)
                 var contentEnd = bytes.count
                 while contentEnd > 0, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[contentEnd - 1]) { contentEnd -= 1 }
@@ -54,6 +55,44 @@ extension Loading {
                     let error = readError(Array(bytes[..<length]))
                     #expect(error?.code == .syntax, "\(Fixtures.corpusName(url)) cut at \(length)")
                     if length > 0 { #expect(error?.location != nil, "\(Fixtures.corpusName(url)) cut at \(length)") }
+                }
+            }
+        }
+
+        @Test func neverCrashesOnMutatedCorpusFiles() throws {
+            let url = try #require(Fixtures.corpusFiles(in: "v5-mobile").first)
+            let original = try Fixtures.bytes(of: url)
+            let insertions: [[UInt8]] =
+                ["{", "}", "[", "]", ",", ":", "\"", "\\", "\\ud800", "1e999", "é"].map {
+                    Array($0.utf8)
+                } + [[0xFF], [0x00], [0xED, 0xA0, 0x80]]
+            var seed: UInt64 = 42
+            func next() -> Int {
+                seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return Int(truncatingIfNeeded: seed >> 33)
+            }
+            for round in 0..<300 {
+                var bytes = original
+                for _ in 0..<(1 + next() % 3) {
+                    let at = next() % bytes.count
+                    switch next() % 3 {
+                    case 0: bytes[at] = UInt8(truncatingIfNeeded: next())
+                    case 1: bytes.insert(contentsOf: insertions[next() % insertions.count], at: at)
+                    default: bytes.removeSubrange(at..<min(bytes.count, at + 1 + next() % 8))
+                    }
+                }
+                do {
+                    let recorded = try readDocument(bytes)
+                    let scanned = try readDocument(bytes, positions: false)
+                    #expect(recorded.value == scanned.value, "round \(round)")
+                    var pointers: [String] = []
+                    allPointers(recorded.value, into: &pointers)
+                    for pointer in pointers.prefix(40) {
+                        #expect(scanned.locate(pointer) == recorded.location(of: pointer), "round \(round) \(pointer)")
+                    }
+                } catch let error as ContainerError {
+                    #expect(error.location.map { $0.offset <= bytes.count } ?? true, "round \(round)")
+                    #expect(!error.message.isEmpty)
                 }
             }
         }

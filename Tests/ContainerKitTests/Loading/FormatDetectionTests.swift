@@ -24,13 +24,15 @@ extension Loading {
             #expect(try #require(readError("<html></html>")).message == "not json or a property list: unexpected '<'")
         }
 
-        @Test(arguments: [
-            [0x0A, 0x03] + Array("abc".utf8) + [0x12, 0x00],  // protobuf: field 1 "abc", empty field 2
-            [0x12, 0x05, 0x08, 0x01, 0x10, 0x02, 0x18],
-            [0x00, 0x01, 0x02, 0x03],
-            [0x89] + Array("PNG\r\n".utf8) + [0x1A, 0x0A, 0x00],
-            [0xC3, 0x28, 0x41, 0x42],  // invalid UTF-8
-        ] as [[UInt8]])
+        @Test(
+            arguments: [
+                [0x0A, 0x03] + Array("abc".utf8) + [0x12, 0x00],  // protobuf: field 1 "abc", empty field 2
+                [0x12, 0x05, 0x08, 0x01, 0x10, 0x02, 0x18],
+                [0x00, 0x01, 0x02, 0x03],
+                [0x89] + Array("PNG\r\n".utf8) + [0x1A, 0x0A, 0x00],
+                [0xC3, 0x28, 0x41, 0x42],  // invalid UTF-8
+            ] as [[UInt8]]
+        )
         func refusesBinaryFilesAsLegacyContainers(bytes: [UInt8]) throws {
             let error = try #require(readError(bytes))
             #expect(error.code == .legacyBinary)

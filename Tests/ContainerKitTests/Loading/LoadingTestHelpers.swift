@@ -6,12 +6,15 @@ import Testing
 @Suite enum Loading {}
 
 /// Reads `text` (UTF-8) as a container document.
-func readDocument(_ text: String, positions: Bool = true, options: LoadOptions = LoadOptions()) throws -> SourceDocument {
+func readDocument(_ text: String, positions: Bool = true, options: LoadOptions = LoadOptions()) throws -> SourceDocument
+{
     try readDocument(Array(text.utf8), positions: positions, options: options)
 }
 
 /// Reads `bytes` as a container document.
-func readDocument(_ bytes: [UInt8], positions: Bool = true, options: LoadOptions = LoadOptions()) throws -> SourceDocument {
+func readDocument(_ bytes: [UInt8], positions: Bool = true, options: LoadOptions = LoadOptions()) throws
+    -> SourceDocument
+{
     var options = options
     options.recordPositions = positions
     return try ContainerLoader(options: options).readDocument(bytes: bytes, file: "test.json")
@@ -78,7 +81,9 @@ func allPointers(_ value: Value, _ pointer: String = "", into out: inout [String
     out.append(pointer)
     switch value {
     case .array(let list):
-        for (index, element) in list.enumerated() { allPointers(element, JSONPointer.appending(pointer, index), into: &out) }
+        for (index, element) in list.enumerated() {
+            allPointers(element, JSONPointer.appending(pointer, index), into: &out)
+        }
     case .object(let map):
         for (key, element) in map { allPointers(element, JSONPointer.appending(pointer, key), into: &out) }
     default:

@@ -7,14 +7,14 @@ extension Loading {
         /// A container-like structure in Foundation types, and the value it must read back as.
         static var plistObject: [String: Any] {
             [
-            "resource": [
-                "version": "12",
-                "macros": [["function": "__e", "instance_name": "Event Name"]],
-                "tags": [["function": "__funct", "once_per_event": true, "tag_id": 3, "ratio": 0.25]],
-            ] as [String: Any],
-            "flags": [true, false, 1, 0, 2.0, -7, "é€😀"] as [Any],
-            "empty": [String: Any](),
-            "nothing": [Any](),
+                "resource": [
+                    "version": "12",
+                    "macros": [["function": "__e", "instance_name": "Event Name"]],
+                    "tags": [["function": "__funct", "once_per_event": true, "tag_id": 3, "ratio": 0.25]],
+                ] as [String: Any],
+                "flags": [true, false, 1, 0, 2.0, -7, "é€😀"] as [Any],
+                "empty": [String: Any](),
+                "nothing": [Any](),
             ]
         }
 
@@ -49,7 +49,9 @@ extension Loading {
 
         @Test func keepsBooleansIntegersAndDoublesApart() throws {
             for format in [PropertyListSerialization.PropertyListFormat.xml, .binary] {
-                let value = try readDocument(try Self.plist([true, 1, 1.0, false, 0, 0.0, UInt64.max] as [Any], format)).value
+                let value = try readDocument(
+                    try Self.plist([true, 1, 1.0, false, 0, 0.0, UInt64.max] as [Any], format)
+                ).value
                 let list = try #require(value.arrayValue)
                 #expect(list[0] == .bool(true))
                 #expect(list[1] == .int(1))
@@ -81,7 +83,9 @@ extension Loading {
         }
 
         @Test func acceptsXMLPropertyListsWithoutDeclarations() throws {
-            let document = try readDocument("\n<plist version=\"1.0\"><dict><key>a</key><integer>1</integer></dict></plist>")
+            let document = try readDocument(
+                "\n<plist version=\"1.0\"><dict><key>a</key><integer>1</integer></dict></plist>"
+            )
             #expect(document.value == ["a": 1])
             let doctype = "<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"x\"><plist><array/></plist>"
             #expect(try readDocument(doctype).value == [])
@@ -101,19 +105,33 @@ extension Loading {
             }
         }
 
+        @Test func refusesRealsThatAreNotFinite() throws {
+            let error = try #require(
+                readError("<plist><dict><key>k</key><array><real>nan</real></array></dict></plist>")
+            )
+            #expect(error.code == .syntax)
+            #expect(error.message == "real number 'nan' is not finite")
+            #expect(error.pointer == "/k/0")
+        }
+
         @Test func refusesDeeplyNestedXMLPropertyListsBeforeFoundationRecurses() throws {
-            let text = "<plist>\n" + String(repeating: "<array>", count: 10_000) + String(repeating: "</array>", count: 10_000)
+            let text =
+                "<plist>\n" + String(repeating: "<array>", count: 10_000) + String(repeating: "</array>", count: 10_000)
                 + "</plist>"
             let error = try #require(readError(text))
             #expect(error.code == .nestingTooDeep)
             #expect(error.location?.description == "2:1793")  // the 257th <array>: 1 + 256 × 7
-            let fine = "<plist>" + String(repeating: "<array>", count: 256) + String(repeating: "</array>", count: 256)
+            let fine =
+                "<plist>" + String(repeating: "<array>", count: 256) + String(repeating: "</array>", count: 256)
                 + "</plist>"
             #expect(throws: Never.self) { try readDocument(fine) }
         }
 
         @Test func reportsCorruptBinaryPropertyLists() throws {
-            for bytes in [Array("bplist00".utf8), Array("bplist00garbage".utf8), Array("bplist00".utf8) + [UInt8](repeating: 0xFF, count: 40)] {
+            for bytes in [
+                Array("bplist00".utf8), Array("bplist00garbage".utf8),
+                Array("bplist00".utf8) + [UInt8](repeating: 0xFF, count: 40),
+            ] {
                 let error = try #require(readError(bytes))
                 #expect(error.code == .syntax)
                 #expect(error.message.hasPrefix("malformed binary property list: "))
@@ -191,8 +209,10 @@ struct BinaryPlistBuilder {
     mutating func add(_ object: [UInt8]) { objects.append(object) }
 
     static func array(_ references: [Int]) -> [UInt8] {
-        var bytes: [UInt8] = references.count < 15
-            ? [0xA0 | UInt8(references.count)] : [0xAF, 0x11, UInt8(references.count >> 8), UInt8(references.count & 0xFF)]
+        var bytes: [UInt8] =
+            references.count < 15
+            ? [0xA0 | UInt8(references.count)]
+            : [0xAF, 0x11, UInt8(references.count >> 8), UInt8(references.count & 0xFF)]
         for reference in references { bytes += [UInt8(reference >> 8), UInt8(reference & 0xFF)] }
         return bytes
     }

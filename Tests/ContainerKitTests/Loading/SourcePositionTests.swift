@@ -5,7 +5,8 @@ import Testing
 extension Loading {
     @Suite struct SourcePositionTests {
         /// CRLF line endings, a multi-byte character before values on the same line, nested arrays and objects.
-        static let text = "{\r\n  \"a\": [1, {\"b\": \"é\"}],\r\n  \"ü\": \"x\", \"c\": {\"d\": [true, null]},\r\n"
+        static let text =
+            "{\r\n  \"a\": [1, {\"b\": \"é\"}],\r\n  \"ü\": \"x\", \"c\": {\"d\": [true, null]},\r\n"
             + "  \"a/b~\": [[[], [2]]]\r\n}\r\n"
 
         static let expected: [(pointer: String, line: Int, column: Int)] = [
@@ -66,11 +67,15 @@ extension Loading {
             #expect(document.sourceMap == nil)
             #expect(document.location(of: "/a") == nil)
             for (pointer, line, column) in Self.expected {
-                #expect(document.locate(pointer) == ContainerKit.SourceLocation(
-                    line: line,
-                    column: column,
-                    offset: document.locate(pointer)?.offset ?? -1
-                ), "\(pointer)")
+                #expect(
+                    document.locate(pointer)
+                        == ContainerKit.SourceLocation(
+                            line: line,
+                            column: column,
+                            offset: document.locate(pointer)?.offset ?? -1
+                        ),
+                    "\(pointer)"
+                )
             }
             #expect(document.locateKey("/c/d")?.description == "3:19")
         }
