@@ -25,7 +25,7 @@ enum JSONLocator {
             for token in tokens {
                 guard i < end else { return nil }
                 if p[i] == 0x7B {
-                    guard let member = findMember(Array(token.utf8)) else { return nil }
+                    guard let member = findMember(token) else { return nil }
                     found = member
                 } else if p[i] == 0x5B {
                     guard let index = JSONPointer.arrayIndex(token), let element = findElement(index) else {
@@ -40,8 +40,10 @@ enum JSONLocator {
             return found
         }
 
-        /// `i` is at `{`: the last member named `key`.
-        mutating func findMember(_ key: [UInt8]) -> (value: Int, key: Int?)? {
+        /// `i` is at `{`: the last member named `key` (compared as `String`s are, like the parser's maps do).
+        mutating func findMember(_ token: String) -> (value: Int, key: Int?)? {
+            let key = Array(token.utf8)
+            let asciiKey = key.allSatisfy { $0 < 0x80 }
             i += 1
             var found: (value: Int, key: Int?)?
             var scratch: [UInt8] = []
@@ -60,7 +62,11 @@ enum JSONLocator {
                 guard i < end, p[i] == 0x3A else { return found }
                 i += 1
                 skipWhitespace()
-                if scratch == key { found = (i, keyOffset) }
+                // Equal bytes are equal keys; non-ASCII keys may also be canonically equivalent strings.
+                let mayBeEquivalent = !asciiKey || scratch.contains { $0 >= 0x80 }
+                if scratch == key || (mayBeEquivalent && String(decoding: scratch, as: UTF8.self) == token) {
+                    found = (i, keyOffset)
+                }
                 guard skipValue() else { return found }
             }
         }

@@ -145,7 +145,8 @@ private struct Core {
     mutating func parseDocument(statement: Bool) throws(ContainerError) -> Value {
         skipWhitespace()
         guard i < end else {
-            throw error(text.bytes.isEmpty ? "file is empty" : "file contains only whitespace", at: i)
+            // The reader refuses empty and blank files first; this is `var data =` with nothing after it.
+            throw error("unexpected end of file, expected a value", at: i)
         }
         let value = try parseValues()
         skipWhitespace()

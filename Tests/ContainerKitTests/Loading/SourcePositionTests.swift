@@ -104,6 +104,19 @@ extension Loading {
             #expect(recorded.location(of: "/big/a")?.line == 3)
         }
 
+        @Test func findsKeysAsStringsCompareThemInBothModes() throws {
+            // "é" precomposed, then decomposed: equal Swift strings, so the second wins, as in the value.
+            let text = "{\"\u{E9}\": 1, \"e\u{301}\": [2]}"
+            let recorded = try readDocument(text)
+            let scanned = try readDocument(text, positions: false)
+            #expect(recorded.value == ["\u{E9}": [2]])
+            #expect(recorded.duplicateKeys.count == 1)
+            for pointer in ["/\u{E9}", "/e\u{301}", "/\u{E9}/0"] {
+                #expect(recorded.location(of: pointer) != nil)
+                #expect(scanned.locate(pointer) == recorded.location(of: pointer))
+            }
+        }
+
         @Test func countsLinesAfterByteOrderMarkAndLoneCarriageReturns() throws {
             let bytes: [UInt8] = [0xEF, 0xBB, 0xBF] + Array("[1,\r2,\n3,\r\n\r\n 4]".utf8)
             let document = try readDocument(bytes)
@@ -130,6 +143,7 @@ extension Loading {
             let error = try #require(readError("var data = {};;"))
             #expect(error.message == "unexpected ';' after the json document")
             #expect(try #require(readError("var data {}")).message == "expected '=' after 'var data', found '{'")
+            #expect(try #require(readError("var data = ")).message == "unexpected end of file, expected a value")
         }
 
         @Test func locationsAreComputedConsistentlyForLongLinesWithMultiByteText() throws {
