@@ -1,0 +1,68 @@
+import ContainerKit
+import Foundation
+import Testing
+
+extension Loading {
+    @Suite struct FormatDetectionTests {
+        @Test func skipsByteOrderMarkAndLeadingWhitespace() throws {
+            let document = try readDocument([0xEF, 0xBB, 0xBF] + Array(" \n\t {\"a\": 1}".utf8))
+            #expect(document.value == ["a": 1])
+            #expect(document.location(of: "/a")?.description == "2:9")
+        }
+
+        @Test func refusesUTF16Files() throws {
+            let error = try #require(readError([0xFF, 0xFE, 0x7B, 0x00, 0x7D, 0x00]))
+            #expect(error.code == .syntax)
+            #expect(error.message.contains("utf-16"))
+        }
+
+        @Test func refusesTextThatIsNeitherJSONNorAPropertyList() throws {
+            let error = try #require(readError("\n  hello world"))
+            #expect(error.code == .syntax)
+            #expect(error.message == "not json or a property list: unexpected 'hello'")
+            #expect(error.location?.description == "2:3")
+            #expect(try #require(readError("<html></html>")).message == "not json or a property list: unexpected '<'")
+        }
+
+        @Test(
+            arguments: [
+                [0x0A, 0x03] + Array("abc".utf8) + [0x12, 0x00],  // protobuf: field 1 "abc", empty field 2
+                [0x12, 0x05, 0x08, 0x01, 0x10, 0x02, 0x18],
+                [0x00, 0x01, 0x02, 0x03],
+                [0x89] + Array("PNG\r\n".utf8) + [0x1A, 0x0A, 0x00],
+                [0xC3, 0x28, 0x41, 0x42],  // invalid UTF-8
+            ] as [[UInt8]]
+        )
+        func refusesBinaryFilesAsLegacyContainers(bytes: [UInt8]) throws {
+            let error = try #require(readError(bytes))
+            #expect(error.code == .legacyBinary)
+        }
+
+        @Test func readsJSONThatStartsWithANewlineAsJSON() throws {
+            // 0x0a is also the protobuf tag of field 1; text without control characters is still JSON.
+            #expect(try readDocument("\n{\"a\": [1]}\n").value == ["a": [1]])
+            #expect(try readDocument("\n\"abc\"").value == "abc")
+        }
+
+        @Test func reportsInvalidUTF8InsideJSONAsASyntaxError() throws {
+            let error = try #require(readError(Array("{\"name\": \"caf".utf8) + [0xE9] + Array("\"}".utf8)))
+            #expect(error.code == .syntax)
+            #expect(error.message == "invalid utf-8 byte 0xe9 in string")
+            #expect(error.location?.description == "1:14")
+            #expect(error.pointer == "/name")
+        }
+
+        @Test func honoursASmallerFileSizeLimit() throws {
+            let error = try #require(readError("[1, 2, 3]", options: LoadOptions(maximumFileSize: 4)))
+            #expect(error.code == .fileTooLarge)
+            #expect(error.message == "file is 9 bytes, more than the limit of 4 bytes")
+        }
+
+        @Test func buildsDocumentsFromValues() {
+            let document = SourceDocument(value: ["a": 1], file: "memory")
+            #expect(document.syntax == .json)
+            #expect(document.locate("/a") == nil)
+            #expect(document.duplicateKeys.isEmpty)
+        }
+    }
+}
