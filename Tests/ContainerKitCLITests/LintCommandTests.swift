@@ -74,7 +74,7 @@ struct LintCommandTests {
         let lines = result.out.split(separator: "\n")
         #expect(
             lines.first?.hasSuffix(
-                "GTM-BAD.json: error: rule refers to tag '4', but there are no tags (dangling_reference)"
+                "GTM-BAD.json:1:78: error: rule refers to tag '4', but there are no tags (dangling_reference)"
             ) == true
         )
         #expect(lines.count == 2)

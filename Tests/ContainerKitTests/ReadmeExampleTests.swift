@@ -15,7 +15,7 @@ struct ReadmeExampleTests {
         let source = try String(contentsOfFile: #filePath, encoding: .utf8)
         let readme = try String(contentsOfFile: TestContainers.packageRoot.appendingPathComponent("README.md").path, encoding: .utf8)
         let start = try #require(source.range(of: "// README:begin\n"))
-        let end = try #require(source.range(of: "// README:end"))
+        let end = try #require(source.range(of: "// README:end\n", range: start.upperBound..<source.endIndex))
         let example = source[start.upperBound..<end.lowerBound]
             .split(separator: "\n", omittingEmptySubsequences: false)
             .map { $0.trimmingCharacters(in: .whitespaces) }

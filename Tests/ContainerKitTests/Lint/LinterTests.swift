@@ -147,7 +147,7 @@ struct LinterTests {
             "{\"resource\": {\n  \"macros\": [\n    {\"function\": \"__c\", \"vtp_value\": [\"macro\", 3]}\n  ]}}"
         let finding = try #require(lint(text).first { $0.ruleID == "dangling_reference" })
         #expect(finding.location?.line == 3)
-        #expect(finding.location?.column == 39)
+        #expect(finding.location?.column == 38)
     }
 
     @Test func syntaxErrorsKeepTheReaderLocationWhenThereIsOne() throws {
