@@ -1,5 +1,6 @@
-/// Further benchmark sections (durable queue, end to end, lint) print their figures here, before the
-/// final ratio lines.
+/// Further benchmark sections print their figures here, before the final ratio lines.
 enum BenchExtensions {
-    static func runAll() async {}
+    static func runAll() async {
+        await LintBench.run()
+    }
 }

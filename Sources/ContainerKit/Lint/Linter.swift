@@ -15,6 +15,7 @@ public struct Linter: Sendable {
         InvalidStructureRule.self,
         ContainerIDRule.self,
         EmptyContainerRule.self,
+        DuplicateKeyRule.self,
         DanglingReferenceRule.self,
         DuplicateIDRule.self,
         DuplicateNameRule.self,
