@@ -27,12 +27,19 @@ public final class DataLayer: Sendable {
 
     struct State: Sendable {
         var model = ValueMap()
-        var queue: [ValueMap] = []
+        var queue: [Pending] = []
         var queueHead = 0
         var processing = false
         var eventNumber = 0
         var firedOncePerLoad = Set<String>()
         var attributes: [String: Value] = [:]
+    }
+
+    /// A push waiting to be processed: the message, and the event name when `push(event:parameters:)`
+    /// gave it separately (so the parameters need not be copied to add an `event` key).
+    struct Pending: Sendable {
+        var message: ValueMap
+        var event: Value?
     }
 
     let state = Mutex(State())
@@ -56,23 +63,14 @@ public final class DataLayer: Sendable {
     ///   result of the push that processed it.
     @discardableResult
     public func push(_ message: ValueMap) -> PushResult {
-        let mustProcess = state.withLock { state -> Bool in
-            state.queue.append(message)
-            if state.processing { return false }
-            state.processing = true
-            return true
-        }
-        guard mustProcess else { return PushResult() }
-        return drainQueue()
+        enqueueOrProcess(Pending(message: message, event: nil))
     }
 
     /// Pushes an event with parameters: the parameters plus `"event": event` (which wins over a parameter
     /// named `event`).
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap()) -> PushResult {
-        var message = parameters
-        message["event"] = .string(event)
-        return push(message)
+        enqueueOrProcess(Pending(message: parameters, event: .string(event)))
     }
 
     /// Pushes one key and value (the key is expanded on dots).
@@ -83,22 +81,42 @@ public final class DataLayer: Sendable {
         return push(message)
     }
 
-    private func drainQueue() -> PushResult {
+    /// Processes `pending` now if no push is in progress (then whatever handlers queued meanwhile), or
+    /// queues it behind the push in progress.
+    private func enqueueOrProcess(_ pending: Pending) -> PushResult {
+        let mustProcess = state.withLock { state -> Bool in
+            if state.processing {
+                state.queue.append(pending)
+                return false
+            }
+            state.processing = true
+            return true
+        }
+        guard mustProcess else { return PushResult() }
         var result = PushResult()
-        var processed = 0
+        process(pending, into: &result)
+        drainQueue(into: &result)
+        return result
+    }
+
+    /// Processes the pushes queued while one was processed, in order, until none is left.
+    private func drainQueue(into result: inout PushResult) {
+        var processed = 1
         while true {
-            let next = state.withLock { state -> ValueMap? in
+            let next = state.withLock { state -> Pending? in
                 guard state.queueHead < state.queue.count else {
-                    state.queue.removeAll(keepingCapacity: true)
-                    state.queueHead = 0
+                    if !state.queue.isEmpty {
+                        state.queue.removeAll(keepingCapacity: true)
+                        state.queueHead = 0
+                    }
                     state.processing = false
                     return nil
                 }
-                let message = state.queue[state.queueHead]
+                let pending = state.queue[state.queueHead]
                 state.queueHead += 1
-                return message
+                return pending
             }
-            guard let message = next else { break }
+            guard let pending = next else { return }
             processed += 1
             if processed > DataLayer.maximumNestedPushes + 1 {
                 let dropped = state.withLock { state -> Int in
@@ -113,18 +131,19 @@ public final class DataLayer: Sendable {
                         + "dropped \(dropped) queued pushes after \(DataLayer.maximumNestedPushes) nested pushes"
                 )
                 result.loopGuardTripped = true
-                break
+                return
             }
-            process(message, into: &result)
+            process(pending, into: &result)
         }
-        return result
     }
 
-    private func process(_ message: ValueMap, into result: inout PushResult) {
+    private func process(_ pending: Pending, into result: inout PushResult) {
+        let message = pending.message
         let expanded = DataLayer.expandDots(message)
-        let eventValue = message["event"]
+        let eventValue = pending.event ?? message["event"]
         let (model, eventNumber) = state.withLock { state -> (ValueMap, Int) in
             DataLayer.merge(expanded, into: &state.model)
+            if let event = pending.event { state.model["event"] = event }
             if eventValue != nil { state.eventNumber += 1 }
             return (state.model, state.eventNumber)
         }

@@ -44,7 +44,7 @@ public struct EventReport: Sendable {
     public var containerID: String
     /// The event name, or `nil` for a push without `event`.
     public var eventName: String?
-    /// The message that was pushed.
+    /// The message that was pushed (for `push(event:parameters:)`: the parameters; the name is `eventName`).
     public var message: ValueMap
     /// The tags that fired, in firing order.
     public var fired: [FiredTag]
