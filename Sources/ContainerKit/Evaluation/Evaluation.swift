@@ -406,11 +406,18 @@ struct Evaluation: MacroResolver {
     }
 
     private mutating func testPredicate(_ p: Int) -> Bool {
+        let op = storage.program.predicates[p].op
+        // Fast path: a string test of the event name against a constant (most mobile triggers).
+        if storage.program.predicates[p].testsEventName, !op.isNumeric, op != .regex,
+            let text = storage.program.predicates[p].constantText, case .string(let name) = reportedEventName
+        {
+            let subject = storage.program.predicates[p].ignoreCase ? name.lowercased() : name
+            return Evaluation.compare(op, subject, text)
+        }
         let left = evaluate(storage.program.predicates[p].arg0)
         if left.isUndefined { return false }
         let right = evaluate(storage.program.predicates[p].arg1)
         if right.isUndefined { return false }
-        let op = storage.program.predicates[p].op
         if op.isNumeric {
             guard let a = left.jsNumber, let b = right.jsNumber else { return false }
             switch op {
@@ -435,11 +442,13 @@ struct Evaluation: MacroResolver {
             }
             return pattern.matches(a)
         }
-        var b = right.jsString
-        if ignoreCase {
-            a = a.lowercased()
-            b = b.lowercased()
-        }
+        if ignoreCase { a = a.lowercased() }
+        let b = storage.program.predicates[p].constantText ?? (ignoreCase ? right.jsString.lowercased() : right.jsString)
+        return Evaluation.compare(op, a, b)
+    }
+
+    /// The string operators, on JavaScript string forms.
+    private static func compare(_ op: PredicateOperator, _ a: String, _ b: String) -> Bool {
         switch op {
         case .equals: return a == b
         case .contains: return TextSearch.contains(a, b)

@@ -68,8 +68,18 @@ enum ContainerCompiler {
         (typeName.first.map { "aeiou".contains($0) } ?? false) ? "an \(typeName)" : "a \(typeName)"
     }
 
-    /// Builds the indexes: rules by required event name, tag firing order, macro names.
+    /// Builds the indexes: rules by required event name, tag firing order, macro names; and the
+    /// predicates' precomputed operands.
     static func finishIndexes(_ program: inout Program) {
+        for p in program.predicates.indices {
+            let predicate = program.predicates[p]
+            if case .literal(let literal) = predicate.arg1, !literal.isUndefined {
+                program.predicates[p].constantText = predicate.ignoreCase ? literal.jsString.lowercased() : literal.jsString
+            }
+            if case .macro(let m) = predicate.arg0, case .eventName = program.macros[m].kind, program.macros[m].format.isEmpty {
+                program.predicates[p].testsEventName = true
+            }
+        }
         program.macroByName = [:]
         for (i, macro) in program.macros.enumerated() {
             if let name = macro.name, program.macroByName[name] == nil { program.macroByName[name] = i }

@@ -168,6 +168,10 @@ struct PredicateDef: Sendable {
     /// The compile error of a constant invalid pattern.
     var patternError: String?
     var origin: Origin
+    /// The string form of a constant right side, lowercased under `ignoreCase` (computed once at load).
+    var constantText: String? = nil
+    /// Whether the left side is the plain event-name macro, which the evaluator reads without a lookup.
+    var testsEventName = false
 }
 
 struct RuleDef: Sendable {

@@ -156,6 +156,7 @@ public final class DataLayer: Sendable {
         let containers = tagManager.containers
         guard !containers.isEmpty else { return }
         let handlers = tagManager.handlerSnapshot
+        result.events.reserveCapacity(result.events.count + containers.count)
         for container in containers {
             var evaluation = Evaluation(
                 container: container,
