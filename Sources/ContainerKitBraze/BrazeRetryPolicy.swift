@@ -1,3 +1,5 @@
+import Foundation
+
 /// When and how long ``BrazeUsersTrackSink`` retries a request.
 ///
 /// 5xx answers, 408, timeouts and connection failures are retried after an exponential backoff with
@@ -37,5 +39,27 @@ public struct BrazeRetryPolicy: Sendable, Hashable {
         var ceiling = baseDelay * (1 << exponent)
         if ceiling > maximumDelay || ceiling < .zero { ceiling = maximumDelay }
         return ceiling * min(max(random, 0), 1)
+    }
+
+    /// A `Retry-After` header's delay in seconds: a number of seconds, or an HTTP date (IMF-fixdate)
+    /// counted from `now`; `nil` when it is neither.
+    public static func retryAfterSeconds(_ header: String, now: Date = Date()) -> Double? {
+        let text = header.trimmingSpaces
+        if let seconds = Double(text), seconds.isFinite { return max(seconds, 0) }
+        // "Sun, 06 Nov 1994 08:49:37 GMT"
+        let parts = text.split(separator: " ")
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]),
+            let month = months.firstIndex(of: String(parts[2])), let year = Int(parts[3])
+        else { return nil }
+        let clock = parts[4].split(separator: ":")
+        guard clock.count == 3 else { return nil }
+        func padded(_ n: Int, _ width: Int) -> String {
+            let digits = String(n)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        let iso = "\(padded(year, 4))-\(padded(month + 1, 2))-\(padded(day, 2))T\(clock[0]):\(clock[1]):\(clock[2])Z"
+        guard let date = ISO8601Timestamp.date(from: iso) else { return nil }
+        return max(date.timeIntervalSince(now), 0)
     }
 }

@@ -68,7 +68,8 @@ public final class BrazeUsersTrackSink: AnalyticsSink, AcknowledgingSink {
         public var maximumBufferedRecords = 50_000
         /// When and how to retry.
         public var retry = BrazeRetryPolicy()
-        /// How long one request may take before it counts as timed out (30 s).
+        /// How long one request may wait for data before it counts as timed out (30 s). Whole seconds,
+        /// at least 1: FoundationNetworking on Linux drops fractions.
         public var requestTimeout: Duration = .seconds(30)
         /// Add `"_update_existing_only": false` to objects identified by a user alias, so Braze creates
         /// alias-only profiles (Braze otherwise only updates existing ones) (`true`).
@@ -172,10 +173,10 @@ public final class BrazeUsersTrackSink: AnalyticsSink, AcknowledgingSink {
             createsAliasOnlyProfiles: configuration.createsAliasOnlyProfiles
         )
         let sessionConfiguration = URLSessionConfiguration.ephemeral
-        let timeout = Double(configuration.requestTimeout.components.seconds)
-            + Double(configuration.requestTimeout.components.attoseconds) / 1e18
+        // FoundationNetworking counts timeouts in whole seconds (0.3 s times out at once): use at least 1 s.
+        let timeout = Double(max(configuration.requestTimeout.components.seconds, 1))
         sessionConfiguration.timeoutIntervalForRequest = timeout
-        sessionConfiguration.timeoutIntervalForResource = max(timeout, 1) * 2
+        sessionConfiguration.timeoutIntervalForResource = timeout * 2
         sessionConfiguration.urlCache = nil
         self.session = URLSession(configuration: sessionConfiguration)
         let interval = configuration.flushInterval
@@ -430,7 +431,7 @@ public final class BrazeUsersTrackSink: AnalyticsSink, AcknowledgingSink {
                         errors: answer.errors
                     )
                     let header = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Retry-After")
-                    if let seconds = header.flatMap({ Self.retryAfterSeconds($0, now: Date()) }) {
+                    if let seconds = header.flatMap({ BrazeRetryPolicy.retryAfterSeconds($0, now: Date()) }) {
                         let wait = Duration.milliseconds(Int64((seconds * 1000).rounded(.up)))
                         delay = wait > policy.maximumRetryAfter ? policy.maximumRetryAfter : wait
                     } else {
@@ -487,26 +488,5 @@ public final class BrazeUsersTrackSink: AnalyticsSink, AcknowledgingSink {
             errors = list.map { $0.stringValue ?? $0.description }
         }
         return (message, errors)
-    }
-
-    /// A `Retry-After` value in seconds: a number of seconds, or an HTTP date (IMF-fixdate) from `now`.
-    static func retryAfterSeconds(_ header: String, now: Date) -> Double? {
-        let text = header.trimmingSpaces
-        if let seconds = Double(text), seconds.isFinite { return max(seconds, 0) }
-        // "Sun, 06 Nov 1994 08:49:37 GMT"
-        let parts = text.split(separator: " ")
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]),
-            let month = months.firstIndex(of: String(parts[2])), let year = Int(parts[3])
-        else { return nil }
-        let clock = parts[4].split(separator: ":")
-        guard clock.count == 3 else { return nil }
-        func padded(_ n: Int, _ width: Int) -> String {
-            let digits = String(n)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        let iso = "\(padded(year, 4))-\(padded(month + 1, 2))-\(padded(day, 2))T\(clock[0]):\(clock[1]):\(clock[2])Z"
-        guard let date = ISO8601Timestamp.date(from: iso) else { return nil }
-        return max(date.timeIntervalSince(now), 0)
     }
 }
