@@ -26,7 +26,12 @@ public struct BrazeRetryPolicy: Sendable, Hashable {
     public init() {}
 
     /// Creates a policy.
-    public init(maximumAttempts: Int, baseDelay: Duration, maximumDelay: Duration, maximumRetryAfter: Duration = .seconds(300)) {
+    public init(
+        maximumAttempts: Int,
+        baseDelay: Duration,
+        maximumDelay: Duration,
+        maximumRetryAfter: Duration = .seconds(300)
+    ) {
         self.maximumAttempts = maximumAttempts
         self.baseDelay = baseDelay
         self.maximumDelay = maximumDelay

@@ -112,16 +112,24 @@ struct BrazeRules {
             case .int, .bool:
                 break
             case .double(let d):
-                if !d.isFinite { fail(.invalidValue, key, "property '\(key)' is '\(value.jsString)', not a finite number") }
+                if !d.isFinite {
+                    fail(.invalidValue, key, "property '\(key)' is '\(value.jsString)', not a finite number")
+                }
             case .array(let list):
                 nested = true
                 for element in list {
-                    if case .string(let s) = element { checkedString(s, key: key, what: "an element of '\(key)'", allowsEmpty: true) }
+                    if case .string(let s) = element {
+                        checkedString(s, key: key, what: "an element of '\(key)'", allowsEmpty: true)
+                    }
                 }
             case .object:
                 nested = true
             case .null, .undefined:
-                fail(.invalidType, key, "property '\(key)' is \(value.typeName); braze takes numbers, booleans, strings, arrays and objects")
+                fail(
+                    .invalidType,
+                    key,
+                    "property '\(key)' is \(value.typeName); braze takes numbers, booleans, strings, arrays and objects"
+                )
             }
             properties[key] = value
         }
@@ -129,7 +137,12 @@ struct BrazeRules {
             var text = ""
             TypedJSONWriter.write(.object(properties), into: &text)
             if text.utf8.count > Self.maximumPropertiesBytes {
-                fail(.propertiesTooLarge, "properties", "properties are \(text.utf8.count) bytes of json; the limit with arrays or objects is \(Self.maximumPropertiesBytes)")
+                fail(
+                    .propertiesTooLarge,
+                    "properties",
+                    "properties are \(text.utf8.count) bytes of json; the limit with arrays or objects is "
+                        + "\(Self.maximumPropertiesBytes)"
+                )
             }
         }
         return properties
@@ -152,7 +165,8 @@ struct BrazeRules {
         switch typeName {
         case nil:
             switch value {
-            case .string(let s): return checkedString(s, key: key, what: "value of '\(key)'", allowsEmpty: true) ? .string(s) : nil
+            case .string(let s):
+                return checkedString(s, key: key, what: "value of '\(key)'", allowsEmpty: true) ? .string(s) : nil
             case .int(let i): return .int(i)
             case .double(let d):
                 guard d.isFinite else { break }
@@ -187,7 +201,11 @@ struct BrazeRules {
             }
         case "date"?:
             guard case .string(let text) = value, let date = ISO8601Timestamp.date(from: text) else {
-                fail(.invalidValue, key, "custom attribute '\(key)' is declared a date but '\(value.jsString)' is not an iso-8601 date")
+                fail(
+                    .invalidValue,
+                    key,
+                    "custom attribute '\(key)' is declared a date but '\(value.jsString)' is not an iso-8601 date"
+                )
                 return nil
             }
             return .date(date)
@@ -209,7 +227,12 @@ struct BrazeRules {
             strings.reserveCapacity(list.count)
             for element in list {
                 guard case .string(let s) = element else {
-                    fail(.invalidType, key, "array attribute '\(key)' holds \(element.typeName) '\(element.jsString)'; only strings are allowed")
+                    fail(
+                        .invalidType,
+                        key,
+                        "array attribute '\(key)' holds \(element.typeName) '\(element.jsString)'; "
+                            + "only strings are allowed"
+                    )
                     return nil
                 }
                 guard checkedString(s, key: key, what: "an element of '\(key)'") else { return nil }
@@ -265,7 +288,9 @@ struct BrazeRules {
             default: return invalid("gender '\(text)' is not one of m, f, o, n, p")
             }
         case .dob:
-            guard ISO8601Timestamp.isCalendarDate(text) else { return invalid("dob '\(text)' is not a date 'yyyy-mm-dd'") }
+            guard ISO8601Timestamp.isCalendarDate(text) else {
+                return invalid("dob '\(text)' is not a date 'yyyy-mm-dd'")
+            }
             return .string(text)
         case .country:
             guard text.utf8.count == 2, text.utf8.allSatisfy(Self.isASCIILetter) else {

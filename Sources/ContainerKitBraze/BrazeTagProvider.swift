@@ -236,7 +236,8 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
                 rules.fail(
                     .tooLong,
                     "externalUserId",
-                    "external id is \(externalID.utf8.count) bytes long; the limit is \(BrazeRules.maximumExternalIDBytes)"
+                    "external id is \(externalID.utf8.count) bytes long; "
+                        + "the limit is \(BrazeRules.maximumExternalIDBytes)"
                 )
                 return []
             }
@@ -253,7 +254,11 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
             return nil
         }
         guard case .string(let key) = value else {
-            rules.fail(.invalidType, "customAttributeKey", "'customAttributeKey' must be a string, not \(value.typeName)")
+            rules.fail(
+                .invalidType,
+                "customAttributeKey",
+                "'customAttributeKey' must be a string, not \(value.typeName)"
+            )
             return nil
         }
         return rules.checkedKey(key, kind: "custom attribute", allowsConsentKeys: allowsConsentKeys) ? key : nil
@@ -271,7 +276,11 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
                     rules.fail(.missingParameter, "userAttributeValue", "missing parameter 'userAttributeValue'")
                 }
             } else {
-                rules.fail(.unknownAttribute, "userAttributeKey", "'\(keyValue.jsString)' is not a braze standard attribute")
+                rules.fail(
+                    .unknownAttribute,
+                    "userAttributeKey",
+                    "'\(keyValue.jsString)' is not a braze standard attribute"
+                )
             }
         }
         for (name, value) in arguments where !["actionType", "userAttributeKey", "userAttributeValue"].contains(name) {

@@ -298,7 +298,9 @@ public final class DurableQueueSink: AnalyticsSink {
         do {
             try enqueue(records)
         } catch {
-            configuration.logger.error("durable queue '\(directory)': refused \(records.count) records: \(error.message)")
+            configuration.logger.error(
+                "durable queue '\(directory)': refused \(records.count) records: \(error.message)"
+            )
         }
     }
 
@@ -453,7 +455,8 @@ public final class DurableQueueSink: AnalyticsSink {
                 _ = ftruncate(activeFD, off_t(activeSize))
             }
         }
-        let (waiters, wakeDelivery) = state.withLock { state -> ([(CheckedContinuation<AnalyticsSinkError?, Never>, AnalyticsSinkError?)], Bool) in
+        let (waiters, wakeDelivery) = state.withLock {
+            state -> ([(CheckedContinuation<AnalyticsSinkError?, Never>, AnalyticsSinkError?)], Bool) in
             if rotated {
                 state.segments[state.segments.count - 1].sealed = true
                 state.segments.append(Segment(index: activeIndex, size: 0, sealed: false))
@@ -470,9 +473,13 @@ public final class DurableQueueSink: AnalyticsSink {
                 state.statistics.fsyncs += 1
                 state.statistics.durableRecords += commit.records.count
                 state.segments[state.segments.count - 1].size = activeSize + commit.bytes.count
-                if !state.diskBacklog && state.memoryCount + commit.records.count <= configuration.maximumBufferedRecords {
+                if !state.diskBacklog
+                    && state.memoryCount + commit.records.count <= configuration.maximumBufferedRecords
+                {
                     for (record, end) in zip(commit.records, commit.lineEnds) {
-                        state.memory.append(Delivered(record: record, end: Position(segment: activeIndex, offset: activeSize + end)))
+                        state.memory.append(
+                            Delivered(record: record, end: Position(segment: activeIndex, offset: activeSize + end))
+                        )
                     }
                 } else {
                     state.diskBacklog = true
@@ -492,7 +499,9 @@ public final class DurableQueueSink: AnalyticsSink {
             return (ready, failure == nil && !commit.bytes.isEmpty)
         }
         if let failure {
-            configuration.logger.error("durable queue '\(directory)': \(commit.records.count) records not queued: \(failure.message)")
+            configuration.logger.error(
+                "durable queue '\(directory)': \(commit.records.count) records not queued: \(failure.message)"
+            )
         }
         for (continuation, error) in waiters { continuation.resume(returning: error) }
         if wakeDelivery { signalDelivery() }
@@ -517,7 +526,9 @@ public final class DurableQueueSink: AnalyticsSink {
         do {
             try FileIO.replaceFile(path, with: Array(DurableQueueLayout.ackText(position).utf8), directory: directory)
         } catch {
-            configuration.logger.warning("durable queue '\(directory)': could not record delivery progress: \(error.message)")
+            configuration.logger.warning(
+                "durable queue '\(directory)': could not record delivery progress: \(error.message)"
+            )
             return
         }
         let deletable = state.withLock { state -> [UInt64] in
@@ -609,7 +620,9 @@ public final class DurableQueueSink: AnalyticsSink {
                     return .batch(records, end: position)
                 }
                 if state.diskBacklog {
-                    let extents = state.segments.map { DurableQueueLayout.SegmentExtent(index: $0.index, size: $0.size) }
+                    let extents = state.segments.map {
+                        DurableQueueLayout.SegmentExtent(index: $0.index, size: $0.size)
+                    }
                     let sealed = Set(state.segments.filter(\.sealed).map(\.index))
                     return .readDisk(from: state.cursor, segments: extents, sealed: sealed)
                 }
@@ -635,7 +648,9 @@ public final class DurableQueueSink: AnalyticsSink {
                     try? await configuration.sleep(backoff(4))
                     continue
                 }
-                for message in result.messages { configuration.logger.warning("durable queue '\(directory)': \(message)") }
+                for message in result.messages {
+                    configuration.logger.warning("durable queue '\(directory)': \(message)")
+                }
                 let caughtUp = state.withLock { state -> Bool in
                     state.statistics.recordsReadFromDisk += result.records.count
                     state.statistics.skippedLines += result.skippedLines
@@ -734,14 +749,18 @@ public final class DurableQueueSink: AnalyticsSink {
         do {
             try await flush()
         } catch {
-            configuration.logger.warning("durable queue '\(directory)': undelivered records stay queued for the next run")
+            configuration.logger.warning(
+                "durable queue '\(directory)': undelivered records stay queued for the next run"
+            )
         }
         let flushWaiters = state.withLock { state in
             state.deliveryStopping = true
             defer { state.flushWaiters.removeAll() }
             return state.flushWaiters.map(\.continuation)
         }
-        for waiter in flushWaiters { waiter.resume(returning: AnalyticsSinkError(.closed, "durable queue is shut down")) }
+        for waiter in flushWaiters {
+            waiter.resume(returning: AnalyticsSinkError(.closed, "durable queue is shut down"))
+        }
         signalDelivery()
         let task = deliveryTask.withLock { $0 }
         task?.cancel()
@@ -771,7 +790,13 @@ public final class DurableQueueSink: AnalyticsSink {
             segments: segments,
             nextIndex: (segments.last?.index ?? 0) + 1
         )
-        return try DurableQueueLayout.read(directory, from: start, segments: segments, limit: .max, sealed: { _ in true })
-            .records
+        return try DurableQueueLayout.read(
+            directory,
+            from: start,
+            segments: segments,
+            limit: .max,
+            sealed: { _ in true }
+        )
+        .records
     }
 }

@@ -25,7 +25,8 @@ public enum UserIdentity: Sendable, Hashable, CustomStringConvertible {
     public var fieldValue: Value {
         switch self {
         case .externalID(let id), .brazeID(let id): return .string(id)
-        case .userAlias(let name, let label): return .object(["alias_name": .string(name), "alias_label": .string(label)])
+        case .userAlias(let name, let label):
+            return .object(["alias_name": .string(name), "alias_label": .string(label)])
         }
     }
 

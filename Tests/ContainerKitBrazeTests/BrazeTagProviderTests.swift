@@ -15,7 +15,11 @@ struct ProviderFixture {
 
     init() {
         manager = TagManager(logger: logger)
-        provider = BrazeTagProvider(sink: sink, clock: { ProviderFixture.now }, idGenerator: AnalyticsRecordIDGenerator(prefix: "t"))
+        provider = BrazeTagProvider(
+            sink: sink,
+            clock: { ProviderFixture.now },
+            idGenerator: AnalyticsRecordIDGenerator(prefix: "t")
+        )
         session = manager.makeDataLayer(sessionID: "s-1")
     }
 
@@ -55,7 +59,12 @@ struct ProviderFixture {
             return
         }
         #expect(name == "played song")
-        #expect(properties == ["genre": "jazz", "plays": .int(3), "rating": .double(4.5), "liked": true, "tags": ["a", "b"], "whole": .double(2)])
+        #expect(
+            properties == [
+                "genre": "jazz", "plays": .int(3), "rating": .double(4.5), "liked": true, "tags": ["a", "b"],
+                "whole": .double(2),
+            ]
+        )
         #expect(properties.keys == ["genre", "plays", "rating", "liked", "tags", "whole"])
         #expect(fixture.warnings.isEmpty)
     }
@@ -77,7 +86,9 @@ struct ProviderFixture {
             (.int(12), "string", .string("12")),
         ]
         for (value, type, _) in cases {
-            var arguments: ValueMap = ["actionType": "customAttribute", "customAttributeKey": "level", "customAttributeValue": value]
+            var arguments: ValueMap = [
+                "actionType": "customAttribute", "customAttributeKey": "level", "customAttributeValue": value,
+            ]
             if let type { arguments["customAttributeType"] = type }
             fixture.run(arguments)
         }
@@ -94,49 +105,65 @@ struct ProviderFixture {
         ])
         fixture.run(["actionType": "logPurchase", "productId": .int(123), "currency": "EUR", "price": .int(5)])
         #expect(fixture.warnings.isEmpty)
-        #expect(fixture.sink.records.map(\.payload) == [
-            .purchase(productID: "sku-1", currency: "USD", price: 9.99, quantity: 2, properties: ["coupon": "SPRING"]),
-            .purchase(productID: "123", currency: "EUR", price: 5, quantity: 1, properties: [:]),
-        ])
+        #expect(
+            fixture.sink.records.map(\.payload) == [
+                .purchase(
+                    productID: "sku-1",
+                    currency: "USD",
+                    price: 9.99,
+                    quantity: 2,
+                    properties: ["coupon": "SPRING"]
+                ),
+                .purchase(productID: "123", currency: "EUR", price: 5, quantity: 1, properties: [:]),
+            ]
+        )
     }
 
     @Test func incrementAndArrayActionsMakeAttributeOperations() {
         let fixture = ProviderFixture()
         fixture.run(["actionType": "incrementCustomAttribute", "customAttributeKey": "logins"])
         fixture.run(["actionType": "incrementCustomAttribute", "customAttributeKey": "logins", "incrementValue": -2])
-        fixture.run(["actionType": "addToCustomAttributeArray", "customAttributeKey": "genres", "customAttributeValue": "jazz"])
+        fixture.run([
+            "actionType": "addToCustomAttributeArray", "customAttributeKey": "genres", "customAttributeValue": "jazz",
+        ])
         fixture.run([
             "actionType": "removeFromCustomAttributeArray", "customAttributeKey": "genres",
             "customAttributeValue": ["rock", "pop"],
         ])
         #expect(fixture.warnings.isEmpty)
-        #expect(fixture.sink.records.map(\.payload) == [
-            .customAttribute(key: "logins", operation: .increment(1)),
-            .customAttribute(key: "logins", operation: .increment(-2)),
-            .customAttribute(key: "genres", operation: .addToArray(["jazz"])),
-            .customAttribute(key: "genres", operation: .removeFromArray(["rock", "pop"])),
-        ])
+        #expect(
+            fixture.sink.records.map(\.payload) == [
+                .customAttribute(key: "logins", operation: .increment(1)),
+                .customAttribute(key: "logins", operation: .increment(-2)),
+                .customAttribute(key: "genres", operation: .addToArray(["jazz"])),
+                .customAttribute(key: "genres", operation: .removeFromArray(["rock", "pop"])),
+            ]
+        )
     }
 
     @Test func setUserAttributeAcceptsPairsAndFieldParameters() {
         let fixture = ProviderFixture()
-        fixture.run(["actionType": "setUserAttribute", "userAttributeKey": "email", "userAttributeValue": "ana@example.com"])
+        fixture.run([
+            "actionType": "setUserAttribute", "userAttributeKey": "email", "userAttributeValue": "ana@example.com",
+        ])
         fixture.run([
             "actionType": "setUserAttribute", "firstName": "Ana", "gender": "female", "country": "pt", "language": "PT",
             "dob": "1990-02-28", "email_subscribe": "Opted_In", "phone": "+351 912 345 678", "home_city": .null,
         ])
         #expect(fixture.warnings.isEmpty)
-        #expect(fixture.sink.records.map(\.payload) == [
-            .userAttribute(.email, value: "ana@example.com"),
-            .userAttribute(.firstName, value: "Ana"),
-            .userAttribute(.gender, value: "F"),
-            .userAttribute(.country, value: "PT"),
-            .userAttribute(.language, value: "pt"),
-            .userAttribute(.dob, value: "1990-02-28"),
-            .userAttribute(.emailSubscribe, value: "opted_in"),
-            .userAttribute(.phone, value: "+351 912 345 678"),
-            .userAttribute(.homeCity, value: .null),
-        ])
+        #expect(
+            fixture.sink.records.map(\.payload) == [
+                .userAttribute(.email, value: "ana@example.com"),
+                .userAttribute(.firstName, value: "Ana"),
+                .userAttribute(.gender, value: "F"),
+                .userAttribute(.country, value: "PT"),
+                .userAttribute(.language, value: "pt"),
+                .userAttribute(.dob, value: "1990-02-28"),
+                .userAttribute(.emailSubscribe, value: "opted_in"),
+                .userAttribute(.phone, value: "+351 912 345 678"),
+                .userAttribute(.homeCity, value: .null),
+            ]
+        )
     }
 
     @Test func changeUserSwitchesTheSessionToTheExternalID() throws {
@@ -161,7 +188,10 @@ struct ProviderFixture {
         fixture.run(["actionType": "logEvent", "eventName": "a"], on: fixture.session)
         fixture.run(["actionType": "logEvent", "eventName": "b"], on: other)
         #expect(fixture.sink.records.map(\.user) == [.externalID("u-1"), .externalID("u-1"), .brazeID("b-2")])
-        #expect(fixture.sink.records[0].payload == .changeUser(externalID: "u-1", previousUser: .userAlias(name: "cookie-1", label: "web")))
+        #expect(
+            fixture.sink.records[0].payload
+                == .changeUser(externalID: "u-1", previousUser: .userAlias(name: "cookie-1", label: "web"))
+        )
     }
 
     @Test func recordsWithoutAHostIdentityHaveNoUser() throws {
@@ -172,34 +202,73 @@ struct ProviderFixture {
 
     static let violations: [(ValueMap, String, String)] = [
         (["actionType": "logEvent", "eventName": "e", "$price": 1], "$price", "reserved_key"),
-        (["actionType": "logEvent", "eventName": "e", "note": .string(String(repeating: "x", count: 256))], "note", "too_long"),
+        (
+            ["actionType": "logEvent", "eventName": "e", "note": .string(String(repeating: "x", count: 256))], "note",
+            "too_long"
+        ),
         (["actionType": "logEvent", "eventName": "e", "gone": .null], "gone", "invalid_type"),
         (["actionType": "logEvent", "genre": "jazz"], "eventName", "missing_parameter"),
-        (["actionType": "logEvent", "eventName": .string(String(repeating: "e", count: 256))], "eventName", "too_long"),
         (
-            ["actionType": "logEvent", "eventName": "e", "big": .array(Array(repeating: .string(String(repeating: "x", count: 200)), count: 300))],
+            ["actionType": "logEvent", "eventName": .string(String(repeating: "e", count: 256))], "eventName",
+            "too_long"
+        ),
+        (
+            [
+                "actionType": "logEvent", "eventName": "e",
+                "big": .array(Array(repeating: .string(String(repeating: "x", count: 200)), count: 300)),
+            ],
             "properties", "properties_too_large"
         ),
-        (["actionType": "logPurchase", "productId": "p", "currency": "XYZ", "price": 1], "currency", "invalid_currency"),
-        (["actionType": "logPurchase", "productId": "p", "currency": "USD", "price": 1, "quantity": 101], "quantity", "quantity_out_of_range"),
-        (["actionType": "logPurchase", "productId": "p", "currency": "USD", "price": 1, "quantity": 0], "quantity", "quantity_out_of_range"),
-        (["actionType": "logPurchase", "productId": "p", "currency": "USD"], "price", "missing_parameter"),
-        (["actionType": "logPurchase", "productId": "p", "currency": "USD", "price": "cheap"], "price", "invalid_type"),
-        (["actionType": "customAttribute", "customAttributeKey": "$level", "customAttributeValue": 1], "$level", "reserved_key"),
-        (["actionType": "customAttribute", "customAttributeKey": "level", "customAttributeValue": ["a": 1]], "level", "invalid_type"),
-        (["actionType": "customAttribute", "customAttributeKey": "tags", "customAttributeValue": ["a", 1]], "tags", "invalid_type"),
         (
-            ["actionType": "customAttribute", "customAttributeKey": "since", "customAttributeValue": "yesterday", "customAttributeType": "date"],
+            ["actionType": "logPurchase", "productId": "p", "currency": "XYZ", "price": 1], "currency",
+            "invalid_currency"
+        ),
+        (
+            ["actionType": "logPurchase", "productId": "p", "currency": "USD", "price": 1, "quantity": 101], "quantity",
+            "quantity_out_of_range"
+        ),
+        (
+            ["actionType": "logPurchase", "productId": "p", "currency": "USD", "price": 1, "quantity": 0], "quantity",
+            "quantity_out_of_range"
+        ),
+        (["actionType": "logPurchase", "productId": "p", "currency": "USD"], "price", "missing_parameter"),
+        (
+            ["actionType": "logPurchase", "productId": "p", "currency": "USD", "price": "cheap"], "price",
+            "invalid_type"
+        ),
+        (
+            ["actionType": "customAttribute", "customAttributeKey": "$level", "customAttributeValue": 1], "$level",
+            "reserved_key"
+        ),
+        (
+            ["actionType": "customAttribute", "customAttributeKey": "level", "customAttributeValue": ["a": 1]], "level",
+            "invalid_type"
+        ),
+        (
+            ["actionType": "customAttribute", "customAttributeKey": "tags", "customAttributeValue": ["a", 1]], "tags",
+            "invalid_type"
+        ),
+        (
+            [
+                "actionType": "customAttribute", "customAttributeKey": "since", "customAttributeValue": "yesterday",
+                "customAttributeType": "date",
+            ],
             "since", "invalid_value"
         ),
-        (["actionType": "customAttribute", "customAttributeKey": "level"], "customAttributeValue", "missing_parameter"),
+        (
+            ["actionType": "customAttribute", "customAttributeKey": "level"], "customAttributeValue",
+            "missing_parameter"
+        ),
         (["actionType": "setUserAttribute", "email": "not-an-email"], "email", "invalid_email"),
         (["actionType": "setUserAttribute", "gender": "X"], "gender", "invalid_value"),
         (["actionType": "setUserAttribute", "dob": "1990-02-30"], "dob", "invalid_value"),
         (["actionType": "setUserAttribute", "favourite_color": "red"], "favourite_color", "unknown_attribute"),
         (["actionType": "changeUser", "externalUserId": ""], "externalUserId", "empty"),
         (["actionType": "changeUser"], "externalUserId", "missing_parameter"),
-        (["actionType": "incrementCustomAttribute", "customAttributeKey": "n", "incrementValue": 1.5], "incrementValue", "invalid_type"),
+        (
+            ["actionType": "incrementCustomAttribute", "customAttributeKey": "n", "incrementValue": 1.5],
+            "incrementValue", "invalid_type"
+        ),
     ]
 
     @Test(arguments: violations.indices)
@@ -220,11 +289,16 @@ struct ProviderFixture {
         fixture.run(["actionType": "logEvent", "eventName": "ok-1"])
         fixture.run(["actionType": "logPurchase", "productId": "p", "currency": "??", "price": 1, "quantity": 500])
         fixture.run(["actionType": "logEvent", "eventName": "ok-2"])
-        #expect(fixture.sink.records.map(\.payload) == [
-            .customEvent(name: "ok-1", properties: [:]), .customEvent(name: "ok-2", properties: [:]),
-        ])
+        #expect(
+            fixture.sink.records.map(\.payload) == [
+                .customEvent(name: "ok-1", properties: [:]), .customEvent(name: "ok-2", properties: [:]),
+            ]
+        )
         #expect(fixture.warnings.count == 1)
-        #expect(fixture.warnings[0].contains("(invalid_currency)") && fixture.warnings[0].contains("(quantity_out_of_range)"))
+        #expect(
+            fixture.warnings[0].contains("(invalid_currency)")
+                && fixture.warnings[0].contains("(quantity_out_of_range)")
+        )
     }
 
     @Test func missingOrUnknownActionTypeIsAWarningAndDoesNothing() {
@@ -232,10 +306,12 @@ struct ProviderFixture {
         fixture.run(["eventName": "e"], tagID: nil, name: "No Action")
         fixture.run(["actionType": "teleport"], tagID: 3, name: nil)
         #expect(fixture.sink.records.isEmpty)
-        #expect(fixture.warnings == [
-            "braze tag 'No Action': missing parameter 'actionType'; nothing sent",
-            "braze tag 3: unknown actionType 'teleport'; nothing sent",
-        ])
+        #expect(
+            fixture.warnings == [
+                "braze tag 'No Action': missing parameter 'actionType'; nothing sent",
+                "braze tag 3: unknown actionType 'teleport'; nothing sent",
+            ]
+        )
     }
 
     @Test func registersUnderTheGivenClassPaths() {

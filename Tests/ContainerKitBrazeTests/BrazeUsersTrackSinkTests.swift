@@ -1,8 +1,8 @@
 import ContainerKit
 import ContainerKitBraze
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A Braze test server and a sink pointed at it, with recorded (not real) retry sleeps.
 final class BrazeFixture: Sendable {
@@ -36,7 +36,11 @@ final class BrazeFixture: Sendable {
             let user = UserIdentity.externalID("u-\(i % 7)")
             switch i % 3 {
             case 0: return event("e\(i)", user: user, ["i": .int(Int64(i)), "f": 0.5])
-            case 1: return AnalyticsRecord(user: user, payload: .customAttribute(key: "level", operation: .set(.int(Int64(i)))))
+            case 1:
+                return AnalyticsRecord(
+                    user: user,
+                    payload: .customAttribute(key: "level", operation: .set(.int(Int64(i))))
+                )
             default:
                 return AnalyticsRecord(
                     user: user,
@@ -56,10 +60,12 @@ final class BrazeFixture: Sendable {
         #expect(fixture.server.violations.isEmpty, "\(fixture.server.violations)")
         #expect(fixture.server.acceptedObjectCount == 200)
         let firstEvent = try #require(fixture.server.acceptedEvents.first)
-        #expect(firstEvent == [
-            "external_id": "u-0", "name": "e0", "time": firstEvent.objectValue?["time"] ?? .null,
-            "properties": ["i": 0, "f": 0.5],
-        ])
+        #expect(
+            firstEvent == [
+                "external_id": "u-0", "name": "e0", "time": firstEvent.objectValue?["time"] ?? .null,
+                "properties": ["i": 0, "f": 0.5],
+            ]
+        )
         let time = try #require(firstEvent.objectValue?["time"]?.stringValue)
         #expect(time.hasSuffix("Z") && time.count == 24)
         await fixture.close()
@@ -70,7 +76,9 @@ final class BrazeFixture: Sendable {
         fixture.sink.receive(Self.mixedRecords(300))
         try await fixture.sink.flush()
         let requests = fixture.server.requests
-        #expect(requests.allSatisfy { $0.attributes <= 75 && $0.events <= 75 && $0.purchases <= 75 && $0.status == 201 })
+        #expect(
+            requests.allSatisfy { $0.attributes <= 75 && $0.events <= 75 && $0.purchases <= 75 && $0.status == 201 }
+        )
         #expect(requests.map(\.objectCount) == [225, 75])
         #expect(fixture.server.violations.isEmpty, "\(fixture.server.violations)")
         #expect(fixture.server.acceptedObjectCount == 300)
@@ -90,24 +98,44 @@ final class BrazeFixture: Sendable {
         let fixture = try BrazeFixture()
         let date = try #require(ISO8601Timestamp.date(from: "2020-01-02T03:04:05.006Z"))
         fixture.sink.receive([
-            AnalyticsRecord(user: .brazeID("b-1"), payload: .changeUser(externalID: "u-1", previousUser: .brazeID("b-1"))),
-            AnalyticsRecord(user: .externalID("u-1"), payload: .customAttribute(key: "since", operation: .set(.date(date)))),
-            AnalyticsRecord(user: .externalID("u-1"), payload: .customAttribute(key: "logins", operation: .increment(3))),
-            AnalyticsRecord(user: .externalID("u-1"), payload: .customAttribute(key: "tags", operation: .addToArray(["a"]))),
-            AnalyticsRecord(user: .externalID("u-1"), payload: .customAttribute(key: "tags", operation: .removeFromArray(["b"]))),
+            AnalyticsRecord(
+                user: .brazeID("b-1"),
+                payload: .changeUser(externalID: "u-1", previousUser: .brazeID("b-1"))
+            ),
+            AnalyticsRecord(
+                user: .externalID("u-1"),
+                payload: .customAttribute(key: "since", operation: .set(.date(date)))
+            ),
+            AnalyticsRecord(
+                user: .externalID("u-1"),
+                payload: .customAttribute(key: "logins", operation: .increment(3))
+            ),
+            AnalyticsRecord(
+                user: .externalID("u-1"),
+                payload: .customAttribute(key: "tags", operation: .addToArray(["a"]))
+            ),
+            AnalyticsRecord(
+                user: .externalID("u-1"),
+                payload: .customAttribute(key: "tags", operation: .removeFromArray(["b"]))
+            ),
             AnalyticsRecord(user: .externalID("u-1"), payload: .userAttribute(.email, value: "ana@example.com")),
-            AnalyticsRecord(user: .userAlias(name: "c-1", label: "cookie"), payload: .customEvent(name: "seen", properties: [:])),
+            AnalyticsRecord(
+                user: .userAlias(name: "c-1", label: "cookie"),
+                payload: .customEvent(name: "seen", properties: [:])
+            ),
         ])
         try await fixture.sink.flush()
         #expect(fixture.server.violations.isEmpty, "\(fixture.server.violations)")
-        #expect(fixture.server.acceptedAttributes == [
-            ["external_id": "u-1"],
-            ["external_id": "u-1", "since": "2020-01-02T03:04:05.006Z"],
-            ["external_id": "u-1", "logins": ["inc": 3]],
-            ["external_id": "u-1", "tags": ["add": ["a"]]],
-            ["external_id": "u-1", "tags": ["remove": ["b"]]],
-            ["external_id": "u-1", "email": "ana@example.com"],
-        ])
+        #expect(
+            fixture.server.acceptedAttributes == [
+                ["external_id": "u-1"],
+                ["external_id": "u-1", "since": "2020-01-02T03:04:05.006Z"],
+                ["external_id": "u-1", "logins": ["inc": 3]],
+                ["external_id": "u-1", "tags": ["add": ["a"]]],
+                ["external_id": "u-1", "tags": ["remove": ["b"]]],
+                ["external_id": "u-1", "email": "ana@example.com"],
+            ]
+        )
         let alias = try #require(fixture.server.acceptedEvents.first?.objectValue)
         #expect(alias["user_alias"] == ["alias_name": "c-1", "alias_label": "cookie"])
         #expect(alias["_update_existing_only"] == false)
@@ -182,7 +210,9 @@ final class BrazeFixture: Sendable {
         fixture.sink.receive([event("e")])
         await #expect(throws: BrazeDeliveryError.self) { try await fixture.sink.flush() }
         #expect(fixture.server.requests.map(\.status) == [401])
-        #expect(fixture.logger.messages(at: .error).contains { $0.contains("http 401") && $0.contains("Invalid API key") })
+        #expect(
+            fixture.logger.messages(at: .error).contains { $0.contains("http 401") && $0.contains("Invalid API key") }
+        )
         await fixture.close()
     }
 

@@ -15,7 +15,11 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let downstream = ScriptedDownstream()
-        let queue = try DurableQueueSink(directory: directory.path, downstream: downstream, configuration: configuration())
+        let queue = try DurableQueueSink(
+            directory: directory.path,
+            downstream: downstream,
+            configuration: configuration()
+        )
         let records = (0..<10).map { event("e\($0)") }
         try await queue.append(records)
         #expect(queue.statistics.durableRecords == 10)
@@ -38,7 +42,11 @@ import Testing
         #expect(try DurableQueueSink.pendingRecords(in: directory.path) == records)
 
         let downstream = ScriptedDownstream()
-        let second = try DurableQueueSink(directory: directory.path, downstream: downstream, configuration: configuration())
+        let second = try DurableQueueSink(
+            directory: directory.path,
+            downstream: downstream,
+            configuration: configuration()
+        )
         try await second.flush()
         #expect(downstream.delivered == records)
         #expect(second.statistics.recordsReadFromDisk == 25)
@@ -55,8 +63,14 @@ import Testing
         try await first.append(records)
         await first.shutdown()
         // A crash in the middle of a write leaves half a line at the end of the segment.
-        let segments = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("segment-") }
-        let written = try #require(segments.sorted().last { (try? Data(contentsOf: URL(fileURLWithPath: directory.file($0))))?.isEmpty == false })
+        let segments = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix("segment-")
+        }
+        let written = try #require(
+            segments.sorted().last {
+                (try? Data(contentsOf: URL(fileURLWithPath: directory.file($0))))?.isEmpty == false
+            }
+        )
         let handle = try #require(FileHandle(forWritingAtPath: directory.file(written)))
         handle.seekToEndOfFile()
         handle.write(Data(#"{"type":"custom_event","id":"torn","ti"#.utf8))
@@ -82,7 +96,11 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let downstream = ScriptedDownstream()
-        let queue = try DurableQueueSink(directory: directory.path, downstream: downstream, configuration: configuration())
+        let queue = try DurableQueueSink(
+            directory: directory.path,
+            downstream: downstream,
+            configuration: configuration()
+        )
         let appends = 2000
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<appends {
@@ -145,22 +163,38 @@ import Testing
     @Test func aSecondQueueOnTheSameDirectoryIsRefused() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let queue = try DurableQueueSink(directory: directory.path, downstream: ScriptedDownstream(), configuration: configuration())
+        let queue = try DurableQueueSink(
+            directory: directory.path,
+            downstream: ScriptedDownstream(),
+            configuration: configuration()
+        )
         do {
-            _ = try DurableQueueSink(directory: directory.path, downstream: ScriptedDownstream(), configuration: configuration())
+            _ = try DurableQueueSink(
+                directory: directory.path,
+                downstream: ScriptedDownstream(),
+                configuration: configuration()
+            )
             Issue.record("expected the directory to be locked")
         } catch {
             #expect(error.code == .locked)
             #expect(error.message.contains("'\(directory.path)'"))
         }
         await queue.shutdown()
-        let reopened = try DurableQueueSink(directory: directory.path, downstream: ScriptedDownstream(), configuration: configuration())
+        let reopened = try DurableQueueSink(
+            directory: directory.path,
+            downstream: ScriptedDownstream(),
+            configuration: configuration()
+        )
         await reopened.shutdown()
     }
 
     @Test func anUnusableDirectoryIsAnError() {
         do {
-            _ = try DurableQueueSink(directory: "/dev/null/queue", downstream: ScriptedDownstream(), configuration: configuration())
+            _ = try DurableQueueSink(
+                directory: "/dev/null/queue",
+                downstream: ScriptedDownstream(),
+                configuration: configuration()
+            )
             Issue.record("expected an error")
         } catch {
             #expect(error.code == .unwritable)
@@ -174,7 +208,11 @@ import Testing
         settings.maximumQueueBytes = 2000
         let logger = InMemoryLogger()
         settings.logger = logger
-        let queue = try DurableQueueSink(directory: directory.path, downstream: ScriptedDownstream(mode: .fail), configuration: settings)
+        let queue = try DurableQueueSink(
+            directory: directory.path,
+            downstream: ScriptedDownstream(mode: .fail),
+            configuration: settings
+        )
         var accepted = 0
         var refusal: AnalyticsSinkError?
         for i in 0..<100 {
@@ -198,7 +236,11 @@ import Testing
     @Test func aShutDownQueueRefusesRecords() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let queue = try DurableQueueSink(directory: directory.path, downstream: ScriptedDownstream(), configuration: configuration())
+        let queue = try DurableQueueSink(
+            directory: directory.path,
+            downstream: ScriptedDownstream(),
+            configuration: configuration()
+        )
         await queue.shutdown()
         await queue.shutdown()
         do {
@@ -220,7 +262,11 @@ import Testing
         let queue = try DurableQueueSink(directory: directory.path, downstream: downstream, configuration: settings)
         try await queue.append([event("e")])
         #expect(await eventually { sleeper.delays.count >= 5 })
-        #expect(Array(sleeper.delays.prefix(5)) == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(400), .milliseconds(400)])
+        #expect(
+            Array(sleeper.delays.prefix(5)) == [
+                .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(400), .milliseconds(400),
+            ]
+        )
         downstream.mode = .confirm
         try await queue.flush()
         #expect(downstream.delivered.count == 1)

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -20,11 +20,15 @@ func rawExchange(port: UInt16, _ text: String) -> String? {
     address.sin_port = port.bigEndian
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     guard connected == 0 else { return nil }
     let bytes = Array(text.utf8)
-    guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else { return nil }
+    guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else {
+        return nil
+    }
     var received: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
@@ -75,13 +79,15 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     @Test func readsChunkedBodiesAndAnswersExpectContinue() throws {
         let server = try LoopbackHTTPServer { request in .text(request.bodyText) }
         defer { server.stop() }
-        let chunked = "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        let chunked =
+            "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
             + "5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nTrailer: t\r\n\r\n"
         let answer = try #require(rawExchange(port: server.port, chunked))
         #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"))
         #expect(answer.hasSuffix("\r\n\r\nhello, world"))
 
-        let expecting = "POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc"
+        let expecting =
+            "POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc"
         let continued = try #require(rawExchange(port: server.port, expecting))
         #expect(continued.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"))
         #expect(continued.hasSuffix("abc"))
@@ -105,7 +111,8 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
 
     @Test func delayedAndHangingAnswersEndWhenTheServerStops() async throws {
         let server = try LoopbackHTTPServer { request in
-            request.path == "/hang" ? .fault(.hang) : LoopbackHTTPServer.Response(body: Data("late".utf8), delay: .seconds(3600))
+            request.path == "/hang"
+                ? .fault(.hang) : LoopbackHTTPServer.Response(body: Data("late".utf8), delay: .seconds(3600))
         }
         let port = server.port
         async let hung = onThread { rawExchange(port: port, "GET /hang HTTP/1.1\r\nHost: x\r\n\r\n") }
@@ -121,7 +128,9 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     @Test func withStopsTheServerAfterTheBody() async throws {
         let marker = UUID().uuidString
         let port = try await LoopbackHTTPServer.with(handler: { _ in .text(marker) }) { server in
-            #expect(rawExchange(port: server.port, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n")?.hasSuffix(marker) == true)
+            #expect(
+                rawExchange(port: server.port, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n")?.hasSuffix(marker) == true
+            )
             return server.port
         }
         let after = rawExchange(port: port, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n")

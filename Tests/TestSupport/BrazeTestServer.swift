@@ -126,7 +126,9 @@ public final class BrazeTestServer: Sendable {
     /// Accepted purchase objects.
     public var acceptedPurchases: [Value] { storage.mutex.withLock { $0.purchases } }
     /// Accepted objects of every kind.
-    public var acceptedObjectCount: Int { storage.mutex.withLock { $0.attributes.count + $0.events.count + $0.purchases.count } }
+    public var acceptedObjectCount: Int {
+        storage.mutex.withLock { $0.attributes.count + $0.events.count + $0.purchases.count }
+    }
     /// Contract violations found (each was answered with 400 or listed in `errors`); empty for a correct client.
     public var violations: [String] { storage.mutex.withLock { $0.violations } }
 
@@ -312,7 +314,9 @@ public final class BrazeTestServer: Sendable {
             problems.append("needs exactly one of 'external_id', 'braze_id', 'user_alias'; has \(identifiers)")
         }
         for key in ["external_id", "braze_id"] {
-            if let id = object[key], (id as? String)?.isEmpty != false { problems.append("'\(key)' must be a non-empty string") }
+            if let id = object[key], (id as? String)?.isEmpty != false {
+                problems.append("'\(key)' must be a non-empty string")
+            }
         }
         if let alias = object["user_alias"] {
             let map = alias as? [String: Any]
@@ -326,16 +330,20 @@ public final class BrazeTestServer: Sendable {
         let common: Set<String> = ["external_id", "braze_id", "user_alias", "_update_existing_only", "app_id"]
         switch name {
         case "events":
-            if let name = object["name"] as? String, !name.isEmpty, length(name) <= 255 {} else {
+            if let name = object["name"] as? String, !name.isEmpty, length(name) <= 255 {
+            } else {
                 problems.append("'name' must be a string of 1–255 characters")
             }
-            if !isISOTime(object["time"] as Any) { problems.append("'time' must be an iso-8601 time, got '\(object["time"] ?? "nothing")'") }
+            if !isISOTime(object["time"] as Any) {
+                problems.append("'time' must be an iso-8601 time, got '\(object["time"] ?? "nothing")'")
+            }
             problems += checkProperties(object["properties"])
             for key in object.keys where !common.contains(key) && !["name", "time", "properties"].contains(key) {
                 problems.append("unknown event field '\(key)'")
             }
         case "purchases":
-            if let id = object["product_id"] as? String, !id.isEmpty, length(id) <= 255 {} else {
+            if let id = object["product_id"] as? String, !id.isEmpty, length(id) <= 255 {
+            } else {
                 problems.append("'product_id' must be a string of 1–255 characters")
             }
             let currency = object["currency"] as? String ?? ""
@@ -368,10 +376,14 @@ public final class BrazeTestServer: Sendable {
         var problems: [String] = []
         var nested = false
         for (key, value) in properties {
-            if key.isEmpty || length(key) > 255 { problems.append("property key '\(key)' must have 1–255 characters") }
+            if key.isEmpty || length(key) > 255 {
+                problems.append("property key '\(key)' must have 1–255 characters")
+            }
             if key.hasPrefix("$") { problems.append("property key '\(key)' starts with '$'") }
             if value is NSNull { problems.append("property '\(key)' is null") }
-            if let text = value as? String, length(text) > 255 { problems.append("property '\(key)' is longer than 255") }
+            if let text = value as? String, length(text) > 255 {
+                problems.append("property '\(key)' is longer than 255")
+            }
             if value is [Any] || value is [String: Any] { nested = true }
         }
         if nested, let data = try? JSONSerialization.data(withJSONObject: properties), data.count > 50 * 1024 {
@@ -395,7 +407,9 @@ public final class BrazeTestServer: Sendable {
         }
         if let map = value as? [String: Any] {
             if let amount = map["inc"] {
-                if map.count != 1 || !isInteger(amount) { problems.append("'\(key)': 'inc' must be the only field, an integer") }
+                if map.count != 1 || !isInteger(amount) {
+                    problems.append("'\(key)': 'inc' must be the only field, an integer")
+                }
             } else if let list = map["add"] ?? map["remove"] {
                 if map.count != 1 || !((list as? [Any])?.allSatisfy { $0 is String } ?? false) {
                     problems.append("'\(key)': 'add'/'remove' must be the only field, an array of strings")
@@ -411,13 +425,17 @@ public final class BrazeTestServer: Sendable {
                 problems.append("email '\(value)' is not an email address")
             }
         case "gender":
-            if !["M", "F", "O", "N", "P"].contains(text ?? "") { problems.append("gender '\(value)' is not M, F, O, N or P") }
+            if !["M", "F", "O", "N", "P"].contains(text ?? "") {
+                problems.append("gender '\(value)' is not M, F, O, N or P")
+            }
         case "dob":
             if text?.range(of: #"^\d{4}-\d{2}-\d{2}$"#, options: .regularExpression) == nil {
                 problems.append("dob '\(value)' is not YYYY-MM-DD")
             }
         case "country":
-            if text?.count != 2 || text?.uppercased() != text { problems.append("country '\(value)' is not iso-3166-1 alpha-2") }
+            if text?.count != 2 || text?.uppercased() != text {
+                problems.append("country '\(value)' is not iso-3166-1 alpha-2")
+            }
         case "language":
             if text?.count != 2 { problems.append("language '\(value)' is not iso-639-1") }
         case "email_subscribe", "push_subscribe":

@@ -113,7 +113,13 @@ public final class LoopbackHTTPServer: Sendable {
         public var fault: Fault?
 
         /// Creates a response.
-        public init(status: Int = 200, headers: Headers = Headers(), body: Data = Data(), delay: Duration? = nil, fault: Fault? = nil) {
+        public init(
+            status: Int = 200,
+            headers: Headers = Headers(),
+            body: Data = Data(),
+            delay: Duration? = nil,
+            fault: Fault? = nil
+        ) {
             self.status = status
             self.headers = headers
             self.body = body
@@ -123,7 +129,11 @@ public final class LoopbackHTTPServer: Sendable {
 
         /// A `text/plain` response.
         public static func text(_ text: String, status: Int = 200) -> Response {
-            Response(status: status, headers: Headers([("Content-Type", "text/plain; charset=utf-8")]), body: Data(text.utf8))
+            Response(
+                status: status,
+                headers: Headers([("Content-Type", "text/plain; charset=utf-8")]),
+                body: Data(text.utf8)
+            )
         }
 
         /// An `application/json` response with the given JSON text.
@@ -229,7 +239,9 @@ private final class Core: Sendable {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(fd, 128) == 0 else {
             let code = errno
@@ -326,7 +338,8 @@ private final class Core: Sendable {
             let response = handler(request)
             state.withLock { $0.requestCount += 1 }
             if let delay = response.delay {
-                let milliseconds = delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
+                let milliseconds =
+                    delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
                 // Wait out the delay unless the server stops.
                 var stop = pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
                 while true {
@@ -451,7 +464,9 @@ private final class Core: Sendable {
                     lineEnd = Self.find(Self.lineEnd, in: buffer)
                 }
                 let sizeText = String(decoding: buffer[0..<lineEnd!], as: UTF8.self).split(separator: ";").first ?? ""
-                guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0 else { return nil }
+                guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0 else {
+                    return nil
+                }
                 buffer.removeFirst(lineEnd! + 2)
                 if size == 0 {
                     // Trailer fields, then an empty line.
