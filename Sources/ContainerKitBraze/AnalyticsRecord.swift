@@ -137,64 +137,75 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
     }
 
     /// The record as one line of compact JSON, without the line feed: the text of ``jsonValue``, except
-    /// that a whole-number float keeps its fraction (`3.0`) so that it reads back as a float. Written by
-    /// hand, without building ``jsonValue``, because sinks write it for every record.
+    /// that a whole-number float keeps its fraction (`3.0`) so that it reads back as a float. Written
+    /// straight to bytes, without building ``jsonValue``, because sinks write it for every record.
     public var jsonLine: String {
-        var out = ""
-        out.reserveCapacity(160)
-        writeJSON(into: &out)
-        return out
+        var writer = JSONByteWriter()
+        write(to: &writer)
+        return writer.text
     }
 
-    /// Appends ``jsonLine`` to `out`.
-    public func writeJSON(into out: inout String) {
-        out += "{\"type\":\""
-        out += kind.rawValue
-        out += "\",\"id\":"
-        JSONWriter.writeString(id, into: &out)
-        out += ",\"time\":\""
-        out += ISO8601Timestamp.string(from: time)
-        out += "\""
+    /// Appends the UTF-8 bytes of ``jsonLine`` to `bytes`.
+    public func appendJSONLine(to bytes: inout [UInt8]) {
+        var writer = JSONByteWriter(adopting: bytes)
+        bytes = []
+        write(to: &writer)
+        bytes = writer.bytes
+    }
+
+    func write(to out: inout JSONByteWriter) {
+        out.raw("{\"type\":\"")
+        switch kind {
+        case .customEvent: out.raw("custom_event")
+        case .customAttribute: out.raw("custom_attribute")
+        case .purchase: out.raw("purchase")
+        case .userAttribute: out.raw("user_attribute")
+        case .changeUser: out.raw("change_user")
+        }
+        out.raw("\",\"id\":")
+        out.string(id)
+        out.raw(",\"time\":")
+        out.time(time)
         if let user {
-            out += ","
-            user.writeMember(into: &out)
+            out.raw(",")
+            out.identity(user)
         }
         switch payload {
         case .customEvent(let name, let properties):
-            out += ",\"name\":"
-            JSONWriter.writeString(name, into: &out)
-            out += ",\"properties\":"
-            TypedJSONWriter.write(.object(properties), into: &out)
+            out.raw(",\"name\":")
+            out.string(name)
+            out.raw(",\"properties\":")
+            out.object(properties)
         case .customAttribute(let key, let operation):
-            out += ",\"key\":"
-            JSONWriter.writeString(key, into: &out)
-            out += ",\"value\":"
-            TypedJSONWriter.write(operation.jsonValue, into: &out)
-            if case .set(let value) = operation, value.isDate { out += ",\"value_type\":\"date\"" }
+            out.raw(",\"key\":")
+            out.string(key)
+            out.raw(",\"value\":")
+            out.value(operation.jsonValue)
+            if case .set(let value) = operation, value.isDate { out.raw(",\"value_type\":\"date\"") }
         case .purchase(let productID, let currency, let price, let quantity, let properties):
-            out += ",\"product_id\":"
-            JSONWriter.writeString(productID, into: &out)
-            out += ",\"currency\":"
-            JSONWriter.writeString(currency, into: &out)
-            out += ",\"price\":"
-            TypedJSONWriter.writeDouble(price, into: &out)
-            out += ",\"quantity\":"
-            out += String(quantity)
-            out += ",\"properties\":"
-            TypedJSONWriter.write(.object(properties), into: &out)
+            out.raw(",\"product_id\":")
+            out.string(productID)
+            out.raw(",\"currency\":")
+            out.string(currency)
+            out.raw(",\"price\":")
+            out.double(price)
+            out.raw(",\"quantity\":")
+            out.integer(Int64(quantity))
+            out.raw(",\"properties\":")
+            out.object(properties)
         case .userAttribute(let field, let value):
-            out += ",\"key\":\""
-            out += field.rawValue
-            out += "\",\"value\":"
-            TypedJSONWriter.write(value, into: &out)
+            out.raw(",\"key\":")
+            out.string(field.rawValue)
+            out.raw(",\"value\":")
+            out.value(value)
         case .changeUser(_, let previousUser):
             if let previousUser {
-                out += ",\"previous_user\":{"
-                previousUser.writeMember(into: &out)
-                out += "}"
+                out.raw(",\"previous_user\":{")
+                out.identity(previousUser)
+                out.raw("}")
             }
         }
-        out += "}"
+        out.raw("}")
     }
 
     // MARK: Reading

@@ -134,13 +134,13 @@ struct BrazeRules {
             properties[key] = value
         }
         if nested {
-            var text = ""
-            TypedJSONWriter.write(.object(properties), into: &text)
-            if text.utf8.count > Self.maximumPropertiesBytes {
+            var json = JSONByteWriter()
+            json.object(properties)
+            if json.bytes.count > Self.maximumPropertiesBytes {
                 fail(
                     .propertiesTooLarge,
                     "properties",
-                    "properties are \(text.utf8.count) bytes of json; the limit with arrays or objects is "
+                    "properties are \(json.bytes.count) bytes of json; the limit with arrays or objects is "
                         + "\(Self.maximumPropertiesBytes)"
                 )
             }

@@ -15,7 +15,7 @@ import ContainerKit
 struct BrazeUsersTrackBatcher: Sendable {
     /// One request: its body, the records it carries and its object counts.
     struct Request: Sendable {
-        var body: String
+        var body: [UInt8]
         var records: [AnalyticsRecord]
         var attributes = 0
         var events = 0
@@ -33,60 +33,78 @@ struct BrazeUsersTrackBatcher: Sendable {
     func requests(for records: [AnalyticsRecord]) -> (requests: [Request], skipped: [AnalyticsRecord]) {
         var requests: [Request] = []
         var skipped: [AnalyticsRecord] = []
-        var attributes: [String] = []
-        var events: [String] = []
-        var purchases: [String] = []
+        var attributes = JSONByteWriter()
+        var events = JSONByteWriter()
+        var purchases = JSONByteWriter()
+        var counts = (attributes: 0, events: 0, purchases: 0)
         var carried: [AnalyticsRecord] = []
 
         func finish() {
             guard !carried.isEmpty else { return }
-            var body = "{"
+            var body = JSONByteWriter(
+                capacity: attributes.bytes.count + events.bytes.count + purchases.bytes.count + 64
+            )
+            body.raw("{")
             var first = true
-            for (name, objects) in [("attributes", attributes), ("events", events), ("purchases", purchases)]
-            where !objects.isEmpty {
-                if !first { body += "," }
+            for (name, objects, count) in [
+                ("attributes", attributes, counts.attributes), ("events", events, counts.events),
+                ("purchases", purchases, counts.purchases),
+            ] where count > 0 {
+                if !first { body.raw(",") }
                 first = false
-                body += "\"\(name)\":["
-                body += objects.joined(separator: ",")
-                body += "]"
+                body.string(name)
+                body.raw(":[")
+                body.append(objects)
+                body.raw("]")
             }
-            body += "}"
+            body.raw("}")
             requests.append(
                 Request(
-                    body: body,
+                    body: body.bytes,
                     records: carried,
-                    attributes: attributes.count,
-                    events: events.count,
-                    purchases: purchases.count
+                    attributes: counts.attributes,
+                    events: counts.events,
+                    purchases: counts.purchases
                 )
             )
-            attributes.removeAll()
-            events.removeAll()
-            purchases.removeAll()
+            attributes = JSONByteWriter()
+            events = JSONByteWriter()
+            purchases = JSONByteWriter()
+            counts = (0, 0, 0)
             carried.removeAll()
         }
 
         for record in records {
-            guard let (category, object) = object(for: record) else {
+            guard let user = record.user else {
                 skipped.append(record)
                 continue
             }
+            let category = Self.category(of: record)
             let fits: Bool
             switch limit {
             case .total(let maximum):
-                fits = attributes.count + events.count + purchases.count < maximum
+                fits = counts.attributes + counts.events + counts.purchases < maximum
             case .perCategory(let maximum):
                 switch category {
-                case .attributes: fits = attributes.count < maximum
-                case .events: fits = events.count < maximum
-                case .purchases: fits = purchases.count < maximum
+                case .attributes: fits = counts.attributes < maximum
+                case .events: fits = counts.events < maximum
+                case .purchases: fits = counts.purchases < maximum
                 }
             }
             if !fits { finish() }
             switch category {
-            case .attributes: attributes.append(object)
-            case .events: events.append(object)
-            case .purchases: purchases.append(object)
+            case .attributes:
+                if counts.attributes > 0 { attributes.raw(",") }
+                writeObject(record, user, into: &attributes)
+                counts.attributes += 1
+            case .events:
+                if counts.events > 0 { events.raw(",") }
+                writeObject(record, user, into: &events)
+                counts.events += 1
+            case .purchases:
+                if counts.purchases > 0 { purchases.raw(",") }
+                writeObject(record, user, into: &purchases)
+                counts.purchases += 1
             }
             carried.append(record)
         }
@@ -94,56 +112,56 @@ struct BrazeUsersTrackBatcher: Sendable {
         return (requests, skipped)
     }
 
-    private func object(for record: AnalyticsRecord) -> (Category, String)? {
-        guard let user = record.user else { return nil }
-        var out = "{"
-        user.writeMember(into: &out)
-        if case .userAlias = user, createsAliasOnlyProfiles { out += ",\"_update_existing_only\":false" }
-        let category: Category
+    private static func category(of record: AnalyticsRecord) -> Category {
+        switch record.payload {
+        case .customEvent: return .events
+        case .purchase: return .purchases
+        case .customAttribute, .userAttribute, .changeUser: return .attributes
+        }
+    }
+
+    private func writeObject(_ record: AnalyticsRecord, _ user: UserIdentity, into out: inout JSONByteWriter) {
+        out.raw("{")
+        out.identity(user)
+        if case .userAlias = user, createsAliasOnlyProfiles { out.raw(",\"_update_existing_only\":false") }
         switch record.payload {
         case .customEvent(let name, let properties):
-            category = .events
-            out += ",\"name\":"
-            JSONWriter.writeString(name, into: &out)
-            writeTime(record, into: &out)
+            out.raw(",\"name\":")
+            out.string(name)
+            out.raw(",\"time\":")
+            out.time(record.time)
             writeProperties(properties, into: &out)
         case .purchase(let productID, let currency, let price, let quantity, let properties):
-            category = .purchases
-            out += ",\"product_id\":"
-            JSONWriter.writeString(productID, into: &out)
-            out += ",\"currency\":"
-            JSONWriter.writeString(currency, into: &out)
-            out += ",\"price\":"
-            TypedJSONWriter.writeDouble(price, into: &out)
-            out += ",\"quantity\":\(quantity)"
-            writeTime(record, into: &out)
+            out.raw(",\"product_id\":")
+            out.string(productID)
+            out.raw(",\"currency\":")
+            out.string(currency)
+            out.raw(",\"price\":")
+            out.double(price)
+            out.raw(",\"quantity\":")
+            out.integer(Int64(quantity))
+            out.raw(",\"time\":")
+            out.time(record.time)
             writeProperties(properties, into: &out)
         case .customAttribute(let key, let operation):
-            category = .attributes
-            out += ","
-            JSONWriter.writeString(key, into: &out)
-            out += ":"
-            TypedJSONWriter.write(operation.jsonValue, into: &out)
+            out.raw(",")
+            out.string(key)
+            out.raw(":")
+            out.value(operation.jsonValue)
         case .userAttribute(let field, let value):
-            category = .attributes
-            out += ",\"\(field.rawValue)\":"
-            TypedJSONWriter.write(value, into: &out)
+            out.raw(",")
+            out.string(field.rawValue)
+            out.raw(":")
+            out.value(value)
         case .changeUser:
-            category = .attributes
+            break
         }
-        out += "}"
-        return (category, out)
+        out.raw("}")
     }
 
-    private func writeTime(_ record: AnalyticsRecord, into out: inout String) {
-        out += ",\"time\":\""
-        out += ISO8601Timestamp.string(from: record.time)
-        out += "\""
-    }
-
-    private func writeProperties(_ properties: ValueMap, into out: inout String) {
+    private func writeProperties(_ properties: ValueMap, into out: inout JSONByteWriter) {
         guard !properties.isEmpty else { return }
-        out += ",\"properties\":"
-        TypedJSONWriter.write(.object(properties), into: &out)
+        out.raw(",\"properties\":")
+        out.object(properties)
     }
 }

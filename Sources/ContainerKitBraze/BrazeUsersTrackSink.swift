@@ -398,7 +398,7 @@ public final class BrazeUsersTrackSink: AnalyticsSink, AcknowledgingSink {
         urlRequest.setValue("application/json", forHTTPHeaderField: "Content-Type")
         urlRequest.setValue("application/json", forHTTPHeaderField: "Accept")
         urlRequest.setValue("Bearer \(apiKey)", forHTTPHeaderField: "Authorization")
-        urlRequest.httpBody = Data(request.body.utf8)
+        urlRequest.httpBody = Data(request.body)
         let policy = configuration.retry
         var attempt = 0
         while true {

@@ -75,6 +75,9 @@ public final class DurableQueueSink: AnalyticsSink {
         public var retryBaseDelay: Duration = .milliseconds(100)
         /// The longest delay between delivery attempts.
         public var retryMaximumDelay: Duration = .seconds(30)
+        /// How often, at most, delivery progress is written to the `ack` file (1 s); also whenever a confirmed
+        /// segment can be deleted and at shutdown. A crash re-delivers at most this much.
+        public var acknowledgementInterval: Duration = .seconds(1)
         /// How the delivery task waits between attempts (injectable so tests need not wait).
         public var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
         /// Where problems are reported.
@@ -141,7 +144,7 @@ public final class DurableQueueSink: AnalyticsSink {
 
     private enum WriterWork {
         case stop
-        case idle
+        case idle(Duration?)
         case work(Commit?, ack: Position?)
     }
 
@@ -169,6 +172,7 @@ public final class DurableQueueSink: AnalyticsSink {
         var writerExited = false
         var writerExitWaiters: [CheckedContinuation<Void, Never>] = []
         var ackToPersist: Position?
+        var activeSegmentSuspect = false
         // Files.
         var segments: [Segment] = []
         var queueBytes = 0
@@ -309,15 +313,15 @@ public final class DurableQueueSink: AnalyticsSink {
     @discardableResult
     public func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> Ticket {
         guard !records.isEmpty else { return lastTicket }
-        var text = ""
-        text.reserveCapacity(records.count * 200)
+        var json = JSONByteWriter(capacity: records.count * 200)
         var lineEnds: [Int] = []
         lineEnds.reserveCapacity(records.count)
         for record in records {
-            record.writeJSON(into: &text)
-            text += "\n"
-            lineEnds.append(text.utf8.count)
+            record.write(to: &json)
+            json.raw(0x0A)
+            lineEnds.append(json.bytes.count)
         }
+        let lines = json.bytes
         let maximumBytes = configuration.maximumQueueBytes
         let directory = self.directory
         let (ticket, wake) = try state.withLock { (state: inout State) throws(AnalyticsSinkError) -> (UInt64, Bool) in
@@ -325,7 +329,7 @@ public final class DurableQueueSink: AnalyticsSink {
                 state.statistics.refusedRecords += records.count
                 throw AnalyticsSinkError(.closed, "durable queue '\(directory)' is shut down")
             }
-            let size = text.utf8.count
+            let size = lines.count
             guard state.queueBytes + size <= maximumBytes else {
                 state.statistics.refusedRecords += records.count
                 throw AnalyticsSinkError(
@@ -336,7 +340,7 @@ public final class DurableQueueSink: AnalyticsSink {
             state.lastTicket += 1
             if state.pendingRecords.isEmpty { state.pendingFirstTicket = state.lastTicket }
             let base = state.pendingBytes.count
-            state.pendingBytes.append(contentsOf: text.utf8)
+            state.pendingBytes.append(contentsOf: lines)
             for end in lineEnds { state.pendingLineEnds.append(base + end) }
             state.pendingRecords.append(contentsOf: records)
             state.queueBytes += size
@@ -384,7 +388,11 @@ public final class DurableQueueSink: AnalyticsSink {
     // MARK: Writer thread
 
     private func writerLoop() {
+        let clock = ContinuousClock()
+        let ackInterval = configuration.acknowledgementInterval
+        var lastAck = clock.now - ackInterval
         while true {
+            let now = clock.now
             let work = state.withLock { state -> WriterWork in
                 var commit: Commit?
                 if !state.pendingRecords.isEmpty {
@@ -399,12 +407,20 @@ public final class DurableQueueSink: AnalyticsSink {
                     state.pendingRecords = []
                     state.pendingLineEnds = []
                 }
-                let ack = state.ackToPersist
-                state.ackToPersist = nil
+                // Delivery progress is recorded at most once per interval, unless it frees a segment or
+                // the queue is stopping: a crash then re-delivers at most one interval's records.
+                var ack: Position?
+                if let pending = state.ackToPersist {
+                    let freesSegment = state.segments.first.map { $0.sealed && $0.index < pending.segment } ?? false
+                    if freesSegment || state.writerStopping || now - lastAck >= ackInterval {
+                        ack = pending
+                        state.ackToPersist = nil
+                    }
+                }
                 if commit != nil || ack != nil { return .work(commit, ack: ack) }
                 if state.writerStopping { return .stop }
                 state.writerIdle = true
-                return .idle
+                return .idle(state.ackToPersist == nil ? nil : ackInterval - (now - lastAck))
             }
             switch work {
             case .stop:
@@ -416,11 +432,22 @@ public final class DurableQueueSink: AnalyticsSink {
                 }
                 for waiter in waiters { waiter.resume() }
                 return
-            case .idle:
+            case .idle(nil):
                 writerWakeup.wait()
+            case .idle(let timeout?):
+                let nanoseconds = max(
+                    timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000,
+                    1
+                )
+                if writerWakeup.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .timedOut {
+                    state.withLock { $0.writerIdle = false }
+                }
             case .work(let commit, let ack):
                 if let commit { write(commit) }
-                if let ack { persistAck(ack) }
+                if let ack {
+                    persistAck(ack)
+                    lastAck = clock.now
+                }
             }
         }
     }
@@ -430,7 +457,8 @@ public final class DurableQueueSink: AnalyticsSink {
         var rotated = false
         let (index, size, needsRotation) = state.withLock { state in
             let active = state.segments[state.segments.count - 1]
-            return (active.index, active.size, active.size >= configuration.maximumSegmentBytes)
+            let full = active.size >= configuration.maximumSegmentBytes
+            return (active.index, active.size, full || state.activeSegmentSuspect)
         }
         var activeIndex = index
         var activeSize = size
@@ -451,7 +479,9 @@ public final class DurableQueueSink: AnalyticsSink {
                 try FileIO.sync(activeFD, path: path)
             } catch {
                 failure = error
-                // Take back what may have been written; those records were never acknowledged.
+                // Take back what may have been written; those records were never acknowledged. The segment
+                // is sealed at its last good size and the next commit starts a new one, so that offsets stay
+                // right even if the truncation failed.
                 _ = ftruncate(activeFD, off_t(activeSize))
             }
         }
@@ -463,6 +493,7 @@ public final class DurableQueueSink: AnalyticsSink {
                 state.statistics.fsyncs += 1
                 state.normalizeCursor()
             }
+            state.activeSegmentSuspect = failure != nil
             if let failure {
                 state.failedTickets.append((commit.tickets, failure))
                 if state.failedTickets.count > 64 { state.failedTickets.removeFirst() }

@@ -14,10 +14,7 @@ import Foundation
 public enum ISO8601Timestamp {
     /// Returns `date` as `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'` in UTC (milliseconds rounded down).
     public static func string(from date: Date) -> String {
-        let millis = milliseconds(since1970: date)
-        let days = floorDivide(millis, 86_400_000)
-        let inDay = millis - days * 86_400_000
-        let (year, month, day) = civil(fromDays: days)
+        let (year, month, day, inDay) = components(of: date)
         var out = ""
         out.reserveCapacity(24)
         appendPadded(year, width: 4, to: &out)
@@ -35,6 +32,14 @@ public enum ISO8601Timestamp {
         appendPadded(inDay % 1000, width: 3, to: &out)
         out += "Z"
         return out
+    }
+
+    /// The UTC year, month, day and millisecond of the day of `date`.
+    static func components(of date: Date) -> (year: Int64, month: Int64, day: Int64, millisecond: Int64) {
+        let millis = milliseconds(since1970: date)
+        let days = floorDivide(millis, 86_400_000)
+        let (year, month, day) = civil(fromDays: days)
+        return (year, month, day, millis - days * 86_400_000)
     }
 
     /// Parses an ISO-8601 date or date-time; `nil` when `text` is not one (or names an impossible date).

@@ -82,13 +82,12 @@ public final class JSONLinesAnalyticsSink: AnalyticsSink, AcknowledgingSink {
 
     private func write(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) {
         guard !records.isEmpty else { return }
-        var text = ""
-        text.reserveCapacity(records.count * 160)
+        var json = JSONByteWriter(capacity: records.count * 200)
         for record in records {
-            record.writeJSON(into: &text)
-            text += "\n"
+            record.write(to: &json)
+            json.raw(0x0A)
         }
-        var bytes = Array(text.utf8)
+        var bytes = json.bytes
         let path = self.path
         try state.withLock { (state: inout State) throws(AnalyticsSinkError) -> Void in
             guard !state.closed else { throw AnalyticsSinkError(.closed, "json lines sink for '\(path)' is shut down") }

@@ -54,24 +54,6 @@ public enum UserIdentity: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Appends `"<field>":<value>` (without a separator) to JSON text being written.
-    func writeMember(into out: inout String) {
-        switch self {
-        case .externalID(let id):
-            out += "\"external_id\":"
-            JSONWriter.writeString(id, into: &out)
-        case .brazeID(let id):
-            out += "\"braze_id\":"
-            JSONWriter.writeString(id, into: &out)
-        case .userAlias(let name, let label):
-            out += "\"user_alias\":{\"alias_name\":"
-            JSONWriter.writeString(name, into: &out)
-            out += ",\"alias_label\":"
-            JSONWriter.writeString(label, into: &out)
-            out += "}"
-        }
-    }
-
     /// `external_id 'u-1'`, `braze_id '…'` or `user_alias 'name' (label 'label')`, for messages.
     public var description: String {
         switch self {
