@@ -2,9 +2,11 @@
 public struct AnalyticsRecordError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code.
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The code as text.
         public var rawValue: String
         /// Creates a code.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code as text.
         public var description: String { rawValue }
 
         /// The text is not JSON.

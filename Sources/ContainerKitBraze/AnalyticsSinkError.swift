@@ -3,9 +3,11 @@
 public struct AnalyticsSinkError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code.
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The code as text.
         public var rawValue: String
         /// Creates a code.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code as text.
         public var description: String { rawValue }
 
         /// The directory or file cannot be created or written (permissions, read-only file system, …).

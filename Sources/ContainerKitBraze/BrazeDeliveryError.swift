@@ -2,9 +2,11 @@
 public struct BrazeDeliveryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code.
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The code as text.
         public var rawValue: String
         /// Creates a code.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code as text.
         public var description: String { rawValue }
 
         /// Braze refused the request with a 4xx status other than 408 and 429; retrying cannot help, so

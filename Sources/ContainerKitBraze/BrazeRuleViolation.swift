@@ -3,9 +3,11 @@
 public struct BrazeRuleViolation: Error, Sendable, Hashable, CustomStringConvertible {
     /// Which rule was broken; the raw value is a stable code for logs and tests.
     public struct Rule: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The code as text.
         public var rawValue: String
         /// Creates a rule code.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code as text.
         public var description: String { rawValue }
 
         /// A required parameter is missing.

@@ -95,6 +95,7 @@ public final class DurableQueueSink: AnalyticsSink {
         /// Creates a ticket.
         public init(sequence: UInt64) { self.sequence = sequence }
 
+        /// Orders tickets by sequence.
         public static func < (lhs: Ticket, rhs: Ticket) -> Bool { lhs.sequence < rhs.sequence }
     }
 
@@ -635,6 +636,7 @@ public final class DurableQueueSink: AnalyticsSink {
 
     private func nextBatch() async -> ([AnalyticsRecord], Position)? {
         let batch = batchSize
+        var emptyReads = 0
         while true {
             let step = state.withLock { state -> DeliveryStep in
                 if state.deliveryStopping { return .stop }
@@ -696,10 +698,13 @@ public final class DurableQueueSink: AnalyticsSink {
                     continue
                 }
                 if result.records.isEmpty && result.end == from {
-                    // Nothing readable yet (cannot happen with committed data); avoid spinning.
-                    try? await configuration.sleep(configuration.retryBaseDelay)
+                    // The segment sizes read under the lock were already stale: read again at once, and
+                    // only pause if that keeps happening.
+                    emptyReads += 1
+                    if emptyReads > 1 { try? await configuration.sleep(configuration.retryBaseDelay) }
                     continue
                 }
+                emptyReads = 0
                 return (result.records, result.end)
             case .wait:
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -46,10 +46,12 @@ public final class LoopbackHTTPServer: Sendable {
         /// Iterates the fields.
         public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
 
+        /// Equal when the same fields were sent in the same order.
         public static func == (lhs: Headers, rhs: Headers) -> Bool {
             lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
         }
 
+        /// Hashes the fields in order.
         public func hash(into hasher: inout Hasher) {
             for field in fields {
                 hasher.combine(field.name)
@@ -151,6 +153,7 @@ public final class LoopbackHTTPServer: Sendable {
     public struct StartError: Error, Sendable, CustomStringConvertible {
         /// What failed, naming the system call.
         public var message: String
+        /// The message.
         public var description: String { message }
     }
 
