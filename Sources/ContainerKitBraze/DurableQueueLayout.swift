@@ -66,7 +66,11 @@ enum DurableQueueLayout {
             guard let index = segmentIndex(fromName: name) else { continue }
             var info = stat()
             let path = path(directory, name)
-            guard stat(path, &info) == 0 else { throw FileIO.error("reading", path) }
+            guard stat(path, &info) == 0 else {
+                // A running queue deletes segments once they are confirmed; one may vanish meanwhile.
+                if errno == ENOENT { continue }
+                throw FileIO.error("reading", path)
+            }
             segments.append(SegmentExtent(index: index, size: Int(info.st_size)))
         }
         return segments.sorted { $0.index < $1.index }
@@ -114,7 +118,16 @@ enum DurableQueueLayout {
                 continue
             }
             let path = path(directory, segmentName(segment.index))
-            let fd = try FileIO.openFile(path, O_RDONLY)
+            let fd: Int32
+            do {
+                fd = try FileIO.openFile(path, O_RDONLY)
+            } catch {
+                // Deleted by a running queue after the listing: it was fully confirmed.
+                guard error.errorNumber == ENOENT else { throw error }
+                position = Position(segment: segment.index, offset: segment.size)
+                result.end = position
+                continue
+            }
             defer { close(fd) }
             var chunkSize = 1 << 20
             while position.offset < segment.size && result.records.count < limit {
