@@ -1,1 +1,304 @@
 import ContainerKit
+import Foundation
+
+/// The Braze tag provider: a Function Call tag handler that turns Braze tags into typed
+/// ``AnalyticsRecord``s and hands them to a sink — the pattern of Braze's own GTM integration.
+///
+/// Register it under the class paths your containers use, and give each session its user:
+///
+/// ```swift
+/// let sink = InMemoryAnalyticsSink()
+/// let braze = BrazeTagProvider(sink: sink)
+/// braze.register(on: tagManager)            // BrazeGTMTagManager, com.appboy.googletagmanager.BrazeGtmTagProvider
+/// let session = tagManager.makeDataLayer()
+/// BrazeTagProvider.setUser(.brazeID("b-123"), on: session)
+/// session.push(event: "played song", parameters: ["genre": "jazz"])
+/// ```
+///
+/// ## Actions
+/// The tag's `actionType` parameter picks the action (see ``BrazeActionType`` for each one's parameters).
+/// A missing or unknown `actionType` is a warning and does nothing.
+///
+/// ## Rules
+/// Braze's rules are checked before anything is sent: keys and strings at most 255 characters, no
+/// leading `$` in property or attribute keys (except Google's consent flags), ISO-4217 currencies,
+/// quantities 1–100, finite numbers, plausible emails, the formats of standard fields, properties with
+/// arrays or objects at most 50 KB. A call that breaks any rule is dropped whole, with one warning naming
+/// the tag, each offending key and each rule (``BrazeRuleViolation``); other tags are unaffected.
+///
+/// ## Dates
+/// A custom attribute is a date only when the tag says so: `customAttributeType` (or `valueType`) is
+/// `date` and `customAttributeValue` is an ISO-8601 date or time. Strings are never guessed to be dates.
+/// `customAttributeType` may also be `string`, `integer`, `double`, `boolean` or `array`, converting
+/// strings such as `"42"` or `"true"`; without it the value's own type is used.
+///
+/// ## Identity
+/// Each session's user is kept in a session attribute (``userAttributeKey``). Before `changeUser`, it is
+/// whatever the host set with ``setUser(_:on:)`` (a `braze_id` or a user alias); `changeUser` makes it
+/// the given `external_id` and emits a `change_user` record (changing to the current ID again does
+/// nothing). Every record carries the session's user at the time it was made, or no identity if the
+/// host gave none.
+public struct BrazeTagProvider: FunctionCallTagHandler {
+    /// The class paths Braze's GTM integrations use: `BrazeGTMTagManager` and
+    /// `com.appboy.googletagmanager.BrazeGtmTagProvider`.
+    public static let defaultClassPaths = ["BrazeGTMTagManager", "com.appboy.googletagmanager.BrazeGtmTagProvider"]
+
+    /// The session attribute that holds the session's current user, as ``UserIdentity/jsonValue``.
+    public static let userAttributeKey = "braze.user"
+
+    /// Where records go.
+    public let sink: any AnalyticsSink
+    private let clock: @Sendable () -> Date
+    private let ids: AnalyticsRecordIDGenerator
+
+    /// Creates a provider.
+    /// - Parameters:
+    ///   - sink: where every record goes (synchronously, from the tag handler).
+    ///   - clock: the time records get; the current time by default.
+    ///   - idGenerator: where record IDs come from.
+    public init(
+        sink: any AnalyticsSink,
+        clock: @escaping @Sendable () -> Date = { Date() },
+        idGenerator: AnalyticsRecordIDGenerator = AnalyticsRecordIDGenerator()
+    ) {
+        self.sink = sink
+        self.clock = clock
+        self.ids = idGenerator
+    }
+
+    /// Registers this provider on `tagManager` for each of `classPaths`.
+    public func register(on tagManager: TagManager, classPaths: [String] = BrazeTagProvider.defaultClassPaths) {
+        for path in classPaths { tagManager.register(tagHandler: self, for: path) }
+    }
+
+    // MARK: Identity
+
+    /// Sets (or with `nil`, clears) the user of `dataLayer`'s session: typically a `braze_id` or user alias
+    /// before the app knows who the user is. `changeUser` tags replace it with an `external_id`.
+    public static func setUser(_ user: UserIdentity?, on dataLayer: DataLayer) {
+        dataLayer.setAttribute(user?.jsonValue, forKey: userAttributeKey)
+    }
+
+    /// The current user of `dataLayer`'s session, if any.
+    public static func user(of dataLayer: DataLayer) -> UserIdentity? {
+        guard case .object(let members)? = dataLayer.attribute(userAttributeKey) else { return nil }
+        return UserIdentity(members: members)
+    }
+
+    // MARK: Running tags
+
+    /// Runs one Braze tag: builds its records and hands them to the sink, or logs why it did nothing.
+    public func execute(_ call: FunctionCall) {
+        guard let actionValue = call.arguments["actionType"] else {
+            call.logger.warning("\(Self.tagName(call)): missing parameter 'actionType'; nothing sent")
+            return
+        }
+        guard case .string(let actionName) = actionValue, let action = BrazeActionType(rawValue: actionName) else {
+            call.logger.warning("\(Self.tagName(call)): unknown actionType '\(actionValue.jsString)'; nothing sent")
+            return
+        }
+        var rules = BrazeRules()
+        let records = makeRecords(action, call, &rules)
+        guard rules.violations.isEmpty else {
+            let reasons = rules.violations.map(\.description).joined(separator: "; ")
+            call.logger.warning("\(Self.tagName(call)): dropped '\(action.rawValue)': \(reasons)")
+            return
+        }
+        if case .changeUser(let externalID, _)? = records.first?.payload {
+            Self.setUser(.externalID(externalID), on: call.dataLayer)
+        }
+        if !records.isEmpty { sink.receive(records) }
+    }
+
+    /// `braze tag 'Name' (tag 7)`, `braze tag 7` or `braze tag 'com.example.Path'`, for warnings.
+    static func tagName(_ call: FunctionCall) -> String {
+        switch (call.displayName, call.tagID) {
+        case (let name?, let id?): return "braze tag '\(name)' (tag \(id))"
+        case (let name?, nil): return "braze tag '\(name)'"
+        case (nil, let id?): return "braze tag \(id)"
+        case (nil, nil): return "braze tag '\(call.name)'"
+        }
+    }
+
+    private func record(_ user: UserIdentity?, _ payload: AnalyticsRecord.Payload) -> AnalyticsRecord {
+        AnalyticsRecord(id: ids.next(), time: clock(), user: user, payload: payload)
+    }
+
+    private func makeRecords(_ action: BrazeActionType, _ call: FunctionCall, _ rules: inout BrazeRules)
+        -> [AnalyticsRecord]
+    {
+        let arguments = call.arguments
+        let user = Self.user(of: call.dataLayer)
+        switch action {
+        case .logEvent:
+            let name = rules.requiredString(arguments, "eventName")
+            let properties = rules.properties(arguments, excluding: ["actionType", "eventName"])
+            guard let name else { return [] }
+            return [record(user, .customEvent(name: name, properties: properties))]
+
+        case .logPurchase:
+            let productID = rules.requiredString(arguments, "productId", acceptsIntegers: true)
+            var currency: String?
+            if let code = rules.requiredString(arguments, "currency") {
+                let upper = code.uppercased()
+                if ISO4217.codes.contains(upper) {
+                    currency = upper
+                } else {
+                    rules.fail(.invalidCurrency, "currency", "'\(code)' is not an iso-4217 currency code")
+                }
+            }
+            var price: Double?
+            if let value = arguments["price"] {
+                price = rules.number(value, key: "price")
+            } else {
+                rules.fail(.missingParameter, "price", "missing parameter 'price'")
+            }
+            var quantity = 1
+            if let value = arguments["quantity"], let count = rules.integer(value, key: "quantity") {
+                if (1...100).contains(count) {
+                    quantity = Int(count)
+                } else {
+                    rules.fail(.quantityOutOfRange, "quantity", "quantity '\(count)' is outside 1–100")
+                }
+            }
+            let properties = rules.properties(
+                arguments,
+                excluding: ["actionType", "productId", "currency", "price", "quantity"]
+            )
+            guard let productID, let currency, let price else { return [] }
+            return [
+                record(
+                    user,
+                    .purchase(
+                        productID: productID,
+                        currency: currency,
+                        price: price,
+                        quantity: quantity,
+                        properties: properties
+                    )
+                )
+            ]
+
+        case .customAttribute:
+            guard let key = customAttributeKey(arguments, &rules) else { return [] }
+            guard let value = arguments["customAttributeValue"] else {
+                rules.fail(.missingParameter, "customAttributeValue", "missing parameter 'customAttributeValue'")
+                return []
+            }
+            let type = arguments["customAttributeType"] ?? arguments["valueType"]
+            guard let attribute = rules.customAttributeValue(value, type: type, key: key) else { return [] }
+            if BrazeRules.consentKeys.contains(key), attribute.jsonValue.boolValue == nil {
+                rules.fail(.invalidType, key, "consent attribute '\(key)' must be a boolean")
+                return []
+            }
+            return [record(user, .customAttribute(key: key, operation: .set(attribute)))]
+
+        case .incrementCustomAttribute:
+            guard let key = customAttributeKey(arguments, &rules, allowsConsentKeys: false) else { return [] }
+            var amount: Int64 = 1
+            if let value = arguments["incrementValue"] ?? arguments["customAttributeValue"] {
+                guard let count = rules.integer(value, key: "incrementValue") else { return [] }
+                amount = count
+            }
+            return [record(user, .customAttribute(key: key, operation: .increment(amount)))]
+
+        case .addToCustomAttributeArray, .removeFromCustomAttributeArray:
+            guard let key = customAttributeKey(arguments, &rules, allowsConsentKeys: false) else { return [] }
+            guard let value = arguments["customAttributeValue"] else {
+                rules.fail(.missingParameter, "customAttributeValue", "missing parameter 'customAttributeValue'")
+                return []
+            }
+            guard let list = rules.stringList(value, key: key, singleStringAllowed: true) else { return [] }
+            let operation: CustomAttributeOperation =
+                action == .addToCustomAttributeArray ? .addToArray(list) : .removeFromArray(list)
+            return [record(user, .customAttribute(key: key, operation: operation))]
+
+        case .setUserAttribute:
+            return userAttributeRecords(arguments, user, &rules)
+
+        case .changeUser:
+            let externalID: String
+            switch arguments["externalUserId"] {
+            case nil:
+                rules.fail(.missingParameter, "externalUserId", "missing parameter 'externalUserId'")
+                return []
+            case .string(let id)?: externalID = id
+            case .int(let id)?: externalID = String(id)
+            case let other?:
+                rules.fail(.invalidType, "externalUserId", "'externalUserId' must be a string, not \(other.typeName)")
+                return []
+            }
+            if externalID.isEmpty {
+                rules.fail(.empty, "externalUserId", "'externalUserId' is empty")
+                return []
+            }
+            if externalID.utf8.count > BrazeRules.maximumExternalIDBytes {
+                rules.fail(
+                    .tooLong,
+                    "externalUserId",
+                    "external id is \(externalID.utf8.count) bytes long; "
+                        + "the limit is \(BrazeRules.maximumExternalIDBytes)"
+                )
+                return []
+            }
+            if user == .externalID(externalID) { return [] }
+            return [record(nil, .changeUser(externalID: externalID, previousUser: user))]
+        }
+    }
+
+    private func customAttributeKey(_ arguments: ValueMap, _ rules: inout BrazeRules, allowsConsentKeys: Bool = true)
+        -> String?
+    {
+        guard let value = arguments["customAttributeKey"] else {
+            rules.fail(.missingParameter, "customAttributeKey", "missing parameter 'customAttributeKey'")
+            return nil
+        }
+        guard case .string(let key) = value else {
+            rules.fail(
+                .invalidType,
+                "customAttributeKey",
+                "'customAttributeKey' must be a string, not \(value.typeName)"
+            )
+            return nil
+        }
+        return rules.checkedKey(key, kind: "custom attribute", allowsConsentKeys: allowsConsentKeys) ? key : nil
+    }
+
+    private func userAttributeRecords(_ arguments: ValueMap, _ user: UserIdentity?, _ rules: inout BrazeRules)
+        -> [AnalyticsRecord]
+    {
+        var fields: [(BrazeStandardAttribute, Value, String)] = []
+        if let keyValue = arguments["userAttributeKey"] {
+            if case .string(let name) = keyValue, let field = BrazeStandardAttribute(parameterName: name) {
+                if let value = arguments["userAttributeValue"] {
+                    fields.append((field, value, name))
+                } else {
+                    rules.fail(.missingParameter, "userAttributeValue", "missing parameter 'userAttributeValue'")
+                }
+            } else {
+                rules.fail(
+                    .unknownAttribute,
+                    "userAttributeKey",
+                    "'\(keyValue.jsString)' is not a braze standard attribute"
+                )
+            }
+        }
+        for (name, value) in arguments where !["actionType", "userAttributeKey", "userAttributeValue"].contains(name) {
+            guard let field = BrazeStandardAttribute(parameterName: name) else {
+                rules.fail(.unknownAttribute, name, "'\(name)' is not a braze standard attribute")
+                continue
+            }
+            fields.append((field, value, name))
+        }
+        if fields.isEmpty && rules.violations.isEmpty {
+            rules.fail(.missingParameter, "userAttributeKey", "no standard attribute given")
+        }
+        var records: [AnalyticsRecord] = []
+        for (field, value, key) in fields {
+            if let normalized = rules.standardAttribute(field, value, key: key) {
+                records.append(record(user, .userAttribute(field, value: normalized)))
+            }
+        }
+        return records
+    }
+}

@@ -1,0 +1,300 @@
+import ContainerKit
+import Foundation
+
+/// One typed analytics record: what a Braze tag produced for one user at one time, before any sink
+/// turns it into output or requests.
+///
+/// Every record has a stable ``id`` (for de-duplication and acknowledgements), a ``time`` (whole
+/// milliseconds, so it survives JSON unchanged), the ``user`` it is about (`nil` when the host gave the
+/// session no identity) and a ``payload``.
+///
+/// ## JSON shape
+///
+/// ``jsonValue`` and ``jsonLine`` give one object per record, members in this order: `type`, `id`,
+/// `time` (ISO-8601, UTC, milliseconds), the identity member (`external_id`, `braze_id` or
+/// `user_alias: {alias_name, alias_label}`, left out when there is none), then by type:
+///
+/// ```json
+/// {"type":"custom_event","id":"…","time":"2024-05-01T12:00:00.000Z","external_id":"u1",
+///  "name":"played","properties":{"genre":"jazz","plays":3}}
+/// {"type":"custom_attribute",…,"key":"level","value":7}
+/// {"type":"custom_attribute",…,"key":"signup","value":"2024-01-02T00:00:00.000Z","value_type":"date"}
+/// {"type":"custom_attribute",…,"key":"logins","value":{"inc":1}}        // also {"add":[…]}, {"remove":[…]}
+/// {"type":"purchase",…,"product_id":"sku-1","currency":"USD","price":9.99,"quantity":1,"properties":{}}
+/// {"type":"user_attribute",…,"key":"email","value":"a@example.com"}
+/// {"type":"change_user",…,"external_id":"u2","previous_user":{"braze_id":"b-1"}}
+/// ```
+///
+/// A `change_user` record's identity is the *new* user; the identity before the change, if any, is in
+/// `previous_user`. ``init(jsonValue:)`` and ``init(jsonLine:)`` read this shape back.
+public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
+    /// The record types, named as in JSON.
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        /// A custom event (`logEvent`).
+        case customEvent = "custom_event"
+        /// A custom attribute change (set, increment, add to or remove from an array).
+        case customAttribute = "custom_attribute"
+        /// A purchase (`logPurchase`).
+        case purchase
+        /// A standard profile field (`setUserAttribute`).
+        case userAttribute = "user_attribute"
+        /// The session's user became a known external ID (`changeUser`).
+        case changeUser = "change_user"
+    }
+
+    /// What the record says.
+    public enum Payload: Sendable, Hashable {
+        /// A custom event with typed properties.
+        case customEvent(name: String, properties: ValueMap)
+        /// A change to a custom attribute.
+        case customAttribute(key: String, operation: CustomAttributeOperation)
+        /// A purchase: `price` in the currency's base unit, `quantity` 1–100, typed properties.
+        case purchase(productID: String, currency: String, price: Double, quantity: Int, properties: ValueMap)
+        /// A standard profile field; `value` is a string, or `.null` to clear the field.
+        case userAttribute(BrazeStandardAttribute, value: Value)
+        /// The user became `externalID`; `previousUser` is who the session was before.
+        case changeUser(externalID: String, previousUser: UserIdentity?)
+    }
+
+    /// A stable identifier, unique per record.
+    public var id: String
+    /// When the record was made, in whole milliseconds.
+    public var time: Date
+    /// Who the record is about; for ``Payload/changeUser(externalID:previousUser:)`` always the new
+    /// `externalID`.
+    public var user: UserIdentity?
+    /// What the record says.
+    public var payload: Payload
+
+    /// Creates a record.
+    /// - Parameters:
+    ///   - id: a unique ID; a random one when `nil`.
+    ///   - time: when it happened; rounded down to a whole millisecond.
+    ///   - user: who it is about; ignored for a change-user payload, whose user is its `externalID`.
+    ///   - payload: what it says.
+    public init(id: String? = nil, time: Date = Date(), user: UserIdentity?, payload: Payload) {
+        self.id = id ?? AnalyticsRecord.makeID()
+        self.time = ISO8601Timestamp.truncatedToMilliseconds(time)
+        if case .changeUser(let externalID, _) = payload {
+            self.user = .externalID(externalID)
+        } else {
+            self.user = user
+        }
+        self.payload = payload
+    }
+
+    /// The record's type.
+    public var kind: Kind {
+        switch payload {
+        case .customEvent: return .customEvent
+        case .customAttribute: return .customAttribute
+        case .purchase: return .purchase
+        case .userAttribute: return .userAttribute
+        case .changeUser: return .changeUser
+        }
+    }
+
+    /// A random 96-bit ID in hexadecimal (one system call). Hosts making many records should prefer
+    /// an ``AnalyticsRecordIDGenerator``.
+    public static func makeID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = String(generator.next() as UInt64, radix: 16)
+        let low = String(generator.next() as UInt32, radix: 16)
+        return String(repeating: "0", count: 16 - high.utf8.count) + high
+            + String(repeating: "0", count: 8 - low.utf8.count) + low
+    }
+
+    // MARK: Writing
+
+    /// The record as JSON (see the type's documentation for the shape).
+    public var jsonValue: Value {
+        var map = ValueMap(minimumCapacity: 9)
+        map["type"] = .string(kind.rawValue)
+        map["id"] = .string(id)
+        map["time"] = .string(ISO8601Timestamp.string(from: time))
+        if let user { map[user.fieldName] = user.fieldValue }
+        switch payload {
+        case .customEvent(let name, let properties):
+            map["name"] = .string(name)
+            map["properties"] = .object(properties)
+        case .customAttribute(let key, let operation):
+            map["key"] = .string(key)
+            map["value"] = operation.jsonValue
+            if case .set(let value) = operation, value.isDate { map["value_type"] = "date" }
+        case .purchase(let productID, let currency, let price, let quantity, let properties):
+            map["product_id"] = .string(productID)
+            map["currency"] = .string(currency)
+            map["price"] = .double(price)
+            map["quantity"] = .int(Int64(quantity))
+            map["properties"] = .object(properties)
+        case .userAttribute(let field, let value):
+            map["key"] = .string(field.rawValue)
+            map["value"] = value
+        case .changeUser(_, let previousUser):
+            if let previousUser { map["previous_user"] = previousUser.jsonValue }
+        }
+        return .object(map)
+    }
+
+    /// The record as one line of compact JSON, without the line feed: the text of ``jsonValue``, except
+    /// that a whole-number float keeps its fraction (`3.0`) so that it reads back as a float. Written
+    /// straight to bytes, without building ``jsonValue``, because sinks write it for every record.
+    public var jsonLine: String {
+        var writer = JSONByteWriter()
+        write(to: &writer)
+        return writer.text
+    }
+
+    /// Appends the UTF-8 bytes of ``jsonLine`` to `bytes`.
+    public func appendJSONLine(to bytes: inout [UInt8]) {
+        var writer = JSONByteWriter(adopting: bytes)
+        bytes = []
+        write(to: &writer)
+        bytes = writer.bytes
+    }
+
+    func write(to out: inout JSONByteWriter) {
+        out.raw("{\"type\":\"")
+        switch kind {
+        case .customEvent: out.raw("custom_event")
+        case .customAttribute: out.raw("custom_attribute")
+        case .purchase: out.raw("purchase")
+        case .userAttribute: out.raw("user_attribute")
+        case .changeUser: out.raw("change_user")
+        }
+        out.raw("\",\"id\":")
+        out.string(id)
+        out.raw(",\"time\":")
+        out.time(time)
+        if let user {
+            out.raw(",")
+            out.identity(user)
+        }
+        switch payload {
+        case .customEvent(let name, let properties):
+            out.raw(",\"name\":")
+            out.string(name)
+            out.raw(",\"properties\":")
+            out.object(properties)
+        case .customAttribute(let key, let operation):
+            out.raw(",\"key\":")
+            out.string(key)
+            out.raw(",\"value\":")
+            out.value(operation.jsonValue)
+            if case .set(let value) = operation, value.isDate { out.raw(",\"value_type\":\"date\"") }
+        case .purchase(let productID, let currency, let price, let quantity, let properties):
+            out.raw(",\"product_id\":")
+            out.string(productID)
+            out.raw(",\"currency\":")
+            out.string(currency)
+            out.raw(",\"price\":")
+            out.double(price)
+            out.raw(",\"quantity\":")
+            out.integer(Int64(quantity))
+            out.raw(",\"properties\":")
+            out.object(properties)
+        case .userAttribute(let field, let value):
+            out.raw(",\"key\":")
+            out.string(field.rawValue)
+            out.raw(",\"value\":")
+            out.value(value)
+        case .changeUser(_, let previousUser):
+            if let previousUser {
+                out.raw(",\"previous_user\":{")
+                out.identity(previousUser)
+                out.raw("}")
+            }
+        }
+        out.raw("}")
+    }
+
+    // MARK: Reading
+
+    /// Reads a record from one line of JSON (as ``jsonLine`` writes it).
+    public init(jsonLine: String) throws(AnalyticsRecordError) {
+        try self.init(jsonBytes: Array(jsonLine.utf8))
+    }
+
+    /// Reads a record from the UTF-8 bytes of one JSON object.
+    public init(jsonBytes: [UInt8]) throws(AnalyticsRecordError) {
+        let value: Value
+        do {
+            value = try JSONValueReader.parse(jsonBytes)
+        } catch {
+            throw AnalyticsRecordError(.malformedJSON, "\(error.message) at offset \(error.offset)")
+        }
+        try self.init(jsonValue: value)
+    }
+
+    /// Reads a record from its JSON value (see the type's documentation for the shape).
+    public init(jsonValue: Value) throws(AnalyticsRecordError) {
+        guard case .object(let map) = jsonValue else {
+            throw AnalyticsRecordError(.invalidRecord, "a record must be an object, not \(jsonValue.typeName)")
+        }
+        func string(_ key: String) throws(AnalyticsRecordError) -> String {
+            guard case .string(let s)? = map[key] else { throw Self.invalid(key, "a string", map[key]) }
+            return s
+        }
+        func properties() throws(AnalyticsRecordError) -> ValueMap {
+            switch map["properties"] {
+            case nil: return ValueMap()
+            case .object(let properties)?: return properties
+            case let other?: throw Self.invalid("properties", "an object", other)
+            }
+        }
+        let typeName = try string("type")
+        guard let kind = Kind(rawValue: typeName) else {
+            throw AnalyticsRecordError(.invalidRecord, "unknown record type '\(typeName)'")
+        }
+        let id = try string("id")
+        let timeText = try string("time")
+        guard let time = ISO8601Timestamp.date(from: timeText) else {
+            throw AnalyticsRecordError(.invalidRecord, "'time' is not an iso-8601 time: '\(timeText)'")
+        }
+        let user = UserIdentity(members: map)
+        let payload: Payload
+        switch kind {
+        case .customEvent:
+            payload = .customEvent(name: try string("name"), properties: try properties())
+        case .customAttribute:
+            let key = try string("key")
+            let isDate = map["value_type"] == .string("date")
+            guard let value = map["value"], let operation = CustomAttributeOperation(jsonValue: value, isDate: isDate)
+            else { throw Self.invalid("value", "a custom attribute value", map["value"]) }
+            payload = .customAttribute(key: key, operation: operation)
+        case .purchase:
+            guard let price = map["price"]?.numberValue else { throw Self.invalid("price", "a number", map["price"]) }
+            guard case .int(let quantity)? = map["quantity"], let count = Int(exactly: quantity) else {
+                throw Self.invalid("quantity", "an integer", map["quantity"])
+            }
+            payload = .purchase(
+                productID: try string("product_id"),
+                currency: try string("currency"),
+                price: price,
+                quantity: count,
+                properties: try properties()
+            )
+        case .userAttribute:
+            let key = try string("key")
+            guard let field = BrazeStandardAttribute(rawValue: key) else {
+                throw AnalyticsRecordError(.invalidRecord, "unknown user attribute '\(key)'")
+            }
+            payload = .userAttribute(field, value: map["value"] ?? .null)
+        case .changeUser:
+            let externalID = try string("external_id")
+            var previous: UserIdentity?
+            if let value = map["previous_user"] {
+                guard case .object(let members) = value, let identity = UserIdentity(members: members) else {
+                    throw Self.invalid("previous_user", "an identity", value)
+                }
+                previous = identity
+            }
+            payload = .changeUser(externalID: externalID, previousUser: previous)
+        }
+        self.init(id: id, time: time, user: user, payload: payload)
+    }
+
+    private static func invalid(_ key: String, _ expected: String, _ found: Value?) -> AnalyticsRecordError {
+        AnalyticsRecordError(.invalidRecord, "'\(key)' must be \(expected), not \(found?.typeName ?? "missing")")
+    }
+}

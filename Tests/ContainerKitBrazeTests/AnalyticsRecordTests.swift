@@ -1,0 +1,183 @@
+import ContainerKit
+import ContainerKitBraze
+import Foundation
+import Testing
+
+@Suite struct AnalyticsRecordTests {
+    static let time = ISO8601Timestamp.date(from: "2024-05-01T12:00:00.250Z")!
+
+    static let samples: [AnalyticsRecord] = [
+        AnalyticsRecord(
+            id: "r1",
+            time: time,
+            user: .externalID("u1"),
+            payload: .customEvent(
+                name: "played",
+                properties: ["genre": "jazz", "plays": 3, "rating": 4.0, "tags": ["a"], "x": ["k": true]]
+            )
+        ),
+        AnalyticsRecord(
+            id: "r2",
+            time: time,
+            user: .brazeID("b1"),
+            payload: .customAttribute(key: "level", operation: .set(.int(7)))
+        ),
+        AnalyticsRecord(
+            id: "r3",
+            time: time,
+            user: .userAlias(name: "c-1", label: "cookie"),
+            payload: .customAttribute(
+                key: "since",
+                operation: .set(.date(ISO8601Timestamp.date(from: "2023-02-03T04:05:06.007Z")!))
+            )
+        ),
+        AnalyticsRecord(
+            id: "r4",
+            time: time,
+            user: nil,
+            payload: .customAttribute(key: "logins", operation: .increment(2))
+        ),
+        AnalyticsRecord(
+            id: "r5",
+            time: time,
+            user: .externalID("u1"),
+            payload: .customAttribute(key: "g", operation: .addToArray(["a", "b"]))
+        ),
+        AnalyticsRecord(
+            id: "r6",
+            time: time,
+            user: .externalID("u1"),
+            payload: .customAttribute(key: "g", operation: .removeFromArray(["a"]))
+        ),
+        AnalyticsRecord(
+            id: "r7",
+            time: time,
+            user: .externalID("u1"),
+            payload: .customAttribute(key: "g", operation: .set(.strings(["x"])))
+        ),
+        AnalyticsRecord(
+            id: "r8",
+            time: time,
+            user: .externalID("u1"),
+            payload: .customAttribute(key: "gone", operation: .set(.null))
+        ),
+        AnalyticsRecord(
+            id: "r9",
+            time: time,
+            user: .externalID("u1"),
+            payload: .purchase(
+                productID: "sku",
+                currency: "USD",
+                price: 10,
+                quantity: 2,
+                properties: ["coupon": "A\"B\n"]
+            )
+        ),
+        AnalyticsRecord(
+            id: "r10",
+            time: time,
+            user: .externalID("u1"),
+            payload: .userAttribute(.email, value: "a@b.co")
+        ),
+        AnalyticsRecord(
+            id: "r11",
+            time: time,
+            user: nil,
+            payload: .changeUser(externalID: "u2", previousUser: .brazeID("b1"))
+        ),
+        AnalyticsRecord(id: "r12", time: time, user: nil, payload: .changeUser(externalID: "u3", previousUser: nil)),
+    ]
+
+    @Test func jsonLineHasTheDocumentedShape() {
+        let head = #""id":"%@","time":"2024-05-01T12:00:00.250Z""#
+        func line(_ type: String, _ id: String, _ rest: String) -> String {
+            #"{"type":""# + type + #"","# + head.replacingOccurrences(of: "%@", with: id) + rest + "}"
+        }
+        let expected: [Int: String] = [
+            0: line(
+                "custom_event",
+                "r1",
+                #","external_id":"u1","name":"played","#
+                    + #""properties":{"genre":"jazz","plays":3,"rating":4.0,"tags":["a"],"x":{"k":true}}"#
+            ),
+            2: line(
+                "custom_attribute",
+                "r3",
+                #","user_alias":{"alias_name":"c-1","alias_label":"cookie"},"#
+                    + #""key":"since","value":"2023-02-03T04:05:06.007Z","value_type":"date""#
+            ),
+            3: line("custom_attribute", "r4", #","key":"logins","value":{"inc":2}"#),
+            8: line(
+                "purchase",
+                "r9",
+                #","external_id":"u1","product_id":"sku","currency":"USD","price":10.0,"quantity":2,"#
+                    + #""properties":{"coupon":"A\"B\n"}"#
+            ),
+            9: line("user_attribute", "r10", #","external_id":"u1","key":"email","value":"a@b.co""#),
+            10: line("change_user", "r11", #","external_id":"u2","previous_user":{"braze_id":"b1"}"#),
+        ]
+        for (index, text) in expected.sorted(by: { $0.key < $1.key }) {
+            #expect(Self.samples[index].jsonLine == text)
+        }
+    }
+
+    @Test(arguments: samples)
+    func recordsSurviveTheirJSONLine(record: AnalyticsRecord) throws {
+        #expect(try AnalyticsRecord(jsonLine: record.jsonLine) == record)
+        #expect(try AnalyticsRecord(jsonValue: record.jsonValue) == record)
+    }
+
+    @Test func jsonValueMatchesTheLine() throws {
+        let record = Self.samples[0]
+        let parsed = try JSONSerialization.jsonObject(with: Data(record.jsonLine.utf8)) as? NSDictionary
+        let fromValue =
+            try JSONSerialization.jsonObject(with: Data(JSONWriter.string(record.jsonValue).utf8)) as? NSDictionary
+        #expect(parsed == fromValue)
+    }
+
+    @Test func timesAreKeptToTheMillisecond() {
+        let record = AnalyticsRecord(
+            time: Date(timeIntervalSince1970: 1.23456789),
+            user: nil,
+            payload: .changeUser(externalID: "u", previousUser: nil)
+        )
+        #expect(record.time == Date(timeIntervalSince1970: 1.234))
+        #expect(record.user == .externalID("u"))
+    }
+
+    func decodingError(_ line: String) -> AnalyticsRecordError? {
+        do {
+            _ = try AnalyticsRecord(jsonLine: line)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func unreadableLinesAreErrorsWithCodes() throws {
+        #expect(decodingError(#"{"type":"custom_ev"#)?.code == .malformedJSON)
+        let unknown = try #require(decodingError(#"{"type":"teleport","id":"x","time":"2024-01-01T00:00:00Z"}"#))
+        #expect(unknown.code == .invalidRecord)
+        #expect(unknown.message.contains("'teleport'"))
+        let badTime = try #require(decodingError(#"{"type":"custom_event","id":"x","time":"noon","name":"n"}"#))
+        #expect(badTime.code == .invalidRecord)
+        #expect(badTime.message.contains("'noon'"))
+    }
+
+    @Test func isoTimestampsFormatAndParse() {
+        #expect(ISO8601Timestamp.string(from: Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
+        #expect(ISO8601Timestamp.string(from: Date(timeIntervalSince1970: 951_782_400.5)) == "2000-02-29T00:00:00.500Z")
+        #expect(ISO8601Timestamp.string(from: Date(timeIntervalSince1970: -1)) == "1969-12-31T23:59:59.000Z")
+        #expect(ISO8601Timestamp.date(from: "2000-02-29") == Date(timeIntervalSince1970: 951_782_400))
+        #expect(ISO8601Timestamp.date(from: "2000-02-29T01:00+01:00") == Date(timeIntervalSince1970: 951_782_400))
+        #expect(ISO8601Timestamp.date(from: "2000-02-29T00:00:00.25Z") == Date(timeIntervalSince1970: 951_782_400.25))
+        #expect(ISO8601Timestamp.date(from: "2001-02-29") == nil)
+        #expect(ISO8601Timestamp.date(from: "2000-02-29T24:00") == nil)
+        #expect(ISO8601Timestamp.date(from: "yesterday") == nil)
+        #expect(ISO8601Timestamp.date(from: "2000-02-29T00:00:00Zjunk") == nil)
+    }
+}
+
+extension AnalyticsRecord: CustomTestStringConvertible {
+    public var testDescription: String { id }
+}

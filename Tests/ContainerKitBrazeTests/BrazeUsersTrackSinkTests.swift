@@ -1,0 +1,295 @@
+import ContainerKit
+import ContainerKitBraze
+import Foundation
+import TestSupport
+import Testing
+
+/// A Braze test server and a sink pointed at it, with recorded (not real) retry sleeps.
+final class BrazeFixture: Sendable {
+    let server: BrazeTestServer
+    let sink: BrazeUsersTrackSink
+    let sleeper = RecordingSleeper()
+    let logger = InMemoryLogger()
+
+    init(
+        serverLimit: BrazeTestServer.ObjectLimit = .total(75),
+        apiKey: String = "test-rest-api-key",
+        adjust: (inout BrazeUsersTrackSink.Configuration) -> Void = { _ in }
+    ) throws {
+        server = try BrazeTestServer(apiKey: "test-rest-api-key", objectLimit: serverLimit)
+        var configuration = BrazeUsersTrackSink.Configuration(flushInterval: .seconds(3600), logger: logger)
+        configuration.sleep = sleeper.sleep
+        configuration.random = { 0.5 }
+        adjust(&configuration)
+        sink = BrazeUsersTrackSink(endpoint: server.endpoint, apiKey: apiKey, configuration: configuration)
+    }
+
+    func close() async {
+        await sink.shutdown()
+        server.stop()
+    }
+}
+
+@Suite struct BrazeUsersTrackSinkTests {
+    static func mixedRecords(_ count: Int) -> [AnalyticsRecord] {
+        (0..<count).map { i -> AnalyticsRecord in
+            let user = UserIdentity.externalID("u-\(i % 7)")
+            switch i % 3 {
+            case 0: return event("e\(i)", user: user, ["i": .int(Int64(i)), "f": 0.5])
+            case 1:
+                return AnalyticsRecord(
+                    user: user,
+                    payload: .customAttribute(key: "level", operation: .set(.int(Int64(i))))
+                )
+            default:
+                return AnalyticsRecord(
+                    user: user,
+                    payload: .purchase(productID: "p\(i)", currency: "USD", price: 1.25, quantity: 1, properties: [:])
+                )
+            }
+        }
+    }
+
+    @Test func batchesAtMost75ObjectsPerRequestWithTheBearerKey() async throws {
+        let fixture = try BrazeFixture()
+        fixture.sink.receive(Self.mixedRecords(200))
+        try await fixture.sink.flush()
+        let requests = fixture.server.requests
+        #expect(requests.map(\.objectCount) == [75, 75, 50])
+        #expect(requests.allSatisfy { $0.status == 201 && $0.authorization == "Bearer test-rest-api-key" })
+        #expect(fixture.server.violations.isEmpty, "\(fixture.server.violations)")
+        #expect(fixture.server.acceptedObjectCount == 200)
+        let firstEvent = try #require(fixture.server.acceptedEvents.first)
+        #expect(
+            firstEvent == [
+                "external_id": "u-0", "name": "e0", "time": firstEvent.objectValue?["time"] ?? .null,
+                "properties": ["i": 0, "f": 0.5],
+            ]
+        )
+        let time = try #require(firstEvent.objectValue?["time"]?.stringValue)
+        #expect(time.hasSuffix("Z") && time.count == 24)
+        await fixture.close()
+    }
+
+    @Test func legacyModeAllows75OfEachKind() async throws {
+        let fixture = try BrazeFixture(serverLimit: .legacy) { $0.objectLimit = .legacy }
+        fixture.sink.receive(Self.mixedRecords(300))
+        try await fixture.sink.flush()
+        let requests = fixture.server.requests
+        #expect(
+            requests.allSatisfy { $0.attributes <= 75 && $0.events <= 75 && $0.purchases <= 75 && $0.status == 201 }
+        )
+        #expect(requests.map(\.objectCount) == [225, 75])
+        #expect(fixture.server.violations.isEmpty, "\(fixture.server.violations)")
+        #expect(fixture.server.acceptedObjectCount == 300)
+        await fixture.close()
+    }
+
+    @Test func theTestServerRejectsOversizedRequests() async throws {
+        let fixture = try BrazeFixture(serverLimit: .total(75)) { $0.objectLimit = .legacy }
+        fixture.sink.receive(Self.mixedRecords(90))
+        await #expect(throws: BrazeDeliveryError.self) { try await fixture.sink.flush() }
+        #expect(fixture.server.requests.first?.status == 400)
+        #expect(fixture.server.violations.first?.contains("the limit is 75") == true)
+        await fixture.close()
+    }
+
+    @Test func mapsEveryRecordKindToBrazeObjects() async throws {
+        let fixture = try BrazeFixture()
+        let date = try #require(ISO8601Timestamp.date(from: "2020-01-02T03:04:05.006Z"))
+        fixture.sink.receive([
+            AnalyticsRecord(
+                user: .brazeID("b-1"),
+                payload: .changeUser(externalID: "u-1", previousUser: .brazeID("b-1"))
+            ),
+            AnalyticsRecord(
+                user: .externalID("u-1"),
+                payload: .customAttribute(key: "since", operation: .set(.date(date)))
+            ),
+            AnalyticsRecord(
+                user: .externalID("u-1"),
+                payload: .customAttribute(key: "logins", operation: .increment(3))
+            ),
+            AnalyticsRecord(
+                user: .externalID("u-1"),
+                payload: .customAttribute(key: "tags", operation: .addToArray(["a"]))
+            ),
+            AnalyticsRecord(
+                user: .externalID("u-1"),
+                payload: .customAttribute(key: "tags", operation: .removeFromArray(["b"]))
+            ),
+            AnalyticsRecord(user: .externalID("u-1"), payload: .userAttribute(.email, value: "ana@example.com")),
+            AnalyticsRecord(
+                user: .userAlias(name: "c-1", label: "cookie"),
+                payload: .customEvent(name: "seen", properties: [:])
+            ),
+        ])
+        try await fixture.sink.flush()
+        #expect(fixture.server.violations.isEmpty, "\(fixture.server.violations)")
+        #expect(
+            fixture.server.acceptedAttributes == [
+                ["external_id": "u-1"],
+                ["external_id": "u-1", "since": "2020-01-02T03:04:05.006Z"],
+                ["external_id": "u-1", "logins": ["inc": 3]],
+                ["external_id": "u-1", "tags": ["add": ["a"]]],
+                ["external_id": "u-1", "tags": ["remove": ["b"]]],
+                ["external_id": "u-1", "email": "ana@example.com"],
+            ]
+        )
+        let alias = try #require(fixture.server.acceptedEvents.first?.objectValue)
+        #expect(alias["user_alias"] == ["alias_name": "c-1", "alias_label": "cookie"])
+        #expect(alias["_update_existing_only"] == false)
+        await fixture.close()
+    }
+
+    @Test func recordsWithoutIdentityAreDroppedWithAWarning() async throws {
+        let fixture = try BrazeFixture()
+        fixture.sink.receive([event("anonymous", user: nil), event("known")])
+        try await fixture.sink.flush()
+        #expect(fixture.server.acceptedEvents.count == 1)
+        #expect(fixture.sink.statistics.droppedRecords == 1)
+        #expect(fixture.logger.messages(at: .warning).contains { $0.contains("without a user identity") })
+        await fixture.close()
+    }
+
+    @Test func retriesServerErrorsWithJitteredBackoff() async throws {
+        let fixture = try BrazeFixture()
+        fixture.server.fail(next: 2, with: .serverError(status: 500))
+        fixture.sink.receive((0..<10).map { event("e\($0)") })
+        try await fixture.sink.flush()
+        #expect(fixture.server.requests.map(\.status) == [500, 500, 201])
+        #expect(fixture.sleeper.delays == [.milliseconds(250), .milliseconds(500)])
+        #expect(fixture.server.acceptedObjectCount == 10)
+        #expect(fixture.sink.statistics.retries == 2)
+        await fixture.close()
+    }
+
+    @Test func honoursRetryAfterOnRateLimits() async throws {
+        let fixture = try BrazeFixture()
+        fixture.server.fail(next: 1, with: .rateLimited(retryAfter: "7"))
+        fixture.server.fail(next: 1, with: .rateLimited(retryAfter: nil))
+        fixture.sink.receive([event("e")])
+        try await fixture.sink.flush()
+        #expect(fixture.server.requests.map(\.status) == [429, 429, 201])
+        #expect(fixture.sleeper.delays == [.seconds(7), .milliseconds(500)])
+        await fixture.close()
+    }
+
+    @Test func retryAfterAcceptsSecondsAndHTTPDates() {
+        let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
+        #expect(BrazeRetryPolicy.retryAfterSeconds("120", now: now) == 120)
+        #expect(BrazeRetryPolicy.retryAfterSeconds("Sun, 06 Nov 1994 08:49:47 GMT", now: now) == 10)
+        #expect(BrazeRetryPolicy.retryAfterSeconds("soon", now: now) == nil)
+    }
+
+    @Test func otherClientErrorsAreDroppedWithBrazesMessage() async throws {
+        let fixture = try BrazeFixture()
+        fixture.server.fail(next: 1, with: .badRequest(message: "Invalid payload", errors: ["events[0] is bad"]))
+        fixture.sink.receive((0..<3).map { event("e\($0)") })
+        do {
+            try await fixture.sink.flush()
+            Issue.record("expected the flush to report the rejection")
+        } catch let error as BrazeDeliveryError {
+            #expect(error.code == .rejected)
+            #expect(error.status == 400)
+            #expect(error.message.contains("'Invalid payload'"))
+        }
+        #expect(fixture.server.requests.count == 1)
+        #expect(fixture.sleeper.delays.isEmpty)
+        #expect(fixture.sink.statistics.droppedRecords == 3)
+        let logged = fixture.logger.messages(at: .error)
+        #expect(logged.contains { $0.contains("'Invalid payload'") && $0.contains("events[0] is bad") })
+        fixture.sink.receive([event("next")])
+        try await fixture.sink.flush()
+        #expect(fixture.server.acceptedObjectCount == 1)
+        await fixture.close()
+    }
+
+    @Test func aWrongKeyIsRejectedAs401() async throws {
+        let fixture = try BrazeFixture(apiKey: "wrong")
+        fixture.sink.receive([event("e")])
+        await #expect(throws: BrazeDeliveryError.self) { try await fixture.sink.flush() }
+        #expect(fixture.server.requests.map(\.status) == [401])
+        #expect(
+            fixture.logger.messages(at: .error).contains { $0.contains("http 401") && $0.contains("Invalid API key") }
+        )
+        await fixture.close()
+    }
+
+    @Test func givesUpAfterTheLastAttempt() async throws {
+        let fixture = try BrazeFixture { $0.retry.maximumAttempts = 3 }
+        fixture.server.fail(next: 3, with: .serverError(status: 503))
+        fixture.sink.receive([event("e")])
+        do {
+            try await fixture.sink.flush()
+            Issue.record("expected the flush to fail")
+        } catch let error as BrazeDeliveryError {
+            #expect(error.code == .retriesExhausted)
+            #expect(error.status == 503)
+        }
+        #expect(fixture.server.requests.count == 3)
+        await fixture.close()
+    }
+
+    @Test func retriesTimeoutsAndBrokenConnections() async throws {
+        let fixture = try BrazeFixture { $0.requestTimeout = .seconds(1) }
+        fixture.server.fail(next: 1, with: .hang)
+        fixture.server.fail(next: 1, with: .closeConnection)
+        fixture.server.fail(next: 1, with: .garbage)
+        fixture.sink.receive([event("e")])
+        try await fixture.sink.flush()
+        #expect(fixture.server.acceptedObjectCount == 1)
+        #expect(fixture.server.requests.count == 4)
+        #expect(fixture.sink.statistics.retries >= 2)
+        await fixture.close()
+    }
+
+    @Test func flushesWhenEnoughRecordsAreBuffered() async throws {
+        let fixture = try BrazeFixture { $0.flushCount = 10 }
+        fixture.sink.receive((0..<9).map { event("e\($0)") })
+        fixture.sink.receive([event("e9")])
+        #expect(await fixture.server.waitForAcceptedObjects(10))
+        #expect(fixture.server.requests.count == 1)
+        await fixture.close()
+    }
+
+    @Test func flushesOnTheInterval() async throws {
+        let fixture = try BrazeFixture {
+            $0.flushCount = 1000
+            $0.flushInterval = .milliseconds(50)
+        }
+        fixture.sink.receive((0..<3).map { event("e\($0)") })
+        #expect(await fixture.server.waitForAcceptedObjects(3))
+        await fixture.close()
+    }
+
+    @Test func shutdownDrainsTheBuffer() async throws {
+        let fixture = try BrazeFixture { $0.flushCount = 1000 }
+        fixture.sink.receive((0..<30).map { event("e\($0)") })
+        await fixture.sink.shutdown()
+        #expect(fixture.server.acceptedObjectCount == 30)
+        fixture.sink.receive([event("late")])
+        #expect(fixture.sink.statistics.droppedRecords == 1)
+        await #expect(throws: BrazeDeliveryError.self) { try await fixture.sink.deliver([event("late")]) }
+        await fixture.close()
+    }
+
+    @Test func durableQueueDeliversThroughBrazeAtLeastOnce() async throws {
+        let fixture = try BrazeFixture { $0.retry.maximumAttempts = 2 }
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = DurableQueueSink.Configuration()
+        settings.sleep = RecordingSleeper().sleep
+        settings.logger = InMemoryLogger()
+        fixture.server.fail(next: 4, with: .serverError(status: 502))
+        let queue = try DurableQueueSink(directory: directory.path, downstream: fixture.sink, configuration: settings)
+        let records = Self.mixedRecords(100)
+        try await queue.append(records)
+        #expect(await fixture.server.waitForAcceptedObjects(100))
+        #expect(await eventually { (try? DurableQueueSink.pendingRecords(in: directory.path))?.isEmpty == true })
+        #expect(queue.statistics.failedDeliveries == 2)
+        #expect(fixture.server.violations.isEmpty)
+        await queue.shutdown()
+        await fixture.close()
+    }
+}
