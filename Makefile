@@ -14,7 +14,7 @@ build:
 
 # The main job: run a bundled container over a bundled session of events and show what fires.
 run: build
-	$(BIN) run $(CONTAINER) --events $(EVENTS)
+	$(BIN) run $(CONTAINER) --events $(EVENTS) --braze $(BRAZE_CLASS_PATH) --context app_id=com.example.music
 
 test:
 	$(SWIFT) test

@@ -18,7 +18,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ContainerKit"], path: "Tests/TestSupport"),
         .testTarget(name: "ContainerKitTests", dependencies: ["ContainerKit", "TestSupport"]),
         .testTarget(name: "ContainerKitBrazeTests", dependencies: ["ContainerKitBraze", "TestSupport"]),
-        .testTarget(name: "ContainerKitCLITests", dependencies: ["ContainerKitCLI", "TestSupport"], exclude: ["Golden"]),
+        .testTarget(name: "ContainerKitCLITests", dependencies: ["ContainerKitCLI", "ContainerKitBraze", "TestSupport"], exclude: ["Golden"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import ContainerKit
+import Foundation
 
 /// The `containerkit` command line, as a library so it can be tested without a process.
 public enum CLI {
@@ -14,7 +15,11 @@ public enum CLI {
         """
 
     /// Runs the command line `arguments` (without the program name) and returns the exit code.
-    public static func main(_ arguments: [String], output: CommandOutput = .standard) async -> Int32 {
+    public static func main(
+        _ arguments: [String],
+        output: CommandOutput = .standard,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async -> Int32 {
         guard let command = arguments.first else {
             output.error(usage)
             return ExitCode.usage
@@ -27,7 +32,7 @@ public enum CLI {
                 output.print(RunCommand.usage)
                 return ExitCode.success
             }
-            return await RunCommand.run(rest, output: output)
+            return await RunCommand.run(rest, output: output, environment: environment)
         case "lint":
             if wantsHelp {
                 output.print(LintCommand.usage)

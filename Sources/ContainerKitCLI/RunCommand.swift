@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitBraze
 import Foundation
 
 /// `containerkit run <container-file> [--events <file.jsonl> | -] [--context key=value]... [--format text|json]`
@@ -8,6 +9,8 @@ struct RunCommand {
     static let usage = """
         usage: containerkit run <container-file> [--events <file.jsonl> | -] [--context key=value]...
                                 [--format text|json] [--log-level <level>]
+                                [--braze <class path>]... [--sink stdout|jsonl:<path>|braze:<endpoint>]
+                                [--queue <dir>]
 
         Runs a container over data-layer pushes, one JSON object per input line (default: standard input).
         The object's `event` names the event; its other keys are the event's parameters.
@@ -17,6 +20,13 @@ struct RunCommand {
           --context key=value      set the client context (\(ClientContext.keys.joined(separator: ", ")))
           --format text|json       output for people (default) or one JSON object per input line
           --log-level <level>      verbose, debug, info, warning (default), error, none
+          --braze <class path>     register the Braze tag provider for this class path (repeatable;
+                                   --sink or --queue alone register Braze's default class paths)
+          --sink <sink>            where Braze records go: stdout (shown in this output, the default),
+                                   jsonl:<path>, or braze:<REST endpoint> (key from BRAZE_REST_API_KEY)
+          --queue <dir>            put a crash-safe queue in front of the sink: an event's output is
+                                   printed once its records are durable; pending records from an earlier
+                                   run with the same queue are delivered first
 
         exit codes: 0 success, 1 the container could not be loaded, 2 some input lines failed, 64 usage error
         """
@@ -27,12 +37,17 @@ struct RunCommand {
         var context: ClientContext
         var json: Bool
         var logLevel: LogLevel
+        var brazeClassPaths: [String] = []
+        var sink: BrazeSetup.SinkSpec?
+        var queueDirectory: String?
+
+        var usesBraze: Bool { !brazeClassPaths.isEmpty || sink != nil || queueDirectory != nil }
     }
 
     static func parse(_ arguments: [String]) throws(UsageError) -> Options {
         let args = try Arguments(
             arguments,
-            valued: ["--events", "--context", "--format", "--log-level"],
+            valued: ["--events", "--context", "--format", "--log-level", "--braze", "--sink", "--queue"],
             flags: []
         )
         guard args.positionals.count == 1 else {
@@ -49,16 +64,20 @@ struct RunCommand {
         }
         let levelName = args.value("--log-level") ?? "warning"
         guard let level = LogLevel(name: levelName) else { throw UsageError("unknown log level '\(levelName)'") }
-        return Options(
+        var options = Options(
             containerPath: args.positionals[0],
             eventsPath: args.value("--events") ?? "-",
             context: context,
             json: try args.choice("--format", ["text", "json"], default: "text") == "json",
             logLevel: level
         )
+        options.brazeClassPaths = args.values("--braze")
+        if let sink = args.value("--sink") { options.sink = try BrazeSetup.SinkSpec(parsing: sink) }
+        options.queueDirectory = args.value("--queue")
+        return options
     }
 
-    static func run(_ arguments: [String], output: CommandOutput) async -> Int32 {
+    static func run(_ arguments: [String], output: CommandOutput, environment: [String: String]) async -> Int32 {
         let options: Options
         do { options = try parse(arguments) } catch {
             output.error("containerkit run: \(error.message)\n\n\(usage)")
@@ -74,6 +93,25 @@ struct RunCommand {
         }
         let manager = TagManager(logger: logger, defaultContext: options.context)
         manager.add(container)
+        var braze: BrazeSetup?
+        if options.usesBraze {
+            do {
+                let setup = try BrazeSetup(
+                    sink: options.sink ?? .standardOutput,
+                    queueDirectory: options.queueDirectory,
+                    environment: environment,
+                    logger: logger
+                )
+                BrazeTagProvider(sink: setup.capture).register(
+                    on: manager,
+                    classPaths: options.brazeClassPaths.isEmpty ? BrazeTagProvider.defaultClassPaths : options.brazeClassPaths
+                )
+                braze = setup
+            } catch {
+                output.error("containerkit run: \(error)")
+                return ExitCode.failure
+            }
+        }
         let session = manager.makeDataLayer()
 
         let handle: FileHandle
@@ -111,16 +149,29 @@ struct RunCommand {
                 continue
             }
             let result = session.push(message)
+            let records = braze?.takeRecords() ?? []
+            if let braze {
+                do {
+                    try await braze.waitUntilDurable()
+                } catch {
+                    output.error("containerkit run: line \(lineNumber): records are not durable: \(error)")
+                    await braze.shutdown()
+                    return ExitCode.failure
+                }
+            }
             if options.json {
-                var object = ValueMap(minimumCapacity: 2)
+                var object = ValueMap(minimumCapacity: 3)
                 object["event"] = ReportFormatting.eventField(message)
                 object["fired"] = .array(result.fired.map(ReportFormatting.json))
+                if braze != nil { object["sink"] = .array(records.map(\.jsonValue)) }
                 output.print(JSONWriter.string(.object(object)))
             } else {
                 printText(line: lineNumber, message: message, result: result, output: output)
+                for record in records { output.print("    → \(JSONWriter.string(record.jsonValue))") }
             }
         }
         if options.eventsPath != "-" { try? handle.close() }
+        await braze?.shutdown()
         return failedLines > 0 ? ExitCode.findings : ExitCode.success
     }
 

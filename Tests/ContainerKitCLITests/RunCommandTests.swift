@@ -1,0 +1,154 @@
+import ContainerKit
+import ContainerKitBraze
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ContainerKitCLI
+
+struct RunCommandTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    static let music = root + "/Containers/GTM-MUSIC01.json"
+    static let session = root + "/Containers/events/music-session.jsonl"
+    static let braze = "com.appboy.googletagmanager.BrazeGtmTagProvider"
+
+    static func temporaryPath(_ name: String) -> String {
+        NSTemporaryDirectory() + "containerkit-run-\(UUID().uuidString)-\(name)"
+    }
+
+    static func write(_ lines: [String]) throws -> String {
+        let path = temporaryPath("events.jsonl")
+        try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    func run(_ arguments: [String], environment: [String: String] = [:]) async -> (code: Int32, out: String, err: String) {
+        let captured = CapturedOutput()
+        let code = await CLI.main(["run"] + arguments, output: captured.output, environment: environment)
+        return (code, captured.standardOutput, captured.standardError)
+    }
+
+    func jsonLines(_ text: String) throws -> [ValueMap] {
+        try text.split(separator: "\n").map { line in try #require(try Value(json: String(line)).objectValue) }
+    }
+
+    @Test func jsonFormatPrintsOneObjectPerInputLineWithTypedParameters() async throws {
+        let result = await run([Self.music, "--events", Self.session, "--format", "json", "--context", "app_id=com.example.music"])
+        #expect(result.code == 0)
+        let lines = try jsonLines(result.out)
+        #expect(lines.count == 7)
+        #expect(lines.map { $0["event"] } == ["login", "played song", "played song", "played song", .null, "genre selected", "purchase"])
+        let played = try #require(lines[1]["fired"]?.arrayValue?.first?.objectValue)
+        #expect(played["tag_id"] == 1)
+        #expect(played["status"] == "unhandled")
+        #expect(played["parameters"]?.objectValue?["duration"] == 545)
+        #expect(played["parameters"]?.objectValue?["app"] == "app:com.example.music")
+        #expect(lines[2]["fired"] == [])
+    }
+
+    @Test func badLinesAreReportedWithTheirNumberAndTheRunGoesOn() async throws {
+        let events = try Self.write([#"{"event": "login", "user_id": "u"}"#, "{not json", "[1, 2]", #"{"event": "purchase"}"#])
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let result = await run([Self.music, "--events", events, "--format", "json"])
+        #expect(result.code == 2)
+        #expect(try jsonLines(result.out).count == 2)
+        #expect(result.err.contains("line 2:"))
+        #expect(result.err.contains("line 3: a push must be a JSON object"))
+    }
+
+    @Test(arguments: [
+        ([], "missing <container-file>"), (["a.json", "--format", "xml"], "--format"),
+        (["a.json", "--context", "nokey"], "key=value"), (["a.json", "--context", "colour=red"], "unknown context key"),
+        (["a.json", "--sink", "kafka:x"], "--sink"), (["a.json", "--sink", "braze:ftp://x"], "http(s)"),
+        (["a.json", "--bogus"], "unknown option"),
+    ])
+    func usageErrorsExitSixtyFour(arguments: [String], message: String) async {
+        let result = await run(arguments)
+        #expect(result.code == 64)
+        #expect(result.err.contains(message))
+    }
+
+    @Test func anUnloadableContainerExitsOne() async throws {
+        let path = Self.temporaryPath("GTM-BROKEN.json")
+        try "{\"resource\": [".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let result = await run([path, "--events", Self.session])
+        #expect(result.code == 1)
+        #expect(result.err.contains("GTM-BROKEN.json:1:"))
+    }
+
+    @Test func brazeRecordsAppearInTheSinkFieldOfEachLine() async throws {
+        let result = await run([Self.music, "--events", Self.session, "--format", "json", "--braze", Self.braze])
+        #expect(result.code == 0)
+        let lines = try jsonLines(result.out)
+        let types = lines.map { $0["sink"]?.arrayValue?.compactMap { $0.objectValue?["type"]?.stringValue } ?? [] }
+        #expect(types == [["change_user"], ["custom_event"], [], [], [], ["custom_attribute"], ["purchase"]])
+        let event = try #require(lines[1]["sink"]?.arrayValue?.first?.objectValue)
+        #expect(event["external_id"] == "user-42")
+        #expect(event["name"] == "played song")
+        #expect(event["properties"]?.objectValue?["duration"] == 545)
+    }
+
+    @Test func brazeSinkDeliversThroughTheQueueToUsersTrack() async throws {
+        let server = try BrazeTestServer()
+        defer { server.stop() }
+        let queue = Self.temporaryPath("queue")
+        defer { try? FileManager.default.removeItem(atPath: queue) }
+        let result = await run(
+            [Self.music, "--events", Self.session, "--format", "json", "--braze", Self.braze,
+             "--sink", "braze:\(server.endpoint.absoluteString)", "--queue", queue],
+            environment: ["BRAZE_REST_API_KEY": server.apiKey]
+        )
+        #expect(result.code == 0, "\(result.err)")
+        // `run` drains the sink before it exits: everything is already at the server.
+        #expect(server.acceptedObjectCount == 4)
+        #expect(server.violations.isEmpty)
+        #expect(server.acceptedEvents.first?.objectValue?["name"] == "played song")
+        #expect(server.acceptedPurchases.first?.objectValue?["product_id"] == "premium-month")
+        #expect(server.acceptedEvents.allSatisfy { $0.objectValue?["external_id"] == "user-42" })
+        #expect(try DurableQueueSink.pendingRecords(in: queue).isEmpty)
+    }
+
+    @Test func brazeSinkWithoutAnAPIKeyFailsBeforeRunning() async {
+        let result = await run([Self.music, "--events", Self.session, "--sink", "braze:http://127.0.0.1:9/"])
+        #expect(result.code == 1)
+        #expect(result.err.contains("BRAZE_REST_API_KEY"))
+    }
+
+    @Test func aLaterRunWithTheSameQueueDeliversWhatIsPending() async throws {
+        let queue = Self.temporaryPath("queue")
+        let delivered = Self.temporaryPath("delivered.jsonl")
+        defer {
+            try? FileManager.default.removeItem(atPath: queue)
+            try? FileManager.default.removeItem(atPath: delivered)
+        }
+        // A first "run" whose downstream never confirms: its records are durable but pending.
+        struct Unreachable: Error {}
+        final class RefusingSink: AcknowledgingSink {
+            func deliver(_ records: [AnalyticsRecord]) async throws { throw Unreachable() }
+        }
+        var configuration = DurableQueueSink.Configuration()
+        configuration.logger = InMemoryLogger()
+        configuration.sleep = { _ in }
+        let first = try DurableQueueSink(directory: queue, downstream: RefusingSink(), configuration: configuration)
+        let record = AnalyticsRecord(
+            id: "pending-1",
+            time: Date(timeIntervalSince1970: 1_700_000_000),
+            user: .externalID("user-7"),
+            payload: .customEvent(name: "queued", properties: ["n": 1])
+        )
+        try await first.append([record])
+        await first.shutdown()
+        #expect(try DurableQueueSink.pendingRecords(in: queue).map(\.id) == ["pending-1"])
+
+        let empty = try Self.write([])
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let result = await run([Self.music, "--events", empty, "--braze", Self.braze, "--queue", queue, "--sink", "jsonl:\(delivered)"])
+        #expect(result.code == 0, "\(result.err)")
+        let lines = try String(contentsOfFile: delivered, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1)
+        #expect(try AnalyticsRecord(jsonLine: String(lines[0])).id == "pending-1")
+        #expect(try DurableQueueSink.pendingRecords(in: queue).isEmpty)
+    }
+}
