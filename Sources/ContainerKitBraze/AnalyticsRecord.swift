@@ -219,9 +219,10 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
     public init(jsonBytes: [UInt8]) throws(AnalyticsRecordError) {
         let value: Value
         do {
-            value = try JSONValueReader.parse(jsonBytes)
+            value = try Value(jsonBytes: jsonBytes, maximumDepth: 64)
         } catch {
-            throw AnalyticsRecordError(.malformedJSON, "\(error.message) at offset \(error.offset)")
+            let at = error.location.map { " at column \($0.column)" } ?? ""
+            throw AnalyticsRecordError(.malformedJSON, "\(error.message)\(at)")
         }
         try self.init(jsonValue: value)
     }

@@ -479,7 +479,7 @@ public final class BrazeUsersTrackSink: AnalyticsSink, AcknowledgingSink {
 
     /// Braze's `message` and `errors` (each as compact JSON, or a string as itself).
     private static func parseAnswer(_ data: Data) -> (message: String, errors: [String]) {
-        guard case .object(let map)? = try? JSONValueReader.parse([UInt8](data)) else {
+        guard case .object(let map)? = try? Value(jsonBytes: [UInt8](data), maximumDepth: 64) else {
             return (String(decoding: data.prefix(200), as: UTF8.self), [])
         }
         let message = map["message"].map { $0.stringValue ?? $0.description } ?? ""
