@@ -54,6 +54,7 @@ public final class DataLayer: Sendable {
     ///   result of the push that processed it.
     @discardableResult
     public func push(_ message: ValueMap) -> PushResult {
+        if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(message) { return deferred }
         let mustProcess = state.withLock { state -> Bool in
             state.queue.append(message)
             if state.processing { return false }
