@@ -184,7 +184,10 @@ private final class HTTPFetchDelegate: NSObject, URLSessionDataDelegate, Sendabl
             return ContainerFetchError(.networkError, "the connection to '\(shownURL)' failed (url error \(code))")
         case .badServerResponse, .cannotParseResponse, .cannotDecodeRawData, .cannotDecodeContentData,
             .zeroByteResource, .unsupportedURL:
-            return ContainerFetchError(.badResponse, "'\(shownURL)' sent an answer that is not http (url error \(code))")
+            return ContainerFetchError(
+                .badResponse,
+                "'\(shownURL)' sent an answer that is not http (url error \(code))"
+            )
         case .cancelled:
             return ContainerFetchError(.networkError, "the request to '\(shownURL)' was cancelled")
         default:

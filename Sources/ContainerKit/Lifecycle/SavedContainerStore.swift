@@ -79,7 +79,10 @@ public struct SavedContainerStore: Sendable, CustomStringConvertible {
         if FileManager.default.fileExists(atPath: "\(base)/\(id).\(other)") {
             try? FileManager.default.removeItem(atPath: "\(base)/\(id).\(other)")
         }
-        try writeMetadata(id, Metadata(fetchedAt: fetchedAt, etag: etag, size: bytes.count, checksum: Self.checksum(bytes)))
+        try writeMetadata(
+            id,
+            Metadata(fetchedAt: fetchedAt, etag: etag, size: bytes.count, checksum: Self.checksum(bytes))
+        )
     }
 
     /// Records that the server confirmed the saved container `id` is current (HTTP 304) at `fetchedAt`.
@@ -88,7 +91,12 @@ public struct SavedContainerStore: Sendable, CustomStringConvertible {
         guard let saved = try await load(id: id) else { return }
         try writeMetadata(
             id,
-            Metadata(fetchedAt: fetchedAt, etag: saved.etag, size: saved.bytes.count, checksum: Self.checksum(saved.bytes))
+            Metadata(
+                fetchedAt: fetchedAt,
+                etag: saved.etag,
+                size: saved.bytes.count,
+                checksum: Self.checksum(saved.bytes)
+            )
         )
     }
 
@@ -106,7 +114,9 @@ public struct SavedContainerStore: Sendable, CustomStringConvertible {
 
     // MARK: Files
 
-    private var files: DirectoryContainerSource { DirectoryContainerSource(directory: directory, maximumBytes: maximumBytes) }
+    private var files: DirectoryContainerSource {
+        DirectoryContainerSource(directory: directory, maximumBytes: maximumBytes)
+    }
     private var base: String { directory.hasSuffix("/") ? String(directory.dropLast()) : directory }
 
     private struct Metadata {

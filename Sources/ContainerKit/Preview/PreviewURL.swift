@@ -74,7 +74,10 @@ public struct PreviewURL: Sendable, Hashable, CustomStringConvertible {
         }
         let appID = String(afterPrefix[..<separator.lowerBound])
         guard !appID.isEmpty, appID.allSatisfy(PreviewURL.isAppIDCharacter) else {
-            throw PreviewURLError(.malformed, "the app id '\(PreviewURL.shown(appID))' is empty or has invalid characters")
+            throw PreviewURLError(
+                .malformed,
+                "the app id '\(PreviewURL.shown(appID))' is empty or has invalid characters"
+            )
         }
         let rest = afterPrefix[separator.upperBound...]
         guard let question = rest.firstIndex(of: "?") else {
@@ -145,7 +148,12 @@ public struct PreviewURL: Sendable, Hashable, CustomStringConvertible {
             throw PreviewURLError(.malformed, "nothing may follow 'gtm_debug=x'")
         }
         action = .enter(
-            PreviewRequest(containerID: containerID, authToken: String(token), previewNumber: String(number), debug: debug)
+            PreviewRequest(
+                containerID: containerID,
+                authToken: String(token),
+                previewNumber: String(number),
+                debug: debug
+            )
         )
     }
 
