@@ -74,7 +74,10 @@ extension LifecycleTests {
                     var pushes = 0
                     var bad = 0
                     var seen = Set<String>()
-                    while !stop.isOpen || pushes < 100 {
+                    var last = false
+                    while !last {
+                        // One more push after the stop signal: it starts after the last version went live.
+                        last = stop.isOpen && pushes >= 100
                         let result = session.push(event: "played", parameters: ["song": "x"])
                         pushes += 1
                         if result.events.count != 1 || result.fired.count != 1 { bad += 1 }
