@@ -2,7 +2,7 @@
 ///
 /// The auth token is a secret: ``description`` and every message ContainerKit writes show
 /// `gtm_auth=<redacted>` instead.
-public struct PreviewRequest: Sendable, Hashable, CustomStringConvertible {
+public struct PreviewRequest: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The container ID, already checked against the `GTM-XXXX` pattern.
     public var containerID: String
     /// The `gtm_auth` token that authorises the draft.
@@ -24,6 +24,9 @@ public struct PreviewRequest: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         "id=\(containerID)&gtm_auth=<redacted>&gtm_preview=\(previewNumber)" + (debug ? "&gtm_debug=x" : "")
     }
+
+    /// The same as ``description``: the token stays out of debug output too.
+    public var debugDescription: String { description }
 }
 
 /// Where draft containers for preview mode come from: GTM's `/r` endpoint with the preview's query

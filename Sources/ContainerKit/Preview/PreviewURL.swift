@@ -17,7 +17,7 @@ import Foundation
 /// let url = try PreviewURL(parsing: "tagmanager.c.com.example://preview/p?id=GTM-XXXX&gtm_auth=a1&gtm_preview=3")
 /// if case .enter(let request) = url.action { print(request) }   // id=GTM-XXXX&gtm_auth=<redacted>&gtm_preview=3
 /// ```
-public struct PreviewURL: Sendable, Hashable, CustomStringConvertible {
+public struct PreviewURL: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// What the URL asks for.
     public enum Action: Sendable, Hashable {
         /// Preview the draft the request names.
@@ -52,6 +52,9 @@ public struct PreviewURL: Sendable, Hashable, CustomStringConvertible {
         case .exit: return prefix + "id=\(containerID)&gtm_preview="
         }
     }
+
+    /// The same as ``description``.
+    public var debugDescription: String { description }
 
     /// Parses `text`.
     /// - Throws: ``PreviewURLError`` saying which part breaks the grammar.
