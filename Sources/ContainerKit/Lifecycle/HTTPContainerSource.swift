@@ -19,7 +19,7 @@ import Foundation
 public struct HTTPContainerSource: ContainerSource, PreviewSource, CustomStringConvertible {
     /// The answer size limit (default 8 MiB).
     public var maximumBytes: Int
-    /// How long a request may take, in seconds (default 30).
+    /// How long a request may take, in whole seconds (default 30; at least 1).
     public var timeout: TimeInterval
 
     private enum Endpoint: Sendable {

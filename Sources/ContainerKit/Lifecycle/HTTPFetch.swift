@@ -23,6 +23,8 @@ struct HTTPFetch: Sendable {
     var timeout: TimeInterval
 
     func run() async throws(ContainerFetchError) -> Answer {
+        // FoundationNetworking counts request timeouts in whole seconds (0.5 would mean no wait at all).
+        let timeout = max(1, self.timeout.rounded(.up))
         var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
         request.httpMethod = "GET"
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }

@@ -58,7 +58,8 @@ public struct LifecycleConfiguration: Sendable {
         var options = loadOptions
         options.containerID = id
         do {
-            return try ContainerLoader(options: options).load(bytes: bytes, file: "\(id) (\(origin))")
+            let ext = SavedContainerStore.looksLikePropertyList(bytes) ? "plist" : "json"
+            return try ContainerLoader(options: options).load(bytes: bytes, file: "\(origin):\(id).\(ext)")
         } catch {
             throw ContainerFetchError(.invalidContainer, "the \(origin) container '\(id)' does not load: \(error)")
         }

@@ -43,7 +43,7 @@ extension TagManager {
         }
     }
 
-    /// Handles a GTM preview URL; see ``preview(url:)-(String)``.
+    /// Handles a GTM preview URL given as a `URL`; see the `String` form.
     @discardableResult
     public func preview(url: URL) -> Bool { preview(url: url.absoluteString) }
 
