@@ -120,10 +120,12 @@ private final class HTTPFetchDelegate: NSObject, URLSessionDataDelegate, Sendabl
             completionHandler(.cancel)
             return
         }
+        // With a content encoding, Content-Length counts compressed bytes and says nothing about truncation.
+        let encoding = http.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
         state.withLock { state in
             state.status = http.statusCode
             state.etag = http.value(forHTTPHeaderField: "ETag")
-            state.expectedLength = expected
+            state.expectedLength = encoding == "identity" ? expected : -1
         }
         completionHandler(.allow)
     }
