@@ -9,6 +9,7 @@ public enum CLI {
         commands:
           run       run a container over data-layer pushes and show what fires
           lint      check container files for mistakes without running them
+          preview   load the draft a GTM preview URL names and trace pushes against it
           help      show this help
 
         Run 'containerkit <command> --help' for a command's options.
@@ -39,6 +40,12 @@ public enum CLI {
                 return ExitCode.success
             }
             return await LintCommand.run(rest, output: output)
+        case "preview":
+            if wantsHelp {
+                output.print(PreviewCommand.usage)
+                return ExitCode.success
+            }
+            return await PreviewCommand.run(rest, output: output)
         case "help", "--help", "-h":
             output.print(usage)
             return ExitCode.success

@@ -40,6 +40,14 @@ public final class DataLayer: Sendable {
     struct Pending: Sendable {
         var message: ValueMap
         var event: Value?
+
+        /// The message with the separately given event folded in.
+        var fullMessage: ValueMap {
+            guard let event else { return message }
+            var full = message
+            full["event"] = event
+            return full
+        }
     }
 
     let state = Mutex(State())
@@ -84,6 +92,7 @@ public final class DataLayer: Sendable {
     /// Processes `pending` now if no push is in progress (then whatever handlers queued meanwhile), or
     /// queues it behind the push in progress.
     private func enqueueOrProcess(_ pending: Pending) -> PushResult {
+        if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
         let mustProcess = state.withLock { state -> Bool in
             if state.processing {
                 state.queue.append(pending)

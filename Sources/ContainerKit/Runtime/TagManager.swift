@@ -27,6 +27,8 @@ public final class TagManager: Sendable {
     private let handlers = Mutex(Handlers())
     private let live = Mutex<[Container]>([])
     private let reported = Mutex<Set<String>>([])
+    /// Opened containers, preview, delayed initialization (see `TagManager+Opening.swift`).
+    let lifecycle = LifecycleState()
 
     /// Creates a runtime.
     /// - Parameters:
@@ -90,6 +92,7 @@ public final class TagManager: Sendable {
                 "\(container.id): \(problem.message)"
             }
         }
+        lifecycle.deferral.containerAdded(self)
     }
 
     /// Removes the live container with `id`; returns it.
@@ -115,7 +118,8 @@ public final class TagManager: Sendable {
     /// - Parameters:
     ///   - context: what the built-in macros report for this client; defaults to ``defaultContext``.
     ///   - sessionID: an identifier for logs and handlers; a random one by default.
-    ///   - debug: record an ``EvaluationTrace`` for every event (preview's debug mode).
+    ///   - debug: record an ``EvaluationTrace`` for every event (preview's debug mode); always on while
+    ///     ``isDebugMode`` is set.
     public func makeDataLayer(context: ClientContext? = nil, sessionID: String? = nil, debug: Bool = false)
         -> DataLayer
     {
@@ -123,7 +127,7 @@ public final class TagManager: Sendable {
             tagManager: self,
             context: context ?? defaultContext,
             sessionID: sessionID ?? DataLayer.makeSessionID(),
-            debug: debug
+            debug: debug || isDebugMode
         )
     }
 

@@ -1,0 +1,337 @@
+import Foundation
+import Synchronization
+
+/// One opened container ID: loads the default, saved and network versions, keeps the best one live in its
+/// ``TagManager``, and refreshes it on schedule (12 hours after a success, 1 hour after a failure).
+///
+/// Get one from ``TagManager/containerHolder(id:)`` after ``TagManager/open(id:openType:timeout:callback:)``.
+/// A refreshed version replaces the live one atomically with ``TagManager/add(_:)``: a push being
+/// evaluated finishes on the version it started with, and a failed refresh keeps the current version.
+public final class ContainerHolder: Sendable {
+    /// The container ID.
+    public let containerID: String
+    /// How the first open waited.
+    public let openType: OpenType
+
+    /// A loaded version and where it came from.
+    struct Candidate: Sendable {
+        var container: Container
+        var origin: ContainerOrigin
+        var lastRefresh: Date?
+    }
+
+    private struct State {
+        var defaultCandidate: Candidate?
+        var loaded: Candidate?
+        var etag: String?
+        var resolved = false
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiterID = 0
+        var callbacks: [any ContainerCallback] = []
+        var lastNetworkAttempt: Date?
+        var nextRefresh: Date?
+        var lastFailure: RefreshFailure?
+        var manualRequested = false
+        var sleeper: Task<Void, Never>?
+        var loop: Task<Void, Never>?
+        var closed = false
+    }
+
+    private weak let tagManager: TagManager?
+    private let configuration: LifecycleConfiguration
+    private let logger: any Logger
+    private let state = Mutex(State())
+
+    init(id: String, openType: OpenType, tagManager: TagManager, configuration: LifecycleConfiguration) {
+        self.containerID = id
+        self.openType = openType
+        self.tagManager = tagManager
+        self.configuration = configuration
+        self.logger = tagManager.logger
+    }
+
+    // MARK: Public state
+
+    /// The best version so far and where it came from; `container` is `nil` until something loaded.
+    public var opened: OpenedContainer {
+        state.withLock { state in
+            let best = state.loaded ?? state.defaultCandidate
+            return OpenedContainer(
+                containerID: containerID,
+                container: best?.container,
+                origin: best?.origin,
+                lastRefresh: best?.lastRefresh
+            )
+        }
+    }
+
+    /// When the next scheduled network refresh is due; `nil` before the first one is scheduled, without a
+    /// network source, and after ``close()``.
+    public var nextRefresh: Date? { state.withLock { $0.closed ? nil : $0.nextRefresh } }
+
+    /// Why the last network refresh failed; `nil` after a success.
+    public var lastFailure: RefreshFailure? { state.withLock { $0.lastFailure } }
+
+    /// Asks for a network refresh now. Refused (`false`, logged at info level) when there is no network
+    /// source, the holder is closed, a refresh is already requested, or the last network refresh started
+    /// less than ``RefreshPolicy/minimumManualInterval`` (15 minutes) ago.
+    @discardableResult
+    public func refresh() -> Bool {
+        guard configuration.network != nil else { return false }
+        let now = configuration.clock.now
+        let minimum = configuration.refreshPolicy.minimumManualInterval
+        let (accepted, sleeper) = state.withLock { state -> (Bool, Task<Void, Never>?) in
+            if state.closed || state.manualRequested { return (false, nil) }
+            if let last = state.lastNetworkAttempt, now.timeIntervalSince(last) < minimum { return (false, nil) }
+            state.manualRequested = true
+            return (true, state.sleeper)
+        }
+        if accepted {
+            sleeper?.cancel()
+        } else {
+            logger.info("refresh of '\(containerID)' ignored: at most one refresh every \(Int(minimum)) seconds")
+        }
+        return accepted
+    }
+
+    /// Stops refreshing. The live container stays live until ``TagManager/remove(id:)``; opening the ID
+    /// again starts a new holder.
+    public func close() {
+        let (loop, sleeper) = state.withLock { state -> (Task<Void, Never>?, Task<Void, Never>?) in
+            state.closed = true
+            return (state.loop, state.sleeper)
+        }
+        sleeper?.cancel()
+        loop?.cancel()
+        resolve()
+        tagManager?.lifecycle.removeHolder(self)
+    }
+
+    // MARK: Opening
+
+    func addCallback(_ callback: (any ContainerCallback)?) {
+        guard let callback else { return }
+        state.withLock { $0.callbacks.append(callback) }
+    }
+
+    func start() {
+        let task = Task { await self.run() }
+        let closed = state.withLock { state -> Bool in
+            state.loop = task
+            return state.closed
+        }
+        if closed { task.cancel() }
+    }
+
+    /// Waits until the open is resolved (the open type is satisfied) or `timeout` seconds pass, whichever
+    /// comes first; a timeout resolves the open with the best version loaded so far.
+    func waitUntilResolved(timeout: TimeInterval) async {
+        let waiterID = state.withLock { state -> Int? in
+            guard !state.resolved else { return nil }
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        guard let waiterID else { return }
+        let clock = configuration.clock
+        let deadline = clock.now.addingTimeInterval(max(0, timeout))
+        let timer = Task { [weak self] in
+            await clock.sleep(until: deadline)
+            if !Task.isCancelled { self?.resolve() }
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.resolved || Task.isCancelled { return true }
+                    state.waiters[waiterID] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: waiterID) }?.resume()
+        }
+        timer.cancel()
+    }
+
+    /// Makes the best version loaded so far live and wakes the waiting opens. Only the first call does
+    /// anything.
+    private func resolve() {
+        let (waiters, first) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
+            guard !state.resolved else { return ([], false) }
+            state.resolved = true
+            if let best = state.loaded ?? state.defaultCandidate { publish(best.container) }
+            defer { state.waiters.removeAll() }
+            return (Array(state.waiters.values), true)
+        }
+        for waiter in waiters { waiter.resume() }
+        if first, let tagManager { tagManager.lifecycle.deferral.openFinished(tagManager) }
+    }
+
+    /// Must be called with the state locked, so that versions go live in the order they were loaded.
+    private func publish(_ container: Container) {
+        tagManager?.lifecycle.publish(container, on: tagManager)
+    }
+
+    /// Records a newly loaded version; once the open is resolved it goes live at once.
+    private func offer(_ candidate: Candidate, etag: String?) {
+        state.withLock { state in
+            state.loaded = candidate
+            state.etag = etag
+            if state.resolved { publish(candidate.container) }
+        }
+    }
+
+    private func emit(_ event: ContainerRefreshEvent) {
+        logger.debug("\(containerID): refresh \(event)")
+        for callback in state.withLock({ $0.callbacks }) { callback.containerRefresh(containerID, event) }
+    }
+
+    // MARK: Loading
+
+    private func run() async {
+        await loadDefault()
+        let saved = await loadSaved()
+        let now = configuration.clock.now
+        let age = saved?.fetchedAt.map { now.timeIntervalSince($0) }
+        let fresh = age.map { $0 >= 0 && $0 < configuration.refreshPolicy.afterSuccess } ?? false
+        if saved != nil && (openType == .preferNonDefault || fresh) { resolve() }
+        guard configuration.network != nil else {
+            resolve()
+            return
+        }
+        if fresh, let fetchedAt = saved?.fetchedAt {
+            let due = fetchedAt.addingTimeInterval(configuration.refreshPolicy.afterSuccess)
+            state.withLock { $0.nextRefresh = due }
+        } else {
+            await refreshFromNetwork()
+        }
+        resolve()
+        await refreshLoop()
+    }
+
+    private func loadDefault() async {
+        guard let source = configuration.defaultContainers else { return }
+        do throws(ContainerFetchError) {
+            guard case .container(let bytes, _) = try await source.fetch(id: containerID, ifNoneMatch: nil) else {
+                return
+            }
+            let container = try configuration.compile(bytes, id: containerID, origin: "default")
+            state.withLock { $0.defaultCandidate = Candidate(container: container, origin: .default, lastRefresh: nil) }
+        } catch where error.code == .notFound {
+            logger.info("no default container for '\(containerID)'")
+        } catch {
+            logger.warning("the default container '\(containerID)' cannot be used: \(error.message)")
+        }
+    }
+
+    private func loadSaved() async -> SavedContainer? {
+        guard let store = configuration.savedContainers else { return nil }
+        emit(.began(.saved))
+        do throws(ContainerFetchError) {
+            guard let saved = try await store.load(id: containerID) else {
+                emit(.failed(.saved, .noSavedContainer))
+                return nil
+            }
+            let container = try configuration.compile(saved.bytes, id: containerID, origin: "saved")
+            offer(Candidate(container: container, origin: .saved, lastRefresh: saved.fetchedAt), etag: saved.etag)
+            emit(.succeeded(.saved))
+            return saved
+        } catch {
+            logger.warning("the saved container '\(containerID)' cannot be used: \(error.message)")
+            emit(.failed(.saved, error.code == .invalidContainer ? .ioError : error.refreshFailure))
+            return nil
+        }
+    }
+
+    private func refreshLoop() async {
+        while true {
+            let (target, manual, closed) = state.withLock { ($0.nextRefresh, $0.manualRequested, $0.closed) }
+            if closed || Task.isCancelled || tagManager == nil { return }
+            if !manual {
+                guard let target else { return }
+                if configuration.clock.now < target {
+                    let clock = configuration.clock
+                    let sleeper = Task { await clock.sleep(until: target) }
+                    let wakeNow = state.withLock { state -> Bool in
+                        state.sleeper = sleeper
+                        return state.manualRequested || state.closed
+                    }
+                    if wakeNow { sleeper.cancel() }
+                    await withTaskCancellationHandler {
+                        await sleeper.value
+                    } onCancel: {
+                        sleeper.cancel()
+                    }
+                    state.withLock { $0.sleeper = nil }
+                    continue
+                }
+            }
+            await refreshFromNetwork()
+        }
+    }
+
+    /// Fetches the container from the network source, offers it, saves it, and schedules the next refresh.
+    private func refreshFromNetwork() async {
+        guard let network = configuration.network else { return }
+        let clock = configuration.clock
+        let etag = state.withLock { state -> String? in
+            state.manualRequested = false
+            state.lastNetworkAttempt = clock.now
+            return state.loaded == nil ? nil : state.etag
+        }
+        emit(.began(.network))
+        do throws(ContainerFetchError) {
+            switch try await network.fetch(id: containerID, ifNoneMatch: etag) {
+            case .container(let bytes, let newETag):
+                let container = try configuration.compile(bytes, id: containerID, origin: "network")
+                let fetchedAt = clock.now
+                offer(Candidate(container: container, origin: .network, lastRefresh: fetchedAt), etag: newETag)
+                await save(bytes, etag: newETag, fetchedAt: fetchedAt)
+            case .notModified:
+                let fetchedAt = clock.now
+                let cached = state.withLock { state -> Bool in
+                    guard state.loaded != nil else { return false }
+                    state.loaded?.origin = .network
+                    state.loaded?.lastRefresh = fetchedAt
+                    return true
+                }
+                guard cached else {
+                    throw ContainerFetchError(.badResponse, "'\(containerID)' is not modified, but nothing is cached")
+                }
+                await touch(fetchedAt: fetchedAt)
+            }
+            let due = clock.now.addingTimeInterval(configuration.refreshPolicy.afterSuccess)
+            state.withLock { state in
+                state.nextRefresh = due
+                state.lastFailure = nil
+            }
+            emit(.succeeded(.network))
+        } catch {
+            let due = clock.now.addingTimeInterval(configuration.refreshPolicy.afterFailure)
+            state.withLock { state in
+                state.nextRefresh = due
+                state.lastFailure = error.refreshFailure
+            }
+            logger.warning("refreshing '\(containerID)' from the network failed: \(error.message)")
+            emit(.failed(.network, error.refreshFailure))
+        }
+    }
+
+    private func save(_ bytes: [UInt8], etag: String?, fetchedAt: Date) async {
+        guard let store = configuration.savedContainers else { return }
+        do throws(ContainerFetchError) {
+            try await store.save(id: containerID, bytes: bytes, etag: etag, fetchedAt: fetchedAt)
+        } catch {
+            logger.warning("cannot save the container '\(containerID)': \(error.message)")
+        }
+    }
+
+    private func touch(fetchedAt: Date) async {
+        guard let store = configuration.savedContainers else { return }
+        do throws(ContainerFetchError) {
+            try await store.touch(id: containerID, fetchedAt: fetchedAt)
+        } catch {
+            logger.warning("cannot update the saved container '\(containerID)': \(error.message)")
+        }
+    }
+}

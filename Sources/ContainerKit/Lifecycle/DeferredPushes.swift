@@ -1,0 +1,165 @@
+import Synchronization
+
+/// The pushes that arrived before any container was live, queued per data layer and replayed in order
+/// once one is (delayed initialization).
+///
+/// Pushes are queued while no container is live and an open is in progress or
+/// ``DelayedInitialization/isEnabled`` is set, and also while a data layer's queue is being replayed (so
+/// that a new push cannot overtake the queued ones). A push made during the replay by the replay itself
+/// (from a tag handler) is processed directly, as it would be without queueing.
+final class DeferredPushes: Sendable {
+    /// True while a push may have to be queued; a push that reads `false` goes straight through.
+    let mayDefer = Atomic<Bool>(false)
+
+    private struct Queue {
+        let dataLayer: DataLayer
+        var messages: [ValueMap] = []
+        var head = 0
+        var dropped = 0
+
+        /// Appends `message`, dropping the oldest beyond `limit`; returns whether this was the first drop.
+        mutating func append(_ message: ValueMap, limit: Int) -> Bool {
+            messages.append(message)
+            var firstDrop = false
+            while messages.count - head > limit {
+                messages[head] = ValueMap()
+                head += 1
+                dropped += 1
+                firstDrop = firstDrop || dropped == 1
+            }
+            if head > 64 && head * 2 > messages.count {
+                messages.removeFirst(head)
+                head = 0
+            }
+            return firstDrop
+        }
+
+        /// Takes the oldest message.
+        mutating func next() -> ValueMap? {
+            guard head < messages.count else { return nil }
+            defer {
+                messages[head] = ValueMap()
+                head += 1
+            }
+            return messages[head]
+        }
+    }
+
+    private struct State {
+        var opensInProgress = 0
+        var enabled = false
+        var limit = DelayedInitialization().maximumQueuedPushes
+        var available = false
+        var queues: [ObjectIdentifier: Queue] = [:]
+        /// The data layers with a queue, in the order their first push was queued, from `orderHead` on.
+        var order: [ObjectIdentifier] = []
+        var orderHead = 0
+        var replaying = false
+
+        var waiting: Bool { !available && (opensInProgress > 0 || enabled) }
+        var mustReplay: Bool { !waiting && !queues.isEmpty && !replaying }
+    }
+
+    private let state = Mutex(State())
+
+    // MARK: Transitions
+
+    /// Applies a new configuration.
+    func configure(_ setting: DelayedInitialization, tagManager: TagManager) {
+        let available = !tagManager.containers.isEmpty
+        update(tagManager) { state in
+            state.enabled = setting.isEnabled
+            state.limit = setting.maximumQueuedPushes
+            state.available = available
+        }
+    }
+
+    /// An open started: pushes wait until it resolves, if no container is live.
+    func openStarted(_ tagManager: TagManager) {
+        let available = !tagManager.containers.isEmpty
+        update(tagManager) { state in
+            state.opensInProgress += 1
+            state.available = available
+        }
+    }
+
+    /// An open resolved (with or without a container).
+    func openFinished(_ tagManager: TagManager) {
+        update(tagManager) { state in state.opensInProgress = max(0, state.opensInProgress - 1) }
+    }
+
+    /// A container went live.
+    func containerAdded(_ tagManager: TagManager) {
+        guard mayDefer.load(ordering: .acquiring) else { return }
+        update(tagManager) { state in state.available = true }
+    }
+
+    private func update(_ tagManager: TagManager, _ change: (inout State) -> Void) {
+        let replay = state.withLock { state -> Bool in
+            change(&state)
+            let replay = state.mustReplay
+            if replay { state.replaying = true }
+            mayDefer.store(state.waiting || !state.queues.isEmpty, ordering: .releasing)
+            return replay
+        }
+        if replay { Task { self.replay(tagManager) } }
+    }
+
+    // MARK: Queueing
+
+    /// Queues `message` for `dataLayer` if it must wait; returns the result of a deferred push then, and
+    /// `nil` when the push should go through.
+    func hold(_ message: ValueMap, for dataLayer: DataLayer) -> PushResult? {
+        let key = ObjectIdentifier(dataLayer)
+        if DataLayer.replayingSession == key { return nil }
+        let outcome = state.withLock { state -> (firstDrop: Bool, limit: Int)? in
+            guard state.waiting || state.queues[key] != nil else { return nil }
+            if state.queues[key] == nil {
+                state.queues[key] = Queue(dataLayer: dataLayer)
+                state.order.append(key)
+            }
+            let firstDrop = state.queues[key]?.append(message, limit: state.limit) ?? false
+            return (firstDrop, state.limit)
+        }
+        guard let outcome else { return nil }
+        if outcome.firstDrop {
+            dataLayer.tagManager.logger.warning(
+                "session \(dataLayer.sessionID): dropped the oldest push waiting for a container; "
+                    + "at most \(outcome.limit) pushes wait per session"
+            )
+        }
+        var result = PushResult()
+        result.deferred = true
+        return result
+    }
+
+    /// Replays every queue, oldest push first, one data layer after another.
+    private func replay(_ tagManager: TagManager) {
+        while true {
+            let next = state.withLock { state -> (DataLayer, ValueMap?, Int)? in
+                while !state.waiting, state.orderHead < state.order.count {
+                    let key = state.order[state.orderHead]
+                    if let message = state.queues[key]?.next(), let dataLayer = state.queues[key]?.dataLayer {
+                        return (dataLayer, message, 0)
+                    }
+                    let finished = state.queues.removeValue(forKey: key)
+                    state.orderHead += 1
+                    if let finished, finished.dropped > 0 { return (finished.dataLayer, nil, finished.dropped) }
+                }
+                state.order.removeFirst(state.orderHead)
+                state.orderHead = 0
+                state.replaying = false
+                mayDefer.store(state.waiting || !state.queues.isEmpty, ordering: .releasing)
+                return nil
+            }
+            guard let (dataLayer, message, dropped) = next else { return }
+            guard let message else {
+                tagManager.logger.warning(
+                    "session \(dataLayer.sessionID): \(dropped) pushes were dropped while waiting for a container"
+                )
+                continue
+            }
+            DataLayer.$replayingSession.withValue(ObjectIdentifier(dataLayer)) { _ = dataLayer.push(message) }
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import Foundation
+
+/// When containers are refreshed: GTM's schedule by default.
+public struct RefreshPolicy: Sendable, Hashable {
+    /// The wait after a successful network refresh, and the age at which a saved container is stale
+    /// (default 12 hours).
+    public var afterSuccess: TimeInterval
+    /// The wait after a failed network refresh (default 1 hour).
+    public var afterFailure: TimeInterval
+    /// The shortest time between two network refreshes that ``ContainerHolder/refresh()`` allows
+    /// (default 15 minutes).
+    public var minimumManualInterval: TimeInterval
+
+    /// GTM's schedule: 12 hours, 1 hour, 15 minutes.
+    public static let standard = RefreshPolicy()
+
+    /// Creates a policy; every parameter defaults to GTM's value.
+    public init(
+        afterSuccess: TimeInterval = 12 * 3600,
+        afterFailure: TimeInterval = 3600,
+        minimumManualInterval: TimeInterval = 15 * 60
+    ) {
+        self.afterSuccess = afterSuccess
+        self.afterFailure = afterFailure
+        self.minimumManualInterval = minimumManualInterval
+    }
+}

@@ -1,0 +1,237 @@
+import ContainerKit
+import Foundation
+
+/// `containerkit preview <preview-url> (--server <base-url> | --drafts <dir>) [--events <file.jsonl> | -]
+/// [--format text|json]`
+///
+/// Loads the draft a GTM preview URL names and runs data-layer pushes against it in debug mode, printing
+/// for each push what fired, what did not and why, the variables and the data layer.
+struct PreviewCommand {
+    static let usage = """
+        usage: containerkit preview <preview-url> (--server <base-url> | --drafts <dir>)
+                                    [--events <file.jsonl> | -] [--format text|json] [--log-level <level>]
+
+        Loads the draft container that a GTM preview URL names
+          tagmanager.c.<app id>://preview/p?id=GTM-XXXX&gtm_auth=<token>&gtm_preview=<digits>[&gtm_debug=x]
+        and runs data-layer pushes against it in debug mode, one JSON object per input line (default: standard
+        input). For every push it shows the tags that fired (with their parameters), the tags that did not fire
+        with the first condition that failed, the variables used, and the data layer after the push.
+        The auth token is sent to the server only; it is never printed.
+
+        options:
+          --server <base-url>      fetch the draft from <base-url>/r?id=…&gtm_auth=…&gtm_preview=… (http or
+                                   https; this is the only host contacted, redirects are not followed)
+          --drafts <dir>           read the draft from <dir>/<container id>.json or .plist instead
+          --events <path>|-        read pushes from a file (or - for standard input)
+          --format text|json       a timeline for people (default) or one JSON object per input line with
+                                   event, fired, not_fired, variables and data_layer
+          --log-level <level>      verbose, debug, info, warning (default), error, none
+
+        exit codes: 0 success, 1 the events file cannot be read, 2 some input lines failed,
+          3 malformed preview URL or container ID, 4 auth token refused (HTTP 401, 403, 404) or no such draft,
+          5 server unreachable or failing, 6 the draft does not load, 64 usage error
+        """
+
+    /// The exit codes `preview` adds to ``ExitCode``.
+    enum PreviewExitCode {
+        static let malformedURL: Int32 = 3
+        static let refused: Int32 = 4
+        static let unreachable: Int32 = 5
+        static let invalidDraft: Int32 = 6
+    }
+
+    struct Options {
+        var url: String
+        var source: any PreviewSource
+        var eventsPath: String
+        var json: Bool
+        var logLevel: LogLevel
+    }
+
+    static func parse(_ arguments: [String]) throws(UsageError) -> Options {
+        let args = try Arguments(
+            arguments,
+            valued: ["--server", "--drafts", "--events", "--format", "--log-level"],
+            flags: []
+        )
+        guard args.positionals.count == 1 else {
+            throw UsageError(args.positionals.isEmpty ? "missing <preview-url>" : "expected one preview url")
+        }
+        let source: any PreviewSource
+        switch (args.value("--server"), args.value("--drafts")) {
+        case (let server?, nil):
+            guard let base = URL(string: server) else { throw UsageError("--server '\(server)' is not a url") }
+            do throws(ContainerFetchError) {
+                source = try HTTPContainerSource(base: base)
+            } catch {
+                throw UsageError("--server: \(error.message)")
+            }
+        case (nil, let directory?):
+            source = DirectoryContainerSource(directory: directory)
+        case (nil, nil):
+            throw UsageError("give --server <base-url> or --drafts <dir>")
+        case (_?, _?):
+            throw UsageError("give either --server or --drafts, not both")
+        }
+        let levelName = args.value("--log-level") ?? "warning"
+        guard let level = LogLevel(name: levelName) else { throw UsageError("unknown log level '\(levelName)'") }
+        return Options(
+            url: args.positionals[0],
+            source: source,
+            eventsPath: args.value("--events") ?? "-",
+            json: try args.choice("--format", ["text", "json"], default: "text") == "json",
+            logLevel: level
+        )
+    }
+
+    static func run(_ arguments: [String], output: CommandOutput) async -> Int32 {
+        let options: Options
+        do { options = try parse(arguments) } catch {
+            output.error("containerkit preview: \(error.message)\n\n\(usage)")
+            return ExitCode.usage
+        }
+        let request: PreviewRequest
+        do throws(PreviewURLError) {
+            let url = try PreviewURL(parsing: options.url)
+            guard case .enter(let enter) = url.action else {
+                output.error("containerkit preview: '\(url)' is an exit-preview url; it names no draft")
+                return PreviewExitCode.malformedURL
+            }
+            request = enter
+        } catch {
+            output.error("containerkit preview: invalid preview url: \(error.message)")
+            return PreviewExitCode.malformedURL
+        }
+
+        let manager = TagManager(
+            logger: CommandLogger(output: output, minimumLevel: options.logLevel),
+            lifecycle: LifecycleConfiguration(preview: options.source)
+        )
+        let draft: Container
+        do throws(ContainerFetchError) {
+            draft = try await manager.enterPreview(request)
+        } catch {
+            output.error("containerkit preview: cannot load the draft of '\(request.containerID)': \(error.message)")
+            return exitCode(for: error)
+        }
+
+        let handle: FileHandle
+        if options.eventsPath == "-" {
+            handle = FileHandle.standardInput
+        } else {
+            guard let file = FileHandle(forReadingAtPath: options.eventsPath) else {
+                output.error("containerkit preview: cannot open events file '\(options.eventsPath)'")
+                return ExitCode.failure
+            }
+            handle = file
+        }
+        defer { if options.eventsPath != "-" { try? handle.close() } }
+        if !options.json {
+            let counts = draft.counts
+            output.print(
+                "preview \(draft.id) draft version \(draft.version) (\(draft.format.rawValue)) from \(options.source)"
+                    + "\(request.debug ? ", gtm_debug" : ""): "
+                    + "\(counts.tags) tags, \(counts.macros) variables, \(counts.rules) rules"
+            )
+        }
+        let session = manager.makeDataLayer(debug: true)
+        var failedLines = 0
+        var lineNumber = 0
+        for line in LineReader(handle: handle) {
+            lineNumber += 1
+            if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
+            guard case .object(let message)? = try? Value(json: line) else {
+                output.error("containerkit preview: line \(lineNumber): a push must be one json object")
+                failedLines += 1
+                continue
+            }
+            let step = Step(message: message, result: session.push(message), model: session.model)
+            if options.json {
+                output.print(JSONWriter.string(step.json))
+            } else {
+                for text in step.timeline(line: lineNumber) { output.print(text) }
+            }
+        }
+        return failedLines > 0 ? ExitCode.findings : ExitCode.success
+    }
+
+    /// 4 for a refused token or a missing draft, 6 for a draft that does not load, 3 for a bad ID, else 5.
+    static func exitCode(for error: ContainerFetchError) -> Int32 {
+        if error.isRefusal { return PreviewExitCode.refused }
+        switch error.code {
+        case .invalidContainer, .tooLarge: return PreviewExitCode.invalidDraft
+        case .invalidContainerID: return PreviewExitCode.malformedURL
+        default: return PreviewExitCode.unreachable
+        }
+    }
+
+    /// One push and what the draft did with it.
+    struct Step {
+        var message: ValueMap
+        var result: PushResult
+        /// The data layer after the push.
+        var model: ValueMap
+
+        var traces: [EvaluationTrace] { result.events.compactMap(\.trace) }
+        var notFired: [EvaluationTrace.TagOutcome] { traces.flatMap(\.tags).filter { $0.kind != .fired } }
+        var variables: [EvaluationTrace.VariableValue] { traces.flatMap(\.variables) }
+
+        /// `{"event", "fired", "not_fired", "variables", "data_layer"}`.
+        var json: Value {
+            var object = ValueMap(minimumCapacity: 5)
+            object["event"] = ReportFormatting.eventField(message)
+            object["fired"] = .array(result.fired.map(ReportFormatting.json))
+            object["not_fired"] = .array(
+                notFired.map { tag in
+                    var map = ValueMap(minimumCapacity: 5)
+                    map["tag_id"] = tag.tagID.map { .int(Int64($0)) } ?? .null
+                    map["name"] = tag.name.map(Value.string) ?? .null
+                    map["function"] = .string(tag.function)
+                    map["outcome"] = .string(tag.kind.rawValue)
+                    map["reason"] = tag.reason.map(Value.string) ?? .null
+                    return .object(map)
+                }
+            )
+            object["variables"] = .array(
+                variables.map { variable in
+                    var map = ValueMap(minimumCapacity: 3)
+                    map["name"] = variable.name.map(Value.string) ?? .null
+                    map["function"] = .string(variable.function)
+                    map["value"] = variable.value.isUndefined ? .null : variable.value
+                    return .object(map)
+                }
+            )
+            object["data_layer"] = .object(model)
+            return .object(object)
+        }
+
+        /// The person-readable timeline entry of input line `line`.
+        func timeline(line: Int) -> [String] {
+            let event = ReportFormatting.eventField(message)
+            var lines = [
+                "", "line \(line): " + (event == .null ? "push (no event)" : "event \(JSONWriter.string(event))"),
+            ]
+            if event != .null {
+                lines.append(result.fired.isEmpty ? "  fired: none" : "  fired:")
+                for tag in result.fired {
+                    lines.append("  " + ReportFormatting.text(tag))
+                    lines += ReportFormatting.parameterLines(tag.parameters).map { "  " + $0 }
+                }
+                if !notFired.isEmpty { lines.append("  not fired:") }
+                for tag in notFired {
+                    let id = tag.tagID.map { "tag \($0)" } ?? "tag #\(tag.index)"
+                    let name = tag.name.map { " '\($0)'" } ?? ""
+                    let kind = tag.kind == .notFired ? "" : " [\(tag.kind.rawValue)]"
+                    lines.append("    \(id)\(name) \(tag.function)\(kind): \(tag.reason ?? "no reason recorded")")
+                }
+                if !variables.isEmpty { lines.append("  variables:") }
+                for variable in variables {
+                    let value = variable.value.isUndefined ? "undefined" : JSONWriter.string(variable.value)
+                    lines.append("    \(variable.name ?? "#\(variable.index)") (\(variable.function)) = \(value)")
+                }
+            }
+            lines.append("  data layer: \(JSONWriter.string(.object(model)))")
+            return lines
+        }
+    }
+}

@@ -1,0 +1,247 @@
+import ContainerKit
+import ContainerKitCLI
+import Foundation
+import TestSupport
+import Testing
+
+@Suite struct PreviewCommandTests {
+    typealias Fixtures = ContainerTestServer.Fixtures
+    static let token = "Tok3n-_x"
+    static let url = "tagmanager.c.com.example.app://preview/p?id=GTM-K1T5&gtm_auth=\(token)&gtm_preview=7"
+    static let events = """
+        {"event": "played", "song": "So What", "genre": "rock"}
+        {"user": {"name": "Ada"}}
+        {"event": "skipped", "genre": "jazz"}
+        """
+
+    struct Outcome {
+        var code: Int32
+        var out: String
+        var err: String
+        var lines: [String] { out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
+    }
+
+    func run(_ arguments: [String]) async -> Outcome {
+        let captured = CapturedOutput()
+        let code = await CLI.main(arguments, output: captured.output)
+        return Outcome(code: code, out: captured.standardOutput, err: captured.standardError)
+    }
+
+    func eventsFile(_ text: String = PreviewCommandTests.events) throws -> String {
+        try Fixtures.directory(["events.jsonl": Array(text.utf8)]) + "/events.jsonl"
+    }
+
+    /// A server that answers the draft only to the right token and preview number.
+    func draftServer() throws -> ContainerTestServer {
+        try ContainerTestServer { request in
+            guard request.path == "/r", request.query("id") == "GTM-K1T5" else { return .status(404) }
+            guard request.query("gtm_auth") == Self.token, request.query("gtm_preview") == "7" else {
+                return .status(403)
+            }
+            return .container(Fixtures.draft())
+        }
+    }
+
+    func expectNoToken(_ outcome: Outcome) {
+        #expect(!outcome.out.contains(Self.token))
+        #expect(!outcome.err.contains(Self.token))
+    }
+
+    @Test func printsATimelineOfTheDraftFetchedFromTheServer() async throws {
+        let server = try draftServer()
+        defer { server.stop() }
+        let outcome = await run([
+            "preview", Self.url, "--server", server.baseURL.absoluteString, "--events", try eventsFile(),
+        ])
+        #expect(outcome.code == 0, "\(outcome.err)")
+        #expect(!outcome.err.contains("error"))
+        let expected = [
+            "preview GTM-K1T5 draft version 7 (compiled_resource) from \(server.baseURL.absoluteString): "
+                + "3 tags, 3 variables, 4 rules",
+            "",
+            "line 1: event \"played\"",
+            "  fired:",
+            "    tag 1 'Played song' __funct → com.example.Played [unhandled]",
+            "        song = \"So What\"",
+            "  not fired:",
+            "    tag 3 'Played jazz' __funct: rule 1: {{Genre}} equals \"jazz\" (value: \"rock\") was false",
+            "    tag 4 'Skipped' __funct: rule 2: {{Event Name}} equals \"skipped\" (value: \"played\") was false",
+        ]
+        #expect(Array(outcome.lines.prefix(expected.count)) == expected)
+        #expect(outcome.out.contains("  variables:\n    Event Name (__e) = \"played\"\n"))
+        #expect(outcome.out.contains("    Song (__md) = \"So What\"\n"))
+        #expect(outcome.out.contains("line 2: push (no event)\n  data layer: {"))
+        #expect(outcome.out.contains("line 3: event \"skipped\"\n  fired: none\n"))
+        #expect(outcome.out.contains("    tag 4 'Skipped' __funct [blocked]: blocked by rule 3"))
+        #expect(server.requests.count == 1)
+        #expect(server.requests.first?.queryItems.map(\.name) == ["id", "gtm_auth", "gtm_preview"])
+        expectNoToken(outcome)
+    }
+
+    @Test func printsOneJSONObjectPerLineWithTheFieldsOfRun() async throws {
+        let server = try draftServer()
+        defer { server.stop() }
+        let events = try eventsFile()
+        let outcome = await run([
+            "preview", Self.url, "--server", server.baseURL.absoluteString, "--events", events, "--format", "json",
+        ])
+        #expect(outcome.code == 0, "\(outcome.err)")
+        let objects = try outcome.lines.filter { !$0.isEmpty }.map { try #require(try Value(json: $0).objectValue) }
+        #expect(objects.count == 3)
+        #expect(objects.allSatisfy { Set($0.keys) == ["event", "fired", "not_fired", "variables", "data_layer"] })
+        #expect(outcome.lines.first?.hasPrefix("{\"event\":\"played\",\"fired\":[") == true)
+
+        let played = try #require(objects.first)
+        #expect(played["event"] == "played")
+        let fired = try #require(played["fired"]?.arrayValue?.first?.objectValue)
+        #expect(fired["tag_id"] == .int(1))
+        #expect(fired["class_path"] == "com.example.Played")
+        #expect(fired["parameters"] == .object(["song": "So What"]))
+        let notFired = try #require(played["not_fired"]?.arrayValue)
+        #expect(notFired.compactMap { $0.objectValue?["tag_id"] } == [.int(3), .int(4)])
+        #expect(notFired.first?.objectValue?["outcome"] == "not_fired")
+        #expect(notFired.first?.objectValue?["reason"]?.stringValue?.contains("{{Genre}}") == true)
+        let variables = try #require(played["variables"]?.arrayValue).compactMap(\.objectValue)
+        #expect(variables.contains { $0["name"] == "Song" && $0["function"] == "__md" && $0["value"] == "So What" })
+        #expect(played["data_layer"]?.objectValue?["genre"] == "rock")
+
+        #expect(objects[1]["event"] == .null)
+        #expect(objects[1]["fired"] == .array([]))
+        #expect(objects[1]["data_layer"]?.objectValue?["user"] == .object(["name": "Ada"]))
+        #expect(objects[2]["not_fired"]?.arrayValue?.last?.objectValue?["outcome"] == "blocked")
+
+        // `event` and `fired` are exactly what `containerkit run --format json` prints for the same draft.
+        let draftFile = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()]) + "/GTM-K1T5.json"
+        let ran = await run(["run", draftFile, "--events", events, "--format", "json"])
+        let runObjects = try ran.lines.filter { !$0.isEmpty }.map { try #require(try Value(json: $0).objectValue) }
+        #expect(runObjects.map { $0["event"] } == objects.map { $0["event"] })
+        #expect(runObjects.map { $0["fired"] } == objects.map { $0["fired"] })
+    }
+
+    @Test func readsTheDraftFromADraftsDirectory() async throws {
+        let drafts = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()])
+        let outcome = await run([
+            "preview", Self.url, "--drafts", drafts, "--events", try eventsFile(), "--format", "json",
+        ])
+        #expect(outcome.code == 0, "\(outcome.err)")
+        #expect(outcome.lines.filter { !$0.isEmpty }.count == 3)
+    }
+
+    @Test func debugURLsAreAcceptedAndShown() async throws {
+        let drafts = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()])
+        let outcome = await run([
+            "preview", Self.url + "&gtm_debug=x", "--drafts", drafts, "--events", try eventsFile(),
+        ])
+        #expect(outcome.code == 0)
+        #expect(outcome.lines.first?.contains(", gtm_debug: 3 tags") == true)
+    }
+
+    static let serverFailures: [(String, ContainerTestServer.Response, Int32)] = [
+        ("403 refuses the token", .status(403), 4),
+        ("404 refuses the token", .status(404), 4),
+        ("401 refuses the token", .status(401), 4),
+        ("500", .status(500), 5),
+        ("redirect to another host", .redirect("http://example.com/r"), 5),
+        ("truncated", .truncated(Array(Fixtures.draft().prefix(40)), declaredLength: 4000), 5),
+        ("garbage answer", .garbage(Array("\u{1}\u{2}\u{3} nope\r\n\r\n".utf8)), 5),
+        ("body that is not a container", .container(Array("<html>hello</html>".utf8)), 6),
+        ("empty body", .container([]), 6),
+    ]
+
+    @Test(arguments: serverFailures)
+    func exitsWithADistinctCodeWhenTheDraftCannotBeFetched(
+        _ name: String,
+        response: ContainerTestServer.Response,
+        code: Int32
+    ) async throws {
+        let server = try ContainerTestServer { _ in response }
+        defer { server.stop() }
+        let outcome = await run(["preview", Self.url, "--server", server.baseURL.absoluteString, "--events", "-"])
+        #expect(outcome.code == code, "\(name): \(outcome.err)")
+        #expect(outcome.out.isEmpty)
+        #expect(outcome.err.split(separator: "\n").count == 1, "\(name): \(outcome.err)")
+        #expect(outcome.err.hasPrefix("containerkit preview: cannot load the draft of 'GTM-K1T5': "))
+        #expect(server.requests.count == 1)
+        expectNoToken(outcome)
+    }
+
+    @Test func exitsWithFiveWhenTheServerIsUnreachable() async throws {
+        let server = try ContainerTestServer { _ in .status(200) }
+        let base = server.baseURL.absoluteString
+        server.stop()
+        let outcome = await run(["preview", Self.url, "--server", base, "--events", "-"])
+        #expect(outcome.code == 5)
+        #expect(outcome.err.contains("cannot connect to '\(base)/r?id=GTM-K1T5&gtm_auth=<redacted>&gtm_preview=7'"))
+        expectNoToken(outcome)
+    }
+
+    @Test func exitsWithFourWhenTheDraftsDirectoryHasNoDraft() async throws {
+        let outcome = await run(["preview", Self.url, "--drafts", try Fixtures.directory([:]), "--events", "-"])
+        #expect(outcome.code == 4)
+    }
+
+    static let badURLs = [
+        "not a url",
+        "tagmanager.c.app://preview/p?id=GTM-K1T5&gtm_auth=\(token)&gtm_preview=abc",
+        "tagmanager.c.app://preview/p?id=GTM-k1t5&gtm_auth=\(token)&gtm_preview=7",
+        "tagmanager.c.app://preview/p?id=../../etc/passwd&gtm_auth=\(token)&gtm_preview=7",
+        "tagmanager.c.app://evil.example.com/p?id=GTM-K1T5&gtm_auth=\(token)&gtm_preview=7",
+        "tagmanager.c.app://preview/p?id=GTM-K1T5&gtm_preview=",
+    ]
+
+    @Test(arguments: badURLs)
+    func exitsWithThreeForAMalformedURLOrContainerID(url: String) async throws {
+        let server = try draftServer()
+        defer { server.stop() }
+        let outcome = await run(["preview", url, "--server", server.baseURL.absoluteString, "--events", "-"])
+        #expect(outcome.code == 3, "\(outcome.err)")
+        #expect(outcome.err.split(separator: "\n").count == 1)
+        #expect(server.requests.isEmpty)
+        expectNoToken(outcome)
+    }
+
+    static let usageErrors: [[String]] = [
+        ["preview"],
+        ["preview", url],
+        ["preview", url, "--server", "http://127.0.0.1:9", "--drafts", "/tmp"],
+        ["preview", url, "--server", "ftp://127.0.0.1/"],
+        ["preview", url, "--server", "file:///etc"],
+        ["preview", url, "--server", "http://127.0.0.1:9/?next=http://example.com"],
+        ["preview", url, "--drafts", "/tmp", "--format", "xml"],
+        ["preview", url, url, "--drafts", "/tmp"],
+        ["preview", url, "--drafts", "/tmp", "--bogus"],
+    ]
+
+    @Test(arguments: usageErrors)
+    func exitsWithSixtyFourForAUsageError(arguments: [String]) async {
+        let outcome = await run(arguments)
+        #expect(outcome.code == 64, "\(outcome.err)")
+        #expect(outcome.err.hasPrefix("containerkit preview: "))
+        expectNoToken(outcome)
+    }
+
+    @Test func exitsWithTwoWhenSomeLinesFailAndRunsTheOthers() async throws {
+        let drafts = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()])
+        let events = try eventsFile("{\"event\": \"played\"}\n[1, 2]\nnot json\n{\"event\": \"skipped\"}\n")
+        let outcome = await run(["preview", Self.url, "--drafts", drafts, "--events", events, "--format", "json"])
+        #expect(outcome.code == 2)
+        #expect(outcome.lines.filter { !$0.isEmpty }.count == 2)
+        #expect(outcome.err.contains("line 2: a push must be one json object"))
+        #expect(outcome.err.contains("line 3: a push must be one json object"))
+    }
+
+    @Test func exitsWithOneWhenTheEventsFileCannotBeOpened() async throws {
+        let drafts = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()])
+        let outcome = await run(["preview", Self.url, "--drafts", drafts, "--events", drafts + "/missing.jsonl"])
+        #expect(outcome.code == 1)
+    }
+
+    @Test func helpDescribesTheExitCodes() async {
+        let outcome = await run(["preview", "--help"])
+        #expect(outcome.code == 0)
+        #expect(outcome.out.contains("exit codes: 0 success"))
+        #expect(outcome.out.contains("4 auth token refused"))
+        let main = await run(["help"])
+        #expect(main.out.contains("  preview   "))
+    }
+}

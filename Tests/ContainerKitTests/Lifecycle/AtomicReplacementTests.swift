@@ -1,0 +1,102 @@
+import ContainerKit
+import Dispatch
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+extension LifecycleTests {
+    @Suite struct AtomicReplacementTests {
+        typealias Fixtures = ContainerTestServer.Fixtures
+        let id = Fixtures.containerID
+        let clock = ManualRefreshClock()
+
+        /// Version `version` of the fixture whose `played` tag calls `com.example.Played<version>`.
+        static func version(_ version: String) -> ScriptedSource.Answer {
+            let text = String(decoding: Fixtures.live(version: version), as: UTF8.self)
+                .replacingOccurrences(of: "com.example.Played", with: "com.example.Played\(version)")
+            return .success(.container(bytes: Array(text.utf8), etag: nil))
+        }
+
+        func open(_ versions: [String]) async throws -> (TagManager, ContainerHolder) {
+            let manager = TagManager(
+                logger: InMemoryLogger(),
+                lifecycle: LifecycleConfiguration(network: ScriptedSource(versions.map(Self.version)), clock: clock)
+            )
+            _ = try await manager.open(id: id, timeout: 3600)
+            return (manager, try #require(manager.containerHolder(id: id)))
+        }
+
+        /// Refreshes by hand (after the 15-minute throttle) and waits until `version` is live.
+        func refresh(_ holder: ContainerHolder, _ manager: TagManager, to version: String) async {
+            clock.advance(by: 15 * 60)
+            #expect(holder.refresh())
+            #expect(await eventually { manager.liveVersion() == version })
+        }
+
+        @Test func aPushInFlightFinishesOnTheVersionItStartedWith() async throws {
+            let (manager, holder) = try await open(["1", "2"])
+            let entered = Mutex(false)
+            let release = DispatchSemaphore(value: 0)
+            manager.register(
+                tagHandler: ClosureTagHandler { _ in
+                    entered.withLock { $0 = true }
+                    _ = release.wait(timeout: .now() + 30)
+                },
+                for: "com.example.Played1"
+            )
+            let session = manager.makeDataLayer()
+            let result = Mutex<PushResult?>(nil)
+            Thread.detachNewThread {
+                let pushed = session.push(event: "played", parameters: ["song": "a"])
+                result.withLock { $0 = pushed }
+            }
+            #expect(await eventually { entered.withLock { $0 } })
+
+            await refresh(holder, manager, to: "2")
+            release.signal()
+            #expect(await eventually { result.withLock { $0 } != nil })
+            let inFlight = try #require(result.withLock { $0 })
+            #expect(inFlight.fired.map(\.classPath) == ["com.example.Played1"])
+            #expect(inFlight.fired.map(\.status) == [.ok])
+            #expect(session.push(event: "played").fired.map(\.classPath) == ["com.example.Played2"])
+        }
+
+        @Test func concurrentPushesAlwaysSeeExactlyOneWholeVersion() async throws {
+            let versions = (1...12).map(String.init)
+            let (manager, holder) = try await open(versions)
+            let stop = Gate()
+            let outcomes = Mutex<[(pushes: Int, bad: Int, seen: Set<String>)]>([])
+            for _ in 0..<4 {
+                // Threads, not tasks: synchronous pushes in a loop would starve the cooperative pool.
+                Thread.detachNewThread {
+                    let session = manager.makeDataLayer()
+                    var pushes = 0
+                    var bad = 0
+                    var seen = Set<String>()
+                    var last = false
+                    while !last {
+                        // One more push after the stop signal: it starts after the last version went live.
+                        last = stop.isOpen && pushes >= 100
+                        let result = session.push(event: "played", parameters: ["song": "x"])
+                        pushes += 1
+                        if result.events.count != 1 || result.fired.count != 1 { bad += 1 }
+                        if let path = result.fired.first?.classPath { seen.insert(path) }
+                    }
+                    outcomes.withLock { $0.append((pushes, bad, seen)) }
+                }
+            }
+            for version in versions.dropFirst() { await refresh(holder, manager, to: version) }
+            stop.open()
+            #expect(await eventually { outcomes.withLock { $0.count } == 4 })
+            var seen = Set<String>()
+            for outcome in outcomes.withLock({ $0 }) {
+                #expect(outcome.bad == 0)
+                seen.formUnion(outcome.seen)
+            }
+            #expect(seen.isSubset(of: Set(versions.map { "com.example.Played\($0)" })))
+            #expect(seen.contains("com.example.Played12"))
+            #expect(manager.containers.count == 1)
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import ContainerKit
+import Foundation
+import TestSupport
+import Testing
+
+extension LifecycleTests {
+    @Suite struct ContainerCallbackTests {
+        typealias Fixtures = ContainerTestServer.Fixtures
+        let id = Fixtures.containerID
+        let clock = ManualRefreshClock()
+
+        func open(_ network: (any ContainerSource)?, saved: SavedContainerStore?) async throws -> CallbackRecorder {
+            let callbacks = CallbackRecorder()
+            let manager = TagManager(
+                logger: InMemoryLogger(),
+                lifecycle: LifecycleConfiguration(savedContainers: saved, network: network, clock: clock)
+            )
+            _ = try await manager.open(id: id, timeout: 3600, callback: callbacks)
+            return callbacks
+        }
+
+        @Test func reportsTheSavedAndTheNetworkRefreshInOrder() async throws {
+            let callbacks = try await open(
+                ScriptedSource([ScriptedSource.container("1")]),
+                saved: SavedContainerStore(directory: temporaryDirectory())
+            )
+            #expect(
+                callbacks.events == [
+                    .began(.saved), .failed(.saved, .noSavedContainer), .began(.network), .succeeded(.network),
+                ]
+            )
+        }
+
+        @Test func reportsASavedContainerThatLoads() async throws {
+            let store = SavedContainerStore(directory: temporaryDirectory())
+            try await store.save(id: id, bytes: Fixtures.live(), etag: nil, fetchedAt: clock.now)
+            let callbacks = try await open(nil, saved: store)
+            #expect(callbacks.events == [.began(.saved), .succeeded(.saved)])
+        }
+
+        @Test func reportsAnUnreadableSavedContainerAsAnIOError() async throws {
+            let directory = temporaryDirectory()
+            try FileManager.default.createDirectory(
+                atPath: directory + "/\(id).json",
+                withIntermediateDirectories: true
+            )
+            let callbacks = try await open(nil, saved: SavedContainerStore(directory: directory))
+            #expect(callbacks.events == [.began(.saved), .failed(.saved, .ioError)])
+        }
+
+        @Test func reportsACorruptSavedContainerAsAnIOError() async throws {
+            let directory = try Fixtures.directory(["\(id).json": Array("{\"resource\": ".utf8)])
+            let callbacks = try await open(nil, saved: SavedContainerStore(directory: directory))
+            #expect(callbacks.events == [.began(.saved), .failed(.saved, .ioError)])
+        }
+
+        static let serverFailures: [(String, ContainerTestServer.Response, RefreshFailure)] = [
+            ("404", .status(404), .serverError),
+            ("403", .status(403), .serverError),
+            ("500", .status(500, body: Array("oops".utf8)), .serverError),
+            ("503", .status(503), .serverError),
+            ("unparsable body", .container(Array("<html>not a container</html>".utf8)), .serverError),
+            ("empty body", .container([]), .serverError),
+            ("garbage", .garbage(Array("\u{0}\u{1}\u{2} garbage\r\n\r\n".utf8)), .serverError),
+            (
+                "truncated body", .truncated(Array(Fixtures.live().prefix(50)), declaredLength: Fixtures.live().count),
+                .networkError
+            ),
+            ("slow answer", .delayed(30, .container(Fixtures.live())), .networkError),
+        ]
+
+        @Test(arguments: serverFailures)
+        func mapsServerAnswersToRefreshFailures(
+            _ name: String,
+            response: ContainerTestServer.Response,
+            failure: RefreshFailure
+        ) async throws {
+            let server = try ContainerTestServer { _ in response }
+            defer { server.stop() }
+            let source = try HTTPContainerSource(base: server.baseURL, timeout: 1)
+            let callbacks = try await open(source, saved: nil)
+            #expect(callbacks.events == [.began(.network), .failed(.network, failure)], "\(name)")
+        }
+
+        @Test func mapsARefusedConnectionToNoNetwork() async throws {
+            let server = try ContainerTestServer { _ in .status(200) }
+            let base = server.baseURL
+            server.stop()
+            let callbacks = try await open(try HTTPContainerSource(base: base), saved: nil)
+            #expect(callbacks.events == [.began(.network), .failed(.network, .noNetwork)])
+        }
+
+        @Test func mapsAnUnknownSourceErrorToUnknownError() async throws {
+            let callbacks = try await open(ScriptedSource([ScriptedSource.failure(.unknown)]), saved: nil)
+            #expect(callbacks.events == [.began(.network), .failed(.network, .unknownError)])
+        }
+
+        @Test(arguments: [
+            (ContainerFetchError.Code.noNetwork, RefreshFailure.noNetwork),
+            (.networkError, .networkError), (.httpStatus, .serverError), (.badResponse, .serverError),
+            (.tooLarge, .serverError), (.notFound, .serverError), (.invalidContainer, .serverError),
+            (.io, .ioError), (.unknown, .unknownError), (.notConfigured, .unknownError),
+        ])
+        func everyFetchErrorCodeMapsToARefreshFailure(code: ContainerFetchError.Code, failure: RefreshFailure) {
+            #expect(ContainerFetchError(code, "x").refreshFailure == failure)
+        }
+
+        @Test func closureCallbackReceivesTheContainerID() async throws {
+            let seen = CallbackRecorder()
+            let callback = ClosureContainerCallback { containerID, event in
+                #expect(containerID == "GTM-K1T5")
+                seen.containerRefresh(containerID, event)
+            }
+            let manager = TagManager(
+                logger: InMemoryLogger(),
+                lifecycle: LifecycleConfiguration(
+                    network: ScriptedSource([ScriptedSource.container("1")]),
+                    clock: clock
+                )
+            )
+            _ = try await manager.open(id: id, callback: callback)
+            #expect(seen.events == [.began(.network), .succeeded(.network)])
+            #expect(seen.events.map(\.description) == ["began network", "succeeded network"])
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import ContainerKit
+import Foundation
+import TestSupport
+import Testing
+
+extension LifecycleTests {
+    @Suite struct DelayedInitializationTests {
+        typealias Fixtures = ContainerTestServer.Fixtures
+        let id = Fixtures.containerID
+        let clock = ManualRefreshClock()
+        let tags = TagRecorder()
+        let logger = InMemoryLogger()
+
+        func manager(network: (any ContainerSource)? = nil, delayed: DelayedInitialization = .init()) -> TagManager {
+            let manager = TagManager(
+                logger: logger,
+                lifecycle: LifecycleConfiguration(network: network, clock: clock, delayedInitialization: delayed)
+            )
+            tags.register(on: manager)
+            return manager
+        }
+
+        /// Starts opening with a network source held at `gate`, and waits until the open is in progress.
+        func startOpen(_ manager: TagManager) async -> Task<OpenedContainer, any Error> {
+            let id = self.id
+            let task = Task { try await manager.open(id: id, timeout: 3600) }
+            #expect(await eventually { !clock.pendingDeadlines.isEmpty })
+            return task
+        }
+
+        @Test func pushesBeforeTheContainerIsAvailableAreQueuedAndReplayedInOrder() async throws {
+            let gate = Gate()
+            let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
+            let open = await startOpen(manager)
+            let session = manager.makeDataLayer()
+            let results = ["a", "b", "c"].map { session.push(event: "played", parameters: ["song": .string($0)]) }
+            let data = session.push("user.name", .string("Ada"))
+            #expect(results.allSatisfy(\.deferred) && data.deferred)
+            #expect(results.allSatisfy { $0.events.isEmpty })
+            #expect(tags.calls.isEmpty)
+            #expect(session.get("user.name") == .undefined)
+
+            gate.open()
+            _ = try await open.value
+            #expect(await eventually { tags.songs == ["a", "b", "c"] })
+            #expect(await eventually { session.get("user.name") == .string("Ada") })
+            let after = session.push(event: "played", parameters: ["song": "d"])
+            #expect(!after.deferred)
+            #expect(after.fired.count == 1)
+            #expect(tags.songs == ["a", "b", "c", "d"])
+        }
+
+        @Test func eachSessionReplaysItsOwnQueue() async throws {
+            let gate = Gate()
+            let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
+            let open = await startOpen(manager)
+            let first = manager.makeDataLayer()
+            let second = manager.makeDataLayer()
+            first.push(event: "played", parameters: ["song": "1a"])
+            second.push(event: "played", parameters: ["song": "2a"])
+            first.push(event: "played", parameters: ["song": "1b"])
+            second.push(event: "played", parameters: ["song": "2b"])
+            gate.open()
+            _ = try await open.value
+            #expect(await eventually { tags.songs.count == 4 })
+            #expect(tags.songs.filter { $0.hasPrefix("1") } == ["1a", "1b"])
+            #expect(tags.songs.filter { $0.hasPrefix("2") } == ["2a", "2b"])
+        }
+
+        @Test func aFullQueueDropsTheOldestPushWithAWarning() async throws {
+            let gate = Gate()
+            let manager = manager(
+                network: ScriptedSource([ScriptedSource.container("1")], gate: gate),
+                delayed: DelayedInitialization(maximumQueuedPushes: 2)
+            )
+            let open = await startOpen(manager)
+            let session = manager.makeDataLayer()
+            for song in ["a", "b", "c", "d"] {
+                #expect(session.push(event: "played", parameters: ["song": .string(song)]).deferred)
+            }
+            let warnings = logger.messages(at: .warning)
+            #expect(warnings.count == 1)
+            #expect(warnings.first?.contains("dropped the oldest push") == true)
+            gate.open()
+            _ = try await open.value
+            #expect(await eventually { tags.songs == ["c", "d"] })
+            #expect(
+                await eventually { logger.messages(at: .warning).contains { $0.contains("2 pushes were dropped") } }
+            )
+        }
+
+        @Test func pushesGoStraightThroughWithoutAnOpenOrTheSetting() {
+            let manager = manager()
+            let result = manager.makeDataLayer().push(event: "played", parameters: ["song": "a"])
+            #expect(!result.deferred)
+            #expect(result.events.isEmpty)
+        }
+
+        @Test func theSettingQueuesPushesUntilAContainerIsAdded() async throws {
+            let manager = manager(delayed: DelayedInitialization(isEnabled: true))
+            let session = manager.makeDataLayer()
+            #expect(session.push(event: "played", parameters: ["song": "a"]).deferred)
+            manager.add(try ContainerLoader().load(bytes: Fixtures.live(), file: "GTM-K1T5.json"))
+            #expect(await eventually { tags.songs == ["a"] })
+            #expect(!session.push(event: "played", parameters: ["song": "b"]).deferred)
+            #expect(tags.songs == ["a", "b"])
+        }
+
+        @Test func queuedPushesAreMergedWhenTheOpenEndsWithoutAContainer() async throws {
+            let gate = Gate()
+            let manager = manager(network: ScriptedSource([ScriptedSource.failure(.noNetwork)], gate: gate))
+            let open = await startOpen(manager)
+            let session = manager.makeDataLayer()
+            #expect(session.push("user.name", .string("Ada")).deferred)
+            gate.open()
+            #expect(try await open.value.container == nil)
+            #expect(await eventually { session.get("user.name") == .string("Ada") })
+            #expect(!session.push("user.age", .int(36)).deferred)
+        }
+
+        @Test func pushesFromTagHandlersDuringTheReplayKeepTheirPlace() async throws {
+            let gate = Gate()
+            let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
+            manager.register(
+                tagHandler: ClosureTagHandler { call in
+                    if call.arguments["song"] == "a" {
+                        call.dataLayer.push(event: "shared", parameters: ["song": "a2"])
+                    }
+                },
+                for: "com.example.Played"
+            )
+            let order = TagRecorder()
+            order.register(on: manager, names: ["com.example.Shared"])
+            let open = await startOpen(manager)
+            let session = manager.makeDataLayer()
+            session.push(event: "played", parameters: ["song": "a"])
+            session.push(event: "shared", parameters: ["song": "b"])
+            gate.open()
+            _ = try await open.value
+            #expect(await eventually { order.songs.count == 2 })
+            #expect(order.songs == ["a2", "b"])
+        }
+
+        @Test func pushesMadeDuringTheReplayWaitBehindTheQueue() async throws {
+            let gate = Gate()
+            let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
+            let open = await startOpen(manager)
+            let session = manager.makeDataLayer()
+            for i in 0..<300 { session.push(event: "played", parameters: ["song": .string(String(i))]) }
+            gate.open()
+            for i in 300..<600 { session.push(event: "played", parameters: ["song": .string(String(i))]) }
+            _ = try await open.value
+            #expect(await eventually { tags.songs.count == 600 })
+            #expect(tags.songs == (0..<600).map(String.init))
+        }
+    }
+}

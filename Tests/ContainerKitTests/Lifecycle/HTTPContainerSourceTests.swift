@@ -1,0 +1,166 @@
+import ContainerKit
+import Foundation
+import TestSupport
+import Testing
+
+extension LifecycleTests {
+    @Suite struct HTTPContainerSourceTests {
+        typealias Fixtures = ContainerTestServer.Fixtures
+
+        func fetch(
+            _ response: ContainerTestServer.Response,
+            etag: String? = nil,
+            maximumBytes: Int = 1 << 20,
+            timeout: TimeInterval = 30
+        ) async throws -> (Result<ContainerFetchResult, ContainerFetchError>, ContainerTestServer) {
+            let server = try ContainerTestServer { _ in response }
+            let source = try HTTPContainerSource(base: server.baseURL, maximumBytes: maximumBytes, timeout: timeout)
+            do throws(ContainerFetchError) {
+                return (.success(try await source.fetch(id: Fixtures.containerID, ifNoneMatch: etag)), server)
+            } catch {
+                return (.failure(error), server)
+            }
+        }
+
+        @Test func fetchesTheContainerFromTheRPathWithItsID() async throws {
+            let (result, server) = try await fetch(.container(Fixtures.live(), etag: "\"v1\""))
+            defer { server.stop() }
+            #expect(try result.get() == .container(bytes: Fixtures.live(), etag: "\"v1\""))
+            let request = try #require(server.requests.first)
+            #expect(request.path == "/r")
+            #expect(request.queryItems == [.init(name: "id", value: Fixtures.containerID)])
+            #expect(request.headers["if-none-match"] == nil)
+        }
+
+        @Test func sendsIfNoneMatchAndAcceptsNotModified() async throws {
+            let (result, server) = try await fetch(.notModified(etag: "\"v1\""), etag: "\"v1\"")
+            defer { server.stop() }
+            #expect(try result.get() == .notModified)
+            #expect(server.requests.first?.headers["if-none-match"] == "\"v1\"")
+        }
+
+        @Test func refusesNotModifiedToAnUnconditionalRequest() async throws {
+            let (result, server) = try await fetch(.notModified())
+            defer { server.stop() }
+            #expect(result.failure?.code == .httpStatus)
+            #expect(result.failure?.refreshFailure == .serverError)
+        }
+
+        @Test(arguments: [403, 404, 500, 503])
+        func mapsErrorStatusesToServerErrors(status: Int) async throws {
+            let (result, server) = try await fetch(.status(status, body: Array("nope".utf8)))
+            defer { server.stop() }
+            let error = try #require(result.failure)
+            #expect(error.code == .httpStatus)
+            #expect(error.status == status)
+            #expect(error.refreshFailure == .serverError)
+            #expect(error.isRefusal == (status == 403 || status == 404))
+        }
+
+        @Test func mapsATruncatedBodyToANetworkError() async throws {
+            let body = Fixtures.live()
+            let (result, server) = try await fetch(.truncated(Array(body.prefix(100)), declaredLength: body.count))
+            defer { server.stop() }
+            #expect(result.failure?.refreshFailure == .networkError)
+        }
+
+        @Test func mapsGarbageToAServerError() async throws {
+            let (result, server) = try await fetch(.garbage(Array("\u{01}\u{02}not http at all\r\n\r\n".utf8)))
+            defer { server.stop() }
+            #expect(result.failure?.refreshFailure == .serverError)
+        }
+
+        @Test func mapsARefusedConnectionToNoNetwork() async throws {
+            let server = try ContainerTestServer { _ in .status(200) }
+            let base = server.baseURL
+            server.stop()
+            let source = try HTTPContainerSource(base: base)
+            await #expect(throws: ContainerFetchError.self) {
+                do throws(ContainerFetchError) {
+                    _ = try await source.fetch(id: Fixtures.containerID, ifNoneMatch: nil)
+                } catch {
+                    #expect(error.refreshFailure == .noNetwork)
+                    throw error
+                }
+            }
+        }
+
+        @Test func mapsASlowAnswerToANetworkErrorAfterTheTimeout() async throws {
+            let (result, server) = try await fetch(.hang, timeout: 1)
+            defer { server.stop() }
+            #expect(result.failure?.refreshFailure == .networkError)
+        }
+
+        @Test func refusesAnAnswerLargerThanTheLimit() async throws {
+            let (result, server) = try await fetch(.container(Fixtures.live()), maximumBytes: 100)
+            defer { server.stop() }
+            #expect(result.failure?.code == .tooLarge)
+            #expect(result.failure?.refreshFailure == .serverError)
+        }
+
+        @Test func neverFollowsARedirect() async throws {
+            let (result, server) = try await fetch(.redirect("http://example.com/r?id=GTM-K1T5"))
+            defer { server.stop() }
+            #expect(result.failure?.status == 302)
+            #expect(server.requests.count == 1)
+        }
+
+        @Test func fillsAURLTemplate() async throws {
+            let server = try ContainerTestServer { _ in .container(Fixtures.live()) }
+            defer { server.stop() }
+            let source = try HTTPContainerSource(template: "\(server.baseURL.absoluteString)/containers/{id}.json?v=2")
+            _ = try await source.fetch(id: Fixtures.containerID, ifNoneMatch: nil)
+            #expect(server.requests.first?.target == "/containers/GTM-K1T5.json?v=2")
+        }
+
+        @Test func refusesAnIDThatBreaksThePatternWithoutARequest() async throws {
+            let server = try ContainerTestServer { _ in .container(Fixtures.live()) }
+            defer { server.stop() }
+            let source = try HTTPContainerSource(base: server.baseURL)
+            for id in ["../etc/passwd", "GTM-abc", "GTM-X&gtm_auth=1", ""] {
+                await #expect(
+                    throws: ContainerFetchError(.invalidContainerID, "'\(id)' is not a container id (GTM-XXXX)")
+                ) {
+                    try await source.fetch(id: id, ifNoneMatch: nil)
+                }
+            }
+            #expect(server.requests.isEmpty)
+        }
+
+        @Test(arguments: ["ftp://example.com", "file:///tmp", "http://", "https://example.com/?q=1"])
+        func refusesABaseURLThatIsNotPlainHTTP(base: String) throws {
+            #expect(throws: ContainerFetchError.self) { try HTTPContainerSource(base: URL(string: base)!) }
+        }
+
+        @Test func fetchesADraftWithTheTokenButNeverShowsIt() async throws {
+            let server = try ContainerTestServer { _ in .status(403) }
+            defer { server.stop() }
+            let source = try HTTPContainerSource(base: server.baseURL)
+            let request = PreviewRequest(
+                containerID: Fixtures.containerID,
+                authToken: "s3cret-TOKEN",
+                previewNumber: "7"
+            )
+            do throws(ContainerFetchError) {
+                _ = try await source.fetchDraft(request)
+                Issue.record("a 403 must fail")
+            } catch {
+                #expect(error.isRefusal)
+                #expect(!error.message.contains("s3cret"))
+                #expect(error.message.contains("gtm_auth=<redacted>"))
+            }
+            let sent = try #require(server.requests.first)
+            #expect(sent.queryItems.map(\.name) == ["id", "gtm_auth", "gtm_preview"])
+            #expect(sent.query("gtm_auth") == "s3cret-TOKEN")
+            #expect(sent.query("gtm_preview") == "7")
+        }
+    }
+}
+
+extension Result {
+    /// The error of a failure.
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
