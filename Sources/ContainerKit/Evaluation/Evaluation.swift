@@ -407,8 +407,9 @@ struct Evaluation: MacroResolver {
 
     private mutating func testPredicate(_ p: Int) -> Bool {
         let op = storage.program.predicates[p].op
-        // Fast path: a string test of the event name against a constant (most mobile triggers).
-        if storage.program.predicates[p].testsEventName, !op.isNumeric, op != .regex,
+        // Fast path: a string test of the event name against a constant (most mobile triggers). Traces
+        // take the general path, so the event-name variable shows as used.
+        if !recordTrace, storage.program.predicates[p].testsEventName, !op.isNumeric, op != .regex,
             let text = storage.program.predicates[p].constantText, case .string(let name) = reportedEventName
         {
             let subject = storage.program.predicates[p].ignoreCase ? name.lowercased() : name
