@@ -14,11 +14,18 @@ let package = Package(
         .target(name: "ContainerKitBraze", dependencies: ["ContainerKit"]),
         .target(name: "ContainerKitCLI", dependencies: ["ContainerKit", "ContainerKitBraze"]),
         .executableTarget(name: "containerkit", dependencies: ["ContainerKitCLI"]),
-        .executableTarget(name: "containerkit-bench", dependencies: ["ContainerKit", "ContainerKitBraze", "ContainerKitCLI"]),
+        .executableTarget(
+            name: "containerkit-bench",
+            dependencies: ["ContainerKit", "ContainerKitBraze", "ContainerKitCLI"]
+        ),
         .target(name: "TestSupport", dependencies: ["ContainerKit"], path: "Tests/TestSupport"),
         .testTarget(name: "ContainerKitTests", dependencies: ["ContainerKit", "TestSupport"]),
         .testTarget(name: "ContainerKitBrazeTests", dependencies: ["ContainerKitBraze", "TestSupport"]),
-        .testTarget(name: "ContainerKitCLITests", dependencies: ["ContainerKitCLI", "ContainerKitBraze", "TestSupport"], exclude: ["Golden"]),
+        .testTarget(
+            name: "ContainerKitCLITests",
+            dependencies: ["ContainerKitCLI", "ContainerKitBraze", "TestSupport"],
+            exclude: ["Golden"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -50,7 +50,11 @@ final class BrazeSetup: Sendable {
             downstream = queueDirectory == nil ? nil : DiscardingSink()
         case .jsonLines(let path):
             do {
-                downstream = try JSONLinesAnalyticsSink(destination: .file(path: path), synchronizesOnFlush: true, logger: logger)
+                downstream = try JSONLinesAnalyticsSink(
+                    destination: .file(path: path),
+                    synchronizesOnFlush: true,
+                    logger: logger
+                )
             } catch {
                 throw SetupError(description: "cannot open sink file: \(error)")
             }
@@ -66,7 +70,11 @@ final class BrazeSetup: Sendable {
             var configuration = DurableQueueSink.Configuration()
             configuration.logger = logger
             do {
-                queue = try DurableQueueSink(directory: queueDirectory, downstream: downstream, configuration: configuration)
+                queue = try DurableQueueSink(
+                    directory: queueDirectory,
+                    downstream: downstream,
+                    configuration: configuration
+                )
             } catch {
                 throw SetupError(description: "cannot open queue '\(queueDirectory)': \(error)")
             }
@@ -108,7 +116,11 @@ final class CapturingSink: AnalyticsSink {
         next?.receive(batch)
     }
 
-    func take() -> [AnalyticsRecord] { records.withLock { list in defer { list.removeAll() }; return list } }
+    func take() -> [AnalyticsRecord] {
+        records.withLock { list in
+            defer { list.removeAll() }; return list
+        }
+    }
     func flush() async throws { try await next?.flush() }
     func shutdown() async { await next?.shutdown() }
 }

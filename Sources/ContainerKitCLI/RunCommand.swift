@@ -55,7 +55,9 @@ struct RunCommand {
         }
         var context = ClientContext()
         for pair in args.values("--context") {
-            guard let eq = pair.firstIndex(of: "=") else { throw UsageError("--context needs key=value, not '\(pair)'") }
+            guard let eq = pair.firstIndex(of: "=") else {
+                throw UsageError("--context needs key=value, not '\(pair)'")
+            }
             do throws(ContainerError) {
                 try context.setValue(String(pair[pair.index(after: eq)...]), forKey: String(pair[..<eq]))
             } catch {
@@ -104,7 +106,8 @@ struct RunCommand {
                 )
                 BrazeTagProvider(sink: setup.capture).register(
                     on: manager,
-                    classPaths: options.brazeClassPaths.isEmpty ? BrazeTagProvider.defaultClassPaths : options.brazeClassPaths
+                    classPaths: options.brazeClassPaths.isEmpty
+                        ? BrazeTagProvider.defaultClassPaths : options.brazeClassPaths
                 )
                 braze = setup
             } catch {

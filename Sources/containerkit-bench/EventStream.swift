@@ -5,7 +5,13 @@ import ContainerKit
 enum EventStream {
     static func make(count: Int) -> [(name: String, parameters: ValueMap)] {
         let templates: [(String, ValueMap)] = [
-            ("logEvent", ["eventName": "played song", "boolParam": true, "doubleParam": 2.5, "intParam": 3, "stringParam": "jazz"]),
+            (
+                "logEvent",
+                [
+                    "eventName": "played song", "boolParam": true, "doubleParam": 2.5, "intParam": 3,
+                    "stringParam": "jazz",
+                ]
+            ),
             ("logEvent", ["eventName": "paused song", "intParam": 7]),
             ("purchase_complete", ["price": 9.99]),
             ("signup", ["method": "email"]),

@@ -41,11 +41,17 @@ struct IdealImplementation {
             handler(tags, ["applicationId": "708090462697956", "enableDebug": "true", "handlerMethod": "FB_init"])
             handler(
                 tags,
-                ["handlerMethod": "AT_init", "log": "logc407", "logSSL": "logs1407", "site": "575114", "enableDebug": "true"]
+                [
+                    "handlerMethod": "AT_init", "log": "logc407", "logSSL": "logs1407", "site": "575114",
+                    "enableDebug": "true",
+                ]
             )
             handler(
                 tags,
-                ["handlerMethod": "TUN_init", "advertiserId": "165042", "conversionKey": "ffbf699d5cb077d9bccfdeb6202383f4"]
+                [
+                    "handlerMethod": "TUN_init", "advertiserId": "165042",
+                    "conversionKey": "ffbf699d5cb077d9bccfdeb6202383f4",
+                ]
             )
             var m = ValueMap(minimumCapacity: 3)
             m["handlerMethod"] = "ADB_init"

@@ -46,11 +46,15 @@ struct NaiveImplementation {
         }
         for index in fired.subtracting(blocked).sorted() {
             let tag = tags[index]
-            guard tag["function"] as? String == "__funct", let classPath = tag["vtp_classPath"] as? String else { continue }
+            guard tag["function"] as? String == "__funct", let classPath = tag["vtp_classPath"] as? String else {
+                continue
+            }
             var parameters: [String: Any] = [:]
             if let list = tag["vtp_functionArgument"] as? [Any] {
                 for case let row as [Any] in list.dropFirst() {
-                    guard row.count == 5, let key = row[2] as? String, let value = resolve(row[4], event) else { continue }
+                    guard row.count == 5, let key = row[2] as? String, let value = resolve(row[4], event) else {
+                        continue
+                    }
                     parameters[key] = value
                 }
             }
@@ -75,7 +79,9 @@ struct NaiveImplementation {
     }
 
     func test(_ predicate: [String: Any], _ event: [String: Any]) -> Bool {
-        guard let left = resolve(predicate["arg0"] ?? NSNull(), event), let right = predicate["arg1"] else { return false }
+        guard let left = resolve(predicate["arg0"] ?? NSNull(), event), let right = predicate["arg1"] else {
+            return false
+        }
         let a = "\(left)"
         let b = "\(right)"
         switch predicate["function"] as? String {

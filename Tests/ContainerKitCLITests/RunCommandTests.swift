@@ -23,7 +23,9 @@ struct RunCommandTests {
         return path
     }
 
-    func run(_ arguments: [String], environment: [String: String] = [:]) async -> (code: Int32, out: String, err: String) {
+    func run(_ arguments: [String], environment: [String: String] = [:]) async -> (
+        code: Int32, out: String, err: String
+    ) {
         let captured = CapturedOutput()
         let code = await CLI.main(["run"] + arguments, output: captured.output, environment: environment)
         return (code, captured.standardOutput, captured.standardError)
@@ -34,11 +36,17 @@ struct RunCommandTests {
     }
 
     @Test func jsonFormatPrintsOneObjectPerInputLineWithTypedParameters() async throws {
-        let result = await run([Self.music, "--events", Self.session, "--format", "json", "--context", "app_id=com.example.music"])
+        let result = await run([
+            Self.music, "--events", Self.session, "--format", "json", "--context", "app_id=com.example.music",
+        ])
         #expect(result.code == 0)
         let lines = try jsonLines(result.out)
         #expect(lines.count == 7)
-        #expect(lines.map { $0["event"] } == ["login", "played song", "played song", "played song", .null, "genre selected", "purchase"])
+        #expect(
+            lines.map { $0["event"] } == [
+                "login", "played song", "played song", "played song", .null, "genre selected", "purchase",
+            ]
+        )
         let played = try #require(lines[1]["fired"]?.arrayValue?.first?.objectValue)
         #expect(played["tag_id"] == 1)
         #expect(played["status"] == "unhandled")
@@ -48,7 +56,9 @@ struct RunCommandTests {
     }
 
     @Test func badLinesAreReportedWithTheirNumberAndTheRunGoesOn() async throws {
-        let events = try Self.write([#"{"event": "login", "user_id": "u"}"#, "{not json", "[1, 2]", #"{"event": "purchase"}"#])
+        let events = try Self.write([
+            #"{"event": "login", "user_id": "u"}"#, "{not json", "[1, 2]", #"{"event": "purchase"}"#,
+        ])
         defer { try? FileManager.default.removeItem(atPath: events) }
         let result = await run([Self.music, "--events", events, "--format", "json"])
         #expect(result.code == 2)
@@ -59,7 +69,8 @@ struct RunCommandTests {
 
     @Test(arguments: [
         ([], "missing <container-file>"), (["a.json", "--format", "xml"], "--format"),
-        (["a.json", "--context", "nokey"], "key=value"), (["a.json", "--context", "colour=red"], "unknown context key"),
+        (["a.json", "--context", "nokey"], "key=value"),
+        (["a.json", "--context", "colour=red"], "unknown context key"),
         (["a.json", "--sink", "kafka:x"], "--sink"), (["a.json", "--sink", "braze:ftp://x"], "http(s)"),
         (["a.json", "--bogus"], "unknown option"),
     ])
@@ -96,8 +107,10 @@ struct RunCommandTests {
         let queue = Self.temporaryPath("queue")
         defer { try? FileManager.default.removeItem(atPath: queue) }
         let result = await run(
-            [Self.music, "--events", Self.session, "--format", "json", "--braze", Self.braze,
-             "--sink", "braze:\(server.endpoint.absoluteString)", "--queue", queue],
+            [
+                Self.music, "--events", Self.session, "--format", "json", "--braze", Self.braze,
+                "--sink", "braze:\(server.endpoint.absoluteString)", "--queue", queue,
+            ],
             environment: ["BRAZE_REST_API_KEY": server.apiKey]
         )
         #expect(result.code == 0, "\(result.err)")
@@ -144,7 +157,9 @@ struct RunCommandTests {
 
         let empty = try Self.write([])
         defer { try? FileManager.default.removeItem(atPath: empty) }
-        let result = await run([Self.music, "--events", empty, "--braze", Self.braze, "--queue", queue, "--sink", "jsonl:\(delivered)"])
+        let result = await run([
+            Self.music, "--events", empty, "--braze", Self.braze, "--queue", queue, "--sink", "jsonl:\(delivered)",
+        ])
         #expect(result.code == 0, "\(result.err)")
         let lines = try String(contentsOfFile: delivered, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 1)

@@ -13,7 +13,10 @@ struct ReadmeExampleTests {
 
     @Test func readmeShowsTheSameCode() throws {
         let source = try String(contentsOfFile: #filePath, encoding: .utf8)
-        let readme = try String(contentsOfFile: TestContainers.packageRoot.appendingPathComponent("README.md").path, encoding: .utf8)
+        let readme = try String(
+            contentsOfFile: TestContainers.packageRoot.appendingPathComponent("README.md").path,
+            encoding: .utf8
+        )
         let start = try #require(source.range(of: "// README:begin\n"))
         let end = try #require(source.range(of: "// README:end\n", range: start.upperBound..<source.endIndex))
         let example = source[start.upperBound..<end.lowerBound]
@@ -37,7 +40,10 @@ struct ReadmeExampleTests {
 
         // One data layer per end user; every session shares the one compiled container.
         let session = manager.makeDataLayer(context: ClientContext(platform: "Android", appID: "com.example.music"))
-        let result = session.push(event: "played song", parameters: ["title": "So What", "genre": "jazz", "duration": 545])
+        let result = session.push(
+            event: "played song",
+            parameters: ["title": "So What", "genre": "jazz", "duration": 545]
+        )
         // README:end
         return result.fired.map(\.tagID)
     }

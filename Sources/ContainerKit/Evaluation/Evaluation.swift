@@ -75,7 +75,9 @@ struct Evaluation: MacroResolver {
     /// What `__e` reports for a pushed event name: Firebase's short names (`_e`) expanded.
     static func reportedName(_ eventName: String?) -> Value {
         guard let eventName else { return .undefined }
-        if eventName.utf8.first == 0x5F, let long = TemplateCatalog.firebaseEventNames[eventName] { return .string(long) }
+        if eventName.utf8.first == 0x5F, let long = TemplateCatalog.firebaseEventNames[eventName] {
+            return .string(long)
+        }
         return .string(eventName)
     }
 
@@ -307,7 +309,9 @@ struct Evaluation: MacroResolver {
         case .unsupported:
             value = .undefined
         }
-        if !storage.program.macros[index].format.isEmpty { value = apply(storage.program.macros[index].format, to: value) }
+        if !storage.program.macros[index].format.isEmpty {
+            value = apply(storage.program.macros[index].format, to: value)
+        }
         return value
     }
 
@@ -345,7 +349,9 @@ struct Evaluation: MacroResolver {
             let output = evaluate(row.value)
             guard replace, case .string(let template) = output else { return output }
             let expanded = pattern.expandReplacement(template, match: match, in: subject)
-            return .string(String(subject[..<match.range.lowerBound]) + expanded + String(subject[match.range.upperBound...]))
+            return .string(
+                String(subject[..<match.range.lowerBound]) + expanded + String(subject[match.range.upperBound...])
+            )
         }
         return defaultValue.map { evaluate($0) } ?? .undefined
     }
@@ -444,7 +450,8 @@ struct Evaluation: MacroResolver {
             return pattern.matches(a)
         }
         if ignoreCase { a = a.lowercased() }
-        let b = storage.program.predicates[p].constantText ?? (ignoreCase ? right.jsString.lowercased() : right.jsString)
+        let b =
+            storage.program.predicates[p].constantText ?? (ignoreCase ? right.jsString.lowercased() : right.jsString)
         return Evaluation.compare(op, a, b)
     }
 

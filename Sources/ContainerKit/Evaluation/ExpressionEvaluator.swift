@@ -37,7 +37,11 @@ enum ExpressionEvaluator {
             let value = evaluate(entry.value, &resolver)
             if value.isUndefined { continue }
             let key: String
-            if case .literal(.string(let s)) = entry.key { key = s } else { key = evaluate(entry.key, &resolver).jsString }
+            if case .literal(.string(let s)) = entry.key {
+                key = s
+            } else {
+                key = evaluate(entry.key, &resolver).jsString
+            }
             map[key] = value
         }
         return map

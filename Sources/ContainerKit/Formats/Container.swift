@@ -49,7 +49,14 @@ public struct Container: Sendable {
         unsupported: [ContainerError],
         program: Program
     ) {
-        storage = Storage(id: id, version: version, format: format, file: file, unsupported: unsupported, program: program)
+        storage = Storage(
+            id: id,
+            version: version,
+            format: format,
+            file: file,
+            unsupported: unsupported,
+            program: program
+        )
     }
 
     /// The container ID, `GTM-XXXX`.

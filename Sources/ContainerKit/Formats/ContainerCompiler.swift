@@ -74,9 +74,12 @@ enum ContainerCompiler {
         for p in program.predicates.indices {
             let predicate = program.predicates[p]
             if case .literal(let literal) = predicate.arg1, !literal.isUndefined {
-                program.predicates[p].constantText = predicate.ignoreCase ? literal.jsString.lowercased() : literal.jsString
+                program.predicates[p].constantText =
+                    predicate.ignoreCase ? literal.jsString.lowercased() : literal.jsString
             }
-            if case .macro(let m) = predicate.arg0, case .eventName = program.macros[m].kind, program.macros[m].format.isEmpty {
+            if case .macro(let m) = predicate.arg0, case .eventName = program.macros[m].kind,
+                program.macros[m].format.isEmpty
+            {
                 program.predicates[p].testsEventName = true
             }
         }
@@ -152,7 +155,12 @@ struct CompilerOutput {
         unsupportedOrder.map { what in
             let entry = unsupported[what]!
             let times = entry.count == 1 ? "" : " (\(entry.count) times)"
-            return ContainerError(.unsupportedFeature, "\(what) is not supported\(times)", file: file, pointer: entry.pointer)
+            return ContainerError(
+                .unsupportedFeature,
+                "\(what) is not supported\(times)",
+                file: file,
+                pointer: entry.pointer
+            )
         }
     }
 }

@@ -6,7 +6,11 @@
 enum ExportCompiler {
     static func compile(_ root: ValueMap) throws(CompileFailure) -> CompilerOutput {
         guard case .object(let version)? = root["containerVersion"] else {
-            throw CompileFailure(.invalidStructure, "'containerVersion' must be an object", pointer: "/containerVersion")
+            throw CompileFailure(
+                .invalidStructure,
+                "'containerVersion' must be an object",
+                pointer: "/containerVersion"
+            )
         }
         var compiler = ExportCompiler.State(version: version)
         try compiler.run()
@@ -152,7 +156,9 @@ enum ExportCompiler {
                         } else if let builtIn = ExportCompiler.builtInTriggers[id] {
                             rule = output.program.rules.count
                             ruleByTrigger[id] = rule
-                            output.program.rules.append(builtInRule(builtIn, pointer: JSONPointer.appending(at + "/" + field, k)))
+                            output.program.rules.append(
+                                builtInRule(builtIn, pointer: JSONPointer.appending(at + "/" + field, k))
+                            )
                         } else if let number = Int(id), number >= 2_147_479_552 {
                             // A built-in trigger this runtime does not know: it never fires here.
                             rule = output.program.rules.count
@@ -169,7 +175,11 @@ enum ExportCompiler {
                                 pointer: JSONPointer.appending(at + "/" + field, k)
                             )
                         }
-                        if isBlocking { output.program.rules[rule].block.append(t) } else { output.program.rules[rule].add.append(t) }
+                        if isBlocking {
+                            output.program.rules[rule].block.append(t)
+                        } else {
+                            output.program.rules[rule].add.append(t)
+                        }
                     }
                 }
             }
@@ -192,7 +202,11 @@ enum ExportCompiler {
                 }
                 return out
             case let other?:
-                throw CompileFailure(.invalidStructure, "'\(key)' must be an array, found \(other.typeName)", pointer: "/containerVersion/" + key)
+                throw CompileFailure(
+                    .invalidStructure,
+                    "'\(key)' must be an array, found \(other.typeName)",
+                    pointer: "/containerVersion/" + key
+                )
             }
         }
 
@@ -213,7 +227,11 @@ enum ExportCompiler {
 
         func parameter(_ raw: Value, at pointer: String) throws(CompileFailure) -> Expr {
             guard case .object(let param) = raw else {
-                throw CompileFailure(.invalidStructure, "a parameter must be an object, found \(raw.typeName)", pointer: pointer)
+                throw CompileFailure(
+                    .invalidStructure,
+                    "a parameter must be an object, found \(raw.typeName)",
+                    pointer: pointer
+                )
             }
             let type = (param["type"]?.stringValue ?? "TEMPLATE").uppercased()
             switch type {
@@ -223,7 +241,9 @@ enum ExportCompiler {
             case "INTEGER":
                 let text = param["value"]?.jsString ?? ""
                 if let i = Int64(text) { return .literal(.int(i)) }
-                if case .literal = template(text) { return .literal(Value.parseDecimal(text).map(Value.double) ?? .string(text)) }
+                if case .literal = template(text) {
+                    return .literal(Value.parseDecimal(text).map(Value.double) ?? .string(text))
+                }
                 return template(text)
             case "LIST":
                 var items: [Expr] = []
@@ -295,12 +315,18 @@ enum ExportCompiler {
             case "UPPERCASE"?: out.caseConversion = .uppercase
             default: break
             }
-            if let v = format["convertNullToValue"] { out.convertNullTo = try parameter(v, at: pointer + "/convertNullToValue") }
+            if let v = format["convertNullToValue"] {
+                out.convertNullTo = try parameter(v, at: pointer + "/convertNullToValue")
+            }
             if let v = format["convertUndefinedToValue"] {
                 out.convertUndefinedTo = try parameter(v, at: pointer + "/convertUndefinedToValue")
             }
-            if let v = format["convertTrueToValue"] { out.convertTrueTo = try parameter(v, at: pointer + "/convertTrueToValue") }
-            if let v = format["convertFalseToValue"] { out.convertFalseTo = try parameter(v, at: pointer + "/convertFalseToValue") }
+            if let v = format["convertTrueToValue"] {
+                out.convertTrueTo = try parameter(v, at: pointer + "/convertTrueToValue")
+            }
+            if let v = format["convertFalseToValue"] {
+                out.convertFalseTo = try parameter(v, at: pointer + "/convertFalseToValue")
+            }
             return out
         }
 
@@ -309,7 +335,12 @@ enum ExportCompiler {
             let name = entry["name"]?.stringValue
             guard let (function, key) = ExportCompiler.builtInFunction(type) else {
                 output.noteUnsupported("browser-only built-in variable '\(type)'", pointer: pointer)
-                return MacroDef(function: "__" + type.lowercased(), name: name, kind: .unsupported, origin: Origin(pointer: pointer))
+                return MacroDef(
+                    function: "__" + type.lowercased(),
+                    name: name,
+                    kind: .unsupported,
+                    origin: Origin(pointer: pointer)
+                )
             }
             let kind: MacroKind
             if let key {
@@ -317,7 +348,8 @@ enum ExportCompiler {
             } else if function == "__e" {
                 kind = .eventName
             } else {
-                kind = TemplateCatalog.builtIns[TemplateCatalog.bareCode(function)].map(MacroKind.builtIn) ?? .unsupported
+                kind =
+                    TemplateCatalog.builtIns[TemplateCatalog.bareCode(function)].map(MacroKind.builtIn) ?? .unsupported
             }
             return MacroDef(function: function, name: name, kind: kind, origin: Origin(pointer: pointer))
         }
@@ -354,12 +386,20 @@ enum ExportCompiler {
             if let priority = tag["priority"] {
                 let expr = try parameter(priority, at: pointer + "/priority")
                 guard let number = TemplateCatalog.literalNumber(expr) else {
-                    throw CompileFailure(.invalidStructure, "tag priority must be a number", pointer: pointer + "/priority")
+                    throw CompileFailure(
+                        .invalidStructure,
+                        "tag priority must be a number",
+                        pointer: pointer + "/priority"
+                    )
                 }
                 def.priority = number
             }
             def.setupTags = try sequence(tag["setupTag"], stopKey: "stopOnSetupFailure", at: pointer + "/setupTag")
-            def.teardownTags = try sequence(tag["teardownTag"], stopKey: "stopTeardownOnFailure", at: pointer + "/teardownTag")
+            def.teardownTags = try sequence(
+                tag["teardownTag"],
+                stopKey: "stopTeardownOnFailure",
+                at: pointer + "/teardownTag"
+            )
             return def
         }
 
@@ -445,7 +485,11 @@ enum ExportCompiler {
 
         mutating func condition(_ raw: Value, at pointer: String) throws(CompileFailure) -> Int {
             guard case .object(let condition) = raw else {
-                throw CompileFailure(.invalidStructure, "a condition must be an object, found \(raw.typeName)", pointer: pointer)
+                throw CompileFailure(
+                    .invalidStructure,
+                    "a condition must be an object, found \(raw.typeName)",
+                    pointer: pointer
+                )
             }
             let type = condition["type"]?.stringValue ?? ""
             let params = try parameters(condition, at: pointer)

@@ -5,7 +5,11 @@
 enum ResourceCompiler {
     static func compile(_ resource: Value, pointer: String) throws(CompileFailure) -> CompilerOutput {
         guard case .object(let map) = resource else {
-            throw CompileFailure(.invalidStructure, "'resource' must be an object, found \(resource.typeName)", pointer: pointer)
+            throw CompileFailure(
+                .invalidStructure,
+                "'resource' must be an object, found \(resource.typeName)",
+                pointer: pointer
+            )
         }
         var output = CompilerOutput()
         if let version = map["version"] { output.version = version.jsString }
@@ -54,12 +58,18 @@ enum ResourceCompiler {
 
     private static func object(_ value: Value, _ what: String, at pointer: String) throws(CompileFailure) -> ValueMap {
         guard case .object(let map) = value else {
-            throw CompileFailure(.invalidStructure, "\(what) must be an object, found \(value.typeName)", pointer: pointer)
+            throw CompileFailure(
+                .invalidStructure,
+                "\(what) must be an object, found \(value.typeName)",
+                pointer: pointer
+            )
         }
         return map
     }
 
-    private static func functionName(_ map: ValueMap, _ what: String, at pointer: String) throws(CompileFailure) -> String {
+    private static func functionName(_ map: ValueMap, _ what: String, at pointer: String) throws(CompileFailure)
+        -> String
+    {
         guard case .string(let function)? = map["function"], !function.isEmpty else {
             throw CompileFailure(.invalidStructure, "\(what) has no 'function'", pointer: pointer)
         }
@@ -157,7 +167,11 @@ enum ResourceCompiler {
         def.oncePerLoad = map["once_per_load"]?.gtmBool ?? false
         if let priority = map["priority"] {
             guard let number = priority.jsNumber else {
-                throw CompileFailure(.invalidStructure, "tag priority must be a number, found '\(priority.jsString)'", pointer: pointer + "/priority")
+                throw CompileFailure(
+                    .invalidStructure,
+                    "tag priority must be a number, found '\(priority.jsString)'",
+                    pointer: pointer + "/priority"
+                )
             }
             def.priority = number
         }
@@ -205,17 +219,26 @@ enum ResourceCompiler {
         )
     }
 
-    private static func rule(_ raw: Value, at pointer: String, predicateCount: Int, tagCount: Int) throws(CompileFailure)
+    private static func rule(_ raw: Value, at pointer: String, predicateCount: Int, tagCount: Int)
+        throws(CompileFailure)
         -> RuleDef
     {
         guard case .array(let clauses) = raw else {
-            throw CompileFailure(.invalidStructure, "a rule must be an array of clauses, found \(raw.typeName)", pointer: pointer)
+            throw CompileFailure(
+                .invalidStructure,
+                "a rule must be an array of clauses, found \(raw.typeName)",
+                pointer: pointer
+            )
         }
         var def = RuleDef(origin: Origin(pointer: pointer))
         for (c, clause) in clauses.enumerated() {
             let at = JSONPointer.appending(pointer, c)
             guard case .array(let items) = clause, case .string(let op)? = items.first else {
-                throw CompileFailure(.invalidStructure, "a rule clause must be [\"if\"|\"unless\"|\"add\"|\"block\", …]", pointer: at)
+                throw CompileFailure(
+                    .invalidStructure,
+                    "a rule clause must be [\"if\"|\"unless\"|\"add\"|\"block\", …]",
+                    pointer: at
+                )
             }
             let limit = (op == "add" || op == "block") ? tagCount : predicateCount
             let what = (op == "add" || op == "block") ? "tag" : "predicate"
@@ -281,7 +304,11 @@ enum ResourceCompiler {
             expr = .list(parts)
         case "map":
             guard rest.count % 2 == 0 else {
-                throw CompileFailure(.invalidStructure, "'map' needs key/value pairs, found \(rest.count) items", pointer: pointer)
+                throw CompileFailure(
+                    .invalidStructure,
+                    "'map' needs key/value pairs, found \(rest.count) items",
+                    pointer: pointer
+                )
             }
             var entries: [Expr.MapEntry] = []
             var i = rest.startIndex
@@ -324,7 +351,8 @@ enum ExpressionFolding {
         switch expr {
         case .tag: return true
         case .list(let items), .template(let items): return items.contains(where: containsTagReference)
-        case .map(let entries): return entries.contains { containsTagReference($0.key) || containsTagReference($0.value) }
+        case .map(let entries):
+            return entries.contains { containsTagReference($0.key) || containsTagReference($0.value) }
         case .escape(let inner, _): return containsTagReference(inner)
         default: return false
         }

@@ -85,20 +85,33 @@ enum TemplateCatalog {
                     .flatMap { literalString(params[$0]) }
             }
             guard let key, !key.isEmpty else {
-                output.noteUnsupported("event parameter variable without a constant key (it evaluates to undefined)", pointer: pointer)
+                output.noteUnsupported(
+                    "event parameter variable without a constant key (it evaluates to undefined)",
+                    pointer: pointer
+                )
                 return .constant(.literal(.undefined))
             }
             return .eventParameter(key: key, path: splitPath(key), defaultValue: defaultValue(params))
         case "v":
             guard let name = literalString(params["name"]), !name.isEmpty else {
-                output.noteUnsupported("data layer variable without a constant name (it evaluates to undefined)", pointer: pointer)
+                output.noteUnsupported(
+                    "data layer variable without a constant name (it evaluates to undefined)",
+                    pointer: pointer
+                )
                 return .constant(.literal(.undefined))
             }
             let version = literalNumber(params["dataLayerVersion"]) ?? 2
-            return .dataLayer(name: name, path: version == 1 ? [name] : splitPath(name), defaultValue: defaultValue(params))
+            return .dataLayer(
+                name: name,
+                path: version == 1 ? [name] : splitPath(name),
+                defaultValue: defaultValue(params)
+            )
         case "fup":
             guard let key = literalString(params["key"]), !key.isEmpty else {
-                output.noteUnsupported("user property variable without a constant key (it evaluates to undefined)", pointer: pointer)
+                output.noteUnsupported(
+                    "user property variable without a constant key (it evaluates to undefined)",
+                    pointer: pointer
+                )
                 return .constant(.literal(.undefined))
             }
             return .dataLayer(name: key, path: splitPath(key), defaultValue: defaultValue(params))
@@ -137,7 +150,8 @@ enum TemplateCatalog {
         default:
             if let builtIn = builtIns[code] { return .builtIn(builtIn) }
             output.noteUnsupported(
-                browserMacros.contains(code) ? "browser-only variable type '\(function)'" : "variable type '\(function)'",
+                browserMacros.contains(code)
+                    ? "browser-only variable type '\(function)'" : "variable type '\(function)'",
                 pointer: pointer
             )
             return .unsupported

@@ -217,7 +217,7 @@ public final class ContainerHolder: Sendable {
             }
             let container = try configuration.compile(bytes, id: containerID, origin: "default")
             state.withLock { $0.defaultCandidate = Candidate(container: container, origin: .default, lastRefresh: nil) }
-        } catch where error.code == .notFound {
+        } catch  where error.code == .notFound {
             logger.info("no default container for '\(containerID)'")
         } catch {
             logger.warning("the default container '\(containerID)' cannot be used: \(error.message)")

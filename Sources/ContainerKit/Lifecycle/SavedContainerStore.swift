@@ -60,7 +60,7 @@ public struct SavedContainerStore: Sendable, CustomStringConvertible {
         do {
             guard case .container(let body, _) = try await files.fetch(id: id, ifNoneMatch: nil) else { return nil }
             bytes = body
-        } catch where error.code == .notFound {
+        } catch  where error.code == .notFound {
             return nil
         }
         guard let meta = readMetadata(id), meta.size == bytes.count, meta.checksum == Self.checksum(bytes) else {

@@ -213,8 +213,9 @@ struct RegexParser {
         if hasPrefix("(?<") || hasPrefix("(?P<") {
             position += hasPrefix("(?<") ? 3 : 4
             let nameStart = position
-            while let scalar = peek, scalar == "_" || scalar.properties.isAlphabetic && scalar.isASCII
-                || (position > nameStart && asciiDigit(scalar) != nil)
+            while let scalar = peek,
+                scalar == "_" || scalar.properties.isAlphabetic && scalar.isASCII
+                    || (position > nameStart && asciiDigit(scalar) != nil)
             {
                 position += 1
             }

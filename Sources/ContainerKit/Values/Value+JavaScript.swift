@@ -66,7 +66,8 @@ extension Value {
                 exponent = exponent.dropFirst()
             }
             let digits = exponent.drop { $0 == "0" }
-            text = "\(mantissa.hasSuffix(".0") ? String(mantissa.dropLast(2)) : String(mantissa))e\(sign)\(digits.isEmpty ? "0" : String(digits))"
+            text =
+                "\(mantissa.hasSuffix(".0") ? String(mantissa.dropLast(2)) : String(mantissa))e\(sign)\(digits.isEmpty ? "0" : String(digits))"
         } else if text.hasSuffix(".0") {
             text.removeLast(2)
         }

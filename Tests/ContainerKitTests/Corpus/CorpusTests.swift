@@ -2,7 +2,9 @@ import ContainerKit
 import Foundation
 import Testing
 
-@Suite(.enabled(if: TestContainers.corpus != nil, "corpus not found at ../shared/research/corpus; corpus tests skipped"))
+@Suite(
+    .enabled(if: TestContainers.corpus != nil, "corpus not found at ../shared/research/corpus; corpus tests skipped")
+)
 struct CorpusTests {
     static var jsonFiles: [String] {
         guard let corpus = TestContainers.corpus,
@@ -48,7 +50,9 @@ struct CorpusTests {
         manager.register(tagHandler: recorder, for: "com.appboy.googletagmanager.BrazeGtmTagProvider")
         manager.makeDataLayer().push(
             event: "logEvent",
-            parameters: ["eventName": "played song", "boolParam": true, "doubleParam": 2.5, "intParam": 3, "stringParam": "s"]
+            parameters: [
+                "eventName": "played song", "boolParam": true, "doubleParam": 2.5, "intParam": 3, "stringParam": "s",
+            ]
         )
         #expect(
             recorder.calls.first?.arguments

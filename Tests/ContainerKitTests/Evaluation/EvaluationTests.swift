@@ -3,7 +3,9 @@ import Testing
 
 /// One container whose single tag fires when predicate `function(arg0: event parameter "v", arg1)` holds.
 private func predicateContainer(_ function: String, _ arg1: Value, ignoreCase: Bool = false) throws -> Container {
-    let predicate = ValueMap([("function", .string(function)), ("arg0", ["macro", 1]), ("arg1", arg1), ("ignore_case", .bool(ignoreCase))])
+    let predicate = ValueMap([
+        ("function", .string(function)), ("arg0", ["macro", 1]), ("arg1", arg1), ("ignore_case", .bool(ignoreCase)),
+    ])
     return try TestContainers.resource(
         macros: #"[{"function": "__e"}, {"function": "__md", "vtp_eventType": "CUSTOM", "vtp_key": "v"}]"#,
         tags: #"[{"function": "__funct", "tag_id": 1, "vtp_classPath": "t"}]"#,
@@ -12,8 +14,8 @@ private func predicateContainer(_ function: String, _ arg1: Value, ignoreCase: B
     )
 }
 
-private extension ValueMap {
-    init(_ pairs: [(String, Value)]) {
+extension ValueMap {
+    fileprivate init(_ pairs: [(String, Value)]) {
         self.init()
         for (k, v) in pairs { self[k] = v }
     }
@@ -275,7 +277,10 @@ struct MacroTests {
     }
 
     @Test func typedGettersUseGTMDefaults() throws {
-        let container = try ContainerLoader().load(bytes: Array(#"{"title": "Hi", "count": "7", "on": "TRUE"}"#.utf8), file: "GTM-FLAT1.json")
+        let container = try ContainerLoader().load(
+            bytes: Array(#"{"title": "Hi", "count": "7", "on": "TRUE"}"#.utf8),
+            file: "GTM-FLAT1.json"
+        )
         #expect(container.format == .flatValues)
         #expect(container.string(forKey: "title") == "Hi")
         #expect(container.int64(forKey: "count") == 7)
@@ -298,7 +303,12 @@ struct MacroTests {
         let manager = TagManager(logger: InMemoryLogger())
         manager.add(container)
         let layer = manager.makeDataLayer(
-            context: ClientContext(platform: "Android", language: "fr", appID: "com.example.music", advertisingTrackingEnabled: true)
+            context: ClientContext(
+                platform: "Android",
+                language: "fr",
+                appID: "com.example.music",
+                advertisingTrackingEnabled: true
+            )
         )
         #expect(layer.string(forKey: "platform") == "Android")
         #expect(layer.string(forKey: "language") == "fr")

@@ -12,7 +12,10 @@ struct BundledContainerTests {
         manager.register(tagHandler: recorder, for: "com.appboy.googletagmanager.BrazeGtmTagProvider")
         let layer = manager.makeDataLayer(context: ClientContext(appID: "com.example.music"))
 
-        let played = layer.push(event: "played song", parameters: ["title": "So What", "genre": "jazz", "duration": 545])
+        let played = layer.push(
+            event: "played song",
+            parameters: ["title": "So What", "genre": "jazz", "duration": 545]
+        )
         #expect(played.fired.map(\.tagID) == [1])  // the paused tag 5 never fires
         #expect(
             recorder.calls.last?.arguments
@@ -45,7 +48,10 @@ struct BundledContainerTests {
         manager.add(container)
         let layer = manager.makeDataLayer(context: ClientContext(appName: "Tunes"))
 
-        let played = layer.push(event: "played song", parameters: ["title": "So What", "genre": "JAZZ", "duration": 545])
+        let played = layer.push(
+            event: "played song",
+            parameters: ["title": "So What", "genre": "JAZZ", "duration": 545]
+        )
         let tag = try #require(played.fired.first)
         #expect(tag.tagID == 10)
         #expect(tag.classPath == "com.appboy.googletagmanager.BrazeGtmTagProvider")
@@ -93,7 +99,10 @@ struct BundledContainerTests {
         (#"{"resource": {"rules": [[["add", 9]]]}}"#, .danglingReference),
         (#"{"resource": {"tags": [{"tag_id": 1}]}}"#, .invalidStructure),
         (#"{"exportFormatVersion": 2}"#, .unknownFormat),
-        (#"{"containerVersion": {"tag": [{"name": "t", "type": "funct", "firingTriggerId": ["99"]}]}}"#, .danglingReference),
+        (
+            #"{"containerVersion": {"tag": [{"name": "t", "type": "funct", "firingTriggerId": ["99"]}]}}"#,
+            .danglingReference
+        ),
         (#"{"nested": {"not": "flat"}}"#, .unknownFormat),
     ])
     func malformedContainersGiveCodedErrors(json: String, code: ContainerError.Code) {

@@ -28,7 +28,8 @@ private struct PatternGenerator {
     private mutating func item(depth: Int, insideRepetition: Bool) -> String {
         let roll = Int.random(in: 0..<100, using: &random)
         if roll < 6 { return ["^", "$", "\\b", "\\B"].randomElement(using: &random)! }
-        let quantifier = Int.random(in: 0..<100, using: &random) < 35
+        let quantifier =
+            Int.random(in: 0..<100, using: &random) < 35
             ? ["*", "+", "?", "{1,2}", "{2}", "{0,2}", "{2,}"].randomElement(using: &random)!
                 + (Bool.random(using: &random) ? "?" : "")
             : ""
@@ -90,7 +91,8 @@ struct RegexPatternCrossCheckTests {
                 compared += 1
                 let agrees: Bool
                 if let expected, let found {
-                    agrees = found.range == expected[0]
+                    agrees =
+                        found.range == expected[0]
                         && (!generator.capturesComparable || found.groups == expected)
                 } else {
                     agrees = expected == nil && found == nil

@@ -20,4 +20,3 @@ func regexMatchSummary(_ match: RegexPattern.Match?, in subject: String) -> (gro
     let groups = match.groups.map { range in range.map { String(scalars[$0]) } }
     return (groups, scalars.distance(from: scalars.startIndex, to: match.range.lowerBound))
 }
-

@@ -19,7 +19,10 @@ struct ConcurrencyTests {
                 group.addTask {
                     let layer = manager.makeDataLayer(sessionID: "user-\(s)")
                     for i in 0..<eventsPerSession {
-                        layer.push(event: "played song", parameters: ["genre": "jazz", "duration": .int(Int64(31 + i))])
+                        layer.push(
+                            event: "played song",
+                            parameters: ["genre": "jazz", "duration": .int(Int64(31 + i))]
+                        )
                     }
                 }
             }
@@ -40,7 +43,10 @@ struct ConcurrencyTests {
         manager.add(try version("1"))
         let seen = Mutex<[String: Int]>([:])
         for name in ["v1", "v2"] {
-            manager.register(tagHandler: ClosureTagHandler { call in seen.withLock { $0[call.name, default: 0] += 1 } }, for: name)
+            manager.register(
+                tagHandler: ClosureTagHandler { call in seen.withLock { $0[call.name, default: 0] += 1 } },
+                for: name
+            )
         }
         let second = try version("2")
         await withTaskGroup(of: Void.self) { group in

@@ -42,8 +42,10 @@ struct DataLayerTests {
     @Test func pushesFromHandlersAreQueuedAndProcessedAfterTheCurrentOne() throws {
         let container = try TestContainers.resource(
             macros: #"[{"function": "__e"}]"#,
-            tags: #"[{"function": "__funct", "tag_id": 1, "vtp_classPath": "a"}, {"function": "__funct", "tag_id": 2, "vtp_classPath": "b"}]"#,
-            predicates: #"[{"function": "_eq", "arg0": ["macro", 0], "arg1": "first"}, {"function": "_eq", "arg0": ["macro", 0], "arg1": "second"}]"#,
+            tags:
+                #"[{"function": "__funct", "tag_id": 1, "vtp_classPath": "a"}, {"function": "__funct", "tag_id": 2, "vtp_classPath": "b"}]"#,
+            predicates:
+                #"[{"function": "_eq", "arg0": ["macro", 0], "arg1": "first"}, {"function": "_eq", "arg0": ["macro", 0], "arg1": "second"}]"#,
             rules: #"[[["if", 0], ["add", 0]], [["if", 1], ["add", 1]]]"#
         )
         manager.add(container)
