@@ -24,7 +24,10 @@ struct ReadmeExampleTests {
             .map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }
         let readmeLines = Set(readme.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
-        for line in example { #expect(readmeLines.contains(line), "README.md lacks the example line: \(line)") }
+        for line in example {
+            let present = readmeLines.contains(line)
+            #expect(present, "README.md lacks the example line: \(line)")
+        }
     }
 
     func readmeExample() async throws -> [Int?] {
