@@ -26,6 +26,10 @@ struct Evaluation: MacroResolver {
     /// bit 4 ran, bit 5 succeeded.
     private var tagState: [UInt8] = []
     private var fired: [FiredTag] = []
+    /// How many macro evaluations are in progress (macros reading macros).
+    private var nesting = 0
+    /// Deeper chains of macros reading macros evaluate to undefined (the stack is finite).
+    static let maximumMacroNesting = 100
     /// The handler found last: consecutive tags usually call the same class path.
     private var lastHandler: (name: String, handler: any FunctionCallTagHandler)?
     private var evaluatedOrder: [Int] = []
@@ -263,8 +267,18 @@ struct Evaluation: MacroResolver {
             }
             return .undefined
         }
+        if nesting >= Evaluation.maximumMacroNesting {
+            // A chain of thousands of macros (hostile or generated) must not exhaust the stack.
+            dataLayer.tagManager.reportOnce("nesting:\(storage.id)", level: .error) {
+                "macros in \(storage.id) nest deeper than \(Evaluation.maximumMacroNesting) at macro \(index); "
+                    + "the innermost evaluates to undefined"
+            }
+            return .undefined
+        }
         macroMarks[index] = 2 &* generation
+        nesting += 1
         let value = computeMacro(index)
+        nesting -= 1
         macroValues[index] = value
         macroMarks[index] = 2 &* generation &+ 1
         if recordTrace { evaluatedOrder.append(index) }

@@ -13,6 +13,8 @@ import Synchronization
 public final class DataLayer: Sendable {
     /// The sentinel that leaves an existing value or array element untouched in a push.
     public static let notPresent: Value = .undefined
+    /// Dotted keys expand into at most this many levels.
+    public static let maximumKeyDepth = 64
     /// The most pushes processed in one run before the loop guard clears the queue.
     public static let maximumNestedPushes = 500
 
@@ -226,7 +228,13 @@ public final class DataLayer: Sendable {
                 out[key] = slot
                 continue
             }
-            let parts = key.split(separator: ".", omittingEmptySubsequences: false)
+            var parts = key.split(separator: ".", omittingEmptySubsequences: false)
+            if parts.count > DataLayer.maximumKeyDepth {
+                // A key with thousands of dots must not build a value too deep to merge; the tail stays
+                // one literal key.
+                let tail = parts[(DataLayer.maximumKeyDepth - 1)...].joined(separator: ".")
+                parts = Array(parts.prefix(DataLayer.maximumKeyDepth - 1)) + [Substring(tail)]
+            }
             var nested = value
             for part in parts.dropFirst().reversed() {
                 var map = ValueMap()

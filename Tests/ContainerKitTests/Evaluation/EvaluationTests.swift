@@ -318,3 +318,22 @@ struct MacroTests {
         #expect(layer.bool(forKey: "ate"))
     }
 }
+
+struct HostileContainerTests {
+    @Test func aLongChainOfMacrosIsCutOffInsteadOfExhaustingTheStack() throws {
+        // 20,000 macros, each reading the next: far deeper than any real container.
+        var macros: [String] = []
+        for i in 0..<20_000 {
+            macros.append(#"{"function": "__c", "instance_name": "m\#(i)", "vtp_value": ["macro", \#(i + 1)]}"#)
+        }
+        macros.append(#"{"function": "__c", "instance_name": "end", "vtp_value": "bottom"}"#)
+        let container = try TestContainers.resource(macros: "[" + macros.joined(separator: ",") + "]")
+        let logger = InMemoryLogger()
+        let manager = TagManager(logger: logger)
+        manager.add(container)
+        let layer = manager.makeDataLayer()
+        #expect(layer.value(forKey: "m0") == .undefined)
+        #expect(layer.value(forKey: "m19950") == "bottom")
+        #expect(logger.messages(at: .error).contains { $0.contains("nest deeper than 100") })
+    }
+}

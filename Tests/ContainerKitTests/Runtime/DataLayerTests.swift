@@ -96,3 +96,18 @@ struct DataLayerTests {
         #expect(one.sessionID != two.sessionID)
     }
 }
+
+struct DataLayerLimitTests {
+    @Test func aKeyWithThousandsOfDotsExpandsOnlySoDeep() {
+        let layer = TagManager(logger: InMemoryLogger()).makeDataLayer()
+        let key = Array(repeating: "a", count: 50_000).joined(separator: ".")
+        layer.push([key: 1])
+        let path = Array(repeating: "a", count: DataLayer.maximumKeyDepth - 1).joined(separator: ".")
+        let tail = Array(repeating: "a", count: 50_000 - DataLayer.maximumKeyDepth + 1).joined(separator: ".")
+        guard case .object(let inner) = layer.get(path) else {
+            Issue.record("expected a map at depth \(DataLayer.maximumKeyDepth - 1)")
+            return
+        }
+        #expect(inner[tail] == 1)
+    }
+}
