@@ -66,7 +66,8 @@ enum BrazeBench {
 
     /// Appends every batch (each producer takes every `producers`-th one and awaits its durability) into a
     /// fresh queue; returns the acknowledged rate and the group commits it took.
-    static func durableRun(_ batches: [[AnalyticsRecord]], producers: Int) async throws -> (rate: Double, commits: Int) {
+    static func durableRun(_ batches: [[AnalyticsRecord]], producers: Int) async throws -> (rate: Double, commits: Int)
+    {
         let directory = temporaryDirectory("durable")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let downstream = AcceptingDownstream()
@@ -200,7 +201,6 @@ final class BenchUsersTrackServer: Sendable {
     private struct State {
         var stopped = false
         var objects = 0
-        var requests = 0
     }
 
     let port: UInt16
@@ -224,15 +224,17 @@ final class BenchUsersTrackServer: Sendable {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         var bound = fd >= 0
         if bound {
-            bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-            } == 0
+            bound =
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+                } == 0
         }
         if bound { bound = listen(fd, 64) == 0 }
         if bound {
-            bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-            } == 0
+            bound =
+                withUnsafeMutablePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+                } == 0
         }
         guard bound else {
             let code = errno
@@ -370,10 +372,7 @@ final class BenchUsersTrackServer: Sendable {
                     if case .array(let list)? = map[name] { objects += list.count }
                 }
             }
-            state.withLock {
-                $0.objects += objects
-                $0.requests += 1
-            }
+            state.withLock { $0.objects += objects }
             let answer = objects > 0 ? #"{"message":"success"}"# : #"{"message":"no objects"}"#
             let status = objects > 0 ? "201 Created" : "400 Bad Request"
             let head =
