@@ -2,5 +2,6 @@
 enum BenchExtensions {
     static func runAll() async {
         await LintBench.run()
+        await BrazeBench.run()
     }
 }
