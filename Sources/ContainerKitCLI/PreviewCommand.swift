@@ -115,17 +115,10 @@ struct PreviewCommand {
             return exitCode(for: error)
         }
 
-        let handle: FileHandle
-        if options.eventsPath == "-" {
-            handle = FileHandle.standardInput
-        } else {
-            guard let file = FileHandle(forReadingAtPath: options.eventsPath) else {
-                output.error("containerkit preview: cannot open events file '\(options.eventsPath)'")
-                return ExitCode.failure
-            }
-            handle = file
+        guard let input = PushInput.open(options.eventsPath, command: "preview", output: output) else {
+            return ExitCode.failure
         }
-        defer { if options.eventsPath != "-" { try? handle.close() } }
+        defer { input.close() }
         if !options.json {
             let counts = draft.counts
             output.print(
@@ -136,12 +129,9 @@ struct PreviewCommand {
         }
         let session = manager.makeDataLayer(debug: true)
         var failedLines = 0
-        var lineNumber = 0
-        for line in LineReader(handle: handle) {
-            lineNumber += 1
-            if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
-            guard case .object(let message)? = try? Value(json: line) else {
-                output.error("containerkit preview: line \(lineNumber): a push must be one json object")
+        for line in input {
+            guard case .push(let lineNumber, let message) = line else {
+                if case .invalid(_, let problem) = line { output.error("containerkit preview: \(problem)") }
                 failedLines += 1
                 continue
             }

@@ -117,16 +117,11 @@ struct RunCommand {
         }
         let session = manager.makeDataLayer()
 
-        let handle: FileHandle
-        if options.eventsPath == "-" {
-            handle = FileHandle.standardInput
-        } else {
-            guard let file = FileHandle(forReadingAtPath: options.eventsPath) else {
-                output.error("containerkit run: cannot open events file '\(options.eventsPath)'")
-                return ExitCode.failure
-            }
-            handle = file
+        guard let input = PushInput.open(options.eventsPath, command: "run", output: output) else {
+            await braze?.shutdown()
+            return ExitCode.failure
         }
+        defer { input.close() }
         if !options.json {
             let counts = container.counts
             output.print(
@@ -135,21 +130,17 @@ struct RunCommand {
             )
         }
         var failedLines = 0
-        var lineNumber = 0
-        for line in LineReader(handle: handle) {
-            lineNumber += 1
-            if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
+        for line in input {
+            let lineNumber: Int
             let message: ValueMap
-            do throws(ContainerError) {
-                guard case .object(let map) = try Value(json: line) else {
-                    throw ContainerError(.invalidStructure, "a push must be a JSON object")
-                }
-                message = map
-            } catch {
-                let location = error.location.map { ":\($0.column)" } ?? ""
-                output.error("containerkit run: line \(lineNumber)\(location): \(error.message)")
+            switch line {
+            case .invalid(_, let problem):
+                output.error("containerkit run: \(problem)")
                 failedLines += 1
                 continue
+            case .push(let number, let pushed):
+                lineNumber = number
+                message = pushed
             }
             let result = session.push(message)
             let records = braze?.takeRecords() ?? []
@@ -173,7 +164,6 @@ struct RunCommand {
                 for record in records { output.print("    → \(JSONWriter.string(record.jsonValue))") }
             }
         }
-        if options.eventsPath != "-" { try? handle.close() }
         await braze?.shutdown()
         return failedLines > 0 ? ExitCode.findings : ExitCode.success
     }

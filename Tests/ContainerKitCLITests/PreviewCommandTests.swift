@@ -226,8 +226,8 @@ import Testing
         let outcome = await run(["preview", Self.url, "--drafts", drafts, "--events", events, "--format", "json"])
         #expect(outcome.code == 2)
         #expect(outcome.lines.filter { !$0.isEmpty }.count == 2)
-        #expect(outcome.err.contains("line 2: a push must be one json object"))
-        #expect(outcome.err.contains("line 3: a push must be one json object"))
+        #expect(outcome.err.contains("line 2: a push must be a JSON object"))
+        #expect(outcome.err.contains("line 3:1: "))
     }
 
     @Test func exitsWithOneWhenTheEventsFileCannotBeOpened() async throws {
