@@ -102,15 +102,23 @@ if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_PROFILE"] != nil {
     exit(0)
 }
 
-// MARK: Measure (interleaved, so machine noise hits every variant alike)
+// MARK: Measure (interleaved rounds: each round measures the three variants back to back, so the ratio of
+// a round compares runs made under the same machine conditions; the reported ratio is the median of rounds)
 
 var ckRates: [Double] = []
 var idealRates: [Double] = []
 var naiveRates: [Double] = []
-for _ in 0..<5 {
-    ckRates.append(Harness.rate(samples: 3, count: eventCount, runContainerKit))
-    idealRates.append(Harness.rate(samples: 3, count: eventCount, runIdeal))
-    naiveRates.append(Harness.rate(samples: 3, count: naiveEventCount, runNaive))
+var idealRatios: [Double] = []
+var naiveRatios: [Double] = []
+for _ in 0..<9 {
+    let ck = Harness.rate(samples: 3, count: eventCount, runContainerKit)
+    let idealRate = Harness.rate(samples: 3, count: eventCount, runIdeal)
+    let naiveRate = Harness.rate(samples: 3, count: naiveEventCount, runNaive)
+    ckRates.append(ck)
+    idealRates.append(idealRate)
+    naiveRates.append(naiveRate)
+    idealRatios.append(ck / idealRate)
+    naiveRatios.append(ck / naiveRate)
 }
 @MainActor func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
 let ck = median(ckRates)
@@ -123,5 +131,5 @@ print("containerkit_events_per_s=\(Harness.format(ck))")
 print("ideal_events_per_s=\(Harness.format(idealRate))")
 print("naive_events_per_s=\(Harness.format(naiveRate))")
 await BenchExtensions.runAll()
-print("containerkit_vs_ideal=\(Harness.ratio(ck / idealRate))")
-print("containerkit_vs_naive=\(Harness.ratio(ck / naiveRate))")
+print("containerkit_vs_ideal=\(Harness.ratio(median(idealRatios)))")
+print("containerkit_vs_naive=\(Harness.ratio(median(naiveRatios)))")

@@ -87,13 +87,11 @@ struct Evaluation: MacroResolver {
 
     // MARK: Running an event
 
-    mutating func run() -> EventReport {
+    /// Evaluates the event: the candidate rules (see ``CandidateRules``), then fires the selected tags.
+    mutating func run(candidates: [Int]? = nil) -> EventReport {
         defer { returnScratch() }
         if case .string(let name) = reportedEventName {
-            if let indexed = storage.program.rulesByEvent[name] {
-                for r in indexed { applyRule(r) }
-            }
-            for r in storage.program.unindexedRules { applyRule(r) }
+            for r in candidates ?? storage.candidates.rules(for: name, in: storage.program) { applyRule(r) }
             if !tagState.isEmpty {
                 for t in storage.program.tagOrder where tagState[t] & 0b11 == 0b01 { _ = fire(t) }
             }

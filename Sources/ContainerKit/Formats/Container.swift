@@ -21,6 +21,8 @@ public struct Container: Sendable {
         let file: String?
         let unsupported: [ContainerError]
         let program: Program
+        /// The rules each event name can pass, filled as names are seen.
+        let candidates = CandidateRules()
 
         init(
             id: String,

@@ -113,17 +113,13 @@ enum ResourceCompiler {
             output: &output
         )
         var format = ValueFormat()
-        if let v = map["convert_null_to"] {
-            format.convertNullTo = try expression(v, at: pointer + "/convert_null_to", context: &context)
-        }
-        if let v = map["convert_undefined_to"] {
-            format.convertUndefinedTo = try expression(v, at: pointer + "/convert_undefined_to", context: &context)
-        }
-        if let v = map["convert_true_to"] {
-            format.convertTrueTo = try expression(v, at: pointer + "/convert_true_to", context: &context)
-        }
-        if let v = map["convert_false_to"] {
-            format.convertFalseTo = try expression(v, at: pointer + "/convert_false_to", context: &context)
+        let conversions: [(key: String, field: WritableKeyPath<ValueFormat, Expr?>)] = [
+            ("convert_null_to", \.convertNullTo), ("convert_undefined_to", \.convertUndefinedTo),
+            ("convert_true_to", \.convertTrueTo), ("convert_false_to", \.convertFalseTo),
+        ]
+        for conversion in conversions {
+            guard let v = map[conversion.key] else { continue }
+            format[keyPath: conversion.field] = try expression(v, at: pointer + "/" + conversion.key, context: &context)
         }
         switch map["convert_case_to"] {
         case .int(1)?: format.caseConversion = .lowercase

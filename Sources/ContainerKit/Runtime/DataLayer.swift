@@ -168,7 +168,20 @@ public final class DataLayer: Sendable {
         guard !containers.isEmpty else { return }
         let handlers = tagManager.handlerSnapshot
         result.events.reserveCapacity(result.events.count + containers.count)
+        let reportedName = Evaluation.reportedName(eventName)
         for container in containers {
+            var candidates: [Int]?
+            if !debug, case .string(let name) = reportedName {
+                let rules = container.storage.candidates.rules(for: name, in: container.storage.program)
+                if rules.isEmpty {
+                    // No rule of this container can pass for this event name: nothing to evaluate.
+                    result.events.append(
+                        EventReport(containerID: container.id, eventName: eventName, message: message, fired: [])
+                    )
+                    continue
+                }
+                candidates = rules
+            }
             var evaluation = Evaluation(
                 container: container,
                 message: message,
@@ -185,7 +198,7 @@ public final class DataLayer: Sendable {
                 report.trace?.dataLayer = .object(model)
                 result.events.append(report)
             } else {
-                result.events.append(evaluation.run())
+                result.events.append(evaluation.run(candidates: candidates))
             }
         }
     }
