@@ -12,10 +12,11 @@ final class CandidateRules: Sendable {
 
     private let cache = Mutex<[String: [Int]]>([:])
 
-    /// The candidate rules for `name`, in ascending rule order.
-    func rules(for name: String, in program: Program) -> [Int] {
+    /// The candidate rules for `name`, in ascending rule order. Takes the container's storage, not its
+    /// program: passing the program struct would copy (retain) every table on this hot path.
+    func rules(for name: String, in storage: Container.Storage) -> [Int] {
         if let cached = cache.withLock({ $0[name] }) { return cached }
-        let computed = CandidateRules.compute(name, program)
+        let computed = CandidateRules.compute(name, storage.program)
         cache.withLock { cache in
             if cache.count < CandidateRules.maximumCachedNames { cache[name] = computed }
         }

@@ -91,7 +91,7 @@ struct Evaluation: MacroResolver {
     mutating func run(candidates: [Int]? = nil) -> EventReport {
         defer { returnScratch() }
         if case .string(let name) = reportedEventName {
-            for r in candidates ?? storage.candidates.rules(for: name, in: storage.program) { applyRule(r) }
+            for r in candidates ?? storage.candidates.rules(for: name, in: storage) { applyRule(r) }
             if !tagState.isEmpty {
                 for t in storage.program.tagOrder where tagState[t] & 0b11 == 0b01 { _ = fire(t) }
             }
@@ -226,8 +226,7 @@ struct Evaluation: MacroResolver {
             containerID: storage.id,
             tagID: tagID,
             displayName: storage.program.tags[t].name,
-            dataLayer: dataLayer,
-            logger: logger
+            dataLayer: dataLayer
         )
         do {
             try handler.execute(call)
@@ -382,8 +381,7 @@ struct Evaluation: MacroResolver {
             containerID: storage.id,
             tagID: nil,
             displayName: macro.name,
-            dataLayer: dataLayer,
-            logger: logger
+            dataLayer: dataLayer
         )
         do {
             return try handler.value(for: call)

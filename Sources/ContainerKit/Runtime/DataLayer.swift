@@ -172,7 +172,7 @@ public final class DataLayer: Sendable {
         for container in containers {
             var candidates: [Int]?
             if !debug, case .string(let name) = reportedName {
-                let rules = container.storage.candidates.rules(for: name, in: container.storage.program)
+                let rules = container.storage.candidates.rules(for: name, in: container.storage)
                 if rules.isEmpty {
                     // No rule of this container can pass for this event name: nothing to evaluate.
                     result.events.append(

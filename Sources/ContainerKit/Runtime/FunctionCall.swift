@@ -18,7 +18,9 @@ public struct FunctionCall: Sendable {
     /// (a push made from a handler is queued and processed after the current one).
     public let dataLayer: DataLayer
     /// Where the handler should write its diagnostics.
-    public let logger: any Logger
+    public var logger: any Logger { loggerOverride ?? dataLayer.tagManager.logger }
+    /// A logger other than the session's tag manager's, when the creator gave one.
+    private let loggerOverride: (any Logger)?
 
     /// Creates a call; the runtime makes these, tests of handlers may too.
     public init(
@@ -38,7 +40,7 @@ public struct FunctionCall: Sendable {
         self.tagID = tagID
         self.displayName = displayName
         self.dataLayer = dataLayer
-        self.logger = logger ?? dataLayer.tagManager.logger
+        self.loggerOverride = logger
     }
 }
 
