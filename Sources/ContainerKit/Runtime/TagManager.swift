@@ -19,9 +19,16 @@ public final class TagManager: Sendable {
     /// The context new data layers get when none is given.
     public let defaultContext: ClientContext
 
-    struct Handlers: Sendable {
-        var tags: [String: any FunctionCallTagHandler] = [:]
-        var macros: [String: any FunctionCallMacroHandler] = [:]
+    /// An immutable snapshot of the registered handlers. Registration swaps in a new snapshot, so an
+    /// evaluation holds the registry with one reference and never sees it change midway.
+    final class Handlers: Sendable {
+        let tags: [String: any FunctionCallTagHandler]
+        let macros: [String: any FunctionCallMacroHandler]
+
+        init(tags: [String: any FunctionCallTagHandler] = [:], macros: [String: any FunctionCallMacroHandler] = [:]) {
+            self.tags = tags
+            self.macros = macros
+        }
     }
 
     private let handlers = Mutex(Handlers())
@@ -44,22 +51,38 @@ public final class TagManager: Sendable {
     /// Registers the handler that Function Call tags with class path (or legacy function name) `name` call.
     /// Registering again for the same name replaces the handler.
     public func register(tagHandler: any FunctionCallTagHandler, for name: String) {
-        handlers.withLock { $0.tags[name] = tagHandler }
+        handlers.withLock { current in
+            var tags = current.tags
+            tags[name] = tagHandler
+            current = Handlers(tags: tags, macros: current.macros)
+        }
     }
 
     /// Registers the handler that Function Call variables with class path (or function name) `name` call.
     public func register(macroHandler: any FunctionCallMacroHandler, for name: String) {
-        handlers.withLock { $0.macros[name] = macroHandler }
+        handlers.withLock { current in
+            var macros = current.macros
+            macros[name] = macroHandler
+            current = Handlers(tags: current.tags, macros: macros)
+        }
     }
 
     /// Removes the tag handler registered for `name`.
     public func unregisterTagHandler(for name: String) {
-        _ = handlers.withLock { $0.tags.removeValue(forKey: name) }
+        handlers.withLock { current in
+            var tags = current.tags
+            tags[name] = nil
+            current = Handlers(tags: tags, macros: current.macros)
+        }
     }
 
     /// Removes the macro handler registered for `name`.
     public func unregisterMacroHandler(for name: String) {
-        _ = handlers.withLock { $0.macros.removeValue(forKey: name) }
+        handlers.withLock { current in
+            var macros = current.macros
+            macros[name] = nil
+            current = Handlers(tags: current.tags, macros: macros)
+        }
     }
 
     /// The tag handler registered for `name`.
