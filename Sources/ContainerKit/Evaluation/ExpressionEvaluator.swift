@@ -33,6 +33,23 @@ enum ExpressionEvaluator {
     /// Evaluates a map expression; entries whose value is undefined are left out.
     static func evaluateMap<R: MacroResolver>(_ entries: [Expr.MapEntry], _ resolver: inout R) -> ValueMap {
         var map = ValueMap(minimumCapacity: entries.count)
+        // Compiled maps have distinct constant keys (`Expr.distinctMap`): when every key is constant, each
+        // entry is appended without searching the map.
+        var constantKeys = true
+        for entry in entries {
+            guard case .literal(.string) = entry.key else {
+                constantKeys = false
+                break
+            }
+        }
+        if constantKeys {
+            for entry in entries {
+                guard case .literal(.string(let key)) = entry.key else { continue }
+                let value = evaluate(entry.value, &resolver)
+                if !value.isUndefined { map.appendNew(key, value) }
+            }
+            return map
+        }
         for entry in entries {
             let value = evaluate(entry.value, &resolver)
             if value.isUndefined { continue }

@@ -263,7 +263,7 @@ enum ExportCompiler {
                         entries.append(Expr.MapEntry(key: key, value: try parameter(item, at: at)))
                     }
                 }
-                return ExpressionFolding.fold(.map(entries))
+                return ExpressionFolding.fold(.distinctMap(entries))
             default:
                 if let value = param["value"] {
                     if case .string(let text) = value { return template(text) }

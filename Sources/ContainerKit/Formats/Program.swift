@@ -35,6 +35,26 @@ indirect enum Expr: Sendable {
         var value: Expr
     }
 
+    /// A map expression whose constant string keys are distinct: a repeated constant key keeps its first
+    /// position and takes its last value (what inserting the entries in order would give). Every map the
+    /// compilers build goes through here, so the evaluator may append constant keys without searching.
+    static func distinctMap(_ entries: [MapEntry]) -> Expr {
+        var position: [String: Int] = [:]
+        var out: [MapEntry] = []
+        out.reserveCapacity(entries.count)
+        for entry in entries {
+            if case .literal(.string(let key)) = entry.key {
+                if let existing = position[key] {
+                    out[existing].value = entry.value
+                    continue
+                }
+                position[key] = out.count
+            }
+            out.append(entry)
+        }
+        return .map(out)
+    }
+
     /// Whether the expression reads no macro (its value is fixed at compile time).
     var isConstant: Bool {
         switch self {

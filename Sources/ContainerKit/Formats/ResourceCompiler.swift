@@ -314,7 +314,7 @@ enum ResourceCompiler {
                 entries.append(Expr.MapEntry(key: key, value: value))
                 i += 2
             }
-            expr = .map(entries)
+            expr = .distinctMap(entries)
         case "tag":
             guard let number = rest.first?.jsNumber, number >= 0, number < Double(context.tagCount) else {
                 throw CompileFailure(

@@ -188,7 +188,7 @@ enum TemplateCatalog {
         switch expr {
         case .list:
             let rows = tableRows(expr, keyColumn: "key", valueColumn: "value")
-            return .map(rows.map { Expr.MapEntry(key: $0.key, value: $0.value) })
+            return .distinctMap(rows.map { Expr.MapEntry(key: $0.key, value: $0.value) })
         case .literal(.array(let list)):
             return argumentTable(.list(list.map { Expr.literal($0) }))
         case .literal(.undefined), .literal(.null):

@@ -337,3 +337,24 @@ struct HostileContainerTests {
         #expect(logger.messages(at: .error).contains { $0.contains("nest deeper than 100") })
     }
 }
+
+struct ArgumentMapTests {
+    @Test func aRepeatedArgumentKeyKeepsItsFirstPlaceAndTakesTheLastValue() throws {
+        let container = try TestContainers.resource(
+            macros: #"[{"function": "__e"}]"#,
+            tags: """
+                [{"function": "__funct", "tag_id": 1, "vtp_classPath": "t", "vtp_functionArgument":
+                  ["list", ["map", "key", "a", "value", 1], ["map", "key", "b", "value", 2],
+                   ["map", "key", "a", "value", 3], ["map", "key", ["macro", 0], "value", 4]]}]
+                """,
+            predicates: #"[{"function": "_eq", "arg0": ["macro", 0], "arg1": "b"}]"#,
+            rules: #"[[["if", 0], ["add", 0]]]"#
+        )
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(container)
+        let fired = try #require(manager.makeDataLayer().push(event: "b").fired.first)
+        // "a" keeps its first place and takes 3; the computed key "b" (the event name) overwrites b.
+        #expect(fired.parameters.keys == ["a", "b"])
+        #expect(fired.parameters == ["a": 3, "b": 4])
+    }
+}
