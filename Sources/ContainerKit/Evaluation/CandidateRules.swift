@@ -9,12 +9,17 @@ import Synchronization
 final class CandidateRules: Sendable {
     /// Names past this many are answered without being cached (a stream of unique names cannot grow memory).
     static let maximumCachedNames = 4096
+    /// Longer names are answered without being cached (4096 huge names must not pin gigabytes).
+    static let maximumCachedNameBytes = 256
 
     private let cache = Mutex<[String: [Int]]>([:])
 
     /// The candidate rules for `name`, in ascending rule order. Takes the container's storage, not its
     /// program: passing the program struct would copy (retain) every table on this hot path.
     func rules(for name: String, in storage: Container.Storage) -> [Int] {
+        guard name.utf8.count <= CandidateRules.maximumCachedNameBytes else {
+            return CandidateRules.compute(name, storage.program)
+        }
         if let cached = cache.withLock({ $0[name] }) { return cached }
         let computed = CandidateRules.compute(name, storage.program)
         cache.withLock { cache in

@@ -43,7 +43,8 @@ struct Evaluation: MacroResolver {
         dataLayer: DataLayer,
         handlers: TagManager.Handlers,
         recordTrace: Bool,
-        scratch: EvaluationScratch? = nil
+        scratch: EvaluationScratch? = nil,
+        reportedEventName: Value? = nil
     ) {
         self.storage = container.storage
         self.message = message
@@ -54,7 +55,7 @@ struct Evaluation: MacroResolver {
         self.handlers = handlers
         self.recordTrace = recordTrace
         self.scratch = scratch
-        reportedEventName = Evaluation.reportedName(eventName)
+        self.reportedEventName = reportedEventName ?? Evaluation.reportedName(eventName)
         if let scratch {
             scratch.nextGeneration()
             generation = scratch.generation

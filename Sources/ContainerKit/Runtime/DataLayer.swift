@@ -191,7 +191,8 @@ public final class DataLayer: Sendable {
                 dataLayer: self,
                 handlers: handlers,
                 recordTrace: debug,
-                scratch: scratch
+                scratch: scratch,
+                reportedEventName: reportedName
             )
             if debug {
                 var report = evaluation.run()

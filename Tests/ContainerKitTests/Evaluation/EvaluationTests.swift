@@ -358,3 +358,21 @@ struct ArgumentMapTests {
         #expect(fired.parameters == ["a": 3, "b": 4])
     }
 }
+
+struct CandidateRuleTests {
+    @Test func eventNamesLongerThanTheCacheLimitAreStillEvaluated() throws {
+        let container = try TestContainers.resource(
+            macros: #"[{"function": "__e"}]"#,
+            tags: #"[{"function": "__funct", "tag_id": 1, "vtp_classPath": "t"}]"#,
+            predicates: #"[{"function": "_sw", "arg0": ["macro", 0], "arg1": "long"}]"#,
+            rules: #"[[["if", 0], ["add", 0]]]"#
+        )
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(container)
+        let layer = manager.makeDataLayer()
+        let long = "long" + String(repeating: "x", count: 1_000)
+        #expect(layer.push(event: long).fired.count == 1)
+        #expect(layer.push(event: "x" + long).fired.isEmpty)
+        #expect(layer.push(event: "longer").fired.count == 1)
+    }
+}
