@@ -295,7 +295,7 @@ enum ExportCompiler {
                 name: variable["name"]?.stringValue,
                 kind: TemplateCatalog.macroKind(
                     function: function,
-                    params: Dictionary(params, uniquingKeysWith: { first, _ in first }),
+                    parameters: params,
                     pointer: pointer,
                     output: &output
                 ),
@@ -366,7 +366,7 @@ enum ExportCompiler {
                 ? TagDef.Kind.paused
                 : TemplateCatalog.tagKind(
                     function: function,
-                    params: Dictionary(params, uniquingKeysWith: { first, _ in first }),
+                    parameters: params,
                     pointer: pointer,
                     output: &output
                 )
@@ -493,7 +493,7 @@ enum ExportCompiler {
             }
             let type = condition["type"]?.stringValue ?? ""
             let params = try parameters(condition, at: pointer)
-            let lookup = Dictionary(params, uniquingKeysWith: { first, _ in first })
+            let lookup = TemplateCatalog.lookup(params)
             let index = output.program.predicates.count
             let op = TemplateCatalog.predicateOperator(type)
             output.program.predicates.append(

@@ -108,7 +108,7 @@ enum ResourceCompiler {
         let params = try parameters(map, at: pointer, context: &context)
         let kind = TemplateCatalog.macroKind(
             function: function,
-            params: Dictionary(params, uniquingKeysWith: { first, _ in first }),
+            parameters: params,
             pointer: pointer,
             output: &output
         )
@@ -147,7 +147,7 @@ enum ResourceCompiler {
         let params = try parameters(map, at: pointer, context: &context)
         let kind = TemplateCatalog.tagKind(
             function: function,
-            params: Dictionary(params, uniquingKeysWith: { first, _ in first }),
+            parameters: params,
             pointer: pointer,
             output: &output
         )

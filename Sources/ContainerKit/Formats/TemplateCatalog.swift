@@ -67,13 +67,19 @@ enum TemplateCatalog {
         return params["defaultValue"] ?? .literal(.undefined)
     }
 
-    /// The macro kind for template `function` with `params`; `nil` when the template is unknown.
+    /// A parameter list as a lookup table; a repeated key keeps its first value.
+    static func lookup(_ parameters: [(key: String, value: Expr)]) -> [String: Expr] {
+        Dictionary(parameters, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The macro kind for template `function` with `parameters` (unknown templates are unsupported).
     static func macroKind(
         function: String,
-        params: [String: Expr],
+        parameters: [(key: String, value: Expr)],
         pointer: String,
         output: inout CompilerOutput
     ) -> MacroKind {
+        let params = lookup(parameters)
         let code = bareCode(function)
         switch code {
         case "e": return .eventName
@@ -159,9 +165,13 @@ enum TemplateCatalog {
     }
 
     /// The tag kind for template `function` with `params`.
-    static func tagKind(function: String, params: [String: Expr], pointer: String, output: inout CompilerOutput)
-        -> TagDef.Kind
-    {
+    static func tagKind(
+        function: String,
+        parameters: [(key: String, value: Expr)],
+        pointer: String,
+        output: inout CompilerOutput
+    ) -> TagDef.Kind {
+        let params = lookup(parameters)
         switch bareCode(function) {
         case "funct":
             return .functionCall(
