@@ -183,14 +183,7 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
             out.value(operation.jsonValue)
             if case .set(let value) = operation, value.isDate { out.raw(",\"value_type\":\"date\"") }
         case .purchase(let productID, let currency, let price, let quantity, let properties):
-            out.raw(",\"product_id\":")
-            out.string(productID)
-            out.raw(",\"currency\":")
-            out.string(currency)
-            out.raw(",\"price\":")
-            out.double(price)
-            out.raw(",\"quantity\":")
-            out.integer(Int64(quantity))
+            out.purchaseFields(productID: productID, currency: currency, price: price, quantity: quantity)
             out.raw(",\"properties\":")
             out.object(properties)
         case .userAttribute(let field, let value):

@@ -165,6 +165,19 @@ struct JSONByteWriter {
         bytes.append(0x7D)
     }
 
+    /// Appends `,"product_id":…,"currency":…,"price":…,"quantity":…` (the record line and Braze's purchase
+    /// object name them alike).
+    mutating func purchaseFields(productID: String, currency: String, price: Double, quantity: Int) {
+        raw(",\"product_id\":")
+        string(productID)
+        raw(",\"currency\":")
+        string(currency)
+        raw(",\"price\":")
+        double(price)
+        raw(",\"quantity\":")
+        integer(Int64(quantity))
+    }
+
     /// Appends a user's identity member (`"external_id":"…"` and so on), without a separator.
     mutating func identity(_ user: UserIdentity) {
         switch user {
