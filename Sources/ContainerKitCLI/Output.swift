@@ -50,38 +50,64 @@ struct LineReader: Sequence, IteratorProtocol {
     private let handle: FileHandle
     private var buffer: [UInt8] = []
     private var start = 0
+    /// Where the search for the next newline resumes: bytes before it were already searched.
+    private var searched = 0
     private var atEOF = false
-    /// Lines longer than this are cut and reported (a line is one push).
+    /// Whether the rest of an over-long line is being thrown away.
+    private var skippingRest = false
+    /// Lines longer than this are cut (a line is one push; the cut line then fails to parse and is reported
+    /// once, under its own line number).
     static let maximumLineLength = 16 * 1024 * 1024
+    private let limit: Int
 
-    init(handle: FileHandle) { self.handle = handle }
+    init(handle: FileHandle, maximumLineLength: Int = LineReader.maximumLineLength) {
+        self.handle = handle
+        self.limit = maximumLineLength
+    }
 
     mutating func next() -> String? {
         while true {
-            if let newline = buffer[start...].firstIndex(of: 0x0A) {
+            if let newline = buffer[searched...].firstIndex(of: 0x0A) {
+                if skippingRest {
+                    skippingRest = false
+                    start = newline + 1
+                    searched = start
+                    continue
+                }
                 var end = newline
                 if end > start && buffer[end - 1] == 0x0D { end -= 1 }
-                let line = String(decoding: buffer[start..<end], as: UTF8.self)
+                let line = String(decoding: buffer[start..<Swift.min(end, start + limit)], as: UTF8.self)
                 start = newline + 1
+                searched = start
                 return line
             }
+            searched = buffer.count
             if atEOF {
-                guard start < buffer.count else { return nil }
-                let line = String(decoding: buffer[start...], as: UTF8.self)
+                guard start < buffer.count, !skippingRest else { return nil }
+                let line = String(decoding: buffer[start..<Swift.min(buffer.count, start + limit)], as: UTF8.self)
                 start = buffer.count
+                searched = start
                 return line
             }
-            if start > 0 {
+            if buffer.count - start > limit {
+                let line = String(decoding: buffer[start..<(start + limit)], as: UTF8.self)
+                buffer.removeAll(keepingCapacity: true)
+                start = 0
+                searched = 0
+                skippingRest = true
+                return line
+            }
+            if skippingRest {
+                buffer.removeAll(keepingCapacity: true)
+                start = 0
+                searched = 0
+            } else if start > 0 {
                 buffer.removeFirst(start)
+                searched -= start
                 start = 0
             }
             let chunk = handle.availableData
             if chunk.isEmpty { atEOF = true } else { buffer.append(contentsOf: chunk) }
-            if buffer.count > LineReader.maximumLineLength && buffer.firstIndex(of: 0x0A) == nil {
-                let line = String(decoding: buffer.prefix(LineReader.maximumLineLength), as: UTF8.self)
-                buffer.removeAll()
-                return line
-            }
         }
     }
 }
