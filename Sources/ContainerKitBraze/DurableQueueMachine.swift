@@ -226,7 +226,6 @@ struct DurableQueueMachine: Sendable {
             segments[segments.count - 1].sealed = true
             nextSegmentIndex = max(nextSegmentIndex, commit.segment + 1)
         }
-        if commit.segment >= nextSegmentIndex { nextSegmentIndex = commit.segment + 1 }
         failedTickets.append((commit.tickets, error))
         if failedTickets.count > 4096 { failedTickets.removeFirst(failedTickets.count - 4096) }
         resolvedTicket = commit.tickets.upperBound
