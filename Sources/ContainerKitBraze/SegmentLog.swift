@@ -95,7 +95,7 @@ final class SegmentLog: @unchecked Sendable {
         for segment in confirmed { _ = unlink(Self.path(directory, Self.segmentName(segment.index))) }
         let ackPath = Self.path(directory, Self.ackFileName)
         do {
-            try FileIO.replaceFile(ackPath, with: Array(Self.ackText(cursor).utf8), directory: directory)
+            try FileIO.replaceFile(ackPath, with: Array(Self.ackText(cursor).utf8))
             ackFD = try FileIO.openFile(ackPath, O_WRONLY)
         } catch {
             closeFD(lock)
