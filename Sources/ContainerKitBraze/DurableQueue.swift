@@ -75,6 +75,10 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         public var drainTimeout: Duration = .seconds(10)
         /// How often, at most, a repeated failure is logged again (60 s).
         public var logInterval: Duration = .seconds(60)
+        /// How often, at most, the ack file is `fdatasync`ed (1 s; also before a segment is deleted and at
+        /// the end of a run). Every batch's acknowledgement is written at once, so a process crash
+        /// re-delivers at most the batch in flight; a power loss at most this interval's batches more.
+        public var acknowledgementSyncInterval: Duration = .seconds(1)
         /// Random numbers in `0..<1` for jitter (injectable for tests).
         public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
         /// Where problems are reported.
@@ -122,6 +126,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         var writerStopping = false
         var writerExit: CheckedContinuation<Void, Never>?
         var writerExited = false
+        var lastAckSync: Duration?
         var statistics = Statistics()
     }
 
@@ -301,8 +306,17 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     }
 
     private func acknowledge(_ position: SegmentLog.Position, deleting: [UInt64]) {
+        let now = clock.elapsed()
+        let interval = configuration.acknowledgementSyncInterval
+        let sync = shell.withLock { shell -> Bool in
+            guard let last = shell.lastAckSync, now - last < interval else {
+                shell.lastAckSync = now
+                return true
+            }
+            return false
+        }
         do {
-            try log.acknowledge(position, deleting: deleting)
+            try log.acknowledge(position, deleting: deleting, sync: sync)
             shell.withLock { $0.statistics.acknowledgements += 1 }
         } catch {
             logs.log(
@@ -374,6 +388,11 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         for waiter in durability { waiter.continuation.resume(returning: stopped) }
         for waiter in flushes { waiter.continuation.resume(returning: stopped) }
         logs.flush()
+        do {
+            try log.syncAck()
+        } catch {
+            configuration.logger.warning("durable queue '\(directory)': \(error.message)")
+        }
         log.close()
     }
 

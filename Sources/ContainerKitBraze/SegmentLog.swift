@@ -39,7 +39,8 @@ package struct SegmentLogFaults: Sendable {
 /// - `ack`: `v1 <segment> <offset>\n`, the position just after the last record the destination
 ///   confirmed. Opening writes it atomically (temporary file, `fsync`, `rename`, `fsync` of the directory)
 ///   with fixed-width numbers; each acknowledged batch then overwrites it in place (one `pwrite` of 44
-///   bytes, within one disk sector, and one `fdatasync`). An unreadable ack replays everything.
+///   bytes, within one disk sector), synced at most once per second, before deleting a segment and at the
+///   end of a run. An unreadable ack replays everything.
 /// - `lock`: held with `flock` while a queue has the directory open.
 ///
 /// Writing (``append(_:to:at:)``) happens on the queue's writer thread only; acknowledging and reading on
@@ -174,20 +175,26 @@ final class SegmentLog: @unchecked Sendable {
         }
     }
 
-    /// Records that everything before `position` is delivered (one in-place write and `fdatasync` of the
-    /// ack file), then deletes the fully delivered segments `deleting`.
-    func acknowledge(_ position: Position, deleting: [UInt64]) throws(AnalyticsSinkError) {
+    /// Records that everything before `position` is delivered — one in-place `pwrite` of the 44-byte ack,
+    /// which a process crash cannot undo — then deletes the fully delivered segments `deleting`. The ack
+    /// is `fdatasync`ed first when `sync` is set or segments are deleted (so a power loss cannot keep an
+    /// older ack pointing at a deleted segment); otherwise it is left to the page cache: an ack that a
+    /// power loss rolls back only re-delivers records, it never skips any.
+    func acknowledge(_ position: Position, deleting: [UInt64], sync: Bool) throws(AnalyticsSinkError) {
         let path = Self.path(directory, Self.ackFileName)
         if let error = fault(.acknowledge, path) { throw error }
         let bytes = Array(Self.ackText(position).utf8)
         let written = bytes.withUnsafeBytes { pwrite(ackFD, $0.baseAddress, $0.count, 0) }
-        guard written == bytes.count else {
-            throw FileIO.error("writing", path, errorNumber: written < 0 ? errno : EIO)
-        }
-        while fdatasync(ackFD) != 0 {
-            if errno != EINTR { throw FileIO.error("syncing", path) }
-        }
+        guard written == bytes.count else { throw FileIO.error("writing", path, errorNumber: written < 0 ? errno : EIO) }
+        if sync || !deleting.isEmpty { try syncAck() }
         for index in deleting { _ = unlink(Self.path(directory, Self.segmentName(index))) }
+    }
+
+    /// `fdatasync`s the ack file.
+    func syncAck() throws(AnalyticsSinkError) {
+        while fdatasync(ackFD) != 0 {
+            if errno != EINTR { throw FileIO.error("syncing", Self.path(directory, Self.ackFileName)) }
+        }
     }
 
     /// Closes the files and releases the directory's lock. Safe to call twice.
