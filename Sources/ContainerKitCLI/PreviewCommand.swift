@@ -135,7 +135,7 @@ struct PreviewCommand {
                 failedLines += 1
                 continue
             }
-            let step = Step(message: message, result: session.push(message), model: session.model)
+            let step = Step(message: message, result: await session.push(message), model: session.model)
             if options.json {
                 output.print(JSONWriter.string(step.json))
             } else {

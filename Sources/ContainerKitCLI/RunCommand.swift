@@ -142,7 +142,7 @@ struct RunCommand {
                 lineNumber = number
                 message = pushed
             }
-            let result = session.push(message)
+            let result = await session.push(message)
             let records = braze?.takeRecords() ?? []
             if let braze {
                 do {

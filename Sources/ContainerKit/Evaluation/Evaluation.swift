@@ -297,6 +297,12 @@ struct Evaluation: MacroResolver {
         case .dataLayer(_, let path, let defaultValue):
             value = Value.object(model).value(atPath: path)
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
+        case .rawDataLayer(let name, let defaultValue):
+            value = dataLayer.rawValue(forKey: name)
+            if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
+        case .userProperty(let key, let defaultValue):
+            value = dataLayer.userProperty(key) ?? .undefined
+            if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
         case .constant(let expr):
             value = evaluate(expr)
         case .builtIn(let builtIn):
