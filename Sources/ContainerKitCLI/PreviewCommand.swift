@@ -105,6 +105,7 @@ struct PreviewCommand {
 
         let manager = TagManager(
             logger: CommandLogger(output: output, minimumLevel: options.logLevel),
+            defaultContext: .host,
             lifecycle: LifecycleConfiguration(preview: options.source)
         )
         let draft: Container

@@ -60,8 +60,9 @@ public final class TagManager: Sendable {
     /// Creates a runtime.
     /// - Parameters:
     ///   - logger: where diagnostics go; by default warnings and errors to standard error.
-    ///   - defaultContext: the client context of data layers created without one.
-    public init(logger: any Logger = StandardErrorLogger(), defaultContext: ClientContext = .host) {
+    ///   - defaultContext: the client context of data layers created without one; by default
+    ///     ``ClientContext/server``, which reports nothing about the machine this runs on.
+    public init(logger: any Logger = StandardErrorLogger(), defaultContext: ClientContext = .server) {
         self.logger = logger
         self.defaultContext = defaultContext
     }
