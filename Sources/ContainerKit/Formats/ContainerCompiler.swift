@@ -34,15 +34,61 @@ enum ContainerCompiler {
         let id =
             options.containerID ?? file.flatMap(ContainerLoader.containerID(fromFileName:)) ?? builder.containerID
             ?? file.flatMap(containerID(embeddedIn:)) ?? "GTM-UNKNOWN"
+        let platform = options.platform ?? detectPlatform(root, format: format, document: document, builder.program)
+        builder.program.undefinedComparesAsText = platform.comparesUndefinedAsText
         finishIndexes(&builder.program)
         return Container(
             id: id,
             version: builder.version ?? "0",
             format: format,
+            platform: platform,
             file: file,
             unsupported: builder.unsupportedSummary(file: file),
             program: builder.program
         )
+    }
+
+    /// Template codes only web containers use (a compiled resource without a `fingerprint` is decided by them).
+    static let webOnlyCodes: Set<String> = [
+        "__u", "__jsm", "__html", "__aev", "__d", "__k", "__f", "__j", "__cl", "__lcl", "__evl", "__sdl", "__hl",
+        "__fsl", "__tl", "__jel", "__googtag", "__gaawe", "__gaawc", "__sp", "__awec", "__dbg", "__gclidw", "__opt",
+        "__ctv_web", "__vis", "__uv", "__hid",
+    ]
+    /// Template codes only mobile containers use.
+    static let mobileOnlyCodes: Set<String> = [
+        "__funct", "__funcm", "__md", "__fm", "__fup", "__ai", "__an", "__av", "__avn", "__ov", "__sv", "__dn",
+        "__rs", "__ate", "__aid", "_func",
+    ]
+
+    /// The platform a container was built for: an export's `usageContext`; for a compiled resource, a
+    /// `fingerprint` (v5 mobile files have one) or the gtm.js script form; else the template codes it uses.
+    static func detectPlatform(
+        _ root: ValueMap,
+        format: ContainerFormat,
+        document: SourceDocument,
+        _ program: Program
+    ) -> ContainerPlatform {
+        switch format {
+        case .flatValues:
+            return .mobile
+        case .export:
+            if case .object(let version)? = root["containerVersion"], case .object(let container)? = version["container"],
+                case .array(let contexts)? = container["usageContext"]
+            {
+                let names = contexts.compactMap { $0.stringValue?.uppercased() }
+                if names.contains(where: { $0 == "WEB" || $0 == "AMP" }) { return .web }
+                if names.contains(where: { $0.hasPrefix("ANDROID") || $0.hasPrefix("IOS") }) { return .mobile }
+            }
+        case .compiledResource:
+            if root["fingerprint"] != nil { return .mobile }
+            if document.isScript || root["permissions"] != nil || root["security_groups"] != nil { return .web }
+        }
+        var web = false
+        for function in program.macros.map(\.function) + program.tags.map(\.function) {
+            if mobileOnlyCodes.contains(function) { return .mobile }
+            if webOnlyCodes.contains(function) { web = true }
+        }
+        return web ? .web : .mobile
     }
 
     /// A `GTM-XXXX` token at the end of a file stem such as `vendor__app__GTM-5HM9ZRX.json`.
@@ -73,7 +119,7 @@ enum ContainerCompiler {
     static func finishIndexes(_ program: inout Program) {
         for p in program.predicates.indices {
             let predicate = program.predicates[p]
-            if case .literal(let literal) = predicate.arg1, !literal.isUndefined {
+            if case .literal(let literal) = predicate.arg1, !literal.isUndefined || program.undefinedComparesAsText {
                 program.predicates[p].constantText =
                     predicate.ignoreCase ? literal.jsString.lowercased() : literal.jsString
             }

@@ -15,6 +15,9 @@ struct Program: Sendable {
     var unindexedRules: [Int] = []
     /// Tags in firing order: priority descending, then container order.
     var tagOrder: [Int] = []
+    /// Web semantics: string conditions compare an undefined operand as the text `undefined` instead of
+    /// failing (decided once at compile time from ``ContainerPlatform``).
+    var undefinedComparesAsText = false
 }
 
 /// A compiled value expression (a container literal, `["macro", i]`, `["template", …]`, …).

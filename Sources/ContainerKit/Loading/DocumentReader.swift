@@ -91,7 +91,7 @@ enum DocumentReader {
 
         let text = SourceText(bytes: bytes, origin: origin, valueStart: valueStart)
         let result = try JSONParser.parse(text, file: file, options: options, statement: statement)
-        return SourceDocument(
+        var document = SourceDocument(
             value: result.value,
             syntax: .json,
             file: file,
@@ -99,6 +99,8 @@ enum DocumentReader {
             duplicateKeys: result.duplicateKeys,
             text: text
         )
+        document.isScript = statement
+        return document
     }
 
     /// After `var`: skips `name =` and whitespace (the gtm.js form) and returns where the value starts.
