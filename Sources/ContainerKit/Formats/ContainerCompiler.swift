@@ -72,7 +72,8 @@ enum ContainerCompiler {
         case .flatValues:
             return .mobile
         case .export:
-            if case .object(let version)? = root["containerVersion"], case .object(let container)? = version["container"],
+            if case .object(let version)? = root["containerVersion"],
+                case .object(let container)? = version["container"],
                 case .array(let contexts)? = container["usageContext"]
             {
                 let names = contexts.compactMap { $0.stringValue?.uppercased() }

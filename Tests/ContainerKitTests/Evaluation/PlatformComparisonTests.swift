@@ -45,7 +45,9 @@ private func fires(_ container: Container) -> Bool {
 }
 
 struct PlatformComparisonTests {
-    @Test(arguments: [("WEB", ContainerPlatform.web), ("AMP", .web), ("ANDROID_SDK_5", .mobile), ("IOS_SDK_5", .mobile)])
+    @Test(arguments: [
+        ("WEB", ContainerPlatform.web), ("AMP", .web), ("ANDROID_SDK_5", .mobile), ("IOS_SDK_5", .mobile),
+    ])
     func exportPlatformComesFromUsageContext(context: String, platform: ContainerPlatform) throws {
         let container = try TestContainers.load(json: export(usageContext: context))
         #expect(container.platform == platform)
@@ -84,7 +86,9 @@ struct PlatformComparisonTests {
     }
 
     @Test func resourceWithoutFingerprintIsDecidedByItsTemplates() throws {
-        let web = try TestContainers.load(json: resource(macros: #"{"function": "__u", "vtp_component": "URL"}"#, tag: "__html"))
+        let web = try TestContainers.load(
+            json: resource(macros: #"{"function": "__u", "vtp_component": "URL"}"#, tag: "__html")
+        )
         #expect(web.platform == .web)
         let mobile = try TestContainers.load(
             json: resource(macros: #"{"function": "__md", "vtp_eventType": "CUSTOM", "vtp_key": "cookie"}"#)
