@@ -92,14 +92,27 @@ enum ContainerCompiler {
         return web ? .web : .mobile
     }
 
-    /// A `GTM-XXXX` token at the end of a file stem such as `vendor__app__GTM-5HM9ZRX.json`.
+    /// A `GTM-XXXX` token anywhere in a file name: `vendor__app__GTM-5HM9ZRX.json`,
+    /// `com.example.app__GTM-ABC123.json`, `my.app.GTM-ABC123.json`, `GTM-WDF9SGJ_v6.json.js`.
+    ///
+    /// The token is `GTM-` and the upper-case letters and digits after it; the last valid token wins
+    /// (`…GTM-v5-Tagging-Example__GTM-MZTK5QP.json` names `GTM-MZTK5QP`).
     static func containerID(embeddedIn path: String) -> String? {
-        let name = path.split(separator: "/").last.map(String.init) ?? path
-        let stem = name.split(separator: ".").first.map(String.init) ?? name
-        // The last `GTM-` token wins: `…GTM-v5-Tagging-Example__GTM-MZTK5QP.json` names GTM-MZTK5QP.
-        guard let range = stem.ranges(of: "GTM-").last else { return nil }
-        let candidate = String(stem[range.lowerBound...])
-        return ContainerLoader.isContainerID(candidate) ? candidate : nil
+        let name = Array((path.split(separator: "/").last.map(String.init) ?? path).utf8)
+        var found: String?
+        var i = 0
+        while i + 4 < name.count {
+            guard name[i] == 0x47, name[i + 1] == 0x54, name[i + 2] == 0x4D, name[i + 3] == 0x2D else {
+                i += 1
+                continue
+            }
+            var end = i + 4
+            while end < name.count, (0x30...0x39).contains(name[end]) || (0x41...0x5A).contains(name[end]) { end += 1 }
+            let candidate = String(decoding: name[i..<end], as: UTF8.self)
+            if ContainerLoader.isContainerID(candidate) { found = candidate }
+            i = max(end, i + 4)
+        }
+        return found
     }
 
     private static func error(
