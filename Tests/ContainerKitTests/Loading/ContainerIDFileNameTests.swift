@@ -13,6 +13,7 @@ struct ContainerIDFileNameTests {
         ("GTM-WDF9SGJ_v6.json.js", "GTM-WDF9SGJ"),
         ("owner__GTM-v5-Example__GTM-MZTK5QP.json", "GTM-MZTK5QP"),
         ("container.json", "GTM-UNKNOWN"),
+        ("vendor__GTM-Function-Call__GTM-Android_Examples.json", "GTM-UNKNOWN"),
         ("GTM-.json", "GTM-UNKNOWN"),
         ("gtm-lower.json", "GTM-UNKNOWN"),
     ])
