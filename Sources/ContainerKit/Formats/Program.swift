@@ -188,8 +188,9 @@ struct PredicateDef: Sendable {
     var negate: Bool
     /// The compiled pattern for `_re` with a constant `arg1`; `nil` if it is invalid or not constant.
     var pattern: RegexPattern?
-    /// The compile error of a constant invalid pattern.
-    var patternError: String?
+    /// The compile error of a constant invalid pattern (``RegexPatternError/isUnsupported`` tells a pattern
+    /// JavaScript refuses from one this engine does not run).
+    var patternError: RegexPatternError?
     var origin: Origin
     /// The string form of a constant right side, lowercased under `ignoreCase` (computed once at load).
     var constantText: String? = nil

@@ -292,7 +292,7 @@ enum TemplateCatalog {
             do {
                 def.pattern = try RegexPattern(literal.jsString, options: ignoreCase ? .ignoreCase : [])
             } catch {
-                def.patternError = error.message
+                def.patternError = error
             }
         }
         return def
