@@ -14,6 +14,12 @@ extension Program {
         return "tag \(index) ('\(tag.function)')"
     }
 
+    /// `trigger 'Name'` of rule `index` (exports name rules after triggers), or `rule 3`.
+    func ruleLabel(_ index: Int) -> String {
+        if let name = rules[index].name, !name.isEmpty { return "trigger '\(name)'" }
+        return "rule \(index)"
+    }
+
     /// Calls `body` with every macro index macro `index` reads (its parameters and value formats).
     func forEachReference(ofMacro index: Int, _ body: (Int) -> Void) {
         let macro = macros[index]

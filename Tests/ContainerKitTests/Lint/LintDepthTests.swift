@@ -31,3 +31,96 @@ struct UnnamedUnusedVariableTests {
         #expect(findings.first?.location?.line == 5)
     }
 }
+
+/// `tag_never_fires` compares the conditions of firing and blocking triggers, not only their ids.
+struct BlockingImplicationTests {
+    /// A condition of an export trigger.
+    static func condition(_ type: String, _ arg0: String, _ arg1: String, negate: Bool = false) -> String {
+        """
+        {"type": "\(type)", "parameter": [{"type": "TEMPLATE", "key": "arg0", "value": "\(arg0)"},
+          {"type": "TEMPLATE", "key": "arg1", "value": "\(arg1)"},
+          {"type": "BOOLEAN", "key": "negate", "value": "\(negate)"}]}
+        """
+    }
+
+    static func export(firing: [String], blocking: [String], firingFilters: [String] = []) -> String {
+        """
+        {"exportFormatVersion": 2, "containerVersion": {
+          "variable": [{"name": "Tier", "type": "v", "parameter": [{"type": "TEMPLATE", "key": "name", "value": "tier"}]}],
+          "tag": [{"tagId": "1", "name": "Reward", "type": "funct", "firingTriggerId": ["5"], "blockingTriggerId": ["6"],
+            "parameter": [{"type": "TEMPLATE", "key": "classPath", "value": "A"},
+              {"type": "LIST", "key": "functionArgument", "list": [{"type": "MAP", "map": [
+                {"type": "TEMPLATE", "key": "key", "value": "tier"}, {"type": "TEMPLATE", "key": "value", "value": "{{Tier}}"}]}]}]}],
+          "trigger": [
+            {"triggerId": "5", "name": "Fire", "type": "CUSTOM_EVENT", "customEventFilter": [\(firing.joined(separator: ","))],
+             "filter": [\(firingFilters.joined(separator: ","))]},
+            {"triggerId": "6", "name": "Block", "type": "CUSTOM_EVENT", "customEventFilter": [\(blocking.joined(separator: ","))]}]}}
+        """
+    }
+
+    static func neverFires(_ json: String) -> [String] {
+        lint(json).filter { $0.ruleID == "tag_never_fires" }.map(\.message)
+    }
+
+    @Test func sameEventNameInBothTriggersIsReported() {
+        let purchase = Self.condition("EQUALS", "{{_event}}", "purchase")
+        let messages = Self.neverFires(Self.export(firing: [purchase], blocking: [purchase]))
+        #expect(
+            messages == [
+                "tag 'Reward' never fires: whenever trigger 'Fire' fires it, trigger 'Block' blocks it "
+                    + "(its conditions imply the blocking ones)"
+            ]
+        )
+    }
+
+    @Test func blockingConditionsThatAreASubsetAreImplied() {
+        let purchase = Self.condition("EQUALS", "{{_event}}", "purchase")
+        let gold = Self.condition("EQUALS", "{{Tier}}", "gold")
+        #expect(
+            Self.neverFires(Self.export(firing: [purchase], blocking: [purchase], firingFilters: [gold])).count == 1
+        )
+        // The other way round the block needs more than the firing trigger guarantees.
+        #expect(Self.neverFires(Self.export(firing: [purchase], blocking: [purchase, gold])).isEmpty)
+    }
+
+    @Test func anEqualityImpliesTheStringAndRegexTestsItPasses() {
+        let purchase = Self.condition("EQUALS", "{{_event}}", "purchase")
+        for blocking in [
+            Self.condition("STARTS_WITH", "{{_event}}", "purch"), Self.condition("CONTAINS", "{{_event}}", "chas"),
+            Self.condition("MATCH_REGEX", "{{_event}}", "^p.*e$"),
+            Self.condition("CONTAINS", "{{_event}}", "refund", negate: true),
+        ] {
+            #expect(Self.neverFires(Self.export(firing: [purchase], blocking: [blocking])).count == 1)
+        }
+        for blocking in [
+            Self.condition("STARTS_WITH", "{{_event}}", "refund"), Self.condition("EQUALS", "{{_event}}", "PURCHASE"),
+            Self.condition("CONTAINS", "{{_event}}", "chas", negate: true),
+        ] {
+            #expect(Self.neverFires(Self.export(firing: [purchase], blocking: [blocking])).isEmpty)
+        }
+    }
+
+    @Test func negationMustMatch() {
+        let purchase = Self.condition("EQUALS", "{{_event}}", "purchase")
+        let notGold = Self.condition("EQUALS", "{{Tier}}", "gold", negate: true)
+        let gold = Self.condition("EQUALS", "{{Tier}}", "gold")
+        #expect(Self.neverFires(Self.export(firing: [purchase, notGold], blocking: [notGold])).count == 1)
+        #expect(Self.neverFires(Self.export(firing: [purchase, notGold], blocking: [gold])).isEmpty)
+    }
+
+    @Test func compiledRulesWithUnlessAreComparedToo() {
+        let json = """
+            {"resource": {"macros": [{"function": "__e", "instance_name": "Event"},
+                {"function": "__md", "instance_name": "Tier", "vtp_key": "tier", "vtp_eventType": "CUSTOM"}],
+              "tags": [{"function": "__funct", "tag_id": 1, "vtp_classPath": "A"},
+                       {"function": "__funct", "tag_id": 2, "vtp_classPath": "B"}],
+              "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "buy"},
+                             {"function": "_eq", "arg0": ["macro", 1], "arg1": "trial"}],
+              "rules": [[["if", 0], ["unless", 1], ["add", 0, 1]], [["unless", 1], ["block", 0]],
+                        [["if", 1], ["block", 1]]]}}
+            """
+        let messages = Self.neverFires(json)
+        #expect(messages.count == 1)
+        #expect(messages.first?.hasPrefix("tag tag_id 1 ('__funct') never fires: whenever rule 0 fires it") == true)
+    }
+}
