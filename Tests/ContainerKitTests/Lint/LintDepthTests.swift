@@ -124,3 +124,94 @@ struct BlockingImplicationTests {
         #expect(messages.first?.hasPrefix("tag tag_id 1 ('__funct') never fires: whenever rule 0 fires it") == true)
     }
 }
+
+/// Braze and numeric-comparison checks see constant variables, lookup tables with constant inputs and
+/// wholly constant templates, not only literals.
+struct ConstantFoldingTests {
+    static func brazeTag(actionType: String, macros: String, extra: String = "") -> String {
+        """
+        {"resource": {"macros": [{"function": "__e", "instance_name": "Event"}, \(macros)],
+          "tags": [{"function": "__funct", "tag_id": 1, "instance_name": "Braze",
+            "vtp_classPath": "com.appboy.googletagmanager.BrazeGtmTagProvider",
+            "vtp_functionArgument": ["list", ["map", "key", "actionType", "value", \(actionType)]\(extra)]}],
+          "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "buy"}],
+          "rules": [[["if", 0], ["add", 0]]]}}
+        """
+    }
+
+    static func braze(_ json: String) -> [String] {
+        lint(json).filter { $0.ruleID == "braze_action" }.map(\.message)
+    }
+
+    @Test func actionTypeInAConstantVariableIsChecked() {
+        let json = Self.brazeTag(
+            actionType: #"["macro", 1]"#,
+            macros: #"{"function": "__c", "instance_name": "Action", "vtp_value": "logEvnt"}"#
+        )
+        #expect(Self.braze(json).first?.contains("unknown actionType 'logEvnt'") == true)
+        let missing = Self.brazeTag(
+            actionType: #"["macro", 1]"#,
+            macros: #"{"function": "__c", "instance_name": "Action", "vtp_value": "logEvent"}"#
+        )
+        #expect(
+            Self.braze(missing) == [
+                "braze tag 'Braze' with actionType 'logEvent' needs a non-empty 'eventName' argument"
+            ]
+        )
+    }
+
+    @Test func lookupTableWithAConstantInputAndATemplateAreFolded() {
+        let macros = """
+            {"function": "__c", "instance_name": "Mode", "vtp_value": "purchase"},
+            {"function": "__smm", "instance_name": "Action", "vtp_input": ["macro", 1],
+             "vtp_map": ["list", ["map", "key", "purchase", "value", "logPurchase"], ["map", "key", "x", "value", "y"]]},
+            {"function": "__c", "instance_name": "Currency", "vtp_value": ""}
+            """
+        let json = Self.brazeTag(
+            actionType: #"["macro", 2]"#,
+            macros: macros,
+            extra: #", ["map", "key", "productId", "value", ["template", "sku-", ["macro", 1]]], "#
+                + #"["map", "key", "currency", "value", ["macro", 3]], ["map", "key", "price", "value", 9]"#
+        )
+        #expect(
+            Self.braze(json) == [
+                "braze tag 'Braze' with actionType 'logPurchase' needs a non-empty 'currency' argument"
+            ]
+        )
+    }
+
+    @Test func aVariableInputIsNotFolded() {
+        let json = Self.brazeTag(
+            actionType: #"["macro", 1]"#,
+            macros: #"{"function": "__md", "instance_name": "Action", "vtp_key": "a", "vtp_eventType": "CUSTOM"}"#
+        )
+        #expect(Self.braze(json).isEmpty)
+    }
+
+    @Test func numericComparisonWithAConstantVariableIsChecked() {
+        let json = """
+            {"resource": {"macros": [{"function": "__md", "instance_name": "Price", "vtp_key": "price", "vtp_eventType": "CUSTOM"},
+                {"function": "__c", "instance_name": "Threshold", "vtp_value": "ten"},
+                {"function": "__c", "instance_name": "Limit", "vtp_value": "10"}],
+              "predicates": [{"function": "_gt", "arg0": ["macro", 0], "arg1": ["macro", 1]},
+                             {"function": "_lt", "arg0": ["macro", 0], "arg1": ["macro", 2]}]}}
+            """
+        let messages = lint(json).filter { $0.ruleID == "non_numeric_comparison" }.map(\.message)
+        #expect(
+            messages == [
+                "condition '>' compares with 'ten' (the constant value of variable 'Threshold'), which is not a "
+                    + "number, so it is never true"
+            ]
+        )
+    }
+
+    @Test func cyclesOfConstantsDoNotHang() {
+        let json = """
+            {"resource": {"macros": [{"function": "__md", "instance_name": "Price", "vtp_key": "price", "vtp_eventType": "CUSTOM"},
+                {"function": "__c", "instance_name": "A", "vtp_value": ["macro", 2]},
+                {"function": "__c", "instance_name": "B", "vtp_value": ["macro", 1]}],
+              "predicates": [{"function": "_gt", "arg0": ["macro", 0], "arg1": ["macro", 1]}]}}
+            """
+        #expect(lint(json).filter { $0.ruleID == "non_numeric_comparison" }.isEmpty)
+    }
+}
