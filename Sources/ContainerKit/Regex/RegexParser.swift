@@ -28,8 +28,9 @@ struct RegexParser {
     private var names: Set<String> = []
     /// How many capturing groups the whole pattern has (a `\N` above it is an octal escape, not a backreference).
     private var totalCaptures = 0
-    /// Whether the pattern has a named group (then `\k` must be a named backreference).
-    private var hasNamedGroups = false
+    /// The names of the pattern's named groups (with any, `\k` must be a backreference to one of them).
+    private var groupNames: Set<String> = []
+    private var hasNamedGroups: Bool { !groupNames.isEmpty }
 
     /// Parses `source`, throwing the first syntax error found.
     init(_ source: String) throws(RegexPatternError) {
@@ -41,7 +42,7 @@ struct RegexParser {
                 isUnsupported: true
             )
         }
-        (totalCaptures, hasNamedGroups) = Self.countGroups(scalars)
+        (totalCaptures, groupNames) = Self.countGroups(scalars)
         if hasPrefix("(?i)") {
             inlineIgnoreCase = true
             position = 4
@@ -326,7 +327,9 @@ struct RegexParser {
                 while index < scalars.count, Self.isGroupNameScalar(scalars[index], first: index == position + 1) {
                     index += 1
                 }
-                if index > position + 1, index < scalars.count, scalars[index] == ">" {
+                if index > position + 1, index < scalars.count, scalars[index] == ">",
+                    groupNames.contains(text((position + 1)..<index))
+                {
                     position = index + 1
                     throw RegexPatternError(
                         message: "backreference '\(text(start..<position))' is not supported",
@@ -336,7 +339,8 @@ struct RegexParser {
                 }
             }
             throw RegexPatternError(
-                message: "invalid named reference '\\k' (the pattern has named groups, so '\\k' needs '<name>')",
+                message: "invalid named reference '\\k' (the pattern has named groups, so '\\k' needs '<name>' "
+                    + "of one of them)",
                 offset: start
             )
         case "c":
@@ -381,10 +385,10 @@ struct RegexParser {
         return !first && (scalar.properties.numericType == .decimal)
     }
 
-    /// Counts the capturing groups and notes named groups, skipping escapes and classes.
-    private static func countGroups(_ scalars: [Unicode.Scalar]) -> (captures: Int, named: Bool) {
+    /// Counts the capturing groups and collects the group names, skipping escapes and classes.
+    private static func countGroups(_ scalars: [Unicode.Scalar]) -> (captures: Int, names: Set<String>) {
         var captures = 0
-        var named = false
+        var named: Set<String> = []
         var inClass = false
         var i = 0
         while i < scalars.count {
@@ -396,7 +400,11 @@ struct RegexParser {
                 if i + 1 < scalars.count, scalars[i + 1] == "?" {
                     if i + 3 < scalars.count, scalars[i + 2] == "<", scalars[i + 3] != "=", scalars[i + 3] != "!" {
                         captures += 1
-                        named = true
+                        var end = i + 3
+                        while end < scalars.count, scalars[end] != ">" { end += 1 }
+                        var name = String.UnicodeScalarView()
+                        name.append(contentsOf: scalars[(i + 3)..<end])
+                        named.insert(String(name))
                     }
                 } else {
                     captures += 1

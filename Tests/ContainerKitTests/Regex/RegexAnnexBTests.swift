@@ -91,7 +91,8 @@ struct RegexAnnexBTests {
 
     /// Patterns JavaScript refuses: GTM itself never matches them, and the error says it is not a limitation.
     @Test(arguments: [
-        #"(?<n>a)\k"#, #"(?<n>a)\k<m"#, "(?P<n>a)", "a**", "{2}", "x{3,2}", "(a", "[b-a]", #"a\"#, "a(?i)b",
+        #"(?<n>a)\k"#, #"(?<n>a)\k<m"#, #"(?<n>a)\k<m>"#, #"(?<n>a)[\k]"#, "(?P<n>a)", "a**", "{2}", "x{3,2}", "(a",
+        "[b-a]", #"a\"#, "a(?i)b",
     ])
     func javaScriptRefusesThesePatterns(_ source: String) {
         #expect(throws: RegexPatternError.self) { try RegexPattern(source) }

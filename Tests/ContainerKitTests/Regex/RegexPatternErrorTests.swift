@@ -45,7 +45,11 @@ private let errors: [RegexErrorCase] = [
     error("(?<!a)b", "negative lookbehind '(?<!' is not supported", at: 0),
     error("(a)\\1", "backreference '\\1' is not supported", at: 3),
     error("(?<n>a)\\k<n>", "backreference '\\k<n>' is not supported", at: 7),
-    error("(?<n>a)\\k", "invalid named reference '\\k' (the pattern has named groups, so '\\k' needs '<name>')", at: 7),
+    error(
+        "(?<n>a)\\k",
+        "invalid named reference '\\k' (the pattern has named groups, so '\\k' needs '<name>' of one of them)",
+        at: 7
+    ),
     // Outside Unicode mode `\u{110000}` is `u` repeated 110000 times: valid JavaScript, over this engine's limit.
     error("\\u{110000}", "repetition count over 1000 in '{110000}'", at: 2),
     error("(?<n>a)(?<n>b)", "duplicate group name 'n'", at: 10),
