@@ -93,7 +93,7 @@ struct UnusedVariableRule: LintRule {
     private static func isUnnamedBuiltIn(_ macro: MacroDef) -> Bool {
         if webBuiltInCodes.contains(macro.function) { return true }
         switch macro.kind {
-        case .dataLayer(let name, _, _): return name.hasPrefix("gtm.")
+        case .dataLayer(let name, _, _), .rawDataLayer(let name, _): return name.hasPrefix("gtm.")
         default: break
         }
         if macro.function == "__u" || macro.function == "__f" {
