@@ -126,7 +126,8 @@ struct RunCommand {
         if !options.json {
             let counts = container.counts
             output.print(
-                "container \(container.id) version \(container.version) (\(container.format.rawValue)): "
+                "container \(container.id) version \(container.version) "
+                    + "(\(container.format.rawValue), \(container.platform.rawValue)): "
                     + "\(counts.tags) tags, \(counts.macros) variables, \(counts.rules) rules"
             )
         }

@@ -100,6 +100,14 @@ struct RunCommandTests {
         #expect(result.err.contains(message))
     }
 
+    @Test func textSummaryNamesTheContainersPlatform() async throws {
+        let events = try Self.write([#"{"event": "login"}"#])
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let result = await run([Self.music, "--events", events])
+        #expect(result.out.hasPrefix("container GTM-MUSIC01 version "))
+        #expect(result.out.contains("(compiled_resource, mobile): "))
+    }
+
     @Test func anUnloadableContainerExitsOne() async throws {
         let path = Self.temporaryPath("GTM-BROKEN.json")
         try "{\"resource\": [".write(toFile: path, atomically: true, encoding: .utf8)
