@@ -123,7 +123,8 @@ enum ScriptDataLocator {
             return false
         }
 
-        /// A string literal with backslash escapes; false when a line or the file ends inside it.
+        /// A string literal with backslash escapes. A line end inside it means the quote was not a string's
+        /// (a regex read as division, say): scanning goes on from that line end. False only at the file end.
         mutating func skipString(quote: UInt8) -> Bool {
             i += 1
             while i < p.count {
@@ -132,7 +133,7 @@ enum ScriptDataLocator {
                     i += 1
                     return true
                 case 0x5C: i += 2
-                case 0x0A, 0x0D: return false
+                case 0x0A, 0x0D: return true
                 default: i += 1
                 }
             }

@@ -76,6 +76,17 @@ struct GtmScriptTests {
         }
     }
 
+    @Test func aMisreadQuoteOnAnEarlierLineDoesNotHideTheData() throws {
+        // `/'/` after `)` reads as division, so `'` looks like an open string: it ends at the line end.
+        let text = """
+            // x
+            if (a) /'/.test(b);
+            var data = {"resource": {"version": "4"}};
+            """
+        let container = try TestContainers.load(json: text, file: "gtm.js")
+        #expect(container.version == "4")
+    }
+
     @Test func aScriptWithoutDataIsNotAContainer() throws {
         let text = "// just code\n(function(){ var x = {\"a\": 1}; })();\n"
         do {
