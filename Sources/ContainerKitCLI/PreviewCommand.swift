@@ -105,6 +105,7 @@ struct PreviewCommand {
 
         let manager = TagManager(
             logger: CommandLogger(output: output, minimumLevel: options.logLevel),
+            defaultContext: .host,
             lifecycle: LifecycleConfiguration(preview: options.source)
         )
         let draft: Container
@@ -131,11 +132,14 @@ struct PreviewCommand {
         var failedLines = 0
         for line in input {
             guard case .push(let lineNumber, let message) = line else {
-                if case .invalid(_, let problem) = line { output.error("containerkit preview: \(problem)") }
+                if case .invalid(_, let problem) = line {
+                    output.error("containerkit preview: \(problem)")
+                    if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
+                }
                 failedLines += 1
                 continue
             }
-            let step = Step(message: message, result: session.push(message), model: session.model)
+            let step = Step(message: message, result: await session.push(message), model: session.model)
             if options.json {
                 output.print(JSONWriter.string(step.json))
             } else {

@@ -378,7 +378,7 @@ struct ProviderFixture {
         let session = manager.makeDataLayer()
         BrazeTagProvider.setUser(.brazeID("b-1"), on: session)
         try await whileRunning(queue) {
-            let result = session.push(
+            let result = await session.push(
                 event: "played song",
                 parameters: ["title": "Blue", "genre": "jazz", "duration": 300]
             )

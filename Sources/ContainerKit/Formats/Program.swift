@@ -15,6 +15,14 @@ struct Program: Sendable {
     var unindexedRules: [Int] = []
     /// Tags in firing order: priority descending, then container order.
     var tagOrder: [Int] = []
+    /// Web semantics: string conditions compare an undefined operand as the text `undefined` instead of
+    /// failing (decided once at compile time from ``ContainerPlatform``).
+    var undefinedComparesAsText = false
+
+    /// Whether a macro reads data-layer variables of version 1 (the last raw value of a pushed key).
+    var readsRawDataLayerValues: Bool {
+        macros.contains { if case .rawDataLayer = $0.kind { return true } else { return false } }
+    }
 }
 
 /// A compiled value expression (a container literal, `["macro", i]`, `["template", …]`, …).
@@ -123,8 +131,13 @@ enum MacroKind: Sendable {
     case eventName
     /// `__md`: a key of the pushed message; dotted keys walk nested maps.
     case eventParameter(key: String, path: [String], defaultValue: Expr?)
-    /// `__v`: a data-layer value (version 2 walks dotted paths; version 1 reads a top-level key).
+    /// `__v` version 2: a value of the merged model by dotted path.
     case dataLayer(name: String, path: [String], defaultValue: Expr?)
+    /// `__v` version 1 (also when the version is missing): the last raw value pushed under the literal
+    /// key `name`, dots and all, without merging.
+    case rawDataLayer(name: String, defaultValue: Expr?)
+    /// `__fup`: a Firebase user property of the session (``DataLayer/setUserProperty(_:forKey:)``).
+    case userProperty(key: String, defaultValue: Expr?)
     case constant(Expr)
     case builtIn(BuiltIn)
     /// `__smm`: first row whose key equals the input (string forms, case-sensitive).
@@ -185,8 +198,9 @@ struct PredicateDef: Sendable {
     var negate: Bool
     /// The compiled pattern for `_re` with a constant `arg1`; `nil` if it is invalid or not constant.
     var pattern: RegexPattern?
-    /// The compile error of a constant invalid pattern.
-    var patternError: String?
+    /// The compile error of a constant invalid pattern (``RegexPatternError/isUnsupported`` tells a pattern
+    /// JavaScript refuses from one this engine does not run).
+    var patternError: RegexPatternError?
     var origin: Origin
     /// The string form of a constant right side, lowercased under `ignoreCase` (computed once at load).
     var constantText: String? = nil

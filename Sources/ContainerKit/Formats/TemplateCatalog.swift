@@ -23,7 +23,7 @@ enum TemplateCatalog {
 
     /// Macro codes that only make sense in a browser or need JavaScript.
     static let browserMacros: Set<String> = [
-        "jsm", "u", "d", "aev", "f", "j", "k", "dbg", "gas", "awec", "gtes", "gtcs", "ctv_web", "vis", "uv",
+        "jsm", "u", "d", "aev", "f", "j", "k", "dbg", "awec", "gtes", "gtcs", "ctv_web", "vis", "uv",
         "ed", "rh", "hid", "ev",
     ]
 
@@ -106,12 +106,10 @@ enum TemplateCatalog {
                 )
                 return .constant(.literal(.undefined))
             }
-            let version = literalNumber(params["dataLayerVersion"]) ?? 2
-            return .dataLayer(
-                name: name,
-                path: version == 1 ? [name] : splitPath(name),
-                defaultValue: defaultValue(params)
-            )
+            // GTM reads version 1 when the field is missing.
+            let version = literalNumber(params["dataLayerVersion"]) ?? 1
+            if version == 1 { return .rawDataLayer(name: name, defaultValue: defaultValue(params)) }
+            return .dataLayer(name: name, path: splitPath(name), defaultValue: defaultValue(params))
         case "fup":
             guard let key = literalString(params["key"]), !key.isEmpty else {
                 output.noteUnsupported(
@@ -120,7 +118,7 @@ enum TemplateCatalog {
                 )
                 return .constant(.literal(.undefined))
             }
-            return .dataLayer(name: key, path: splitPath(key), defaultValue: defaultValue(params))
+            return .userProperty(key: key, defaultValue: defaultValue(params))
         case "c":
             return .constant(params["value"] ?? .literal(.undefined))
         case "smm":
@@ -155,11 +153,16 @@ enum TemplateCatalog {
             return .legacyFunctionCall(name: name, arguments: params["additional_params"] ?? .map([]))
         default:
             if let builtIn = builtIns[code] { return .builtIn(builtIn) }
-            output.noteUnsupported(
-                browserMacros.contains(code)
-                    ? "browser-only variable type '\(function)'" : "variable type '\(function)'",
-                pointer: pointer
-            )
+            let what: String
+            if browserMacros.contains(code) {
+                what = "browser-only variable type '\(function)'"
+            } else if code == "gas" {
+                // Mobile containers use GA Settings too (for `__ua` tags): not browser-only, just not run here.
+                what = "Google Analytics settings variable type '\(function)'"
+            } else {
+                what = "variable type '\(function)'"
+            }
+            output.noteUnsupported(what, pointer: pointer)
             return .unsupported
         }
     }
@@ -287,7 +290,7 @@ enum TemplateCatalog {
             do {
                 def.pattern = try RegexPattern(literal.jsString, options: ignoreCase ? .ignoreCase : [])
             } catch {
-                def.patternError = error.message
+                def.patternError = error
             }
         }
         return def
