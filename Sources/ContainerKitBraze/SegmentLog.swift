@@ -185,7 +185,9 @@ final class SegmentLog: @unchecked Sendable {
         if let error = fault(.acknowledge, path) { throw error }
         let bytes = Array(Self.ackText(position).utf8)
         let written = bytes.withUnsafeBytes { pwrite(ackFD, $0.baseAddress, $0.count, 0) }
-        guard written == bytes.count else { throw FileIO.error("writing", path, errorNumber: written < 0 ? errno : EIO) }
+        guard written == bytes.count else {
+            throw FileIO.error("writing", path, errorNumber: written < 0 ? errno : EIO)
+        }
         if sync || !deleting.isEmpty { try syncAck() }
         for index in deleting { _ = unlink(Self.path(directory, Self.segmentName(index))) }
     }
