@@ -352,10 +352,15 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         thread.start()
         // The loop runs in its own task, joined here, so that the drain after our cancellation can still
         // sleep and send; the drain deadline bounds it.
-        let delivery = Task { await self.deliveryLoop() }
+        let drainStarted = Latch()
+        let (limit, clock) = (configuration.drainTimeout, self.clock)
+        let delivery = Task {
+            await runWithDrainDeadline(limit, on: clock, drainStarted: drainStarted) { await self.deliveryLoop() }
+        }
         await withTaskCancellationHandler {
             await delivery.value
         } onCancel: {
+            drainStarted.open()
             let actions = self.shell.withLock { shell -> [DurableQueueMachine.Action] in
                 guard shell.phase == .running else { return [] }
                 shell.phase = .draining
@@ -452,6 +457,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                 (shell.machine.nextBatch(), shell.phase == .draining, shell.machine.everythingResolved)
             }
             if draining && drainDeadline == nil { drainDeadline = clock.elapsed() + configuration.drainTimeout }
+            if Task.isCancelled { return }  // the drain's hard deadline passed
             if let deadline = drainDeadline, clock.elapsed() >= deadline {
                 logs.log(
                     .warning,

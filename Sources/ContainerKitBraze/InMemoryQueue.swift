@@ -195,11 +195,17 @@ public final class InMemoryQueue: AnalyticsSink {
         }
         // The loop runs in its own task, joined here, so that the drain after our cancellation can still
         // sleep and send; the drain deadline bounds it.
-        let worker = Task { await self.deliveryLoop() }
+        let drainStarted = Latch()
+        let (limit, clock) = (configuration.drainTimeout, self.clock)
+        let worker = Task {
+            await runWithDrainDeadline(limit, on: clock, drainStarted: drainStarted) { await self.deliveryLoop() }
+            self.finish()
+        }
         await withTaskCancellationHandler {
             await worker.value
         } onCancel: {
             self.state.withLock { if $0.phase == .running { $0.phase = .draining } }
+            drainStarted.open()
             self.wakeup.signal()
         }
         log.flush()
@@ -241,7 +247,6 @@ public final class InMemoryQueue: AnalyticsSink {
             }
             switch step {
             case .exit:
-                finish()
                 return
             case .wait:
                 let remaining = configuration.flushInterval - (clock.elapsed() - lastFlush)
@@ -263,6 +268,11 @@ public final class InMemoryQueue: AnalyticsSink {
         var attempt = 0
         var failure: DeliveryError?
         while !pending.isEmpty {
+            if Task.isCancelled {
+                // The drain's hard deadline passed: what is left is dropped.
+                failure = drop(pending, DeliveryError(.retriesExhausted, "the drain deadline passed"))
+                break
+            }
             attempt += 1
             if state.withLock({ $0.phase == .draining }), drainDeadline == nil {
                 drainDeadline = clock.elapsed() + configuration.drainTimeout
@@ -374,10 +384,17 @@ public final class InMemoryQueue: AnalyticsSink {
     }
 
     private func finish() {
-        let waiters = state.withLock { state -> [FlushWaiter] in
+        let (left, waiters) = state.withLock { state -> (Int, [FlushWaiter]) in
             state.phase = .stopped
+            let left = state.available
+            state.statistics.droppedRecords += left
+            state.buffer.removeAll()
+            state.head = 0
             defer { state.flushWaiters.removeAll() }
-            return state.flushWaiters
+            return (left, state.flushWaiters)
+        }
+        if left > 0 {
+            log.log(.error, key: "dropped", "queue: dropped \(left) records: the drain deadline passed")
         }
         for waiter in waiters {
             waiter.continuation.resume(returning: waiter.error ?? DeliveryError(.shutDown, "the queue stopped"))

@@ -82,3 +82,67 @@ func withDeadline<T: Sendable>(
         return first
     }
 }
+
+/// A one-shot signal that stays open: ``open()`` releases every waiter, present and future.
+final class Latch: Sendable {
+    private struct State {
+        var isOpen = false
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var next = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Whether ``open()`` was called.
+    var isOpen: Bool { state.withLock { $0.isOpen } }
+
+    /// Releases every waiter.
+    func open() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.isOpen = true
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once open (or at once when the task is cancelled).
+    func wait() async {
+        let id = state.withLock { state -> Int in
+            state.next += 1
+            return state.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.isOpen || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+}
+
+/// Runs `loop` until it returns; once `drainStarted` opens, gives it at most `limit` more on `clock` and
+/// then cancels it (the hard bound of a front's drain). Structured: both children end before this returns.
+func runWithDrainDeadline(
+    _ limit: Duration,
+    on clock: DeliveryClock,
+    drainStarted: Latch,
+    _ loop: @escaping @Sendable () async -> Void
+) async {
+    await withTaskGroup(of: Void.self) { group in
+        group.addTask { await loop() }
+        group.addTask {
+            await drainStarted.wait()
+            guard !Task.isCancelled else { return }
+            try? await clock.sleep(max(limit, .zero))
+        }
+        await group.next()
+        group.cancelAll()
+    }
+}
