@@ -166,6 +166,8 @@ public final class TagManager: Sendable {
             }
         }
         lifecycle.deferral.containerAdded(self)
+        lifecycle.wentLive(container.id)
+        if !LifecycleState.publishing { lifecycle.deferral.replayIfDue(self) }
     }
 
     /// Removes the live container with `id`; returns it.
