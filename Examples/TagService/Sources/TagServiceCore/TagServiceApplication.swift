@@ -71,6 +71,7 @@ public struct TagServiceApplication: Sendable {
         let pipeline = try RecordPipeline(configuration: configuration, logger: logger)
         pipeline.provider.register(on: manager)
         let sessions = UserSessions(manager: manager, configuration: configuration, logger: logger)
+        sessions.restore()
 
         let router = Router()
         EventsController(

@@ -30,6 +30,46 @@ import Testing
         #expect(try DurableQueueSink.pendingRecords(in: fixture.configuration.queueDirectory).isEmpty)
     }
 
+    @Test func aRestartRestoresSessionsSoAOncePerLoadTagDoesNotFireAgain() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        try await fixture.make().application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+                let answer = try response.json
+                #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
+            }
+        }
+        // The first service saved its sessions at shutdown; the second restores them at start.
+        let restarted = try await fixture.make()
+        #expect(restarted.sessions.count == 1)
+        try await restarted.application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+                let answer = try response.json
+                #expect(answer.firedNames == ["Braze - played song"])
+            }
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "grace")) { response in
+                let answer = try response.json
+                #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
+            }
+        }
+        let delivered = try fixture.deliveredRecords()
+        #expect(
+            delivered.map(\.user) == [
+                .externalID("ada"), .externalID("ada"), .externalID("ada"), .externalID("grace"), .externalID("grace"),
+            ]
+        )
+    }
+
+    @Test func anUnreadableSnapshotIsMovedAsideAndTheServiceStarts() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let file = try #require(fixture.configuration.sessionsFile)
+        try "not a snapshot\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let service = try await fixture.make()
+        #expect(service.sessions.count == 0)
+        #expect(FileManager.default.fileExists(atPath: file + ".unreadable"))
+    }
+
     @Test func aChangedContainerFileIsReloaded() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
