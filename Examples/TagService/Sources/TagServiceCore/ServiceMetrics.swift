@@ -33,6 +33,8 @@ final class ServiceMetrics: Sendable {
     let recordsDurable: CoreMetrics.Gauge
     let recordsDelivered: CoreMetrics.Gauge
     let recordsRefused: CoreMetrics.Gauge
+    /// Records the destination refused for good (Braze answered a 4xx).
+    let recordsRejected: CoreMetrics.Gauge
     let deliveryFailures: CoreMetrics.Gauge
     /// Records durable but not yet delivered.
     let queueBacklog: CoreMetrics.Gauge
@@ -75,6 +77,7 @@ final class ServiceMetrics: Sendable {
         recordsDurable = CoreMetrics.Gauge(label: "tagservice_records_durable", factory: factory)
         recordsDelivered = CoreMetrics.Gauge(label: "tagservice_records_delivered", factory: factory)
         recordsRefused = CoreMetrics.Gauge(label: "tagservice_records_refused", factory: factory)
+        recordsRejected = CoreMetrics.Gauge(label: "tagservice_records_rejected", factory: factory)
         deliveryFailures = CoreMetrics.Gauge(label: "tagservice_delivery_failures", factory: factory)
         queueBacklog = CoreMetrics.Gauge(label: "tagservice_queue_backlog_records", factory: factory)
         queueBytes = CoreMetrics.Gauge(label: "tagservice_queue_bytes", factory: factory)

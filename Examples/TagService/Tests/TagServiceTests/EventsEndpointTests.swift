@@ -25,12 +25,7 @@ import Testing
         }
     }
 
-    @Test(
-        .disabled(
-            "BrazeTagProvider in main does not report its records in FiredTag.output yet (the delivery-pipeline branch does)"
-        )
-    )
-    func answerListsTheRecordsThePushMade() async throws {
+    @Test func answerListsTheRecordsThePushMade() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
         let service = try await fixture.make()
