@@ -22,6 +22,7 @@ public struct Linter: Sendable {
         VariableCycleRule.self,
         InvalidRegexRule.self,
         RegexBacktrackingRule.self,
+        LargeRegexProgramRule.self,
         NonNumericComparisonRule.self,
         TagNeverFiresRule.self,
         UnusedVariableRule.self,
