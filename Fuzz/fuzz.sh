@@ -60,7 +60,8 @@ for target in $TARGETS; do
     mkdir -p "$OUT/corpus/$target"
     log="$OUT/$target.log"
     # shellcheck disable=SC2046
-    "$binary" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=262144 -print_final_stats=1 \
+    LSAN_OPTIONS="suppressions=$PWD/Fuzz/lsan.supp:print_suppressions=0" \
+        "$binary" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=262144 -print_final_stats=1 \
         -dict="Fuzz/Dictionaries/$target.dict" -artifact_prefix="$OUT/artifacts/$target-" \
         "$OUT/corpus/$target" $(corpus_dirs "$target") >"$log" 2>&1
     code=$?
