@@ -224,7 +224,11 @@ struct RunCommandInputTests {
         defer { try? FileManager.default.removeItem(atPath: events) }
         let result = await run([RunCommandTests.music, "--events", events, "--format", "json"])
         #expect(result.code == 2)
-        #expect(result.out.isEmpty)
+        #expect(
+            result.out.contains(
+                #"{"line":1,"error":{"code":"syntax_error","message":"invalid utf-8 byte 0xff in string","column":15}}"#
+            )
+        )
         #expect(result.err.contains("line 1:15: invalid utf-8 byte 0xff in string"))
     }
 
