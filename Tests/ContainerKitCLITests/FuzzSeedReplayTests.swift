@@ -104,7 +104,7 @@ struct FuzzSeedReplayTests {
                 }
             } else {
                 try Data(rest).write(to: URL(fileURLWithPath: directory + "/segment-00000000000000000001.jsonl"))
-                _ = try? DurableQueueSink.pendingRecords(in: directory)
+                _ = try? DurableQueue.pendingRecords(in: directory)
             }
         }
     }
