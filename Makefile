@@ -5,7 +5,11 @@ CONTAINER ?= Containers/GTM-MUSIC01.json
 EVENTS ?= Containers/events/music-session.jsonl
 BRAZE_CLASS_PATH := com.appboy.googletagmanager.BrazeGtmTagProvider
 
+<<<<<<< HEAD
 .PHONY: all build run test bench bench-service test-example lint format format-check clean
+=======
+.PHONY: all build run test bench lint format format-check clean fuzz tsan soak
+>>>>>>> hardening
 
 all: build
 
@@ -26,6 +30,7 @@ bench:
 	$(SWIFT) build -c release --product containerkit-bench
 	.build/release/containerkit-bench
 
+<<<<<<< HEAD
 # The example service (Examples/TagService) under load: wrk against POST /v1/events and GET /health of one
 # server on 127.0.0.1, with a loopback /users/track stand-in; bounded (BENCH_DURATION seconds per run).
 bench-service:
@@ -34,6 +39,30 @@ bench-service:
 # The example service's own tests (a separate package with its own dependencies).
 test-example:
 	$(SWIFT) test --package-path Examples/TagService --no-parallel
+=======
+# libFuzzer + AddressSanitizer harnesses (Fuzz/, outside the package's targets): each runs FUZZ_SECONDS seconds;
+# fails on any crash, leak or timeout. FUZZ_TARGETS picks some of: loader push regex previewurl eventsline queuerecord.
+FUZZ_SECONDS ?= 60
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) Fuzz/fuzz.sh
+
+# The concurrency tests under the thread sanitizer. CONTAINERKIT_TSAN swaps the package's Mutex for a pthread
+# mutex the sanitizer understands (it cannot see Synchronization.Mutex on Linux); any report fails the run.
+TSAN_FLAGS := --sanitize=thread -Xswiftc -DCONTAINERKIT_TSAN --build-path .build/tsan
+TSAN_FILTER ?= ConcurrencyTests|SessionConcurrencyTests|SessionStoreTests|DataLayerTests|AtomicReplacementTests|RefreshScheduleTests|OpenTests|ContainerCallbackTests|DelayedInitializationTests|HTTPContainerSourceTests|BoundedHTTPRequestTests|SavedContainerStoreTests|PreviewModeTests|DurableQueue|AnalyticsSinkTests|BrazeUsersTrackSinkTests|EndToEndTests|LoopbackHTTPServerTests|RunCommandTests|PreviewCommandTests
+tsan:
+	$(SWIFT) build --build-tests $(TSAN_FLAGS)
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(SWIFT) test --skip-build --no-parallel $(TSAN_FLAGS) --filter '$(TSAN_FILTER)'
+
+# SOAK_CYCLES kill -9 cycles of `containerkit run --queue` delivering to a /users/track stand-in on 127.0.0.1,
+# then a last run that drains the queue; prints soak_acknowledged=, soak_lost= (must be 0), soak_delivered_twice=.
+SOAK_CYCLES ?= 20
+SOAK_EVENTS ?= 3000
+soak:
+	$(SWIFT) build --product containerkit
+	$(SWIFT) build --product containerkit-soak
+	.build/debug/containerkit-soak --cycles $(SOAK_CYCLES) --events $(SOAK_EVENTS) --binary $(BIN)
+>>>>>>> hardening
 
 lint: build
 	$(BIN) lint Containers

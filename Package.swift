@@ -18,6 +18,8 @@ let package = Package(
             name: "containerkit-bench",
             dependencies: ["ContainerKit", "ContainerKitBraze", "ContainerKitCLI"]
         ),
+        // `make soak`: kill -9 cycles of `containerkit run --queue` against a /users/track stand-in on 127.0.0.1.
+        .executableTarget(name: "containerkit-soak", dependencies: ["ContainerKit"]),
         .target(name: "TestSupport", dependencies: ["ContainerKit"], path: "Tests/TestSupport"),
         .testTarget(name: "ContainerKitTests", dependencies: ["ContainerKit", "TestSupport"]),
         .testTarget(name: "ContainerKitBrazeTests", dependencies: ["ContainerKitBraze", "TestSupport"]),

@@ -65,7 +65,13 @@ struct LineReader: Sequence, IteratorProtocol {
         self.limit = maximumLineLength
     }
 
+    /// The next line as text (invalid UTF-8 replaced), without its line break.
     mutating func next() -> String? {
+        nextBytes().map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The next line's bytes as read, without its line break (cut at the length limit).
+    mutating func nextBytes() -> [UInt8]? {
         while true {
             if let newline = buffer[searched...].firstIndex(of: 0x0A) {
                 if skippingRest {
@@ -76,7 +82,7 @@ struct LineReader: Sequence, IteratorProtocol {
                 }
                 var end = newline
                 if end > start && buffer[end - 1] == 0x0D { end -= 1 }
-                let line = String(decoding: buffer[start..<Swift.min(end, start + limit)], as: UTF8.self)
+                let line = Array(buffer[start..<Swift.min(end, start + limit)])
                 start = newline + 1
                 searched = start
                 return line
@@ -84,13 +90,13 @@ struct LineReader: Sequence, IteratorProtocol {
             searched = buffer.count
             if atEOF {
                 guard start < buffer.count, !skippingRest else { return nil }
-                let line = String(decoding: buffer[start..<Swift.min(buffer.count, start + limit)], as: UTF8.self)
+                let line = Array(buffer[start..<Swift.min(buffer.count, start + limit)])
                 start = buffer.count
                 searched = start
                 return line
             }
             if buffer.count - start > limit {
-                let line = String(decoding: buffer[start..<(start + limit)], as: UTF8.self)
+                let line = Array(buffer[start..<(start + limit)])
                 buffer.removeAll(keepingCapacity: true)
                 start = 0
                 searched = 0

@@ -53,18 +53,19 @@ struct PushInput: Sequence {
         var lines = LineReader(handle: handle)
         var number = 0
         return AnyIterator {
-            while let text = lines.next() {
+            while let bytes = lines.nextBytes() {
                 number += 1
-                if text.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
-                return PushInput.parse(text, number: number)
+                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                return PushInput.parse(bytes, number: number)
             }
             return nil
         }
     }
 
-    static func parse(_ text: String, number: Int) -> Line {
+    /// Parses one line's bytes as they were read: invalid UTF-8 is an error that says where, not replaced.
+    static func parse(_ bytes: [UInt8], number: Int) -> Line {
         do throws(ContainerError) {
-            guard case .object(let message) = try Value(json: text) else {
+            guard case .object(let message) = try Value(jsonBytes: bytes) else {
                 let problem = Problem(line: number, code: "not_an_object", message: "a push must be a JSON object")
                 return .invalid(number: number, problem: problem)
             }

@@ -89,7 +89,16 @@ struct RunCommand {
         let logger = CommandLogger(output: output, minimumLevel: options.logLevel)
         let container: Container
         do {
-            container = try await ContainerLoader().load(path: options.containerPath)
+            let loader = ContainerLoader()
+            let document = try await loader.readDocument(path: options.containerPath)
+            // A repeated top-level key ("resource" twice) silently drops a whole part of the container.
+            for duplicate in document.duplicateKeys where duplicate.pointer.isEmpty {
+                logger.warning(
+                    "\(options.containerPath):\(duplicate.location.line):\(duplicate.location.column): top-level key "
+                        + "'\(duplicate.key)' appears more than once; only the last value is used"
+                )
+            }
+            container = try loader.compile(document)
         } catch {
             output.error("containerkit run: cannot load container: \(error)")
             return ExitCode.failure

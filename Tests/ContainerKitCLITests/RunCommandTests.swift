@@ -205,3 +205,57 @@ struct RunCommandTests {
         #expect(try DurableQueue.pendingRecords(in: queue).isEmpty)
     }
 }
+
+/// Events lines that are not text, and containers with a repeated top-level key.
+struct RunCommandInputTests {
+    func run(_ arguments: [String]) async -> (code: Int32, out: String, err: String) {
+        let captured = CapturedOutput()
+        let code = await CLI.main(["run"] + arguments, output: captured.output, environment: [:])
+        return (code, captured.standardOutput, captured.standardError)
+    }
+
+    static func write(_ bytes: [UInt8], _ name: String) throws -> String {
+        let path = RunCommandTests.temporaryPath(name)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func anEventsLineWithBinaryBytesIsDescribedAsAnEventsLineNotAContainer() async throws {
+        let events = try Self.write(Array("{\"event\": \"login\"}\n".utf8) + [0, 1, 0x61, 0x62, 0x0A], "events.jsonl")
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let result = await run([RunCommandTests.music, "--events", events])
+        #expect(result.code == 2)
+        #expect(result.err.contains("line 2:1: control byte 0x00 (not json text)"))
+        #expect(!result.err.contains("protobuf"))
+    }
+
+    @Test func invalidUTF8InsideAnEventsLineIsAnErrorThatSaysWhere() async throws {
+        let events = try Self.write(Array(#"{"event": "caf"#.utf8) + [0xFF] + Array("\"}\n".utf8), "events.jsonl")
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let result = await run([RunCommandTests.music, "--events", events, "--format", "json"])
+        #expect(result.code == 2)
+        #expect(
+            result.out.contains(
+                #"{"line":1,"error":{"code":"syntax_error","message":"invalid utf-8 byte 0xff in string","column":15}}"#
+            )
+        )
+        #expect(result.err.contains("line 1:15: invalid utf-8 byte 0xff in string"))
+    }
+
+    @Test func aRepeatedTopLevelKeyInTheContainerIsWarnedAbout() async throws {
+        let text =
+            #"{"resource": {"version": "1", "macros": [{"function": "__e"}]},"# + "\n"
+            + #" "resource": {"version": "2"}}"#
+        let container = try Self.write(Array(text.utf8), "GTM-DUP1.json")
+        defer { try? FileManager.default.removeItem(atPath: container) }
+        let events = try Self.write(Array("{\"event\": \"login\"}\n".utf8), "events.jsonl")
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let result = await run([container, "--events", events])
+        #expect(result.code == 0)
+        #expect(
+            result.err.contains(
+                "\(container):2:2: top-level key 'resource' appears more than once; only the last value is used"
+            )
+        )
+    }
+}

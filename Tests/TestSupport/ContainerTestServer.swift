@@ -66,9 +66,14 @@ public final class ContainerTestServer: Sendable {
         case delayed(TimeInterval, Response)
         /// No answer until the server stops.
         case hang
+        /// `200 OK` with the `headers` lines (each ending in CRLF; no length is added), then `prefix`, then
+        /// `chunk` again and again — one every `interval` seconds when given — until `limit` bytes were sent,
+        /// the client goes away or the server stops. See ``ContainerTestServer/Hostile``.
+        case stream(headers: String, prefix: [UInt8], chunk: [UInt8], interval: TimeInterval?, limit: Int)
     }
 
     private struct State {
+        var bytesStreamed = 0
         var requests: [Request] = []
         var clients: Set<Int32> = []
         var stopped = false
@@ -113,6 +118,9 @@ public final class ContainerTestServer: Sendable {
 
     /// `http://127.0.0.1:<port>`.
     public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// How many bytes ``Response/stream(headers:prefix:chunk:interval:limit:)`` answers have sent so far.
+    public var bytesStreamed: Int { state.withLock { $0.bytesStreamed } }
 
     /// Every request received so far, oldest first.
     public var requests: [Request] { state.withLock { $0.requests } }
@@ -238,6 +246,17 @@ public final class ContainerTestServer: Sendable {
             if !isStopped { respond(next, to: client) }
         case .hang:
             while !isStopped { usleep(5_000) }
+        case .stream(let headers, let prefix, let chunk, let interval, let limit):
+            var sent = 0
+            guard transmit(Array("HTTP/1.1 200 OK\r\n\(headers)Connection: close\r\n\r\n".utf8) + prefix, to: client)
+            else { return }
+            sent += prefix.count
+            while sent < limit && !isStopped {
+                if let interval { usleep(useconds_t(interval * 1_000_000)) }
+                guard transmit(chunk, to: client) else { break }
+                sent += chunk.count
+                state.withLock { $0.bytesStreamed += chunk.count }
+            }
         }
     }
 
@@ -249,13 +268,15 @@ public final class ContainerTestServer: Sendable {
         return Array(text.utf8)
     }
 
-    private func transmit(_ bytes: [UInt8], to client: Int32) {
+    @discardableResult
+    private func transmit(_ bytes: [UInt8], to client: Int32) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { return }
+            if n <= 0 { return false }
             offset += n
         }
+        return true
     }
 
     /// Why the server could not start.
@@ -266,6 +287,68 @@ public final class ContainerTestServer: Sendable {
 }
 
 extension ContainerTestServer {
+    /// Answers from hostile servers: bodies that inflate without end, never end, or arrive a byte at a time.
+    public enum Hostile {
+        /// A gzip-encoded answer whose body inflates to zeros without end (about 160 bytes of zeros per
+        /// compressed byte), `limit` compressed bytes in all.
+        public static func gzipBomb(limit: Int = 256 << 20) -> Response {
+            let (prefix, period) = deflatedZeros()
+            return .stream(
+                headers: "Content-Type: application/json\r\nContent-Encoding: gzip\r\n",
+                prefix: [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF] + prefix,
+                chunk: Array(repeating: period, count: 1260).flatMap { $0 },
+                interval: nil,
+                limit: limit
+            )
+        }
+
+        /// A body without a length that never ends (`limit` bytes in all), 16 KiB of spaces at a time.
+        public static func endless(limit: Int = 256 << 20) -> Response {
+            .stream(
+                headers: "Content-Type: application/json\r\n",
+                prefix: [],
+                chunk: [UInt8](repeating: 32, count: 16 * 1024),
+                interval: nil,
+                limit: limit
+            )
+        }
+
+        /// Headers declaring a 100000-byte body, then one byte every `interval` seconds (`limit` bytes in all).
+        public static func drip(interval: TimeInterval = 0.02, limit: Int = 500) -> Response {
+            .stream(
+                headers: "Content-Type: application/json\r\nContent-Length: 100000\r\n",
+                prefix: [],
+                chunk: [32],
+                interval: interval,
+                limit: limit
+            )
+        }
+
+        /// A raw deflate stream of zeros with fixed Huffman codes: a literal 0, then "copy 258 bytes from 1
+        /// back" (13 bits) forever. From bit 11 on, the stream repeats every 104 bits (13 bytes), so it is
+        /// the first 2 bytes, then one 13-byte period again and again.
+        static func deflatedZeros() -> (prefix: [UInt8], period: [UInt8]) {
+            var bytes: [UInt8] = []
+            var bitCount = 0
+            func put(_ value: Int, bits: Int, reversed: Bool) {
+                for k in 0..<bits {
+                    let bit = reversed ? (value >> (bits - 1 - k)) & 1 : (value >> k) & 1
+                    if bitCount % 8 == 0 { bytes.append(0) }
+                    bytes[bytes.count - 1] |= UInt8(bit) << UInt8(bitCount % 8)
+                    bitCount += 1
+                }
+            }
+            put(0, bits: 1, reversed: false)  // not the last block
+            put(1, bits: 2, reversed: false)  // fixed Huffman codes
+            put(0x30, bits: 8, reversed: true)  // literal 0
+            for _ in 0..<16 {
+                put(0b1100_0101, bits: 8, reversed: true)  // length 258 (code 285)
+                put(0, bits: 5, reversed: true)  // distance 1 (code 0)
+            }
+            return (Array(bytes[0..<2]), Array(bytes[2..<15]))
+        }
+    }
+
     /// Container files for lifecycle and preview tests (compiled-resource JSON).
     public enum Fixtures {
         /// The container ID of the fixtures.

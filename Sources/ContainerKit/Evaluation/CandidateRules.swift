@@ -58,8 +58,11 @@ final class CandidateRules: Sendable {
         case .startsWith: raw = TextSearch.hasPrefix(subject, text)
         case .endsWith: raw = TextSearch.hasSuffix(subject, text)
         case .regex:
-            guard let pattern = predicate.pattern else { return nil }
-            raw = pattern.matches(name)
+            // Out of budget: undecided here; the evaluation proper decides (and warns).
+            guard let pattern = predicate.pattern,
+                let matched = try? pattern.matches(name, stepBudget: RegexPattern.defaultStepBudget)
+            else { return nil }
+            raw = matched
         default:
             return nil
         }

@@ -366,7 +366,9 @@ struct Evaluation: MacroResolver {
     ) -> Value {
         let subject = evaluate(input).jsString
         for row in rows {
-            guard let pattern = row.pattern, let match = pattern.firstMatch(in: subject) else { continue }
+            guard let pattern = row.pattern, let match = budgetedMatch(pattern, subject, where: "__remm") else {
+                continue
+            }
             let output = evaluate(row.value)
             guard replace, case .string(let template) = output else { return output }
             let expanded = pattern.expandReplacement(template, match: match, in: subject)
@@ -375,6 +377,36 @@ struct Evaluation: MacroResolver {
             )
         }
         return defaultValue.map { evaluate($0) } ?? .undefined
+    }
+
+    /// The first match within ``RegexPattern/defaultStepBudget``; a pattern that runs out of budget does not
+    /// match, with one warning per pattern.
+    private func budgetedMatch(_ pattern: RegexPattern, _ subject: String, where place: String) -> RegexPattern.Match? {
+        do throws(RegexBudgetExceeded) {
+            return try pattern.firstMatch(in: subject, stepBudget: RegexPattern.defaultStepBudget)
+        } catch {
+            reportBudgetExceeded(pattern, subject, place)
+            return nil
+        }
+    }
+
+    /// Whether `pattern` matches within ``RegexPattern/defaultStepBudget``; running out counts as no match,
+    /// with one warning per pattern.
+    private func budgetedMatches(_ pattern: RegexPattern, _ subject: String) -> Bool {
+        do throws(RegexBudgetExceeded) {
+            return try pattern.matches(subject, stepBudget: RegexPattern.defaultStepBudget)
+        } catch {
+            reportBudgetExceeded(pattern, subject, "_re")
+            return false
+        }
+    }
+
+    private func reportBudgetExceeded(_ pattern: RegexPattern, _ subject: String, _ place: String) {
+        dataLayer.tagManager.reportOnce("regex-budget:\(storage.id):\(pattern.source)") {
+            "regular expression '\(pattern.source)' (\(place) in \(storage.id)) needed more than "
+                + "\(RegexPattern.defaultStepBudget) steps on a \(subject.utf8.count)-byte value and was stopped; "
+                + "it counts as not matching (warned once per pattern)"
+        }
     }
 
     private func callMacro(named name: String, arguments: ValueMap, _ macro: MacroDef) -> Value {
@@ -460,8 +492,15 @@ struct Evaluation: MacroResolver {
         var a = left.jsString
         let ignoreCase = storage.program.predicates[p].ignoreCase
         if op == .regex {
-            if let pattern = storage.program.predicates[p].pattern { return pattern.matches(a) }
-            if storage.program.predicates[p].patternError != nil { return false }
+            if let pattern = storage.program.predicates[p].pattern { return budgetedMatches(pattern, a) }
+            if let error = storage.program.predicates[p].patternError {
+                let pointer = storage.program.predicates[p].origin.pointer
+                dataLayer.tagManager.reportOnce("bad-regex:\(storage.id):\(pointer)") {
+                    "invalid regular expression '\(right.jsString)' in \(storage.id) (\(pointer)): \(error); "
+                        + "the condition is false"
+                }
+                return false
+            }
             let source = right.jsString
             guard let pattern = try? RegexPattern(source, options: ignoreCase ? .ignoreCase : []) else {
                 let pointer = storage.program.predicates[p].origin.pointer
@@ -470,7 +509,7 @@ struct Evaluation: MacroResolver {
                 }
                 return false
             }
-            return pattern.matches(a)
+            return budgetedMatches(pattern, a)
         }
         if ignoreCase { a = a.lowercased() }
         let b =

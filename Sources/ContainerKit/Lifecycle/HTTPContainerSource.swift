@@ -8,7 +8,8 @@ import Foundation
 /// such as `https://cdn.example.com/gtm/{id}.json`.
 ///
 /// Requests send `If-None-Match` when a cached version's entity tag is known and accept `304 Not Modified`.
-/// Answers larger than ``maximumBytes`` are cut off and refused; redirects are never followed, so the
+/// Answers larger than ``maximumBytes`` are cut off and refused, answers with a content encoding (gzip, …)
+/// are refused before their body is read, every request ends within ``timeout``; redirects are never followed, so the
 /// configured host is the only one contacted. As a ``PreviewSource`` it fetches drafts from
 /// `{base}/r?id=<ID>&gtm_auth=<token>&gtm_preview=<n>` (a template gets the two parameters appended).
 ///
@@ -19,7 +20,8 @@ import Foundation
 public struct HTTPContainerSource: ContainerSource, PreviewSource, CustomStringConvertible {
     /// The answer size limit (default 8 MiB).
     public var maximumBytes: Int
-    /// How long a request may take, in whole seconds (default 30; at least 1).
+    /// How long a request may take in all, from connecting to the last byte, in seconds (default 30). A
+    /// server that sends its answer a byte at a time is cut off when it passes.
     public var timeout: TimeInterval
 
     private enum Endpoint: Sendable {

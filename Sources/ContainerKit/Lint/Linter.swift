@@ -23,6 +23,7 @@ public struct Linter: Sendable {
         InvalidRegexRule.self,
         UnsupportedRegexRule.self,
         RegexBacktrackingRule.self,
+        LargeRegexProgramRule.self,
         NonNumericComparisonRule.self,
         TagNeverFiresRule.self,
         UnusedVariableRule.self,

@@ -218,6 +218,18 @@ struct BinaryPropertyListCheck {
         return value
     }
 
+    /// A name for a marker byte that property lists do not allow, for messages.
+    static func typeName(_ marker: UInt8) -> String {
+        switch marker >> 4 {
+        case 0x0: return marker == 0x00 ? "null" : marker == 0x0F ? "fill" : "0x\(String(marker, radix: 16))"
+        case 0x7: return "utf-8 string"
+        case 0x8: return "uid"
+        case 0xB: return "ordered set"
+        case 0xC: return "set"
+        default: return "0x\(String(marker, radix: 16))"
+        }
+    }
+
     func check(depthLimit: Int, weightLimit: Int) throws(Problem) {
         guard count >= 8 + 32 else { throw .corrupt("file is too short") }
         guard p[6] == 0x30, p[7] == 0x30 else { throw .corrupt("unsupported version") }
@@ -273,20 +285,23 @@ struct BinaryPropertyListCheck {
             }
             var payload: Int
             var refs = 0
+            // Only the types a property list can hold get past here: Foundation crashes bridging some of the
+            // others (a set, marker 0xC, dies with SIGSEGV), so they never reach it.
             switch type {
-            case 0x0: payload = 0
-            case 0x1, 0x2: payload = 1 << low
-            case 0x3: payload = 8
-            case 0x4, 0x5, 0x7: payload = try length()
-            case 0x6: payload = try length() * 2
-            case 0x8: payload = low + 1
-            case 0xA, 0xB, 0xC:
+            case 0x0 where low == 0x8 || low == 0x9: payload = 0  // false, true
+            case 0x1 where low <= 4: payload = 1 << low  // integers of 1 to 16 bytes
+            case 0x2 where low == 2 || low == 3: payload = 1 << low  // reals of 4 or 8 bytes
+            case 0x3 where low == 3: payload = 8  // date
+            case 0x4, 0x5: payload = try length()  // data, ascii string
+            case 0x6: payload = try length() * 2  // utf-16 string
+            case 0xA:  // array
                 refs = try length()
                 payload = refs * refSize
-            case 0xD:
+            case 0xD:  // dictionary
                 refs = try length() * 2
                 payload = refs * refSize
-            default: throw .corrupt("object \(k) has an unknown type")
+            default:
+                throw .corrupt("object \(k) has type \(Self.typeName(marker)), which a property list cannot hold")
             }
             guard payload <= trailer - start else { throw .corrupt("object \(k) is out of bounds") }
             if refs > 0 || type >= 0xA { return Info(refsStart: start, refCount: refs, weight: 1) }

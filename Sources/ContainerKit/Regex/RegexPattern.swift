@@ -58,41 +58,68 @@ public struct RegexPattern: Sendable {
     /// The number of capturing groups, not counting group 0.
     public var captureCount: Int { program.slotCount / 2 - 1 }
 
+    /// The step budget the evaluator gives one match: about 4 million thread steps (one thread run at one
+    /// input position), tens of milliseconds at most. Ordinary patterns on ordinary values use thousands; a
+    /// pattern like `(.{1,1000}){24}z` over a 10 KB value would need hundreds of millions.
+    public static let defaultStepBudget = 1 << 22
+
     /// Whether the pattern matches anywhere in `subject`. The fastest check: no capture bookkeeping.
+    /// Unbudgeted: the work is linear in (program size × subject length), but that product may be large.
     public func matches(_ subject: String) -> Bool {
+        (try? matches(subject, stepBudget: .max)) ?? false
+    }
+
+    /// Whether the pattern matches anywhere in `subject`, giving up after `stepBudget` thread steps.
+    /// - Throws: ``RegexBudgetExceeded`` when the budget runs out before the answer is known.
+    public func matches(_ subject: String, stepBudget: Int) throws(RegexBudgetExceeded) -> Bool {
         var subject = subject
-        return subject.withUTF8 { bytes in
+        let outcome = subject.withUTF8 { bytes -> RegexPikeVM.Outcome<Bool> in
             if program.isPureLiteral {
-                return RegexByteSearch.firstIndex(of: program.prefix, in: bytes, from: 0) != nil
+                return .answer(RegexByteSearch.firstIndex(of: program.prefix, in: bytes, from: 0) != nil)
             }
-            return RegexPikeVM.run(program, over: bytes) { $0.isMatch() }
+            return RegexPikeVM.run(program, over: bytes, stepBudget: stepBudget) { $0.isMatch() }
         }
+        guard case .answer(let matched) = outcome else { throw RegexBudgetExceeded(stepBudget: stepBudget) }
+        return matched
     }
 
     /// The leftmost match in `subject`, choosing among matches there as JavaScript would (alternatives in
     /// order, greedy or lazy quantifiers as written).
     public func firstMatch(in subject: String) -> Match? {
-        match(in: subject, whole: false)
+        (try? match(in: subject, whole: false, stepBudget: .max)) ?? nil
+    }
+
+    /// The leftmost match in `subject`, giving up after `stepBudget` thread steps.
+    /// - Throws: ``RegexBudgetExceeded`` when the budget runs out before the answer is known.
+    public func firstMatch(in subject: String, stepBudget: Int) throws(RegexBudgetExceeded) -> Match? {
+        try match(in: subject, whole: false, stepBudget: stepBudget)
     }
 
     /// The match spanning all of `subject`, if there is one.
     public func wholeMatch(in subject: String) -> Match? {
-        match(in: subject, whole: true)
+        (try? match(in: subject, whole: true, stepBudget: .max)) ?? nil
     }
 
-    private func match(in subject: String, whole: Bool) -> Match? {
+    /// The number of instructions the pattern compiled to; a match costs at most this many thread steps per
+    /// input scalar.
+    public var programSize: Int { program.instructions.count }
+
+    private func match(in subject: String, whole: Bool, stepBudget: Int) throws(RegexBudgetExceeded) -> Match? {
         var contiguous = subject
-        let slots: [Int]? = contiguous.withUTF8 { bytes in
+        let outcome: RegexPikeVM.Outcome<[Int]?> = contiguous.withUTF8 { bytes in
             if program.isPureLiteral {
                 let literal = program.prefix
                 if whole {
-                    return bytes.elementsEqual(literal) ? [0, literal.count] : nil
+                    return .answer(bytes.elementsEqual(literal) ? [0, literal.count] : nil)
                 }
-                return RegexByteSearch.firstIndex(of: literal, in: bytes, from: 0).map { [$0, $0 + literal.count] }
+                return .answer(
+                    RegexByteSearch.firstIndex(of: literal, in: bytes, from: 0).map { [$0, $0 + literal.count] }
+                )
             }
-            return RegexPikeVM.run(program, over: bytes) { $0.search(whole: whole) }
+            return RegexPikeVM.run(program, over: bytes, stepBudget: stepBudget) { $0.search(whole: whole) }
         }
-        guard let slots else { return nil }
+        guard case .answer(let found) = outcome else { throw RegexBudgetExceeded(stepBudget: stepBudget) }
+        guard let slots = found else { return nil }
         let utf8 = subject.utf8
         var groups: [Range<String.Index>?] = []
         groups.reserveCapacity(slots.count / 2)
@@ -108,4 +135,15 @@ public struct RegexPattern: Sendable {
         guard let range = groups[0] else { return nil }
         return Match(range: range, groups: groups)
     }
+}
+
+/// A budgeted match gave up: the pattern needed more than `stepBudget` thread steps on that subject. The
+/// evaluator treats it as no match (the condition is false, the `__remm` row does not match) and warns once
+/// per pattern.
+public struct RegexBudgetExceeded: Error, Sendable, Hashable {
+    /// The budget that ran out.
+    public var stepBudget: Int
+
+    /// Creates the error for `stepBudget`.
+    public init(stepBudget: Int) { self.stepBudget = stepBudget }
 }

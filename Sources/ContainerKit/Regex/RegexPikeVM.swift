@@ -14,11 +14,20 @@ struct RegexPikeVM {
     private let ignoreCase: Bool
     private let anchoredAtStart: Bool
     private let slotCount: Int
+    /// The most thread steps (threads run at one input position, summed over positions) before giving up.
+    private let stepBudget: Int
+
+    /// The end of a budgeted run: the answer, or the budget ran out first.
+    enum Outcome<Answer> {
+        case answer(Answer)
+        case exhausted
+    }
 
     /// Runs `body` with a VM for `program` over `bytes`.
     static func run<Result>(
         _ program: RegexProgram,
         over bytes: UnsafeBufferPointer<UInt8>,
+        stepBudget: Int = .max,
         _ body: (RegexPikeVM) -> Result
     ) -> Result {
         program.instructions.withUnsafeBufferPointer { instructions in
@@ -36,7 +45,8 @@ struct RegexPikeVM {
                                     bytes: bytes,
                                     ignoreCase: program.ignoreCase,
                                     anchoredAtStart: program.anchoredAtStart,
-                                    slotCount: program.slotCount
+                                    slotCount: program.slotCount,
+                                    stepBudget: stepBudget
                                 )
                             )
                         }
@@ -71,21 +81,22 @@ struct RegexPikeVM {
     // MARK: - Boolean search
 
     /// Whether the program matches anywhere in the input. No capture bookkeeping; stops at the first match found.
-    func isMatch() -> Bool {
+    func isMatch() -> Outcome<Bool> {
         withLists(slotCount: 0) { current, following, stack in
             let count = bytes.count
             let anchored = anchoredAtStart
             var position = 0
+            var steps = 0
             // Anchored: one start, at 0, and only if the prefix or first byte allows it.
             var nextStart = anchored ? (canStartAtZero ? 0 : Int.max) : -1
             while true {
                 if position > nextStart && !anchored { nextStart = candidate(from: position) ?? Int.max }
                 if current.count == 0 {
-                    if nextStart == Int.max || nextStart < position { return false }
+                    if nextStart == Int.max || nextStart < position { return .answer(false) }
                     position = nextStart
                 }
-                if position == nextStart, addPlain(to: &current, &stack, 0, at: position) { return true }
-                guard position < count else { return false }
+                if position == nextStart, addPlain(to: &current, &stack, 0, at: position) { return .answer(true) }
+                guard position < count else { return .answer(false) }
                 let (scalar, length) = decode(at: position)
                 let folded = ignoreCase ? RegexCaseFolding.fold(scalar) : scalar
                 following.clear()
@@ -95,11 +106,13 @@ struct RegexPikeVM {
                     if consumes(instructions[Int(pc)], scalar, folded),
                         addPlain(to: &following, &stack, pc + 1, at: next)
                     {
-                        return true
+                        return .answer(true)
                     }
                 }
                 swap(&current, &following)
                 position = next
+                steps &+= current.count + 1
+                if steps > stepBudget { return .exhausted }
             }
         }
     }
@@ -143,7 +156,7 @@ struct RegexPikeVM {
 
     /// The slots (two per group, -1 when unset) of the leftmost-first match, or nil. With `whole`, the match
     /// must span the entire input.
-    func search(whole: Bool) -> [Int]? {
+    func search(whole: Bool) -> Outcome<[Int]?> {
         let slotCount = slotCount
         return withUnsafeTemporaryAllocation(of: Int.self, capacity: 2 * slotCount) { slotMemory in
             let scratch = slotMemory.baseAddress!
@@ -151,7 +164,8 @@ struct RegexPikeVM {
             let found = withLists(slotCount: slotCount) { current, following, stack in
                 search(whole: whole, &current, &following, &stack, scratch: scratch, best: best)
             }
-            return found ? Array(UnsafeBufferPointer(start: best, count: slotCount)) : nil
+            guard let found else { return .exhausted }
+            return .answer(found ? Array(UnsafeBufferPointer(start: best, count: slotCount)) : nil)
         }
     }
 
@@ -162,8 +176,9 @@ struct RegexPikeVM {
         _ stack: inout RegexFrameStack,
         scratch: UnsafeMutablePointer<Int>,
         best: UnsafeMutablePointer<Int>
-    ) -> Bool {
+    ) -> Bool? {
         let count = bytes.count
+        var steps = 0
         let anchored = anchoredAtStart || whole
         var found = false
         var position = 0
@@ -204,6 +219,8 @@ struct RegexPikeVM {
             if !hasScalar { break }
             swap(&current, &following)
             position = next
+            steps &+= current.count + 1
+            if steps > stepBudget { return nil }
         }
         return found
     }

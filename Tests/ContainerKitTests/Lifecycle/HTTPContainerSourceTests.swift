@@ -98,6 +98,37 @@ extension LifecycleTests {
             #expect(result.failure?.refreshFailure == .serverError)
         }
 
+        @Test func refusesAGzipAnswerBeforeInflatingIt() async throws {
+            let (result, server) = try await fetch(ContainerTestServer.Hostile.gzipBomb(limit: 64 << 20))
+            defer { server.stop() }
+            #expect(result.failure?.code == .badResponse)
+            #expect(
+                result.failure?.message.hasSuffix("sent a 'gzip' encoded answer; only unencoded answers are accepted")
+                    == true
+            )
+        }
+
+        @Test func stopsReadingAnEndlessAnswerAtTheLimit() async throws {
+            let (result, server) = try await fetch(ContainerTestServer.Hostile.endless(), maximumBytes: 64 * 1024)
+            defer { server.stop() }
+            #expect(result.failure?.code == .tooLarge)
+            #expect(result.failure?.message.hasSuffix("sent more than the limit of 65536 bytes") == true)
+            #expect(server.bytesStreamed < 64 << 20)
+        }
+
+        @Test func endsADrippingAnswerAtTheTimeout() async throws {
+            let (result, server) = try await fetch(ContainerTestServer.Hostile.drip(limit: 2000), timeout: 0.25)
+            defer { server.stop() }
+            #expect(result.failure?.code == .networkError)
+            #expect(result.failure?.message.hasSuffix("did not answer in full within 0.25 seconds") == true)
+        }
+
+        @Test func saysByHowMuchADeclaredLengthExceedsTheLimit() async throws {
+            let (result, server) = try await fetch(.container([UInt8](repeating: 32, count: 150)), maximumBytes: 100)
+            defer { server.stop() }
+            #expect(result.failure?.message.hasSuffix("declares 150 bytes, more than the limit of 100 bytes") == true)
+        }
+
         @Test func neverFollowsARedirect() async throws {
             let (result, server) = try await fetch(.redirect("http://example.com/r?id=GTM-K1T5"))
             defer { server.stop() }

@@ -192,6 +192,38 @@ extension Loading {
             #expect(error.code == .tooLarge)
         }
 
+        /// The 46-byte file that killed `run`, `lint` and `preview` with SIGSEGV inside Foundation: a set of one
+        /// integer.
+        static let setOfOneInteger: [UInt8] =
+            Array("bplist00".utf8) + [0xC1, 0x01, 0x10, 0x01, 0x08, 0x0A] + [0, 0, 0, 0, 0, 0, 1, 1]
+            + [0, 0, 0, 0, 0, 0, 0, 2] + [0, 0, 0, 0, 0, 0, 0, 0] + [0, 0, 0, 0, 0, 0, 0, 0x0C]
+
+        @Test func refusesBinaryPropertyListsHoldingASetBeforeFoundationSeesThem() throws {
+            #expect(Self.setOfOneInteger.count == 46)
+            let error = try #require(readError(Self.setOfOneInteger))
+            #expect(error.code == .syntax)
+            #expect(
+                error.message
+                    == "malformed binary property list: object 0 has type set, which a property list cannot hold"
+            )
+        }
+
+        @Test(arguments: [
+            ([0xB0] as [UInt8], "ordered set"), ([0x80, 0x01], "uid"), ([0x00], "null"), ([0x0F], "fill"),
+            ([0x71, 0x41], "utf-8 string"), ([0x0C], "0xc"), ([0x15] + [UInt8](repeating: 0, count: 32), "0x15"),
+            ([0x21, 0, 0], "0x21"), ([0x30, 0], "0x30"), ([0x90], "0x90"), ([0xE0], "0xe0"), ([0xF0], "0xf0"),
+        ])
+        func refusesEveryTypeAPropertyListCannotHold(object: [UInt8], name: String) throws {
+            var builder = BinaryPlistBuilder()
+            builder.add(BinaryPlistBuilder.array([1]))
+            builder.add(object)
+            let error = try #require(readError(builder.build()))
+            #expect(
+                error.message
+                    == "malformed binary property list: object 1 has type \(name), which a property list cannot hold"
+            )
+        }
+
         @Test func readsSharedObjectsInHandWrittenBinaryPropertyLists() throws {
             var builder = BinaryPlistBuilder()
             builder.add(BinaryPlistBuilder.array([1, 2, 1]))

@@ -1,0 +1,12 @@
+// Shared by every harness: turns libFuzzer's buffer into bytes.
+
+func fuzzBytes(_ data: UnsafePointer<UInt8>?, _ size: Int) -> [UInt8] {
+    guard let data, size > 0 else { return [] }
+    return Array(UnsafeBufferPointer(start: data, count: size))
+}
+
+/// Splits at the first NUL: (before, after) — after is `nil` without one.
+func splitAtNUL(_ bytes: [UInt8]) -> ([UInt8], [UInt8]?) {
+    guard let nul = bytes.firstIndex(of: 0) else { return (bytes, nil) }
+    return (Array(bytes[..<nul]), Array(bytes[(nul + 1)...]))
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses in Fuzz/Harnesses (outside the package's targets: `swift build` and
+# `make test` never compile them) and runs each for FUZZ_SECONDS seconds with AddressSanitizer and leak
+# detection. Fails on any crash, leak, timeout or out-of-memory; the input that caused it is kept in
+# .build/fuzz/artifacts/ (turn it into a test in Tests/ContainerKitTests/Fuzz/FuzzRegressionTests.swift).
+#
+#   make fuzz FUZZ_SECONDS=300                 # every harness, 300 s each
+#   FUZZ_TARGETS="regex loader" Fuzz/fuzz.sh   # some of them
+#
+# Seeds: Fuzz/Seeds/<harness>/, Containers/, and the shared corpus (../shared/research/corpus) when present.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${FUZZ_SECONDS:-60}
+TARGETS=${FUZZ_TARGETS:-"loader push regex previewurl eventsline queuerecord"}
+SWIFTC=${SWIFTC:-swiftc}
+OUT=.build/fuzz
+mkdir -p "$OUT/artifacts"
+FLAGS=(-sanitize=fuzzer,address -parse-as-library -package-name containerkit -enable-testing -swift-version 6
+    -O -g -I "$OUT")
+quiet() { grep -v "ld.gold: warning: Cannot export local symbol" || true; }
+
+build_module() {  # name, sources directory, libraries it needs
+    local name=$1 dir=$2
+    shift 2
+    local stamp="$OUT/lib$name.a"
+    if [ -f "$stamp" ] && [ -z "$(find "$dir" Fuzz/fuzz.sh -newer "$stamp" -name '*.swift' -o -newer "$stamp" -name fuzz.sh)" ]; then
+        return 0
+    fi
+    echo "fuzz: building $name" >&2
+    # shellcheck disable=SC2046
+    "$SWIFTC" "${FLAGS[@]}" -wmo -emit-library -static -emit-module -module-name "$name" \
+        -emit-module-path "$OUT/$name.swiftmodule" -o "$stamp" $(find "$dir" -name '*.swift' | sort) "$@" 2>&1 | quiet
+    [ -f "$stamp" ] || { echo "fuzz: building $name failed" >&2; exit 1; }
+}
+
+build_module ContainerKit Sources/ContainerKit
+build_module ContainerKitBraze Sources/ContainerKitBraze
+build_module ContainerKitCLI Sources/ContainerKitCLI
+
+corpus_dirs() {  # seed directories for a harness
+    echo "Fuzz/Seeds/$1"
+    case $1 in
+    loader | push)
+        echo Containers
+        [ -d ../shared/research/corpus ] && find ../shared/research/corpus -mindepth 1 -maxdepth 1 -type d
+        ;;
+    eventsline) echo Containers/events ;;
+    esac
+}
+
+status=0
+for target in $TARGETS; do
+    binary="$OUT/$target"
+    if [ ! -x "$binary" ] || [ -n "$(find Fuzz/Harnesses "$OUT"/*.a -newer "$binary" 2>/dev/null)" ]; then
+        echo "fuzz: building harness $target" >&2
+        "$SWIFTC" "${FLAGS[@]}" Fuzz/Harnesses/FuzzSupport.swift "Fuzz/Harnesses/$target.swift" \
+            -L "$OUT" -lContainerKitCLI -lContainerKitBraze -lContainerKit -o "$binary" 2>&1 | quiet
+        [ -x "$binary" ] || { echo "fuzz: building harness $target failed" >&2; exit 1; }
+    fi
+    mkdir -p "$OUT/corpus/$target"
+    log="$OUT/$target.log"
+    # shellcheck disable=SC2046
+    LSAN_OPTIONS="suppressions=$PWD/Fuzz/lsan.supp:print_suppressions=0" \
+        "$binary" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=262144 -print_final_stats=1 \
+        -dict="Fuzz/Dictionaries/$target.dict" -artifact_prefix="$OUT/artifacts/$target-" \
+        "$OUT/corpus/$target" $(corpus_dirs "$target") >"$log" 2>&1
+    code=$?
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+    echo "fuzz_${target}_executions=${runs:-0} exit=$code"
+    if [ $code -ne 0 ]; then
+        status=1
+        echo "fuzz: $target failed; see $log and $OUT/artifacts/" >&2
+        grep -E "ERROR|SUMMARY|Fatal error|precondition" "$log" | head -5 >&2
+    fi
+done
+exit $status

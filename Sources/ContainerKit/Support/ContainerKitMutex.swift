@@ -1,0 +1,58 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+#if CONTAINERKIT_TSAN
+    /// The package's mutex in thread-sanitizer builds (`-Xswiftc -DCONTAINERKIT_TSAN`, see `make tsan`): a
+    /// `pthread_mutex_t`, whose lock and unlock the sanitizer intercepts, with the same `withLock` as
+    /// `Synchronization.Mutex` — which the sanitizer cannot see on Linux, so a stock run reports every
+    /// access it guards as a race.
+    package final class ContainerKitMutex<Value>: @unchecked Sendable {
+        private var value: Value
+        private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+        /// A mutex guarding `initialValue`.
+        package init(_ initialValue: sending Value) {
+            value = initialValue
+            mutex = .allocate(capacity: 1)
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+        }
+
+        deinit {
+            pthread_mutex_destroy(mutex)
+            mutex.deallocate()
+        }
+
+        /// Runs `body` with exclusive access to the value.
+        package func withLock<Result, E: Error>(
+            _ body: (inout sending Value) throws(E) -> sending Result
+        ) throws(E) -> sending Result {
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value)
+        }
+
+        /// Runs `body` with exclusive access to the value if the lock is free, else returns `nil`.
+        package func withLockIfAvailable<Result, E: Error>(
+            _ body: (inout sending Value) throws(E) -> sending Result
+        ) throws(E) -> sending Result? {
+            guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value)
+        }
+    }
+#else
+    /// The package's mutex: `Synchronization.Mutex`, except in thread-sanitizer builds (`CONTAINERKIT_TSAN`),
+    /// where it is a `pthread_mutex_t` the sanitizer understands. Each module of the package declares
+    /// `typealias Mutex<Value> = ContainerKitMutex<Value>` once (in `Mutex.swift`), which shadows the
+    /// imported `Synchronization.Mutex`, so no call site names this type.
+    package typealias ContainerKitMutex<Value> = Synchronization.Mutex<Value>
+#endif
+/// This module's `Mutex`: `Synchronization.Mutex`, or in thread-sanitizer builds a lock the sanitizer
+/// understands (see `ContainerKitMutex`). It shadows the imported `Synchronization.Mutex`.
+typealias Mutex<Value> = ContainerKitMutex<Value>
