@@ -114,7 +114,7 @@ public enum JSONPointer {
 
 extension String {
     /// Replaces every occurrence of `target` (non-empty) by `replacement`, without Foundation.
-    func replacingAll(_ target: String, with replacement: String) -> String {
+    package func replacingAll(_ target: String, with replacement: String) -> String {
         guard !target.isEmpty else { return self }
         var out = ""
         var rest = self[...]
