@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitBraze
 
 /// The Function Call tags of a container whose class path is a configured Braze provider, with their
 /// arguments and where each argument's value is in the file. Shared by the Braze rules.
@@ -9,24 +10,6 @@ struct BrazeTagArguments {
         var pointer: String
     }
 
-    /// The actions Braze's GTM tag providers (and ContainerKit's) know, and the arguments each needs.
-    static let requiredArguments: [String: [String]] = [
-        "logEvent": ["eventName"],
-        "customAttribute": ["customAttributeKey"],
-        "changeUser": ["externalUserId"],
-        "logPurchase": ["productId", "currency", "price"],
-        "incrementCustomAttribute": ["customAttributeKey"],
-        "addToCustomAttributeArray": ["customAttributeKey", "customAttributeValue"],
-        "removeFromCustomAttributeArray": ["customAttributeKey", "customAttributeValue"],
-        "setUserAttribute": [],
-    ]
-
-    /// The known actions in documentation order.
-    static let actions = [
-        "logEvent", "customAttribute", "changeUser", "logPurchase", "incrementCustomAttribute",
-        "addToCustomAttributeArray", "removeFromCustomAttributeArray", "setUserAttribute",
-    ]
-
     let label: String
     let pointer: String
     /// The arguments with constant keys, in container order; values that are constant on every event (see
@@ -36,8 +19,50 @@ struct BrazeTagArguments {
     /// The argument named `key`.
     func argument(_ key: String) -> Argument? { arguments.first { $0.key == key } }
 
-    /// The literal `actionType`, if the tag has a constant one.
-    var actionType: String? { argument("actionType")?.value.literalText }
+    /// The constant `actionType` as the runtime reads it: `nil` when the tag has none or it is set by a
+    /// variable; `.failure` with its text when it is a constant the runtime does not know.
+    var action: Result<BrazeActionType, UnknownAction>? {
+        guard let argument = argument("actionType"), case .literal(let value) = argument.value else { return nil }
+        guard case .string(let name) = value, let action = BrazeActionType(rawValue: name) else {
+            return .failure(UnknownAction(text: value.jsString))
+        }
+        return .success(action)
+    }
+
+    /// A constant `actionType` that names no ``BrazeActionType``.
+    struct UnknownAction: Error {
+        var text: String
+    }
+
+    /// A rule the runtime would drop this tag's call for, with where to point.
+    struct Violation {
+        var violation: BrazeRuleViolation
+        var pointer: String
+    }
+
+    /// The Braze rules that this tag's constant arguments break, checked by the runtime's own checker
+    /// (``BrazeRules/violations(of:arguments:)`` in `ContainerKitBraze`), so lint and the runtime cannot
+    /// disagree. Arguments set by variables are unknown until run time: the call is checked without them and
+    /// what it says about them (missing, or, for `setUserAttribute`, no field at all) is left out.
+    func violations(of action: BrazeActionType) -> [Violation] {
+        var constants = ValueMap(minimumCapacity: arguments.count)
+        var unknown: Set<String> = []
+        for argument in arguments {
+            if case .literal(let value) = argument.value {
+                constants[argument.key] = value
+            } else {
+                unknown.insert(argument.key)
+            }
+        }
+        return BrazeRules.violations(of: action, arguments: constants).compactMap { violation in
+            if unknown.contains(violation.key) { return nil }
+            if violation.rule == .missingParameter && action == .setUserAttribute && !unknown.isEmpty { return nil }
+            // A value's violation is keyed by the attribute it sets; point at the value then.
+            let at =
+                argument(violation.key) ?? argument("customAttributeValue") ?? argument("userAttributeValue")
+            return Violation(violation: violation, pointer: at?.pointer ?? pointer)
+        }
+    }
 
     /// Every Braze provider tag of the compiled container whose arguments are a table (not a macro).
     static func all(in input: LintInput) -> [BrazeTagArguments] {

@@ -156,7 +156,7 @@ struct ConstantFoldingTests {
         )
         #expect(
             Self.braze(missing) == [
-                "braze tag 'Braze' with actionType 'logEvent' needs a non-empty 'eventName' argument"
+                "braze tag 'Braze' with actionType 'logEvent' needs a non-empty 'eventName' argument (missing_parameter)"
             ]
         )
     }
@@ -176,7 +176,7 @@ struct ConstantFoldingTests {
         )
         #expect(
             Self.braze(json) == [
-                "braze tag 'Braze' with actionType 'logPurchase' needs a non-empty 'currency' argument"
+                "braze tag 'Braze' with actionType 'logPurchase' needs a non-empty 'currency' argument (empty)"
             ]
         )
     }

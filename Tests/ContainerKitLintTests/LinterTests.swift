@@ -109,7 +109,7 @@ struct LinterTests {
             """
         let findings = lint(text).filter { $0.ruleID == "braze_property" }
         #expect(findings.count == 1)
-        #expect(findings.first?.message.contains("256 characters, more than 255") == true)
+        #expect(findings.first?.message.hasSuffix("is longer than 255 characters (too_long)") == true)
     }
 
     @Test func findingsAreSortedByFileThenPosition() {

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitBraze
 
 /// Braze provider tags (Function Call tags whose class path is configured as Braze) with a missing or
 /// unknown `actionType`, or without the arguments their action needs.
@@ -49,7 +50,7 @@ struct BrazeActionRule: LintRule {
     func check(_ input: LintInput) -> [LintFinding] {
         var findings: [LintFinding] = []
         for tag in BrazeTagArguments.all(in: input) {
-            guard let action = tag.argument("actionType") else {
+            guard let actionArgument = tag.argument("actionType") else {
                 findings.append(
                     input.finding(
                         Self.description,
@@ -59,28 +60,26 @@ struct BrazeActionRule: LintRule {
                 )
                 continue
             }
-            guard let name = action.value.literalText else { continue }  // set by a variable: checked at run time
-            guard let required = BrazeTagArguments.requiredArguments[name] else {
+            switch tag.action {
+            case nil:
+                continue  // set by a variable: checked at run time
+            case .failure(let unknown):
                 let message =
-                    "braze tag \(tag.label) has unknown actionType '\(name)'; expected one of "
-                    + BrazeTagArguments.actions.joined(separator: ", ")
-                findings.append(input.finding(Self.description, message, at: action.pointer))
-                continue
-            }
-            for key in required {
-                let argument = tag.argument(key)
-                let isBlank = argument.flatMap { $0.value.literalText.map { $0.isEmpty } } ?? false
-                guard argument == nil || isBlank || Self.isUndefined(argument!.value) else { continue }
-                let message = "braze tag \(tag.label) with actionType '\(name)' needs a non-empty '\(key)' argument"
-                findings.append(input.finding(Self.description, message, at: argument?.pointer ?? tag.pointer))
+                    "braze tag \(tag.label) has unknown actionType '\(unknown.text)'; expected one of "
+                    + BrazeActionType.allCases.map(\.rawValue).joined(separator: ", ")
+                findings.append(input.finding(Self.description, message, at: actionArgument.pointer))
+            case .success(let action):
+                for found in tag.violations(of: action) where Self.rules.contains(found.violation.rule) {
+                    let message =
+                        "braze tag \(tag.label) with actionType '\(action.rawValue)' needs a non-empty "
+                        + "'\(found.violation.key)' argument (\(found.violation.rule))"
+                    findings.append(input.finding(Self.description, message, at: found.pointer))
+                }
             }
         }
         return findings
     }
 
-    private static func isUndefined(_ expr: Expr) -> Bool {
-        if case .literal(.undefined) = expr { return true }
-        if case .literal(.null) = expr { return true }
-        return false
-    }
+    /// The runtime's rules this lint rule reports (``BrazePropertyRule`` reports the others).
+    static let rules: Set<BrazeRuleViolation.Rule> = [.missingParameter, .empty]
 }
