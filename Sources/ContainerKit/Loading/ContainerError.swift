@@ -25,10 +25,9 @@ public struct SourceLocation: Sendable, Hashable, Comparable, CustomStringConver
 /// the file, a JSON pointer into the document and, for JSON input, the line and column.
 public struct ContainerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code. Extensible: libraries may add their own.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The file could not be read.
         public static let io = Code(rawValue: "io_error")
