@@ -5,7 +5,7 @@ CONTAINER ?= Containers/GTM-MUSIC01.json
 EVENTS ?= Containers/events/music-session.jsonl
 BRAZE_CLASS_PATH := com.appboy.googletagmanager.BrazeGtmTagProvider
 
-.PHONY: all build run test bench lint format format-check clean
+.PHONY: all build run test bench bench-service test-example lint format format-check clean
 
 all: build
 
@@ -25,6 +25,15 @@ test:
 bench:
 	$(SWIFT) build -c release --product containerkit-bench
 	.build/release/containerkit-bench
+
+# The example service (Examples/TagService) under load: wrk against POST /v1/events and GET /health of one
+# server on 127.0.0.1, with a loopback /users/track stand-in; bounded (BENCH_DURATION seconds per run).
+bench-service:
+	Examples/TagService/bench/bench-service.sh
+
+# The example service's own tests (a separate package with its own dependencies).
+test-example:
+	$(SWIFT) test --package-path Examples/TagService --no-parallel
 
 lint: build
 	$(BIN) lint Containers

@@ -83,6 +83,9 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
         /// Where problems are reported.
         public var logger: any Logger = StandardErrorLogger()
+        /// Where enqueued, durable, delivered and rejected records, the backlog and delivery failures are
+        /// reported (for metrics), if anywhere.
+        public var observer: (any RuntimeObserver)?
         /// Injected file-system faults (tests only).
         package var faults: SegmentLogFaults?
 
@@ -197,6 +200,16 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
 
     // MARK: Appending
 
+    /// What the observer's backlog reports: records this process made durable and not yet delivered or
+    /// rejected (records left by an earlier run count only in the bytes), and the bytes the queue holds.
+    private var backlog: (records: Int, bytes: Int) {
+        shell.withLock { shell in
+            let statistics = shell.statistics
+            let records = statistics.durableRecords - statistics.deliveredRecords - statistics.rejectedRecords
+            return (max(0, records), shell.machine.queueBytes)
+        }
+    }
+
     /// Encodes `records` and hands them to the writer; returns at once with the token to wait on.
     /// - Throws: `.queueFull` or `.closed`; nothing is enqueued then.
     @discardableResult
@@ -222,8 +235,10 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         switch outcome {
         case .success(let (ticket, actions)):
             perform(actions)
+            configuration.observer?.observe(.recordsEnqueued(count: records.count))
             return DurabilityToken(source: self, ticket: ticket)
         case .failure(let error):
+            configuration.observer?.observe(.recordsRejected(count: records.count, reason: error.message))
             logs.log(
                 .error,
                 key: "refused",
@@ -422,6 +437,11 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                     shell.statistics.durableRecords += commit.records.count
                     return shell.machine.committed(commit)
                 }
+                if let observer = configuration.observer {
+                    observer.observe(.recordsDurable(count: commit.records.count))
+                    let (records, bytes) = backlog
+                    observer.observe(.queueBacklog(records: records, bytes: bytes))
+                }
             } catch {
                 let usable: Bool
                 if case .clean = error { usable = true } else { usable = false }
@@ -429,6 +449,9 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                     shell.statistics.refusedRecords += commit.records.count
                     return shell.machine.commitFailed(commit, error.error, segmentUsable: usable)
                 }
+                configuration.observer?.observe(
+                    .recordsRejected(count: commit.records.count, reason: error.error.message)
+                )
                 logs.log(
                     .error,
                     key: "commit",
@@ -525,6 +548,19 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                 shell.withLock {
                     $0.statistics.deliveredRecords += result.accepted.count
                     $0.statistics.rejectedRecords += result.rejectedCount
+                }
+                if let observer = configuration.observer {
+                    if !result.accepted.isEmpty { observer.observe(.recordsDelivered(count: result.accepted.count)) }
+                    for rejection in result.rejected {
+                        observer.observe(
+                            .recordsRejected(count: rejection.records.count, reason: rejection.error.message)
+                        )
+                    }
+                    if let error = result.retryError, !result.retryable.isEmpty {
+                        observer.observe(.deliveryFailed(message: error.message))
+                    }
+                    let (records, bytes) = backlog
+                    observer.observe(.queueBacklog(records: records, bytes: bytes))
                 }
                 for warning in result.warnings { logs.log(.warning, key: "partial", "durable queue: \(warning)") }
                 for rejection in result.rejected {

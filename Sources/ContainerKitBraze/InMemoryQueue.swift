@@ -55,6 +55,9 @@ public final class InMemoryQueue: AnalyticsSink {
         public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
         /// Where failures, rejections and partial successes are reported.
         public var logger: any Logger = StandardErrorLogger()
+        /// Where enqueued, delivered and rejected records, the backlog and delivery failures are reported
+        /// (for metrics), if anywhere.
+        public var observer: (any RuntimeObserver)?
 
         /// The defaults, with any of the common settings changed.
         public init(
@@ -157,6 +160,12 @@ public final class InMemoryQueue: AnalyticsSink {
             state.enqueued += UInt64(records.count)
             state.statistics.enqueuedRecords += records.count
             return .success(state.available >= flushCount)
+        }
+        if let observer = configuration.observer {
+            switch outcome {
+            case .success: observer.observe(.recordsEnqueued(count: records.count))
+            case .failure(let error): observer.observe(.recordsRejected(count: records.count, reason: error.message))
+            }
         }
         switch outcome {
         case .success(let wake):
@@ -301,6 +310,7 @@ public final class InMemoryQueue: AnalyticsSink {
             pending = result.retryable
             guard !pending.isEmpty, let error = result.retryError else { break }
             state.withLock { $0.statistics.failedDeliveries += 1 }
+            configuration.observer?.observe(.deliveryFailed(message: error.message))
             if error.code == .shutDown {
                 failure = drop(pending, error)
                 break
@@ -342,9 +352,17 @@ public final class InMemoryQueue: AnalyticsSink {
 
     /// Counts and logs a result's accepted, rejected and warned-about records; the first rejection.
     private func record(_ result: DeliveryResult) -> DeliveryError? {
-        state.withLock {
+        let backlog = state.withLock {
             $0.statistics.deliveredRecords += result.accepted.count
             $0.statistics.rejectedRecords += result.rejectedCount
+            return $0.available
+        }
+        if let observer = configuration.observer {
+            if !result.accepted.isEmpty { observer.observe(.recordsDelivered(count: result.accepted.count)) }
+            for rejection in result.rejected {
+                observer.observe(.recordsRejected(count: rejection.records.count, reason: rejection.error.message))
+            }
+            observer.observe(.queueBacklog(records: backlog, bytes: 0))
         }
         for warning in result.warnings { log.log(.warning, key: "partial", "queue: \(warning)") }
         for rejection in result.rejected {
@@ -359,6 +377,7 @@ public final class InMemoryQueue: AnalyticsSink {
 
     private func drop(_ records: [AnalyticsRecord], _ error: DeliveryError) -> DeliveryError {
         state.withLock { $0.statistics.droppedRecords += records.count }
+        configuration.observer?.observe(.recordsRejected(count: records.count, reason: error.message))
         log.log(.error, key: "dropped", "queue: dropped \(records.count) records: \(error)")
         return error
     }

@@ -1,6 +1,8 @@
 import ContainerKit
 import ContainerKitBraze
 import Foundation
+import Synchronization
+import TestSupport
 import Testing
 
 @Suite struct DurableQueueTests {
@@ -280,5 +282,64 @@ import Testing
             try await queue.flush()
         }
         #expect(downstream.delivered.count == 1)
+    }
+}
+
+/// The observer hooks: what a service's metrics see.
+@Suite struct RuntimeObserverTests {
+    final class Recorder: RuntimeObserver {
+        let events = Mutex<[RuntimeEvent]>([])
+        func observe(_ event: RuntimeEvent) { events.withLock { $0.append(event) } }
+        var all: [RuntimeEvent] { events.withLock { $0 } }
+    }
+
+    @Test func theDurableQueueReportsEnqueuedDurableDeliveredAndBacklog() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let recorder = Recorder()
+        var settings = DurableQueueTests().configuration()
+        settings.observer = recorder
+        let queue = try DurableQueueTests().open(directory, ScriptedDownstream(), settings)
+        try await whileRunning(queue) {
+            try await queue.append((0..<4).map { event("e\($0)") })
+            try await queue.flush()
+        }
+        let events = recorder.all
+        #expect(events.contains(.recordsEnqueued(count: 4)))
+        #expect(events.contains(.recordsDurable(count: 4)))
+        #expect(events.contains(.recordsDelivered(count: 4)))
+        let backlogs = events.compactMap { event -> Int? in
+            if case .queueBacklog(let records, _) = event { return records } else { return nil }
+        }
+        #expect(backlogs.last == 0)
+    }
+
+    @Test func theTagManagerReportsEventsAndEachTagsStatus() async throws {
+        let recorder = Recorder()
+        let manager = TagManager(logger: InMemoryLogger(), observer: recorder)
+        manager.add(
+            try await ContainerLoader().load(
+                path: Fixtures.packageRoot.appendingPathComponent("Containers/GTM-MUSIC01.json").path
+            )
+        )
+        let sink = InMemoryAnalyticsSink()
+        BrazeTagProvider(sink: sink).register(on: manager)
+        let session = manager.makeDataLayer()
+        await session.push(event: "played song", parameters: ["title": "So What", "genre": "jazz", "duration": 545])
+        // A Braze call that breaks a rule is dropped, and reported so.
+        await session.push(
+            event: "played song",
+            parameters: ["title": .string(String(repeating: "x", count: 300)), "genre": "jazz", "duration": 545]
+        )
+        let events = recorder.all
+        #expect(
+            events.filter { if case .eventEvaluated(_, "played song") = $0 { return true } else { return false } }.count
+                == 2
+        )
+        let statuses = events.compactMap { event -> String? in
+            if case .tagFired(_, _, _, let status) = event { return status.name } else { return nil }
+        }
+        #expect(statuses.contains("ok"))
+        #expect(statuses.contains("dropped"))
     }
 }

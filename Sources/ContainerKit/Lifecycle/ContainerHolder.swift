@@ -32,8 +32,12 @@ public final class ContainerHolder: Sendable {
         var nextRefresh: Date?
         var lastFailure: RefreshFailure?
         var manualRequested = false
-        var sleeper: Task<Void, Never>?
-        var loop: Task<Void, Never>?
+        /// The refresh loop waiting for its next deadline; resumed early by a manual refresh or `close()`.
+        var wake: CheckedContinuation<Void, Never>?
+        /// Whether the initial load (default, saved, first network fetch) has been claimed by a task.
+        var initialLoadClaimed = false
+        /// Whether a ``ContainerHolder/run()`` is running for this holder.
+        var running = false
         var closed = false
     }
 
@@ -75,19 +79,32 @@ public final class ContainerHolder: Sendable {
     /// Asks for a network refresh now. Refused (`false`, logged at info level) when there is no network
     /// source, the holder is closed, a refresh is already requested, or the last network refresh started
     /// less than ``RefreshPolicy/minimumManualInterval`` (15 minutes) ago.
+    ///
+    /// The refresh itself is done by ``TagManager/run()``: without it running, the request waits.
     @discardableResult
-    public func refresh() -> Bool {
+    public func refresh() -> Bool { refresh(force: false) }
+
+    /// Asks for a network refresh now; with `force`, even if the last one started less than
+    /// ``RefreshPolicy/minimumManualInterval`` ago (for operators: a container was just published).
+    /// Refused (`false`, logged at info level) when there is no network source, the holder is closed, a
+    /// refresh is already requested, or (without `force`) the 15-minute limit applies.
+    @discardableResult
+    public func refresh(force: Bool) -> Bool {
         guard configuration.network != nil else { return false }
         let now = configuration.clock.now
         let minimum = configuration.refreshPolicy.minimumManualInterval
-        let (accepted, sleeper) = state.withLock { state -> (Bool, Task<Void, Never>?) in
+        let (accepted, wake) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
             if state.closed || state.manualRequested { return (false, nil) }
-            if let last = state.lastNetworkAttempt, now.timeIntervalSince(last) < minimum { return (false, nil) }
+            if !force, let last = state.lastNetworkAttempt, now.timeIntervalSince(last) < minimum {
+                return (false, nil)
+            }
             state.manualRequested = true
-            return (true, state.sleeper)
+            defer { state.wake = nil }
+            return (true, state.wake)
         }
         if accepted {
-            sleeper?.cancel()
+            wake?.resume()
+            logger.info("refresh of '\(containerID)' requested\(force ? " (forced)" : "")")
         } else {
             logger.info("refresh of '\(containerID)' ignored: at most one refresh every \(Int(minimum)) seconds")
         }
@@ -97,12 +114,12 @@ public final class ContainerHolder: Sendable {
     /// Stops refreshing. The live container stays live until ``TagManager/remove(id:)``; opening the ID
     /// again starts a new holder.
     public func close() {
-        let (loop, sleeper) = state.withLock { state -> (Task<Void, Never>?, Task<Void, Never>?) in
+        let wake = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.closed = true
-            return (state.loop, state.sleeper)
+            defer { state.wake = nil }
+            return state.wake
         }
-        sleeper?.cancel()
-        loop?.cancel()
+        wake?.resume()
         resolve()
         tagManager?.lifecycle.removeHolder(self)
     }
@@ -114,13 +131,44 @@ public final class ContainerHolder: Sendable {
         state.withLock { $0.callbacks.append(callback) }
     }
 
-    func start() {
-        let task = Task { await self.run() }
-        let closed = state.withLock { state -> Bool in
-            state.loop = task
-            return state.closed
+    /// Loads the holder for an `open` made while no ``TagManager/run()`` is running: the initial load runs
+    /// in the caller's task until the open is resolved or `timeout` passes; what is still loading then is
+    /// cancelled and left to ``TagManager/run()`` (the network fetch becomes due at once).
+    func openWithoutRunner(timeout: TimeInterval) async {
+        let claimed = claimInitialLoad()
+        await withTaskGroup(of: Void.self) { group in
+            if claimed { group.addTask { await self.initialLoad() } }
+            group.addTask { await self.waitUntilResolved(timeout: timeout) }
+            _ = await group.next()
+            if isResolved {
+                group.cancelAll()
+            } else {
+                _ = await group.next()
+            }
         }
-        if closed { task.cancel() }
+    }
+
+    private var isResolved: Bool { state.withLock { $0.resolved } }
+
+    private func claimInitialLoad() -> Bool {
+        state.withLock { state -> Bool in
+            defer { state.initialLoadClaimed = true }
+            return !state.initialLoadClaimed
+        }
+    }
+
+    /// Loads and refreshes this container until the calling task is cancelled or the holder is closed:
+    /// the initial load (unless an `open` already did it), then the refresh schedule. Run by
+    /// ``TagManager/run()``; returns at once if another `run()` is already running this holder.
+    func run() async {
+        let first = state.withLock { state -> Bool in
+            defer { state.running = true }
+            return !state.running
+        }
+        guard first else { return }
+        defer { state.withLock { $0.running = false } }
+        if claimInitialLoad() { await initialLoad() }
+        await refreshLoop()
     }
 
     /// Waits until the open is resolved (the open type is satisfied) or `timeout` seconds pass, whichever
@@ -134,23 +182,28 @@ public final class ContainerHolder: Sendable {
         guard let waiterID else { return }
         let clock = configuration.clock
         let deadline = clock.now.addingTimeInterval(max(0, timeout))
-        let timer = Task { [weak self] in
-            await clock.sleep(until: deadline)
-            if !Task.isCancelled { self?.resolve() }
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if state.resolved || Task.isCancelled { return true }
-                    state.waiters[waiterID] = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume() }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await clock.sleep(until: deadline)
+                if !Task.isCancelled { self.resolve() }
             }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: waiterID) }?.resume()
+            group.addTask {
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                        let resumeNow = self.state.withLock { state -> Bool in
+                            if state.resolved || Task.isCancelled { return true }
+                            state.waiters[waiterID] = continuation
+                            return false
+                        }
+                        if resumeNow { continuation.resume() }
+                    }
+                } onCancel: {
+                    self.state.withLock { $0.waiters.removeValue(forKey: waiterID) }?.resume()
+                }
+            }
+            _ = await group.next()
+            group.cancelAll()
         }
-        timer.cancel()
     }
 
     /// Makes the best version loaded so far live and wakes the waiting opens. Only the first call does
@@ -165,6 +218,12 @@ public final class ContainerHolder: Sendable {
         }
         for waiter in waiters { waiter.resume() }
         if first, let tagManager { tagManager.lifecycle.deferral.openFinished(tagManager) }
+        replayDeferredPushes()
+    }
+
+    /// Replays the pushes that waited for a container, in this task, now that no lock is held.
+    private func replayDeferredPushes() {
+        if let tagManager { tagManager.lifecycle.deferral.replayIfDue(tagManager) }
     }
 
     /// Must be called with the state locked, so that versions go live in the order they were loaded.
@@ -179,6 +238,7 @@ public final class ContainerHolder: Sendable {
             state.etag = etag
             if state.resolved { publish(candidate.container) }
         }
+        replayDeferredPushes()
     }
 
     private func emit(_ event: ContainerRefreshEvent) {
@@ -188,7 +248,10 @@ public final class ContainerHolder: Sendable {
 
     // MARK: Loading
 
-    private func run() async {
+    /// Loads the default and saved versions, then the network one unless the saved one is fresh, and
+    /// resolves the open. A network fetch cancelled on the way (an `open` without ``TagManager/run()`` that
+    /// returned) leaves the refresh due at once.
+    private func initialLoad() async {
         await loadDefault()
         let saved = await loadSaved()
         let now = configuration.clock.now
@@ -202,11 +265,12 @@ public final class ContainerHolder: Sendable {
         if fresh, let fetchedAt = saved?.fetchedAt {
             let due = fetchedAt.addingTimeInterval(configuration.refreshPolicy.afterSuccess)
             state.withLock { $0.nextRefresh = due }
+        } else if Task.isCancelled {
+            state.withLock { $0.nextRefresh = now }
         } else {
             await refreshFromNetwork()
         }
         resolve()
-        await refreshLoop()
     }
 
     private func loadDefault() async {
@@ -243,30 +307,49 @@ public final class ContainerHolder: Sendable {
         }
     }
 
+    /// Refreshes on schedule until the task is cancelled or the holder closed. Between refreshes it waits
+    /// on the clock for ``nextRefresh``, or (with none scheduled) until a manual refresh wakes it.
     private func refreshLoop() async {
         while true {
             let (target, manual, closed) = state.withLock { ($0.nextRefresh, $0.manualRequested, $0.closed) }
-            if closed || Task.isCancelled || tagManager == nil { return }
+            if closed || Task.isCancelled || tagManager == nil || configuration.network == nil { return }
             if !manual {
-                guard let target else { return }
-                if configuration.clock.now < target {
-                    let clock = configuration.clock
-                    let sleeper = Task { await clock.sleep(until: target) }
-                    let wakeNow = state.withLock { state -> Bool in
-                        state.sleeper = sleeper
-                        return state.manualRequested || state.closed
-                    }
-                    if wakeNow { sleeper.cancel() }
-                    await withTaskCancellationHandler {
-                        await sleeper.value
-                    } onCancel: {
-                        sleeper.cancel()
-                    }
-                    state.withLock { $0.sleeper = nil }
-                    continue
+                if let target, configuration.clock.now >= target {
+                    await refreshFromNetwork()
+                } else {
+                    await waitForWake(until: target)
                 }
+                continue
             }
             await refreshFromNetwork()
+        }
+    }
+
+    /// Returns at `deadline` (never, if `nil`), when ``refresh(force:)`` or ``close()`` wakes the loop, or
+    /// when the task is cancelled.
+    private func waitForWake(until deadline: Date?) async {
+        let clock = configuration.clock
+        await withTaskGroup(of: Void.self) { group in
+            if let deadline { group.addTask { await clock.sleep(until: deadline) } }
+            group.addTask {
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                        let resumeNow = self.state.withLock { state -> Bool in
+                            if state.manualRequested || state.closed || Task.isCancelled { return true }
+                            state.wake = continuation
+                            return false
+                        }
+                        if resumeNow { continuation.resume() }
+                    }
+                } onCancel: {
+                    self.state.withLock { state -> CheckedContinuation<Void, Never>? in
+                        defer { state.wake = nil }
+                        return state.wake
+                    }?.resume()
+                }
+            }
+            _ = await group.next()
+            group.cancelAll()
         }
     }
 
@@ -306,6 +389,9 @@ public final class ContainerHolder: Sendable {
                 state.lastFailure = nil
             }
             emit(.succeeded(.network))
+        } catch  where Task.isCancelled {
+            state.withLock { $0.nextRefresh = clock.now }
+            logger.info("refreshing '\(containerID)' from the network was cancelled; it is due again")
         } catch {
             let due = clock.now.addingTimeInterval(configuration.refreshPolicy.afterFailure)
             state.withLock { state in

@@ -7,6 +7,14 @@ import Synchronization
 /// ``DelayedInitialization/isEnabled`` is set, and also while a data layer's queue is being replayed (so
 /// that a new push cannot overtake the queued ones). A push made during the replay by the replay itself
 /// (from a tag handler) is processed directly, as it would be without queueing.
+///
+/// The replay runs in the task that made a container live, once it holds no lock (``replayIfDue(_:)``):
+/// the holder's loading in ``TagManager/open(id:openType:timeout:callback:)`` or ``TagManager/run()``, or
+/// the caller of ``TagManager/add(_:)``. A push that finds a replay due and nobody replaying replays first.
+///
+/// Across all data layers at most ``DelayedInitialization/maximumTotalQueuedPushes`` pushes wait; a push
+/// beyond that is dropped (``PushResult/dropped``), with one warning per waiting period and the count
+/// logged at the replay.
 final class DeferredPushes: Sendable {
     /// True while a push may have to be queued; a push that reads `false` goes straight through.
     let mayDefer = Atomic<Bool>(false)
@@ -55,9 +63,20 @@ final class DeferredPushes: Sendable {
         var order: [ObjectIdentifier] = []
         var orderHead = 0
         var replaying = false
+        var replayDue = false
+        var totalLimit = DelayedInitialization().maximumTotalQueuedPushes
+        var total = 0
+        var droppedByTotal = 0
 
         var waiting: Bool { !available && (opensInProgress > 0 || enabled) }
         var mustReplay: Bool { !waiting && !queues.isEmpty && !replaying }
+
+        /// Claims the replay if one is due and nobody is replaying.
+        mutating func claimReplay() -> Bool {
+            guard mustReplay else { return false }
+            replaying = true
+            return true
+        }
     }
 
     private let state = Mutex(State())
@@ -70,6 +89,7 @@ final class DeferredPushes: Sendable {
         update(tagManager) { state in
             state.enabled = setting.isEnabled
             state.limit = setting.maximumQueuedPushes
+            state.totalLimit = setting.maximumTotalQueuedPushes
             state.available = available
         }
     }
@@ -95,14 +115,17 @@ final class DeferredPushes: Sendable {
     }
 
     private func update(_ tagManager: TagManager, _ change: (inout State) -> Void) {
-        let replay = state.withLock { state -> Bool in
+        state.withLock { state in
             change(&state)
-            let replay = state.mustReplay
-            if replay { state.replaying = true }
             mayDefer.store(state.waiting || !state.queues.isEmpty, ordering: .releasing)
-            return replay
         }
-        if replay { Task { self.replay(tagManager) } }
+    }
+
+    /// Replays the queues in the calling task if a replay is due and nobody else is replaying. Call it
+    /// holding no lock: the replayed pushes run tags.
+    func replayIfDue(_ tagManager: TagManager) {
+        guard mayDefer.load(ordering: .acquiring) else { return }
+        if state.withLock({ $0.claimReplay() }) { replay(tagManager) }
     }
 
     // MARK: Queueing
@@ -112,16 +135,37 @@ final class DeferredPushes: Sendable {
     func hold(_ message: ValueMap, for dataLayer: DataLayer) -> PushResult? {
         let key = ObjectIdentifier(dataLayer)
         if DataLayer.replayingSession == key { return nil }
-        let outcome = state.withLock { state -> (firstDrop: Bool, limit: Int)? in
+        if DataLayer.replayingSession == nil { replayIfDue(dataLayer.tagManager) }
+        let outcome = state.withLock { state -> (firstDrop: Bool, limit: Int, overTotal: Bool)? in
             guard state.waiting || state.queues[key] != nil else { return nil }
+            if state.total >= state.totalLimit,
+                state.queues[key].map({ $0.messages.count - $0.head < state.limit }) ?? true
+            {
+                state.droppedByTotal += 1
+                return (state.droppedByTotal == 1, state.totalLimit, true)
+            }
             if state.queues[key] == nil {
                 state.queues[key] = Queue(dataLayer: dataLayer)
                 state.order.append(key)
             }
+            let before = state.queues[key].map { $0.messages.count - $0.head } ?? 0
             let firstDrop = state.queues[key]?.append(message, limit: state.limit) ?? false
-            return (firstDrop, state.limit)
+            state.total += (state.queues[key].map { $0.messages.count - $0.head } ?? 0) - before
+            return (firstDrop, state.limit, false)
         }
         guard let outcome else { return nil }
+        if outcome.overTotal {
+            if outcome.firstDrop {
+                dataLayer.tagManager.logger.warning(
+                    "session \(dataLayer.sessionID): dropped a push waiting for a container; at most "
+                        + "\(outcome.limit) pushes wait across all sessions"
+                )
+            }
+            var result = PushResult()
+            result.deferred = true
+            result.dropped = true
+            return result
+        }
         if outcome.firstDrop {
             dataLayer.tagManager.logger.warning(
                 "session \(dataLayer.sessionID): dropped the oldest push waiting for a container; "
@@ -136,10 +180,11 @@ final class DeferredPushes: Sendable {
     /// Replays every queue, oldest push first, one data layer after another.
     private func replay(_ tagManager: TagManager) {
         while true {
-            let next = state.withLock { state -> (DataLayer, ValueMap?, Int)? in
+            let next = state.withLock { state -> (DataLayer?, ValueMap?, Int)? in
                 while !state.waiting, state.orderHead < state.order.count {
                     let key = state.order[state.orderHead]
                     if let message = state.queues[key]?.next(), let dataLayer = state.queues[key]?.dataLayer {
+                        state.total -= 1
                         return (dataLayer, message, 0)
                     }
                     let finished = state.queues.removeValue(forKey: key)
@@ -149,10 +194,20 @@ final class DeferredPushes: Sendable {
                 state.order.removeFirst(state.orderHead)
                 state.orderHead = 0
                 state.replaying = false
+                if state.queues.isEmpty && state.droppedByTotal > 0 {
+                    defer { state.droppedByTotal = 0 }
+                    return (nil, nil, state.droppedByTotal)
+                }
                 mayDefer.store(state.waiting || !state.queues.isEmpty, ordering: .releasing)
                 return nil
             }
             guard let (dataLayer, message, dropped) = next else { return }
+            guard let dataLayer else {
+                tagManager.logger.warning(
+                    "\(dropped) pushes were dropped while waiting for a container: the cap across all sessions"
+                )
+                continue
+            }
             guard let message else {
                 tagManager.logger.warning(
                     "session \(dataLayer.sessionID): \(dropped) pushes were dropped while waiting for a container"

@@ -3,7 +3,8 @@ import Foundation
 extension TagManager {
     /// Handles a GTM preview URL: enters preview of the draft it names, or exits preview.
     ///
-    /// Entering fetches the draft from ``LifecycleConfiguration/preview`` in the background and makes it the
+    /// Entering fetches the draft from ``LifecycleConfiguration/preview`` in ``run()`` (which must be running;
+    /// without it, await ``enterPreview(_:)`` instead) and makes it the
     /// live version of its container ID (`gtm_debug=x` also sets ``isDebugMode``); the live version comes
     /// back with the exit URL, which is honoured only for the container in preview. Previewing a second
     /// container returns the first one to its live version. Refreshes of a container in preview update the
@@ -14,7 +15,7 @@ extension TagManager {
     /// ```
     /// - Returns: `true` if the URL is a valid preview URL that this tag manager acts on; `false`, with a
     ///   warning, for anything else (a malformed URL, an exit URL for a container not in preview, no
-    ///   preview source configured). The auth token is never logged.
+    ///   preview source configured, an enter URL while ``run()`` is not running). The auth token is never logged.
     @discardableResult
     public func preview(url: String) -> Bool {
         let parsed: PreviewURL
@@ -32,12 +33,18 @@ extension TagManager {
                 logger.warning("preview url for '\(parsed.containerID)' ignored: no preview source is configured")
                 return false
             }
-            Task {
+            let work = LifecycleWork { [self] in
                 do throws(ContainerFetchError) {
                     _ = try await enterPreview(request)
                 } catch {
                     logger.error("cannot preview '\(request.containerID)': \(error.message)")
                 }
+            }
+            guard lifecycle.submit(work) else {
+                logger.warning(
+                    "preview url for '\(parsed.containerID)' ignored: run() is not running (call enterPreview(_:))"
+                )
+                return false
             }
             return true
         }
@@ -65,12 +72,15 @@ extension TagManager {
         }
         logger.info("fetching the preview draft \(request)")
         let draft = try configuration.compile(try await source.fetchDraft(request), id: id, origin: "preview")
-        lifecycle.preview.withLock { preview in
-            if let other = preview, other.containerID != id { restoreLive(other) }
-            let live = preview?.containerID == id ? preview?.live : container(id: id)
-            preview = LifecycleState.Preview(containerID: id, live: live, debug: request.debug)
-            add(draft)
+        LifecycleState.$publishing.withValue(true) {
+            lifecycle.preview.withLock { preview in
+                if let other = preview, other.containerID != id { restoreLive(other) }
+                let live = preview?.containerID == id ? preview?.live : container(id: id)
+                preview = LifecycleState.Preview(containerID: id, live: live, debug: request.debug)
+                add(draft)
+            }
         }
+        lifecycle.deferral.replayIfDue(self)
         isDebugMode = request.debug
         logger.info("previewing '\(id)' draft version '\(draft.version)'\(request.debug ? " in debug mode" : "")")
         return draft
@@ -81,12 +91,15 @@ extension TagManager {
     /// - Returns: `false`, with a warning, when `id` is not the container in preview.
     @discardableResult
     public func exitPreview(id: String) -> Bool {
-        let exited = lifecycle.preview.withLock { preview -> Bool in
-            guard let current = preview, current.containerID == id else { return false }
-            restoreLive(current)
-            preview = nil
-            return true
+        let exited = LifecycleState.$publishing.withValue(true) {
+            lifecycle.preview.withLock { preview -> Bool in
+                guard let current = preview, current.containerID == id else { return false }
+                restoreLive(current)
+                preview = nil
+                return true
+            }
         }
+        lifecycle.deferral.replayIfDue(self)
         guard exited else {
             logger.warning("exit preview url for '\(id)' ignored: it is not in preview")
             return false

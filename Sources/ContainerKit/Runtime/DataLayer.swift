@@ -335,6 +335,7 @@ public final class DataLayer: Sendable {
         let handlers = runtime.handlers
         result.events.reserveCapacity(result.events.count + containers.count)
         let reportedName = Evaluation.reportedName(eventName)
+        let firstReport = result.events.count
         for container in containers {
             var candidates: [Int]?
             if !debug, case .string(let name) = reportedName {
@@ -366,6 +367,21 @@ public final class DataLayer: Sendable {
                 result.events.append(report)
             } else {
                 result.events.append(evaluation.run(candidates: candidates))
+            }
+        }
+        if let observer = tagManager.observer {
+            for report in result.events[firstReport...] {
+                observer.observe(.eventEvaluated(containerID: report.containerID, eventName: eventName))
+                for tag in report.fired {
+                    observer.observe(
+                        .tagFired(
+                            containerID: report.containerID,
+                            tagID: tag.tagID,
+                            classPath: tag.classPath,
+                            status: tag.status
+                        )
+                    )
+                }
             }
         }
     }

@@ -95,6 +95,10 @@ public struct PushResult: Sendable {
     public var events: [EventReport] = []
     /// Whether the push was held back because no container is available yet (delayed initialization).
     public var deferred: Bool = false
+    /// Whether the push was dropped while waiting for a container, because
+    /// ``DelayedInitialization/maximumTotalQueuedPushes`` pushes already wait across all data layers
+    /// (`deferred` is then also `true`; the push is never evaluated nor merged into the data layer).
+    public var dropped: Bool = false
     /// Whether the nested-push loop guard dropped pushes.
     public var loopGuardTripped: Bool = false
 

@@ -18,6 +18,8 @@ public final class TagManager: Sendable {
     public let logger: any Logger
     /// The context new data layers get when none is given.
     public let defaultContext: ClientContext
+    /// Where evaluated events and fired tags are reported (for metrics), if anywhere.
+    public let observer: (any RuntimeObserver)?
 
     /// An immutable snapshot of the registered handlers. Registration swaps in a new snapshot, so an
     /// evaluation holds the registry with one reference and never sees it change midway.
@@ -62,9 +64,15 @@ public final class TagManager: Sendable {
     ///   - logger: where diagnostics go; by default warnings and errors to standard error.
     ///   - defaultContext: the client context of data layers created without one; by default
     ///     ``ClientContext/server``, which reports nothing about the machine this runs on.
-    public init(logger: any Logger = StandardErrorLogger(), defaultContext: ClientContext = .server) {
+    ///   - observer: where evaluated events and fired tags are reported, for metrics.
+    public init(
+        logger: any Logger = StandardErrorLogger(),
+        defaultContext: ClientContext = .server,
+        observer: (any RuntimeObserver)? = nil
+    ) {
         self.logger = logger
         self.defaultContext = defaultContext
+        self.observer = observer
     }
 
     // MARK: Handlers
@@ -158,6 +166,8 @@ public final class TagManager: Sendable {
             }
         }
         lifecycle.deferral.containerAdded(self)
+        lifecycle.wentLive(container.id)
+        if !LifecycleState.publishing { lifecycle.deferral.replayIfDue(self) }
     }
 
     /// Removes the live container with `id`; returns it.

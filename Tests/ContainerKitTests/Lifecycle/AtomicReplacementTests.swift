@@ -10,6 +10,7 @@ extension LifecycleTests {
         typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let clock = ManualRefreshClock()
+        let runner = Runner()
 
         /// Version `version` of the fixture whose `played` tag calls `com.example.Played<version>`.
         static func version(_ version: String) -> ScriptedSource.Answer {
@@ -19,9 +20,11 @@ extension LifecycleTests {
         }
 
         func open(_ versions: [String]) async throws -> (TagManager, ContainerHolder) {
-            let manager = TagManager(
-                logger: InMemoryLogger(),
-                lifecycle: LifecycleConfiguration(network: ScriptedSource(versions.map(Self.version)), clock: clock)
+            let manager = await runner.run(
+                TagManager(
+                    logger: InMemoryLogger(),
+                    lifecycle: LifecycleConfiguration(network: ScriptedSource(versions.map(Self.version)), clock: clock)
+                )
             )
             _ = try await manager.open(id: id, timeout: 3600)
             return (manager, try #require(manager.containerHolder(id: id)))

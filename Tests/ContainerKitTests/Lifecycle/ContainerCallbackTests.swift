@@ -8,12 +8,15 @@ extension LifecycleTests {
         typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let clock = ManualRefreshClock()
+        let runner = Runner()
 
         func open(_ network: (any ContainerSource)?, saved: SavedContainerStore?) async throws -> CallbackRecorder {
             let callbacks = CallbackRecorder()
-            let manager = TagManager(
-                logger: InMemoryLogger(),
-                lifecycle: LifecycleConfiguration(savedContainers: saved, network: network, clock: clock)
+            let manager = await runner.run(
+                TagManager(
+                    logger: InMemoryLogger(),
+                    lifecycle: LifecycleConfiguration(savedContainers: saved, network: network, clock: clock)
+                )
             )
             _ = try await manager.open(id: id, timeout: 3600, callback: callbacks)
             return callbacks

@@ -8,13 +8,18 @@ extension LifecycleTests {
         typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let clock = ManualRefreshClock()
+        let runner = Runner()
         let tags = TagRecorder()
         let logger = InMemoryLogger()
 
-        func manager(network: (any ContainerSource)? = nil, delayed: DelayedInitialization = .init()) -> TagManager {
-            let manager = TagManager(
-                logger: logger,
-                lifecycle: LifecycleConfiguration(network: network, clock: clock, delayedInitialization: delayed)
+        func manager(network: (any ContainerSource)? = nil, delayed: DelayedInitialization = .init()) async
+            -> TagManager
+        {
+            let manager = await runner.run(
+                TagManager(
+                    logger: logger,
+                    lifecycle: LifecycleConfiguration(network: network, clock: clock, delayedInitialization: delayed)
+                )
             )
             tags.register(on: manager)
             return manager
@@ -30,7 +35,7 @@ extension LifecycleTests {
 
         @Test func pushesBeforeTheContainerIsAvailableAreQueuedAndReplayedInOrder() async throws {
             let gate = Gate()
-            let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
+            let manager = await manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
             let open = await startOpen(manager)
             let session = manager.makeDataLayer()
             let results = ["a", "b", "c"].map { session.push(event: "played", parameters: ["song": .string($0)]) }
@@ -52,7 +57,7 @@ extension LifecycleTests {
 
         @Test func eachSessionReplaysItsOwnQueue() async throws {
             let gate = Gate()
-            let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
+            let manager = await manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
             let open = await startOpen(manager)
             let first = manager.makeDataLayer()
             let second = manager.makeDataLayer()
@@ -69,7 +74,7 @@ extension LifecycleTests {
 
         @Test func aFullQueueDropsTheOldestPushWithAWarning() async throws {
             let gate = Gate()
-            let manager = manager(
+            let manager = await manager(
                 network: ScriptedSource([ScriptedSource.container("1")], gate: gate),
                 delayed: DelayedInitialization(maximumQueuedPushes: 2)
             )
@@ -89,15 +94,15 @@ extension LifecycleTests {
             )
         }
 
-        @Test func pushesGoStraightThroughWithoutAnOpenOrTheSetting() {
-            let manager = manager()
-            let result = manager.makeDataLayer().push(event: "played", parameters: ["song": "a"])
+        @Test func pushesGoStraightThroughWithoutAnOpenOrTheSetting() async {
+            let manager = await manager()
+            let result = await manager.makeDataLayer().push(event: "played", parameters: ["song": "a"])
             #expect(!result.deferred)
             #expect(result.events.isEmpty)
         }
 
         @Test func theSettingQueuesPushesUntilAContainerIsAdded() async throws {
-            let manager = manager(delayed: DelayedInitialization(isEnabled: true))
+            let manager = await manager(delayed: DelayedInitialization(isEnabled: true))
             let session = manager.makeDataLayer()
             await #expect(session.push(event: "played", parameters: ["song": "a"]).deferred)
             manager.add(try ContainerLoader().load(bytes: Fixtures.live(), file: "GTM-K1T5.json"))
@@ -108,7 +113,7 @@ extension LifecycleTests {
 
         @Test func queuedPushesAreMergedWhenTheOpenEndsWithoutAContainer() async throws {
             let gate = Gate()
-            let manager = manager(network: ScriptedSource([ScriptedSource.failure(.noNetwork)], gate: gate))
+            let manager = await manager(network: ScriptedSource([ScriptedSource.failure(.noNetwork)], gate: gate))
             let open = await startOpen(manager)
             let session = manager.makeDataLayer()
             #expect(session.push("user.name", .string("Ada")).deferred)
@@ -120,7 +125,7 @@ extension LifecycleTests {
 
         @Test func pushesFromTagHandlersDuringTheReplayKeepTheirPlace() async throws {
             let gate = Gate()
-            let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
+            let manager = await manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
             manager.register(
                 tagHandler: ClosureTagHandler { call in
                     if call.arguments["song"] == "a" {
@@ -143,7 +148,7 @@ extension LifecycleTests {
 
         @Test func pushesMadeDuringTheReplayWaitBehindTheQueue() async throws {
             let gate = Gate()
-            let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
+            let manager = await manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
             let open = await startOpen(manager)
             let session = manager.makeDataLayer()
             for i in 0..<300 { await session.push(event: "played", parameters: ["song": .string(String(i))]) }

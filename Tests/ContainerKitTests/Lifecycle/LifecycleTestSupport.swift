@@ -124,3 +124,22 @@ extension TagManager {
 
 /// The namespace of the lifecycle suites (so that `swift test --filter Lifecycle` selects them).
 enum LifecycleTests {}
+
+/// Runs tag managers' ``TagManager/run()`` in tasks that are cancelled when the runner goes away (at the
+/// end of the test that owns it).
+final class Runner: Sendable {
+    private let tasks = Mutex<[Task<Void, any Error>]>([])
+
+    /// Starts `manager.run()` and waits until it runs; returns the manager.
+    @discardableResult
+    func run(_ manager: TagManager) async -> TagManager {
+        let task = Task { try await manager.run() }
+        tasks.withLock { $0.append(task) }
+        _ = await eventually { manager.isRunning }
+        return manager
+    }
+
+    deinit {
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+    }
+}

@@ -8,14 +8,17 @@ extension LifecycleTests {
         typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let clock = ManualRefreshClock()
+        let runner = Runner()
         let callbacks = CallbackRecorder()
 
         func open(_ network: any ContainerSource, saved: SavedContainerStore? = nil) async throws
             -> (TagManager, ContainerHolder)
         {
-            let manager = TagManager(
-                logger: InMemoryLogger(),
-                lifecycle: LifecycleConfiguration(savedContainers: saved, network: network, clock: clock)
+            let manager = await runner.run(
+                TagManager(
+                    logger: InMemoryLogger(),
+                    lifecycle: LifecycleConfiguration(savedContainers: saved, network: network, clock: clock)
+                )
             )
             _ = try await manager.open(id: id, timeout: 3600, callback: callbacks)
             let holder = try #require(manager.containerHolder(id: id))

@@ -9,14 +9,17 @@ extension PreviewTests {
         let id = Fixtures.containerID
         let token = "s3cret-Token_1"
         let logger = InMemoryLogger(minimumLevel: .verbose)
+        let runner = Runner()
 
         var enterURL: String { "tagmanager.c.com.example://preview/p?id=\(id)&gtm_auth=\(token)&gtm_preview=7" }
         var exitURL: String { "tagmanager.c.com.example://preview/p?id=\(id)&gtm_preview=" }
 
-        func manager(preview: (any PreviewSource)?, network: (any ContainerSource)? = nil) throws -> TagManager {
-            let manager = TagManager(
-                logger: logger,
-                lifecycle: LifecycleConfiguration(network: network, preview: preview, clock: ManualRefreshClock())
+        func manager(preview: (any PreviewSource)?, network: (any ContainerSource)? = nil) async throws -> TagManager {
+            let manager = await runner.run(
+                TagManager(
+                    logger: logger,
+                    lifecycle: LifecycleConfiguration(network: network, preview: preview, clock: ManualRefreshClock())
+                )
             )
             manager.add(try ContainerLoader().load(bytes: Fixtures.live(), file: "\(id).json"))
             return manager
@@ -40,7 +43,7 @@ extension PreviewTests {
                     ? .container(Fixtures.draft()) : .status(403)
             }
             defer { server.stop() }
-            let manager = try manager(preview: try HTTPContainerSource(base: server.baseURL))
+            let manager = try await manager(preview: try HTTPContainerSource(base: server.baseURL))
             #expect(manager.preview(url: enterURL))
             #expect(await eventually { manager.liveVersion() == "7" })
             #expect(manager.previewContainerID == id)
@@ -58,7 +61,7 @@ extension PreviewTests {
         @Test func aRefusedTokenKeepsTheLiveVersionAndIsLoggedWithoutTheToken() async throws {
             let server = try ContainerTestServer { _ in .status(403) }
             defer { server.stop() }
-            let manager = try manager(preview: try HTTPContainerSource(base: server.baseURL))
+            let manager = try await manager(preview: try HTTPContainerSource(base: server.baseURL))
             let request = PreviewRequest(containerID: id, authToken: token, previewNumber: "7")
             await #expect(throws: ContainerFetchError.self) {
                 do throws(ContainerFetchError) {
@@ -75,8 +78,8 @@ extension PreviewTests {
             expectNoToken()
         }
 
-        @Test func aMalformedURLIsRejectedWithAWarning() throws {
-            let manager = try manager(preview: try drafts())
+        @Test func aMalformedURLIsRejectedWithAWarning() async throws {
+            let manager = try await manager(preview: try drafts())
             #expect(!manager.preview(url: "tagmanager.c.app://preview/p?id=\(id)&gtm_auth=\(token)&gtm_preview=x"))
             #expect(logger.messages(at: .warning).first?.hasPrefix("invalid preview url") == true)
             #expect(!manager.preview(url: URL(string: "https://example.com/preview/p")!))
@@ -85,7 +88,7 @@ extension PreviewTests {
         }
 
         @Test func theExitURLOfAContainerNotInPreviewIsRejected() async throws {
-            let manager = try manager(preview: try drafts())
+            let manager = try await manager(preview: try drafts())
             #expect(!manager.preview(url: exitURL))
             #expect(logger.messages(at: .warning).contains { $0.contains("it is not in preview") })
             try await manager.enterPreview(PreviewRequest(containerID: id, authToken: token, previewNumber: "7"))
@@ -93,15 +96,15 @@ extension PreviewTests {
             #expect(manager.liveVersion() == "7")
         }
 
-        @Test func withoutAPreviewSourceThePreviewURLIsRejected() throws {
-            let manager = try manager(preview: nil)
+        @Test func withoutAPreviewSourceThePreviewURLIsRejected() async throws {
+            let manager = try await manager(preview: nil)
             #expect(!manager.preview(url: enterURL))
             #expect(logger.messages(at: .warning).contains { $0.contains("no preview source is configured") })
         }
 
         @Test func aDraftThatDoesNotLoadIsReported() async throws {
             let directory = try Fixtures.directory(["\(id).json": Array("{\"resource\": [".utf8)])
-            let manager = try manager(preview: DirectoryContainerSource(directory: directory))
+            let manager = try await manager(preview: DirectoryContainerSource(directory: directory))
             await #expect(throws: ContainerFetchError.self) {
                 do throws(ContainerFetchError) {
                     try await manager.enterPreview(
@@ -116,7 +119,7 @@ extension PreviewTests {
         }
 
         @Test func debugModeRecordsATraceForEveryEvent() async throws {
-            let manager = try manager(preview: try drafts())
+            let manager = try await manager(preview: try drafts())
             #expect(manager.preview(url: enterURL + "&gtm_debug=x"))
             #expect(await eventually { manager.liveVersion() == "7" && manager.isDebugMode })
             let session = manager.makeDataLayer()
@@ -141,7 +144,7 @@ extension PreviewTests {
         }
 
         @Test func previewingASecondContainerReturnsTheFirstToItsLiveVersion() async throws {
-            let manager = try manager(preview: try drafts())
+            let manager = try await manager(preview: try drafts())
             manager.add(try ContainerLoader().load(bytes: Fixtures.live(version: "5"), file: "GTM-OTHER1.json"))
             try await manager.enterPreview(PreviewRequest(containerID: id, authToken: token, previewNumber: "7"))
             try await manager.enterPreview(
@@ -155,7 +158,7 @@ extension PreviewTests {
         }
 
         @Test func exitingPreviewOfAContainerThatWasNotLiveRemovesIt() async throws {
-            let manager = try manager(preview: try drafts())
+            let manager = try await manager(preview: try drafts())
             try await manager.enterPreview(
                 PreviewRequest(containerID: "GTM-OTHER1", authToken: token, previewNumber: "8")
             )
@@ -166,12 +169,14 @@ extension PreviewTests {
 
         @Test func aRefreshDuringPreviewUpdatesTheVersionThatExitingRestores() async throws {
             let clock = ManualRefreshClock()
-            let manager = TagManager(
-                logger: logger,
-                lifecycle: LifecycleConfiguration(
-                    network: ScriptedSource([ScriptedSource.container("1"), ScriptedSource.container("2")]),
-                    preview: try drafts(),
-                    clock: clock
+            let manager = await runner.run(
+                TagManager(
+                    logger: logger,
+                    lifecycle: LifecycleConfiguration(
+                        network: ScriptedSource([ScriptedSource.container("1"), ScriptedSource.container("2")]),
+                        preview: try drafts(),
+                        clock: clock
+                    )
                 )
             )
             _ = try await manager.open(id: id)

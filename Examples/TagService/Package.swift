@@ -1,0 +1,49 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let package = Package(
+    name: "TagService",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "TagService", targets: ["TagService"])
+    ],
+    dependencies: [
+        .package(name: "ContainerKit", path: "../.."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+    ],
+    targets: [
+        .target(
+            name: "TagServiceCore",
+            dependencies: [
+                .product(name: "ContainerKit", package: "ContainerKit"),
+                .product(name: "ContainerKitBraze", package: "ContainerKit"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        .executableTarget(name: "TagService", dependencies: ["TagServiceCore"]),
+        .executableTarget(
+            name: "UsersTrackStandIn",
+            dependencies: [
+                .product(name: "ContainerKit", package: "ContainerKit"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
+        .testTarget(
+            name: "TagServiceTests",
+            dependencies: [
+                "TagServiceCore",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            resources: [.copy("Fixtures")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

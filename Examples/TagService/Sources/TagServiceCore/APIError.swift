@@ -1,0 +1,61 @@
+import ContainerKit
+import Hummingbird
+
+/// A request the service refuses, answered as `{"error": {"code", "message"}}` with its HTTP status.
+struct APIError: Error, Sendable {
+    /// What kind of refusal, with its status.
+    struct Code: RawRepresentable, Hashable, Sendable {
+        var rawValue: String
+        init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The body is not JSON, or not a JSON object (400).
+        static let malformedJSON = Code(rawValue: "malformed_json")
+        /// A required member is missing (400).
+        static let missingField = Code(rawValue: "missing_field")
+        /// A member has the wrong type or an unusable value (400).
+        static let invalidField = Code(rawValue: "invalid_field")
+        /// The body is larger than `--max-body-bytes` (413).
+        static let bodyTooLarge = Code(rawValue: "body_too_large")
+        /// The body is not `application/json` (415).
+        static let unsupportedMediaType = Code(rawValue: "unsupported_media_type")
+        /// The records could not be made durable; the client should retry (503).
+        static let notDurable = Code(rawValue: "not_durable")
+    }
+
+    var code: Code
+    var message: String
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    var status: HTTPResponse.Status {
+        switch code {
+        case .bodyTooLarge: .contentTooLarge
+        case .unsupportedMediaType: .unsupportedMediaType
+        case .notDurable: .serviceUnavailable
+        default: .badRequest
+        }
+    }
+
+    /// The error as a response.
+    var response: Response {
+        var error = ValueMap()
+        error["code"] = .string(code.rawValue)
+        error["message"] = .string(message)
+        return Response.json(["error": .object(error)], status: status)
+    }
+}
+
+extension Response {
+    /// A response with `value` as compact JSON.
+    static func json(_ value: ValueMap, status: HTTPResponse.Status = .ok) -> Response {
+        let text = JSONWriter.string(.object(value))
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text))
+        )
+    }
+}

@@ -1,0 +1,104 @@
+import ContainerKit
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Loads every container file of a directory into the tag manager, then checks the directory every
+/// `interval` and reloads a file whose size or modification time changed.
+///
+/// A file that does not load is logged and skipped; the version already live stays live (the tag manager
+/// swaps containers atomically, so a push in progress finishes on the version it started with). A removed
+/// file's container is removed.
+final class ContainerDirectoryWatcher: Service, Sendable {
+    /// The identity of one file version: when it last changed and how large it is.
+    struct Stamp: Equatable {
+        var modified: Date
+        var size: Int
+    }
+
+    let directory: String
+    let interval: Duration
+    private let manager: TagManager
+    private let logger: Logging.Logger
+    /// Container file path → the stamp it had when loaded, and the ID it loaded as.
+    private let loaded = Mutex<[String: (stamp: Stamp, id: String)]>([:])
+    /// Paths that failed to load, with the stamp that failed (not retried until it changes).
+    private let failed = Mutex<[String: Stamp]>([:])
+
+    init(directory: String, interval: Duration, manager: TagManager, logger: Logging.Logger) {
+        self.directory = directory
+        self.interval = interval
+        self.manager = manager
+        self.logger = logger
+    }
+
+    /// Loads what changed since the last scan.
+    /// - Returns: how many containers were loaded or reloaded.
+    @discardableResult
+    func scan() async -> Int {
+        let files = containerFiles()
+        var changed = 0
+        for (path, stamp) in files.sorted(by: { $0.key < $1.key }) {
+            if loaded.withLock({ $0[path]?.stamp }) == stamp || failed.withLock({ $0[path] }) == stamp { continue }
+            do {
+                let container = try await ContainerLoader().load(path: path)
+                let previous = loaded.withLock { $0.updateValue((stamp, container.id), forKey: path) }
+                failed.withLock { _ = $0.removeValue(forKey: path) }
+                manager.add(container)
+                changed += 1
+                logger.info(
+                    previous == nil ? "container loaded" : "container reloaded",
+                    metadata: ["container": "\(container.id)", "version": "\(container.version)", "file": "\(path)"]
+                )
+            } catch {
+                failed.withLock { $0[path] = stamp }
+                logger.error(
+                    "container file does not load; keeping the live version",
+                    metadata: ["file": "\(path)", "error": "\(error)"]
+                )
+            }
+        }
+        let removed = loaded.withLock { table -> [(String, String)] in
+            let gone = table.filter { files[$0.key] == nil }.map { ($0.key, $0.value.id) }
+            for (path, _) in gone { table.removeValue(forKey: path) }
+            return gone
+        }
+        for (path, id) in removed {
+            _ = manager.remove(id: id)
+            logger.warning("container file removed", metadata: ["container": "\(id)", "file": "\(path)"])
+        }
+        return changed + removed.count
+    }
+
+    /// Checks the directory every ``interval`` until graceful shutdown.
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: self.interval) } catch { return }
+                await self.scan()
+            }
+        }
+    }
+
+    private func containerFiles() -> [String: Stamp] {
+        let fileManager = FileManager.default
+        guard let names = try? fileManager.contentsOfDirectory(atPath: directory) else {
+            logger.error("cannot read the containers directory", metadata: ["directory": "\(directory)"])
+            return [:]
+        }
+        var files: [String: Stamp] = [:]
+        for name in names where name.hasSuffix(".json") || name.hasSuffix(".plist") {
+            guard ContainerLoader.containerID(fromFileName: name) != nil else { continue }
+            let path = (directory as NSString).appendingPathComponent(name)
+            guard let attributes = try? fileManager.attributesOfItem(atPath: path),
+                attributes[.type] as? FileAttributeType == .typeRegular
+            else { continue }
+            files[path] = Stamp(
+                modified: attributes[.modificationDate] as? Date ?? .distantPast,
+                size: (attributes[.size] as? NSNumber)?.intValue ?? 0
+            )
+        }
+        return files
+    }
+}

@@ -1,0 +1,62 @@
+import ContainerKit
+
+/// The body of `POST /v1/events`: `{"user_id", "event", "parameters"?, "context"?}`.
+struct EventRequest: Sendable {
+    /// The end user; one session per user.
+    var userID: String
+    /// The event name pushed to the data layer.
+    var event: String
+    /// The event's parameters, JSON types kept.
+    var parameters: ValueMap
+    /// The client the user is on (keys of ``ClientContext/keys``); used when the session is created.
+    var context: ClientContext?
+
+    /// The longest `user_id` accepted, in UTF-8 bytes (Braze's limit for an `external_id`).
+    static let maximumUserIDBytes = 997
+
+    /// Reads a request body.
+    init(body: [UInt8]) throws(APIError) {
+        let value: Value
+        do {
+            value = try Value(jsonBytes: body, maximumDepth: 64)
+        } catch {
+            throw APIError(.malformedJSON, "the body is not JSON: \(error.message)")
+        }
+        guard case .object(let object) = value else {
+            throw APIError(.malformedJSON, "the body must be a JSON object")
+        }
+        guard let user = object["user_id"], !user.isUndefined, user != .null else {
+            throw APIError(.missingField, "'user_id' is required")
+        }
+        guard case .string(let userID) = user, !userID.isEmpty, userID.utf8.count <= Self.maximumUserIDBytes else {
+            throw APIError(.invalidField, "'user_id' must be a non-empty string of at most 997 bytes")
+        }
+        guard let eventValue = object["event"], !eventValue.isUndefined, eventValue != .null else {
+            throw APIError(.missingField, "'event' is required")
+        }
+        guard case .string(let event) = eventValue, !event.isEmpty else {
+            throw APIError(.invalidField, "'event' must be a non-empty string")
+        }
+        var parameters = ValueMap()
+        switch object["parameters"] {
+        case nil, .null?: break
+        case .object(let map)?: parameters = map
+        default: throw APIError(.invalidField, "'parameters' must be an object")
+        }
+        var context: ClientContext?
+        switch object["context"] {
+        case nil, .null?: break
+        case let value?:
+            // What the request does not say stays empty: a server knows nothing about the user's device.
+            do {
+                context = try ClientContext(jsonValue: value)
+            } catch {
+                throw APIError(.invalidField, "'context': \(error.message)")
+            }
+        }
+        self.userID = userID
+        self.event = event
+        self.parameters = parameters
+        self.context = context
+    }
+}

@@ -1,0 +1,251 @@
+import ContainerKit
+import Foundation
+
+/// Everything the service needs to start: read from command-line flags, with environment variables as
+/// fallbacks (a flag wins over its variable).
+public struct TagServiceConfiguration: Sendable {
+    /// The directory of container files (`<ID>.json` or `<ID>.plist`); with ``openIDs``, the bundled defaults.
+    public var containersDirectory: String
+    /// The durable queue's directory (one per instance).
+    public var queueDirectory: String
+    /// The address to listen on.
+    public var host = "127.0.0.1"
+    /// The port to listen on; 0 picks a free one.
+    public var port = 8080
+    /// Where sessions are saved at shutdown and restored from at start; `nil`: sessions are not kept.
+    public var sessionsFile: String?
+    /// Braze's REST endpoint (`BRAZE_REST_ENDPOINT`); `nil`: records go to ``recordsFile``.
+    public var brazeEndpoint: URL?
+    /// Braze's REST API key (`BRAZE_REST_API_KEY`).
+    public var brazeAPIKey: String?
+    /// Whether `POST /v1/events` answers only once the push's records are durable.
+    public var waitsForDurability = true
+    /// The largest request body accepted, in bytes.
+    public var maximumBodyBytes = 64 * 1024
+    /// How often the containers directory is checked for changed files, in seconds.
+    public var reloadInterval: Duration = .seconds(2)
+    /// Container IDs to open with ``TagManager/open(id:openType:timeout:callback:)`` instead of loading every
+    /// file of ``containersDirectory``.
+    public var openIDs: [String] = []
+    /// The base URL containers are fetched from when opening (``HTTPContainerSource``).
+    public var containerURL: URL?
+    /// Where opened containers are saved (``SavedContainerStore``); by default `<queue>.containers`.
+    public var savedContainersDirectory: String?
+    /// The level of the service's log.
+    public var logLevel = "info"
+    /// Sessions idle this long are evicted (and their memory released).
+    public var sessionIdleTimeout: Duration = .seconds(30 * 60)
+    /// The most sessions kept at once; the least recently used goes first.
+    public var maximumSessions = 100_000
+
+    /// Creates a configuration with the two required directories.
+    public init(containersDirectory: String, queueDirectory: String) {
+        self.containersDirectory = containersDirectory
+        self.queueDirectory = queueDirectory
+    }
+
+    /// The JSON-lines file records go to when no Braze endpoint is configured: beside the queue directory.
+    public var recordsFile: String {
+        var queue = queueDirectory
+        while queue.count > 1 && queue.hasSuffix("/") { queue.removeLast() }
+        return queue + ".jsonl"
+    }
+}
+
+/// A command line the service cannot start with (exit code 64).
+public struct UsageError: Error, CustomStringConvertible, Sendable {
+    /// What is wrong, in words.
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension TagServiceConfiguration {
+    /// The text of `--help`.
+    public static let help = """
+        usage: TagService --containers <dir> --queue <dir> [options]
+
+        Runs ContainerKit containers for many users behind an HTTP API and delivers the Braze records their
+        tags make through a durable queue.
+
+        options (each with its environment variable; a flag wins):
+          --containers <dir>        container files, <ID>.json or <ID>.plist; reloaded when a file changes
+                                    (TAGSERVICE_CONTAINERS)
+          --queue <dir>             durable queue directory, one per instance (TAGSERVICE_QUEUE)
+          --host <address>          listen address, default 127.0.0.1 (TAGSERVICE_HOST)
+          --port <n>                listen port, default 8080; 0 picks one (TAGSERVICE_PORT)
+          --sessions <file>         save sessions here at shutdown and restore them at start
+                                    (TAGSERVICE_SESSIONS)
+          --no-durable-wait         answer POST /v1/events without waiting until its records are durable
+                                    (TAGSERVICE_NO_DURABLE_WAIT=1)
+          --max-body-bytes <n>      largest request body, default 65536 (TAGSERVICE_MAX_BODY_BYTES)
+          --reload-interval <s>     seconds between checks of the containers directory, default 2
+                                    (TAGSERVICE_RELOAD_INTERVAL)
+          --open <GTM-ID>           open this container (repeatable; comma-separated in the variable) instead
+                                    of loading every file: bundled default from --containers, saved copy,
+                                    then the network, refreshed every 12 hours (TAGSERVICE_OPEN)
+          --container-url <url>     base URL containers are fetched from with --open, {base}/r?id=<ID>
+                                    (TAGSERVICE_CONTAINER_URL)
+          --saved-containers <dir>  where opened containers are saved, default <queue>.containers
+                                    (TAGSERVICE_SAVED_CONTAINERS)
+          --session-idle <s>        evict sessions idle this long, default 1800 (TAGSERVICE_SESSION_IDLE)
+          --max-sessions <n>        most sessions kept, least recently used evicted first, default 100000
+                                    (TAGSERVICE_MAX_SESSIONS)
+          --log-level <level>       trace, debug, info, notice, warning, error, critical; default info
+                                    (TAGSERVICE_LOG_LEVEL)
+          --help                    show this text
+
+        Braze:
+          BRAZE_REST_ENDPOINT       REST endpoint, e.g. https://rest.iad-01.braze.com; records are sent to
+                                    <endpoint>/users/track. Without it records are appended to <queue>.jsonl.
+          BRAZE_REST_API_KEY        REST API key with the users.track permission (required with an endpoint)
+
+        endpoints:
+          POST /v1/events   {"user_id", "event", "parameters"?, "context"?} → fired tags and records
+          GET  /health      alive
+          GET  /ready       a container is live and the queue is writable
+          GET  /metrics     Prometheus text format
+        """
+
+    /// The result of reading a command line: a configuration to run, or a request for help.
+    public enum Parsed: Sendable {
+        /// Run with this configuration.
+        case run(TagServiceConfiguration)
+        /// Print ``TagServiceConfiguration/help`` and exit 0.
+        case help
+    }
+
+    /// Reads `arguments` (without the program name) and `environment`.
+    public static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Parsed {
+        var values: [String: String] = [:]
+        var opens: [String] = []
+        var noDurableWait =
+            environment["TAGSERVICE_NO_DURABLE_WAIT"].map { ["1", "true", "yes"].contains($0) } ?? false
+        let valued: [String: String] = [
+            "--containers": "TAGSERVICE_CONTAINERS", "--queue": "TAGSERVICE_QUEUE", "--host": "TAGSERVICE_HOST",
+            "--port": "TAGSERVICE_PORT", "--sessions": "TAGSERVICE_SESSIONS",
+            "--max-body-bytes": "TAGSERVICE_MAX_BODY_BYTES", "--reload-interval": "TAGSERVICE_RELOAD_INTERVAL",
+            "--container-url": "TAGSERVICE_CONTAINER_URL", "--saved-containers": "TAGSERVICE_SAVED_CONTAINERS",
+            "--session-idle": "TAGSERVICE_SESSION_IDLE", "--max-sessions": "TAGSERVICE_MAX_SESSIONS",
+            "--log-level": "TAGSERVICE_LOG_LEVEL",
+        ]
+        for (flag, variable) in valued {
+            if let value = environment[variable], !value.isEmpty { values[flag] = value }
+        }
+        if let list = environment["TAGSERVICE_OPEN"] {
+            opens = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        var flagOpens: [String] = []
+        var index = 0
+        while index < arguments.count {
+            var argument = arguments[index]
+            var inlineValue: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                inlineValue = String(argument[argument.index(after: equals)...])
+                argument = String(argument[..<equals])
+            }
+            switch argument {
+            case "--help", "-h":
+                return .help
+            case "--no-durable-wait":
+                noDurableWait = true
+            case "--open":
+                flagOpens.append(try value(of: argument, inline: inlineValue, arguments, &index))
+            case _ where valued[argument] != nil:
+                values[argument] = try value(of: argument, inline: inlineValue, arguments, &index)
+            default:
+                throw UsageError("unknown option '\(argument)' (see --help)")
+            }
+            index += 1
+        }
+        if !flagOpens.isEmpty { opens = flagOpens }
+
+        guard let containers = values["--containers"] else {
+            throw UsageError("--containers <dir> is required (or TAGSERVICE_CONTAINERS)")
+        }
+        guard let queue = values["--queue"] else {
+            throw UsageError("--queue <dir> is required (or TAGSERVICE_QUEUE)")
+        }
+        var configuration = TagServiceConfiguration(containersDirectory: containers, queueDirectory: queue)
+        configuration.waitsForDurability = !noDurableWait
+        if let host = values["--host"] { configuration.host = host }
+        if let port = values["--port"] {
+            guard let number = Int(port), (0...65535).contains(number) else {
+                throw UsageError("--port must be 0–65535, not '\(port)'")
+            }
+            configuration.port = number
+        }
+        configuration.sessionsFile = values["--sessions"]
+        if let bytes = values["--max-body-bytes"] {
+            guard let number = Int(bytes), number > 0 else {
+                throw UsageError("--max-body-bytes must be a positive integer, not '\(bytes)'")
+            }
+            configuration.maximumBodyBytes = number
+        }
+        if let seconds = values["--reload-interval"] {
+            configuration.reloadInterval = try duration(seconds, flag: "--reload-interval")
+        }
+        if let seconds = values["--session-idle"] {
+            configuration.sessionIdleTimeout = try duration(seconds, flag: "--session-idle")
+        }
+        if let count = values["--max-sessions"] {
+            guard let number = Int(count), number > 0 else {
+                throw UsageError("--max-sessions must be a positive integer, not '\(count)'")
+            }
+            configuration.maximumSessions = number
+        }
+        for id in opens where !ContainerLoader.isContainerID(id) {
+            throw UsageError("--open needs a container id (GTM-XXXX), not '\(id)'")
+        }
+        configuration.openIDs = opens
+        if let url = values["--container-url"] {
+            guard let parsed = httpURL(url) else {
+                throw UsageError("--container-url needs an http(s) URL, not '\(url)'")
+            }
+            configuration.containerURL = parsed
+        }
+        configuration.savedContainersDirectory = values["--saved-containers"]
+        if let level = values["--log-level"] {
+            guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) else {
+                throw UsageError("--log-level must be trace, debug, info, notice, warning, error or critical")
+            }
+            configuration.logLevel = level
+        }
+        if let endpoint = environment["BRAZE_REST_ENDPOINT"], !endpoint.isEmpty {
+            guard let url = httpURL(endpoint) else {
+                throw UsageError("BRAZE_REST_ENDPOINT needs an http(s) URL, not '\(endpoint)'")
+            }
+            guard let key = environment["BRAZE_REST_API_KEY"], !key.isEmpty else {
+                throw UsageError("BRAZE_REST_ENDPOINT is set but BRAZE_REST_API_KEY is not")
+            }
+            configuration.brazeEndpoint = url
+            configuration.brazeAPIKey = key
+        }
+        return .run(configuration)
+    }
+
+    private static func value(
+        of flag: String,
+        inline: String?,
+        _ arguments: [String],
+        _ index: inout Int
+    ) throws(UsageError) -> String {
+        if let inline { return inline }
+        guard index + 1 < arguments.count else { throw UsageError("\(flag) needs a value") }
+        index += 1
+        return arguments[index]
+    }
+
+    private static func duration(_ text: String, flag: String) throws(UsageError) -> Duration {
+        guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+            throw UsageError("\(flag) must be a positive number of seconds, not '\(text)'")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+
+    private static func httpURL(_ text: String) -> URL? {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            url.host?.isEmpty == false
+        else { return nil }
+        return url
+    }
+}

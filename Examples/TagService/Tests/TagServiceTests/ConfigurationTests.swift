@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+
+@testable import TagServiceCore
+
+@Suite struct ConfigurationTests {
+    func parse(_ arguments: [String], _ environment: [String: String] = [:]) throws -> TagServiceConfiguration {
+        guard case .run(let configuration) = try TagServiceConfiguration.parse(arguments, environment: environment)
+        else {
+            Issue.record("expected a configuration")
+            throw UsageError("help")
+        }
+        return configuration
+    }
+
+    @Test func flagsSetEveryOption() throws {
+        let configuration = try parse([
+            "--containers", "c", "--queue", "/var/q/", "--host", "0.0.0.0", "--port=9000", "--sessions", "s.json",
+            "--no-durable-wait", "--max-body-bytes", "100", "--open", "GTM-A1", "--open", "GTM-B2",
+        ])
+        #expect(configuration.containersDirectory == "c")
+        #expect(configuration.host == "0.0.0.0")
+        #expect(configuration.port == 9000)
+        #expect(configuration.sessionsFile == "s.json")
+        #expect(configuration.waitsForDurability == false)
+        #expect(configuration.maximumBodyBytes == 100)
+        #expect(configuration.openIDs == ["GTM-A1", "GTM-B2"])
+        #expect(configuration.recordsFile == "/var/q.jsonl")
+        #expect(configuration.brazeEndpoint == nil)
+    }
+
+    @Test func environmentFillsWhatFlagsLeaveOut() throws {
+        let configuration = try parse(
+            ["--port", "1"],
+            [
+                "TAGSERVICE_CONTAINERS": "c", "TAGSERVICE_QUEUE": "q", "TAGSERVICE_PORT": "2",
+                "BRAZE_REST_ENDPOINT": "https://rest.example.com", "BRAZE_REST_API_KEY": "k",
+            ]
+        )
+        #expect(configuration.port == 1)
+        #expect(configuration.queueDirectory == "q")
+        #expect(configuration.brazeEndpoint?.absoluteString == "https://rest.example.com")
+        #expect(configuration.brazeAPIKey == "k")
+    }
+
+    @Test(arguments: [
+        (["--queue", "q"], "--containers"),
+        (["--containers", "c"], "--queue"),
+        (["--containers", "c", "--queue", "q", "--port", "70000"], "--port"),
+        (["--containers", "c", "--queue", "q", "--open", "gtm-x"], "--open"),
+        (["--containers", "c", "--queue", "q", "--bogus"], "--bogus"),
+        (["--containers"], "--containers"),
+    ])
+    func unusableCommandLinesNameTheFlag(_ arguments: [String], _ flag: String) throws {
+        let error = #expect(throws: UsageError.self) { try TagServiceConfiguration.parse(arguments, environment: [:]) }
+        #expect(error?.description.contains(flag) == true)
+    }
+
+    @Test func anEndpointWithoutAKeyIsRefused() {
+        #expect(throws: UsageError.self) {
+            try TagServiceConfiguration.parse(
+                ["--containers", "c", "--queue", "q"],
+                environment: ["BRAZE_REST_ENDPOINT": "https://rest.example.com"]
+            )
+        }
+    }
+
+    @Test func helpListsEveryFlagAndVariable() throws {
+        guard case .help = try TagServiceConfiguration.parse(["--containers", "c", "--help"], environment: [:]) else {
+            Issue.record("expected help")
+            return
+        }
+        for word in [
+            "--containers", "--queue", "--host", "--port", "--sessions", "--no-durable-wait", "BRAZE_REST_ENDPOINT",
+            "BRAZE_REST_API_KEY", "TAGSERVICE_QUEUE",
+        ] {
+            #expect(TagServiceConfiguration.help.contains(word))
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import ContainerKit
+import ContainerKitBraze
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+@testable import TagServiceCore
+
+@Suite struct EventsEndpointTests {
+    @Test func eventAnswersWithFiredTagsOnlyOnceItsRecordsAreDurable() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        try await service.application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "user-1")) { response in
+                #expect(response.status == .ok)
+                let answer = try response.json
+                #expect(answer["user_id"] == "user-1")
+                #expect(answer["durable"] == true)
+                #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
+                // Both records were written and synced before the answer was sent.
+                #expect(service.pipeline.queue.statistics.durableRecords == 2)
+            }
+        }
+    }
+
+    @Test func answerListsTheRecordsThePushMade() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        try await service.application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "user-1")) { response in
+                let records = try #require(try response.json["records"]?.arrayValue)
+                let lines = records.compactMap(\.objectValue)
+                #expect(lines.map { $0["name"] } == ["played song", "first play"])
+                #expect(lines.allSatisfy { $0["external_id"] == "user-1" })
+            }
+        }
+    }
+
+    @Test func eachUserHasItsOwnSession() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        try await service.application.test(.router) { client in
+            for user in ["a", "b", "a"] {
+                try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: user))
+            }
+            // The once-per-load tag fired once for each user, not once per push.
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "b")) { response in
+                let answer = try response.json
+                #expect(answer.firedNames == ["Braze - played song"])
+            }
+            #expect(service.sessions.count == 2)
+        }
+    }
+
+    @Test func withoutTheDurabilityWaitTheAnswerSaysSo() async throws {
+        var fixture = try TestService()
+        defer { fixture.remove() }
+        fixture.configuration.waitsForDurability = false
+        let service = try await fixture.make()
+        try await service.application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u")) { response in
+                #expect(response.status == .ok)
+                let answer = try response.json
+                #expect(answer["durable"] == false)
+            }
+        }
+    }
+
+    @Test func contextFromTheRequestReachesTheSession() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        let body = ByteBuffer(
+            string: #"{"user_id": "u", "event": "other", "context": {"platform": "iOS", "app_id": "com.example"}}"#
+        )
+        try await service.application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: body) { response in
+                #expect(response.status == .ok)
+                let answer = try response.json
+                #expect(answer.firedNames == [])
+            }
+        }
+        let session = service.sessions.session(for: "u", context: nil)
+        #expect(session.context.platform == "iOS")
+        #expect(session.context.appID == "com.example")
+        #expect(session.context.deviceName == "")
+    }
+}

@@ -1,0 +1,111 @@
+import ContainerKit
+import ContainerKitBraze
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+@testable import TagServiceCore
+
+@Suite struct LifecycleTests {
+    @Test func gracefulShutdownDrainsEveryAcknowledgedRecord() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        let acknowledged = try await service.application.test(.live) { client in
+            var count = 0
+            for index in 0..<20 {
+                try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "user-\(index % 5)")) {
+                    response in
+                    #expect(response.status == .ok)
+                    count += try response.json.firedNames.count
+                }
+            }
+            return count
+        }
+        // The test framework shut the service down gracefully: the queue is drained into the records file.
+        #expect(acknowledged == 25)
+        let delivered = try fixture.deliveredRecords()
+        #expect(delivered.count == acknowledged)
+        #expect(try DurableQueue.pendingRecords(in: fixture.configuration.queueDirectory).isEmpty)
+    }
+
+    @Test func aRestartRestoresSessionsSoAOncePerLoadTagDoesNotFireAgain() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        try await fixture.make().application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+                let answer = try response.json
+                #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
+            }
+        }
+        // The first service saved its sessions at shutdown; the second restores them at start.
+        let restarted = try await fixture.make()
+        #expect(restarted.sessions.count == 1)
+        try await restarted.application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+                let answer = try response.json
+                #expect(answer.firedNames == ["Braze - played song"])
+            }
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "grace")) { response in
+                let answer = try response.json
+                #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
+            }
+        }
+        let delivered = try fixture.deliveredRecords()
+        #expect(
+            delivered.map(\.user) == [
+                .externalID("ada"), .externalID("ada"), .externalID("ada"), .externalID("grace"), .externalID("grace"),
+            ]
+        )
+    }
+
+    @Test func anUnreadableSnapshotIsMovedAsideAndTheServiceStarts() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let file = try #require(fixture.configuration.sessionsFile)
+        try "not a snapshot\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let service = try await fixture.make()
+        #expect(service.sessions.count == 0)
+        #expect(FileManager.default.fileExists(atPath: file + ".unreadable"))
+    }
+
+    @Test func aChangedContainerFileIsReloaded() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let manager = TagManager(logger: InMemoryLogger())
+        let watcher = ContainerDirectoryWatcher(
+            directory: fixture.configuration.containersDirectory,
+            interval: .seconds(3600),
+            manager: manager,
+            logger: TestService.logger
+        )
+        #expect(await watcher.scan() == 1)
+        #expect(manager.container(id: TestService.fixtureID)?.version == "1")
+        #expect(await watcher.scan() == 0)
+
+        let path = fixture.configuration.containersDirectory + "/\(TestService.fixtureID).json"
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        try text.replacingOccurrences(of: #""version": "1""#, with: #""version": "12""#)
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(await watcher.scan() == 1)
+        #expect(manager.container(id: TestService.fixtureID)?.version == "12")
+    }
+
+    @Test func aBrokenContainerFileKeepsTheLiveVersion() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let manager = TagManager(logger: InMemoryLogger())
+        let watcher = ContainerDirectoryWatcher(
+            directory: fixture.configuration.containersDirectory,
+            interval: .seconds(3600),
+            manager: manager,
+            logger: TestService.logger
+        )
+        await watcher.scan()
+        let path = fixture.configuration.containersDirectory + "/\(TestService.fixtureID).json"
+        try "{ not a container".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(await watcher.scan() == 0)
+        #expect(manager.container(id: TestService.fixtureID)?.version == "1")
+    }
+}

@@ -1,0 +1,70 @@
+import ContainerKit
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+@testable import TagServiceCore
+
+@Suite struct OperationsEndpointTests {
+    @Test func healthAnswersWhileAlive() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        try await fixture.make().application.test(.router) { client in
+            try await client.execute(uri: "/health", method: .get) { response in
+                #expect(response.status == .ok)
+                let answer = try response.json
+                #expect(answer["status"] == "ok")
+            }
+        }
+    }
+
+    @Test func readyOnceAContainerIsLiveAndTheQueueIsWritable() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        try await fixture.make().application.test(.router) { client in
+            try await client.execute(uri: "/ready", method: .get) { response in
+                #expect(response.status == .ok)
+                let body = try response.json
+                #expect(body["ready"] == true)
+                #expect(body["containers"] == .array([.string(TestService.fixtureID)]))
+                #expect(body["queue_writable"] == true)
+            }
+        }
+    }
+
+    @Test func notReadyWithoutAContainer() async throws {
+        let fixture = try TestService(containers: false)
+        defer { fixture.remove() }
+        try await fixture.make().application.test(.router) { client in
+            try await client.execute(uri: "/ready", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+                let answer = try response.json
+                #expect(answer["ready"] == false)
+            }
+        }
+    }
+
+    @Test func metricsCountEventsTagsRecordsAndSessions() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        try await fixture.make().application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "a"))
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "a"))
+            try await client.execute(uri: "/v1/events", method: .post, body: ByteBuffer(string: "{"))
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType]?.hasPrefix("text/plain") == true)
+                let lines = Set(String(buffer: response.body).split(separator: "\n").map(String.init))
+                #expect(lines.contains("tagservice_events_total 2"))
+                #expect(lines.contains(#"tagservice_tags_total{status="fired"} 3"#))
+                #expect(lines.contains("tagservice_bad_requests_total 1"))
+                #expect(lines.contains("tagservice_records_durable 3.0"))
+                #expect(lines.contains("tagservice_sessions_live 1.0"))
+                #expect(lines.contains("tagservice_containers_live 1.0"))
+                #expect(lines.contains { $0.hasPrefix("tagservice_queue_backlog_records ") })
+                #expect(lines.contains { $0.hasPrefix("tagservice_records_delivered ") })
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Load test of the example service (`make bench-service` runs it from the repository root).
+#
+# Builds TagService and the /users/track stand-in in release mode, starts both on 127.0.0.1, runs wrk for
+# a bounded time against POST /v1/events (many distinct users, durable acknowledgement on) and then
+# against GET /health of the same server, stops the service with SIGTERM (it drains its queue into the
+# stand-in) and checks that every acknowledged record arrived.
+#
+# Prints: service_events_req_per_s=, service_p99_ms=, service_health_req_per_s=, service_vs_health=,
+# service_acknowledged_records=, service_durable_records=, service_delivered_records=, service_all_acknowledged_arrived=yes|no.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${BENCH_DURATION:-10}
+CONNECTIONS=${BENCH_CONNECTIONS:-64}
+THREADS=${BENCH_THREADS:-2}
+SERVICE_PORT=${BENCH_SERVICE_PORT:-18480}
+TRACK_PORT=${BENCH_TRACK_PORT:-18481}
+
+if ! command -v wrk > /dev/null; then
+    echo "installing wrk" >&2
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get install -y wrk > /dev/null 2>&1 || { $SUDO apt-get update > /dev/null && $SUDO apt-get install -y wrk > /dev/null; }
+fi
+
+swift build -c release --product TagService >&2
+swift build -c release --product UsersTrackStandIn >&2
+BIN=$(swift build -c release --show-bin-path)
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+mkdir -p "$WORK/containers"
+cp Tests/TagServiceTests/Fixtures/containers/GTM-TAGSVC1.json "$WORK/containers/"
+
+wait_for() {   # url, seconds
+    for _ in $(seq 1 $(($2 * 10))); do
+        if curl -fs "$1" > /dev/null 2>&1; then return 0; fi
+        sleep 0.1
+    done
+    echo "bench-service: $1 did not answer" >&2
+    return 1
+}
+
+"$BIN/UsersTrackStandIn" --port "$TRACK_PORT" --max-seconds $((DURATION * 3 + 120)) &
+TRACK_PID=$!
+PIDS+=("$TRACK_PID")
+wait_for "http://127.0.0.1:$TRACK_PORT/stats" 10
+
+BRAZE_REST_ENDPOINT="http://127.0.0.1:$TRACK_PORT" BRAZE_REST_API_KEY=bench \
+    "$BIN/TagService" --containers "$WORK/containers" --queue "$WORK/queue" --sessions "$WORK/sessions.json" \
+    --host 127.0.0.1 --port "$SERVICE_PORT" --log-level warning ${BENCH_SERVICE_FLAGS:-} &
+SERVICE_PID=$!
+PIDS+=("$SERVICE_PID")
+wait_for "http://127.0.0.1:$SERVICE_PORT/ready" 30
+
+run_wrk() {   # path, lua script, seconds → wrk output
+    timeout $(($3 + 30)) wrk -t"$THREADS" -c"$CONNECTIONS" -d"${3}s" --timeout 10s -s "bench/$2" \
+        "http://127.0.0.1:$SERVICE_PORT$1"
+}
+
+run_wrk /v1/events events.lua 2 > /dev/null    # warm-up: code paths, sessions, allocator
+EVENTS=$(run_wrk /v1/events events.lua "$DURATION")
+HEALTH=$(run_wrk /health health.lua "$DURATION")
+echo "$EVENTS" >&2
+echo "$HEALTH" >&2
+
+events_rps=$(echo "$EVENTS" | awk '/^Requests\/sec:/ { print $2 }')
+health_rps=$(echo "$HEALTH" | awk '/^Requests\/sec:/ { print $2 }')
+p99_us=$(echo "$EVENTS" | awk -F= '/^wrk_p99_us=/ { print $2 }')
+event_errors=$(echo "$EVENTS" | awk -F= '/^wrk_errors=/ { print $2 }')
+
+sleep 1   # requests wrk gave up on at its deadline finish
+acknowledged=$(curl -fs "http://127.0.0.1:$SERVICE_PORT/metrics" \
+    | awk '/^tagservice_records_acknowledged_total / { print $2 }')
+durable=$(curl -fs "http://127.0.0.1:$SERVICE_PORT/metrics" | awk '/^tagservice_records_durable / { print $2 }')
+
+kill -TERM "$SERVICE_PID"
+service_exit=0
+wait "$SERVICE_PID" || service_exit=$?
+delivered=$(curl -fs "http://127.0.0.1:$TRACK_PORT/stats" | sed -E 's/.*"objects":([0-9]+).*/\1/')
+
+# Every acknowledged record, and every other record made durable, must have reached the stand-in after
+# the service drained its queue at SIGTERM.
+acknowledged=${acknowledged%.*}
+durable=${durable%.*}
+expected=$(( ${acknowledged:-0} > ${durable:-0} ? ${acknowledged:-0} : ${durable:-0} ))
+arrived=no
+if [ "$service_exit" = 0 ] && [ "$expected" -gt 0 ] && [ "${delivered:-0}" -ge "$expected" ]; then arrived=yes; fi
+
+echo "service_events_req_per_s=$events_rps"
+awk -v us="$p99_us" 'BEGIN { printf "service_p99_ms=%.2f\n", us / 1000 }'
+echo "service_health_req_per_s=$health_rps"
+awk -v e="$events_rps" -v h="$health_rps" 'BEGIN { printf "service_vs_health=%.3f\n", e / h }'
+echo "service_event_errors=$event_errors"
+echo "service_acknowledged_records=$acknowledged"
+echo "service_durable_records=$durable"
+echo "service_delivered_records=$delivered"
+echo "service_exit_code=$service_exit"
+echo "service_all_acknowledged_arrived=$arrived"

@@ -1,0 +1,30 @@
+-- wrk script for POST /v1/events: each request is a "played song" event of one of 100,000 users, so
+-- sessions are created throughout the run and most requests go to a session that already exists.
+-- Prints the 99th percentile latency in microseconds at the end (service_p99_us=...).
+local counter = 0
+local thread_offset = 0
+
+function setup(thread)
+  thread:set("thread_offset", math.random(0, 99999))
+end
+
+function init(args)
+  math.randomseed(os.time() + thread_offset)
+end
+
+local titles = { "So What", "Blue in Green", "All Blues", "Freddie Freeloader", "Flamenco Sketches" }
+
+function request()
+  counter = counter + 1
+  local user = (thread_offset + counter * 7919) % 100000
+  local body = string.format(
+    '{"user_id":"user-%d","event":"played song","parameters":{"title":"%s","position":%d}}',
+    user, titles[(counter % #titles) + 1], counter)
+  return wrk.format("POST", "/v1/events", { ["Content-Type"] = "application/json" }, body)
+end
+
+function done(summary, latency, requests)
+  io.write(string.format("wrk_p99_us=%d\n", latency:percentile(99)))
+  io.write(string.format("wrk_errors=%d\n", summary.errors.status + summary.errors.connect +
+    summary.errors.read + summary.errors.write + summary.errors.timeout))
+end
