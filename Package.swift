@@ -7,16 +7,18 @@ let package = Package(
     products: [
         .library(name: "ContainerKit", targets: ["ContainerKit"]),
         .library(name: "ContainerKitBraze", targets: ["ContainerKitBraze"]),
+        .library(name: "ContainerKitLint", targets: ["ContainerKitLint"]),
         .executable(name: "containerkit", targets: ["containerkit"]),
     ],
     targets: [
         .target(name: "ContainerKit"),
         .target(name: "ContainerKitBraze", dependencies: ["ContainerKit"]),
-        .target(name: "ContainerKitCLI", dependencies: ["ContainerKit", "ContainerKitBraze"]),
+        .target(name: "ContainerKitLint", dependencies: ["ContainerKit", "ContainerKitBraze"]),
+        .target(name: "ContainerKitCLI", dependencies: ["ContainerKit", "ContainerKitBraze", "ContainerKitLint"]),
         .executableTarget(name: "containerkit", dependencies: ["ContainerKitCLI"]),
         .executableTarget(
             name: "containerkit-bench",
-            dependencies: ["ContainerKit", "ContainerKitBraze", "ContainerKitCLI"]
+            dependencies: ["ContainerKit", "ContainerKitBraze", "ContainerKitLint", "ContainerKitCLI"]
         ),
         // `make soak`: kill -9 cycles of `containerkit run --queue` against a /users/track stand-in on 127.0.0.1.
         .executableTarget(name: "containerkit-soak", dependencies: ["ContainerKit"]),
@@ -24,8 +26,12 @@ let package = Package(
         .testTarget(name: "ContainerKitTests", dependencies: ["ContainerKit", "TestSupport"]),
         .testTarget(name: "ContainerKitBrazeTests", dependencies: ["ContainerKitBraze", "TestSupport"]),
         .testTarget(
+            name: "ContainerKitLintTests",
+            dependencies: ["ContainerKitLint", "ContainerKitBraze", "TestSupport"]
+        ),
+        .testTarget(
             name: "ContainerKitCLITests",
-            dependencies: ["ContainerKitCLI", "ContainerKitBraze", "TestSupport"],
+            dependencies: ["ContainerKitCLI", "ContainerKitBraze", "ContainerKitLint", "TestSupport"],
             exclude: ["Golden"]
         ),
     ],

@@ -1,13 +1,13 @@
+import ContainerKit
+
 /// Why a JSON text could not be read back as an ``AnalyticsRecord``.
 public struct AnalyticsRecordError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         /// The code as text.
         public var rawValue: String
         /// Creates a code.
         public init(rawValue: String) { self.rawValue = rawValue }
-        /// The code as text.
-        public var description: String { rawValue }
 
         /// The text is not JSON.
         public static let malformedJSON = Code(rawValue: "malformed_json")

@@ -1,14 +1,14 @@
+import ContainerKit
+
 /// A failure of a sink or a file-backed destination (``JSONLinesDestination``, ``DurableQueue``), with the system
 /// error number when there is one.
 public struct AnalyticsSinkError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         /// The code as text.
         public var rawValue: String
         /// Creates a code.
         public init(rawValue: String) { self.rawValue = rawValue }
-        /// The code as text.
-        public var description: String { rawValue }
 
         /// The directory or file cannot be created or written (permissions, read-only file system, …).
         public static let unwritable = Code(rawValue: "unwritable")

@@ -1,14 +1,14 @@
+import ContainerKit
+
 /// A Braze rule that a tag call broke: the call is dropped, with a warning that names the tag, the key
 /// and the rule.
 public struct BrazeRuleViolation: Error, Sendable, Hashable, CustomStringConvertible {
     /// Which rule was broken; the raw value is a stable code for logs and tests.
-    public struct Rule: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Rule: ErrorCode {
         /// The code as text.
         public var rawValue: String
         /// Creates a rule code.
         public init(rawValue: String) { self.rawValue = rawValue }
-        /// The code as text.
-        public var description: String { rawValue }
 
         /// A required parameter is missing.
         public static let missingParameter = Rule(rawValue: "missing_parameter")

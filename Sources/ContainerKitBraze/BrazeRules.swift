@@ -4,7 +4,7 @@ import ContainerKit
 /// broken rule is collected (not just the first), so one warning can list them all.
 ///
 /// Lengths are counted in UTF-16 code units, as Braze's SDKs count them.
-struct BrazeRules {
+package struct BrazeRules {
     /// The longest key, name or string value Braze keeps.
     static let maximumLength = 255
     /// The longest external user ID, in UTF-8 bytes (Braze's SDK limit).

@@ -128,7 +128,13 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
             )
         }
         var rules = BrazeRules()
-        let records = makeRecords(action, call, &rules)
+        let records = Self.makeRecords(
+            action,
+            call.arguments,
+            user: Self.user(of: call.dataLayer),
+            &rules,
+            record: record
+        )
         guard rules.violations.isEmpty else {
             let reasons = rules.violations.map(\.description).joined(separator: "; ")
             let message = "\(tag): dropped '\(action.rawValue)': \(reasons)"
@@ -163,11 +169,15 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
         AnalyticsRecord(id: ids.next(), time: clock(), user: user, payload: payload)
     }
 
-    private func makeRecords(_ action: BrazeActionType, _ call: FunctionCall, _ rules: inout BrazeRules)
-        -> [AnalyticsRecord]
-    {
-        let arguments = call.arguments
-        let user = Self.user(of: call.dataLayer)
+    /// The records of one call of `action` with `arguments`, checking every Braze rule into `rules` on the
+    /// way: the one rule checker, shared by ``perform(_:)`` and lint (``BrazeRules/violations(of:arguments:)``).
+    static func makeRecords(
+        _ action: BrazeActionType,
+        _ arguments: ValueMap,
+        user: UserIdentity?,
+        _ rules: inout BrazeRules,
+        record: (UserIdentity?, AnalyticsRecord.Payload) -> AnalyticsRecord
+    ) -> [AnalyticsRecord] {
         switch action {
         case .logEvent:
             let name = rules.requiredString(arguments, "eventName")
@@ -253,7 +263,7 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
             return [record(user, .customAttribute(key: key, operation: operation))]
 
         case .setUserAttribute:
-            return userAttributeRecords(arguments, user, &rules)
+            return userAttributeRecords(arguments, user, &rules, record: record)
 
         case .changeUser:
             let externalID: String
@@ -285,7 +295,11 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
         }
     }
 
-    private func customAttributeKey(_ arguments: ValueMap, _ rules: inout BrazeRules, allowsConsentKeys: Bool = true)
+    private static func customAttributeKey(
+        _ arguments: ValueMap,
+        _ rules: inout BrazeRules,
+        allowsConsentKeys: Bool = true
+    )
         -> String?
     {
         guard let value = arguments["customAttributeKey"] else {
@@ -303,9 +317,12 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
         return rules.checkedKey(key, kind: "custom attribute", allowsConsentKeys: allowsConsentKeys) ? key : nil
     }
 
-    private func userAttributeRecords(_ arguments: ValueMap, _ user: UserIdentity?, _ rules: inout BrazeRules)
-        -> [AnalyticsRecord]
-    {
+    private static func userAttributeRecords(
+        _ arguments: ValueMap,
+        _ user: UserIdentity?,
+        _ rules: inout BrazeRules,
+        record: (UserIdentity?, AnalyticsRecord.Payload) -> AnalyticsRecord
+    ) -> [AnalyticsRecord] {
         var fields: [(BrazeStandardAttribute, Value, String)] = []
         if let keyValue = arguments["userAttributeKey"] {
             if case .string(let name) = keyValue, let field = BrazeStandardAttribute(parameterName: name) {

@@ -1,14 +1,14 @@
+import ContainerKit
+
 /// Why a destination did not take records: the reason of a ``DeliveryResult``'s rejected or retryable
 /// part.
 public struct DeliveryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         /// The code as text.
         public var rawValue: String
         /// Creates a code.
         public init(rawValue: String) { self.rawValue = rawValue }
-        /// The code as text.
-        public var description: String { rawValue }
 
         /// The destination refused the records for good (for Braze, a 4xx other than 408 and 429);
         /// retrying cannot help, so they are dropped.

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitLint
 import Foundation
 
 /// The `containerkit` command line, as a library so it can be tested without a process.

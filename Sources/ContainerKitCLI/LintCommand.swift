@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitLint
 
 /// `containerkit lint [PATH...] [--reporter text|json|sarif|github] [--strict] [--config <file>] [--list-rules]`
 ///

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitLint
 import Foundation
 
 /// `lint_corpus_ms`: linting every corpus file (all formats, 26 files) in one process, median of runs.

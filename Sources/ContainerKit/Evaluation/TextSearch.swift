@@ -1,7 +1,7 @@
 /// Byte-level string tests. Foundation's `String.contains` costs ~450 ns on Linux; a UTF-8 scan ~20 ns.
-enum TextSearch {
+package enum TextSearch {
     /// Whether `haystack` contains `needle` (byte-wise UTF-8 comparison).
-    static func contains(_ haystack: String, _ needle: String) -> Bool {
+    package static func contains(_ haystack: String, _ needle: String) -> Bool {
         if needle.isEmpty { return true }
         var haystack = haystack
         var needle = needle
@@ -25,12 +25,12 @@ enum TextSearch {
     }
 
     /// Whether `s` starts with `prefix`, byte-wise.
-    static func hasPrefix(_ s: String, _ prefix: String) -> Bool {
+    package static func hasPrefix(_ s: String, _ prefix: String) -> Bool {
         s.utf8.count >= prefix.utf8.count && s.utf8.starts(with: prefix.utf8)
     }
 
     /// Whether `s` ends with `suffix`, byte-wise.
-    static func hasSuffix(_ s: String, _ suffix: String) -> Bool {
+    package static func hasSuffix(_ s: String, _ suffix: String) -> Bool {
         let a = s.utf8
         let b = suffix.utf8
         guard a.count >= b.count else { return false }

@@ -100,7 +100,7 @@ public struct Container: Sendable {
     /// Parts of the container that ContainerKit does not run (web-only tags, macros and operators),
     /// reported once at load time. They are not errors: the rest of the container works.
     public var unsupported: [ContainerError] { storage.unsupported }
-    var program: Program { storage.program }
+    package var program: Program { storage.program }
 
     /// The number of tags, macros, predicates and rules.
     public var counts: (tags: Int, macros: Int, predicates: Int, rules: Int) {

@@ -1,6 +1,6 @@
 /// Turns a ``SourceDocument`` into a ``Container``: recognises the format, runs its front end, then
 /// builds the indexes every format shares (rules by event name, tag firing order, macros by name).
-enum ContainerCompiler {
+package enum ContainerCompiler {
     static func compile(_ document: SourceDocument, options: LoadOptions) throws(ContainerError) -> Container {
         let file = document.file
         guard case .object(let root) = document.value else {
@@ -161,7 +161,7 @@ enum ContainerCompiler {
     /// The token is `GTM-` and the upper-case letters and digits after it, not followed by a lower-case letter;
     /// the last valid token wins (`…GTM-v5-Tagging-Example__GTM-MZTK5QP.json` names `GTM-MZTK5QP`;
     /// `…__GTM-Android_Examples.json` names none).
-    static func containerID(embeddedIn path: String) -> String? {
+    package static func containerID(embeddedIn path: String) -> String? {
         let name = Array((path.split(separator: "/").last.map(String.init) ?? path).utf8)
         var found: String?
         var i = 0

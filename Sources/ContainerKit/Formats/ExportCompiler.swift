@@ -3,7 +3,7 @@
 ///
 /// Each trigger becomes one predicate per condition (plus an event-name test for its type) and one rule
 /// that adds the tags it fires and blocks the tags it blocks.
-enum ExportCompiler {
+package enum ExportCompiler {
     static func compile(_ root: ValueMap) throws(CompileFailure) -> CompilerOutput {
         guard case .object(let version)? = root["containerVersion"] else {
             throw CompileFailure(
@@ -25,7 +25,7 @@ enum ExportCompiler {
     /// `…_2147479554` "Any Event" and `…_2147479555` "Always"; Firebase (v5) exports fire Firebase
     /// event-modification tags (`fm`), which act on every event, on `2147479556` alone, and compiled v5 files
     /// hold the matching `event matches .*` rule: it is the mobile "All Events" trigger.
-    static let builtInTriggers: [String: (name: String, event: String?, isWeb: Bool)] = [
+    package static let builtInTriggers: [String: (name: String, event: String?, isWeb: Bool)] = [
         "2147479553": ("All Pages", "gtm.js", true),
         "2147479573": ("Initialization", "gtm.init", true),
         "2147479572": ("Consent Initialization", "gtm.init_consent", true),
@@ -76,7 +76,7 @@ enum ExportCompiler {
     }
 
     /// Splits a template string into literal text and `{{Name}}` references.
-    static func templateParts(_ text: String) -> [(isReference: Bool, text: String)] {
+    package static func templateParts(_ text: String) -> [(isReference: Bool, text: String)] {
         var parts: [(Bool, String)] = []
         var rest = Substring(text)
         while let open = rest.firstRange(of: "{{") {

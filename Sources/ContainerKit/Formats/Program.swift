@@ -1,32 +1,32 @@
 /// The compiled, format-independent form of a container: every reference resolved to an index,
 /// patterns compiled, rules indexed by the event names they require. Immutable once built.
-struct Program: Sendable {
-    var macros: [MacroDef] = []
-    var predicates: [PredicateDef] = []
-    var rules: [RuleDef] = []
-    var tags: [TagDef] = []
+package struct Program: Sendable {
+    package var macros: [MacroDef] = []
+    package var predicates: [PredicateDef] = []
+    package var rules: [RuleDef] = []
+    package var tags: [TagDef] = []
     /// Flat value-collection entries (legacy default containers), read by the typed getters.
-    var flatValues: ValueMap = ValueMap()
+    package var flatValues: ValueMap = ValueMap()
     /// Macro index by display name, for typed getters and `{{Name}}` lookups.
-    var macroByName: [String: Int] = [:]
+    package var macroByName: [String: Int] = [:]
     /// Rules whose `if` clause requires an exact event name, by that name.
-    var rulesByEvent: [String: [Int]] = [:]
+    package var rulesByEvent: [String: [Int]] = [:]
     /// Rules that may pass for any event (no exact event-name requirement), in container order.
-    var unindexedRules: [Int] = []
+    package var unindexedRules: [Int] = []
     /// Tags in firing order: priority descending, then container order.
-    var tagOrder: [Int] = []
+    package var tagOrder: [Int] = []
     /// Web semantics: string conditions compare an undefined operand as the text `undefined` instead of
     /// failing (decided once at compile time from ``ContainerPlatform``).
-    var undefinedComparesAsText = false
+    package var undefinedComparesAsText = false
 
     /// Whether a macro reads data-layer variables of version 1 (the last raw value of a pushed key).
-    var readsRawDataLayerValues: Bool {
+    package var readsRawDataLayerValues: Bool {
         macros.contains { if case .rawDataLayer = $0.kind { return true } else { return false } }
     }
 }
 
 /// A compiled value expression (a container literal, `["macro", i]`, `["template", …]`, …).
-indirect enum Expr: Sendable {
+package indirect enum Expr: Sendable {
     case literal(Value)
     case macro(Int)
     case template([Expr])
@@ -38,15 +38,15 @@ indirect enum Expr: Sendable {
     /// A `{{Name}}` reference that names nothing (export format); evaluates to undefined.
     case unresolved(String)
 
-    struct MapEntry: Sendable {
-        var key: Expr
-        var value: Expr
+    package struct MapEntry: Sendable {
+        package var key: Expr
+        package var value: Expr
     }
 
     /// A map expression whose constant string keys are distinct: a repeated constant key keeps its first
     /// position and takes its last value (what inserting the entries in order would give). Every map the
     /// compilers build goes through here, so the evaluator may append constant keys without searching.
-    static func distinctMap(_ entries: [MapEntry]) -> Expr {
+    package static func distinctMap(_ entries: [MapEntry]) -> Expr {
         var position: [String: Int] = [:]
         var out: [MapEntry] = []
         out.reserveCapacity(entries.count)
@@ -64,7 +64,7 @@ indirect enum Expr: Sendable {
     }
 
     /// Whether the expression reads no macro (its value is fixed at compile time).
-    var isConstant: Bool {
+    package var isConstant: Bool {
         switch self {
         case .literal, .tag, .unresolved: return true
         case .macro: return false
@@ -75,7 +75,7 @@ indirect enum Expr: Sendable {
     }
 
     /// Every macro index the expression reads, in order of appearance.
-    func forEachMacro(_ body: (Int) -> Void) {
+    package func forEachMacro(_ body: (Int) -> Void) {
         switch self {
         case .literal, .tag, .unresolved: return
         case .macro(let i): body(i)
@@ -91,43 +91,43 @@ indirect enum Expr: Sendable {
 }
 
 /// Where a part of the container came from in the source document.
-struct Origin: Sendable {
+package struct Origin: Sendable {
     /// JSON pointer to the part (e.g. `/resource/macros/3`, `/containerVersion/variable/2`).
-    var pointer: String
+    package var pointer: String
 }
 
-struct MacroDef: Sendable {
-    var function: String
-    var name: String?
-    var kind: MacroKind
+package struct MacroDef: Sendable {
+    package var function: String
+    package var name: String?
+    package var kind: MacroKind
     /// Every `vtp_`/export parameter, compiled (for traces and lint).
-    var parameters: [(key: String, value: Expr)] = []
-    var format: ValueFormat = ValueFormat()
-    var origin: Origin
+    package var parameters: [(key: String, value: Expr)] = []
+    package var format: ValueFormat = ValueFormat()
+    package var origin: Origin
 }
 
 /// GTM's value conversions applied after a macro computes its value (`convert_null_to`, export `formatValue`).
-struct ValueFormat: Sendable {
-    enum CaseConversion: Sendable { case lowercase, uppercase }
-    var caseConversion: CaseConversion?
-    var convertNullTo: Expr?
-    var convertUndefinedTo: Expr?
-    var convertTrueTo: Expr?
-    var convertFalseTo: Expr?
+package struct ValueFormat: Sendable {
+    package enum CaseConversion: Sendable { case lowercase, uppercase }
+    package var caseConversion: CaseConversion?
+    package var convertNullTo: Expr?
+    package var convertUndefinedTo: Expr?
+    package var convertTrueTo: Expr?
+    package var convertFalseTo: Expr?
 
-    var isEmpty: Bool {
+    package var isEmpty: Bool {
         caseConversion == nil && convertNullTo == nil && convertUndefinedTo == nil && convertTrueTo == nil
             && convertFalseTo == nil
     }
 }
 
-enum BuiltIn: String, Sendable, CaseIterable {
+package enum BuiltIn: String, Sendable, CaseIterable {
     case containerID, containerVersion, random, appID, appName, appVersionCode, appVersionName
     case platform, language, osVersion, sdkVersion, deviceName, resolution
     case advertisingTrackingEnabled, advertiserID, eventNumber
 }
 
-enum MacroKind: Sendable {
+package enum MacroKind: Sendable {
     case eventName
     /// `__md`: a key of the pushed message; dotted keys walk nested maps.
     case eventParameter(key: String, path: [String], defaultValue: Expr?)
@@ -151,20 +151,20 @@ enum MacroKind: Sendable {
     /// A macro type ContainerKit cannot evaluate on a server (`__jsm`, `__u`, `__d`, …): undefined.
     case unsupported
 
-    struct RegexRow: Sendable {
-        var source: String
-        var pattern: RegexPattern?
-        var value: Expr
+    package struct RegexRow: Sendable {
+        package var source: String
+        package var pattern: RegexPattern?
+        package var value: Expr
     }
 }
 
-enum PredicateOperator: String, Sendable, CaseIterable {
+package enum PredicateOperator: String, Sendable, CaseIterable {
     case equals = "_eq", contains = "_cn", startsWith = "_sw", endsWith = "_ew", regex = "_re"
     case lessThan = "_lt", lessOrEquals = "_le", greaterThan = "_gt", greaterOrEquals = "_ge"
     /// `_css`, `_u`, … : web-only operators, always false here.
     case unsupported
 
-    var isNumeric: Bool {
+    package var isNumeric: Bool {
         switch self {
         case .lessThan, .lessOrEquals, .greaterThan, .greaterOrEquals: return true
         default: return false
@@ -172,7 +172,7 @@ enum PredicateOperator: String, Sendable, CaseIterable {
     }
 
     /// A word for traces: "equals", "contains", ….
-    var phrase: String {
+    package var phrase: String {
         switch self {
         case .equals: return "equals"
         case .contains: return "contains"
@@ -188,38 +188,38 @@ enum PredicateOperator: String, Sendable, CaseIterable {
     }
 }
 
-struct PredicateDef: Sendable {
-    var function: String
-    var op: PredicateOperator
-    var arg0: Expr
-    var arg1: Expr
-    var ignoreCase: Bool
+package struct PredicateDef: Sendable {
+    package var function: String
+    package var op: PredicateOperator
+    package var arg0: Expr
+    package var arg1: Expr
+    package var ignoreCase: Bool
     /// Export conditions may be negated; compiled resources express negation with `unless`.
-    var negate: Bool
+    package var negate: Bool
     /// The compiled pattern for `_re` with a constant `arg1`; `nil` if it is invalid or not constant.
-    var pattern: RegexPattern?
+    package var pattern: RegexPattern?
     /// The compile error of a constant invalid pattern (``RegexPatternError/isUnsupported`` tells a pattern
     /// JavaScript refuses from one this engine does not run).
-    var patternError: RegexPatternError?
-    var origin: Origin
+    package var patternError: RegexPatternError?
+    package var origin: Origin
     /// The string form of a constant right side, lowercased under `ignoreCase` (computed once at load).
-    var constantText: String? = nil
+    package var constantText: String? = nil
     /// Whether the left side is the plain event-name macro, which the evaluator reads without a lookup.
-    var testsEventName = false
+    package var testsEventName = false
 }
 
-struct RuleDef: Sendable {
-    var ifs: [Int] = []
-    var unless: [Int] = []
-    var add: [Int] = []
-    var block: [Int] = []
+package struct RuleDef: Sendable {
+    package var ifs: [Int] = []
+    package var unless: [Int] = []
+    package var add: [Int] = []
+    package var block: [Int] = []
     /// A label for traces: the export trigger name, or `rule N`.
-    var name: String?
-    var origin: Origin
+    package var name: String?
+    package var origin: Origin
 }
 
-struct TagDef: Sendable {
-    enum Kind: Sendable {
+package struct TagDef: Sendable {
+    package enum Kind: Sendable {
         case functionCall(classPath: Expr, arguments: Expr)
         case legacyFunctionCall(name: String, arguments: Expr)
         case paused
@@ -227,20 +227,20 @@ struct TagDef: Sendable {
         case unsupported
     }
 
-    struct Sequenced: Sendable {
-        var tag: Int
-        var stopOnFailure: Bool
+    package struct Sequenced: Sendable {
+        package var tag: Int
+        package var stopOnFailure: Bool
     }
 
-    var function: String
-    var tagID: Int?
-    var name: String?
-    var kind: Kind
-    var priority: Double = 0
-    var oncePerEvent = false
-    var oncePerLoad = false
-    var setupTags: [Sequenced] = []
-    var teardownTags: [Sequenced] = []
-    var parameters: [(key: String, value: Expr)] = []
-    var origin: Origin
+    package var function: String
+    package var tagID: Int?
+    package var name: String?
+    package var kind: Kind
+    package var priority: Double = 0
+    package var oncePerEvent = false
+    package var oncePerLoad = false
+    package var setupTags: [Sequenced] = []
+    package var teardownTags: [Sequenced] = []
+    package var parameters: [(key: String, value: Expr)] = []
+    package var origin: Origin
 }

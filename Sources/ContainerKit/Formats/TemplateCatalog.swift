@@ -1,6 +1,6 @@
 /// Builds macro kinds and tag kinds from a template code and its parameters. Both formats use it: the
 /// compiled resource passes its `vtp_` parameters (prefix removed), the export its parameter list.
-enum TemplateCatalog {
+package enum TemplateCatalog {
     /// Firebase's short auto-event names and the full names GTM's `__e` reports for them.
     static let firebaseEventNames: [String: String] = [
         "_f": "first_open", "_v": "first_visit", "_iap": "in_app_purchase", "_e": "user_engagement",
@@ -34,7 +34,7 @@ enum TemplateCatalog {
         return function
     }
 
-    static func literalString(_ expr: Expr?) -> String? {
+    package static func literalString(_ expr: Expr?) -> String? {
         if case .literal(let value)? = expr {
             switch value {
             case .undefined, .null: return nil

@@ -2,10 +2,9 @@
 /// offending value in quotes and, for HTTP answers, the status code. Messages never contain an auth token.
 public struct ContainerFetchError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code. Extensible: sources may add their own.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The server could not be reached: connection refused, unknown host, no network.
         public static let noNetwork = Code(rawValue: "no_network")

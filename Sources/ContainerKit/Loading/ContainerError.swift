@@ -25,10 +25,9 @@ public struct SourceLocation: Sendable, Hashable, Comparable, CustomStringConver
 /// the file, a JSON pointer into the document and, for JSON input, the line and column.
 public struct ContainerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code. Extensible: libraries may add their own.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The file could not be read.
         public static let io = Code(rawValue: "io_error")
@@ -114,7 +113,7 @@ public enum JSONPointer {
 
 extension String {
     /// Replaces every occurrence of `target` (non-empty) by `replacement`, without Foundation.
-    func replacingAll(_ target: String, with replacement: String) -> String {
+    package func replacingAll(_ target: String, with replacement: String) -> String {
         guard !target.isEmpty else { return self }
         var out = ""
         var rest = self[...]

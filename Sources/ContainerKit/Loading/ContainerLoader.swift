@@ -61,7 +61,7 @@ public struct ContainerLoader: Sendable {
     }
 
     /// Reads a whole file, refusing files over `limit` bytes before reading them.
-    static func readFile(_ path: String, limit: Int) throws(ContainerError) -> [UInt8] {
+    package static func readFile(_ path: String, limit: Int) throws(ContainerError) -> [UInt8] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw ContainerError(.io, "no such file '\(path)'", file: path)

@@ -2,10 +2,9 @@
 /// token.
 public struct PreviewURLError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The string does not follow the preview URL grammar.
         public static let malformed = Code(rawValue: "malformed_preview_url")

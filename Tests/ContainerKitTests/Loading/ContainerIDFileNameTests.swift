@@ -21,10 +21,4 @@ struct ContainerIDFileNameTests {
         let container = try ContainerLoader().load(bytes: Array(Self.resource.utf8), file: file)
         #expect(container.id == id)
     }
-
-    @Test(arguments: ["com.example.app__GTM-ABC123.json", "my.app.GTM-ABC123.json"])
-    func lintDoesNotWarnWhenTheIDIsInADottedFileName(file: String) {
-        let findings = Linter().lint(bytes: Array(Self.resource.utf8), file: file)
-        #expect(!findings.contains { $0.ruleID == "file_name_container_id" })
-    }
 }

@@ -1,0 +1,157 @@
+import ContainerKit
+import Foundation
+
+/// What `containerkit lint` checks and how: read from `.containerkit-lint.json` (found by walking up from
+/// each file) or from `--config`.
+///
+/// ```json
+/// {
+///   "disabled_rules": ["unused_variable"],
+///   "opt_in_rules": ["paused_tag"],
+///   "severity": {"unsupported_template": "note"},
+///   "braze_class_paths": ["com.example.BrazeTagProvider"],
+///   "excluded": ["Containers/old/**"]
+/// }
+/// ```
+public struct LintConfiguration: Sendable, Hashable {
+    /// The name of the configuration file that discovery looks for.
+    public static let fileName = ".containerkit-lint.json"
+
+    /// The Function Call class paths that Braze's GTM tag providers register by default.
+    public static let defaultBrazeClassPaths = [
+        "com.appboy.googletagmanager.BrazeGtmTagProvider",
+        "BrazeGTMTagManager",
+        "com.braze.googletagmanager.BrazeGtmTagProvider",
+    ]
+
+    /// Rules that do not run.
+    public var disabledRules: Set<String> = []
+    /// Opt-in rules that run.
+    public var optInRules: Set<String> = []
+    /// When not empty, exactly these rules run (opt-in or not) and the two lists above are ignored.
+    public var onlyRules: Set<String> = []
+    /// Severity per rule id, replacing the rule's default.
+    public var severities: [String: LintSeverity] = [:]
+    /// Function Call class paths whose tags are Braze provider tags.
+    public var brazeClassPaths: [String] = LintConfiguration.defaultBrazeClassPaths
+    /// Glob patterns (relative to ``baseDirectory``) of files and folders that directory walks skip.
+    public var excluded: [String] = []
+    /// Files larger than this (in bytes) are not read and get a `file_too_large` finding.
+    public var maximumFileSize: Int = LoadOptions().maximumFileSize
+    /// Whether `unused_variable` also reports constants (`__c`/`c`) with a name, which hosts may read
+    /// through typed getters. Off by default.
+    public var reportUnusedConstants = false
+    /// The directory `excluded` patterns are relative to (the configuration file's directory).
+    public var baseDirectory: String?
+    /// The configuration file this was read from, if any.
+    public var path: String?
+    /// Problems that did not stop reading the file: unknown keys or rule ids.
+    public var warnings: [String] = []
+
+    /// The default configuration: every rule that is not opt-in, at its default severity.
+    public init() {}
+
+    /// Reads a configuration from JSON text. `path` names the file in errors and sets ``baseDirectory``.
+    /// - Throws: ``ContainerError`` when the text is not JSON or a key has the wrong type.
+    public init(json text: String, path: String? = nil) throws(ContainerError) {
+        self.path = path
+        baseDirectory = path.map { LintPaths.directory(of: LintPaths.absolute($0)) }
+        let value: Value
+        do { value = try Value(json: text) } catch {
+            throw ContainerError(error.code, "configuration: \(error.message)", file: path, location: error.location)
+        }
+        guard case .object(let map) = value else {
+            throw ContainerError(.invalidStructure, "configuration must be a json object", file: path)
+        }
+        let known = Set(Linter.allRules.map { $0.description.id })
+        func ruleList(_ key: String) throws(ContainerError) -> Set<String> {
+            let ids = try strings(map, key, path: path)
+            for id in ids where !known.contains(id) { warnings.append("unknown rule '\(id)' in '\(key)'") }
+            return Set(ids)
+        }
+        for (key, entry) in map {
+            switch key {
+            case "disabled_rules": disabledRules = try ruleList(key)
+            case "opt_in_rules": optInRules = try ruleList(key)
+            case "only_rules": onlyRules = try ruleList(key)
+            case "braze_class_paths": brazeClassPaths = try strings(map, key, path: path)
+            case "excluded": excluded = try strings(map, key, path: path)
+            case "max_file_size":
+                guard case .int(let size) = entry, size > 0 else {
+                    throw ContainerError(.invalidStructure, "'max_file_size' must be a positive integer", file: path)
+                }
+                maximumFileSize = Int(clamping: size)
+            case "report_unused_constants":
+                guard case .bool(let flag) = entry else {
+                    throw ContainerError(.invalidStructure, "'report_unused_constants' must be a boolean", file: path)
+                }
+                reportUnusedConstants = flag
+            case "severity":
+                guard case .object(let levels) = entry else {
+                    throw ContainerError(.invalidStructure, "'severity' must map rule ids to severities", file: path)
+                }
+                for (id, level) in levels {
+                    guard let name = level.stringValue, let severity = LintSeverity(rawValue: name) else {
+                        throw ContainerError(
+                            .invalidStructure,
+                            "severity of '\(id)' must be \"error\", \"warning\" or \"note\", not '\(level.jsString)'",
+                            file: path
+                        )
+                    }
+                    if !known.contains(id) { warnings.append("unknown rule '\(id)' in 'severity'") }
+                    severities[id] = severity
+                }
+            default:
+                warnings.append("unknown configuration key '\(key)'")
+            }
+        }
+    }
+
+    /// Reads the configuration file at `path`.
+    /// - Throws: ``ContainerError`` when the file cannot be read or is not a valid configuration.
+    public static func load(path: String) throws(ContainerError) -> LintConfiguration {
+        let bytes = try ContainerLoader.readFile(path, limit: 1024 * 1024)
+        return try LintConfiguration(json: String(decoding: bytes, as: UTF8.self), path: path)
+    }
+
+    /// Whether the rule runs under this configuration.
+    public func isEnabled(_ rule: RuleDescription) -> Bool {
+        if !onlyRules.isEmpty { return onlyRules.contains(rule.id) }
+        if disabledRules.contains(rule.id) { return false }
+        return !rule.isOptIn || optInRules.contains(rule.id)
+    }
+
+    /// The severity findings of the rule get.
+    public func severity(of rule: RuleDescription) -> LintSeverity {
+        severities[rule.id] ?? rule.severity
+    }
+
+    /// Whether a file met in a directory walk is excluded by one of the ``excluded`` patterns.
+    public func isExcluded(_ path: String) -> Bool {
+        guard !excluded.isEmpty else { return false }
+        let absolute = LintPaths.absolute(path)
+        var candidates = [path]
+        if let base = baseDirectory, absolute.hasPrefix(base + "/") {
+            candidates.append(String(absolute.dropFirst(base.count + 1)))
+        }
+        for pattern in excluded {
+            let glob = GlobPattern(pattern)
+            for candidate in candidates where glob.matchesPathOrParent(candidate) { return true }
+        }
+        return false
+    }
+
+    private func strings(_ map: ValueMap, _ key: String, path: String?) throws(ContainerError) -> [String] {
+        guard case .array(let items)? = map[key] else {
+            throw ContainerError(.invalidStructure, "'\(key)' must be an array of strings", file: path)
+        }
+        var out: [String] = []
+        for item in items {
+            guard let text = item.stringValue else {
+                throw ContainerError(.invalidStructure, "'\(key)' must be an array of strings", file: path)
+            }
+            out.append(text)
+        }
+        return out
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+
+@testable import ContainerKit
+@testable import ContainerKitLint
+
+struct LintConfigurationTests {
+    private static func temporaryDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "containerkit-lint-config-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test func readsEveryKey() throws {
+        let configuration = try LintConfiguration(
+            json: #"""
+                {"disabled_rules": ["unused_variable"], "opt_in_rules": ["paused_tag"],
+                 "severity": {"empty_container": "error"}, "braze_class_paths": ["X"],
+                 "excluded": ["old/**"], "max_file_size": 1000, "report_unused_constants": true}
+                """#
+        )
+        #expect(configuration.disabledRules == ["unused_variable"])
+        #expect(configuration.optInRules == ["paused_tag"])
+        #expect(configuration.severities == ["empty_container": .error])
+        #expect(configuration.brazeClassPaths == ["X"])
+        #expect(configuration.excluded == ["old/**"])
+        #expect(configuration.maximumFileSize == 1000)
+        #expect(configuration.reportUnusedConstants)
+        #expect(configuration.warnings.isEmpty)
+    }
+
+    @Test func unknownKeysAndRulesAreWarnings() throws {
+        let configuration = try LintConfiguration(json: #"{"disabled_rules": ["no_such_rule"], "colour": "red"}"#)
+        #expect(
+            configuration.warnings.sorted() == [
+                "unknown configuration key 'colour'", "unknown rule 'no_such_rule' in 'disabled_rules'",
+            ]
+        )
+    }
+
+    @Test(arguments: [
+        #"[]"#, #"{"disabled_rules": "unused_variable"}"#, #"{"severity": {"empty_container": "fatal"}}"#,
+        #"{"max_file_size": -1}"#, #"{"excluded": [1]}"#, #"{"report_unused_constants": "yes"}"#, "{",
+    ])
+    func invalidConfigurationsAreErrors(text: String) {
+        #expect(throws: ContainerError.self) { try LintConfiguration(json: text, path: "cfg.json") }
+    }
+
+    @Test func onlyRulesWinsOverTheOtherLists() throws {
+        let configuration = try LintConfiguration(
+            json: #"{"only_rules": ["paused_tag"], "disabled_rules": ["paused_tag"]}"#
+        )
+        #expect(Linter(configuration: configuration).ruleIDs == ["paused_tag"])
+    }
+
+    @Test func discoveryWalksUpAndTheNearestFileWins() throws {
+        let root = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/a/b/c", withIntermediateDirectories: true)
+        try #"{"disabled_rules": ["empty_container"]}"#.write(
+            toFile: root + "/a/.containerkit-lint.json",
+            atomically: true,
+            encoding: .utf8
+        )
+        try #"{"opt_in_rules": ["paused_tag"]}"#.write(
+            toFile: root + "/a/b/c/.containerkit-lint.json",
+            atomically: true,
+            encoding: .utf8
+        )
+        let resolver = LintConfigurationResolver()
+        let middle = try resolver.configuration(for: root + "/a/b/GTM-X.json")
+        #expect(middle.disabledRules == ["empty_container"])
+        #expect(middle.baseDirectory == LintPaths.absolute(root + "/a"))
+        let deep = try resolver.configuration(for: root + "/a/b/c/GTM-X.json")
+        #expect(deep.optInRules == ["paused_tag"])
+        #expect(deep.disabledRules.isEmpty)
+    }
+
+    @Test func excludedPatternsAreRelativeToTheConfigurationFile() throws {
+        var configuration = try LintConfiguration(json: #"{"excluded": ["legacy", "**/*.plist", "tmp/GTM-?.json"]}"#)
+        configuration.baseDirectory = "/repo"
+        #expect(configuration.isExcluded("/repo/legacy/GTM-A.json"))
+        #expect(configuration.isExcluded("/repo/x/y/GTM-A.plist"))
+        #expect(configuration.isExcluded("/repo/tmp/GTM-A.json"))
+        #expect(!configuration.isExcluded("/repo/tmp/GTM-AB.json"))
+        #expect(!configuration.isExcluded("/repo/Containers/GTM-A.json"))
+    }
+
+    @Test(arguments: [
+        ("*.json", "a.json", true), ("*.json", "d/a.json", false), ("**/*.json", "a.json", true),
+        ("**/*.json", "d/e/a.json", true), ("d/**", "d/e/a.json", true), ("d/*", "d/e/a.json", false),
+        ("GTM-????", "GTM-ABCD", true), ("GTM-????", "GTM-ABC", false), ("a**b", "a/x/b", true),
+    ])
+    func globsMatchLikeShells(pattern: String, path: String, matches: Bool) {
+        #expect(GlobPattern(pattern).matches(path) == matches)
+    }
+
+    @Test func directoryWalksFindContainerFilesInOrderAndSkipExcludedOnes() throws {
+        let root = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let manager = FileManager.default
+        try manager.createDirectory(atPath: root + "/b/.hidden", withIntermediateDirectories: true)
+        try manager.createDirectory(atPath: root + "/a/skip", withIntermediateDirectories: true)
+        for file in [
+            "b/GTM-B.json", "a/GTM-A.plist", "a/GTM-LEGACY", "a/gtm_raw", "a/notes.txt", "a/app.js", "b/gtm.js",
+            "a/skip/GTM-S.json", "b/.hidden/GTM-H.json", "b/README",
+        ] {
+            try "{}".write(toFile: root + "/" + file, atomically: true, encoding: .utf8)
+        }
+        try #"{"excluded": ["a/skip"]}"#.write(
+            toFile: root + "/.containerkit-lint.json",
+            atomically: true,
+            encoding: .utf8
+        )
+        let resolver = LintConfigurationResolver()
+        let files = try LintPaths.collect([root, root + "/a/app.js"]) { file throws(ContainerError) in
+            try resolver.configuration(for: file)
+        }
+        #expect(
+            files.map { String($0.dropFirst(root.count + 1)) } == [
+                "a/GTM-A.plist", "a/GTM-LEGACY", "a/gtm_raw", "b/GTM-B.json", "b/gtm.js", "a/app.js",
+            ]
+        )
+    }
+}
