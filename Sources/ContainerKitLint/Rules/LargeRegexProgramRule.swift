@@ -1,3 +1,5 @@
+import ContainerKit
+
 /// Regular expressions that compile to so many instructions that matching a long value can run out of the
 /// evaluation's step budget (``RegexPattern/defaultStepBudget``), where the match counts as failed.
 struct LargeRegexProgramRule: LintRule {
