@@ -139,7 +139,7 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
             let reasons = rules.violations.map(\.description).joined(separator: "; ")
             let message = "\(tag): dropped '\(action.rawValue)': \(reasons)"
             let key = rules.violations.map(\.rule.rawValue).joined(separator: ",")
-            warnings.log(.warning, key: "\(tag)|\(key)", message, to: call.logger)
+            warnings.log(.warning, key: "\(tag)|\(key)", message, metadata: Self.metadata(call), to: call.logger)
             return TagOutput(problems: rules.violations.map(\.description), dropReason: message)
         }
         if case .changeUser(let externalID, _)? = records.first?.payload {
@@ -150,8 +150,23 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
         return TagOutput(records: records, durability: token)
     }
 
+    /// The structured context of a warning about `call`: container, session, tag and class path.
+    static func metadata(_ call: FunctionCall) -> LogMetadata {
+        var metadata: LogMetadata = [
+            "container": call.containerID, "session": call.dataLayer.sessionID, "class_path": call.name,
+        ]
+        if let tagID = call.tagID { metadata["tag"] = String(tagID) }
+        return metadata
+    }
+
     private func drop(_ call: FunctionCall, key: String, _ message: String) -> TagOutput {
-        warnings.log(.warning, key: "\(Self.tagName(call))|\(key)", message, to: call.logger)
+        warnings.log(
+            .warning,
+            key: "\(Self.tagName(call))|\(key)",
+            message,
+            metadata: Self.metadata(call),
+            to: call.logger
+        )
         return TagOutput(problems: [message], dropReason: message)
     }
 

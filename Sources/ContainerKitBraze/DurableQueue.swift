@@ -82,7 +82,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         /// Random numbers in `0..<1` for jitter (injectable for tests).
         public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
         /// Where problems are reported.
-        public var logger: any Logger = StandardErrorLogger()
+        public var logger: any DiagnosticLogger = StandardErrorLogger()
         /// Where enqueued, durable, delivered and rejected records, the backlog and delivery failures are
         /// reported (for metrics), if anywhere.
         public var observer: (any RuntimeObserver)?

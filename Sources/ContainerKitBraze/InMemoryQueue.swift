@@ -54,7 +54,7 @@ public final class InMemoryQueue: AnalyticsSink {
         /// Random numbers in `0..<1` for jitter (injectable for tests).
         public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
         /// Where failures, rejections and partial successes are reported.
-        public var logger: any Logger = StandardErrorLogger()
+        public var logger: any DiagnosticLogger = StandardErrorLogger()
         /// Where enqueued, delivered and rejected records, the backlog and delivery failures are reported
         /// (for metrics), if anywhere.
         public var observer: (any RuntimeObserver)?
@@ -64,7 +64,7 @@ public final class InMemoryQueue: AnalyticsSink {
             flushCount: Int = 75,
             flushInterval: Duration = .seconds(10),
             retry: DeliveryRetryPolicy = DeliveryRetryPolicy(),
-            logger: any Logger = StandardErrorLogger()
+            logger: any DiagnosticLogger = StandardErrorLogger()
         ) {
             self.flushCount = flushCount
             self.flushInterval = flushInterval

@@ -12,12 +12,12 @@ final class LogLimiter: Sendable {
         var lastMessage: String
     }
 
-    let logger: any Logger
+    let logger: any DiagnosticLogger
     let interval: Duration
     private let elapsed: @Sendable () -> Duration
     private let entries = Mutex<[String: Entry]>([:])
 
-    init(logger: any Logger, interval: Duration = .seconds(60), elapsed: @escaping @Sendable () -> Duration) {
+    init(logger: any DiagnosticLogger, interval: Duration = .seconds(60), elapsed: @escaping @Sendable () -> Duration) {
         self.logger = logger
         self.interval = interval
         self.elapsed = elapsed
@@ -30,7 +30,8 @@ final class LogLimiter: Sendable {
         _ level: LogLevel,
         key: String,
         _ message: @autoclosure () -> String,
-        to target: (any Logger)? = nil
+        metadata: LogMetadata = [:],
+        to target: (any DiagnosticLogger)? = nil
     ) -> Bool {
         let logger = target ?? self.logger
         guard level >= logger.minimumLevel, logger.minimumLevel != .none else { return false }
@@ -54,7 +55,13 @@ final class LogLimiter: Sendable {
             return held
         }
         guard let held else { return false }
-        logger.write(level, held > 0 ? "\(text) (\(held) more like this since the last report)" : text)
+        var context = metadata
+        if held > 0 { context["repeated"] = String(held) }
+        logger.write(
+            level,
+            held > 0 ? "\(text) (\(held) more like this since the last report)" : text,
+            metadata: context
+        )
         return true
     }
 

@@ -46,7 +46,7 @@ final class BrazeSetup: Sendable {
     let front: (any Runnable)?
     private let memory: InMemoryAnalyticsSink?
 
-    init(sink spec: SinkSpec, queueDirectory: String?, environment: [String: String], logger: any Logger) throws {
+    init(sink spec: SinkSpec, queueDirectory: String?, environment: [String: String], logger: any DiagnosticLogger) throws {
         let destination: any AnalyticsDestination
         var memory: InMemoryAnalyticsSink?
         switch spec {

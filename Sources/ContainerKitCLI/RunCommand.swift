@@ -236,8 +236,11 @@ enum ExitCode {
 }
 
 /// Sends ContainerKit's diagnostics to the command's standard error.
-struct CommandLogger: Logger {
+struct CommandLogger: DiagnosticLogger {
     let output: CommandOutput
     let minimumLevel: LogLevel
-    func write(_ level: LogLevel, _ message: String) { output.error("containerkit: \(level): \(message)") }
+    func write(_ level: LogLevel, _ message: String, metadata: LogMetadata) {
+        let context = metadata.isEmpty ? "" : " [\(Self.format(metadata))]"
+        output.error("containerkit: \(level): \(message)\(context)")
+    }
 }

@@ -75,7 +75,7 @@ struct Evaluation: MacroResolver {
         }
     }
 
-    var logger: any Logger { dataLayer.tagManager.logger }
+    var logger: any DiagnosticLogger { dataLayer.tagManager.logger }
 
     /// What `__e` reports for a pushed event name: Firebase's short names (`_e`) expanded.
     static func reportedName(_ eventName: String?) -> Value {
@@ -238,7 +238,9 @@ struct Evaluation: MacroResolver {
         } catch {
             let tag = storage.program.tags[t]
             let label = tagID.map { "tag \($0)" } ?? "tag '\(tag.name ?? tag.function)'"
-            logger.error("\(label) handler '\(name)' threw: \(error)")
+            var metadata: LogMetadata = ["container": storage.id, "session": dataLayer.sessionID, "class_path": name]
+            if let tagID { metadata["tag"] = String(tagID) }
+            logger.error("\(label) handler '\(name)' threw: \(error)", metadata: metadata)
             return (.failed(String(describing: error)), nil)
         }
     }

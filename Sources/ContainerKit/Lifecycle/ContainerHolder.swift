@@ -43,7 +43,7 @@ public final class ContainerHolder: Sendable {
 
     private weak let tagManager: TagManager?
     private let configuration: LifecycleConfiguration
-    private let logger: any Logger
+    private let logger: any DiagnosticLogger
     private let state = Mutex(State())
 
     init(id: String, openType: OpenType, tagManager: TagManager, configuration: LifecycleConfiguration) {

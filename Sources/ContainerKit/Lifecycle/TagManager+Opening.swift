@@ -11,7 +11,7 @@ extension TagManager {
     ///     ``ClientContext/server``, which reports nothing about the machine this runs on.
     ///   - lifecycle: where containers come from and when they are refreshed.
     public convenience init(
-        logger: any Logger = StandardErrorLogger(),
+        logger: any DiagnosticLogger = StandardErrorLogger(),
         defaultContext: ClientContext = .server,
         lifecycle: LifecycleConfiguration
     ) {

@@ -284,7 +284,8 @@ public final class DataLayer: Sendable {
                 }
                 tagManager.logger.error(
                     "session \(sessionID): seems like an infinite loop of pushing to the data layer; "
-                        + "dropped \(dropped) queued pushes after \(DataLayer.maximumNestedPushes) nested pushes"
+                        + "dropped \(dropped) queued pushes after \(DataLayer.maximumNestedPushes) nested pushes",
+                    metadata: ["session": sessionID]
                 )
                 result.loopGuardTripped = true
                 return

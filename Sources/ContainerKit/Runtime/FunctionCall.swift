@@ -18,9 +18,9 @@ public struct FunctionCall: Sendable {
     /// (a push made from a handler is queued and processed after the current one).
     public let dataLayer: DataLayer
     /// Where the handler should write its diagnostics.
-    public var logger: any Logger { loggerOverride ?? dataLayer.tagManager.logger }
+    public var logger: any DiagnosticLogger { loggerOverride ?? dataLayer.tagManager.logger }
     /// A logger other than the session's tag manager's, when the creator gave one.
-    private let loggerOverride: (any Logger)?
+    private let loggerOverride: (any DiagnosticLogger)?
 
     /// Creates a call; the runtime makes these, tests of handlers may too.
     public init(
@@ -31,7 +31,7 @@ public struct FunctionCall: Sendable {
         tagID: Int? = nil,
         displayName: String? = nil,
         dataLayer: DataLayer,
-        logger: (any Logger)? = nil
+        logger: (any DiagnosticLogger)? = nil
     ) {
         self.name = name
         self.arguments = arguments

@@ -15,7 +15,7 @@ import Synchronization
 /// ```
 public final class TagManager: Sendable {
     /// Where diagnostics go.
-    public let logger: any Logger
+    public let logger: any DiagnosticLogger
     /// The context new data layers get when none is given.
     public let defaultContext: ClientContext
     /// Where evaluated events and fired tags are reported (for metrics), if anywhere.
@@ -66,7 +66,7 @@ public final class TagManager: Sendable {
     ///     ``ClientContext/server``, which reports nothing about the machine this runs on.
     ///   - observer: where evaluated events and fired tags are reported, for metrics.
     public init(
-        logger: any Logger = StandardErrorLogger(),
+        logger: any DiagnosticLogger = StandardErrorLogger(),
         defaultContext: ClientContext = .server,
         observer: (any RuntimeObserver)? = nil
     ) {

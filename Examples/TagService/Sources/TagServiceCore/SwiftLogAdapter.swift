@@ -5,7 +5,7 @@ import Logging
 /// service's `Logging.Logger`, at the matching level, with the logger's metadata.
 ///
 /// This is the one place the two logging APIs meet; the rest of the service uses swift-log directly.
-struct SwiftLogAdapter: ContainerKit.Logger {
+struct SwiftLogAdapter: ContainerKit.DiagnosticLogger {
     /// Where messages go.
     let logger: Logging.Logger
 
@@ -22,13 +22,14 @@ struct SwiftLogAdapter: ContainerKit.Logger {
         }
     }
 
-    func write(_ level: LogLevel, _ message: String) {
+    func write(_ level: LogLevel, _ message: String, metadata: LogMetadata) {
+        let metadata = Logging.Logger.Metadata(uniqueKeysWithValues: metadata.map { ($0.key, .string($0.value)) })
         switch level {
-        case .verbose: logger.trace("\(message)")
-        case .debug: logger.debug("\(message)")
-        case .info: logger.info("\(message)")
-        case .warning: logger.warning("\(message)")
-        case .error: logger.error("\(message)")
+        case .verbose: logger.trace("\(message)", metadata: metadata)
+        case .debug: logger.debug("\(message)", metadata: metadata)
+        case .info: logger.info("\(message)", metadata: metadata)
+        case .warning: logger.warning("\(message)", metadata: metadata)
+        case .error: logger.error("\(message)", metadata: metadata)
         case .none: break
         }
     }
