@@ -5,11 +5,7 @@ CONTAINER ?= Containers/GTM-MUSIC01.json
 EVENTS ?= Containers/events/music-session.jsonl
 BRAZE_CLASS_PATH := com.appboy.googletagmanager.BrazeGtmTagProvider
 
-<<<<<<< HEAD
-.PHONY: all build run test bench bench-service test-example lint format format-check clean
-=======
-.PHONY: all build run test bench lint format format-check clean fuzz tsan soak
->>>>>>> hardening
+.PHONY: all build run test bench bench-service test-example lint format format-check clean fuzz tsan soak
 
 all: build
 
@@ -30,7 +26,6 @@ bench:
 	$(SWIFT) build -c release --product containerkit-bench
 	.build/release/containerkit-bench
 
-<<<<<<< HEAD
 # The example service (Examples/TagService) under load: wrk against POST /v1/events and GET /health of one
 # server on 127.0.0.1, with a loopback /users/track stand-in; bounded (BENCH_DURATION seconds per run).
 bench-service:
@@ -39,7 +34,7 @@ bench-service:
 # The example service's own tests (a separate package with its own dependencies).
 test-example:
 	$(SWIFT) test --package-path Examples/TagService --no-parallel
-=======
+
 # libFuzzer + AddressSanitizer harnesses (Fuzz/, outside the package's targets): each runs FUZZ_SECONDS seconds;
 # fails on any crash, leak or timeout. FUZZ_TARGETS picks some of: loader push regex previewurl eventsline queuerecord.
 FUZZ_SECONDS ?= 60
@@ -49,7 +44,7 @@ fuzz:
 # The concurrency tests under the thread sanitizer. CONTAINERKIT_TSAN swaps the package's Mutex for a pthread
 # mutex the sanitizer understands (it cannot see Synchronization.Mutex on Linux); any report fails the run.
 TSAN_FLAGS := --sanitize=thread -Xswiftc -DCONTAINERKIT_TSAN --build-path .build/tsan
-TSAN_FILTER ?= ConcurrencyTests|SessionConcurrencyTests|SessionStoreTests|DataLayerTests|AtomicReplacementTests|RefreshScheduleTests|OpenTests|ContainerCallbackTests|DelayedInitializationTests|HTTPContainerSourceTests|BoundedHTTPRequestTests|SavedContainerStoreTests|PreviewModeTests|DurableQueue|AnalyticsSinkTests|BrazeUsersTrackSinkTests|EndToEndTests|LoopbackHTTPServerTests|RunCommandTests|PreviewCommandTests
+TSAN_FILTER ?= ConcurrencyTests|SessionConcurrencyTests|SessionStoreTests|DataLayerTests|AtomicReplacementTests|RefreshScheduleTests|OpenTests|ContainerCallbackTests|DelayedInitializationTests|HTTPContainerSourceTests|BoundedHTTPRequestTests|SavedContainerStoreTests|PreviewModeTests|DurableQueue|AnalyticsSinkTests|BrazeUsersTrackDestinationTests|InMemoryQueue|DrainTests|RunAndOperationsTests|RuntimeObserverTests|EmbeddingGuideTests|EndToEndTests|LoopbackHTTPServerTests|RunCommandTests|PreviewCommandTests
 tsan:
 	$(SWIFT) build --build-tests $(TSAN_FLAGS)
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(SWIFT) test --skip-build --no-parallel $(TSAN_FLAGS) --filter '$(TSAN_FILTER)'
@@ -62,7 +57,6 @@ soak:
 	$(SWIFT) build --product containerkit
 	$(SWIFT) build --product containerkit-soak
 	.build/debug/containerkit-soak --cycles $(SOAK_CYCLES) --events $(SOAK_EVENTS) --binary $(BIN)
->>>>>>> hardening
 
 lint: build
 	$(BIN) lint Containers
