@@ -18,6 +18,8 @@ public final class TagManager: Sendable {
     public let logger: any Logger
     /// The context new data layers get when none is given.
     public let defaultContext: ClientContext
+    /// Where the random-number variable's values come from (``RandomSource/system`` unless seeded).
+    public let randomSource: RandomSource
 
     /// An immutable snapshot of the registered handlers. Registration swaps in a new snapshot, so an
     /// evaluation holds the registry with one reference and never sees it change midway.
@@ -41,9 +43,15 @@ public final class TagManager: Sendable {
     /// - Parameters:
     ///   - logger: where diagnostics go; by default warnings and errors to standard error.
     ///   - defaultContext: the client context of data layers created without one.
-    public init(logger: any Logger = StandardErrorLogger(), defaultContext: ClientContext = .host) {
+    ///   - randomSource: where the random-number variable's values come from; seed it for reproducible runs.
+    public init(
+        logger: any Logger = StandardErrorLogger(),
+        defaultContext: ClientContext = .host,
+        randomSource: RandomSource = .system
+    ) {
         self.logger = logger
         self.defaultContext = defaultContext
+        self.randomSource = randomSource
     }
 
     // MARK: Handlers

@@ -1,0 +1,212 @@
+/// Replays pushes through both versions of a ``ContainerDiff``, each in its own fresh session, and compares
+/// what fires.
+///
+/// Each version runs in its own ``TagManager`` (same handler registrations, same client context, the same
+/// seeded ``RandomSource``), so the two never share state and a container replayed against itself never
+/// differs. Every function-call tag class path either version names gets a handler that returns normally,
+/// so calls report `ok`; pass `configure` to register real handlers (it runs once per side).
+public struct DiffReplay: Sendable {
+    /// The old version's session.
+    public let oldSession: DataLayer
+    /// The new version's session.
+    public let newSession: DataLayer
+    /// Everything seen so far.
+    public private(set) var summary: ReplaySummary
+    /// How many line numbers a group keeps.
+    public var lineSamples = 5
+
+    private let newByOld: [Int?]
+    private let oldByNew: [Int?]
+    private let matchByOld: [DiffMatch?]
+    private let oldTags: [DiffElement]
+    private let newTags: [DiffElement]
+    private var groupIndex: [GroupKey: Int] = [:]
+    /// Fire counts per tag pair: index into `summary.tagCounts`, by old and by new tag index.
+    private var countByOld: [Int]
+    private var countByNew: [Int]
+
+    init(
+        diff: ContainerDiff,
+        context: ClientContext,
+        seed: UInt64,
+        logger: any Logger,
+        configure: (@Sendable (TagManager) -> Void)?
+    ) {
+        func session(_ container: Container) -> DataLayer {
+            let manager = TagManager(logger: logger, defaultContext: context, randomSource: .seeded(seed))
+            let recorder = ClosureTagHandler { _ in }
+            for path in diff.tagClassPaths { manager.register(tagHandler: recorder, for: path) }
+            configure?(manager)
+            manager.add(container)
+            return manager.makeDataLayer(context: context, sessionID: "diff")
+        }
+        oldSession = session(diff.old)
+        newSession = session(diff.new)
+        let oldCount = diff.oldOutline.tags.count
+        let newCount = diff.newOutline.tags.count
+        var newByOld = [Int?](repeating: nil, count: oldCount)
+        var oldByNew = [Int?](repeating: nil, count: newCount)
+        var matchByOld = [DiffMatch?](repeating: nil, count: oldCount)
+        for (o, pair) in diff.tagPairs.newByOld {
+            newByOld[o] = pair.0
+            oldByNew[pair.0] = o
+            matchByOld[o] = pair.1
+        }
+        self.newByOld = newByOld
+        self.oldByNew = oldByNew
+        self.matchByOld = matchByOld
+        let matches = diff.tagMatches
+        oldTags = diff.oldOutline.tags.map(\.reference)
+        newTags = diff.newOutline.tags.map(\.reference)
+        var counts: [TagFireCount] = []
+        var countByOld = [Int](repeating: -1, count: oldCount)
+        var countByNew = [Int](repeating: -1, count: newCount)
+        for match in matches {
+            if let old = match.old { countByOld[old.index] = counts.count }
+            if let new = match.new { countByNew[new.index] = counts.count }
+            counts.append(TagFireCount(old: match.old, new: match.new, match: match.match))
+        }
+        self.countByOld = countByOld
+        self.countByNew = countByNew
+        summary = ReplaySummary(tagCounts: counts)
+    }
+
+    /// Pushes `message` to both sessions and compares the tags each fired.
+    /// - Parameter line: the message's line number in the events file, for the report.
+    /// - Returns: the differences, or `nil` when both versions fired the same tags with the same arguments
+    ///   and statuses.
+    @discardableResult
+    public mutating func replay(_ message: ValueMap, line: Int) -> EventDifference? {
+        let oldFired = oldSession.push(message).fired
+        let newFired = newSession.push(message).fired
+        summary.eventsReplayed += 1
+        for tag in oldFired where tag.index < countByOld.count && countByOld[tag.index] >= 0 {
+            summary.tagCounts[countByOld[tag.index]].oldFired += 1
+        }
+        for tag in newFired where tag.index < countByNew.count && countByNew[tag.index] >= 0 {
+            summary.tagCounts[countByNew[tag.index]].newFired += 1
+        }
+        if sameOutcome(oldFired, newFired) { return nil }
+        let tags = compare(oldFired, newFired)
+        if tags.isEmpty { return nil }
+        let event = ReplaySummary.eventName(message)
+        summary.eventsWithDifferences += 1
+        for tag in tags { group(tag, line: line, event: event) }
+        return EventDifference(line: line, event: event, tags: tags)
+    }
+
+    /// The fast path: the same tags, in the same order, with equal arguments and statuses.
+    private func sameOutcome(_ old: [FiredTag], _ new: [FiredTag]) -> Bool {
+        guard old.count == new.count else { return false }
+        for i in old.indices {
+            let o = old[i]
+            let n = new[i]
+            guard o.index < newByOld.count, newByOld[o.index] == n.index, o.status.name == n.status.name,
+                o.parameters == n.parameters
+            else { return false }
+        }
+        return true
+    }
+
+    private func compare(_ old: [FiredTag], _ new: [FiredTag]) -> [TagDifference] {
+        var differences: [TagDifference] = []
+        var consumed = [Bool](repeating: false, count: new.count)
+        for o in old {
+            let partner = o.index < newByOld.count ? newByOld[o.index] : nil
+            guard let partner, let k = new.indices.first(where: { !consumed[$0] && new[$0].index == partner }) else {
+                differences.append(
+                    TagDifference(kind: .onlyOld, old: reference(o, oldTags), new: nil, match: nil, oldTag: o)
+                )
+                continue
+            }
+            consumed[k] = true
+            let n = new[k]
+            let arguments = DiffReplay.argumentChanges(o.parameters, n.parameters)
+            if arguments.isEmpty && o.status.name == n.status.name { continue }
+            var difference = TagDifference(
+                kind: .changed,
+                old: reference(o, oldTags),
+                new: reference(n, newTags),
+                match: matchByOld[o.index],
+                oldTag: o,
+                newTag: n
+            )
+            difference.arguments = arguments
+            differences.append(difference)
+        }
+        for (k, n) in new.enumerated() where !consumed[k] {
+            differences.append(TagDifference(kind: .onlyNew, old: nil, new: reference(n, newTags), match: nil, newTag: n))
+        }
+        return differences
+    }
+
+    private func reference(_ tag: FiredTag, _ list: [DiffElement]) -> DiffElement {
+        if tag.index < list.count { return list[tag.index] }
+        return DiffElement(kind: .tag, id: tag.tagID.map(String.init), name: tag.name, index: tag.index, pointer: "")
+    }
+
+    /// The arguments that differ: present in one map only, or with different values; old keys first.
+    static func argumentChanges(_ old: ValueMap, _ new: ValueMap) -> [ArgumentChange] {
+        if old == new { return [] }
+        var out: [ArgumentChange] = []
+        for (key, value) in old {
+            let other = new[key]
+            if other != value { out.append(ArgumentChange(argument: key, old: value, new: other)) }
+        }
+        for (key, value) in new where old[key] == nil {
+            out.append(ArgumentChange(argument: key, old: nil, new: value))
+        }
+        return out
+    }
+
+    // MARK: Groups
+
+    private struct GroupKey: Hashable {
+        var kind: TagDifference.Kind
+        var old: Int?
+        var new: Int?
+        var shape: [String]
+    }
+
+    private mutating func group(_ difference: TagDifference, line: Int, event: String?) {
+        var shape = difference.arguments.map { change in
+            change.argument + (change.old == nil ? ":added" : change.new == nil ? ":removed" : ":changed")
+        }
+        if let o = difference.oldTag?.status.name, let n = difference.newTag?.status.name, o != n {
+            shape.append("status:\(o)>\(n)")
+        }
+        let key = GroupKey(kind: difference.kind, old: difference.old?.index, new: difference.new?.index, shape: shape)
+        if let i = groupIndex[key] {
+            summary.groups[i].count += 1
+            if summary.groups[i].lines.count < lineSamples { summary.groups[i].lines.append(line) }
+            if let event, !summary.groups[i].events.contains(event), summary.groups[i].events.count < lineSamples {
+                summary.groups[i].events.append(event)
+            }
+            if summary.groups[i].allSameValues, summary.groups[i].example.arguments != difference.arguments {
+                summary.groups[i].allSameValues = false
+            }
+            return
+        }
+        groupIndex[key] = summary.groups.count
+        summary.groups.append(
+            DifferenceGroup(example: difference, count: 1, lines: [line], events: event.map { [$0] } ?? [])
+        )
+    }
+}
+
+extension ContainerDiff {
+    /// Starts a replay of pushes through both versions.
+    /// - Parameters:
+    ///   - context: the client context both sessions report (platform, app id, …).
+    ///   - seed: the seed of both sides' random-number variable.
+    ///   - logger: where both runtimes' diagnostics go.
+    ///   - configure: registers extra handlers; called once for each side's ``TagManager``.
+    public func makeReplay(
+        context: ClientContext = ClientContext(),
+        seed: UInt64 = 0,
+        logger: any Logger = StandardErrorLogger(),
+        configure: (@Sendable (TagManager) -> Void)? = nil
+    ) -> DiffReplay {
+        DiffReplay(diff: self, context: context, seed: seed, logger: logger, configure: configure)
+    }
+}
