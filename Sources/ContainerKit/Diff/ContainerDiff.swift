@@ -74,7 +74,12 @@ public struct ContainerDiff: Sendable {
                         StructuralChange(kind: .added, old: nil, new: locate(news[k], newDocument), fields: [])
                     )
                 }
-                let fields = ContainerDiff.fieldChanges(element.fields, news[n].fields)
+                let fields = ContainerDiff.fieldChanges(
+                    element.fields,
+                    news[n].fields,
+                    oldPartial: element.partial,
+                    newPartial: news[n].partial
+                )
                 if !fields.isEmpty {
                     changes.append(
                         StructuralChange(
@@ -102,7 +107,9 @@ public struct ContainerDiff: Sendable {
 
     static func fieldChanges(
         _ old: [(key: String, value: String)],
-        _ new: [(key: String, value: String)]
+        _ new: [(key: String, value: String)],
+        oldPartial: Bool = false,
+        newPartial: Bool = false
     ) -> [FieldChange] {
         var newValues: [String: String] = [:]
         for field in new where newValues[field.key] == nil { newValues[field.key] = field.value }
@@ -110,9 +117,10 @@ public struct ContainerDiff: Sendable {
         var out: [FieldChange] = []
         for field in old where seen.insert(field.key).inserted {
             let other = newValues[field.key]
+            if other == nil && newPartial { continue }
             if other != field.value { out.append(FieldChange(field: field.key, old: field.value, new: other)) }
         }
-        for field in new where seen.insert(field.key).inserted {
+        for field in new where seen.insert(field.key).inserted && !oldPartial {
             out.append(FieldChange(field: field.key, old: nil, new: field.value))
         }
         return out

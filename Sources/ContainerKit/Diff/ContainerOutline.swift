@@ -18,6 +18,9 @@ struct ContainerOutline: Sendable {
         var fields: [(key: String, value: String)]
         /// Where the element is in its document.
         var pointer: String
+        /// Whether the element's format leaves fields out (a compiled resource's `__paused` tag keeps no
+        /// arguments): fields it lacks are not reported as removed or added.
+        var partial = false
 
         var reference: DiffElement {
             DiffElement(kind: kind, id: id, name: name, index: index, pointer: pointer)
@@ -205,7 +208,8 @@ struct ContainerOutline: Sendable {
                 name: tag.name,
                 matchKey: classPath(of: tag) ?? type,
                 fields: fields,
-                pointer: tag.origin.pointer
+                pointer: tag.origin.pointer,
+                partial: TemplateCatalog.bareCode(tag.function) == "paused"
             )
         }
 
