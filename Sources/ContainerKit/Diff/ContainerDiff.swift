@@ -129,7 +129,13 @@ public struct ContainerDiff: Sendable {
     // MARK: Tags
 
     /// How each tag of the old version pairs with one of the new version.
-    public var tagMatches: [TagMatch] {
+    public var tagMatches: [TagMatch] { tagMatches(located: true) }
+
+    /// ``tagMatches``, with line numbers only when `located` (finding them scans the file for each tag).
+    func tagMatches(located: Bool) -> [TagMatch] {
+        func locate(_ element: ContainerOutline.Element, _ document: SourceDocument?) -> DiffElement {
+            located ? self.locate(element, document) : element.reference
+        }
         var out: [TagMatch] = []
         for (o, element) in oldOutline.tags.enumerated() {
             let pair = tagPairs.newByOld[o]

@@ -55,7 +55,7 @@ public struct DiffReplay: Sendable {
         self.newByOld = newByOld
         self.oldByNew = oldByNew
         self.matchByOld = matchByOld
-        let matches = diff.tagMatches
+        let matches = diff.tagMatches(located: false)
         oldTags = diff.oldOutline.tags.map(\.reference)
         newTags = diff.newOutline.tags.map(\.reference)
         var counts: [TagFireCount] = []

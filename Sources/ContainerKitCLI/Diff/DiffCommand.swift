@@ -101,7 +101,8 @@ struct DiffCommand {
             output.error("containerkit diff: \(error.message)\n\n\(usage)")
             return ExitCode.usage
         }
-        let loader = ContainerLoader()
+        // Positions recorded while reading: every change is then located without rescanning the file.
+        let loader = ContainerLoader(options: LoadOptions(recordPositions: true))
         var loaded: [(SourceDocument, Container)] = []
         for (role, path) in [("old", options.oldPath), ("new", options.newPath)] {
             do {
