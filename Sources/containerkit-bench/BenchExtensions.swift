@@ -3,5 +3,6 @@ enum BenchExtensions {
     static func runAll() async {
         await LintBench.run()
         await BrazeBench.run()
+        await DiffBench.run()
     }
 }

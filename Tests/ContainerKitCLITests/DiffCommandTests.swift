@@ -32,7 +32,8 @@ struct DiffCommandTests {
         let summary = structural.map { entry -> String in
             let map = entry.objectValue ?? ValueMap()
             let side = (map["new"]?.objectValue ?? map["old"]?.objectValue) ?? ValueMap()
-            return "\(map["kind"]?.jsString ?? "") \(map["element"]?.jsString ?? "") \(side["id"]?.stringValue ?? side["name"]?.stringValue ?? "-")"
+            return
+                "\(map["kind"]?.jsString ?? "") \(map["element"]?.jsString ?? "") \(side["id"]?.stringValue ?? side["name"]?.stringValue ?? "-")"
         }
         #expect(
             summary == [
@@ -82,7 +83,8 @@ struct DiffCommandTests {
         #expect(lines.contains { $0.contains("next/GTM-MUSIC01.json,line=52,col=7") && $0.contains("'Currency'") })
         #expect(
             lines.contains {
-                $0.contains("music-traffic.jsonl,line=") && $0.contains("'Braze - favorite genre' fires only in the old")
+                $0.contains("music-traffic.jsonl,line=")
+                    && $0.contains("'Braze - favorite genre' fires only in the old")
             }
         )
     }

@@ -3,7 +3,10 @@
 /// arguments. The library side of `containerkit diff`.
 ///
 /// ```swift
-/// let diff = try await ContainerDiff.load(old: "Containers/GTM-MUSIC01.json", new: "Containers/GTM-MUSIC01-v2.json")
+/// let diff = try await ContainerDiff.load(
+///     old: "Containers/GTM-MUSIC01.json",
+///     new: "Containers/next/GTM-MUSIC01.json"
+/// )
 /// for change in diff.structuralChanges { print(change.kind, change.element.label) }
 ///
 /// var replay = diff.makeReplay()
@@ -28,7 +31,8 @@ public struct ContainerDiff: Sendable {
 
     /// Compares two compiled containers. Give the documents they were compiled from to get export ids
     /// (`variableId`, `triggerId`) and line numbers.
-    public init(old: Container, new: Container, oldDocument: SourceDocument? = nil, newDocument: SourceDocument? = nil) {
+    public init(old: Container, new: Container, oldDocument: SourceDocument? = nil, newDocument: SourceDocument? = nil)
+    {
         self.old = old
         self.new = new
         self.oldDocument = oldDocument
@@ -40,9 +44,9 @@ public struct ContainerDiff: Sendable {
 
     /// Reads and compiles both files.
     /// - Throws: ``ContainerError`` for the first file that cannot be read or compiled, with its position.
-    public static func load(old: String, new: String, loader: ContainerLoader = ContainerLoader()) async throws(
-        ContainerError
-    ) -> ContainerDiff {
+    public static func load(old: String, new: String, loader: ContainerLoader = ContainerLoader())
+        async throws(ContainerError) -> ContainerDiff
+    {
         let oldDocument = try await loader.readDocument(path: old)
         let oldContainer = try loader.compile(oldDocument)
         let newDocument = try await loader.readDocument(path: new)
@@ -204,7 +208,9 @@ struct Pairing: Sendable {
             guard let candidates = newByKey[element.matchKey] else { continue }
             // Two elements that both have ids are different elements when the ids differ.
             var k = used[element.matchKey, default: 0]
-            while k < candidates.count, oldByNew[candidates[k]] != nil || (element.id != nil && news[candidates[k]].id != nil) {
+            while k < candidates.count,
+                oldByNew[candidates[k]] != nil || (element.id != nil && news[candidates[k]].id != nil)
+            {
                 k += 1
             }
             guard k < candidates.count else { continue }

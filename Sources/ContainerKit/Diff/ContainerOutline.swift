@@ -123,7 +123,9 @@ struct ContainerOutline: Sendable {
             switch expr {
             case .literal(.string(let text)): return text
             case .macro(let index) where depth < 8 && index >= 0 && index < program.macros.count:
-                if case .constant(let inner) = program.macros[index].kind { return constantString(inner, depth: depth + 1) }
+                if case .constant(let inner) = program.macros[index].kind {
+                    return constantString(inner, depth: depth + 1)
+                }
                 return nil
             default: return nil
             }
@@ -163,7 +165,15 @@ struct ContainerOutline: Sendable {
             fields.append(("name", tag.name.map { JSONWriter.string(.string($0)) } ?? "none"))
             fields.append(("type", type))
             fields.append(("paused", paused ? "true" : "false"))
-            fields.append(("priority", JSONWriter.string(tag.priority == tag.priority.rounded() && abs(tag.priority) < 1e15 ? .int(Int64(tag.priority)) : .double(tag.priority))))
+            fields.append(
+                (
+                    "priority",
+                    JSONWriter.string(
+                        tag.priority == tag.priority.rounded() && abs(tag.priority) < 1e15
+                            ? .int(Int64(tag.priority)) : .double(tag.priority)
+                    )
+                )
+            )
             fields.append(
                 ("firing_option", tag.oncePerLoad ? "once per load" : tag.oncePerEvent ? "once per event" : "unlimited")
             )

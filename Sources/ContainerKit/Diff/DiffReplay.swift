@@ -135,7 +135,9 @@ public struct DiffReplay: Sendable {
             differences.append(difference)
         }
         for (k, n) in new.enumerated() where !consumed[k] {
-            differences.append(TagDifference(kind: .onlyNew, old: nil, new: reference(n, newTags), match: nil, newTag: n))
+            differences.append(
+                TagDifference(kind: .onlyNew, old: nil, new: reference(n, newTags), match: nil, newTag: n)
+            )
         }
         return differences
     }

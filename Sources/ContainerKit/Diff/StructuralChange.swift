@@ -102,5 +102,7 @@ public struct StructuralChange: Sendable, Hashable {
     public var fields: [FieldChange]
 
     /// The element this change is about (the new one when there is one).
-    public var element: DiffElement { new ?? old ?? DiffElement(kind: .tag, id: nil, name: nil, index: -1, pointer: "") }
+    public var element: DiffElement {
+        new ?? old ?? DiffElement(kind: .tag, id: nil, name: nil, index: -1, pointer: "")
+    }
 }

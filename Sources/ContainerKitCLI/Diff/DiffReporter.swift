@@ -56,7 +56,8 @@ enum DiffReporter {
         case .removed: return "\(change.element.label) removed"
         case .changed:
             let fields = change.fields.map { "\($0.field) \($0.old ?? "(absent)") → \($0.new ?? "(absent)")" }
-            return "\(change.element.label) changed (\(matchPhrase(change.match, change.element.kind))): " + fields.joined(separator: "; ")
+            return "\(change.element.label) changed (\(matchPhrase(change.match, change.element.kind))): "
+                + fields.joined(separator: "; ")
         }
     }
 
@@ -69,7 +70,8 @@ enum DiffReporter {
             if tag.statusChanged, let old = tag.oldTag?.status.name, let new = tag.newTag?.status.name {
                 parts.append("status: \(old) → \(new)")
             }
-            return "\(tag.element.label) fires differently (\(matchPhrase(tag.match))): " + parts.joined(separator: "; ")
+            return "\(tag.element.label) fires differently (\(matchPhrase(tag.match))): "
+                + parts.joined(separator: "; ")
         }
     }
 
@@ -89,7 +91,8 @@ enum DiffReporter {
 
     static func lines(_ group: DifferenceGroup) -> String {
         let list = group.lines.map(String.init).joined(separator: ", ")
-        return group.count > group.lines.count ? "lines \(list), …" : (group.lines.count == 1 ? "line " : "lines ") + list
+        return group.count > group.lines.count
+            ? "lines \(list), …" : (group.lines.count == 1 ? "line " : "lines ") + list
     }
 
     // MARK: Text
@@ -132,7 +135,9 @@ enum DiffReporter {
         if !outcome.events.isEmpty {
             out.append("")
             let more = replay.eventsWithDifferences - outcome.events.count
-            out.append("events" + (more > 0 ? " (the first \(outcome.events.count); \(more) more below in groups)" : "") + ":")
+            out.append(
+                "events" + (more > 0 ? " (the first \(outcome.events.count); \(more) more below in groups)" : "") + ":"
+            )
             for event in outcome.events {
                 out.append("  line \(event.line): " + (event.event.map { "event \"\($0)\"" } ?? "push (no event)"))
                 for tag in event.tags {
@@ -205,8 +210,10 @@ enum DiffReporter {
 
     static func json(_ outcome: DiffOutcome) -> Value {
         func side(_ path: String, _ container: Container) -> Value {
-            ["file": .string(path), "id": .string(container.id), "version": .string(container.version),
-             "format": .string(container.format.rawValue)]
+            [
+                "file": .string(path), "id": .string(container.id), "version": .string(container.version),
+                "format": .string(container.format.rawValue),
+            ]
         }
         var root = ValueMap()
         root["old"] = side(outcome.oldPath, outcome.old)
@@ -221,8 +228,10 @@ enum DiffReporter {
                 map["match"] = change.match.map { .string($0.rawValue) } ?? .null
                 map["fields"] = .array(
                     change.fields.map { field in
-                        ["field": .string(field.field), "old": field.old.map(Value.string) ?? .null,
-                         "new": field.new.map(Value.string) ?? .null]
+                        [
+                            "field": .string(field.field), "old": field.old.map(Value.string) ?? .null,
+                            "new": field.new.map(Value.string) ?? .null,
+                        ]
                     }
                 )
                 return .object(map)
@@ -245,15 +254,19 @@ enum DiffReporter {
             )
             map["tags"] = .array(
                 replay.tagCounts.map { count in
-                    ["old": json(count.old), "new": json(count.new),
-                     "match": count.match.map { .string($0.rawValue) } ?? .null,
-                     "old_fired": .int(Int64(count.oldFired)), "new_fired": .int(Int64(count.newFired))]
+                    [
+                        "old": json(count.old), "new": json(count.new),
+                        "match": count.match.map { .string($0.rawValue) } ?? .null,
+                        "old_fired": .int(Int64(count.oldFired)), "new_fired": .int(Int64(count.newFired)),
+                    ]
                 }
             )
             map["events"] = .array(
                 outcome.events.map { event in
-                    ["line": .int(Int64(event.line)), "event": event.event.map(Value.string) ?? .null,
-                     "tags": .array(event.tags.map(json))]
+                    [
+                        "line": .int(Int64(event.line)), "event": event.event.map(Value.string) ?? .null,
+                        "tags": .array(event.tags.map(json)),
+                    ]
                 }
             )
             root["replay"] = .object(map)
@@ -264,7 +277,8 @@ enum DiffReporter {
     // MARK: GitHub
 
     static func escapeData(_ text: String) -> String {
-        text.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "\r", with: "%0D").replacingOccurrences(of: "\n", with: "%0A")
+        text.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "\r", with: "%0D")
+            .replacingOccurrences(of: "\n", with: "%0A")
     }
 
     static func escapeProperty(_ text: String) -> String {
@@ -306,7 +320,8 @@ enum DiffReporter {
                         file: file,
                         line: events == "-" ? nil : group.lines.first,
                         column: nil,
-                        title: "container diff: \(group.example.kind.rawValue.replacingOccurrences(of: "_", with: " "))",
+                        title:
+                            "container diff: \(group.example.kind.rawValue.replacingOccurrences(of: "_", with: " "))",
                         "\(describe(group)) on \(group.count) of \(replay.eventsReplayed) events (\(lines(group)))"
                     )
                 )
