@@ -32,8 +32,8 @@ struct DiffCommandTests {
         let summary = structural.map { entry -> String in
             let map = entry.objectValue ?? ValueMap()
             let side = (map["new"]?.objectValue ?? map["old"]?.objectValue) ?? ValueMap()
-            return
-                "\(map["kind"]?.jsString ?? "") \(map["element"]?.jsString ?? "") \(side["id"]?.stringValue ?? side["name"]?.stringValue ?? "-")"
+            let label = side["id"]?.stringValue ?? side["name"]?.stringValue ?? "-"
+            return "\(map["kind"]?.jsString ?? "") \(map["element"]?.jsString ?? "") \(label)"
         }
         #expect(
             summary == [

@@ -1,6 +1,7 @@
 /// A container's tags, triggers (rules) and variables (macros) described field by field in words, from the
-/// compiled program. Which rules fire or block a tag is a field of the tag (`firing_triggers`), as in the
-/// editor, so a change to that link is reported once: the common ground on which two versions — in the same format or not — are compared.
+/// compiled program: the common ground on which two versions — in the same format or not — are compared.
+/// Which rules fire or block a tag is a field of the tag (`firing_triggers`), as in the editor, so a change
+/// to that link is reported once.
 ///
 /// Every reference is spelled by name (`{{Genre}}`, `tag 'Braze - login'`, `trigger 'Purchase'`), never by
 /// index, so inserting an element does not make every later one look changed. Ids (tag ids, export
