@@ -27,7 +27,7 @@ enum DiffBench {
         let quiet = StandardErrorLogger(minimumLevel: .none)
 
         var differing = 0
-        let runRate = Harness.rate(samples: 3, count: count) {
+        func runOnce() {
             let manager = TagManager(logger: quiet, defaultContext: context, randomSource: .seeded(0))
             let handler = ClosureTagHandler { _ in }
             for path in diff.tagClassPaths { manager.register(tagHandler: handler, for: path) }
@@ -37,14 +37,36 @@ enum DiffBench {
             for push in pushes { fired += session.push(push).fired.count }
             benchmarkSink &+= fired
         }
-        let diffRate = Harness.rate(samples: 3, count: count) {
+        func diffOnce() {
             var replay = diff.makeReplay(context: context, logger: quiet)
             for (i, push) in pushes.enumerated() { replay.replay(push, line: i + 1) }
             differing = replay.summary.eventsWithDifferences
         }
+        // Interleaved rounds (run, then diff, back to back) so each round's ratio compares runs made under
+        // the same machine conditions; the figures are medians of the rounds.
+        runOnce()
+        diffOnce()
+        var runRates: [Double] = []
+        var diffRates: [Double] = []
+        var ratios: [Double] = []
+        for _ in 0..<5 {
+            let run = rate(runOnce)
+            let diffed = rate(diffOnce)
+            runRates.append(run)
+            diffRates.append(diffed)
+            ratios.append(diffed / run)
+        }
+        func rate(_ body: () -> Void) -> Double {
+            let start = DispatchTime.now().uptimeNanoseconds
+            body()
+            return Double(count) / max(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9, 1e-9)
+        }
+        func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+        let runRate = median(runRates)
+        let diffRate = median(diffRates)
         print("diff_events=\(count) diff_events_with_differences=\(differing)")
         print("run_events_per_s=\(Harness.format(runRate))")
         print("diff_events_per_s=\(Harness.format(diffRate))")
-        print("diff_vs_run=\(Harness.ratio(diffRate / runRate))")
+        print("diff_vs_run=\(Harness.ratio(median(ratios)))")
     }
 }

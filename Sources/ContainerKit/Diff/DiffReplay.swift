@@ -101,7 +101,7 @@ public struct DiffReplay: Sendable {
         for i in old.indices {
             let o = old[i]
             let n = new[i]
-            guard o.index < newByOld.count, newByOld[o.index] == n.index, o.status.name == n.status.name,
+            guard o.index < newByOld.count, newByOld[o.index] == n.index, DiffReplay.sameStatus(o.status, n.status),
                 o.parameters == n.parameters
             else { return false }
         }
@@ -122,7 +122,7 @@ public struct DiffReplay: Sendable {
             consumed[k] = true
             let n = new[k]
             let arguments = DiffReplay.argumentChanges(o.parameters, n.parameters)
-            if arguments.isEmpty && o.status.name == n.status.name { continue }
+            if arguments.isEmpty && DiffReplay.sameStatus(o.status, n.status) { continue }
             var difference = TagDifference(
                 kind: .changed,
                 old: reference(o, oldTags),
@@ -140,6 +140,12 @@ public struct DiffReplay: Sendable {
             )
         }
         return differences
+    }
+
+    /// Statuses compare by name (a `failed` status's message is not compared; a status case added later is
+    /// compared without changes here). Equal statuses are recognised without building the names.
+    static func sameStatus(_ a: FiredTag.Status, _ b: FiredTag.Status) -> Bool {
+        a == b || a.name == b.name
     }
 
     private func reference(_ tag: FiredTag, _ list: [DiffElement]) -> DiffElement {
@@ -165,19 +171,38 @@ public struct DiffReplay: Sendable {
 
     private struct GroupKey: Hashable {
         var kind: TagDifference.Kind
-        var old: Int?
-        var new: Int?
-        var shape: [String]
+        var old: Int
+        var new: Int
+        /// Per differing argument: its interned name times 4 plus 0 added, 1 removed, 2 changed; then the
+        /// interned status change, if any.
+        var shape: [Int]
+    }
+
+    /// Argument names and status changes, interned for group keys.
+    private var interned: [String: Int] = [:]
+
+    private mutating func intern(_ text: String) -> Int {
+        if let id = interned[text] { return id }
+        let id = interned.count
+        interned[text] = id
+        return id
     }
 
     private mutating func group(_ difference: TagDifference, line: Int, event: String?) {
-        var shape = difference.arguments.map { change in
-            change.argument + (change.old == nil ? ":added" : change.new == nil ? ":removed" : ":changed")
+        var shape: [Int] = []
+        shape.reserveCapacity(difference.arguments.count + 1)
+        for change in difference.arguments {
+            shape.append(intern(change.argument) * 4 + (change.old == nil ? 0 : change.new == nil ? 1 : 2))
         }
-        if let o = difference.oldTag?.status.name, let n = difference.newTag?.status.name, o != n {
-            shape.append("status:\(o)>\(n)")
+        if difference.statusChanged, let o = difference.oldTag?.status.name, let n = difference.newTag?.status.name {
+            shape.append(intern("status \(o) → \(n)") * 4 + 3)
         }
-        let key = GroupKey(kind: difference.kind, old: difference.old?.index, new: difference.new?.index, shape: shape)
+        let key = GroupKey(
+            kind: difference.kind,
+            old: difference.old?.index ?? -1,
+            new: difference.new?.index ?? -1,
+            shape: shape
+        )
         if let i = groupIndex[key] {
             summary.groups[i].count += 1
             if summary.groups[i].lines.count < lineSamples { summary.groups[i].lines.append(line) }

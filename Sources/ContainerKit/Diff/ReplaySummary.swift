@@ -62,7 +62,7 @@ public struct TagDifference: Sendable, Hashable {
     /// Whether the status differs (compared by ``FiredTag/Status/name``).
     public var statusChanged: Bool {
         guard let oldTag, let newTag else { return false }
-        return oldTag.status.name != newTag.status.name
+        return !DiffReplay.sameStatus(oldTag.status, newTag.status)
     }
 
     /// The tag this difference is about (the new one when there is one).
