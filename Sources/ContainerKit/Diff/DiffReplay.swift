@@ -77,8 +77,8 @@ public struct DiffReplay: Sendable {
     ///   and statuses.
     @discardableResult
     public mutating func replay(_ message: ValueMap, line: Int) -> EventDifference? {
-        let oldFired = oldSession.push(message).fired
-        let newFired = newSession.push(message).fired
+        let oldFired = DiffReplay.fired(oldSession.push(message))
+        let newFired = DiffReplay.fired(newSession.push(message))
         summary.eventsReplayed += 1
         for tag in oldFired where tag.index < countByOld.count && countByOld[tag.index] >= 0 {
             summary.tagCounts[countByOld[tag.index]].oldFired += 1
@@ -91,8 +91,13 @@ public struct DiffReplay: Sendable {
         if tags.isEmpty { return nil }
         let event = ReplaySummary.eventName(message)
         summary.eventsWithDifferences += 1
-        for tag in tags { group(tag, line: line, event: event) }
+        for i in tags.indices { group(tags[i], line: line, event: event) }
         return EventDifference(line: line, event: event, tags: tags)
+    }
+
+    /// The tags a push fired; without copying when it evaluated one container for one event (the usual case).
+    private static func fired(_ result: PushResult) -> [FiredTag] {
+        result.events.count == 1 ? result.events[0].fired : result.fired
     }
 
     /// The fast path: the same tags, in the same order, with equal arguments and statuses.
@@ -110,6 +115,7 @@ public struct DiffReplay: Sendable {
 
     private func compare(_ old: [FiredTag], _ new: [FiredTag]) -> [TagDifference] {
         var differences: [TagDifference] = []
+        differences.reserveCapacity(old.count + new.count)
         var consumed = [Bool](repeating: false, count: new.count)
         for o in old {
             let partner = o.index < newByOld.count ? newByOld[o.index] : nil
