@@ -105,6 +105,7 @@ struct PreviewCommand {
 
         let manager = TagManager(
             logger: CommandLogger(output: output, minimumLevel: options.logLevel),
+            defaultContext: .host,
             lifecycle: LifecycleConfiguration(preview: options.source)
         )
         let draft: Container
@@ -135,7 +136,7 @@ struct PreviewCommand {
                 failedLines += 1
                 continue
             }
-            let step = Step(message: message, result: session.push(message), model: session.model)
+            let step = Step(message: message, result: await session.push(message), model: session.model)
             if options.json {
                 output.print(JSONWriter.string(step.json))
             } else {

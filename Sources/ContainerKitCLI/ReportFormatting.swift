@@ -2,16 +2,8 @@ import ContainerKit
 
 /// The JSON and text renderings of evaluation results that `run` and `preview` share.
 enum ReportFormatting {
-    /// `{"tag_id", "function", "class_path", "parameters", "status"}`.
-    static func json(_ tag: FiredTag) -> Value {
-        var map = ValueMap(minimumCapacity: 5)
-        map["tag_id"] = tag.tagID.map { .int(Int64($0)) } ?? .null
-        map["function"] = .string(tag.function)
-        map["class_path"] = tag.classPath.map(Value.string) ?? .null
-        map["parameters"] = .object(tag.parameters)
-        map["status"] = .string(tag.status.name)
-        return .object(map)
-    }
+    /// The tag as ``FiredTag/jsonValue`` has it.
+    static func json(_ tag: FiredTag) -> Value { tag.jsonValue }
 
     /// The event name of a pushed message, as the output's `event` field shows it.
     static func eventField(_ message: ValueMap) -> Value {
@@ -27,7 +19,7 @@ enum ReportFormatting {
         let name = tag.name.map { " '\($0)'" } ?? ""
         let target = tag.classPath.map { " → \($0)" } ?? ""
         var status = tag.status.name
-        if case .failed(let why) = tag.status { status += ": \(why)" }
+        if let why = tag.status.message { status += ": \(why)" }
         return "  \(id)\(name) \(tag.function)\(target) [\(status)]"
     }
 

@@ -53,7 +53,7 @@ struct RunCommand {
         guard args.positionals.count == 1 else {
             throw UsageError(args.positionals.isEmpty ? "missing <container-file>" : "expected one container file")
         }
-        var context = ClientContext()
+        var context = ClientContext.host
         for pair in args.values("--context") {
             guard let eq = pair.firstIndex(of: "=") else {
                 throw UsageError("--context needs key=value, not '\(pair)'")
@@ -142,7 +142,7 @@ struct RunCommand {
                 lineNumber = number
                 message = pushed
             }
-            let result = session.push(message)
+            let result = await session.push(message)
             let records = braze?.takeRecords() ?? []
             if let braze {
                 do {

@@ -140,7 +140,7 @@ enum BrazeBench {
         func pass(_ events: ArraySlice<(name: String, parameters: ValueMap)>) async throws -> Double {
             let before = server.objectCount
             let start = DispatchTime.now().uptimeNanoseconds
-            for event in events { session.push(event: event.name, parameters: event.parameters) }
+            for event in events { await session.push(event: event.name, parameters: event.parameters) }
             try await queue.flush()
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             let accepted = server.objectCount - before

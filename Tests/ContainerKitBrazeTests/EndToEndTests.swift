@@ -71,7 +71,7 @@ private struct Pipeline {
         try await Pipeline.with(try #require(Self.brazeSample)) { pipeline in
             let session = pipeline.manager.makeDataLayer()
             BrazeTagProvider.setUser(.brazeID("b-device-1"), on: session)
-            session.push(
+            await session.push(
                 event: "logEvent",
                 parameters: [
                     "eventName": "played song", "boolParam": true, "doubleParam": 2.5, "intParam": 3,
@@ -114,7 +114,7 @@ private struct Pipeline {
             BrazeTagProvider.setUser(.brazeID("b-device-1"), on: session)
             for line in lines {
                 let message = try #require(try Value(json: String(line)).objectValue)
-                session.push(message)
+                await session.push(message)
             }
             try await pipeline.queue.flush()
 

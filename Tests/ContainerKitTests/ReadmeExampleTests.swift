@@ -43,7 +43,7 @@ struct ReadmeExampleTests {
 
         // One data layer per end user; every session shares the one compiled container.
         let session = manager.makeDataLayer(context: ClientContext(platform: "Android", appID: "com.example.music"))
-        let result = session.push(
+        let result = await session.push(
             event: "played song",
             parameters: ["title": "So What", "genre": "jazz", "duration": 545]
         )

@@ -190,11 +190,11 @@ struct Evaluation: MacroResolver {
             }
             record.classPath = classPath
             record.parameters = evaluateArguments(argumentsExpr)
-            record.status = invoke(handlerNamed: classPath, t, record.parameters)
+            (record.status, record.output) = invoke(handlerNamed: classPath, t, record.parameters)
         case .legacyFunctionCall(let name, let argumentsExpr):
             record.classPath = name
             record.parameters = evaluateArguments(argumentsExpr)
-            record.status = invoke(handlerNamed: name, t, record.parameters)
+            (record.status, record.output) = invoke(handlerNamed: name, t, record.parameters)
         case .paused:
             return .unsupported
         case .unsupported:
@@ -206,7 +206,9 @@ struct Evaluation: MacroResolver {
         return record.status
     }
 
-    private mutating func invoke(handlerNamed name: String, _ t: Int, _ arguments: ValueMap) -> FiredTag.Status {
+    private mutating func invoke(handlerNamed name: String, _ t: Int, _ arguments: ValueMap) -> (
+        FiredTag.Status, TagOutput?
+    ) {
         let handler: any FunctionCallTagHandler
         if let cached = lastHandler, cached.name == name {
             handler = cached.handler
@@ -217,7 +219,7 @@ struct Evaluation: MacroResolver {
             dataLayer.tagManager.reportOnce("unhandled-tag:\(name)") {
                 "no function-call tag handler is registered for '\(name)' (container \(storage.id))"
             }
-            return .unhandled
+            return (.unhandled, nil)
         }
         let tagID = storage.program.tags[t].tagID
         let call = FunctionCall(
@@ -230,13 +232,14 @@ struct Evaluation: MacroResolver {
             dataLayer: dataLayer
         )
         do {
-            try handler.execute(call)
-            return .ok
+            let output = try handler.perform(call)
+            if output.isEmpty { return (.ok, nil) }
+            return (output.dropReason.map(FiredTag.Status.dropped) ?? .ok, output)
         } catch {
             let tag = storage.program.tags[t]
             let label = tagID.map { "tag \($0)" } ?? "tag '\(tag.name ?? tag.function)'"
             logger.error("\(label) handler '\(name)' threw: \(error)")
-            return .failed(String(describing: error))
+            return (.failed(String(describing: error)), nil)
         }
     }
 
@@ -293,6 +296,12 @@ struct Evaluation: MacroResolver {
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
         case .dataLayer(_, let path, let defaultValue):
             value = Value.object(model).value(atPath: path)
+            if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
+        case .rawDataLayer(let name, let defaultValue):
+            value = dataLayer.rawValue(forKey: name)
+            if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
+        case .userProperty(let key, let defaultValue):
+            value = dataLayer.userProperty(key) ?? .undefined
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
         case .constant(let expr):
             value = evaluate(expr)

@@ -15,6 +15,11 @@ struct Program: Sendable {
     var unindexedRules: [Int] = []
     /// Tags in firing order: priority descending, then container order.
     var tagOrder: [Int] = []
+
+    /// Whether a macro reads data-layer variables of version 1 (the last raw value of a pushed key).
+    var readsRawDataLayerValues: Bool {
+        macros.contains { if case .rawDataLayer = $0.kind { return true } else { return false } }
+    }
 }
 
 /// A compiled value expression (a container literal, `["macro", i]`, `["template", …]`, …).
@@ -123,8 +128,13 @@ enum MacroKind: Sendable {
     case eventName
     /// `__md`: a key of the pushed message; dotted keys walk nested maps.
     case eventParameter(key: String, path: [String], defaultValue: Expr?)
-    /// `__v`: a data-layer value (version 2 walks dotted paths; version 1 reads a top-level key).
+    /// `__v` version 2: a value of the merged model by dotted path.
     case dataLayer(name: String, path: [String], defaultValue: Expr?)
+    /// `__v` version 1 (also when the version is missing): the last raw value pushed under the literal
+    /// key `name`, dots and all, without merging.
+    case rawDataLayer(name: String, defaultValue: Expr?)
+    /// `__fup`: a Firebase user property of the session (``DataLayer/setUserProperty(_:forKey:)``).
+    case userProperty(key: String, defaultValue: Expr?)
     case constant(Expr)
     case builtIn(BuiltIn)
     /// `__smm`: first row whose key equals the input (string forms, case-sensitive).

@@ -106,12 +106,10 @@ enum TemplateCatalog {
                 )
                 return .constant(.literal(.undefined))
             }
-            let version = literalNumber(params["dataLayerVersion"]) ?? 2
-            return .dataLayer(
-                name: name,
-                path: version == 1 ? [name] : splitPath(name),
-                defaultValue: defaultValue(params)
-            )
+            // GTM reads version 1 when the field is missing.
+            let version = literalNumber(params["dataLayerVersion"]) ?? 1
+            if version == 1 { return .rawDataLayer(name: name, defaultValue: defaultValue(params)) }
+            return .dataLayer(name: name, path: splitPath(name), defaultValue: defaultValue(params))
         case "fup":
             guard let key = literalString(params["key"]), !key.isEmpty else {
                 output.noteUnsupported(
@@ -120,7 +118,7 @@ enum TemplateCatalog {
                 )
                 return .constant(.literal(.undefined))
             }
-            return .dataLayer(name: key, path: splitPath(key), defaultValue: defaultValue(params))
+            return .userProperty(key: key, defaultValue: defaultValue(params))
         case "c":
             return .constant(params["value"] ?? .literal(.undefined))
         case "smm":

@@ -7,11 +7,12 @@ extension TagManager {
     /// Creates a runtime that opens containers as `lifecycle` describes.
     /// - Parameters:
     ///   - logger: where diagnostics go; by default warnings and errors to standard error.
-    ///   - defaultContext: the client context of data layers created without one.
+    ///   - defaultContext: the client context of data layers created without one; by default
+    ///     ``ClientContext/server``, which reports nothing about the machine this runs on.
     ///   - lifecycle: where containers come from and when they are refreshed.
     public convenience init(
         logger: any Logger = StandardErrorLogger(),
-        defaultContext: ClientContext = .host,
+        defaultContext: ClientContext = .server,
         lifecycle: LifecycleConfiguration
     ) {
         self.init(logger: logger, defaultContext: defaultContext)

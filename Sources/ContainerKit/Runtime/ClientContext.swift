@@ -2,9 +2,13 @@ import Foundation
 
 /// What the built-in macros know about the client a session runs for: platform, language, app and device.
 ///
-/// A Linux service serves many end users, so each ``DataLayer`` carries its own context; fields the
-/// service does not know default to the host's values (``ClientContext/host``).
-public struct ClientContext: Sendable, Hashable {
+/// A Linux service serves many end users, so each ``DataLayer`` carries its own context (and can update it
+/// with ``DataLayer/updateContext(_:)``). Fields the service does not know are empty: a server reports
+/// nothing about itself to the container's built-ins. ``host`` is the context of the machine ContainerKit
+/// runs on, which the command-line tool uses.
+///
+/// `Codable` with the snake_case keys of ``keys``; a missing key decodes as the field's default.
+public struct ClientContext: Sendable, Hashable, Codable {
     /// `__p`, Platform: `"Android"`, `"iOS"`, `"Linux"`, ….
     public var platform: String
     /// `__l`, Language: an ISO-639 code such as `"en"`.
@@ -30,38 +34,50 @@ public struct ClientContext: Sendable, Hashable {
     /// `__aid`, Advertiser ID, when the client has one.
     public var advertiserID: String?
 
-    /// Creates a context; every field defaults to the host's value.
+    /// Creates a context; a field not given is empty (``sdkVersion`` is this library's), so nothing about
+    /// the server leaks into the container's built-ins.
     public init(
-        platform: String? = nil,
-        language: String? = nil,
-        osVersion: String? = nil,
+        platform: String = "",
+        language: String = "",
+        osVersion: String = "",
         appID: String = "",
         appName: String = "",
         appVersionCode: String = "",
         appVersionName: String = "",
         sdkVersion: String = ContainerKitVersion.sdkVersion,
-        deviceName: String? = nil,
+        deviceName: String = "",
         resolution: String = "",
         advertisingTrackingEnabled: Bool = false,
         advertiserID: String? = nil
     ) {
-        let host = HostInfo.shared
-        self.platform = platform ?? host.platform
-        self.language = language ?? host.language
-        self.osVersion = osVersion ?? host.osVersion
+        self.platform = platform
+        self.language = language
+        self.osVersion = osVersion
         self.appID = appID
         self.appName = appName
         self.appVersionCode = appVersionCode
         self.appVersionName = appVersionName
         self.sdkVersion = sdkVersion
-        self.deviceName = deviceName ?? host.deviceName
+        self.deviceName = deviceName
         self.resolution = resolution
         self.advertisingTrackingEnabled = advertisingTrackingEnabled
         self.advertiserID = advertiserID
     }
 
-    /// The context of the machine ContainerKit runs on.
-    public static var host: ClientContext { ClientContext() }
+    /// The context of the machine ContainerKit runs on: its platform, language, OS version and host name
+    /// (what `containerkit run` reports unless told otherwise). A service should not use it for its users.
+    public static var host: ClientContext {
+        let host = HostInfo.shared
+        return ClientContext(
+            platform: host.platform,
+            language: host.language,
+            osVersion: host.osVersion,
+            deviceName: host.deviceName
+        )
+    }
+
+    /// What a server reports when it knows nothing about the client: every field empty.
+    public static let server = ClientContext()
 
     /// The keys ``setValue(_:forKey:)`` accepts, as the CLI's `--context key=value` spells them.
     public static let keys: [String] = [
@@ -99,6 +115,87 @@ public struct ClientContext: Sendable, Hashable {
                 .invalidStructure,
                 "unknown context key '\(key)'; known keys: \(ClientContext.keys.joined(separator: ", "))"
             )
+        }
+    }
+}
+
+extension ClientContext {
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ string: String) { stringValue = string }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        self.init()
+        for key in container.allKeys {
+            switch key.stringValue {
+            case "advertising_tracking_enabled":
+                advertisingTrackingEnabled = try container.decode(Bool.self, forKey: key)
+            case "advertiser_id":
+                advertiserID = try container.decodeIfPresent(String.self, forKey: key)
+            default:
+                guard ClientContext.keys.contains(key.stringValue) else { continue }
+                try setValue(try container.decode(String.self, forKey: key), forKey: key.stringValue)
+            }
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(platform, forKey: Key("platform"))
+        try container.encode(language, forKey: Key("language"))
+        try container.encode(osVersion, forKey: Key("os_version"))
+        try container.encode(appID, forKey: Key("app_id"))
+        try container.encode(appName, forKey: Key("app_name"))
+        try container.encode(appVersionCode, forKey: Key("app_version_code"))
+        try container.encode(appVersionName, forKey: Key("app_version_name"))
+        try container.encode(sdkVersion, forKey: Key("sdk_version"))
+        try container.encode(deviceName, forKey: Key("device_name"))
+        try container.encode(resolution, forKey: Key("resolution"))
+        try container.encode(advertisingTrackingEnabled, forKey: Key("advertising_tracking_enabled"))
+        try container.encodeIfPresent(advertiserID, forKey: Key("advertiser_id"))
+    }
+
+    /// The context as a JSON object with the keys of ``keys`` (what ``init(jsonValue:)`` reads).
+    public var jsonValue: Value {
+        var map = ValueMap(minimumCapacity: 12)
+        map["platform"] = .string(platform)
+        map["language"] = .string(language)
+        map["os_version"] = .string(osVersion)
+        map["app_id"] = .string(appID)
+        map["app_name"] = .string(appName)
+        map["app_version_code"] = .string(appVersionCode)
+        map["app_version_name"] = .string(appVersionName)
+        map["sdk_version"] = .string(sdkVersion)
+        map["device_name"] = .string(deviceName)
+        map["resolution"] = .string(resolution)
+        map["advertising_tracking_enabled"] = .bool(advertisingTrackingEnabled)
+        if let advertiserID { map["advertiser_id"] = .string(advertiserID) }
+        return .object(map)
+    }
+
+    /// Reads a context from a JSON object with the keys of ``keys`` (a client's request, a snapshot);
+    /// missing keys keep their defaults, strings, numbers and booleans are taken as their string forms.
+    /// - Throws: ``ContainerError`` (`invalid_structure`) for an unknown key or a value of the wrong type.
+    public init(jsonValue: Value) throws(ContainerError) {
+        guard case .object(let map) = jsonValue else {
+            throw ContainerError(.invalidStructure, "a client context must be an object, not \(jsonValue.typeName)")
+        }
+        self.init()
+        for (key, value) in map {
+            switch value {
+            case .string, .int, .double, .bool: try setValue(value.jsString, forKey: key)
+            case .null, .undefined: if key == "advertiser_id" { advertiserID = nil }
+            default:
+                throw ContainerError(
+                    .invalidStructure,
+                    "context key '\(key)' needs a string, number or boolean, not \(value.typeName)"
+                )
+            }
         }
     }
 }

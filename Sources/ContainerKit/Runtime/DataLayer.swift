@@ -1,5 +1,11 @@
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// One session's data layer: the merged model of everything pushed, and the entry point that evaluates
 /// the live containers when a push carries an `event`.
 ///
@@ -7,21 +13,30 @@ import Synchronization
 /// `{a: {b: 1}}`); maps merge recursively; arrays merge **index by index**; scalars and `null` overwrite;
 /// ``Value/undefined`` (``notPresent``) leaves the existing value untouched.
 ///
-/// A data layer serialises its own pushes. A push made while another is being processed — from a tag
-/// handler, or from another thread — is queued and processed after it, by the thread already processing;
-/// more than 500 nested pushes in one run trip the loop guard (the queue is cleared and an error logged).
+/// ## Many callers
+/// A data layer serialises its own pushes, first come first served, and every caller gets the result of
+/// its own push:
+/// - A push from another thread while one is being processed **waits its turn**: the synchronous
+///   ``push(_:)`` blocks its thread, the `async` ``push(_:)-(ValueMap)`` suspends its task. Nothing is
+///   dropped and concurrent callers never trip the loop guard.
+/// - A push made **from a tag handler** (on the thread processing a push) keeps GTM's semantics: it is
+///   queued, processed after the current push, and reported in the outer push's result. More than
+///   ``maximumNestedPushes`` such pushes within one outer push trip the loop guard.
+///
+/// Tag handlers run synchronously inside the push, on the thread processing it.
 public final class DataLayer: Sendable {
     /// The sentinel that leaves an existing value or array element untouched in a push.
     public static let notPresent: Value = .undefined
     /// Dotted keys expand into at most this many levels.
     public static let maximumKeyDepth = 64
-    /// The most pushes processed in one run before the loop guard clears the queue.
+    /// The most handler-nested pushes processed within one outer push before the loop guard drops the rest.
     public static let maximumNestedPushes = 500
+    /// The push key that sets Firebase user properties (what `__fup` variables read) instead of merging:
+    /// `["gtm.userProperties": ["plan": "pro"]]`; a `null` or undefined value removes a property.
+    public static let userPropertiesKey = "gtm.userProperties"
 
     /// The runtime whose live containers this session evaluates.
     public let tagManager: TagManager
-    /// What the built-in macros report for this session's client.
-    public let context: ClientContext
     /// An identifier for logs and handlers.
     public let sessionID: String
     /// Whether every event records an ``EvaluationTrace``.
@@ -29,12 +44,28 @@ public final class DataLayer: Sendable {
 
     struct State: Sendable {
         var model = ValueMap()
-        var queue: [Pending] = []
-        var queueHead = 0
-        var processing = false
+        /// Version-1 data-layer variables: the last raw value pushed under each top-level key (kept only
+        /// while a live container reads version 1).
+        var rawValues: [String: Value] = [:]
+        var userProperties = ValueMap()
+        var context: ClientContext
         var eventNumber = 0
         var firedOncePerLoad = Set<String>()
         var attributes: [String: Value] = [:]
+        /// Whether some caller holds the turn (is processing a push).
+        var busy = false
+        /// The thread processing a push while `busy`: its pushes are nested (from a handler).
+        var owner: ThreadID?
+        /// Handler-nested pushes of the push being processed.
+        var nested: [Pending] = []
+        var nestedHead = 0
+        /// Callers waiting for their turn, first come first served.
+        var waiters: [Waiter] = []
+        var waitersHead = 0
+        /// The runtime snapshot this session last read (see ``TagManager/snapshot(cached:)``).
+        var runtime: (generation: UInt64, snapshot: TagManager.Snapshot)?
+
+        init(context: ClientContext) { self.context = context }
     }
 
     /// A push waiting to be processed: the message, and the event name when `push(event:parameters:)`
@@ -52,35 +83,57 @@ public final class DataLayer: Sendable {
         }
     }
 
-    let state = Mutex(State())
-    /// Evaluation buffers; used only by the thread that holds `processing`.
+    /// A caller waiting for its turn.
+    enum Waiter: Sendable {
+        case thread(ThreadWakeup)
+        case task(CheckedContinuation<Void, Never>)
+
+        func resume() {
+            switch self {
+            case .thread(let wakeup): wakeup.signal()
+            case .task(let continuation): continuation.resume()
+            }
+        }
+    }
+
+    let state: Mutex<State>
+    /// Evaluation buffers; used only by the caller that holds the turn.
     let scratch = EvaluationScratch()
 
     init(tagManager: TagManager, context: ClientContext, sessionID: String, debug: Bool) {
         self.tagManager = tagManager
-        self.context = context
+        self.state = Mutex(State(context: context))
         self.sessionID = sessionID
         self.debug = debug
     }
+
+    /// What the built-in macros report for this session's client.
+    public var context: ClientContext { state.withLock { $0.context } }
+
+    /// Replaces what the built-in macros report for this session's client (for example after the client
+    /// upgraded its app); events already being evaluated keep the context they started with.
+    public func updateContext(_ context: ClientContext) { state.withLock { $0.context = context } }
 
     // MARK: Pushing
 
     /// Pushes a message: merges it into the model and, if it has an `event` key, evaluates every live
     /// container for that event and fires the selected tags.
     ///
-    /// - Returns: the reports of the events this call processed. A push queued behind one already in
-    ///   progress (from a handler or another thread) returns an empty result; its events appear in the
-    ///   result of the push that processed it.
+    /// A call from another thread while a push is processed blocks until its turn; a call from a tag
+    /// handler of the push being processed is queued behind it (and reported in that push's result).
+    ///
+    /// - Returns: the reports of the events this call processed: its own, then those its handlers pushed.
+    ///   Empty for a push made from a handler.
     @discardableResult
     public func push(_ message: ValueMap) -> PushResult {
-        enqueueOrProcess(Pending(message: message, event: nil))
+        push(Pending(message: message, event: nil))
     }
 
     /// Pushes an event with parameters: the parameters plus `"event": event` (which wins over a parameter
     /// named `event`).
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap()) -> PushResult {
-        enqueueOrProcess(Pending(message: parameters, event: .string(event)))
+        push(Pending(message: parameters, event: .string(event)))
     }
 
     /// Pushes one key and value (the key is expanded on dots).
@@ -91,50 +144,142 @@ public final class DataLayer: Sendable {
         return push(message)
     }
 
-    /// Processes `pending` now if no push is in progress (then whatever handlers queued meanwhile), or
-    /// queues it behind the push in progress.
-    private func enqueueOrProcess(_ pending: Pending) -> PushResult {
+    /// Pushes a message, suspending (not blocking a thread) while another caller's push is processed.
+    /// Tags still run synchronously inside the push. See ``push(_:)-(ValueMap)``.
+    @discardableResult
+    public func push(_ message: ValueMap) async -> PushResult {
+        await push(Pending(message: message, event: nil))
+    }
+
+    /// Pushes an event with parameters, suspending while another caller's push is processed.
+    @discardableResult
+    public func push(event: String, parameters: ValueMap = ValueMap()) async -> PushResult {
+        await push(Pending(message: parameters, event: .string(event)))
+    }
+
+    private enum Turn {
+        case acquired
+        case nested
+        case wait(ThreadWakeup)
+    }
+
+    private func push(_ pending: Pending) -> PushResult {
         if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
-        let mustProcess = state.withLock { state -> Bool in
-            if state.processing {
-                state.queue.append(pending)
-                return false
+        let me = ThreadID.current
+        let turn = state.withLock { state -> Turn in
+            if !state.busy {
+                state.busy = true
+                state.owner = me
+                return .acquired
             }
-            state.processing = true
-            return true
+            if state.owner == me {
+                state.nested.append(pending)
+                return .nested
+            }
+            let wakeup = ThreadWakeup()
+            state.waiters.append(.thread(wakeup))
+            return .wait(wakeup)
         }
-        guard mustProcess else { return PushResult() }
+        switch turn {
+        case .nested:
+            return PushResult()
+        case .wait(let wakeup):
+            wakeup.wait()
+            state.withLock { $0.owner = me }
+        case .acquired:
+            break
+        }
+        return processTurn(pending)
+    }
+
+    private func push(_ pending: Pending) async -> PushResult {
+        if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
+        let me = ThreadID.current
+        let acquired = state.withLock { state -> Bool? in
+            if !state.busy {
+                state.busy = true
+                state.owner = me
+                return true
+            }
+            // A task running on the processing thread is inside a handler: nested, as for the sync push.
+            if state.owner == me {
+                state.nested.append(pending)
+                return nil
+            }
+            return false
+        }
+        guard let acquired else { return PushResult() }
+        if !acquired {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if !state.busy {
+                        state.busy = true
+                        return true
+                    }
+                    state.waiters.append(.task(continuation))
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+            // The turn was handed over; this task processes on whichever thread it resumed on.
+            let current = ThreadID.current
+            state.withLock { $0.owner = current }
+        }
+        return processTurn(pending)
+    }
+
+    /// Processes `pending` and the pushes its handlers nest, then hands the turn to the next waiter.
+    private func processTurn(_ pending: Pending) -> PushResult {
         var result = PushResult()
         process(pending, into: &result)
-        drainQueue(into: &result)
+        drainNested(into: &result)
+        let next = state.withLock { state -> Waiter? in
+            state.owner = nil
+            guard state.waitersHead < state.waiters.count else {
+                state.busy = false
+                if !state.waiters.isEmpty {
+                    state.waiters.removeAll(keepingCapacity: false)
+                    state.waitersHead = 0
+                }
+                return nil
+            }
+            // Hand the turn over directly: `busy` stays set, so nobody can overtake the first waiter.
+            let waiter = state.waiters[state.waitersHead]
+            state.waitersHead += 1
+            if state.waitersHead == state.waiters.count {
+                state.waiters.removeAll(keepingCapacity: true)
+                state.waitersHead = 0
+            }
+            return waiter
+        }
+        next?.resume()
         return result
     }
 
-    /// Processes the pushes queued while one was processed, in order, until none is left.
-    private func drainQueue(into result: inout PushResult) {
-        var processed = 1
+    /// Processes the pushes handlers made while this turn's push was processed, in order, until none is
+    /// left or the loop guard trips.
+    private func drainNested(into result: inout PushResult) {
+        var processed = 0
         while true {
             let next = state.withLock { state -> Pending? in
-                guard state.queueHead < state.queue.count else {
-                    if !state.queue.isEmpty {
-                        state.queue.removeAll(keepingCapacity: true)
-                        state.queueHead = 0
+                guard state.nestedHead < state.nested.count else {
+                    if !state.nested.isEmpty {
+                        state.nested.removeAll(keepingCapacity: false)
+                        state.nestedHead = 0
                     }
-                    state.processing = false
                     return nil
                 }
-                let pending = state.queue[state.queueHead]
-                state.queueHead += 1
+                let pending = state.nested[state.nestedHead]
+                state.nestedHead += 1
                 return pending
             }
             guard let pending = next else { return }
             processed += 1
-            if processed > DataLayer.maximumNestedPushes + 1 {
+            if processed > DataLayer.maximumNestedPushes {
                 let dropped = state.withLock { state -> Int in
-                    let count = state.queue.count - state.queueHead + 1
-                    state.queue.removeAll()
-                    state.queueHead = 0
-                    state.processing = false
+                    let count = state.nested.count - state.nestedHead + 1
+                    state.nested.removeAll()
+                    state.nestedHead = 0
                     return count
                 }
                 tagManager.logger.error(
@@ -149,14 +294,33 @@ public final class DataLayer: Sendable {
     }
 
     private func process(_ pending: Pending, into result: inout PushResult) {
-        let message = pending.message
+        var message = pending.message
+        var userProperties: Value?
+        if let properties = message[DataLayer.userPropertiesKey] {
+            userProperties = properties
+            message[DataLayer.userPropertiesKey] = nil
+        }
         let expanded = DataLayer.expandDots(message)
         let eventValue = pending.event ?? message["event"]
-        let (model, eventNumber) = state.withLock { state -> (ValueMap, Int) in
+        let (model, eventNumber, runtime) = state.withLock { state -> (ValueMap, Int, TagManager.Snapshot) in
+            let runtime = tagManager.snapshot(cached: state.runtime)
+            if state.runtime?.generation != runtime.generation { state.runtime = runtime }
             DataLayer.merge(expanded, into: &state.model)
             if let event = pending.event { state.model["event"] = event }
+            if runtime.snapshot.readsRawValues {
+                for (key, value) in message where !value.isUndefined { state.rawValues[key] = value }
+                if let event = pending.event { state.rawValues["event"] = event }
+            }
+            if case .object(let properties)? = userProperties {
+                for (key, value) in properties {
+                    switch value {
+                    case .undefined, .null: state.userProperties[key] = nil
+                    default: state.userProperties[key] = value
+                    }
+                }
+            }
             if eventValue != nil { state.eventNumber += 1 }
-            return (state.model, state.eventNumber)
+            return (state.model, state.eventNumber, runtime.snapshot)
         }
         guard let eventValue else { return }
         let eventName: String?
@@ -164,9 +328,9 @@ public final class DataLayer: Sendable {
         case .undefined, .null: eventName = nil
         default: eventName = eventValue.jsString
         }
-        let containers = tagManager.containers
+        let containers = runtime.containers
         guard !containers.isEmpty else { return }
-        let handlers = tagManager.handlerSnapshot
+        let handlers = runtime.handlers
         result.events.reserveCapacity(result.events.count + containers.count)
         let reportedName = Evaluation.reportedName(eventName)
         for container in containers {
@@ -216,8 +380,32 @@ public final class DataLayer: Sendable {
     /// A snapshot of the merged model.
     public var model: ValueMap { state.withLock { $0.model } }
 
-    /// Empties the model (attributes and once-per-load state are kept).
-    public func clear() { state.withLock { $0.model = ValueMap() } }
+    /// Empties the model and the version-1 raw values (attributes, user properties and once-per-load state
+    /// are kept).
+    public func clear() {
+        state.withLock {
+            $0.model = ValueMap()
+            $0.rawValues = [:]
+        }
+    }
+
+    /// The last raw value pushed under the literal top-level key `key` (what a version-1 data-layer
+    /// variable reads): no dot expansion, no merging; `.undefined` when none was pushed or no live
+    /// container reads version 1.
+    public func rawValue(forKey key: String) -> Value { state.withLock { $0.rawValues[key] ?? .undefined } }
+
+    // MARK: User properties
+
+    /// A Firebase user property of this session (what a `__fup` variable reads).
+    public func userProperty(_ key: String) -> Value? { state.withLock { $0.userProperties[key] } }
+
+    /// Sets (or with `nil`, removes) a Firebase user property; the push form is ``userPropertiesKey``.
+    public func setUserProperty(_ value: Value?, forKey key: String) {
+        state.withLock { $0.userProperties[key] = value }
+    }
+
+    /// Every user property of this session.
+    public var userProperties: ValueMap { state.withLock { $0.userProperties } }
 
     // MARK: Session attributes
 

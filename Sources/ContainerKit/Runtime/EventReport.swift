@@ -10,14 +10,26 @@ public struct FiredTag: Sendable, Hashable {
         case failed(String)
         /// ContainerKit does not run this tag type (for example `__ua`, `__html`).
         case unsupported
+        /// The handler ran and deliberately did nothing with the call (for the Braze provider, a call that
+        /// breaks a Braze rule); the message says why.
+        case dropped(String)
 
-        /// `ok`, `unhandled`, `failed` or `unsupported`.
+        /// `ok`, `unhandled`, `failed`, `unsupported` or `dropped`.
         public var name: String {
             switch self {
             case .ok: return "ok"
             case .unhandled: return "unhandled"
             case .failed: return "failed"
             case .unsupported: return "unsupported"
+            case .dropped: return "dropped"
+            }
+        }
+
+        /// What `failed` and `dropped` say; `nil` for the others.
+        public var message: String? {
+            switch self {
+            case .failed(let message), .dropped(let message): return message
+            default: return nil
             }
         }
     }
@@ -36,6 +48,30 @@ public struct FiredTag: Sendable, Hashable {
     public var parameters: ValueMap
     /// How the call went.
     public var status: Status
+    /// What the handler produced (records, problems, durability); `nil` when it produced nothing or no
+    /// handler ran.
+    public var output: TagOutput?
+
+    /// Creates a fired tag (the runtime makes these; tests of reporters may too).
+    public init(
+        index: Int,
+        tagID: Int? = nil,
+        name: String? = nil,
+        function: String,
+        classPath: String? = nil,
+        parameters: ValueMap = ValueMap(),
+        status: Status,
+        output: TagOutput? = nil
+    ) {
+        self.index = index
+        self.tagID = tagID
+        self.name = name
+        self.function = function
+        self.classPath = classPath
+        self.parameters = parameters
+        self.status = status
+        self.output = output
+    }
 }
 
 /// The outcome of evaluating one event in one container.
@@ -64,6 +100,19 @@ public struct PushResult: Sendable {
 
     /// Every tag fired by the push, across its events.
     public var fired: [FiredTag] { events.flatMap(\.fired) }
+
+    /// The durable positions this push's records wait for: the highest per source.
+    public var durability: [DurabilityToken] {
+        DurabilityToken.covering(events.lazy.flatMap(\.fired).compactMap { $0.output?.durability })
+    }
+
+    /// Returns once every record this push's tags produced is durable (for example written and synced by
+    /// a durable queue); at once when none needs waiting for. A service acknowledges its client after this.
+    ///
+    /// - Throws: the error of the write that held one of this push's records, if that write failed.
+    public func waitUntilDurable() async throws {
+        for token in durability { try await token.wait() }
+    }
 }
 
 /// Why a tag fired or did not, and what every macro evaluated to: the per-event view of preview mode.

@@ -61,6 +61,19 @@ public struct FunctionCall: Sendable {
 public protocol FunctionCallTagHandler: Sendable {
     /// Runs the tag.
     func execute(_ call: FunctionCall) throws
+
+    /// Runs the tag and says what it produced. The runtime calls this; the default runs
+    /// ``execute(_:)`` and reports nothing. Handlers that produce records (and can say when they are
+    /// durable) implement it, and their `execute` calls it.
+    func perform(_ call: FunctionCall) throws -> TagOutput
+}
+
+extension FunctionCallTagHandler {
+    /// Runs ``execute(_:)``; reports nothing.
+    public func perform(_ call: FunctionCall) throws -> TagOutput {
+        try execute(call)
+        return .none
+    }
 }
 
 /// Host code that a Function Call variable (`__funcm`, legacy `_func` macro) calls for its value.

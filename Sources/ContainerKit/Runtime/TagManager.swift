@@ -33,8 +33,28 @@ public final class TagManager: Sendable {
         }
     }
 
-    private let handlers = Mutex(Handlers())
-    private let live = Mutex<[Container]>([])
+    /// What a push reads from the runtime: the live containers and the handlers, immutable. Writers (adding
+    /// a container, registering a handler) publish a new one; see ``published``.
+    final class Snapshot: Sendable {
+        let containers: [Container]
+        let handlers: Handlers
+        /// Whether a live container reads data-layer variables of version 1 (sessions then keep the last
+        /// raw value of every pushed key).
+        let readsRawValues: Bool
+
+        init(containers: [Container], handlers: Handlers) {
+            self.containers = containers
+            self.handlers = handlers
+            self.readsRawValues = containers.contains { $0.storage.program.readsRawDataLayerValues }
+        }
+    }
+
+    /// The current snapshot and its generation. Only writers take this lock on their own; a push reads
+    /// ``generation`` (an atomic load that never contends with other readers) and takes the lock only when
+    /// the generation moved since the session last looked — once per change, not once per push.
+    private let published = Mutex((generation: UInt64(1), snapshot: Snapshot(containers: [], handlers: Handlers())))
+    /// The generation of the current snapshot; bumped after every publication.
+    private let generation = Atomic<UInt64>(1)
     private let reported = Mutex<Set<String>>([])
     /// Opened containers, preview, delayed initialization (see `TagManager+Opening.swift`).
     let lifecycle = LifecycleState()
@@ -42,11 +62,12 @@ public final class TagManager: Sendable {
     /// Creates a runtime.
     /// - Parameters:
     ///   - logger: where diagnostics go; by default warnings and errors to standard error.
-    ///   - defaultContext: the client context of data layers created without one.
+    ///   - defaultContext: the client context of data layers created without one; by default
+    ///     ``ClientContext/server``, which reports nothing about the machine this runs on.
     ///   - randomSource: where the random-number variable's values come from; seed it for reproducible runs.
     public init(
         logger: any Logger = StandardErrorLogger(),
-        defaultContext: ClientContext = .host,
+        defaultContext: ClientContext = .server,
         randomSource: RandomSource = .system
     ) {
         self.logger = logger
@@ -59,51 +80,70 @@ public final class TagManager: Sendable {
     /// Registers the handler that Function Call tags with class path (or legacy function name) `name` call.
     /// Registering again for the same name replaces the handler.
     public func register(tagHandler: any FunctionCallTagHandler, for name: String) {
-        handlers.withLock { current in
-            var tags = current.tags
-            tags[name] = tagHandler
-            current = Handlers(tags: tags, macros: current.macros)
-        }
+        updateHandlers { tags, _ in tags[name] = tagHandler }
     }
 
     /// Registers the handler that Function Call variables with class path (or function name) `name` call.
     public func register(macroHandler: any FunctionCallMacroHandler, for name: String) {
-        handlers.withLock { current in
-            var macros = current.macros
-            macros[name] = macroHandler
-            current = Handlers(tags: current.tags, macros: macros)
-        }
+        updateHandlers { _, macros in macros[name] = macroHandler }
     }
 
     /// Removes the tag handler registered for `name`.
     public func unregisterTagHandler(for name: String) {
-        handlers.withLock { current in
-            var tags = current.tags
-            tags[name] = nil
-            current = Handlers(tags: tags, macros: current.macros)
-        }
+        updateHandlers { tags, _ in tags[name] = nil }
     }
 
     /// Removes the macro handler registered for `name`.
     public func unregisterMacroHandler(for name: String) {
-        handlers.withLock { current in
-            var macros = current.macros
-            macros[name] = nil
-            current = Handlers(tags: current.tags, macros: macros)
-        }
+        updateHandlers { _, macros in macros[name] = nil }
     }
 
     /// The tag handler registered for `name`.
     public func tagHandler(for name: String) -> (any FunctionCallTagHandler)? {
-        handlers.withLock { $0.tags[name] }
+        snapshot.handlers.tags[name]
     }
 
     /// The macro handler registered for `name`.
     public func macroHandler(for name: String) -> (any FunctionCallMacroHandler)? {
-        handlers.withLock { $0.macros[name] }
+        snapshot.handlers.macros[name]
     }
 
-    var handlerSnapshot: Handlers { handlers.withLock { $0 } }
+    var handlerSnapshot: Handlers { snapshot.handlers }
+
+    private func updateHandlers(
+        _ change: (inout [String: any FunctionCallTagHandler], inout [String: any FunctionCallMacroHandler]) -> Void
+    ) {
+        publish { current in
+            var tags = current.handlers.tags
+            var macros = current.handlers.macros
+            change(&tags, &macros)
+            return Snapshot(containers: current.containers, handlers: Handlers(tags: tags, macros: macros))
+        }
+    }
+
+    // MARK: Snapshots
+
+    /// Replaces the snapshot with what `change` makes of it; returns what `change` returned alongside.
+    @discardableResult
+    private func publish(_ change: (Snapshot) -> Snapshot?) -> Snapshot {
+        published.withLock { current in
+            guard let next = change(current.snapshot) else { return current.snapshot }
+            current.generation &+= 1
+            current.snapshot = next
+            generation.store(current.generation, ordering: .releasing)
+            return next
+        }
+    }
+
+    /// The current snapshot (takes the writers' lock; the hot path uses ``snapshot(cached:)``).
+    var snapshot: Snapshot { published.withLock { $0.snapshot } }
+
+    /// The current snapshot for a reader that already holds `cached`: returned as is while no writer has
+    /// published since (one atomic load), otherwise fetched under the writers' lock.
+    func snapshot(cached: (generation: UInt64, snapshot: Snapshot)?) -> (generation: UInt64, snapshot: Snapshot) {
+        if let cached, cached.generation == generation.load(ordering: .acquiring) { return cached }
+        return published.withLock { ($0.generation, $0.snapshot) }
+    }
 
     // MARK: Containers
 
@@ -111,12 +151,14 @@ public final class TagManager: Sendable {
     ///
     /// A push already being evaluated finishes on the version it started with.
     public func add(_ container: Container) {
-        live.withLock { list in
+        publish { current in
+            var list = current.containers
             if let i = list.firstIndex(where: { $0.id == container.id }) {
                 list[i] = container
             } else {
                 list.append(container)
             }
+            return Snapshot(containers: list, handlers: current.handlers)
         }
         for problem in container.unsupported {
             reportOnce("unsupported:\(container.id):\(problem.message)") {
@@ -129,19 +171,23 @@ public final class TagManager: Sendable {
     /// Removes the live container with `id`; returns it.
     @discardableResult
     public func remove(id: String) -> Container? {
-        live.withLock { list in
+        var removed: Container?
+        publish { current in
+            var list = current.containers
             guard let i = list.firstIndex(where: { $0.id == id }) else { return nil }
-            return list.remove(at: i)
+            removed = list.remove(at: i)
+            return Snapshot(containers: list, handlers: current.handlers)
         }
+        return removed
     }
 
     /// The live container with `id`.
     public func container(id: String) -> Container? {
-        live.withLock { list in list.first { $0.id == id } }
+        snapshot.containers.first { $0.id == id }
     }
 
     /// Every live container, in the order they were added.
-    public var containers: [Container] { live.withLock { $0 } }
+    public var containers: [Container] { snapshot.containers }
 
     // MARK: Sessions
 

@@ -62,7 +62,8 @@ struct DiffCommand {
                     ? "expected <old-container> and <new-container>" : "expected exactly two container files"
             )
         }
-        var context = ClientContext()
+        // Like `run`: the host's platform, language and OS unless --context says otherwise.
+        var context = ClientContext.host
         for pair in args.values("--context") {
             guard let eq = pair.firstIndex(of: "=") else {
                 throw UsageError("--context needs key=value, not '\(pair)'")

@@ -28,7 +28,7 @@ struct CorpusTests {
             let manager = TagManager(logger: InMemoryLogger())
             manager.add(container)
             let layer = manager.makeDataLayer(debug: true)
-            for event in ["gtm.js", "gtm.load", "logEvent", "_e", "purchase"] { layer.push(event: event) }
+            for event in ["gtm.js", "gtm.load", "logEvent", "_e", "purchase"] { await layer.push(event: event) }
             #expect(counts.tags + counts.macros + container.variableNames.count > 0, "\(file) compiled to nothing")
         }
     }
@@ -48,7 +48,7 @@ struct CorpusTests {
         manager.add(container)
         let recorder = RecordingHandler()
         manager.register(tagHandler: recorder, for: "com.appboy.googletagmanager.BrazeGtmTagProvider")
-        manager.makeDataLayer().push(
+        await manager.makeDataLayer().push(
             event: "logEvent",
             parameters: [
                 "eventName": "played song", "boolParam": true, "doubleParam": 2.5, "intParam": 3, "stringParam": "s",
@@ -72,7 +72,7 @@ struct CorpusTests {
         let recorder = RecordingHandler()
         manager.register(tagHandler: recorder, for: "com.fiftyfive.cargo.Tags")
         let layer = manager.makeDataLayer()
-        for event in ["applicationStart", "screen_view", "purchase", "login", "sign_up"] { layer.push(event: event) }
+        for event in ["applicationStart", "screen_view", "purchase", "login", "sign_up"] { await layer.push(event: event) }
         #expect(!recorder.calls.isEmpty)
         #expect(recorder.calls.allSatisfy { $0.arguments["handlerMethod"] != nil })
     }

@@ -214,7 +214,56 @@ struct MacroTests {
         let layer = manager.makeDataLayer()
         layer.push(["user.genre": "jazz"])
         #expect(layer.string(forKey: "genre") == "jazz")
-        #expect(layer.string(forKey: "flat") == "none")
+        // Version 1 reads the raw value of the literal key, dots and all.
+        #expect(layer.string(forKey: "flat") == "jazz")
+        layer.push(["user": ["genre": "rock"]])
+        #expect(layer.string(forKey: "genre") == "rock")
+        #expect(layer.string(forKey: "flat") == "jazz")
+    }
+
+    @Test func versionOneVariablesReadTheLastRawValueWithoutMerging() throws {
+        let container = try TestContainers.resource(
+            macros: """
+                [{"function": "__v", "instance_name": "element", "vtp_name": "gtm.element"},
+                 {"function": "__v", "instance_name": "product", "vtp_name": "product", "vtp_dataLayerVersion": 1},
+                 {"function": "__v", "instance_name": "merged", "vtp_name": "product", "vtp_dataLayerVersion": 2}]
+                """
+        )
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(container)
+        let layer = manager.makeDataLayer()
+        layer.push(["gtm.element": "button#buy", "product": ["id": "p1", "color": "red"]])
+        layer.push(["product": ["id": "p2"]])
+        // A missing version is version 1: the literal dotted key is found.
+        #expect(layer.string(forKey: "element") == "button#buy")
+        // Version 1: only the last object pushed; version 2: the merge of both.
+        #expect(layer.rawValue(forKey: "product") == ["id": "p2"])
+        let merged = try #require(layer.model["product"]?.objectValue)
+        #expect(merged["color"] == "red" && merged["id"] == "p2")
+        layer.clear()
+        #expect(layer.rawValue(forKey: "product") == .undefined)
+    }
+
+    @Test func userPropertyVariablesReadTheSessionsOwnStoreNotEventParameters() throws {
+        let container = try TestContainers.resource(
+            macros: """
+                [{"function": "__fup", "instance_name": "plan", "vtp_key": "plan",
+                  "vtp_setDefaultValue": true, "vtp_defaultValue": "free"}]
+                """
+        )
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(container)
+        let layer = manager.makeDataLayer()
+        layer.push(event: "upgrade", parameters: ["plan": "event-parameter"])
+        #expect(layer.string(forKey: "plan") == "free")
+        layer.setUserProperty("pro", forKey: "plan")
+        #expect(layer.string(forKey: "plan") == "pro")
+        layer.push([DataLayer.userPropertiesKey: ["plan": "team"]])
+        #expect(layer.string(forKey: "plan") == "team")
+        #expect(layer.model[DataLayer.userPropertiesKey] == nil)
+        layer.push([DataLayer.userPropertiesKey: ["plan": nil]])
+        #expect(layer.userProperty("plan") == nil)
+        #expect(layer.string(forKey: "plan") == "free")
     }
 
     @Test func lookupAndRegexTablesPickTheFirstMatchingRow() throws {

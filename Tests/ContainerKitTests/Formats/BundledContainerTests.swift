@@ -12,7 +12,7 @@ struct BundledContainerTests {
         manager.register(tagHandler: recorder, for: "com.appboy.googletagmanager.BrazeGtmTagProvider")
         let layer = manager.makeDataLayer(context: ClientContext(appID: "com.example.music"))
 
-        let played = layer.push(
+        let played = await layer.push(
             event: "played song",
             parameters: ["title": "So What", "genre": "jazz", "duration": 545]
         )
@@ -24,10 +24,10 @@ struct BundledContainerTests {
                     "duration": 545, "genre_family": "instrumental", "app": "app:com.example.music",
                 ]
         )
-        #expect(layer.push(event: "played song", parameters: ["genre": "rock", "duration": 12]).fired.isEmpty)
-        #expect(layer.push(event: "played song", parameters: ["genre": "Debug", "duration": 60]).fired.isEmpty)
+        await #expect(layer.push(event: "played song", parameters: ["genre": "rock", "duration": 12]).fired.isEmpty)
+        await #expect(layer.push(event: "played song", parameters: ["genre": "Debug", "duration": 60]).fired.isEmpty)
 
-        let purchase = layer.push(event: "purchase", parameters: ["product_id": "premium-month", "price": 9.99])
+        let purchase = await layer.push(event: "purchase", parameters: ["product_id": "premium-month", "price": 9.99])
         #expect(
             purchase.fired.first?.parameters
                 == [
@@ -48,7 +48,7 @@ struct BundledContainerTests {
         manager.add(container)
         let layer = manager.makeDataLayer(context: ClientContext(appName: "Tunes"))
 
-        let played = layer.push(
+        let played = await layer.push(
             event: "played song",
             parameters: ["title": "So What", "genre": "JAZZ", "duration": 545]
         )
@@ -64,10 +64,10 @@ struct BundledContainerTests {
                 ]
         )
         // The blocking trigger (test genres, ignore case) wins.
-        #expect(layer.push(event: "played song", parameters: ["genre": "TEST", "duration": 99]).fired.isEmpty)
+        await #expect(layer.push(event: "played song", parameters: ["genre": "TEST", "duration": 99]).fired.isEmpty)
         // A negated regex condition: the user id must not be blank.
-        #expect(layer.push(event: "login", parameters: ["user_id": "  "]).fired.isEmpty)
-        #expect(layer.push(event: "login", parameters: ["user_id": "u-1"]).fired.map(\.tagID) == [11])
+        await #expect(layer.push(event: "login", parameters: ["user_id": "  "]).fired.isEmpty)
+        await #expect(layer.push(event: "login", parameters: ["user_id": "u-1"]).fired.map(\.tagID) == [11])
         #expect(layer.string(forKey: "welcome_message") == "Welcome, Tunes listener")
         #expect(layer.string(forKey: "Genre") == "unknown")
     }

@@ -59,7 +59,7 @@ extension LifecycleTests {
             let inFlight = try #require(result.withLock { $0 })
             #expect(inFlight.fired.map(\.classPath) == ["com.example.Played1"])
             #expect(inFlight.fired.map(\.status) == [.ok])
-            #expect(session.push(event: "played").fired.map(\.classPath) == ["com.example.Played2"])
+            await #expect(session.push(event: "played").fired.map(\.classPath) == ["com.example.Played2"])
         }
 
         @Test func concurrentPushesAlwaysSeeExactlyOneWholeVersion() async throws {

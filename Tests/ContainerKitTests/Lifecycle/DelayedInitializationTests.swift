@@ -44,7 +44,7 @@ extension LifecycleTests {
             _ = try await open.value
             #expect(await eventually { tags.songs == ["a", "b", "c"] })
             #expect(await eventually { session.get("user.name") == .string("Ada") })
-            let after = session.push(event: "played", parameters: ["song": "d"])
+            let after = await session.push(event: "played", parameters: ["song": "d"])
             #expect(!after.deferred)
             #expect(after.fired.count == 1)
             #expect(tags.songs == ["a", "b", "c", "d"])
@@ -56,10 +56,10 @@ extension LifecycleTests {
             let open = await startOpen(manager)
             let first = manager.makeDataLayer()
             let second = manager.makeDataLayer()
-            first.push(event: "played", parameters: ["song": "1a"])
-            second.push(event: "played", parameters: ["song": "2a"])
-            first.push(event: "played", parameters: ["song": "1b"])
-            second.push(event: "played", parameters: ["song": "2b"])
+            await first.push(event: "played", parameters: ["song": "1a"])
+            await second.push(event: "played", parameters: ["song": "2a"])
+            await first.push(event: "played", parameters: ["song": "1b"])
+            await second.push(event: "played", parameters: ["song": "2b"])
             gate.open()
             _ = try await open.value
             #expect(await eventually { tags.songs.count == 4 })
@@ -76,7 +76,7 @@ extension LifecycleTests {
             let open = await startOpen(manager)
             let session = manager.makeDataLayer()
             for song in ["a", "b", "c", "d"] {
-                #expect(session.push(event: "played", parameters: ["song": .string(song)]).deferred)
+                await #expect(session.push(event: "played", parameters: ["song": .string(song)]).deferred)
             }
             let warnings = logger.messages(at: .warning)
             #expect(warnings.count == 1)
@@ -99,10 +99,10 @@ extension LifecycleTests {
         @Test func theSettingQueuesPushesUntilAContainerIsAdded() async throws {
             let manager = manager(delayed: DelayedInitialization(isEnabled: true))
             let session = manager.makeDataLayer()
-            #expect(session.push(event: "played", parameters: ["song": "a"]).deferred)
+            await #expect(session.push(event: "played", parameters: ["song": "a"]).deferred)
             manager.add(try ContainerLoader().load(bytes: Fixtures.live(), file: "GTM-K1T5.json"))
             #expect(await eventually { tags.songs == ["a"] })
-            #expect(!session.push(event: "played", parameters: ["song": "b"]).deferred)
+            await #expect(!session.push(event: "played", parameters: ["song": "b"]).deferred)
             #expect(tags.songs == ["a", "b"])
         }
 
@@ -133,8 +133,8 @@ extension LifecycleTests {
             order.register(on: manager, names: ["com.example.Shared"])
             let open = await startOpen(manager)
             let session = manager.makeDataLayer()
-            session.push(event: "played", parameters: ["song": "a"])
-            session.push(event: "shared", parameters: ["song": "b"])
+            await session.push(event: "played", parameters: ["song": "a"])
+            await session.push(event: "shared", parameters: ["song": "b"])
             gate.open()
             _ = try await open.value
             #expect(await eventually { order.songs.count == 2 })
@@ -146,9 +146,9 @@ extension LifecycleTests {
             let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
             let open = await startOpen(manager)
             let session = manager.makeDataLayer()
-            for i in 0..<300 { session.push(event: "played", parameters: ["song": .string(String(i))]) }
+            for i in 0..<300 { await session.push(event: "played", parameters: ["song": .string(String(i))]) }
             gate.open()
-            for i in 300..<600 { session.push(event: "played", parameters: ["song": .string(String(i))]) }
+            for i in 300..<600 { await session.push(event: "played", parameters: ["song": .string(String(i))]) }
             _ = try await open.value
             #expect(await eventually { tags.songs.count == 600 })
             #expect(tags.songs == (0..<600).map(String.init))

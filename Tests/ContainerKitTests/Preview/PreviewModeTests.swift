@@ -122,7 +122,7 @@ extension PreviewTests {
             let session = manager.makeDataLayer()
             #expect(session.debug)
 
-            let played = session.push(event: "played", parameters: ["song": "So What", "genre": "rock"])
+            let played = await session.push(event: "played", parameters: ["song": "So What", "genre": "rock"])
             let trace = try #require(played.events.first?.trace)
             #expect(trace.tags.map(\.kind) == [.fired, .notFired, .notFired])
             #expect(trace.tags[1].reason?.contains("{{Genre}}") == true)
@@ -130,7 +130,7 @@ extension PreviewTests {
             #expect(trace.variables.contains { $0.name == "Song" && $0.value == "So What" })
             #expect(trace.dataLayer.objectValue?["genre"] == "rock")
 
-            let skipped = session.push(event: "skipped", parameters: ["genre": "jazz"])
+            let skipped = await session.push(event: "skipped", parameters: ["genre": "jazz"])
             let blocked = try #require(skipped.events.first?.trace?.tags.last)
             #expect(blocked.kind == .blocked)
             #expect(skipped.fired.isEmpty)
