@@ -64,6 +64,15 @@ struct DiffCommandTests {
         #expect(!result.out.contains("differences, grouped"))
     }
 
+    @Test func withTheBrazeProviderOnBothSidesASelfDiffStaysEmpty() async throws {
+        let braze = "com.appboy.googletagmanager.BrazeGtmTagProvider"
+        let same = await diff([Self.old, Self.old, "--events", Self.traffic, "--braze", braze])
+        #expect(same.code == 0)
+        #expect(same.out.contains("218 event(s), 0 with differences"))
+        let changed = await diff([Self.old, Self.new, "--events", Self.traffic, "--braze", braze])
+        #expect(changed.code == 2)
+    }
+
     @Test func failOnRemovedIgnoresAdditionsButNotAPausedTag() async throws {
         // Adding a tag only: nothing that fired stops firing.
         let added = await diff([Self.old, Self.old, "--fail-on", "removed"])

@@ -107,7 +107,7 @@ public struct DiffReplay: Sendable {
             let o = old[i]
             let n = new[i]
             guard o.index < newByOld.count, newByOld[o.index] == n.index, DiffReplay.sameStatus(o.status, n.status),
-                o.parameters == n.parameters
+                o.parameters == n.parameters, DiffReplay.sameOutput(o.output, n.output)
             else { return false }
         }
         return true
@@ -128,7 +128,8 @@ public struct DiffReplay: Sendable {
             consumed[k] = true
             let n = new[k]
             let arguments = DiffReplay.argumentChanges(o.parameters, n.parameters)
-            if arguments.isEmpty && DiffReplay.sameStatus(o.status, n.status) { continue }
+            let sameOutput = DiffReplay.sameOutput(o.output, n.output)
+            if arguments.isEmpty && DiffReplay.sameStatus(o.status, n.status) && sameOutput { continue }
             var difference = TagDifference(
                 kind: .changed,
                 old: reference(o, oldTags),
@@ -138,6 +139,11 @@ public struct DiffReplay: Sendable {
                 newTag: n
             )
             difference.arguments = arguments
+            if !sameOutput {
+                difference.outputChanged = true
+                difference.oldOutput = DiffReplay.comparable(o.output)
+                difference.newOutput = DiffReplay.comparable(n.output)
+            }
             differences.append(difference)
         }
         for (k, n) in new.enumerated() where !consumed[k] {
@@ -152,6 +158,35 @@ public struct DiffReplay: Sendable {
     /// compared without changes here). Equal statuses are recognised without building the names.
     static func sameStatus(_ a: FiredTag.Status, _ b: FiredTag.Status) -> Bool {
         a == b || a.name == b.name
+    }
+
+    /// Whether two handler outputs are the same, records compared without their `id` and `time` (which
+    /// differ between two sessions by construction).
+    static func sameOutput(_ a: TagOutput?, _ b: TagOutput?) -> Bool {
+        if a == nil && b == nil { return true }
+        return comparable(a) == comparable(b)
+    }
+
+    /// A handler output as one value: `{records, problems, drop_reason}` with the records' `id` and `time`
+    /// left out; `nil` when there is no output or it is empty.
+    static func comparable(_ output: TagOutput?) -> Value? {
+        guard let output, !(output.records.isEmpty && output.problems.isEmpty && output.dropReason == nil) else {
+            return nil
+        }
+        var map = ValueMap(minimumCapacity: 3)
+        if !output.records.isEmpty {
+            map["records"] = .array(
+                output.records.map { record in
+                    guard case .object(var fields) = record.jsonValue else { return record.jsonValue }
+                    fields["id"] = nil
+                    fields["time"] = nil
+                    return .object(fields)
+                }
+            )
+        }
+        if !output.problems.isEmpty { map["problems"] = .array(output.problems.map(Value.string)) }
+        if let reason = output.dropReason { map["drop_reason"] = .string(reason) }
+        return .object(map)
     }
 
     private func reference(_ tag: FiredTag, _ list: [DiffElement]) -> DiffElement {
@@ -203,6 +238,7 @@ public struct DiffReplay: Sendable {
         if difference.statusChanged, let o = difference.oldTag?.status.name, let n = difference.newTag?.status.name {
             shape.append(intern("status \(o) → \(n)") * 4 + 3)
         }
+        if difference.outputChanged { shape.append(-1) }
         let key = GroupKey(
             kind: difference.kind,
             old: difference.old?.index ?? -1,

@@ -41,6 +41,13 @@ public struct TagDifference: Sendable, Hashable {
     public var newTag: FiredTag?
     /// The arguments that differ (for `changed`).
     public var arguments: [ArgumentChange] = []
+    /// What the old call's handler produced, when it differs from the new one's (`{records, problems,
+    /// drop_reason}`, records without `id` and `time`); `nil` for no output.
+    public var oldOutput: Value?
+    /// What the new call's handler produced, when it differs from the old one's; `nil` for no output.
+    public var newOutput: Value?
+    /// Whether the handlers' outputs differ.
+    public var outputChanged = false
 
     /// Creates a tag difference.
     public init(

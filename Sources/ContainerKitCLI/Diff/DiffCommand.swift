@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitBraze
 import Foundation
 
 /// `containerkit diff <old> <new> [--events <file.jsonl>|-] [--context key=value]... [--reporter text|json|github]
@@ -11,6 +12,7 @@ struct DiffCommand {
         usage: containerkit diff <old-container> <new-container> [--events <file.jsonl> | -]
                                  [--context key=value]... [--reporter text|json|github]
                                  [--fail-on changes|removed|none] [--max-events <n>] [--seed <n>]
+                                 [--braze <class path>]...
 
         Shows what a new container version changes: tags, triggers and variables added, removed or changed
         (by id and name, with the changed fields), and, with --events, what fires differently when the same
@@ -25,6 +27,8 @@ struct DiffCommand {
           --max-events <n>         how many differing events to show one by one (default 20; groups and
                                    counts always cover every event)
           --seed <n>               the seed of the random-number variable on both sides (default 0)
+          --braze <class path>     run the Braze tag provider for this class path on both sides (records
+                                   are discarded; what it produces and drops is compared)
           --log-level <level>      verbose, debug, info, warning, error (default), none
 
         exit codes: 0 no difference of the --fail-on kind, 2 differences, 1 a container or the events could
@@ -46,6 +50,7 @@ struct DiffCommand {
         var maximumEvents: Int
         var seed: UInt64
         var logLevel: LogLevel
+        var brazeClassPaths: [String] = []
     }
 
     static func parse(_ arguments: [String]) throws(UsageError) -> Options {
@@ -53,6 +58,7 @@ struct DiffCommand {
             arguments,
             valued: [
                 "--events", "--context", "--reporter", "--fail-on", "--max-events", "--seed", "--log-level",
+                "--braze",
             ],
             flags: []
         )
@@ -83,7 +89,7 @@ struct DiffCommand {
         let levelName = args.value("--log-level") ?? "error"
         guard let level = LogLevel(name: levelName) else { throw UsageError("unknown log level '\(levelName)'") }
         let failOn = try args.choice("--fail-on", ["changes", "removed", "none"], default: "changes")
-        return Options(
+        var options = Options(
             oldPath: args.positionals[0],
             newPath: args.positionals[1],
             eventsPath: args.value("--events"),
@@ -94,6 +100,8 @@ struct DiffCommand {
             seed: seed,
             logLevel: level
         )
+        options.brazeClassPaths = args.values("--braze")
+        return options
     }
 
     static func run(_ arguments: [String], output: CommandOutput) async -> Int32 {
@@ -137,7 +145,8 @@ struct DiffCommand {
             var replay = diff.makeReplay(
                 context: options.context,
                 seed: options.seed,
-                logger: CommandLogger(output: output, minimumLevel: options.logLevel)
+                logger: CommandLogger(output: output, minimumLevel: options.logLevel),
+                configure: DiffCommand.brazeSetup(options.brazeClassPaths)
             )
             let name = eventsPath == "-" ? "standard input" : "'\(eventsPath)'"
             for line in input {
@@ -167,6 +176,27 @@ struct DiffCommand {
         case .changes: return outcome.hasChanges ? ExitCode.findings : ExitCode.success
         case .removed: return outcome.hasRemovals ? ExitCode.findings : ExitCode.success
         }
+    }
+}
+
+extension DiffCommand {
+    /// Registers a Braze tag provider per side (its own IDs, a fixed clock, records discarded), or nothing.
+    static func brazeSetup(_ classPaths: [String]) -> (@Sendable (TagManager) -> Void)? {
+        guard !classPaths.isEmpty else { return nil }
+        return { manager in
+            BrazeTagProvider(
+                sink: DiscardingSink(),
+                clock: { Date(timeIntervalSince1970: 0) },
+                idGenerator: AnalyticsRecordIDGenerator(prefix: "diff")
+            ).register(on: manager, classPaths: classPaths)
+        }
+    }
+
+    /// Drops every record: the diff compares what the provider reports per call, not what it delivers.
+    struct DiscardingSink: AnalyticsSink {
+        func receive(_ records: [AnalyticsRecord]) {}
+        func flush() async throws {}
+        func shutdown() async {}
     }
 }
 

@@ -70,6 +70,11 @@ enum DiffReporter {
             if tag.statusChanged, let old = tag.oldTag?.status.name, let new = tag.newTag?.status.name {
                 parts.append("status: \(old) → \(new)")
             }
+            if tag.outputChanged {
+                let old = tag.oldOutput.map { JSONWriter.string($0) } ?? "none"
+                let new = tag.newOutput.map { JSONWriter.string($0) } ?? "none"
+                parts.append("output: \(old) → \(new)")
+            }
             return "\(tag.element.label) fires differently (\(matchPhrase(tag.match))): "
                 + parts.joined(separator: "; ")
         }
@@ -86,6 +91,7 @@ enum DiffReporter {
         if tag.statusChanged, let old = tag.oldTag?.status.name, let new = tag.newTag?.status.name {
             parts.append("status: \(old) → \(new)")
         }
+        if tag.outputChanged { parts.append("handler output changed") }
         return "\(tag.element.label) fires differently (\(matchPhrase(tag.match))): " + parts.joined(separator: "; ")
     }
 
@@ -205,6 +211,10 @@ enum DiffReporter {
         )
         map["old_status"] = tag.oldTag.map { .string($0.status.name) } ?? .null
         map["new_status"] = tag.newTag.map { .string($0.status.name) } ?? .null
+        if tag.outputChanged {
+            map["old_output"] = tag.oldOutput ?? .null
+            map["new_output"] = tag.newOutput ?? .null
+        }
         return .object(map)
     }
 

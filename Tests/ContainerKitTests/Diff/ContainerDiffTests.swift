@@ -177,6 +177,59 @@ struct ContainerDiffTests {
         #expect(results[1] == nil)
     }
 
+    /// A handler that reports a record per call (with an id and time unique to the call) and drops
+    /// purchases in euros.
+    struct RecordingHandler: FunctionCallTagHandler {
+        struct Record: TagRecord {
+            var jsonValue: Value
+        }
+
+        func execute(_ call: FunctionCall) throws { _ = try perform(call) }
+
+        func perform(_ call: FunctionCall) throws -> TagOutput {
+            if call.arguments["currency"] == "EUR" { return TagOutput(dropReason: "euros are not accepted") }
+            let record: Value = [
+                "type": "call", "id": .string(UUID().uuidString), "time": .string("\(Date().timeIntervalSince1970)"),
+                "arguments": .object(call.arguments),
+            ]
+            return TagOutput(records: [Record(jsonValue: record)])
+        }
+    }
+
+    static func replayWithHandler(_ diff: ContainerDiff, _ pushes: [ValueMap]) -> [EventDifference?] {
+        var replay = diff.makeReplay(logger: InMemoryLogger()) { manager in
+            manager.register(tagHandler: RecordingHandler(), for: "com.appboy.googletagmanager.BrazeGtmTagProvider")
+        }
+        return pushes.enumerated().map { replay.replay($0.element, line: $0.offset + 1) }
+    }
+
+    @Test func handlerOutputsAndDropsAreComparedWithoutRecordIdsAndTimes() throws {
+        let original = try Self.original()
+        let same = Self.replayWithHandler(
+            try Self.diff(original, original),
+            [
+                ["event": "login", "user_id": "u1"],
+                ["event": "purchase", "product_id": "premium-month", "price": 9.99],
+            ]
+        )
+        #expect(same.allSatisfy { $0 == nil })
+
+        let euro = try Self.edited(Self.musicPath, [(#""vtp_defaultValue": "USD""#, #""vtp_defaultValue": "EUR""#)])
+        let results = Self.replayWithHandler(
+            try Self.diff(original, euro),
+            [["event": "purchase", "product_id": "premium-month", "price": 9.99]]
+        )
+        let tag = try #require(results[0]?.tags.first)
+        #expect(tag.kind == .changed)
+        #expect(tag.arguments == [ArgumentChange(argument: "currency", old: "USD", new: "EUR")])
+        #expect(tag.statusChanged)
+        #expect(tag.oldTag?.status == .ok)
+        #expect(tag.newTag?.status.name == "dropped")
+        #expect(tag.outputChanged)
+        #expect(tag.newOutput == ["drop_reason": "euros are not accepted"])
+        #expect(tag.oldOutput?.objectValue?["records"]?.arrayValue?.first?.objectValue?["id"] == nil)
+    }
+
     @Test func anAddedTagIsAddedWithItsRuleAndFiresOnlyInTheNewVersion() throws {
         let new = try Self.edited(
             Self.musicPath,
