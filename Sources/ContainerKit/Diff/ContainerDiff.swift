@@ -60,10 +60,22 @@ public struct ContainerDiff: Sendable {
     /// (removed elements where they were in the old version).
     public var structuralChanges: [StructuralChange] {
         var changes: [StructuralChange] = []
+        // Rules are named on tags by their old-version label when they pair with an old rule, so a rule that
+        // moved (or that only the old format names) does not make every tag it fires look changed.
+        let triggerPairs = Pairing(oldOutline.triggers, newOutline.triggers)
+        let oldLabel = { (r: Int) in oldOutline.ruleLabel(r) }
+        let newLabel = { (r: Int) -> String in
+            if let o = triggerPairs.oldByNew[r] { return oldOutline.ruleLabel(o) }
+            return newOutline.ruleLabel(r) + " (new)"
+        }
         for kind in DiffElement.Kind.allCases {
-            let olds = oldOutline.elements(kind)
-            let news = newOutline.elements(kind)
-            let pairing = kind == .tag ? tagPairs : Pairing(olds, news)
+            var olds = oldOutline.elements(kind)
+            var news = newOutline.elements(kind)
+            if kind == .tag {
+                for i in olds.indices { olds[i].fields = ContainerOutline.tagFields(olds[i], ruleLabel: oldLabel) }
+                for i in news.indices { news[i].fields = ContainerOutline.tagFields(news[i], ruleLabel: newLabel) }
+            }
+            let pairing = kind == .tag ? tagPairs : kind == .trigger ? triggerPairs : Pairing(olds, news)
             var emittedNew = Set<Int>()
             for (o, element) in olds.enumerated() {
                 guard let (n, match) = pairing.newByOld[o] else {
@@ -198,6 +210,17 @@ struct Pairing: Sendable {
                 let n = candidates.first(where: { oldByNew[$0] == nil })
             else { continue }
             pair(o, n, .name)
+        }
+        // Triggers: a rule with the same conditions (compiled resources name no rules).
+        var newByConditions: [String: [Int]] = [:]
+        for (n, element) in news.enumerated() where oldByNew[n] == nil && element.kind == .trigger {
+            newByConditions[element.conditions, default: []].append(n)
+        }
+        for (o, element) in olds.enumerated() where newByOld[o] == nil && element.kind == .trigger {
+            guard let candidates = newByConditions[element.conditions],
+                let n = candidates.first(where: { oldByNew[$0] == nil && !(element.id != nil && news[$0].id != nil) })
+            else { continue }
+            pair(o, n, .conditions)
         }
         var newByKey: [String: [Int]] = [:]
         for (n, element) in news.enumerated() where oldByNew[n] == nil {

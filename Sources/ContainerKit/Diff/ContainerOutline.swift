@@ -22,6 +22,18 @@ struct ContainerOutline: Sendable {
         /// Whether the element's format leaves fields out (a compiled resource's `__paused` tag keeps no
         /// arguments): fields it lacks are not reported as removed or added.
         var partial = false
+        /// For tags: the rules that add it and those that block it (indices into the rules). Their labels
+        /// are fields of the tag, spelled at comparison time so a rule paired across versions reads the
+        /// same on both sides (see ``ContainerOutline/tagFields(_:ruleLabel:)``).
+        var firingRules: [Int] = []
+        var blockingRules: [Int] = []
+
+        /// A trigger's `if` and `unless` fields, for pairing rules by what they test.
+        var conditions: String {
+            fields.filter { $0.key == "if" || $0.key == "unless" }.map { $0.key + " " + $0.value }.joined(
+                separator: "\n"
+            )
+        }
 
         var reference: DiffElement {
             DiffElement(kind: kind, id: id, name: name, index: index, pointer: pointer)
@@ -51,6 +63,23 @@ struct ContainerOutline: Sendable {
         }
     }
 
+    /// A tag's fields with `firing_triggers` and `blocking_triggers` added, each rule spelled by `ruleLabel`.
+    static func tagFields(_ tag: Element, ruleLabel: (Int) -> String) -> [(key: String, value: String)] {
+        var fields = tag.fields
+        let firing = tag.firingRules.map(ruleLabel)
+        fields.append(("firing_triggers", firing.isEmpty ? "none" : firing.joined(separator: ", ")))
+        if !tag.blockingRules.isEmpty {
+            fields.append(("blocking_triggers", tag.blockingRules.map(ruleLabel).joined(separator: ", ")))
+        }
+        return fields
+    }
+
+    /// A rule as tags name it: `'Name'`, or `rule #i`.
+    func ruleLabel(_ index: Int) -> String {
+        guard index >= 0, index < triggers.count else { return "rule #\(index)" }
+        return triggers[index].name.map { "'\($0)'" } ?? "rule #\(index)"
+    }
+
     /// The element list of one kind.
     func elements(_ kind: DiffElement.Kind) -> [Element] {
         switch kind {
@@ -68,7 +97,9 @@ struct ContainerOutline: Sendable {
         func macroLabel(_ index: Int) -> String {
             guard index >= 0, index < program.macros.count else { return "{{#\(index)}}" }
             let macro = program.macros[index]
-            if macro.name == "_event" && macro.origin.pointer.isEmpty { return "{{Event}}" }
+            // Every event-name variable reads the same thing, whatever it is called (an export's built-in
+            // `Event`, a resource's `Event Name`): one spelling keeps conditions comparable across formats.
+            if case .eventName = macro.kind { return "{{Event}}" }
             return "{{" + (macro.name ?? "#\(index) \(macro.function)") + "}}"
         }
 
@@ -202,14 +233,12 @@ struct ContainerOutline: Sendable {
             for parameter in tag.parameters where !handled.contains(parameter.key) {
                 fields.append(("parameters." + parameter.key, render(parameter.value)))
             }
-            var firing: [String] = []
-            var blocking: [String] = []
+            var firing: [Int] = []
+            var blocking: [Int] = []
             for (r, rule) in program.rules.enumerated() {
-                if rule.add.contains(index) { firing.append(ruleLabel(r)) }
-                if rule.block.contains(index) { blocking.append(ruleLabel(r)) }
+                if rule.add.contains(index) { firing.append(r) }
+                if rule.block.contains(index) { blocking.append(r) }
             }
-            fields.append(("firing_triggers", firing.isEmpty ? "none" : firing.joined(separator: ", ")))
-            if !blocking.isEmpty { fields.append(("blocking_triggers", blocking.joined(separator: ", "))) }
             if !tag.setupTags.isEmpty { fields.append(("setup_tags", sequence(tag.setupTags))) }
             if !tag.teardownTags.isEmpty { fields.append(("teardown_tags", sequence(tag.teardownTags))) }
             return Element(
@@ -220,7 +249,9 @@ struct ContainerOutline: Sendable {
                 matchKey: classPath(of: tag) ?? type,
                 fields: fields,
                 pointer: tag.origin.pointer,
-                partial: TemplateCatalog.bareCode(tag.function) == "paused"
+                partial: TemplateCatalog.bareCode(tag.function) == "paused",
+                firingRules: firing,
+                blockingRules: blocking
             )
         }
 

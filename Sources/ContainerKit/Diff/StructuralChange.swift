@@ -56,6 +56,8 @@ public enum DiffMatch: String, Sendable, Hashable {
     case id
     /// Same display name.
     case name
+    /// Triggers only: the same conditions (`if` and `unless`), for rules without ids or names.
+    case conditions
     /// Same class path (tags) or template (variables, rules), and the same position among those.
     case position = "class_path_position"
 }

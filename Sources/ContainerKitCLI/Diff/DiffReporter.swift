@@ -34,6 +34,7 @@ enum DiffReporter {
         switch match {
         case .id?: return "matched by id"
         case .name?: return "matched by name"
+        case .conditions?: return "matched by conditions"
         case .position?:
             switch kind {
             case .tag: return "matched by class path and position"

@@ -94,8 +94,8 @@ struct ContainerDiffTests {
             change.fields == [
                 FieldChange(
                     field: "if",
-                    old: #"{{Event Name}} equals "played song" and {{Duration Seconds}} > "30""#,
-                    new: #"{{Event Name}} equals "played song" and {{Duration Seconds}} > "60""#
+                    old: #"{{Event}} equals "played song" and {{Duration Seconds}} > "30""#,
+                    new: #"{{Event}} equals "played song" and {{Duration Seconds}} > "60""#
                 )
             ]
         )
@@ -274,6 +274,40 @@ struct ContainerDiffTests {
         let skipped = try #require(replay.summary.tagCounts.first { $0.element.id == "6" })
         #expect(skipped.old == nil)
         #expect(skipped.newFired == 1)
+    }
+
+    @Test func aRuleInsertedBeforeOthersChangesNoTagThatTheOthersFire() throws {
+        // A new first rule (and predicate) shifts every rule and predicate index of the compiled resource.
+        let object = try JSONSerialization.jsonObject(with: Data(try Self.text(Self.musicPath).utf8))
+        var root = try #require(object as? [String: Any])
+        var resource = try #require(root["resource"] as? [String: Any])
+        var predicates = try #require(resource["predicates"] as? [Any])
+        predicates.insert(["function": "_eq", "arg0": ["macro", 0], "arg1": "logout"], at: 0)
+        let rules = try #require(resource["rules"] as? [[[Any]]])
+        let shifted: [[[Any]]] = rules.map { rule in
+            rule.map { clause in
+                guard let verb = clause.first as? String, verb == "if" || verb == "unless" else { return clause }
+                return [verb] + clause.dropFirst().map { (($0 as? Int) ?? 0) + 1 }
+            }
+        }
+        resource["predicates"] = predicates
+        resource["rules"] = [[["if", 0], ["add", 2]]] + shifted
+        root["resource"] = resource
+        let text = String(decoding: try JSONSerialization.data(withJSONObject: root), as: UTF8.self)
+        let new = try ContainerLoader().readDocument(bytes: Array(text.utf8), file: Self.musicPath)
+        let diff = try Self.diff(try Self.original(), new)
+        let changes = diff.structuralChanges
+        // The login tag gains a trigger; the new rule is added; nothing else changed.
+        #expect(changes.map(\.kind) == [.changed, .added])
+        #expect(changes.first?.element.label == "tag 3 'Braze - login'")
+        #expect(
+            changes.first?.fields == [
+                FieldChange(field: "firing_triggers", old: "rule #2", new: "rule #0 (new), rule #2")
+            ]
+        )
+        #expect(changes.last?.element.kind == .trigger)
+        let (replay, _) = Self.replay(diff, [["event": "login", "user_id": "u"], ["event": "logout"]])
+        #expect(replay.summary.eventsWithDifferences == 1)
     }
 
     @Test func exportElementsPairByTheirIdsWhenRenamed() throws {
