@@ -93,8 +93,8 @@ public struct ContainerDiff: Sendable {
                 let fields = ContainerDiff.fieldChanges(
                     element.fields,
                     news[n].fields,
-                    oldPartial: element.partial,
-                    newPartial: news[n].partial
+                    oldUnknown: element.isUnknown,
+                    newUnknown: news[n].isUnknown
                 )
                 if !fields.isEmpty {
                     changes.append(
@@ -124,8 +124,8 @@ public struct ContainerDiff: Sendable {
     static func fieldChanges(
         _ old: [(key: String, value: String)],
         _ new: [(key: String, value: String)],
-        oldPartial: Bool = false,
-        newPartial: Bool = false
+        oldUnknown: (String) -> Bool = { _ in false },
+        newUnknown: (String) -> Bool = { _ in false }
     ) -> [FieldChange] {
         var newValues: [String: String] = [:]
         for field in new where newValues[field.key] == nil { newValues[field.key] = field.value }
@@ -133,10 +133,10 @@ public struct ContainerDiff: Sendable {
         var out: [FieldChange] = []
         for field in old where seen.insert(field.key).inserted {
             let other = newValues[field.key]
-            if other == nil && newPartial { continue }
+            if other == nil && newUnknown(field.key) { continue }
             if other != field.value { out.append(FieldChange(field: field.key, old: field.value, new: other)) }
         }
-        for field in new where seen.insert(field.key).inserted && !oldPartial {
+        for field in new where seen.insert(field.key).inserted && !oldUnknown(field.key) {
             out.append(FieldChange(field: field.key, old: nil, new: field.value))
         }
         return out

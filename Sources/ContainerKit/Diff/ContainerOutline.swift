@@ -19,9 +19,12 @@ struct ContainerOutline: Sendable {
         var fields: [(key: String, value: String)]
         /// Where the element is in its document.
         var pointer: String
-        /// Whether the element's format leaves fields out (a compiled resource's `__paused` tag keeps no
-        /// arguments): fields it lacks are not reported as removed or added.
-        var partial = false
+        /// Prefixes of fields the element's format cannot carry (a compiled `__paused` tag keeps no class path
+        /// or arguments; a compiled rule has no name): when the element lacks one of them, that is not
+        /// reported as a field removed or added.
+        var unknownFields: [String] = []
+
+        func isUnknown(_ field: String) -> Bool { unknownFields.contains { field.hasPrefix($0) } }
         /// For tags: the rules that add it and those that block it (indices into the rules). Their labels
         /// are fields of the tag, spelled at comparison time so a rule paired across versions reads the
         /// same on both sides (see ``ContainerOutline/tagFields(_:ruleLabel:)``).
@@ -49,7 +52,10 @@ struct ContainerOutline: Sendable {
     init(_ container: Container, document: Value?) {
         let program = container.program
         let renderer = Renderer(program: program)
+        // Event-name variables are left out: they all read the same thing, conditions spell them `{{Event}}`,
+        // and compiled containers add them where exports use a built-in toggle.
         for (i, macro) in program.macros.enumerated() where !macro.origin.pointer.isEmpty {
+            if case .eventName = macro.kind { continue }
             variables.append(renderer.variable(macro, index: i, document: document))
         }
         var seenPaths = Set<String>()
@@ -249,7 +255,8 @@ struct ContainerOutline: Sendable {
                 matchKey: classPath(of: tag) ?? type,
                 fields: fields,
                 pointer: tag.origin.pointer,
-                partial: TemplateCatalog.bareCode(tag.function) == "paused",
+                unknownFields: TemplateCatalog.bareCode(tag.function) == "paused"
+                    ? ["class_path", "function_name", "arguments", "parameters."] : [],
                 firingRules: firing,
                 blockingRules: blocking
             )
@@ -300,7 +307,7 @@ struct ContainerOutline: Sendable {
 
         func trigger(_ rule: RuleDef, index: Int, document: Value?) -> Element {
             var fields: [(key: String, value: String)] = []
-            fields.append(("name", rule.name.map { JSONWriter.string(.string($0)) } ?? "none"))
+            if let name = rule.name { fields.append(("name", JSONWriter.string(.string(name)))) }
             fields.append(("if", rule.ifs.isEmpty ? "always" : rule.ifs.map(predicate).joined(separator: " and ")))
             if !rule.unless.isEmpty { fields.append(("unless", rule.unless.map(predicate).joined(separator: " or "))) }
             var id: String?
@@ -318,7 +325,8 @@ struct ContainerOutline: Sendable {
                 name: rule.name,
                 matchKey: "rule",
                 fields: fields,
-                pointer: rule.origin.pointer
+                pointer: rule.origin.pointer,
+                unknownFields: rule.name == nil ? ["name"] : []
             )
         }
     }

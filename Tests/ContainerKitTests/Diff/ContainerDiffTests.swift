@@ -329,6 +329,57 @@ struct ContainerDiffTests {
         #expect(replay.summary.tagCounts.first?.oldFired == 1)
     }
 
+    /// One small container written both ways: as a GTM UI export and as the compiled resource GTM publishes.
+    static let crossExport = """
+        {"exportFormatVersion": 2, "containerVersion": {"containerVersionId": "4",
+          "container": {"publicId": "GTM-CROSS01"},
+          "variable": [{"variableId": "7", "name": "Song Title", "type": "md",
+            "parameter": [{"type": "TEMPLATE", "key": "key", "value": "title"}]}],
+          "trigger": [{"triggerId": "9", "name": "played song", "type": "CUSTOM_EVENT",
+            "customEventFilter": [{"type": "EQUALS", "parameter": [
+              {"type": "TEMPLATE", "key": "arg0", "value": "{{_event}}"},
+              {"type": "TEMPLATE", "key": "arg1", "value": "played song"}]}]}],
+          "tag": [{"tagId": "3", "name": "Log song", "type": "funct", "firingTriggerId": ["9"],
+            "parameter": [{"type": "TEMPLATE", "key": "classPath", "value": "com.example.Log"},
+              {"type": "LIST", "key": "functionArgument", "list": [{"type": "MAP", "map": [
+                {"type": "TEMPLATE", "key": "key", "value": "title"},
+                {"type": "TEMPLATE", "key": "value", "value": "{{Song Title}}"}]}]}]}]}}
+        """
+    static let crossResource = """
+        {"resource": {"version": "4",
+          "macros": [{"function": "__e", "instance_name": "Event"},
+            {"function": "__md", "instance_name": "Song Title", "vtp_key": "title"}],
+          "tags": [{"function": "__funct", "tag_id": 3, "instance_name": "Log song", "vtp_classPath": "com.example.Log",
+            "vtp_functionArgument": ["list", ["map", "key", "title", "value", ["macro", 1]]]}],
+          "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "played song"}],
+          "rules": [[["if", 0], ["add", 0]]]}}
+        """
+
+    @Test func anExportAndTheCompiledContainerItDescribesDoNotDiffer() throws {
+        let loader = ContainerLoader()
+        let export = try loader.readDocument(bytes: Array(Self.crossExport.utf8), file: "GTM-CROSS01.json")
+        let resource = try loader.readDocument(bytes: Array(Self.crossResource.utf8), file: "GTM-CROSS01.json")
+        let diff = try Self.diff(export, resource)
+        #expect(diff.old.format == .export)
+        #expect(diff.new.format == .compiledResource)
+        #expect(diff.structuralChanges == [])
+        #expect(diff.tagMatches.map(\.match) == [.id])
+        let (replay, results) = Self.replay(diff, [["event": "played song", "title": "So What"], ["event": "x"]])
+        #expect(results.allSatisfy { $0 == nil })
+        #expect(replay.summary.tagCounts.first?.oldFired == 1)
+        #expect(replay.summary.tagCounts.first?.newFired == 1)
+
+        // A change on the compiled side is still seen, field by field.
+        let changed = try loader.readDocument(
+            bytes: Array(
+                Self.crossResource.replacingOccurrences(of: "\"title\", \"value\"", with: "\"name\", \"value\"").utf8
+            ),
+            file: "GTM-CROSS01.json"
+        )
+        let fields = try Self.diff(export, changed).structuralChanges.flatMap(\.fields).map(\.field)
+        #expect(fields == ["arguments.title", "arguments.name"])
+    }
+
     @Test func theRandomNumberVariableIsTheSameOnBothSides() throws {
         let json = """
             {"resource": {"version": "1",
