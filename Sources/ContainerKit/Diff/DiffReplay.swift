@@ -16,7 +16,6 @@ public struct DiffReplay: Sendable {
     public var lineSamples = 5
 
     private let newByOld: [Int?]
-    private let oldByNew: [Int?]
     private let matchByOld: [DiffMatch?]
     private let oldTags: [DiffElement]
     private let newTags: [DiffElement]
@@ -45,15 +44,12 @@ public struct DiffReplay: Sendable {
         let oldCount = diff.oldOutline.tags.count
         let newCount = diff.newOutline.tags.count
         var newByOld = [Int?](repeating: nil, count: oldCount)
-        var oldByNew = [Int?](repeating: nil, count: newCount)
         var matchByOld = [DiffMatch?](repeating: nil, count: oldCount)
         for (o, pair) in diff.tagPairs.newByOld {
             newByOld[o] = pair.0
-            oldByNew[pair.0] = o
             matchByOld[o] = pair.1
         }
         self.newByOld = newByOld
-        self.oldByNew = oldByNew
         self.matchByOld = matchByOld
         let matches = diff.tagMatches(located: false)
         oldTags = diff.oldOutline.tags.map(\.reference)
