@@ -132,7 +132,10 @@ struct PreviewCommand {
         var failedLines = 0
         for line in input {
             guard case .push(let lineNumber, let message) = line else {
-                if case .invalid(_, let problem) = line { output.error("containerkit preview: \(problem)") }
+                if case .invalid(_, let problem) = line {
+                    output.error("containerkit preview: \(problem)")
+                    if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
+                }
                 failedLines += 1
                 continue
             }

@@ -7,7 +7,30 @@ struct PushInput: Sequence {
     enum Line {
         case push(number: Int, message: ValueMap)
         /// `problem` reads like "line 3:7: expected ',' or '}' …".
-        case invalid(number: Int, problem: String)
+        case invalid(number: Int, problem: Problem)
+    }
+
+    /// Why a line is not a push: a code (`syntax_error`, `not_an_object`, …), a message and the column.
+    struct Problem: CustomStringConvertible {
+        var line: Int
+        var code: String
+        var message: String
+        var column: Int?
+
+        /// "line 3:7: expected ',' or '}' …".
+        var description: String { "line \(line)\(column.map { ":\($0)" } ?? ""): \(message)" }
+
+        /// `{"line": n, "error": {"code", "message", "column"}}`: what `run --format json` prints in the line's place.
+        var jsonValue: Value {
+            var error = ValueMap(minimumCapacity: 3)
+            error["code"] = .string(code)
+            error["message"] = .string(message)
+            error["column"] = column.map { .int(Int64($0)) } ?? .null
+            var object = ValueMap(minimumCapacity: 2)
+            object["line"] = .int(Int64(line))
+            object["error"] = .object(error)
+            return .object(object)
+        }
     }
 
     private let handle: FileHandle
@@ -42,12 +65,18 @@ struct PushInput: Sequence {
     static func parse(_ text: String, number: Int) -> Line {
         do throws(ContainerError) {
             guard case .object(let message) = try Value(json: text) else {
-                return .invalid(number: number, problem: "line \(number): a push must be a JSON object")
+                let problem = Problem(line: number, code: "not_an_object", message: "a push must be a JSON object")
+                return .invalid(number: number, problem: problem)
             }
             return .push(number: number, message: message)
         } catch {
-            let column = error.location.map { ":\($0.column)" } ?? ""
-            return .invalid(number: number, problem: "line \(number)\(column): \(error.message)")
+            let problem = Problem(
+                line: number,
+                code: error.code.rawValue,
+                message: error.message,
+                column: error.location.map(\.column)
+            )
+            return .invalid(number: number, problem: problem)
         }
     }
 }

@@ -4,7 +4,8 @@ import Foundation
 
 /// `containerkit run <container-file> [--events <file.jsonl> | -] [--context key=value]... [--format text|json]`
 ///
-/// Each input line is one data-layer push; with `--format json` exactly one JSON object is printed per line.
+/// Each input line is one data-layer push; with `--format json` exactly one JSON object is printed per line
+/// (a line that is not a push prints `{"line": n, "error": {"code", "message", "column"}}` in its place).
 struct RunCommand {
     static let usage = """
         usage: containerkit run <container-file> [--events <file.jsonl> | -] [--context key=value]...
@@ -125,7 +126,8 @@ struct RunCommand {
         if !options.json {
             let counts = container.counts
             output.print(
-                "container \(container.id) version \(container.version) (\(container.format.rawValue)): "
+                "container \(container.id) version \(container.version) "
+                    + "(\(container.format.rawValue), \(container.platform.rawValue)): "
                     + "\(counts.tags) tags, \(counts.macros) variables, \(counts.rules) rules"
             )
         }
@@ -136,6 +138,8 @@ struct RunCommand {
             switch line {
             case .invalid(_, let problem):
                 output.error("containerkit run: \(problem)")
+                // JSON output keeps one object per input line: the bad line gets an error object.
+                if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
                 failedLines += 1
                 continue
             case .push(let number, let pushed):

@@ -3,6 +3,7 @@ enum BenchExtensions {
     static func runAll() async {
         await LintBench.run()
         await BrazeBench.run()
+        await SessionBench.run()
         await DiffBench.run()
     }
 }

@@ -20,7 +20,11 @@ struct LintCommandTests {
           "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "go"}],
           "rules": [[["if", 0], ["add", 0]]]}}
         """#
-    private static let warningOnly = #"{"resource": {"macros": [{"function": "__jsm"}]}}"#
+    private static let warningOnly = #"""
+        {"resource": {"macros": [{"function": "__jsm"}], "tags": [{"function": "__funct", "tag_id": 1,
+          "vtp_classPath": "A", "vtp_functionArgument": ["list", ["map", "key", "k", "value", ["macro", 0]]]}],
+          "predicates": [], "rules": [[["add", 0]]]}}
+        """#
     private static let broken = #"{"resource": {"macros": [], "tags": [], "predicates": [], "rules": [[["add", 4]]]}}"#
 
     /// Writes `files` (name → content) into a new directory and returns its path.

@@ -225,7 +225,11 @@ import Testing
         let events = try eventsFile("{\"event\": \"played\"}\n[1, 2]\nnot json\n{\"event\": \"skipped\"}\n")
         let outcome = await run(["preview", Self.url, "--drafts", drafts, "--events", events, "--format", "json"])
         #expect(outcome.code == 2)
-        #expect(outcome.lines.filter { !$0.isEmpty }.count == 2)
+        // One object per input line: the bad lines print error objects in their place.
+        let lines = outcome.lines.filter { !$0.isEmpty }
+        #expect(lines.count == 4)
+        #expect(lines.count == 4 && lines[1].hasPrefix(#"{"line":2,"error":{"code":"not_an_object""#))
+        #expect(lines.count == 4 && lines[2].hasPrefix(#"{"line":3,"error":{"code":"syntax_error""#))
         #expect(outcome.err.contains("line 2: a push must be a JSON object"))
         #expect(outcome.err.contains("line 3:1: "))
     }

@@ -62,9 +62,29 @@ struct RunCommandTests {
         defer { try? FileManager.default.removeItem(atPath: events) }
         let result = await run([Self.music, "--events", events, "--format", "json"])
         #expect(result.code == 2)
-        #expect(try jsonLines(result.out).count == 2)
+        #expect(try jsonLines(result.out).count == 4)
         #expect(result.err.contains("line 2:"))
         #expect(result.err.contains("line 3: a push must be a JSON object"))
+    }
+
+    @Test func jsonOutputPairsEveryInputLineWithOneObjectEvenWhenALineIsBad() async throws {
+        let events = try Self.write([
+            #"{"event": "login", "user_id": "u"}"#, "", #"{"event": "x",}"#, "[1, 2]", #"{"event": "purchase"}"#,
+        ])
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let result = await run([Self.music, "--events", events, "--format", "json"])
+        let lines = try jsonLines(result.out)
+        try #require(lines.count == 4)
+        #expect(lines[0]["event"] == "login")
+        #expect(lines[1]["line"] == 3)
+        let syntax = try #require(lines[1]["error"]?.objectValue)
+        #expect(syntax["code"] == "syntax_error")
+        #expect(syntax["column"] == 15)
+        #expect(syntax["message"]?.stringValue?.isEmpty == false)
+        #expect(lines[2]["line"] == 4)
+        #expect(lines[2]["error"]?.objectValue?["code"] == "not_an_object")
+        #expect(lines[2]["error"]?.objectValue?["column"] == .null)
+        #expect(lines[3]["event"] == "purchase")
     }
 
     @Test(arguments: [
@@ -78,6 +98,14 @@ struct RunCommandTests {
         let result = await run(arguments)
         #expect(result.code == 64)
         #expect(result.err.contains(message))
+    }
+
+    @Test func textSummaryNamesTheContainersPlatform() async throws {
+        let events = try Self.write([#"{"event": "login"}"#])
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let result = await run([Self.music, "--events", events])
+        #expect(result.out.hasPrefix("container GTM-MUSIC01 version "))
+        #expect(result.out.contains("(compiled_resource, mobile): "))
     }
 
     @Test func anUnloadableContainerExitsOne() async throws {

@@ -441,10 +441,13 @@ struct Evaluation: MacroResolver {
             let subject = storage.program.predicates[p].ignoreCase ? name.lowercased() : name
             return Evaluation.compare(op, subject, text)
         }
+        // Mobile SDKs: an undefined operand makes the test false. Web: string tests compare `String(undefined)`,
+        // and numeric tests are false anyway (`Number(undefined)` is NaN).
+        let undefinedIsText = storage.program.undefinedComparesAsText
         let left = evaluate(storage.program.predicates[p].arg0)
-        if left.isUndefined { return false }
+        if left.isUndefined, !undefinedIsText { return false }
         let right = evaluate(storage.program.predicates[p].arg1)
-        if right.isUndefined { return false }
+        if right.isUndefined, !undefinedIsText { return false }
         if op.isNumeric {
             guard let a = left.jsNumber, let b = right.jsNumber else { return false }
             switch op {

@@ -8,6 +8,25 @@ public enum ContainerFormat: String, Sendable, Hashable {
     case flatValues = "flat_values"
 }
 
+/// The platform a container was built for. It decides how string conditions treat an undefined value.
+///
+/// GTM's web runtime evaluates `equals`, `contains`, `starts with`, `ends with` and `matches regex` on
+/// `String(value)`, so an undefined variable compares as the text `undefined` (the web idiom
+/// `{{cookie}} equals undefined` holds when the cookie is missing). The mobile SDKs make a condition with an
+/// undefined operand false.
+public enum ContainerPlatform: String, Sendable, Hashable, CaseIterable {
+    /// Android or iOS: v5 mobile files, mobile exports (`ANDROID_SDK_5`, `IOS_SDK_5`, …), legacy default
+    /// containers. An undefined operand makes a string condition false.
+    case mobile
+    /// Web or AMP: web and AMP exports and the compiled data of a `gtm.js` file. String conditions compare
+    /// `String(value)`, so undefined is the text `undefined`.
+    case web
+
+    /// Whether string conditions compare an undefined operand as the text `undefined` (web) rather than
+    /// failing (mobile).
+    public var comparesUndefinedAsText: Bool { self == .web }
+}
+
 /// A compiled, immutable Google Tag Manager container.
 ///
 /// A `Container` is a value that every thread can share: many ``DataLayer`` sessions evaluate one
@@ -18,6 +37,7 @@ public struct Container: Sendable {
         let id: String
         let version: String
         let format: ContainerFormat
+        let platform: ContainerPlatform
         let file: String?
         let unsupported: [ContainerError]
         let program: Program
@@ -28,10 +48,12 @@ public struct Container: Sendable {
             id: String,
             version: String,
             format: ContainerFormat,
+            platform: ContainerPlatform,
             file: String?,
             unsupported: [ContainerError],
             program: Program
         ) {
+            self.platform = platform
             self.id = id
             self.version = version
             self.format = format
@@ -47,6 +69,7 @@ public struct Container: Sendable {
         id: String,
         version: String,
         format: ContainerFormat,
+        platform: ContainerPlatform = .mobile,
         file: String?,
         unsupported: [ContainerError],
         program: Program
@@ -55,6 +78,7 @@ public struct Container: Sendable {
             id: id,
             version: version,
             format: format,
+            platform: platform,
             file: file,
             unsupported: unsupported,
             program: program
@@ -67,6 +91,10 @@ public struct Container: Sendable {
     public var version: String { storage.version }
     /// The format the container was compiled from.
     public var format: ContainerFormat { storage.format }
+    /// The platform the container was built for, from its content at load time (see ``ContainerPlatform``;
+    /// ``LoadOptions/platform`` overrides it). Web containers compare an undefined operand of a string
+    /// condition as the text `undefined`; mobile containers make the condition false.
+    public var platform: ContainerPlatform { storage.platform }
     /// The file the container was loaded from, if any.
     public var file: String? { storage.file }
     /// Parts of the container that ContainerKit does not run (web-only tags, macros and operators),

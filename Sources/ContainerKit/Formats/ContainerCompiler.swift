@@ -9,6 +9,7 @@ enum ContainerCompiler {
         var builder: CompilerOutput
         let format: ContainerFormat
         do throws(CompileFailure) {
+            if let refusal = refusal(root) { throw refusal }
             if let resource = root["resource"] {
                 format = .compiledResource
                 builder = try ResourceCompiler.compile(resource, pointer: "/resource")
@@ -34,25 +35,150 @@ enum ContainerCompiler {
         let id =
             options.containerID ?? file.flatMap(ContainerLoader.containerID(fromFileName:)) ?? builder.containerID
             ?? file.flatMap(containerID(embeddedIn:)) ?? "GTM-UNKNOWN"
+        if format == .export, usageContexts(root).contains("AMP") {
+            builder.noteUnsupported(
+                "AMP container (its triggers and tags run in the amp-analytics component of an AMP page)",
+                pointer: "/containerVersion/container/usageContext"
+            )
+        }
+        let platform = options.platform ?? detectPlatform(root, format: format, document: document, builder.program)
+        builder.program.undefinedComparesAsText = platform.comparesUndefinedAsText
         finishIndexes(&builder.program)
         return Container(
             id: id,
             version: builder.version ?? "0",
             format: format,
+            platform: platform,
             file: file,
             unsupported: builder.unsupportedSummary(file: file),
             program: builder.program
         )
     }
 
-    /// A `GTM-XXXX` token at the end of a file stem such as `vendor__app__GTM-5HM9ZRX.json`.
+    /// The `usageContext` of an export's container, upper-cased (`WEB`, `AMP`, `SERVER`, `ANDROID_SDK_5`, …).
+    static func usageContexts(_ root: ValueMap) -> [String] {
+        guard case .object(let version)? = root["containerVersion"],
+            case .object(let container)? = version["container"],
+            case .array(let contexts)? = container["usageContext"]
+        else { return [] }
+        return contexts.compactMap { $0.stringValue?.uppercased() }
+    }
+
+    /// Container formats that are recognised by name and refused, with what to do instead: GTM's 2014
+    /// export (format 1.x), server-side containers and AMP analytics configurations.
+    static func refusal(_ root: ValueMap) -> CompileFailure? {
+        let contexts = usageContexts(root)
+        if root["containerVersion"] != nil {
+            let isServer =
+                contexts.contains("SERVER")
+                || (contexts.isEmpty && root["containerVersion"]?.objectValue?["client"] != nil)
+            guard isServer else { return nil }
+            return CompileFailure(
+                .unknownFormat,
+                "this is a server-side (usageContext 'SERVER') container export: its clients and tags run on a "
+                    + "tagging server for incoming http requests, not on a data layer, so ContainerKit cannot run it; "
+                    + "export the web or mobile (Android, iOS) container that sends to it instead",
+                pointer: contexts.isEmpty ? "/containerVersion/client" : "/containerVersion/container/usageContext"
+            )
+        }
+        guard root["resource"] == nil else { return nil }
+        let legacyVersion = root["exportFormatVersion"].flatMap { $0.jsNumber }.map { $0 < 2 } ?? false
+        let holders = [root] + (root["container"]?.objectValue.map { [$0] } ?? [])
+        let legacyShape = holders.contains { map in
+            func isList(_ key: String) -> Bool { map[key]?.arrayValue != nil }
+            return (isList("tags") || isList("tag")) && (isList("macros") || isList("conditions") || isList("rules"))
+        }
+        if legacyVersion || legacyShape {
+            let version = root["exportFormatVersion"].map { " \($0.jsString)" } ?? " 1.x"
+            return CompileFailure(
+                .unknownFormat,
+                "this is a GTM export of format\(version) (the 2014 editor: top-level 'macros', 'tags' and "
+                    + "'rules'/'conditions'), which ContainerKit does not read; import it into a container in "
+                    + "today's GTM UI, which converts it, and export that container again (exportFormatVersion 2), "
+                    + "or use the compiled container file the app ships",
+                pointer: root["exportFormatVersion"] != nil ? "/exportFormatVersion" : ""
+            )
+        }
+        if root["requests"] != nil, root["triggers"] != nil || root["vars"] != nil {
+            return CompileFailure(
+                .unknownFormat,
+                "this is an AMP analytics configuration ('vars', 'requests', 'triggers'): AMP containers run "
+                    + "in the amp-analytics component of an AMP page, not on a data layer, so ContainerKit cannot "
+                    + "run it; use the web or mobile container instead",
+                pointer: "/requests"
+            )
+        }
+        return nil
+    }
+
+    /// Template codes only web containers use (a compiled resource without a `fingerprint` is decided by them).
+    static let webOnlyCodes: Set<String> = [
+        "__u", "__jsm", "__html", "__aev", "__d", "__k", "__f", "__j", "__cl", "__lcl", "__evl", "__sdl", "__hl",
+        "__fsl", "__tl", "__jel", "__googtag", "__gaawe", "__gaawc", "__sp", "__awec", "__dbg", "__gclidw", "__opt",
+        "__ctv_web", "__vis", "__uv", "__hid",
+    ]
+    /// Template codes only mobile containers use.
+    static let mobileOnlyCodes: Set<String> = [
+        "__funct", "__funcm", "__md", "__fm", "__fup", "__ai", "__an", "__av", "__avn", "__ov", "__sv", "__dn",
+        "__rs", "__ate", "__aid", "_func",
+    ]
+
+    /// The platform a container was built for: an export's `usageContext`; for a compiled resource, a
+    /// `fingerprint` (v5 mobile files have one) or the gtm.js script form; else the template codes it uses.
+    static func detectPlatform(
+        _ root: ValueMap,
+        format: ContainerFormat,
+        document: SourceDocument,
+        _ program: Program
+    ) -> ContainerPlatform {
+        switch format {
+        case .flatValues:
+            return .mobile
+        case .export:
+            if case .object(let version)? = root["containerVersion"],
+                case .object(let container)? = version["container"],
+                case .array(let contexts)? = container["usageContext"]
+            {
+                let names = contexts.compactMap { $0.stringValue?.uppercased() }
+                if names.contains(where: { $0 == "WEB" || $0 == "AMP" }) { return .web }
+                if names.contains(where: { $0.hasPrefix("ANDROID") || $0.hasPrefix("IOS") }) { return .mobile }
+            }
+        case .compiledResource:
+            if root["fingerprint"] != nil { return .mobile }
+            if document.isScript || root["permissions"] != nil || root["security_groups"] != nil { return .web }
+        }
+        var web = false
+        for function in program.macros.map(\.function) + program.tags.map(\.function) {
+            if mobileOnlyCodes.contains(function) { return .mobile }
+            if webOnlyCodes.contains(function) { web = true }
+        }
+        return web ? .web : .mobile
+    }
+
+    /// A `GTM-XXXX` token anywhere in a file name: `vendor__app__GTM-5HM9ZRX.json`,
+    /// `com.example.app__GTM-ABC123.json`, `my.app.GTM-ABC123.json`, `GTM-WDF9SGJ_v6.json.js`.
+    ///
+    /// The token is `GTM-` and the upper-case letters and digits after it, not followed by a lower-case letter;
+    /// the last valid token wins (`…GTM-v5-Tagging-Example__GTM-MZTK5QP.json` names `GTM-MZTK5QP`;
+    /// `…__GTM-Android_Examples.json` names none).
     static func containerID(embeddedIn path: String) -> String? {
-        let name = path.split(separator: "/").last.map(String.init) ?? path
-        let stem = name.split(separator: ".").first.map(String.init) ?? name
-        // The last `GTM-` token wins: `…GTM-v5-Tagging-Example__GTM-MZTK5QP.json` names GTM-MZTK5QP.
-        guard let range = stem.ranges(of: "GTM-").last else { return nil }
-        let candidate = String(stem[range.lowerBound...])
-        return ContainerLoader.isContainerID(candidate) ? candidate : nil
+        let name = Array((path.split(separator: "/").last.map(String.init) ?? path).utf8)
+        var found: String?
+        var i = 0
+        while i + 4 < name.count {
+            guard name[i] == 0x47, name[i + 1] == 0x54, name[i + 2] == 0x4D, name[i + 3] == 0x2D else {
+                i += 1
+                continue
+            }
+            var end = i + 4
+            while end < name.count, (0x30...0x39).contains(name[end]) || (0x41...0x5A).contains(name[end]) { end += 1 }
+            // The token must end the word: `GTM-Function-Call` is not `GTM-F`.
+            let endsWord = end == name.count || !(0x61...0x7A).contains(name[end])
+            let candidate = String(decoding: name[i..<end], as: UTF8.self)
+            if endsWord, ContainerLoader.isContainerID(candidate) { found = candidate }
+            i = max(end, i + 4)
+        }
+        return found
     }
 
     private static func error(
@@ -73,7 +199,7 @@ enum ContainerCompiler {
     static func finishIndexes(_ program: inout Program) {
         for p in program.predicates.indices {
             let predicate = program.predicates[p]
-            if case .literal(let literal) = predicate.arg1, !literal.isUndefined {
+            if case .literal(let literal) = predicate.arg1, !literal.isUndefined || program.undefinedComparesAsText {
                 program.predicates[p].constantText =
                     predicate.ignoreCase ? literal.jsString.lowercased() : literal.jsString
             }

@@ -17,13 +17,21 @@ enum ExportCompiler {
         return compiler.output
     }
 
-    /// Built-in trigger ids that appear in `firingTriggerId` without a trigger object.
-    static let builtInTriggers: [String: (name: String, event: String?)] = [
-        "2147479553": ("All Pages", "gtm.js"),
-        "2147479573": ("Initialization", "gtm.init"),
-        "2147479572": ("Consent Initialization", "gtm.init_consent"),
-        "2147479554": ("Any Event", nil),
-        "2147479555": ("Always", nil),
+    /// Built-in trigger ids that appear in `firingTriggerId` without a trigger object: the name GTM shows, the
+    /// event each waits for (`nil`: every event) and whether it is a web trigger.
+    ///
+    /// Evidence: web exports use `2147479553` (All Pages, the `gtm.js` page view), `2147479573` (Initialization)
+    /// and `2147479572` (Consent Initialization); legacy binary containers name their rules
+    /// `…_2147479554` "Any Event" and `…_2147479555` "Always"; Firebase (v5) exports fire Firebase
+    /// event-modification tags (`fm`), which act on every event, on `2147479556` alone, and compiled v5 files
+    /// hold the matching `event matches .*` rule: it is the mobile "All Events" trigger.
+    static let builtInTriggers: [String: (name: String, event: String?, isWeb: Bool)] = [
+        "2147479553": ("All Pages", "gtm.js", true),
+        "2147479573": ("Initialization", "gtm.init", true),
+        "2147479572": ("Consent Initialization", "gtm.init_consent", true),
+        "2147479554": ("Any Event", nil, false),
+        "2147479555": ("Always", nil, false),
+        "2147479556": ("All Events", nil, false),
     ]
 
     /// The event name each trigger type waits for (custom events name theirs in `customEventFilter`).
@@ -89,6 +97,17 @@ enum ExportCompiler {
         var tagIndexByName: [String: Int] = [:]
 
         init(version: ValueMap) { self.version = version }
+
+        /// Whether the export's `usageContext` names Android or iOS.
+        var isMobile: Bool {
+            guard case .object(let container)? = version["container"],
+                case .array(let contexts)? = container["usageContext"]
+            else { return false }
+            return contexts.contains { context in
+                let name = context.stringValue?.uppercased() ?? ""
+                return name.hasPrefix("ANDROID") || name.hasPrefix("IOS")
+            }
+        }
 
         mutating func run() throws(CompileFailure) {
             if case .object(let container)? = version["container"] {
@@ -156,15 +175,21 @@ enum ExportCompiler {
                         } else if let builtIn = ExportCompiler.builtInTriggers[id] {
                             rule = output.program.rules.count
                             ruleByTrigger[id] = rule
-                            output.program.rules.append(
-                                builtInRule(builtIn, pointer: JSONPointer.appending(at + "/" + field, k))
-                            )
+                            let at = JSONPointer.appending(at + "/" + field, k)
+                            if builtIn.isWeb, isMobile {
+                                // Its event (`gtm.js`, `gtm.init`) is a browser's: only an app that pushes it fires it.
+                                output.noteUnsupported(
+                                    "web built-in trigger '\(builtIn.name)' (\(id)) in a mobile container",
+                                    pointer: at
+                                )
+                            }
+                            output.program.rules.append(builtInRule((builtIn.name, builtIn.event), pointer: at))
                         } else if let number = Int(id), number >= 2_147_479_552 {
                             // A built-in trigger this runtime does not know: it never fires here.
                             rule = output.program.rules.count
                             ruleByTrigger[id] = rule
                             let at = JSONPointer.appending(at + "/" + field, k)
-                            output.noteUnsupported("built-in trigger '\(id)'", pointer: at)
+                            output.noteUnsupported("undocumented built-in trigger '\(id)'", pointer: at)
                             var never = RuleDef(name: "built-in trigger \(id)", origin: Origin(pointer: at))
                             never.ifs.append(neverPredicate(pointer: at))
                             output.program.rules.append(never)

@@ -15,6 +15,9 @@ struct Program: Sendable {
     var unindexedRules: [Int] = []
     /// Tags in firing order: priority descending, then container order.
     var tagOrder: [Int] = []
+    /// Web semantics: string conditions compare an undefined operand as the text `undefined` instead of
+    /// failing (decided once at compile time from ``ContainerPlatform``).
+    var undefinedComparesAsText = false
 
     /// Whether a macro reads data-layer variables of version 1 (the last raw value of a pushed key).
     var readsRawDataLayerValues: Bool {
@@ -195,8 +198,9 @@ struct PredicateDef: Sendable {
     var negate: Bool
     /// The compiled pattern for `_re` with a constant `arg1`; `nil` if it is invalid or not constant.
     var pattern: RegexPattern?
-    /// The compile error of a constant invalid pattern.
-    var patternError: String?
+    /// The compile error of a constant invalid pattern (``RegexPatternError/isUnsupported`` tells a pattern
+    /// JavaScript refuses from one this engine does not run).
+    var patternError: RegexPatternError?
     var origin: Origin
     /// The string form of a constant right side, lowercased under `ignoreCase` (computed once at load).
     var constantText: String? = nil

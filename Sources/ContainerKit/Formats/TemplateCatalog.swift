@@ -23,7 +23,7 @@ enum TemplateCatalog {
 
     /// Macro codes that only make sense in a browser or need JavaScript.
     static let browserMacros: Set<String> = [
-        "jsm", "u", "d", "aev", "f", "j", "k", "dbg", "gas", "awec", "gtes", "gtcs", "ctv_web", "vis", "uv",
+        "jsm", "u", "d", "aev", "f", "j", "k", "dbg", "awec", "gtes", "gtcs", "ctv_web", "vis", "uv",
         "ed", "rh", "hid", "ev",
     ]
 
@@ -153,11 +153,16 @@ enum TemplateCatalog {
             return .legacyFunctionCall(name: name, arguments: params["additional_params"] ?? .map([]))
         default:
             if let builtIn = builtIns[code] { return .builtIn(builtIn) }
-            output.noteUnsupported(
-                browserMacros.contains(code)
-                    ? "browser-only variable type '\(function)'" : "variable type '\(function)'",
-                pointer: pointer
-            )
+            let what: String
+            if browserMacros.contains(code) {
+                what = "browser-only variable type '\(function)'"
+            } else if code == "gas" {
+                // Mobile containers use GA Settings too (for `__ua` tags): not browser-only, just not run here.
+                what = "Google Analytics settings variable type '\(function)'"
+            } else {
+                what = "variable type '\(function)'"
+            }
+            output.noteUnsupported(what, pointer: pointer)
             return .unsupported
         }
     }
@@ -285,7 +290,7 @@ enum TemplateCatalog {
             do {
                 def.pattern = try RegexPattern(literal.jsString, options: ignoreCase ? .ignoreCase : [])
             } catch {
-                def.patternError = error.message
+                def.patternError = error
             }
         }
         return def

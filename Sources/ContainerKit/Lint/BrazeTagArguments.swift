@@ -27,7 +27,8 @@ struct BrazeTagArguments {
 
     let label: String
     let pointer: String
-    /// The arguments with constant keys, in container order.
+    /// The arguments with constant keys, in container order; values that are constant on every event (see
+    /// ``Program/constantValue(of:)``) are folded to literals.
     let arguments: [Argument]
 
     /// The argument named `key`.
@@ -59,7 +60,9 @@ struct BrazeTagArguments {
             let arguments = pairs.map { key, value in
                 Argument(
                     key: key,
-                    value: value,
+                    // Constant variables, lookup tables with constant inputs and constant templates are
+                    // checked as the literals they are.
+                    value: program.constantValue(of: value).map(Expr.literal) ?? value,
                     pointer: raw.flatMap { argumentPointer(key, in: $0) } ?? tag.origin.pointer
                 )
             }

@@ -3,8 +3,8 @@ import Foundation
 /// Turns the paths given to `containerkit lint` into the list of files to lint.
 ///
 /// Files given by name are always linted. Directories are walked recursively (hidden entries are
-/// skipped) for `*.json` and `*.plist` files and for legacy binary containers: files without an
-/// extension named like `GTM-XXXX` or `gtm_xxxx`. Files matching the configuration's `excluded`
+/// skipped) for `*.json` and `*.plist` files, `gtm.js` scripts, and legacy binary containers: files
+/// without an extension named like `GTM-XXXX` or `gtm_xxxx`. Files matching the configuration's `excluded`
 /// patterns are skipped in walks. The result is sorted so output is deterministic.
 public enum LintPaths {
     /// The files to lint under `paths`, in sorted order.
@@ -39,7 +39,7 @@ public enum LintPaths {
     /// Whether a file met in a directory walk is a container candidate.
     public static func isCandidate(_ name: String) -> Bool {
         let lower = name.lowercased()
-        if lower.hasSuffix(".json") || lower.hasSuffix(".plist") { return true }
+        if lower.hasSuffix(".json") || lower.hasSuffix(".plist") || lower == "gtm.js" { return true }
         guard !name.contains(".") else { return false }
         return name.hasPrefix("GTM-") || lower.hasPrefix("gtm_")
     }

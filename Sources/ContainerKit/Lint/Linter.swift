@@ -21,6 +21,7 @@ public struct Linter: Sendable {
         DuplicateNameRule.self,
         VariableCycleRule.self,
         InvalidRegexRule.self,
+        UnsupportedRegexRule.self,
         RegexBacktrackingRule.self,
         NonNumericComparisonRule.self,
         TagNeverFiresRule.self,

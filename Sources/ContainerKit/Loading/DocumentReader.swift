@@ -1,8 +1,9 @@
 /// Turns container file bytes into a ``SourceDocument``: detects the syntax and runs the matching reader.
 ///
 /// Detection, after a UTF-8 byte order mark and whitespace: `bplist` → binary property list; `<?xml`,
-/// `<!DOCTYPE plist` or `<plist` → XML property list; JSON text, or the gtm.js form `var data = {…};` →
-/// JSON. Legacy binary (protobuf) containers and other binary files are recognised and refused with
+/// `<!DOCTYPE plist` or `<plist` → XML property list; JSON text → JSON; a JavaScript file (a whole
+/// `gtm.js`) with a `var data = {…};` declaration → the JSON of that object (``ScriptDataLocator``), with
+/// positions relative to the file. Legacy binary (protobuf) containers and other binary files are recognised and refused with
 /// `legacy_binary_container`.
 enum DocumentReader {
     /// How many leading bytes are examined to decide whether a file is binary.
@@ -69,17 +70,33 @@ enum DocumentReader {
 
         var valueStart = start
         var statement = false
+        var embedded = false
         switch bytes[start] {
         case 0x7B, 0x5B, 0x22, 0x2D, 0x30...0x39, 0x74, 0x66, 0x6E:  // { [ " - 0-9 t f n
             break
         case 0x2F where hasPrefix(bytes, "//", at: start) || hasPrefix(bytes, "/*", at: start):
-            break  // the JSON parser explains that comments are not allowed
+            // A gtm.js script starts with a comment; otherwise the JSON parser explains that comments are
+            // not allowed.
+            if let object = ScriptDataLocator.find(bytes, from: start) {
+                valueStart = object
+                embedded = true
+            }
         case 0x76 where hasPrefix(bytes, "var", at: start) && start + 3 < bytes.count && isWhitespace(bytes[start + 3]):
-            valueStart = try skipAssignment(bytes, from: start + 3, file: file, location: location)
-            statement = true
+            if let object = ScriptDataLocator.find(bytes, from: start) {
+                valueStart = object
+                embedded = true
+            } else {
+                valueStart = try skipAssignment(bytes, from: start + 3, file: file, location: location)
+                statement = true
+            }
         default:
             if startsLikeProtobuf(bytes, at: origin) || hasBinaryBytes(bytes, from: origin, checkingUTF8: true) {
                 throw legacyBinaryError(file)
+            }
+            if let object = ScriptDataLocator.find(bytes, from: start) {
+                valueStart = object
+                embedded = true
+                break
             }
             throw ContainerError(
                 .syntax,
@@ -90,8 +107,14 @@ enum DocumentReader {
         }
 
         let text = SourceText(bytes: bytes, origin: origin, valueStart: valueStart)
-        let result = try JSONParser.parse(text, file: file, options: options, statement: statement)
-        return SourceDocument(
+        let result = try JSONParser.parse(
+            text,
+            file: file,
+            options: options,
+            statement: statement,
+            embedded: embedded
+        )
+        var document = SourceDocument(
             value: result.value,
             syntax: .json,
             file: file,
@@ -99,6 +122,8 @@ enum DocumentReader {
             duplicateKeys: result.duplicateKeys,
             text: text
         )
+        document.isScript = statement || embedded
+        return document
     }
 
     /// After `var`: skips `name =` and whitespace (the gtm.js form) and returns where the value starts.

@@ -19,17 +19,20 @@ enum JSONParser {
 
     /// Parses the JSON value that starts at `text.valueStart`.
     ///
-    /// - Parameter statement: the gtm.js form: the value may be followed by one `;`.
+    /// - Parameters:
+    ///   - statement: the gtm.js form: the value may be followed by one `;`.
+    ///   - embedded: the value sits inside a larger JavaScript file: whatever follows it is not read.
     static func parse(
         _ text: SourceText,
         file: String?,
         options: LoadOptions,
-        statement: Bool = false
+        statement: Bool = false,
+        embedded: Bool = false
     ) throws(ContainerError) -> Result {
         let record = options.recordPositions && text.bytes.count < Int(Int32.max)
         return try text.bytes.withUnsafeBufferPointer { (buffer) throws(ContainerError) -> Result in
             var core = Core(buffer: buffer, text: text, file: file, maximumDepth: options.maximumDepth, record: record)
-            let value = try core.parseDocument(statement: statement)
+            let value = try core.parseDocument(statement: statement, embedded: embedded)
             var sourceMap: SourceMap?
             if record {
                 sourceMap = SourceMap(
@@ -142,13 +145,14 @@ private struct Core {
 
     // MARK: Structure
 
-    mutating func parseDocument(statement: Bool) throws(ContainerError) -> Value {
+    mutating func parseDocument(statement: Bool, embedded: Bool = false) throws(ContainerError) -> Value {
         skipWhitespace()
         guard i < end else {
             // The reader refuses empty and blank files first; this is `var data =` with nothing after it.
             throw error("unexpected end of file, expected a value", at: i)
         }
         let value = try parseValues()
+        if embedded { return value }
         skipWhitespace()
         if statement, i < end, p[i] == Byte.semicolon {
             i += 1

@@ -6,6 +6,9 @@ public struct LoadOptions: Sendable, Hashable {
     public var maximumDepth: Int
     /// Use this container ID instead of the one from the file name or the content.
     public var containerID: String?
+    /// Treat the container as built for this platform instead of deciding from its content (see
+    /// ``ContainerPlatform``): it decides how string conditions compare an undefined value.
+    public var platform: ContainerPlatform?
     /// Record the line and column of every value (lint wants them; running does not).
     public var recordPositions: Bool
 
@@ -14,8 +17,10 @@ public struct LoadOptions: Sendable, Hashable {
         maximumFileSize: Int = 16 * 1024 * 1024,
         maximumDepth: Int = 256,
         containerID: String? = nil,
-        recordPositions: Bool = false
+        recordPositions: Bool = false,
+        platform: ContainerPlatform? = nil
     ) {
+        self.platform = platform
         self.maximumFileSize = maximumFileSize
         self.maximumDepth = maximumDepth
         self.containerID = containerID

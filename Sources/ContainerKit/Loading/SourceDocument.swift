@@ -26,6 +26,8 @@ public struct SourceDocument: Sendable {
     public let duplicateKeys: [DuplicateKey]
     /// The original JSON text, kept for ``locate(_:)``; `nil` for property lists.
     let text: SourceText?
+    /// Whether the JSON was read out of a JavaScript file (gtm.js: `var data = {…};`): a web container.
+    var isScript = false
 
     /// Creates a document from a value, e.g. for tests or documents built in memory.
     public init(

@@ -1,4 +1,12 @@
-/// Parses pattern text into a ``RegexNode`` tree (RE2 / JavaScript common syntax).
+/// Parses pattern text into a ``RegexNode`` tree with JavaScript's rules outside Unicode mode (ECMAScript
+/// Annex B, what `new RegExp(pattern)` accepts in a browser): identity escapes (`\q` is `q`, `\-`, `\/`),
+/// legacy octal escapes (`\01`, and `\1` when the pattern has fewer capturing groups), `\8` and `\9` as
+/// digits, `\c` without a control letter as a backslash, `\k` as `k` when the pattern has no named groups,
+/// `\p`, `\x` and `\u` without their digits as letters, `\u{…}` as `u` and a quantifier, `{`, `}` and `]`
+/// as literals where they form no quantifier or class, and a lone surrogate that matches nothing.
+///
+/// Valid JavaScript this engine does not run (lookaround, backreferences) is refused with
+/// ``RegexPatternError/isUnsupported`` set, so lint can tell it from a pattern GTM itself would refuse.
 struct RegexParser {
     /// The longest accepted pattern, in scalars.
     static let maxPatternLength = 10_000
@@ -18,6 +26,11 @@ struct RegexParser {
     private var position = 0
     private var depth = 0
     private var names: Set<String> = []
+    /// How many capturing groups the whole pattern has (a `\N` above it is an octal escape, not a backreference).
+    private var totalCaptures = 0
+    /// The names of the pattern's named groups (with any, `\k` must be a backreference to one of them).
+    private var groupNames: Set<String> = []
+    private var hasNamedGroups: Bool { !groupNames.isEmpty }
 
     /// Parses `source`, throwing the first syntax error found.
     init(_ source: String) throws(RegexPatternError) {
@@ -25,9 +38,11 @@ struct RegexParser {
         if scalars.count > Self.maxPatternLength {
             throw RegexPatternError(
                 message: "pattern is too long (over \(Self.maxPatternLength) characters)",
-                offset: Self.maxPatternLength
+                offset: Self.maxPatternLength,
+                isUnsupported: true
             )
         }
+        (totalCaptures, groupNames) = Self.countGroups(scalars)
         if hasPrefix("(?i)") {
             inlineIgnoreCase = true
             position = 4
@@ -75,7 +90,8 @@ struct RegexParser {
         if Swift.max(min, max ?? 0) > Self.maxRepetition {
             throw RegexPatternError(
                 message: "repetition count over \(Self.maxRepetition) in '\(written)'",
-                offset: quantifierStart
+                offset: quantifierStart,
+                isUnsupported: true
             )
         }
         if let max, max < min {
@@ -175,7 +191,8 @@ struct RegexParser {
         if depth > Self.maxNesting {
             throw RegexPatternError(
                 message: "groups nested more than \(Self.maxNesting) deep at '('",
-                offset: start
+                offset: start,
+                isUnsupported: true
             )
         }
         position += 1
@@ -206,17 +223,17 @@ struct RegexParser {
         ]
         position = start
         for (prefix, refusal) in kinds where hasPrefix(prefix) {
-            if let refusal { throw RegexPatternError(message: refusal, offset: start) }
+            if let refusal {
+                // Lookaround is valid JavaScript that this engine does not run; `(?i)` mid-pattern is neither.
+                throw RegexPatternError(message: refusal, offset: start, isUnsupported: prefix != "(?i)")
+            }
             position += prefix.unicodeScalars.count
             return
         }
-        if hasPrefix("(?<") || hasPrefix("(?P<") {
-            position += hasPrefix("(?<") ? 3 : 4
+        if hasPrefix("(?<") {
+            position += 3
             let nameStart = position
-            while let scalar = peek,
-                scalar == "_" || scalar.properties.isAlphabetic && scalar.isASCII
-                    || (position > nameStart && asciiDigit(scalar) != nil)
-            {
+            while let scalar = peek, Self.isGroupNameScalar(scalar, first: position == nameStart) {
                 position += 1
             }
             let name = text(nameStart..<position)
@@ -237,22 +254,30 @@ struct RegexParser {
 
     // MARK: - Escapes
 
-    /// One parsed escape: a scalar, a class, or an assertion.
+    /// One parsed escape: a code point (a lone surrogate is one too), a class, or an assertion.
     private enum Escape {
-        case scalar(Unicode.Scalar)
+        case unit(UInt32)
         case set(RegexCharClass)
         case assertion(RegexAssertion)
+
+        static func scalar(_ scalar: Unicode.Scalar) -> Escape { .unit(scalar.value) }
     }
 
     private mutating func parseEscape() throws(RegexPatternError) -> RegexNode {
         switch try escape(inClass: false) {
-        case .scalar(let scalar): return .literal(scalar)
+        case .unit(let value): return Self.literal(value)
         case .set(let set): return .set(set)
         case .assertion(let kind): return .assertion(kind)
         }
     }
 
-    /// Parses the escape at `position` (a backslash) and advances past it.
+    /// A literal code point; a lone surrogate (valid in JavaScript, absent from well-formed text) matches nothing.
+    private static func literal(_ value: UInt32) -> RegexNode {
+        guard let scalar = Unicode.Scalar(value) else { return .set(RegexCharClass()) }
+        return .literal(scalar)
+    }
+
+    /// Parses the escape at `position` (a backslash) and advances past it, with Annex B's rules.
     private mutating func escape(inClass: Bool) throws(RegexPatternError) -> Escape {
         let start = position
         position += 1
@@ -268,91 +293,143 @@ struct RegexParser {
         case "s": return .set(.space)
         case "S": return .set(RegexCharClass.space.inverted)
         case "b": return inClass ? .scalar("\u{08}") : .assertion(.wordBoundary)
-        case "B":
-            if inClass { break }
-            return .assertion(.notWordBoundary)
+        case "B": return inClass ? .scalar("B") : .assertion(.notWordBoundary)
         case "t": return .scalar("\t")
         case "n": return .scalar("\n")
         case "r": return .scalar("\r")
         case "f": return .scalar("\u{0C}")
         case "v": return .scalar("\u{0B}")
         case "0":
-            if let next = peek, asciiDigit(next) != nil {
-                throw RegexPatternError(
-                    message: "octal escape '\(text(start..<position + 1))' is not supported",
-                    offset: start
-                )
-            }
-            return .scalar("\u{0}")
+            guard let next = peek, asciiDigit(next) != nil else { return .scalar("\u{0}") }
+            position -= 1
+            return .unit(legacyOctal())
         case "1"..."9":
-            while let next = peek, asciiDigit(next) != nil { position += 1 }
-            throw RegexPatternError(
-                message: "backreference '\(text(start..<position))' is not supported",
-                offset: start
-            )
+            if !inClass {
+                var index = position - 1
+                let number = self.number(at: &index) ?? 0
+                if number <= totalCaptures {
+                    position = index
+                    throw RegexPatternError(
+                        message: "backreference '\(text(start..<position))' is not supported",
+                        offset: start,
+                        isUnsupported: true
+                    )
+                }
+            }
+            // No such group (or inside a class): a legacy octal escape, or `8`/`9` themselves.
+            if scalar == "8" || scalar == "9" { return .scalar(scalar) }
+            position -= 1
+            return .unit(legacyOctal())
         case "k":
-            throw RegexPatternError(message: "backreference '\\k' is not supported", offset: start)
-        case "p", "P":
+            guard hasNamedGroups else { return .scalar("k") }
+            if !inClass, peek == "<" {
+                var index = position + 1
+                while index < scalars.count, Self.isGroupNameScalar(scalars[index], first: index == position + 1) {
+                    index += 1
+                }
+                if index > position + 1, index < scalars.count, scalars[index] == ">",
+                    groupNames.contains(text((position + 1)..<index))
+                {
+                    position = index + 1
+                    throw RegexPatternError(
+                        message: "backreference '\(text(start..<position))' is not supported",
+                        offset: start,
+                        isUnsupported: true
+                    )
+                }
+            }
             throw RegexPatternError(
-                message: "unicode property escape '\\\(scalar)' is not supported",
+                message: "invalid named reference '\\k' (the pattern has named groups, so '\\k' needs '<name>' "
+                    + "of one of them)",
                 offset: start
             )
         case "c":
             if let letter = peek, letter.isASCII, letter.properties.isAlphabetic {
                 position += 1
-                return .scalar(Unicode.Scalar(letter.value % 32)!)
+                return .unit(letter.value % 32)
             }
+            if inClass, let next = peek, asciiDigit(next) != nil || next == "_" {
+                position += 1
+                return .unit(next.value % 32)
+            }
+            // `\c` without a control letter is a backslash; the `c` is read again as itself.
+            position = start + 1
+            return .scalar("\\")
         case "x":
-            if let value = hexDigits(count: 2) { return .scalar(Unicode.Scalar(UInt8(value))) }
-            throw RegexPatternError(message: "invalid hex escape '\(text(start..<position))'", offset: start)
+            if let value = hexDigits(count: 2) { return .unit(value) }
+            return .scalar("x")
         case "u":
-            return .scalar(try unicodeEscape(start: start))
+            return .unit(unicodeEscape())
         default:
-            if !(scalar.isASCII && (scalar.properties.isAlphabetic || asciiDigit(scalar) != nil)) {
-                return .scalar(scalar)
-            }
+            // An identity escape: `\q` is `q`, `\-` is `-`, `\/` is `/`, `\p` is `p`.
+            return .scalar(scalar)
         }
-        throw RegexPatternError(message: "invalid escape '\\\(scalar)'", offset: start)
     }
 
-    /// Parses the rest of `\uHHHH` (joining a surrogate pair written as two escapes) or `\u{H…}`.
-    private mutating func unicodeEscape(start: Int) throws(RegexPatternError) -> Unicode.Scalar {
-        var value: UInt32
-        if peek == "{" {
+    /// A legacy octal escape at `position` (the first digit, `0`–`7`): up to three digits, at most `\377`.
+    private mutating func legacyOctal() -> UInt32 {
+        var value: UInt32 = 0
+        let limit = scalars[position].value <= 0x33 ? 3 : 2
+        var count = 0
+        while count < limit, let next = peek, next.value >= 0x30, next.value <= 0x37 {
+            value = value * 8 + (next.value - 0x30)
             position += 1
-            let digitsStart = position
-            while let next = peek, hexValue(next) != nil { position += 1 }
-            guard position > digitsStart, position - digitsStart <= 8, peek == "}",
-                let parsed = UInt32(text(digitsStart..<position), radix: 16), parsed <= 0x10FFFF
-            else {
-                throw RegexPatternError(
-                    message: "invalid unicode escape '\(text(start..<Swift.min(position + 1, scalars.count)))'",
-                    offset: start
-                )
-            }
-            position += 1
-            value = parsed
-        } else if let parsed = hexDigits(count: 4) {
-            value = parsed
-            if (0xD800...0xDBFF).contains(value), hasPrefix("\\u") {
-                let saved = position
-                position += 2
-                if let low = hexDigits(count: 4), (0xDC00...0xDFFF).contains(low) {
-                    value = 0x10000 + ((value - 0xD800) << 10) + (low - 0xDC00)
+            count += 1
+        }
+        return value
+    }
+
+    /// Whether `scalar` may be in a group name (`$`, `_`, letters; digits after the first).
+    private static func isGroupNameScalar(_ scalar: Unicode.Scalar, first: Bool) -> Bool {
+        if scalar == "_" || scalar == "$" || scalar.properties.isAlphabetic { return true }
+        return !first && (scalar.properties.numericType == .decimal)
+    }
+
+    /// Counts the capturing groups and collects the group names, skipping escapes and classes.
+    private static func countGroups(_ scalars: [Unicode.Scalar]) -> (captures: Int, names: Set<String>) {
+        var captures = 0
+        var named: Set<String> = []
+        var inClass = false
+        var i = 0
+        while i < scalars.count {
+            switch scalars[i] {
+            case "\\": i += 1
+            case "[": inClass = true
+            case "]": inClass = false
+            case "(" where !inClass:
+                if i + 1 < scalars.count, scalars[i + 1] == "?" {
+                    if i + 3 < scalars.count, scalars[i + 2] == "<", scalars[i + 3] != "=", scalars[i + 3] != "!" {
+                        captures += 1
+                        var end = i + 3
+                        while end < scalars.count, scalars[end] != ">" { end += 1 }
+                        var name = String.UnicodeScalarView()
+                        name.append(contentsOf: scalars[(i + 3)..<end])
+                        named.insert(String(name))
+                    }
                 } else {
-                    position = saved
+                    captures += 1
                 }
+            default: break
             }
-        } else {
-            throw RegexPatternError(message: "invalid unicode escape '\(text(start..<position))'", offset: start)
+            i += 1
         }
-        guard let scalar = Unicode.Scalar(value) else {
-            throw RegexPatternError(
-                message: "lone surrogate '\(text(start..<position))' is not supported",
-                offset: start
-            )
+        return (captures, named)
+    }
+
+    /// Parses the rest of `\uHHHH` (joining a surrogate pair written as two escapes, since text is matched
+    /// by scalars). Without four hex digits it is `u` itself: outside Unicode mode `\u{41}` is `u{41}`.
+    private mutating func unicodeEscape() -> UInt32 {
+        guard var value = hexDigits(count: 4) else { return 0x75 }
+        if (0xD800...0xDBFF).contains(value), hasPrefix("\\u") {
+            let saved = position
+            position += 2
+            if let low = hexDigits(count: 4), (0xDC00...0xDFFF).contains(low) {
+                value = 0x10000 + ((value - 0xD800) << 10) + (low - 0xDC00)
+            } else {
+                position = saved
+            }
         }
-        return scalar
+        return value
     }
 
     /// Reads exactly `count` hex digits at `position`, advancing past them; nil (not advancing) otherwise.
@@ -397,7 +474,7 @@ struct RegexParser {
             }
             let itemStart = position
             let first = try classAtom()
-            guard case .scalar(let low) = first, peek == "-", position + 1 < scalars.count,
+            guard case .unit(let low) = first, peek == "-", position + 1 < scalars.count,
                 scalars[position + 1] != "]"
             else {
                 add(first, to: &result)
@@ -405,7 +482,7 @@ struct RegexParser {
             }
             position += 1
             let second = try classAtom()
-            guard case .scalar(let high) = second else {
+            guard case .unit(let high) = second else {
                 // `[a-\d]`: the dash is literal, as in JavaScript.
                 add(first, to: &result)
                 result.insert(0x2D...0x2D)
@@ -418,7 +495,7 @@ struct RegexParser {
                     offset: itemStart
                 )
             }
-            result.insert(low.value...high.value)
+            result.insert(low...high)
         }
     }
 
@@ -431,7 +508,7 @@ struct RegexParser {
 
     private func add(_ item: Escape, to set: inout RegexCharClass) {
         switch item {
-        case .scalar(let scalar): set.insert(scalar.value...scalar.value)
+        case .unit(let value): set.insert(value...value)
         case .set(let other): set.formUnion(other)
         case .assertion: break
         }

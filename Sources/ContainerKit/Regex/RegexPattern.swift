@@ -41,11 +41,18 @@ public struct RegexPattern: Sendable {
         let parser = try RegexParser(source)
         self.source = source
         self.options = options
-        program = try RegexCompiler.compile(
-            parser.root,
-            captureCount: parser.captureCount,
-            ignoreCase: options.contains(.ignoreCase) || parser.inlineIgnoreCase
-        )
+        do throws(RegexPatternError) {
+            program = try RegexCompiler.compile(
+                parser.root,
+                captureCount: parser.captureCount,
+                ignoreCase: options.contains(.ignoreCase) || parser.inlineIgnoreCase
+            )
+        } catch {
+            // The pattern parsed as JavaScript; what the compiler refuses is a limit of this engine.
+            var limit = error
+            limit.isUnsupported = true
+            throw limit
+        }
     }
 
     /// The number of capturing groups, not counting group 0.

@@ -296,11 +296,13 @@ public final class DataLayer: Sendable {
     private func process(_ pending: Pending, into result: inout PushResult) {
         var message = pending.message
         var userProperties: Value?
-        if let properties = message[DataLayer.userPropertiesKey] {
+        let dotted = message.keys.contains(where: DataLayer.hasDot)
+        // The user-properties key has a dot: a message without dotted keys cannot hold it.
+        if dotted, let properties = message[DataLayer.userPropertiesKey] {
             userProperties = properties
             message[DataLayer.userPropertiesKey] = nil
         }
-        let expanded = DataLayer.expandDots(message)
+        let expanded = dotted ? DataLayer.expandDots(message) : message
         let eventValue = pending.event ?? message["event"]
         let (model, eventNumber, runtime) = state.withLock { state -> (ValueMap, Int, TagManager.Snapshot) in
             let runtime = tagManager.snapshot(cached: state.runtime)

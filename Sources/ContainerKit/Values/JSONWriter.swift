@@ -4,25 +4,43 @@
 /// (which JSON cannot express) are written as `null` (inside maps, undefined entries are left out).
 public enum JSONWriter {
     /// Returns the compact JSON text of `value`.
-    public static func string(_ value: Value, sortedKeys: Bool = false) -> String {
+    /// - Parameters:
+    ///   - sortedKeys: write object members sorted by key instead of in insertion order.
+    ///   - keepsNumberTypes: write whole floating-point numbers with a fraction (`2.0`, not JavaScript's
+    ///     `2`), so that reading the text back gives `.double` again, not `.int`.
+    public static func string(_ value: Value, sortedKeys: Bool = false, keepsNumberTypes: Bool = false) -> String {
         var out = ""
-        write(value, into: &out, sortedKeys: sortedKeys)
+        write(value, into: &out, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes)
         return out
     }
 
-    /// Appends the compact JSON text of `value` to `out`.
-    public static func write(_ value: Value, into out: inout String, sortedKeys: Bool = false) {
+    /// Appends the compact JSON text of `value` to `out` (see ``string(_:sortedKeys:keepsNumberTypes:)``).
+    public static func write(
+        _ value: Value,
+        into out: inout String,
+        sortedKeys: Bool = false,
+        keepsNumberTypes: Bool = false
+    ) {
         switch value {
         case .undefined, .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
         case .int(let i): out += String(i)
-        case .double(let d): out += d.isFinite ? Value.jsNumberString(d) : "null"
+        case .double(let d):
+            guard d.isFinite else {
+                out += "null"
+                return
+            }
+            let text = Value.jsNumberString(d)
+            out += text
+            if keepsNumberTypes, !text.utf8.contains(where: { $0 == 0x2E || $0 == 0x65 || $0 == 0x45 }) {
+                out += ".0"
+            }
         case .string(let s): writeString(s, into: &out)
         case .array(let list):
             out += "["
             for (i, element) in list.enumerated() {
                 if i > 0 { out += "," }
-                write(element, into: &out, sortedKeys: sortedKeys)
+                write(element, into: &out, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes)
             }
             out += "]"
         case .object(let map):
@@ -35,7 +53,7 @@ public enum JSONWriter {
                 first = false
                 writeString(key, into: &out)
                 out += ":"
-                write(element, into: &out, sortedKeys: sortedKeys)
+                write(element, into: &out, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes)
             }
             out += "}"
         }

@@ -101,7 +101,7 @@ struct LintConfigurationTests {
         try manager.createDirectory(atPath: root + "/b/.hidden", withIntermediateDirectories: true)
         try manager.createDirectory(atPath: root + "/a/skip", withIntermediateDirectories: true)
         for file in [
-            "b/GTM-B.json", "a/GTM-A.plist", "a/GTM-LEGACY", "a/gtm_raw", "a/notes.txt", "a/app.js",
+            "b/GTM-B.json", "a/GTM-A.plist", "a/GTM-LEGACY", "a/gtm_raw", "a/notes.txt", "a/app.js", "b/gtm.js",
             "a/skip/GTM-S.json", "b/.hidden/GTM-H.json", "b/README",
         ] {
             try "{}".write(toFile: root + "/" + file, atomically: true, encoding: .utf8)
@@ -117,7 +117,7 @@ struct LintConfigurationTests {
         }
         #expect(
             files.map { String($0.dropFirst(root.count + 1)) } == [
-                "a/GTM-A.plist", "a/GTM-LEGACY", "a/gtm_raw", "b/GTM-B.json", "a/app.js",
+                "a/GTM-A.plist", "a/GTM-LEGACY", "a/gtm_raw", "b/GTM-B.json", "b/gtm.js", "a/app.js",
             ]
         )
     }

@@ -140,8 +140,8 @@ extension Loading {
             #expect(scanned.locate("/resource/version")?.description == "2:27")
 
             #expect(try readDocument("var data={\"a\":1}").value == ["a": 1])
-            let error = try #require(readError("var data = {};;"))
-            #expect(error.message == "unexpected ';' after the json document")
+            // Whatever follows the object is JavaScript, not read: `;;` is an empty statement.
+            #expect(try readDocument("var data = {};;").value == [:])
             #expect(try #require(readError("var data {}")).message == "expected '=' after 'var data', found '{'")
             #expect(try #require(readError("var data = ")).message == "unexpected end of file, expected a value")
         }

@@ -44,15 +44,14 @@ private let errors: [RegexErrorCase] = [
     error("(?<=a)b", "lookbehind '(?<=' is not supported", at: 0),
     error("(?<!a)b", "negative lookbehind '(?<!' is not supported", at: 0),
     error("(a)\\1", "backreference '\\1' is not supported", at: 3),
-    error("(?<n>a)\\k<n>", "backreference '\\k' is not supported", at: 7),
-    error("\\q", "invalid escape '\\q'", at: 0),
-    error("[\\B]", "invalid escape '\\B'", at: 1),
-    error("\\x4g", "invalid hex escape '\\x'", at: 0),
-    error("\\u12", "invalid unicode escape '\\u'", at: 0),
-    error("\\u{110000}", "invalid unicode escape '\\u{110000}'", at: 0),
-    error("a\\uD800", "lone surrogate '\\uD800' is not supported", at: 1),
-    error("\\01", "octal escape '\\01' is not supported", at: 0),
-    error("\\p{L}", "unicode property escape '\\p' is not supported", at: 0),
+    error("(?<n>a)\\k<n>", "backreference '\\k<n>' is not supported", at: 7),
+    error(
+        "(?<n>a)\\k",
+        "invalid named reference '\\k' (the pattern has named groups, so '\\k' needs '<name>' of one of them)",
+        at: 7
+    ),
+    // Outside Unicode mode `\u{110000}` is `u` repeated 110000 times: valid JavaScript, over this engine's limit.
+    error("\\u{110000}", "repetition count over 1000 in '{110000}'", at: 2),
     error("(?<n>a)(?<n>b)", "duplicate group name 'n'", at: 10),
     error("(?<1a>x)", "invalid group name in '(?<1'", at: 0),
     error("a(?i)b", "inline flag '(?i)' is only supported at the start of the pattern", at: 1),
@@ -75,7 +74,8 @@ struct RegexPatternErrorTests {
             _ = try RegexPattern(row.pattern)
             Issue.record("the pattern compiled")
         } catch {
-            #expect(error == RegexPatternError(message: row.message, offset: row.offset))
+            #expect(error.message == row.message)
+            #expect(error.offset == row.offset)
         }
     }
 

@@ -5,7 +5,8 @@ struct BrazeActionRule: LintRule {
         id: "braze_action",
         name: "Braze Action",
         description:
-            "A Braze provider tag has a missing or unknown `actionType`, or lacks an argument its action needs.",
+            "A Braze provider tag has a missing or unknown `actionType`, or lacks an argument its action needs "
+            + "(constant variables, lookup tables with constant inputs and constant templates are checked too).",
         severity: .error,
         triggeringExamples: [
             #"""
@@ -22,6 +23,11 @@ struct BrazeActionRule: LintRule {
             #"""
             {"resource": {"tags": [{"function": "__funct", "tag_id": 1, "vtp_classPath": "BrazeGTMTagManager",
               "vtp_functionArgument": ["list", ["map", "key", "eventName", "value", "signup"]]}]}}
+            """#,
+            #"""
+            {"resource": {"macros": [{"function": "__c", "instance_name": "Action", "vtp_value": "logEvent"}],
+              "tags": [{"function": "__funct", "tag_id": 1, "vtp_classPath": "BrazeGTMTagManager",
+              "vtp_functionArgument": ["list", ["map", "key", "actionType", "value", ["macro", 0]]]}]}}
             """#,
         ],
         nonTriggeringExamples: [

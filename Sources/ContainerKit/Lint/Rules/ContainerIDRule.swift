@@ -21,6 +21,8 @@ struct ContainerIDRule: LintRule {
         nonTriggeringExamples: [
             LintExample(#"{"resource": {"macros": [{"function": "__e"}]}}"#, file: "GTM-5HM9ZRX.json"),
             LintExample(#"{"resource": {"macros": [{"function": "__e"}]}}"#, file: "vendor__app__GTM-5HM9ZRX.json"),
+            LintExample(#"{"resource": {"macros": [{"function": "__e"}]}}"#, file: "com.example.app__GTM-ABC123.json"),
+            LintExample(#"{"resource": {"macros": [{"function": "__e"}]}}"#, file: "my.app.GTM-ABC123.json"),
             LintExample(
                 #"{"exportFormatVersion": 2, "containerVersion": {"container": {"publicId": "GTM-BBBB"}, "#
                     + #""variable": [{"name": "A", "type": "c"}]}}"#,

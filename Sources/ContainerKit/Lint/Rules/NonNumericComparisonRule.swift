@@ -4,7 +4,8 @@ struct NonNumericComparisonRule: LintRule {
         id: "non_numeric_comparison",
         name: "Non-Numeric Comparison",
         description:
-            "A less-than or greater-than condition compares with a literal that is not a number, so it is never true.",
+            "A less-than or greater-than condition compares with a constant that is not a number (a literal, a "
+            + "constant variable or lookup table, a constant template), so it is never true.",
         severity: .warning,
         triggeringExamples: [
             #"""
@@ -16,6 +17,11 @@ struct NonNumericComparisonRule: LintRule {
               "type": "CUSTOM_EVENT", "filter": [{"type": "LESS", "parameter": [
                 {"type": "TEMPLATE", "key": "arg0", "value": "{{_event}}"},
                 {"type": "TEMPLATE", "key": "arg1", "value": "1,000"}]}]}]}}
+            """#,
+            #"""
+            {"resource": {"macros": [{"function": "__md", "vtp_key": "price", "vtp_eventType": "CUSTOM"},
+                {"function": "__c", "instance_name": "Threshold", "vtp_value": "ten"}],
+              "predicates": [{"function": "_gt", "arg0": ["macro", 0], "arg1": ["macro", 1]}]}}
             """#,
         ],
         nonTriggeringExamples: [
@@ -32,11 +38,13 @@ struct NonNumericComparisonRule: LintRule {
         var findings: [LintFinding] = []
         for predicate in program.predicates where predicate.op.isNumeric {
             for (side, expr) in [("arg1", predicate.arg1), ("arg0", predicate.arg0)] {
-                guard case .literal(let value) = expr, value.jsNumber == nil else { continue }
+                // Literals, and constant variables, lookup tables and templates folded to their values.
+                guard let value = program.constantValue(of: expr), value.jsNumber == nil else { continue }
                 let pointer = predicate.origin.pointer + (input.source.kind == .resource ? "/" + side : "")
+                let origin = program.constantOrigin(of: expr).map { " (the constant value of \($0))" } ?? ""
                 let message =
-                    "condition '\(predicate.op.phrase)' compares with '\(value.jsString)', which is not a number, "
-                    + "so it is never true"
+                    "condition '\(predicate.op.phrase)' compares with '\(value.jsString)'\(origin), which is not a "
+                    + "number, so it is never true"
                 findings.append(input.finding(Self.description, message, at: pointer))
             }
         }

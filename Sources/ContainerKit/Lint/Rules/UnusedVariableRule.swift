@@ -1,8 +1,10 @@
 /// Variables (macros) that no tag, trigger or other variable reads.
 ///
-/// Built-in variables are never reported: those of exports, their compiled forms (`__e`, `__ai`, `__an`,
-/// …, and suggested Firebase event parameters, `__md` with `eventType` `SUGGESTED`) and unnamed macros
-/// of compiled resources (web gtm.js drops names; GTM adds unnamed macros its own code reads). Named
+/// Built-in variables are never reported: those of exports and their compiled forms (`__e`, `__ai`, `__an`,
+/// …, suggested Firebase event parameters — `__md` with `eventType` `SUGGESTED` — and, in web gtm.js
+/// data, the enabled built-ins: `gtm.*` data-layer reads, `__aev`, page URL and referrer parts without a
+/// custom source, `__dbg`, …). Compiled gtm.js resources drop variable names, so their other unused
+/// macros are reported by index and JSON pointer (`macro 176 ('__jsm')` at `/resource/macros/176`). Named
 /// constants (`__c`, export type `c`) are skipped unless `report_unused_constants` is on: host apps may
 /// read them through typed getters, as legacy value collections are read.
 struct UnusedVariableRule: LintRule {
@@ -17,7 +19,12 @@ struct UnusedVariableRule: LintRule {
             {"resource": {"macros": [{"function": "__e", "instance_name": "Event Name"},
               {"function": "__md", "instance_name": "Price", "vtp_key": "price", "vtp_eventType": "CUSTOM"}],
               "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "buy"}]}}
-            """#
+            """#,
+            #"""
+            {"resource": {"macros": [{"function": "__e"}, {"function": "__v", "vtp_name": "cart.total",
+              "vtp_dataLayerVersion": 2}, {"function": "__v", "vtp_name": "gtm.element", "vtp_dataLayerVersion": 1}],
+              "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "buy"}]}}
+            """#,
         ],
         nonTriggeringExamples: [
             #"""
@@ -28,6 +35,11 @@ struct UnusedVariableRule: LintRule {
             #"""
             {"exportFormatVersion": 2, "containerVersion": {
               "variable": [{"name": "Greeting", "type": "c"}], "builtInVariable": [{"type": "EVENT", "name": "Event"}]}}
+            """#,
+            #"""
+            {"resource": {"macros": [{"function": "__e"}, {"function": "__aev", "vtp_varType": "TEXT"},
+              {"function": "__v", "vtp_name": "gtm.element", "vtp_dataLayerVersion": 1}],
+              "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "buy"}]}}
             """#,
         ]
     )
@@ -56,15 +68,37 @@ struct UnusedVariableRule: LintRule {
         return findings
     }
 
+    /// Codes of web built-in variables as gtm.js compiles them (Click/Form/Error/Video…, Debug Mode, …).
+    static let webBuiltInCodes: Set<String> = [
+        "__aev", "__dbg", "__hid", "__ctv", "__cid", "__r", "__env", "__gtes", "__gtcs", "__ctv_web", "__vis",
+        "__uv", "__ev", "__ed", "__rh", "__k",
+    ]
+
     /// Whether macro `index` is a built-in variable rather than one a person defined.
     private static func isBuiltIn(_ index: Int, _ program: Program) -> Bool {
         let macro = program.macros[index]
-        if program.isExportBuiltIn(index) || macro.name == nil { return true }
+        if program.isExportBuiltIn(index) { return true }
+        if macro.name == nil, isUnnamedBuiltIn(macro) { return true }
         switch macro.kind {
         case .builtIn, .eventName: return true
         case .eventParameter:
             return macro.parameters.contains { $0.key == "eventType" && $0.value.literalText == "SUGGESTED" }
         default: return false
         }
+    }
+
+    /// Whether an unnamed macro (compiled gtm.js drops names) has the shape of an enabled built-in: a `gtm.*`
+    /// data-layer read, a web built-in code, or a page URL or referrer part without a query key or custom
+    /// source. User variables of those shapes are not reported (missing one is better than a false alarm).
+    private static func isUnnamedBuiltIn(_ macro: MacroDef) -> Bool {
+        if webBuiltInCodes.contains(macro.function) { return true }
+        switch macro.kind {
+        case .dataLayer(let name, _, _), .rawDataLayer(let name, _): return name.hasPrefix("gtm.")
+        default: break
+        }
+        if macro.function == "__u" || macro.function == "__f" {
+            return !macro.parameters.contains { $0.key == "queryKey" || $0.key == "customUrlSource" }
+        }
+        return false
     }
 }

@@ -1,0 +1,198 @@
+/// Finds the container data inside a whole `gtm.js` file: the object literal of `var data = {…};`.
+///
+/// A real `gtm.js` is JavaScript: a licence comment, `(function(){`, the `var data = {…};` statement, then
+/// hundreds of kilobytes of code. The locator reads the script as JavaScript tokens — it skips comments,
+/// string and template literals and regular-expression literals, so braces or `var data =` inside them do
+/// not count — and returns the offset of the `{` that follows the first `var`, `let` or `const`
+/// declaration of `data`. One linear pass, no recursion.
+enum ScriptDataLocator {
+    /// The offset of the `{` of the first `var data = {` (or `let`/`const`) at or after `start`; `nil` when
+    /// the script has none (or a comment or literal is left open).
+    static func find(_ bytes: [UInt8], from start: Int) -> Int? {
+        bytes.withUnsafeBufferPointer { buffer -> Int? in
+            var scanner = Scanner(p: buffer, i: start)
+            return scanner.run()
+        }
+    }
+
+    private struct Scanner {
+        let p: UnsafeBufferPointer<UInt8>
+        var i: Int
+        /// Whether a `/` here starts a regular expression (after an operator or a keyword) rather than
+        /// dividing (after a value).
+        var regexAllowed = true
+        /// The declaration keyword just read (`var`, `let`, `const`), if the last token was one.
+        var declaring = false
+
+        static let keywordsBeforeExpression: Set<String> = [
+            "return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw", "case", "do", "else",
+            "yield", "await",
+        ]
+
+        mutating func run() -> Int? {
+            while i < p.count {
+                let c = p[i]
+                switch c {
+                case 0x20, 0x09, 0x0A, 0x0D, 0x0B, 0x0C:
+                    i += 1
+                case 0x2F:  // /
+                    if i + 1 < p.count, p[i + 1] == 0x2F || p[i + 1] == 0x2A {
+                        guard skipComment() else { return nil }
+                    } else if regexAllowed {
+                        // A line that ends inside it was no regex after all: read the `/` as division.
+                        let slash = i
+                        if !skipRegex() { i = slash + 1 }
+                        regexAllowed = false
+                        declaring = false
+                    } else {
+                        i += 1
+                        regexAllowed = true
+                        declaring = false
+                    }
+                case 0x22, 0x27:  // " '
+                    guard skipString(quote: c) else { return nil }
+                    regexAllowed = false
+                    declaring = false
+                case 0x60:  // `
+                    guard skipTemplate() else { return nil }
+                    regexAllowed = false
+                    declaring = false
+                case 0x30...0x39:
+                    while i < p.count, isIdentifierByte(p[i]) || p[i] == 0x2E { i += 1 }
+                    regexAllowed = false
+                    declaring = false
+                case _ where isIdentifierStart(c):
+                    let wordStart = i
+                    while i < p.count, isIdentifierByte(p[i]) { i += 1 }
+                    let word = String(decoding: UnsafeBufferPointer(rebasing: p[wordStart..<i]), as: UTF8.self)
+                    if declaring, word == "data", let object = objectAfterAssignment() { return object }
+                    declaring = word == "var" || word == "let" || word == "const"
+                    regexAllowed = Scanner.keywordsBeforeExpression.contains(word)
+                case 0x29, 0x5D, 0x7D:  // ) ] }
+                    i += 1
+                    regexAllowed = false
+                    declaring = false
+                default:
+                    i += 1
+                    regexAllowed = true
+                    declaring = false
+                }
+            }
+            return nil
+        }
+
+        /// After `data`: whitespace and comments, `=` (not `==`), whitespace and comments, then `{`.
+        mutating func objectAfterAssignment() -> Int? {
+            let resume = i
+            skipTrivia()
+            if i + 1 < p.count, p[i] == 0x3D, p[i + 1] != 0x3D {
+                i += 1
+                skipTrivia()
+                if i < p.count, p[i] == 0x7B { return i }
+            }
+            i = resume
+            return nil
+        }
+
+        mutating func skipTrivia() {
+            while i < p.count {
+                switch p[i] {
+                case 0x20, 0x09, 0x0A, 0x0D, 0x0B, 0x0C: i += 1
+                case 0x2F where i + 1 < p.count && (p[i + 1] == 0x2F || p[i + 1] == 0x2A):
+                    guard skipComment() else { return }
+                default: return
+                }
+            }
+        }
+
+        /// `//` to the end of the line, or `/*` to `*/`; false when a block comment is left open.
+        mutating func skipComment() -> Bool {
+            if p[i + 1] == 0x2F {
+                i += 2
+                while i < p.count, p[i] != 0x0A, p[i] != 0x0D { i += 1 }
+                return true
+            }
+            i += 2
+            while i + 1 < p.count {
+                if p[i] == 0x2A, p[i + 1] == 0x2F {
+                    i += 2
+                    return true
+                }
+                i += 1
+            }
+            return false
+        }
+
+        /// A string literal with backslash escapes. A line end inside it means the quote was not a string's
+        /// (a regex read as division, say): scanning goes on from that line end. False only at the file end.
+        mutating func skipString(quote: UInt8) -> Bool {
+            i += 1
+            while i < p.count {
+                switch p[i] {
+                case quote:
+                    i += 1
+                    return true
+                case 0x5C: i += 2
+                case 0x0A, 0x0D: return true
+                default: i += 1
+                }
+            }
+            return false
+        }
+
+        /// A template literal; `${…}` parts are skipped with their braces counted (strings inside them too).
+        mutating func skipTemplate() -> Bool {
+            i += 1
+            while i < p.count {
+                switch p[i] {
+                case 0x60:
+                    i += 1
+                    return true
+                case 0x5C:
+                    i += 2
+                case 0x24 where i + 1 < p.count && p[i + 1] == 0x7B:
+                    i += 2
+                    var depth = 1
+                    while i < p.count, depth > 0 {
+                        switch p[i] {
+                        case 0x7B: depth += 1; i += 1
+                        case 0x7D: depth -= 1; i += 1
+                        case 0x22, 0x27: guard skipString(quote: p[i]) else { return false }
+                        default: i += 1
+                        }
+                    }
+                default:
+                    i += 1
+                }
+            }
+            return false
+        }
+
+        /// A regular-expression literal: to the `/` outside a class, then its flags. False when a line ends
+        /// first (then it was no regex).
+        mutating func skipRegex() -> Bool {
+            i += 1
+            var inClass = false
+            while i < p.count {
+                switch p[i] {
+                case 0x5C: i += 2
+                case 0x5B: inClass = true; i += 1
+                case 0x5D: inClass = false; i += 1
+                case 0x2F where !inClass:
+                    i += 1
+                    while i < p.count, isIdentifierByte(p[i]) { i += 1 }
+                    return true
+                case 0x0A, 0x0D: return false
+                default: i += 1
+                }
+            }
+            return false
+        }
+
+        func isIdentifierStart(_ b: UInt8) -> Bool {
+            (b >= 0x61 && b <= 0x7A) || (b >= 0x41 && b <= 0x5A) || b == 0x5F || b == 0x24 || b >= 0x80
+        }
+
+        func isIdentifierByte(_ b: UInt8) -> Bool { isIdentifierStart(b) || (b >= 0x30 && b <= 0x39) }
+    }
+}

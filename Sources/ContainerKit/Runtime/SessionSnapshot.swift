@@ -1,0 +1,202 @@
+/// Everything a session (``DataLayer``) remembers, as a value: take one with ``DataLayer/snapshot()``,
+/// store it anywhere (it is `Codable`, and ``jsonValue`` / ``init(jsonValue:)`` give an exact JSON form),
+/// and make the session again with ``TagManager/restoreDataLayer(from:debug:)`` — after a restart, or on
+/// another instance of the service.
+///
+/// A restored session behaves exactly as the original would have: once-per-load tags that fired do not
+/// fire again, the event counter continues, the model, the version-1 raw values and the user properties
+/// are the same (with their key order), and so are the attributes (for example the Braze user identity)
+/// and the client context. Restoring does not replay anything: no event is evaluated.
+public struct SessionSnapshot: Sendable, Hashable {
+    /// The version of this snapshot's layout; ``init(jsonValue:)`` refuses others.
+    public static let formatVersion = 1
+
+    /// The session's identifier (in a ``SessionStore``, the user ID).
+    public var sessionID: String
+    /// The merged data-layer model.
+    public var model: ValueMap
+    /// The last raw value of each pushed top-level key (what version-1 data-layer variables read).
+    public var rawValues: ValueMap
+    /// Firebase user properties (what `__fup` variables read).
+    public var userProperties: ValueMap
+    /// Session attributes set by the host or handlers, by key.
+    public var attributes: ValueMap
+    /// The once-per-load tags that already fired, as `container ID#tag index`, sorted.
+    public var firedOncePerLoad: [String]
+    /// How many events the session has evaluated (the Event Number built-in continues from it).
+    public var eventNumber: Int
+    /// What the built-in macros report for the session's client.
+    public var context: ClientContext
+
+    /// Creates a snapshot from its parts.
+    public init(
+        sessionID: String,
+        model: ValueMap = ValueMap(),
+        rawValues: ValueMap = ValueMap(),
+        userProperties: ValueMap = ValueMap(),
+        attributes: ValueMap = ValueMap(),
+        firedOncePerLoad: [String] = [],
+        eventNumber: Int = 0,
+        context: ClientContext = .server
+    ) {
+        self.sessionID = sessionID
+        self.model = model
+        self.rawValues = rawValues
+        self.userProperties = userProperties
+        self.attributes = attributes
+        self.firedOncePerLoad = firedOncePerLoad
+        self.eventNumber = eventNumber
+        self.context = context
+    }
+
+    /// The snapshot as one JSON object (`format`, `session_id`, `model`, `raw_values`, `user_properties`,
+    /// `attributes`, `fired_once_per_load`, `event_number`, `context`), keys in order.
+    public var jsonValue: Value {
+        var map = ValueMap(minimumCapacity: 9)
+        map["format"] = .int(Int64(SessionSnapshot.formatVersion))
+        map["session_id"] = .string(sessionID)
+        map["model"] = .object(model)
+        map["raw_values"] = .object(rawValues)
+        map["user_properties"] = .object(userProperties)
+        map["attributes"] = .object(attributes)
+        map["fired_once_per_load"] = .array(firedOncePerLoad.map(Value.string))
+        map["event_number"] = .int(Int64(eventNumber))
+        map["context"] = context.jsonValue
+        return .object(map)
+    }
+
+    /// Reads a snapshot from the JSON object ``jsonValue`` writes.
+    /// - Throws: ``ContainerError`` (`invalid_structure`) naming the member that is missing or wrong.
+    public init(jsonValue: Value) throws(ContainerError) {
+        guard case .object(let map) = jsonValue else {
+            throw ContainerError(.invalidStructure, "a session snapshot must be an object, not \(jsonValue.typeName)")
+        }
+        func member(_ key: String) throws(ContainerError) -> Value {
+            guard let value = map[key] else {
+                throw ContainerError(.invalidStructure, "session snapshot has no '\(key)'", pointer: "/\(key)")
+            }
+            return value
+        }
+        func object(_ key: String) throws(ContainerError) -> ValueMap {
+            guard case .object(let inner) = try member(key) else {
+                throw ContainerError(
+                    .invalidStructure,
+                    "session snapshot '\(key)' must be an object",
+                    pointer: "/\(key)"
+                )
+            }
+            return inner
+        }
+        guard case .int(let format) = try member("format"), format == SessionSnapshot.formatVersion else {
+            throw ContainerError(
+                .invalidStructure,
+                "session snapshot format '\(map["format"]?.jsString ?? "")' is not \(SessionSnapshot.formatVersion)",
+                pointer: "/format"
+            )
+        }
+        guard case .string(let sessionID) = try member("session_id") else {
+            throw ContainerError(
+                .invalidStructure,
+                "session snapshot 'session_id' must be a string",
+                pointer: "/session_id"
+            )
+        }
+        guard case .array(let fired) = try member("fired_once_per_load") else {
+            throw ContainerError(
+                .invalidStructure,
+                "session snapshot 'fired_once_per_load' must be an array",
+                pointer: "/fired_once_per_load"
+            )
+        }
+        guard case .int(let eventNumber) = try member("event_number"), eventNumber >= 0 else {
+            throw ContainerError(
+                .invalidStructure,
+                "session snapshot 'event_number' must be a whole number",
+                pointer: "/event_number"
+            )
+        }
+        self.init(
+            sessionID: sessionID,
+            model: try object("model"),
+            rawValues: try object("raw_values"),
+            userProperties: try object("user_properties"),
+            attributes: try object("attributes"),
+            firedOncePerLoad: fired.compactMap(\.stringValue),
+            eventNumber: Int(eventNumber),
+            context: try ClientContext(jsonValue: try member("context"))
+        )
+    }
+
+    /// The snapshot as compact JSON text (``jsonValue``).
+    public var jsonText: String { JSONWriter.string(jsonValue, keepsNumberTypes: true) }
+
+    /// Reads a snapshot from JSON text as ``jsonText`` writes it.
+    public init(jsonText: String) throws(ContainerError) {
+        try self.init(jsonValue: try Value(json: jsonText))
+    }
+}
+
+/// `Codable` as the JSON text of ``SessionSnapshot/jsonValue`` in a single string, so that the key order of
+/// the model survives any coder (Foundation's `JSONDecoder` does not keep it), and a restored session
+/// behaves exactly as the original.
+extension SessionSnapshot: Codable {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        try self.init(jsonText: text)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(jsonText)
+    }
+}
+
+extension DataLayer {
+    /// A snapshot of everything this session remembers (see ``SessionSnapshot``). Taken between pushes;
+    /// a snapshot taken while a push is processed has the pushes merged so far.
+    public func snapshot() -> SessionSnapshot {
+        state.withLock { state in
+            var raw = ValueMap(minimumCapacity: state.rawValues.count)
+            for key in state.rawValues.keys.sorted() { raw[key] = state.rawValues[key] }
+            var attributes = ValueMap(minimumCapacity: state.attributes.count)
+            for key in state.attributes.keys.sorted() { attributes[key] = state.attributes[key] }
+            return SessionSnapshot(
+                sessionID: sessionID,
+                model: state.model,
+                rawValues: raw,
+                userProperties: state.userProperties,
+                attributes: attributes,
+                firedOncePerLoad: state.firedOncePerLoad.sorted(),
+                eventNumber: state.eventNumber,
+                context: state.context
+            )
+        }
+    }
+
+    /// Takes over everything `snapshot` remembers (the session ID stays this data layer's own).
+    func restore(_ snapshot: SessionSnapshot) {
+        state.withLock { state in
+            state.model = snapshot.model
+            var raw: [String: Value] = [:]
+            for (key, value) in snapshot.rawValues { raw[key] = value }
+            state.rawValues = raw
+            state.userProperties = snapshot.userProperties
+            var attributes: [String: Value] = [:]
+            for (key, value) in snapshot.attributes { attributes[key] = value }
+            state.attributes = attributes
+            state.firedOncePerLoad = Set(snapshot.firedOncePerLoad)
+            state.eventNumber = snapshot.eventNumber
+            state.context = snapshot.context
+        }
+    }
+}
+
+extension TagManager {
+    /// Makes a session from a snapshot (see ``SessionSnapshot``): the same session ID, model, attributes,
+    /// once-per-load state, event counter, user properties and client context. Nothing is evaluated.
+    public func restoreDataLayer(from snapshot: SessionSnapshot, debug: Bool = false) -> DataLayer {
+        let layer = makeDataLayer(context: snapshot.context, sessionID: snapshot.sessionID, debug: debug)
+        layer.restore(snapshot)
+        return layer
+    }
+}

@@ -1,0 +1,106 @@
+import ContainerKit
+import Foundation
+import Synchronization
+
+/// Service figures (issue 8): how pushes scale over threads, what waiting for a busy session costs, how
+/// much memory a live session takes, and how fast sessions snapshot and restore. Every figure is a ratio
+/// to a baseline measured in this run, or a count.
+enum SessionBench {
+    static func run() async {
+        let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .none))
+        for path in [brazePath, cargoPath] {
+            guard let container = try? await ContainerLoader().load(path: path) else { return }
+            manager.add(container)
+        }
+        let calls = Atomic<Int>(0)
+        for classPath in [
+            "com.appboy.googletagmanager.BrazeGtmTagProvider", "path.to.Braze", "com.fiftyfive.cargo.Tags",
+        ] {
+            manager.register(tagHandler: ClosureTagHandler { _ in calls.add(1, ordering: .relaxed) }, for: classPath)
+        }
+        let stream = EventStream.make(count: 20_000)
+
+        // Threads on distinct sessions, and on one session, against one thread (each ratio the median of
+        // rounds measured back to back).
+        var scaling: [Double] = []
+        var sameSession: [Double] = []
+        for _ in 0..<5 {
+            let one = rate(threads: 1, stream) { _ in manager.makeDataLayer() }
+            let two = rate(threads: 2, stream) { _ in manager.makeDataLayer() }
+            let shared = manager.makeDataLayer()
+            let twoShared = rate(threads: 2, stream) { _ in shared }
+            scaling.append(two / one)
+            sameSession.append(twoShared / one)
+        }
+        print("two_thread_scaling=\(Harness.ratio(median(scaling)))")
+        print("same_session_2_threads_vs_1=\(Harness.ratio(median(sameSession)))")
+
+        // Resident memory per live session after two typical events.
+        let sessionCount = 100_000
+        let typical: [(String, ValueMap)] = [
+            ("screen_view", ["screenName": "home"]),
+            ("logEvent", ["eventName": "played song", "intParam": 3, "stringParam": "jazz"]),
+        ]
+        var sessions: [DataLayer] = []
+        sessions.reserveCapacity(sessionCount)
+        let before = residentBytes()
+        for i in 0..<sessionCount {
+            let session = manager.makeDataLayer(sessionID: "user-\(i)")
+            for (name, parameters) in typical { await session.push(event: name, parameters: parameters) }
+            sessions.append(session)
+        }
+        let after = residentBytes()
+        print("bytes_per_session=\((after - before) / sessionCount)")
+
+        // Snapshot to JSON text and restore, per second.
+        let sample = Array(sessions.prefix(20_000))
+        sessions.removeAll()
+        let snapshotRate = Harness.rate(samples: 3, count: sample.count) {
+            var restored = 0
+            for session in sample {
+                let text = session.snapshot().jsonText
+                if let snapshot = try? SessionSnapshot(jsonText: text) {
+                    restored += manager.restoreDataLayer(from: snapshot).sessionID.isEmpty ? 0 : 1
+                }
+            }
+            benchmarkSink = restored
+        }
+        print("snapshot_restore_per_s=\(Harness.format(snapshotRate))")
+        benchmarkSink = calls.load(ordering: .relaxed)
+    }
+
+    /// Events per second when `threads` threads each push the whole stream into `session(thread)`.
+    static func rate(
+        threads: Int,
+        _ stream: [(name: String, parameters: ValueMap)],
+        _ session: (Int) -> DataLayer
+    ) -> Double {
+        let layers = (0..<threads).map(session)
+        let done = DispatchGroup()
+        let start = DispatchSemaphore(value: 0)
+        for t in 0..<threads {
+            done.enter()
+            let layer = layers[t]
+            Thread {
+                start.wait()
+                for event in stream { layer.push(event: event.name, parameters: event.parameters) }
+                done.leave()
+            }.start()
+        }
+        let begin = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<threads { start.signal() }
+        done.wait()
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9
+        return Double(threads * stream.count) / max(elapsed, 1e-9)
+    }
+
+    static func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+
+    /// The process's resident set size, from /proc/self/statm (0 where that file does not exist).
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}

@@ -1,0 +1,101 @@
+import ContainerKit
+import Foundation
+import Synchronization
+import Testing
+
+/// A stand-in for a service's shared snapshot store (Redis, a database), for the guide's example.
+final class SharedSnapshots: Sendable {
+    private let stored = Mutex<[String: SessionSnapshot]>([:])
+    func put(_ snapshot: SessionSnapshot) { stored.withLock { $0[snapshot.sessionID] = snapshot } }
+    func take(_ userID: String) -> SessionSnapshot? { stored.withLock { $0.removeValue(forKey: userID) } }
+}
+
+/// Keeps Docs/Embedding.md honest: every Swift snippet in it appears in this file (modulo indentation),
+/// and this file compiles and runs them.
+struct EmbeddingGuideTests {
+    @Test func everySnippetOfTheGuideIsCompiledHere() throws {
+        let source = try String(contentsOfFile: #filePath, encoding: .utf8)
+        let guide = try String(
+            contentsOfFile: TestContainers.packageRoot.appendingPathComponent("Docs/Embedding.md").path,
+            encoding: .utf8
+        )
+        func normalized(_ line: Substring) -> String {
+            line.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+        }
+        let sourceLines = Set(source.split(separator: "\n").map(normalized))
+        var inSwift = false
+        var checked = 0
+        for line in guide.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("```") {
+                inSwift = line == "```swift"
+                continue
+            }
+            let trimmed = normalized(line)
+            guard inSwift, !trimmed.isEmpty else { continue }
+            #expect(sourceLines.contains(trimmed), "this test lacks the guide's line: \(trimmed)")
+            checked += 1
+        }
+        #expect(checked > 20)
+    }
+
+    @Test func theGuidesCodeRuns() async throws {
+        // Setting up
+        let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .warning))
+        manager.register(
+            tagHandler: ClosureTagHandler { call in print(call.name, call.arguments) },
+            for: "com.appboy.googletagmanager.BrazeGtmTagProvider"
+        )
+        manager.register(macroHandler: ClosureMacroHandler { _ in .string("variant-b") }, for: "com.example.Experiment")
+        manager.add(try await ContainerLoader().load(path: "Containers/GTM-MUSIC01.json"))
+        let sessions = SessionStore(
+            tagManager: manager,
+            configuration: SessionStore.Configuration(idleTimeout: .seconds(30 * 60), maximumSessions: 100_000)
+        )
+
+        // Per request
+        let session = sessions.session(
+            for: "user-42",
+            context: ClientContext(
+                platform: "Android",
+                language: "de",
+                appID: "com.example.music",
+                appVersionName: "4.2"
+            )
+        )
+        let result = await session.push(event: "played song", parameters: ["genre": "jazz", "duration": 545])
+        for tag in result.fired where tag.status != .ok {
+            print("tag \(tag.tagID ?? -1): \(tag.status.name) \(tag.status.message ?? "")")
+        }
+        let answer = JSONWriter.string(result.jsonValue)  // {"fired": [...], "records": [...]}
+        #expect(answer.hasPrefix(#"{"fired":[{"tag_id":1"#))
+
+        // Durability
+        let pushed = await session.push(event: "purchase", parameters: ["revenue": 9.99])
+        try await pushed.waitUntilDurable()  // returns once this push's records are written and synced
+
+        // Restarts
+        let saved = try sessions.save(to: "/tmp/containerkit-sessions.jsonl")  // at shutdown, atomically
+        let restarted = SessionStore(tagManager: manager)
+        let restored = try restarted.restore(from: "/tmp/containerkit-sessions.jsonl")  // at start
+        let snapshot = session.snapshot()  // one session, as a value
+        let text = snapshot.jsonText  // or JSONEncoder().encode(snapshot)
+        let continued = manager.restoreDataLayer(from: try SessionSnapshot(jsonText: text))
+        #expect(saved == 1 && restored == 1 && continued.snapshot() == snapshot)
+        try? FileManager.default.removeItem(atPath: "/tmp/containerkit-sessions.jsonl")
+
+        // Across instances
+        let shared = SharedSnapshots()  // the host's own store: a dictionary here, Redis in production
+        shared.put(SessionSnapshot(sessionID: "user-7", model: ["genre": "jazz"], eventNumber: 3))
+        if sessions.existingSession(for: "user-7") == nil, let stored = shared.take("user-7") {
+            sessions.restore([stored])
+        }
+        let user7 = sessions.session(for: "user-7")
+        #expect(user7.model["genre"] == "jazz" && user7.snapshot().eventNumber == 3)
+
+        // Typed getters
+        let welcome = manager.containers.first?.string(forKey: "welcome_message") ?? ""  // "" when missing
+        let skips = session.int64(forKey: "max_skips_per_hour")  // evaluated for this user's data layer
+        #expect(welcome == "Welcome to the music app")
+        #expect(skips == 6)
+    }
+}

@@ -1,0 +1,238 @@
+import ContainerKit
+import Foundation
+import Synchronization
+import Testing
+
+/// Many callers pushing into one session: every caller gets its own result, nothing is dropped, and the
+/// model ends as if the pushes ran in some serial order.
+struct SessionConcurrencyTests {
+    /// A container whose one function-call tag fires on `tick` with the pushed `caller` and `n`.
+    static func tickContainer() throws -> Container {
+        try TestContainers.resource(
+            macros: """
+                [{"function": "__e"},
+                 {"function": "__md", "vtp_key": "caller"},
+                 {"function": "__md", "vtp_key": "n"}]
+                """,
+            tags: """
+                [{"function": "__funct", "tag_id": 1, "vtp_classPath": "com.example.Tick",
+                  "vtp_functionArgument": ["list", ["map", "key", "caller", "value", ["macro", 1]],
+                                                   ["map", "key", "n", "value", ["macro", 2]]]}]
+                """,
+            predicates: #"[{"function": "_eq", "arg0": ["macro", 0], "arg1": "tick"}]"#,
+            rules: #"[[["if", 0], ["add", 0]]]"#
+        )
+    }
+
+    /// Runs `body(i)` on `count` threads of their own, all started together; returns when all are done.
+    static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let done = DispatchGroup()
+        let start = DispatchSemaphore(value: 0)
+        for i in 0..<count {
+            done.enter()
+            let thread = Thread {
+                start.wait()
+                body(i)
+                done.leave()
+            }
+            thread.start()
+        }
+        for _ in 0..<count { start.signal() }
+        done.wait()
+    }
+
+    @Test func everyThreadGetsItsOwnResultsAndNothingIsDropped() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try Self.tickContainer())
+        let handled = Mutex<[Int: [Int64]]>([:])
+        manager.register(
+            tagHandler: ClosureTagHandler { call in
+                guard case .int(let caller)? = call.arguments["caller"], case .int(let n)? = call.arguments["n"] else {
+                    return
+                }
+                handled.withLock { $0[Int(caller), default: []].append(n) }
+            },
+            for: "com.example.Tick"
+        )
+        let session = manager.makeDataLayer()
+        let threads = 8
+        let pushes = 1_000
+        let wrong = Atomic<Int>(0)
+        Self.onThreads(threads) { caller in
+            for n in 0..<pushes {
+                let result = session.push(
+                    event: "tick",
+                    parameters: ["caller": .int(Int64(caller)), "n": .int(Int64(n))]
+                )
+                let fired = result.fired
+                let own =
+                    fired.count == 1 && fired[0].parameters["caller"] == .int(Int64(caller))
+                    && fired[0].parameters["n"] == .int(Int64(n)) && !result.loopGuardTripped
+                if !own { wrong.add(1, ordering: .relaxed) }
+            }
+        }
+        #expect(wrong.load(ordering: .relaxed) == 0)
+        let seen = handled.withLock { $0 }
+        for caller in 0..<threads {
+            // Each caller's pushes ran in its own order, all of them.
+            #expect(seen[caller] == (0..<pushes).map { Int64($0) })
+        }
+        // The model ends as after some serial order: the last push processed is some caller's last push.
+        let model = session.model
+        #expect(model["n"] == .int(Int64(pushes - 1)))
+        #expect((0..<threads).map { Value.int(Int64($0)) }.contains(try #require(model["caller"])))
+        #expect(session.snapshot().eventNumber == threads * pushes)
+    }
+
+    @Test func asyncCallersSuspendTheirTurnAndGetTheirOwnResults() async throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try Self.tickContainer())
+        let calls = Atomic<Int>(0)
+        manager.register(
+            tagHandler: ClosureTagHandler { _ in calls.add(1, ordering: .relaxed) },
+            for: "com.example.Tick"
+        )
+        let session = manager.makeDataLayer()
+        let tasks = 16
+        let pushes = 300
+        let wrong = await withTaskGroup(of: Int.self) { group in
+            for caller in 0..<tasks {
+                group.addTask {
+                    var wrong = 0
+                    for n in 0..<pushes {
+                        let result = await session.push(
+                            event: "tick",
+                            parameters: ["caller": .int(Int64(caller)), "n": .int(Int64(n))]
+                        )
+                        if result.fired.map(\.parameters) != [["caller": .int(Int64(caller)), "n": .int(Int64(n))]] {
+                            wrong += 1
+                        }
+                    }
+                    return wrong
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(wrong == 0)
+        #expect(calls.load(ordering: .relaxed) == tasks * pushes)
+        #expect(session.snapshot().eventNumber == tasks * pushes)
+    }
+
+    @Test func threadsAndTasksMixedOnOneSessionDropNothing() async throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try Self.tickContainer())
+        let calls = Atomic<Int>(0)
+        manager.register(
+            tagHandler: ClosureTagHandler { _ in calls.add(1, ordering: .relaxed) },
+            for: "com.example.Tick"
+        )
+        let session = manager.makeDataLayer()
+        async let tasksDone: Void = withTaskGroup(of: Void.self) { group in
+            for caller in 0..<4 {
+                group.addTask {
+                    for n in 0..<500 {
+                        await session.push(
+                            event: "tick",
+                            parameters: ["caller": .int(Int64(caller)), "n": .int(Int64(n))]
+                        )
+                    }
+                }
+            }
+        }
+        Self.onThreads(4) { caller in
+            for n in 0..<500 {
+                session.push(event: "tick", parameters: ["caller": .int(Int64(100 + caller)), "n": .int(Int64(n))])
+            }
+        }
+        await tasksDone
+        #expect(calls.load(ordering: .relaxed) == 4_000)
+    }
+
+    @Test func handlerPushesStayNestedInTheirOwnCallersResult() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try Self.tickContainer())
+        manager.register(
+            tagHandler: ClosureTagHandler { call in
+                // Each tick pushes a follow-up tick once (n < 0 marks the follow-up).
+                guard case .int(let n)? = call.arguments["n"], n >= 0 else { return }
+                call.dataLayer.push(
+                    event: "tick",
+                    parameters: ["caller": call.arguments["caller"] ?? .null, "n": .int(-1 - n)]
+                )
+            },
+            for: "com.example.Tick"
+        )
+        let session = manager.makeDataLayer()
+        let wrong = Atomic<Int>(0)
+        Self.onThreads(6) { caller in
+            for n in 0..<300 {
+                let result = session.push(
+                    event: "tick",
+                    parameters: ["caller": .int(Int64(caller)), "n": .int(Int64(n))]
+                )
+                let ns = result.fired.map { $0.parameters["n"] }
+                let callers = Set(result.fired.map { $0.parameters["caller"] })
+                if ns != [.int(Int64(n)), .int(-1 - Int64(n))] || callers != [.int(Int64(caller))] {
+                    wrong.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        #expect(wrong.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func concurrentCallersNeverTripTheLoopGuard() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try Self.tickContainer())
+        manager.register(tagHandler: ClosureTagHandler { _ in }, for: "com.example.Tick")
+        let session = manager.makeDataLayer()
+        let tripped = Atomic<Int>(0)
+        // Far more pushes than the guard's 500, all from other callers at once.
+        Self.onThreads(4) { caller in
+            for n in 0..<(2 * DataLayer.maximumNestedPushes) {
+                let result = session.push(
+                    event: "tick",
+                    parameters: ["caller": .int(Int64(caller)), "n": .int(Int64(n))]
+                )
+                if result.loopGuardTripped || result.fired.count != 1 { tripped.add(1, ordering: .relaxed) }
+            }
+        }
+        #expect(tripped.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func theLoopGuardStillStopsAHandlerThatPushesForever() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try Self.tickContainer())
+        manager.register(
+            tagHandler: ClosureTagHandler { call in call.dataLayer.push(event: "tick", parameters: ["n": 1]) },
+            for: "com.example.Tick"
+        )
+        let session = manager.makeDataLayer()
+        let result = session.push(event: "tick", parameters: ["n": 0])
+        #expect(result.loopGuardTripped)
+        #expect(result.fired.count == DataLayer.maximumNestedPushes + 1)
+        // The session is usable afterwards, and its next caller starts a fresh count.
+        manager.register(tagHandler: ClosureTagHandler { _ in }, for: "com.example.Tick")
+        let next = session.push(event: "tick", parameters: ["n": 2])
+        #expect(!next.loopGuardTripped && next.fired.count == 1)
+    }
+
+    @Test func manyThreadsOnManySessionsKeepEachSessionsOwnModel() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try Self.tickContainer())
+        manager.register(tagHandler: ClosureTagHandler { _ in }, for: "com.example.Tick")
+        let sessions = (0..<4).map { manager.makeDataLayer(sessionID: "user-\($0)") }
+        let wrong = Atomic<Int>(0)
+        Self.onThreads(8) { caller in
+            let session = sessions[caller % sessions.count]
+            for n in 0..<400 {
+                let result = session.push(
+                    event: "tick",
+                    parameters: ["caller": .int(Int64(caller)), "n": .int(Int64(n))]
+                )
+                if result.fired.first?.parameters["caller"] != .int(Int64(caller)) { wrong.add(1, ordering: .relaxed) }
+            }
+        }
+        #expect(wrong.load(ordering: .relaxed) == 0)
+        for session in sessions { #expect(session.snapshot().eventNumber == 800) }
+    }
+}

@@ -1,0 +1,192 @@
+import ContainerKit
+import Foundation
+import Synchronization
+import Testing
+
+/// A clock that moves only when a test advances it; `sleep` waits for that.
+final class ManualTestClock: Clock, Sendable {
+    struct Instant: InstantProtocol, Hashable {
+        var offset: Duration
+        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        func duration(to other: Instant) -> Duration { other.offset - offset }
+        static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+    }
+
+    private struct State {
+        var now = Instant(offset: .zero)
+        var sleepers: [(deadline: Instant, continuation: CheckedContinuation<Void, any Error>)] = []
+    }
+
+    private let state = Mutex(State())
+    var now: Instant { state.withLock { $0.now } }
+    var minimumResolution: Duration { .nanoseconds(1) }
+    /// How many tasks are sleeping on the clock.
+    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    func advance(by duration: Duration) {
+        let due = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            state.now = state.now.advanced(by: duration)
+            let now = state.now
+            let due = state.sleepers.filter { $0.deadline <= now }.map(\.continuation)
+            state.sleepers.removeAll { $0.deadline <= now }
+            return due
+        }
+        for continuation in due { continuation.resume() }
+    }
+
+    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let now = state.withLock { state -> Bool in
+                if deadline <= state.now { return true }
+                state.sleepers.append((deadline, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Wakes every sleeper with a cancellation error.
+    func cancelSleepers() {
+        let all = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            defer { state.sleepers.removeAll() }
+            return state.sleepers.map(\.continuation)
+        }
+        for continuation in all { continuation.resume(throwing: CancellationError()) }
+    }
+}
+
+struct SessionStoreTests {
+    static func manager() throws -> TagManager {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try SessionConcurrencyTests.tickContainer())
+        manager.register(tagHandler: ClosureTagHandler { _ in }, for: "com.example.Tick")
+        return manager
+    }
+
+    @Test func findsTheSameSessionForAUserAndANewOneForAnother() throws {
+        let store = SessionStore(tagManager: try Self.manager())
+        let a = store.session(for: "alice")
+        #expect(store.session(for: "alice") === a)
+        #expect(store.session(for: "bob") !== a)
+        #expect(a.sessionID == "alice")
+        #expect(store.statistics == SessionStore.Statistics(live: 2, created: 2, restored: 0, evicted: 0))
+    }
+
+    @Test func idleSessionsAreEvictedWithTheHookCalled() throws {
+        let clock = ManualTestClock()
+        let evicted = Mutex<[String]>([])
+        let store = SessionStore(
+            tagManager: try Self.manager(),
+            configuration: .init(
+                idleTimeout: .seconds(60),
+                onEvict: { user, _, reason in evicted.withLock { $0.append("\(user):\(reason.rawValue)") } }
+            ),
+            clock: clock
+        )
+        let alice = store.session(for: "alice")
+        _ = store.session(for: "bob")
+        clock.advance(by: .seconds(45))
+        #expect(store.session(for: "alice") === alice)  // used again: idle time starts over
+        clock.advance(by: .seconds(30))
+        #expect(store.evictIdle() == 1)
+        #expect(evicted.withLock { $0 } == ["bob:idle"])
+        #expect(store.existingSession(for: "bob") == nil)
+        #expect(store.existingSession(for: "alice") === alice)
+        // A session found idle on lookup is replaced, not returned.
+        clock.advance(by: .seconds(61))
+        #expect(store.session(for: "alice") !== alice)
+        #expect(store.statistics.evicted == 2)
+    }
+
+    @Test func aFullStoreEvictsTheLeastRecentlyUsed() throws {
+        let clock = ManualTestClock()
+        let evicted = Mutex<[String]>([])
+        let store = SessionStore(
+            tagManager: try Self.manager(),
+            configuration: .init(
+                maximumSessions: 3,
+                onEvict: { user, _, reason in evicted.withLock { $0.append("\(user):\(reason.rawValue)") } }
+            ),
+            clock: clock
+        )
+        for user in ["a", "b", "c"] {
+            _ = store.session(for: user)
+            clock.advance(by: .seconds(1))
+        }
+        _ = store.session(for: "a")  // a is now the most recently used; b the least
+        _ = store.session(for: "d")
+        #expect(evicted.withLock { $0 } == ["b:capacity"])
+        #expect(store.count == 3)
+        store.remove("c")
+        #expect(evicted.withLock { $0 } == ["b:capacity", "c:removed"])
+        #expect(store.statistics == SessionStore.Statistics(live: 2, created: 4, restored: 0, evicted: 2))
+    }
+
+    @Test func aGivenContextUpdatesTheLiveSession() throws {
+        let store = SessionStore(tagManager: try Self.manager())
+        let session = store.session(for: "u", context: ClientContext(appVersionName: "1.0"))
+        _ = store.session(for: "u", context: ClientContext(appVersionName: "2.0"))
+        #expect(session.context.appVersionName == "2.0")
+        _ = store.session(for: "u")
+        #expect(session.context.appVersionName == "2.0")
+    }
+
+    @Test func sessionsSurviveARestartThroughTheSessionsFile() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sessions-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("sessions.jsonl").path
+
+        let before = SessionStore(tagManager: try Self.manager())
+        for user in ["u1", "u2", "u3"] {
+            await before.session(for: user).push(event: "tick", parameters: ["caller": 1, "n": 2])
+        }
+        #expect(try before.save(to: path) == 3)
+
+        let after = SessionStore(tagManager: try Self.manager())
+        #expect(try after.restore(from: path) == 3)
+        #expect(after.statistics.restored == 3)
+        #expect(after.snapshots() == before.snapshots())
+        #expect(after.session(for: "u2").snapshot().eventNumber == 1)
+        // A missing file restores nothing; a damaged one says where.
+        #expect(try after.restore(from: directory.appendingPathComponent("none").path) == 0)
+        try Data("{\"format\": 1}\nnot json\n".utf8).write(to: URL(fileURLWithPath: path))
+        do {
+            try after.restore(from: path)
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.file == path && error.location?.line == 1)
+        }
+    }
+
+    @Test func runSweepsOnItsClockAndReturnsWhenCancelled() async throws {
+        let clock = ManualTestClock()
+        let store = SessionStore(
+            tagManager: try Self.manager(),
+            configuration: .init(idleTimeout: .seconds(10), sweepInterval: .seconds(5)),
+            clock: clock
+        )
+        _ = store.session(for: "idle")
+        let task = Task { try await store.run() }
+        while clock.sleeperCount == 0 { await Task.yield() }
+        clock.advance(by: .seconds(11))
+        while store.count != 0 { await Task.yield() }
+        task.cancel()
+        clock.cancelSleepers()
+        try await task.value
+        #expect(store.statistics.evicted == 1)
+    }
+
+    @Test func manyThreadsFindSessionsConcurrently() throws {
+        let store = SessionStore(tagManager: try Self.manager(), configuration: .init(maximumSessions: 2_000))
+        SessionConcurrencyTests.onThreads(8) { thread in
+            for i in 0..<2_000 {
+                let session = store.session(for: "user-\((i * 7 + thread) % 500)")
+                session.push(event: "tick", parameters: ["caller": .int(Int64(thread)), "n": .int(Int64(i))])
+            }
+        }
+        #expect(store.count == 500)
+        let events = store.snapshots().map(\.eventNumber).reduce(0, +)
+        #expect(events == 8 * 2_000)
+    }
+}
