@@ -292,3 +292,5 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
         AnalyticsRecordError(.invalidRecord, "'\(key)' must be \(expected), not \(found?.typeName ?? "missing")")
     }
 }
+
+extension AnalyticsRecord: TagRecord {}

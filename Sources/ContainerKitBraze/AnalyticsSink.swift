@@ -1,27 +1,25 @@
-/// Where analytics records go: the Braze tag provider hands every record it makes to one sink.
+import ContainerKit
+
+/// The synchronous entry of the delivery pipeline: the Braze tag provider hands every record it makes
+/// to one sink — a front (``InMemoryQueue``, ``DurableQueue``) or, in tests, ``InMemoryAnalyticsSink``.
 ///
-/// ``receive(_:)`` is called synchronously from tag handlers, inside event evaluation, so it must only
-/// buffer (or do a short, bounded write) and never wait for the network or for `fsync`. Delivery
-/// happens later, in the background or in ``flush()``; ``shutdown()`` drains what is buffered.
+/// ``enqueue(_:)`` is called from tag handlers, inside event evaluation, so it only buffers (or does a
+/// short, bounded write) and never waits for the network or for `fsync`. It returns the
+/// ``DurabilityToken`` that resolves once the records are durable (a durable queue), or `nil` when there
+/// is nothing to wait for. Delivery happens in the front's ``InMemoryQueue/run()``.
 ///
 /// ```swift
 /// final class CountingSink: AnalyticsSink {
 ///     let count = Mutex(0)
-///     func receive(_ records: [AnalyticsRecord]) { count.withLock { $0 += records.count } }
-///     func flush() async throws {}
-///     func shutdown() async {}
+///     func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? {
+///         count.withLock { $0 += records.count }
+///         return nil
+///     }
 /// }
 /// ```
 public protocol AnalyticsSink: Sendable {
-    /// Takes records to deliver, in order. Returns promptly; problems are logged, not thrown.
-    func receive(_ records: [AnalyticsRecord])
-    /// Delivers everything received so far; throws when some of it could not be delivered.
-    func flush() async throws
-    /// Delivers what is buffered, then stops; records received afterwards are dropped with an error.
-    func shutdown() async
-}
-
-extension AnalyticsSink {
-    /// Takes one record (see ``receive(_:)``).
-    public func receive(_ record: AnalyticsRecord) { receive([record]) }
+    /// Takes records to deliver, in order; returns promptly.
+    /// - Returns: the token to wait on for the records' durability, or `nil`.
+    /// - Throws: ``AnalyticsSinkError`` when the records were refused (queue full, shut down).
+    func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken?
 }

@@ -1,4 +1,4 @@
-/// A failure of a file-backed sink (``JSONLinesAnalyticsSink``, ``DurableQueueSink``), with the system
+/// A failure of a sink or a file-backed destination (``JSONLinesDestination``, ``DurableQueue``), with the system
 /// error number when there is one.
 public struct AnalyticsSinkError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code.
@@ -22,6 +22,9 @@ public struct AnalyticsSinkError: Error, Sendable, Hashable, CustomStringConvert
         public static let locked = Code(rawValue: "locked")
         /// The sink was shut down.
         public static let closed = Code(rawValue: "closed")
+        /// A queue file holds something no queue writes (an index or offset out of range); the message
+        /// names the file.
+        public static let corruptFile = Code(rawValue: "corrupt_file")
     }
 
     /// What kind of error this is.

@@ -4,6 +4,11 @@ import Foundation
 /// The Braze tag provider: a Function Call tag handler that turns Braze tags into typed
 /// ``AnalyticsRecord``s and hands them to a sink — the pattern of Braze's own GTM integration.
 ///
+/// Each call reports what it did in its ``TagOutput`` (``perform(_:)``): the records (each an
+/// ``AnalyticsRecord``, a `TagRecord`), the rule violations as `problems`, a `dropReason` when the call was
+/// dropped (the tag's status is then `dropped`, not `ok`), and the ``DurabilityToken`` the sink returned
+/// (a ``DurableQueue``'s), so `PushResult.waitUntilDurable()` waits for exactly this push's records.
+///
 /// Register it under the class paths your containers use, and give each session its user:
 ///
 /// ```swift
@@ -24,7 +29,9 @@ import Foundation
 /// leading `$` in property or attribute keys (except Google's consent flags), ISO-4217 currencies,
 /// quantities 1–100, finite numbers, plausible emails, the formats of standard fields, properties with
 /// arrays or objects at most 50 KB. A call that breaks any rule is dropped whole, with one warning naming
-/// the tag, each offending key and each rule (``BrazeRuleViolation``); other tags are unaffected.
+/// the tag, each offending key and each rule (``BrazeRuleViolation``); other tags are unaffected. The
+/// warning is rate-limited per tag and rule: the first is logged at once, repeats at most once per
+/// `warningInterval` with the count of those held back.
 ///
 /// ## Dates
 /// A custom attribute is a date only when the tag says so: `customAttributeType` (or `valueType`) is
@@ -50,20 +57,31 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
     public let sink: any AnalyticsSink
     private let clock: @Sendable () -> Date
     private let ids: AnalyticsRecordIDGenerator
+    private let warnings: LogLimiter
 
     /// Creates a provider.
     /// - Parameters:
     ///   - sink: where every record goes (synchronously, from the tag handler).
-    ///   - clock: the time records get; the current time by default.
+    ///   - clock: the wall-clock time records are stamped with (a calendar date, which Braze needs); the
+    ///     current time by default.
     ///   - idGenerator: where record IDs come from.
-    public init(
+    ///   - warningInterval: how often, at most, the same warning (per tag and rule) is logged again (60 s).
+    ///   - warningClock: the clock of that interval.
+    public init<C: Clock>(
         sink: any AnalyticsSink,
         clock: @escaping @Sendable () -> Date = { Date() },
-        idGenerator: AnalyticsRecordIDGenerator = AnalyticsRecordIDGenerator()
-    ) {
+        idGenerator: AnalyticsRecordIDGenerator = AnalyticsRecordIDGenerator(),
+        warningInterval: Duration = .seconds(60),
+        warningClock: C = ContinuousClock()
+    ) where C.Duration == Duration {
         self.sink = sink
         self.clock = clock
         self.ids = idGenerator
+        self.warnings = LogLimiter(
+            logger: StandardErrorLogger(),
+            interval: warningInterval,
+            elapsed: DeliveryClock(warningClock).elapsed
+        )
     }
 
     /// Registers this provider on `tagManager` for each of `classPaths`.
@@ -87,27 +105,48 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
 
     // MARK: Running tags
 
-    /// Runs one Braze tag: builds its records and hands them to the sink, or logs why it did nothing.
-    public func execute(_ call: FunctionCall) {
+    /// Runs one Braze tag (see ``perform(_:)``).
+    public func execute(_ call: FunctionCall) throws {
+        _ = try perform(call)
+    }
+
+    /// Runs one Braze tag: builds its records and hands them to the sink, or drops the call with a
+    /// (rate-limited) warning saying why.
+    /// - Returns: the records, the rule violations, the drop reason and the sink's durability token.
+    /// - Throws: ``AnalyticsSinkError`` when the sink refused the records (queue full, shut down); the
+    ///   tag's status is then `failed`.
+    public func perform(_ call: FunctionCall) throws -> TagOutput {
+        let tag = Self.tagName(call)
         guard let actionValue = call.arguments["actionType"] else {
-            call.logger.warning("\(Self.tagName(call)): missing parameter 'actionType'; nothing sent")
-            return
+            return drop(call, key: "missing_action", "\(tag): missing parameter 'actionType'; nothing sent")
         }
         guard case .string(let actionName) = actionValue, let action = BrazeActionType(rawValue: actionName) else {
-            call.logger.warning("\(Self.tagName(call)): unknown actionType '\(actionValue.jsString)'; nothing sent")
-            return
+            return drop(
+                call,
+                key: "unknown_action",
+                "\(tag): unknown actionType '\(actionValue.jsString)'; nothing sent"
+            )
         }
         var rules = BrazeRules()
         let records = makeRecords(action, call, &rules)
         guard rules.violations.isEmpty else {
             let reasons = rules.violations.map(\.description).joined(separator: "; ")
-            call.logger.warning("\(Self.tagName(call)): dropped '\(action.rawValue)': \(reasons)")
-            return
+            let message = "\(tag): dropped '\(action.rawValue)': \(reasons)"
+            let key = rules.violations.map(\.rule.rawValue).joined(separator: ",")
+            warnings.log(.warning, key: "\(tag)|\(key)", message, to: call.logger)
+            return TagOutput(problems: rules.violations.map(\.description), dropReason: message)
         }
         if case .changeUser(let externalID, _)? = records.first?.payload {
             Self.setUser(.externalID(externalID), on: call.dataLayer)
         }
-        if !records.isEmpty { sink.receive(records) }
+        guard !records.isEmpty else { return .none }
+        let token = try sink.enqueue(records)
+        return TagOutput(records: records, durability: token)
+    }
+
+    private func drop(_ call: FunctionCall, key: String, _ message: String) -> TagOutput {
+        warnings.log(.warning, key: "\(Self.tagName(call))|\(key)", message, to: call.logger)
+        return TagOutput(problems: [message], dropReason: message)
     }
 
     /// `braze tag 'Name' (tag 7)`, `braze tag 7` or `braze tag 'com.example.Path'`, for warnings.

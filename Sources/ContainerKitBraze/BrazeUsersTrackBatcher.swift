@@ -26,7 +26,7 @@ struct BrazeUsersTrackBatcher: Sendable {
 
     private enum Category { case attributes, events, purchases }
 
-    let limit: BrazeUsersTrackSink.ObjectLimit
+    let limit: BrazeUsersTrackDestination.ObjectLimit
     let createsAliasOnlyProfiles: Bool
 
     /// Groups `records` (in order) into as few requests as the limit allows.

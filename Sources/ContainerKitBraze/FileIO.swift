@@ -1,3 +1,5 @@
+import ContainerKit
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -114,20 +116,13 @@ enum FileIO {
         return try readBytes(fd, count: fileSize(fd, path: path), at: 0, path: path)
     }
 
-    /// Writes `bytes` to `path` atomically: a temporary file, `fsync`, `rename`, `fsync` of the directory.
-    static func replaceFile(_ path: String, with bytes: [UInt8], directory: String) throws(AnalyticsSinkError) {
-        let temporary = path + ".tmp"
-        let fd = try openFile(temporary, O_WRONLY | O_CREAT | O_TRUNC)
+    /// Writes `bytes` to `path` atomically, with the package's one helper (`AtomicFile`).
+    static func replaceFile(_ path: String, with bytes: [UInt8]) throws(AnalyticsSinkError) {
         do {
-            try writeAll(fd, bytes, path: temporary)
-            try sync(fd, path: temporary)
+            try AtomicFile.write(bytes, to: path)
         } catch {
-            close(fd)
-            throw error
+            throw FileIO.error(error.step, error.path, errorNumber: error.errorNumber)
         }
-        close(fd)
-        guard rename(temporary, path) == 0 else { throw FileIO.error("renaming", temporary) }
-        try syncDirectory(directory)
     }
 
     /// The names in `directory`.

@@ -1,7 +1,8 @@
+import ContainerKit
 import Synchronization
 
-/// Keeps every record in memory, in order: for tests of code that uses the Braze tag provider, and as
-/// an ``AcknowledgingSink`` downstream that confirms at once.
+/// Keeps every record in memory, in order: as the provider's sink in tests of code that uses the Braze tag
+/// provider, and as the in-memory ``AnalyticsDestination`` behind a front (it accepts every batch at once).
 ///
 /// ```swift
 /// let sink = InMemoryAnalyticsSink()
@@ -9,13 +10,13 @@ import Synchronization
 /// session.push(event: "purchase")
 /// #expect(sink.records.map(\.kind) == [.purchase])
 /// ```
-public final class InMemoryAnalyticsSink: AnalyticsSink, AcknowledgingSink {
+public final class InMemoryAnalyticsSink: AnalyticsSink, AnalyticsDestination {
     private let storage = Mutex<[AnalyticsRecord]>([])
 
     /// Creates an empty sink.
     public init() {}
 
-    /// Every record received or delivered so far, oldest first.
+    /// Every record enqueued or delivered so far, oldest first.
     public var records: [AnalyticsRecord] { storage.withLock { $0 } }
 
     /// The number of records kept.
@@ -32,17 +33,15 @@ public final class InMemoryAnalyticsSink: AnalyticsSink, AcknowledgingSink {
         }
     }
 
-    /// Keeps `records`.
-    public func receive(_ records: [AnalyticsRecord]) {
+    /// Keeps `records`; there is nothing to wait for.
+    public func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? {
         storage.withLock { $0.append(contentsOf: records) }
+        return nil
     }
 
-    /// Keeps `records` (they are settled at once).
-    public func deliver(_ records: [AnalyticsRecord]) async throws { receive(records) }
-
-    /// Does nothing: records are kept as they arrive.
-    public func flush() async throws {}
-
-    /// Does nothing: the records stay readable.
-    public func shutdown() async {}
+    /// Keeps `records` and accepts them all.
+    public func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
+        storage.withLock { $0.append(contentsOf: records) }
+        return .accepted(records)
+    }
 }

@@ -1,10 +1,9 @@
 import ContainerKit
 import ContainerKitBraze
 import Foundation
-import Synchronization
 
-/// The Braze side of `containerkit run`: the provider's sink chain built from `--braze`, `--sink` and
-/// `--queue`, and a capture of each event's records for the output.
+/// The Braze side of `containerkit run`: the provider's sink and the front that delivers, built from
+/// `--sink` and `--queue`. Each event's records come from its `PushResult`.
 final class BrazeSetup: Sendable {
     /// Where the records go: standard output (shown in the run's own output), a JSON-lines file, or Braze.
     enum SinkSpec: Equatable {
@@ -39,22 +38,26 @@ final class BrazeSetup: Sendable {
     /// The environment variable that holds the Braze REST API key.
     static let apiKeyVariable = "BRAZE_REST_API_KEY"
 
-    let capture = CapturingSink()
-    let queue: DurableQueueSink?
-    private let downstream: (any AnalyticsSink)?
+    /// What the provider hands records to: a front (`InMemoryQueue`, `DurableQueue`) or, for `--sink
+    /// stdout` without a queue, memory that `run` empties after each line (the records are printed from
+    /// the push's result).
+    let sink: any AnalyticsSink
+    /// The front to run while events are processed (none for `--sink stdout` without `--queue`).
+    let front: (any Runnable)?
+    private let memory: InMemoryAnalyticsSink?
 
-    init(sink: SinkSpec, queueDirectory: String?, environment: [String: String], logger: any Logger) throws {
-        let downstream: (any AnalyticsSink & AcknowledgingSink)?
-        switch sink {
+    init(sink spec: SinkSpec, queueDirectory: String?, environment: [String: String], logger: any Logger) throws {
+        let destination: any AnalyticsDestination
+        var memory: InMemoryAnalyticsSink?
+        switch spec {
         case .standardOutput:
-            downstream = queueDirectory == nil ? nil : DiscardingSink()
+            // The records are shown in the run's own output; the destination only has to take them.
+            let kept = InMemoryAnalyticsSink()
+            memory = kept
+            destination = kept
         case .jsonLines(let path):
             do {
-                downstream = try JSONLinesAnalyticsSink(
-                    destination: .file(path: path),
-                    synchronizesOnFlush: true,
-                    logger: logger
-                )
+                destination = try JSONLinesDestination(destination: .file(path: path), synchronizes: true)
             } catch {
                 throw SetupError(description: "cannot open sink file: \(error)")
             }
@@ -62,74 +65,41 @@ final class BrazeSetup: Sendable {
             guard let key = environment[BrazeSetup.apiKeyVariable], !key.isEmpty else {
                 throw SetupError(description: "--sink braze: needs the REST API key in \(BrazeSetup.apiKeyVariable)")
             }
-            var configuration = BrazeUsersTrackSink.Configuration()
-            configuration.logger = logger
-            downstream = BrazeUsersTrackSink(endpoint: endpoint, apiKey: key, configuration: configuration)
+            destination = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: key)
         }
-        if let queueDirectory, let downstream {
-            var configuration = DurableQueueSink.Configuration()
+        self.memory = memory
+        if let queueDirectory {
+            var configuration = DurableQueue.Configuration()
             configuration.logger = logger
             do {
-                queue = try DurableQueueSink(
+                let queue = try DurableQueue(
                     directory: queueDirectory,
-                    downstream: downstream,
+                    destination: destination,
                     configuration: configuration
                 )
+                sink = queue
+                front = queue
             } catch {
                 throw SetupError(description: "cannot open queue '\(queueDirectory)': \(error)")
             }
+        } else if let memory {
+            sink = memory
+            front = nil
         } else {
-            queue = nil
-        }
-        self.downstream = downstream
-        capture.next = queue ?? downstream
-    }
-
-    /// This event's records, in order; empties the capture.
-    func takeRecords() -> [AnalyticsRecord] { capture.take() }
-
-    /// Waits until everything handed to the queue is durable (a no-op without `--queue`).
-    func waitUntilDurable() async throws {
-        try await queue?.waitUntilDurable()
-    }
-
-    /// Drains the chain: the queue delivers what it can (the rest stays queued for the next run), then
-    /// the downstream sink flushes and stops.
-    func shutdown() async {
-        if let queue { await queue.shutdown() }
-        if let downstream { await downstream.shutdown() }
-    }
-}
-
-/// Keeps each event's records for the output and forwards them to the real sink.
-final class CapturingSink: AnalyticsSink {
-    private let records = Mutex<[AnalyticsRecord]>([])
-    private let forward = Mutex<(any AnalyticsSink)?>(nil)
-
-    var next: (any AnalyticsSink)? {
-        get { forward.withLock { $0 } }
-        set { forward.withLock { $0 = newValue } }
-    }
-
-    func receive(_ batch: [AnalyticsRecord]) {
-        records.withLock { $0.append(contentsOf: batch) }
-        next?.receive(batch)
-    }
-
-    func take() -> [AnalyticsRecord] {
-        records.withLock { list in
-            defer { list.removeAll() }; return list
+            let queue = InMemoryQueue(destination: destination, configuration: .init(logger: logger))
+            sink = queue
+            front = queue
         }
     }
-    func flush() async throws { try await next?.flush() }
-    func shutdown() async { await next?.shutdown() }
+
+    /// Forgets the records kept for `--sink stdout` (they were printed).
+    func clearShownRecords() { memory?.removeAll() }
 }
 
-/// The downstream of `--sink stdout --queue`: the records are shown in the run's output; the queue only
-/// makes them durable first.
-final class DiscardingSink: AnalyticsSink, AcknowledgingSink {
-    func receive(_ records: [AnalyticsRecord]) {}
-    func deliver(_ records: [AnalyticsRecord]) async throws {}
-    func flush() async throws {}
-    func shutdown() async {}
+/// A long-lived pipeline component: works in ``run()`` until its task is cancelled, then drains.
+protocol Runnable: Sendable {
+    func run() async throws
 }
+
+extension InMemoryQueue: Runnable {}
+extension DurableQueue: Runnable {}

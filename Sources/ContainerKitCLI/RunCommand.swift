@@ -105,7 +105,7 @@ struct RunCommand {
                     environment: environment,
                     logger: logger
                 )
-                BrazeTagProvider(sink: setup.capture).register(
+                BrazeTagProvider(sink: setup.sink).register(
                     on: manager,
                     classPaths: options.brazeClassPaths.isEmpty
                         ? BrazeTagProvider.defaultClassPaths : options.brazeClassPaths
@@ -119,7 +119,6 @@ struct RunCommand {
         let session = manager.makeDataLayer()
 
         guard let input = PushInput.open(options.eventsPath, command: "run", output: output) else {
-            await braze?.shutdown()
             return ExitCode.failure
         }
         defer { input.close() }
@@ -131,6 +130,38 @@ struct RunCommand {
                     + "\(counts.tags) tags, \(counts.macros) variables, \(counts.rules) rules"
             )
         }
+        // The front delivers while the lines are processed; cancelling it at the end drains it (bounded).
+        let front = braze?.front
+        return await withTaskGroup(of: Void.self) { group in
+            if let front {
+                group.addTask {
+                    do {
+                        try await front.run()
+                    } catch {
+                        output.error("containerkit run: \(error)")
+                    }
+                }
+            }
+            defer { group.cancelAll() }
+            return await processLines(
+                input,
+                session: session,
+                options: options,
+                showsRecords: braze != nil,
+                clear: { braze?.clearShownRecords() },
+                output: output
+            )
+        }
+    }
+
+    private static func processLines(
+        _ input: PushInput,
+        session: DataLayer,
+        options: Options,
+        showsRecords: Bool,
+        clear: () -> Void,
+        output: CommandOutput
+    ) async -> Int32 {
         var failedLines = 0
         for line in input {
             let lineNumber: Int
@@ -147,28 +178,27 @@ struct RunCommand {
                 message = pushed
             }
             let result = await session.push(message)
-            let records = braze?.takeRecords() ?? []
-            if let braze {
-                do {
-                    try await braze.waitUntilDurable()
-                } catch {
-                    output.error("containerkit run: line \(lineNumber): records are not durable: \(error)")
-                    await braze.shutdown()
-                    return ExitCode.failure
-                }
+            do {
+                try await result.waitUntilDurable()
+            } catch {
+                output.error("containerkit run: line \(lineNumber): records are not durable: \(error)")
+                return ExitCode.failure
             }
+            clear()
             if options.json {
-                var object = ValueMap(minimumCapacity: 3)
-                object["event"] = ReportFormatting.eventField(message)
-                object["fired"] = .array(result.fired.map(ReportFormatting.json))
-                if braze != nil { object["sink"] = .array(records.map(\.jsonValue)) }
-                output.print(JSONWriter.string(.object(object)))
+                guard case .object(var object) = result.jsonValue else { continue }
+                if !showsRecords { object["records"] = nil }
+                var line = ValueMap(minimumCapacity: object.count + 1)
+                line["event"] = ReportFormatting.eventField(message)
+                for (key, value) in object { line[key] = value }
+                output.print(JSONWriter.string(.object(line)))
             } else {
                 printText(line: lineNumber, message: message, result: result, output: output)
-                for record in records { output.print("    → \(JSONWriter.string(record.jsonValue))") }
+                for record in result.fired.flatMap({ $0.output?.records ?? [] }) {
+                    output.print("    → \(JSONWriter.string(record.jsonValue))")
+                }
             }
         }
-        await braze?.shutdown()
         return failedLines > 0 ? ExitCode.findings : ExitCode.success
     }
 

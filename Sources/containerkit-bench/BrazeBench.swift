@@ -12,12 +12,12 @@ import Synchronization
 
 /// The Braze figures of `make bench`, measured in this process:
 ///
-/// - `durable_enqueue_records_per_s`: records acknowledged as durable by a ``DurableQueueSink`` in a
+/// - `durable_enqueue_records_per_s`: records acknowledged as durable by a ``DurableQueue`` in a
 ///   temporary directory (many concurrent producers, each appending a batch and awaiting its `fsync`, so
-///   group commit shares each `fsync`), with a downstream that accepts everything; median of runs.
+///   group commit shares each `fsync`), with a destination that accepts everything; median of runs.
 ///   `durable_fsync_commits` is the number of group commits of the median run.
 /// - `end_to_end_events_per_s`: events pushed into a `DataLayer` running the corpus Braze container, through
-///   ``BrazeTagProvider`` → ``DurableQueueSink`` → ``BrazeUsersTrackSink`` → a `/users/track` server on
+///   ``BrazeTagProvider`` → ``DurableQueue`` → ``BrazeUsersTrackDestination`` → a `/users/track` server on
 ///   127.0.0.1 in this process, counted until the server has accepted every record; median of runs.
 enum BrazeBench {
     static let corpusContainer = "../shared/research/corpus/v5-mobile/Appboy__appboy-android-sdk__GTM-5HM9ZRX.json"
@@ -71,10 +71,11 @@ enum BrazeBench {
         let directory = temporaryDirectory("durable")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let downstream = AcceptingDownstream()
-        let queue = try DurableQueueSink(directory: directory, downstream: downstream)
+        let queue = try DurableQueue(directory: directory, destination: downstream)
         let total = batches.reduce(0) { $0 + $1.count }
-        let start = DispatchTime.now().uptimeNanoseconds
-        do {
+        var elapsed = 0.0
+        try await running(queue) {
+            let start = DispatchTime.now().uptimeNanoseconds
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for producer in 0..<producers {
                     group.addTask {
@@ -85,13 +86,10 @@ enum BrazeBench {
                 }
                 try await group.waitForAll()
             }
-        } catch {
-            await queue.shutdown()
-            throw error
+            elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            try await queue.flush()
         }
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         let statistics = queue.statistics
-        await queue.shutdown()
         guard statistics.durableRecords == total, downstream.count == total else {
             throw BenchError(
                 "durable queue made \(statistics.durableRecords) of \(total) records durable "
@@ -124,12 +122,11 @@ enum BrazeBench {
         defer { server.stop() }
         let directory = temporaryDirectory("end-to-end")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let braze = BrazeUsersTrackSink(
+        let braze = BrazeUsersTrackDestination(
             endpoint: URL(string: "http://127.0.0.1:\(server.port)")!,
-            apiKey: "bench-rest-api-key",
-            configuration: BrazeUsersTrackSink.Configuration(flushInterval: .seconds(3600))
+            apiKey: "bench-rest-api-key"
         )
-        let queue = try DurableQueueSink(directory: directory, downstream: braze)
+        let queue = try DurableQueue(directory: directory, destination: braze)
         let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .error))
         manager.add(try await ContainerLoader().load(path: path))
         BrazeTagProvider(sink: queue).register(on: manager)
@@ -150,17 +147,11 @@ enum BrazeBench {
             return Double(events.count) / max(elapsed, 1e-9)
         }
 
-        var failure: (any Error)?
         var rates: [Double] = []
-        do {
+        try await running(queue) {
             _ = try await pass(events.prefix(500))  // warm-up: connection, code paths
             for _ in 0..<3 { rates.append(try await pass(events[...])) }
-        } catch {
-            failure = error
         }
-        await queue.shutdown()
-        await braze.shutdown()
-        if let failure { throw failure }
         rates.sort()
         let statistics = braze.statistics
         print(
@@ -169,6 +160,21 @@ enum BrazeBench {
                 + "end_to_end_server_objects=\(server.objectCount)"
         )
         print("end_to_end_events_per_s=\(Harness.format(rates[rates.count / 2]))")
+    }
+
+    /// Runs `body` while `queue.run()` runs beside it; then cancels the queue (it drains) and waits for it.
+    static func running(_ queue: DurableQueue, _ body: () async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await queue.run() }
+            do {
+                try await body()
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+            group.cancelAll()
+            try await group.waitForAll()
+        }
     }
 
     static func temporaryDirectory(_ name: String) -> String {
@@ -182,14 +188,15 @@ struct BenchError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A downstream that confirms every delivery at once and only counts records.
-final class AcceptingDownstream: AcknowledgingSink {
+/// A destination that accepts every delivery at once and only counts records.
+final class AcceptingDownstream: AnalyticsDestination {
     private let delivered = Atomic<Int>(0)
 
     var count: Int { delivered.load(ordering: .relaxed) }
 
-    func deliver(_ records: [AnalyticsRecord]) async throws {
+    func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
         delivered.add(records.count, ordering: .relaxed)
+        return .accepted(records)
     }
 }
 

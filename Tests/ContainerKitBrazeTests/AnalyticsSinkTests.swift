@@ -7,27 +7,28 @@ import Testing
     @Test func inMemorySinkKeepsRecordsInOrder() async throws {
         let sink = InMemoryAnalyticsSink()
         let records = (0..<3).map { event("e\($0)") }
-        sink.receive(records[0])
-        sink.receive(Array(records[1...]))
-        try await sink.flush()
+        #expect(try sink.enqueue([records[0]]) == nil)
+        _ = try sink.enqueue(Array(records[1...]))
         #expect(sink.records == records)
         #expect(sink.takeAll() == records)
         #expect(sink.count == 0)
-        try await sink.deliver(records)
+        let result = await sink.deliver(records)
+        #expect(result.accepted == records && result.retryable.isEmpty && result.rejected.isEmpty)
         #expect(sink.records == records)
     }
 
-    @Test func jsonLinesSinkWritesOneReadableObjectPerLine() async throws {
+    @Test func jsonLinesDestinationWritesOneReadableObjectPerLine() async throws {
         let directory = TemporaryDirectory("jsonl")
         try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
         defer { directory.remove() }
         let path = directory.file("records.jsonl")
-        let sink = try JSONLinesAnalyticsSink(destination: .file(path: path), synchronizesOnFlush: true)
+        let sink = try JSONLinesDestination(destination: .file(path: path), synchronizes: true)
         let records = AnalyticsRecordTests.samples
-        sink.receive(Array(records[0..<5]))
-        try await sink.deliver(Array(records[5...]))
-        try await sink.flush()
-        await sink.shutdown()
+        #expect(await sink.deliver(Array(records[0..<5])).accepted.count == 5)
+        #expect(await sink.deliver(Array(records[5...])).accepted.count == records.count - 5)
+        sink.close()
+        let late = await sink.deliver([records[0]])
+        #expect(late.retryable.count == 1 && late.retryError?.code == .shutDown)
         let text = try String(contentsOfFile: path, encoding: .utf8)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == records.count + 1 && lines.last == "")
@@ -37,9 +38,9 @@ import Testing
         }
     }
 
-    @Test func jsonLinesSinkReportsAnUnwritablePath() {
+    @Test func jsonLinesDestinationReportsAnUnwritablePath() {
         do {
-            _ = try JSONLinesAnalyticsSink(destination: .file(path: "/dev/null/records.jsonl"))
+            _ = try JSONLinesDestination(destination: .file(path: "/dev/null/records.jsonl"))
             Issue.record("expected an error")
         } catch {
             #expect(error.code == .unwritable)

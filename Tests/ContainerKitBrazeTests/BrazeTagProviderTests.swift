@@ -1,6 +1,7 @@
 import ContainerKit
 import ContainerKitBraze
 import Foundation
+import TestSupport
 import Testing
 
 /// A provider writing to an in-memory sink, with a fixed clock and predictable IDs.
@@ -13,18 +14,22 @@ struct ProviderFixture {
     let provider: BrazeTagProvider
     let session: DataLayer
 
-    init() {
+    init(warningClock: ManualClock = ManualClock()) {
         manager = TagManager(logger: logger)
         provider = BrazeTagProvider(
             sink: sink,
             clock: { ProviderFixture.now },
-            idGenerator: AnalyticsRecordIDGenerator(prefix: "t")
+            idGenerator: AnalyticsRecordIDGenerator(prefix: "t"),
+            warningClock: warningClock
         )
         session = manager.makeDataLayer(sessionID: "s-1")
     }
 
-    func run(_ arguments: ValueMap, on session: DataLayer? = nil, tagID: Int? = 7, name: String? = "Braze Tag") {
-        provider.execute(
+    @discardableResult
+    func run(_ arguments: ValueMap, on session: DataLayer? = nil, tagID: Int? = 7, name: String? = "Braze Tag")
+        -> TagOutput?
+    {
+        try? provider.perform(
             FunctionCall(
                 name: "BrazeGTMTagManager",
                 arguments: arguments,
@@ -321,5 +326,71 @@ struct ProviderFixture {
         for path in BrazeTagProvider.defaultClassPaths + ["com.example.Braze"] {
             #expect(fixture.manager.tagHandler(for: path) is BrazeTagProvider)
         }
+    }
+
+    @Test func performReportsRecordsAndDropsInTheTagOutput() throws {
+        let fixture = ProviderFixture()
+        let output = try #require(fixture.run(["actionType": "logEvent", "eventName": "played"]))
+        #expect(output.records.count == 1)
+        #expect((output.records.first as? AnalyticsRecord) == fixture.sink.records.first)
+        #expect(output.dropReason == nil && output.problems.isEmpty && output.durability == nil)
+
+        let dropped = try #require(
+            fixture.run(["actionType": "logPurchase", "productId": "p", "currency": "??", "price": 1])
+        )
+        #expect(dropped.records.isEmpty)
+        #expect(dropped.problems.count == 1 && dropped.problems[0].contains("(invalid_currency)"))
+        #expect(dropped.dropReason?.contains("dropped 'logPurchase'") == true)
+    }
+
+    @Test func repeatedWarningsAreRateLimitedAndCounted() {
+        let clock = ManualClock()
+        let fixture = ProviderFixture(warningClock: clock)
+        let bad: ValueMap = ["actionType": "logPurchase", "productId": "p", "currency": "??", "price": 1]
+        for _ in 0..<5 { fixture.run(bad) }
+        #expect(fixture.warnings.count == 1)
+        // Another tag's warning is not held back by the first tag's.
+        fixture.run(bad, tagID: 8)
+        #expect(fixture.warnings.count == 2)
+        clock.advance(by: .seconds(61))
+        fixture.run(bad)
+        #expect(fixture.warnings.count == 3)
+        #expect(fixture.warnings[2].contains("(4 more like this since the last report)"))
+    }
+
+    @Test func aDurableQueueSinkPutsItsTokenInTheOutput() async throws {
+        let directory = TemporaryDirectory("provider")
+        defer { directory.remove() }
+        var settings = DurableQueue.Configuration()
+        settings.logger = InMemoryLogger()
+        let destination = InMemoryAnalyticsSink()
+        let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: settings)
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(
+            try await ContainerLoader().load(
+                path: Fixtures.containersDirectory.appendingPathComponent("GTM-MUSIC01.json").path
+            )
+        )
+        BrazeTagProvider(sink: queue).register(
+            on: manager,
+            classPaths: ["com.appboy.googletagmanager.BrazeGtmTagProvider"]
+        )
+        let session = manager.makeDataLayer()
+        BrazeTagProvider.setUser(.brazeID("b-1"), on: session)
+        try await whileRunning(queue) {
+            let result = await session.push(
+                event: "played song",
+                parameters: ["title": "Blue", "genre": "jazz", "duration": 300]
+            )
+            let tokens = result.durability
+            #expect(tokens.count == 1)
+            #expect(tokens.first?.source === queue)
+            let records = result.fired.flatMap { $0.output?.records ?? [] }
+            #expect(!records.isEmpty)
+            try await result.waitUntilDurable()
+            #expect(queue.statistics.durableRecords >= records.count)
+            try await queue.flush()
+        }
+        #expect(!destination.records.isEmpty)
     }
 }

@@ -12,22 +12,22 @@ private struct Pipeline {
     static let nowText: Value = "2024-05-01T12:00:00.123Z"
 
     let server: BrazeTestServer
-    let braze: BrazeUsersTrackSink
-    let queue: DurableQueueSink
+    let braze: BrazeUsersTrackDestination
+    let queue: DurableQueue
+    let running: Task<Void, Never>
     let directory = TemporaryDirectory("end-to-end")
     let logger = InMemoryLogger()
     let manager: TagManager
 
     init(container: URL) async throws {
         server = try BrazeTestServer(apiKey: "test-rest-api-key")
-        braze = BrazeUsersTrackSink(
-            endpoint: server.endpoint,
-            apiKey: "test-rest-api-key",
-            configuration: BrazeUsersTrackSink.Configuration(flushInterval: .seconds(3600), logger: logger)
-        )
-        var settings = DurableQueueSink.Configuration()
+        braze = BrazeUsersTrackDestination(endpoint: server.endpoint, apiKey: "test-rest-api-key")
+        var settings = DurableQueue.Configuration()
         settings.logger = logger
-        queue = try DurableQueueSink(directory: directory.path, downstream: braze, configuration: settings)
+        let queue = try DurableQueue(directory: directory.path, destination: braze, configuration: settings)
+        self.queue = queue
+        // Test scaffolding: the queue runs beside the test until `close()` cancels (and so drains) it.
+        running = Task { try? await queue.run() }
         manager = TagManager(logger: logger)
         manager.add(try await ContainerLoader().load(path: container.path))
         BrazeTagProvider(sink: queue, clock: { Pipeline.now }).register(on: manager)
@@ -39,8 +39,8 @@ private struct Pipeline {
     }
 
     func close() async {
-        await queue.shutdown()
-        await braze.shutdown()
+        running.cancel()
+        await running.value
         server.stop()
         directory.remove()
     }

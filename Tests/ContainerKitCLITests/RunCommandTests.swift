@@ -117,13 +117,18 @@ struct RunCommandTests {
         #expect(result.err.contains("GTM-BROKEN.json:1:"))
     }
 
-    @Test func brazeRecordsAppearInTheSinkFieldOfEachLine() async throws {
+    @Test func brazeRecordsAppearInTheRecordsFieldOfEachLine() async throws {
         let result = await run([Self.music, "--events", Self.session, "--format", "json", "--braze", Self.braze])
         #expect(result.code == 0)
         let lines = try jsonLines(result.out)
-        let types = lines.map { $0["sink"]?.arrayValue?.compactMap { $0.objectValue?["type"]?.stringValue } ?? [] }
+        let types = lines.map {
+            $0["records"]?.arrayValue?.compactMap { $0.objectValue?["type"]?.stringValue } ?? []
+        }
         #expect(types == [["change_user"], ["custom_event"], [], [], [], ["custom_attribute"], ["purchase"]])
-        let event = try #require(lines[1]["sink"]?.arrayValue?.first?.objectValue)
+        #expect(lines.allSatisfy { $0["event"] != nil && $0["fired"] != nil })
+        let braze = try #require(lines[1]["fired"]?.arrayValue?.first { $0.objectValue?["records"] != nil })
+        #expect(braze.objectValue?["status"] == "ok")
+        let event = try #require(lines[1]["records"]?.arrayValue?.first?.objectValue)
         #expect(event["external_id"] == "user-42")
         #expect(event["name"] == "played song")
         #expect(event["properties"]?.objectValue?["duration"] == 545)
@@ -148,7 +153,7 @@ struct RunCommandTests {
         #expect(server.acceptedEvents.first?.objectValue?["name"] == "played song")
         #expect(server.acceptedPurchases.first?.objectValue?["product_id"] == "premium-month")
         #expect(server.acceptedEvents.allSatisfy { $0.objectValue?["external_id"] == "user-42" })
-        #expect(try DurableQueueSink.pendingRecords(in: queue).isEmpty)
+        #expect(try DurableQueue.pendingRecords(in: queue).isEmpty)
     }
 
     @Test func brazeSinkWithoutAnAPIKeyFailsBeforeRunning() async {
@@ -165,23 +170,28 @@ struct RunCommandTests {
             try? FileManager.default.removeItem(atPath: delivered)
         }
         // A first "run" whose downstream never confirms: its records are durable but pending.
-        struct Unreachable: Error {}
-        final class RefusingSink: AcknowledgingSink {
-            func deliver(_ records: [AnalyticsRecord]) async throws { throw Unreachable() }
+        struct RefusingDestination: AnalyticsDestination {
+            func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
+                .retry(records, DeliveryError(.transport, "unreachable"))
+            }
         }
-        var configuration = DurableQueueSink.Configuration()
+        var configuration = DurableQueue.Configuration()
         configuration.logger = InMemoryLogger()
-        configuration.sleep = { _ in }
-        let first = try DurableQueueSink(directory: queue, downstream: RefusingSink(), configuration: configuration)
+        configuration.drainTimeout = .zero
+        let first = try DurableQueue(directory: queue, destination: RefusingDestination(), configuration: configuration)
         let record = AnalyticsRecord(
             id: "pending-1",
             time: Date(timeIntervalSince1970: 1_700_000_000),
             user: .externalID("user-7"),
             payload: .customEvent(name: "queued", properties: ["n": 1])
         )
-        try await first.append([record])
-        await first.shutdown()
-        #expect(try DurableQueueSink.pendingRecords(in: queue).map(\.id) == ["pending-1"])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await first.run() }
+            try await first.append([record])
+            group.cancelAll()
+            try await group.waitForAll()
+        }
+        #expect(try DurableQueue.pendingRecords(in: queue).map(\.id) == ["pending-1"])
 
         let empty = try Self.write([])
         defer { try? FileManager.default.removeItem(atPath: empty) }
@@ -192,6 +202,6 @@ struct RunCommandTests {
         let lines = try String(contentsOfFile: delivered, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 1)
         #expect(try AnalyticsRecord(jsonLine: String(lines[0])).id == "pending-1")
-        #expect(try DurableQueueSink.pendingRecords(in: queue).isEmpty)
+        #expect(try DurableQueue.pendingRecords(in: queue).isEmpty)
     }
 }

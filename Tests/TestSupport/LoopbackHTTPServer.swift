@@ -99,6 +99,12 @@ public final class LoopbackHTTPServer: Sendable {
         case garbage(Data)
         /// Never answer; hold the connection until the client closes it or the server stops.
         case hang
+        /// Send the status line and headers (chunked, no length), then body bytes without end, until the
+        /// client closes the connection or the server stops.
+        case endlessBody
+        /// Send the status line and headers (`Content-Length: 1000`), then one body byte per interval,
+        /// until the client closes the connection or the server stops.
+        case trickle(Duration)
     }
 
     /// One response.
@@ -287,6 +293,12 @@ private final class Core: Sendable {
 
     // MARK: Threads
 
+    /// Whether ``stop()`` was called.
+    private var stopping: Bool {
+        var stop = pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
+        return poll(&stop, 1, 0) > 0
+    }
+
     /// Waits until `fd` has `events` or the server stops; returns `false` when stopping (or on timeout).
     private func wait(for fd: Int32, events: Int16, timeoutMilliseconds: Int32 = -1) -> Bool {
         var fds = [
@@ -368,6 +380,30 @@ private final class Core: Sendable {
                 case .hang:
                     // Returns when the client closes (POLLRDHUP/POLLHUP) or the server stops.
                     _ = wait(for: fd, events: 0x2000)  // POLLRDHUP (glibc hides it behind _GNU_SOURCE)
+                    return
+                case .endlessBody:
+                    let head =
+                        statusLine(response.status) + "Content-Type: application/json\r\n"
+                        + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                    guard sendAll(fd, Data(head.utf8)) else { return }
+                    let chunk = Data("1000\r\n".utf8) + Data(repeating: 0x20, count: 4096) + Data("\r\n".utf8)
+                    while sendAll(fd, chunk) {
+                        if wait(for: fd, events: 0x2000, timeoutMilliseconds: 0) || stopping { return }
+                    }
+                    return
+                case .trickle(let interval):
+                    let head =
+                        statusLine(response.status) + "Content-Type: application/json\r\n"
+                        + "Content-Length: 1000\r\nConnection: close\r\n\r\n"
+                    guard sendAll(fd, Data(head.utf8)) else { return }
+                    let milliseconds = Int32(
+                        clamping: interval.components.seconds * 1000 + interval.components.attoseconds
+                            / 1_000_000_000_000_000
+                    )
+                    for _ in 0..<1000 {
+                        guard sendAll(fd, Data(" ".utf8)) else { return }
+                        if wait(for: fd, events: 0x2000, timeoutMilliseconds: milliseconds) || stopping { return }
+                    }
                     return
                 }
             }

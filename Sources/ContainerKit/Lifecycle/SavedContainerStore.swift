@@ -163,35 +163,13 @@ public struct SavedContainerStore: Sendable, CustomStringConvertible {
     /// Writes `bytes` to a temporary file beside `path`, flushes it, renames it over `path` and flushes the
     /// directory.
     static func writeAtomically(_ bytes: [UInt8], to path: String) throws(ContainerFetchError) {
-        let directory = (path as NSString).deletingLastPathComponent
-        var random = SystemRandomNumberGenerator()
-        let temporary = "\(path).tmp-\(String(random.next() as UInt64, radix: 36))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ContainerFetchError(.io, "cannot create '\(temporary)' (errno \(errno))") }
-        var written = 0
-        var failed: Int32 = 0
-        bytes.withUnsafeBytes { buffer in
-            while written < buffer.count {
-                let n = write(fd, buffer.baseAddress! + written, buffer.count - written)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failed = errno
-                    return
-                }
-                written += n
-            }
-        }
-        if failed == 0 && fsync(fd) != 0 { failed = errno }
-        close(fd)
-        guard failed == 0, rename(temporary, path) == 0 else {
-            let code = failed == 0 ? errno : failed
-            unlink(temporary)
-            throw ContainerFetchError(.io, "cannot write '\(path)' (errno \(code))")
-        }
-        let directoryFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            _ = fsync(directoryFD)
-            close(directoryFD)
+        do {
+            try AtomicFile.write(bytes, to: path, uniqueTemporary: true)
+        } catch {
+            throw ContainerFetchError(
+                .io,
+                "cannot write '\(path)' (\(error.step) '\(error.path)': errno \(error.errorNumber))"
+            )
         }
     }
 

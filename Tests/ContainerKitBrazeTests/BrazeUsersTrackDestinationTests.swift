@@ -1,36 +1,77 @@
 import ContainerKit
 import ContainerKitBraze
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
-/// A Braze test server and a sink pointed at it, with recorded (not real) retry sleeps.
+/// The settings a test may change: the destination's and its in-memory front's.
+struct BrazeSettings {
+    var objectLimit: BrazeUsersTrackDestination.ObjectLimit = .total(75)
+    var requestTimeout: Duration = .seconds(30)
+    var maximumResponseBytes = 64 << 10
+    var flushCount = 75
+    var flushInterval: Duration = .seconds(3600)
+    var retry = DeliveryRetryPolicy()
+    var drainTimeout: Duration = .seconds(3600)
+}
+
+/// A Braze test server, a `/users/track` destination pointed at it and an in-memory front running in
+/// front of it, with recorded (not real) retry sleeps.
 final class BrazeFixture: Sendable {
     let server: BrazeTestServer
-    let sink: BrazeUsersTrackSink
-    let sleeper = RecordingSleeper()
+    let destination: BrazeUsersTrackDestination
+    let sink: InMemoryQueue
+    let clock = RecordingClock()
     let logger = InMemoryLogger()
+    private let running: Task<Void, Never>
 
     init(
         serverLimit: BrazeTestServer.ObjectLimit = .total(75),
         apiKey: String = "test-rest-api-key",
-        adjust: (inout BrazeUsersTrackSink.Configuration) -> Void = { _ in }
+        adjust: (inout BrazeSettings) -> Void = { _ in }
     ) throws {
         server = try BrazeTestServer(apiKey: "test-rest-api-key", objectLimit: serverLimit)
-        var configuration = BrazeUsersTrackSink.Configuration(flushInterval: .seconds(3600), logger: logger)
-        configuration.sleep = sleeper.sleep
+        var settings = BrazeSettings()
+        adjust(&settings)
+        var destinationSettings = BrazeUsersTrackDestination.Configuration(
+            objectLimit: settings.objectLimit,
+            requestTimeout: settings.requestTimeout
+        )
+        destinationSettings.maximumResponseBytes = settings.maximumResponseBytes
+        destination = BrazeUsersTrackDestination(
+            endpoint: server.endpoint,
+            apiKey: apiKey,
+            configuration: destinationSettings
+        )
+        var configuration = InMemoryQueue.Configuration(
+            flushCount: settings.flushCount,
+            flushInterval: settings.flushInterval,
+            retry: settings.retry,
+            logger: logger
+        )
         configuration.random = { 0.5 }
-        adjust(&configuration)
-        sink = BrazeUsersTrackSink(endpoint: server.endpoint, apiKey: apiKey, configuration: configuration)
+        configuration.drainTimeout = settings.drainTimeout
+        let queue = InMemoryQueue(destination: destination, configuration: configuration, clock: clock)
+        sink = queue
+        // Test scaffolding: the front runs beside the test until `close()` cancels (and so drains) it.
+        running = Task { try? await queue.run() }
     }
 
+    /// Cancels the front (it drains) and waits for it; stops the server.
     func close() async {
-        await sink.shutdown()
+        running.cancel()
+        await running.value
         server.stop()
     }
 }
 
-@Suite struct BrazeUsersTrackSinkTests {
+extension InMemoryQueue {
+    /// Enqueues, ignoring a refusal (the statistics count it).
+    func receive(_ records: [AnalyticsRecord]) { _ = try? enqueue(records) }
+}
+
+@Suite struct BrazeUsersTrackDestinationTests {
     static func mixedRecords(_ count: Int) -> [AnalyticsRecord] {
         (0..<count).map { i -> AnalyticsRecord in
             let user = UserIdentity.externalID("u-\(i % 7)")
@@ -88,7 +129,7 @@ final class BrazeFixture: Sendable {
     @Test func theTestServerRejectsOversizedRequests() async throws {
         let fixture = try BrazeFixture(serverLimit: .total(75)) { $0.objectLimit = .legacy }
         fixture.sink.receive(Self.mixedRecords(90))
-        await #expect(throws: BrazeDeliveryError.self) { try await fixture.sink.flush() }
+        await #expect(throws: DeliveryError.self) { try await fixture.sink.flush() }
         #expect(fixture.server.requests.first?.status == 400)
         #expect(fixture.server.violations.first?.contains("the limit is 75") == true)
         await fixture.close()
@@ -145,10 +186,11 @@ final class BrazeFixture: Sendable {
     @Test func recordsWithoutIdentityAreDroppedWithAWarning() async throws {
         let fixture = try BrazeFixture()
         fixture.sink.receive([event("anonymous", user: nil), event("known")])
-        try await fixture.sink.flush()
+        await #expect(throws: DeliveryError.self) { try await fixture.sink.flush() }
         #expect(fixture.server.acceptedEvents.count == 1)
-        #expect(fixture.sink.statistics.droppedRecords == 1)
-        #expect(fixture.logger.messages(at: .warning).contains { $0.contains("without a user identity") })
+        #expect(fixture.sink.statistics.rejectedRecords == 1)
+        #expect(fixture.destination.statistics.rejectedRecords == 1)
+        #expect(fixture.logger.messages(at: .error).contains { $0.contains("without a user identity") })
         await fixture.close()
     }
 
@@ -158,7 +200,7 @@ final class BrazeFixture: Sendable {
         fixture.sink.receive((0..<10).map { event("e\($0)") })
         try await fixture.sink.flush()
         #expect(fixture.server.requests.map(\.status) == [500, 500, 201])
-        #expect(fixture.sleeper.delays == [.milliseconds(250), .milliseconds(500)])
+        #expect(fixture.clock.delays == [.milliseconds(250), .milliseconds(500)])
         #expect(fixture.server.acceptedObjectCount == 10)
         #expect(fixture.sink.statistics.retries == 2)
         await fixture.close()
@@ -171,15 +213,15 @@ final class BrazeFixture: Sendable {
         fixture.sink.receive([event("e")])
         try await fixture.sink.flush()
         #expect(fixture.server.requests.map(\.status) == [429, 429, 201])
-        #expect(fixture.sleeper.delays == [.seconds(7), .milliseconds(500)])
+        #expect(fixture.clock.delays == [.seconds(7), .milliseconds(500)])
         await fixture.close()
     }
 
     @Test func retryAfterAcceptsSecondsAndHTTPDates() {
         let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
-        #expect(BrazeRetryPolicy.retryAfterSeconds("120", now: now) == 120)
-        #expect(BrazeRetryPolicy.retryAfterSeconds("Sun, 06 Nov 1994 08:49:47 GMT", now: now) == 10)
-        #expect(BrazeRetryPolicy.retryAfterSeconds("soon", now: now) == nil)
+        #expect(DeliveryRetryPolicy.retryAfterSeconds("120", now: now) == 120)
+        #expect(DeliveryRetryPolicy.retryAfterSeconds("Sun, 06 Nov 1994 08:49:47 GMT", now: now) == 10)
+        #expect(DeliveryRetryPolicy.retryAfterSeconds("soon", now: now) == nil)
     }
 
     @Test func otherClientErrorsAreDroppedWithBrazesMessage() async throws {
@@ -189,14 +231,14 @@ final class BrazeFixture: Sendable {
         do {
             try await fixture.sink.flush()
             Issue.record("expected the flush to report the rejection")
-        } catch let error as BrazeDeliveryError {
+        } catch let error as DeliveryError {
             #expect(error.code == .rejected)
             #expect(error.status == 400)
             #expect(error.message.contains("'Invalid payload'"))
         }
         #expect(fixture.server.requests.count == 1)
-        #expect(fixture.sleeper.delays.isEmpty)
-        #expect(fixture.sink.statistics.droppedRecords == 3)
+        #expect(fixture.clock.delays.isEmpty)
+        #expect(fixture.sink.statistics.rejectedRecords == 3)
         let logged = fixture.logger.messages(at: .error)
         #expect(logged.contains { $0.contains("'Invalid payload'") && $0.contains("events[0] is bad") })
         fixture.sink.receive([event("next")])
@@ -208,7 +250,7 @@ final class BrazeFixture: Sendable {
     @Test func aWrongKeyIsRejectedAs401() async throws {
         let fixture = try BrazeFixture(apiKey: "wrong")
         fixture.sink.receive([event("e")])
-        await #expect(throws: BrazeDeliveryError.self) { try await fixture.sink.flush() }
+        await #expect(throws: DeliveryError.self) { try await fixture.sink.flush() }
         #expect(fixture.server.requests.map(\.status) == [401])
         #expect(
             fixture.logger.messages(at: .error).contains { $0.contains("http 401") && $0.contains("Invalid API key") }
@@ -223,7 +265,7 @@ final class BrazeFixture: Sendable {
         do {
             try await fixture.sink.flush()
             Issue.record("expected the flush to fail")
-        } catch let error as BrazeDeliveryError {
+        } catch let error as DeliveryError {
             #expect(error.code == .retriesExhausted)
             #expect(error.status == 503)
         }
@@ -253,43 +295,111 @@ final class BrazeFixture: Sendable {
         await fixture.close()
     }
 
-    @Test func flushesOnTheInterval() async throws {
-        let fixture = try BrazeFixture {
-            $0.flushCount = 1000
-            $0.flushInterval = .milliseconds(50)
-        }
-        fixture.sink.receive((0..<3).map { event("e\($0)") })
-        #expect(await fixture.server.waitForAcceptedObjects(3))
-        await fixture.close()
-    }
-
-    @Test func shutdownDrainsTheBuffer() async throws {
+    @Test func cancellingTheFrontDrainsTheBuffer() async throws {
         let fixture = try BrazeFixture { $0.flushCount = 1000 }
         fixture.sink.receive((0..<30).map { event("e\($0)") })
-        await fixture.sink.shutdown()
-        #expect(fixture.server.acceptedObjectCount == 30)
-        fixture.sink.receive([event("late")])
-        #expect(fixture.sink.statistics.droppedRecords == 1)
-        await #expect(throws: BrazeDeliveryError.self) { try await fixture.sink.deliver([event("late")]) }
         await fixture.close()
+        #expect(fixture.server.acceptedObjectCount == 30)
+        #expect(throws: AnalyticsSinkError.self) { try fixture.sink.enqueue([event("late")]) }
+        #expect(fixture.sink.statistics.droppedRecords == 1)
+    }
+
+    @Test func flushesOnTheIntervalOfTheInjectedClock() async throws {
+        let server = try BrazeTestServer()
+        defer { server.stop() }
+        let clock = ManualClock()
+        let queue = InMemoryQueue(
+            destination: BrazeUsersTrackDestination(endpoint: server.endpoint, apiKey: server.apiKey),
+            configuration: .init(flushCount: 1000, flushInterval: .seconds(10), logger: InMemoryLogger()),
+            clock: clock
+        )
+        try await whileRunning(queue) {
+            queue.receive((0..<3).map { event("e\($0)") })
+            await clock.waitForSleepers(1)
+            #expect(server.requests.isEmpty)
+            clock.advance(by: .seconds(10))
+            #expect(await server.waitForAcceptedObjects(3))
+        }
+        #expect(server.requests.count == 1)
+    }
+
+    @Test func anEndlessAnswerIsCutOffAtTheCapAndRetried() async throws {
+        let calls = Mutex(0)
+        let server = try LoopbackHTTPServer { _ in
+            let first = calls.withLock { calls -> Bool in
+                calls += 1
+                return calls == 1
+            }
+            return first ? .fault(.endlessBody) : .json(#"{"message":"success"}"#, status: 201)
+        }
+        defer { server.stop() }
+        let destination = BrazeUsersTrackDestination(endpoint: server.baseURL, apiKey: "k")
+        let result = await destination.deliver([event("e")])
+        #expect(result.retryable.count == 1)
+        #expect(result.retryError?.code == .transport)
+        #expect(result.retryError?.message.contains("larger than 65536 bytes") == true)
+        let second = await destination.deliver([event("e")])
+        #expect(second.accepted.count == 1)
+    }
+
+    @Test func aTricklingAnswerEndsAtTheRequestDeadline() async throws {
+        let server = try LoopbackHTTPServer { _ in .fault(.trickle(.milliseconds(200))) }
+        defer { server.stop() }
+        let clock = ManualClock()
+        let destination = BrazeUsersTrackDestination(
+            endpoint: server.baseURL,
+            apiKey: "k",
+            configuration: .init(requestTimeout: .seconds(30)),
+            clock: clock
+        )
+        async let delivery = destination.deliver([event("e")])
+        // The request's deadline sleeps on the injected clock; passing it ends the request, although the
+        // server is still sending a byte every 200 ms.
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(30))
+        let result = await delivery
+        #expect(result.retryable.count == 1)
+        #expect(result.retryError?.code == .timeout)
     }
 
     @Test func durableQueueDeliversThroughBrazeAtLeastOnce() async throws {
-        let fixture = try BrazeFixture { $0.retry.maximumAttempts = 2 }
+        let fixture = try BrazeFixture()
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        var settings = DurableQueueSink.Configuration()
-        settings.sleep = RecordingSleeper().sleep
+        var settings = DurableQueue.Configuration()
         settings.logger = InMemoryLogger()
         fixture.server.fail(next: 4, with: .serverError(status: 502))
-        let queue = try DurableQueueSink(directory: directory.path, downstream: fixture.sink, configuration: settings)
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: fixture.destination,
+            configuration: settings,
+            clock: RecordingClock()
+        )
         let records = Self.mixedRecords(100)
-        try await queue.append(records)
-        #expect(await fixture.server.waitForAcceptedObjects(100))
-        #expect(await eventually { (try? DurableQueueSink.pendingRecords(in: directory.path))?.isEmpty == true })
-        #expect(queue.statistics.failedDeliveries == 2)
+        try await whileRunning(queue) {
+            try await queue.append(records)
+            #expect(await fixture.server.waitForAcceptedObjects(100))
+            try await queue.flushIgnoringRetries()
+        }
+        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        // One retry policy: the queue retried each failed request itself, nothing retried inside.
+        #expect(queue.statistics.failedDeliveries == 4)
+        #expect(fixture.server.requests.count == 4 + 2)
         #expect(fixture.server.violations.isEmpty)
-        await queue.shutdown()
         await fixture.close()
+    }
+}
+
+extension DurableQueue {
+    /// Flushes, starting over when a delivery failure interrupts the wait.
+    func flushIgnoringRetries() async throws {
+        while true {
+            do {
+                try await flush()
+                return
+            } catch is DeliveryError {
+                continue
+            }
+        }
     }
 }

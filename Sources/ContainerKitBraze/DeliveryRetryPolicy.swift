@@ -1,19 +1,22 @@
 import Foundation
 
-/// When and how long ``BrazeUsersTrackSink`` retries a request.
+/// The one retry policy of the delivery pipeline, applied by the fronts (``InMemoryQueue``,
+/// ``DurableQueue``) to what a destination reports as retryable; destinations never retry themselves.
 ///
-/// 5xx answers, 408, timeouts and connection failures are retried after an exponential backoff with
-/// full jitter: attempt *n*'s delay is a uniformly random fraction of
+/// Server errors (5xx, 408), timeouts and connection failures are retried after an exponential backoff
+/// with full jitter: attempt *n*'s delay is a uniformly random fraction of
 /// `min(maximumDelay, baseDelay × 2^(n−1))`. A 429 waits for its `Retry-After` (seconds or an HTTP
-/// date, at most ``maximumRetryAfter``), or the backoff when it has none. Other 4xx are not retried.
+/// date, at most ``maximumRetryAfter``), or the backoff when it has none. Rejections (other 4xx) are
+/// dropped at once.
 ///
 /// ```swift
-/// var retry = BrazeRetryPolicy()
+/// var retry = DeliveryRetryPolicy()
 /// retry.maximumAttempts = 8
-/// let sink = BrazeUsersTrackSink(endpoint: url, apiKey: key, configuration: .init(retry: retry))
+/// let queue = InMemoryQueue(destination: braze, configuration: .init(retry: retry))
 /// ```
-public struct BrazeRetryPolicy: Sendable, Hashable {
-    /// Attempts per request, the first included (5).
+public struct DeliveryRetryPolicy: Sendable, Hashable {
+    /// Attempts per batch in an ``InMemoryQueue``, the first included (5); then the records are dropped
+    /// with an error. A ``DurableQueue`` never drops durable records and ignores it.
     public var maximumAttempts = 5
     /// The backoff's starting delay (0.5 s).
     public var baseDelay: Duration = .milliseconds(500)
@@ -44,6 +47,15 @@ public struct BrazeRetryPolicy: Sendable, Hashable {
         var ceiling = baseDelay * (1 << exponent)
         if ceiling > maximumDelay || ceiling < .zero { ceiling = maximumDelay }
         return ceiling * min(max(random, 0), 1)
+    }
+
+    /// The delay before the next attempt after failed attempt `attempt` (1-based) failed with `error`:
+    /// its `Retry-After` (capped at ``maximumRetryAfter``) when it has one, else the jittered backoff.
+    public func delay(afterAttempt attempt: Int, error: DeliveryError?, random: Double) -> Duration {
+        if let wait = error?.retryAfter {
+            return wait > maximumRetryAfter ? maximumRetryAfter : max(wait, .zero)
+        }
+        return backoff(afterAttempt: attempt, random: random)
     }
 
     /// A `Retry-After` header's delay in seconds: a number of seconds, or an HTTP date (IMF-fixdate)

@@ -1,0 +1,256 @@
+import ContainerKit
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Delivers records to Braze's REST API, `POST <endpoint>/users/track`, authenticated with
+/// `Authorization: Bearer <REST API key>`: the `/users/track` ``AnalyticsDestination``.
+///
+/// ```swift
+/// let braze = BrazeUsersTrackDestination(endpoint: URL(string: "https://rest.iad-01.braze.com")!, apiKey: key)
+/// let queue = InMemoryQueue(destination: braze)      // or a DurableQueue
+/// BrazeTagProvider(sink: queue).register(on: tagManager)
+/// try await queue.run()                               // in the service's task group
+/// ```
+///
+/// ## Requests
+/// A batch is grouped, in order, into `attributes`, `events` and `purchases` objects (see ``ObjectLimit``;
+/// at most 75 objects per request by default, or 75 of each with ``ObjectLimit/legacy``), sent one
+/// request at a time. Times are ISO-8601 with milliseconds, UTC. A `change_user` record becomes an
+/// attributes object `{"external_id": "<new id>"}`, which creates the identified profile. Records without
+/// an identity cannot be sent: they are rejected ("without a user identity").
+///
+/// ## One attempt, bounded
+/// Each request makes one attempt — the front in front of the destination owns retries. Each request has
+/// a wall-clock deadline (``Configuration/requestTimeout``, whatever the server trickles) and its answer
+/// is read with a hard cap (``Configuration/maximumResponseBytes``, 64 KiB; `Accept-Encoding: identity`
+/// is asked for and a larger or endless answer is cut off), so memory and time stay bounded whatever the
+/// server sends.
+///
+/// ## Outcomes
+/// 2xx accepts the request's records (a 2xx with `errors`, a partial success, adds a warning). 429 (with
+/// its `Retry-After`), 408, 5xx, timeouts, broken connections and unreadable or oversized answers make
+/// the request's records — and those of the batch's later requests, which are not sent — retryable. Any
+/// other 4xx rejects the request's records with Braze's `message` and `errors`; later requests are sent.
+public final class BrazeUsersTrackDestination: AnalyticsDestination {
+    /// How many objects one request may carry.
+    public enum ObjectLimit: Sendable, Hashable {
+        /// At most this many objects across `attributes`, `events` and `purchases` (Braze's current limit
+        /// is 75).
+        case total(Int)
+        /// At most this many objects in each of `attributes`, `events` and `purchases`.
+        case perCategory(Int)
+
+        /// Braze's legacy limit: 75 attributes, 75 events and 75 purchases per request.
+        public static let legacy = ObjectLimit.perCategory(75)
+
+        /// The most records one request can carry.
+        var maximumRecords: Int {
+            switch self {
+            case .total(let n): return max(1, n)
+            case .perCategory(let n): return max(1, n) * 3
+            }
+        }
+    }
+
+    /// Tunables of the destination.
+    public struct Configuration: Sendable {
+        /// Objects per request (`.total(75)`).
+        public var objectLimit: ObjectLimit = .total(75)
+        /// The wall-clock deadline of one request, from sending to the last byte of the answer (30 s).
+        public var requestTimeout: Duration = .seconds(30)
+        /// The most bytes of an answer read (64 KiB); a longer answer fails the request (retryable).
+        public var maximumResponseBytes = 64 << 10
+        /// Add `"_update_existing_only": false` to objects identified by a user alias, so Braze creates
+        /// alias-only profiles (Braze otherwise only updates existing ones) (`true`).
+        public var createsAliasOnlyProfiles = true
+
+        /// The defaults, with any of the common settings changed.
+        public init(objectLimit: ObjectLimit = .total(75), requestTimeout: Duration = .seconds(30)) {
+            self.objectLimit = objectLimit
+            self.requestTimeout = requestTimeout
+        }
+    }
+
+    /// Counters for monitoring and tests.
+    public struct Statistics: Sendable, Hashable {
+        /// HTTP requests made.
+        public var requests = 0
+        /// Requests Braze accepted (2xx).
+        public var acceptedRequests = 0
+        /// Objects in accepted requests.
+        public var acceptedObjects = 0
+        /// Records rejected: refused by Braze, or without an identity.
+        public var rejectedRecords = 0
+        /// Requests that failed in a retryable way.
+        public var failedRequests = 0
+    }
+
+    /// Braze's REST endpoint (for example `https://rest.iad-01.braze.com`); requests go to
+    /// `<endpoint>/users/track`.
+    public let endpoint: URL
+    /// The destination's tunables.
+    public let configuration: Configuration
+    private let apiKey: String
+    private let url: URL
+    private let client: BoundedHTTPClient
+    private let batcher: BrazeUsersTrackBatcher
+    private let counters = Mutex(Statistics())
+
+    /// Creates a destination (it starts nothing: requests are made by ``deliver(_:)``).
+    /// - Parameters:
+    ///   - endpoint: Braze's REST endpoint for the workspace.
+    ///   - apiKey: a REST API key with the `users.track` permission.
+    ///   - configuration: request limits.
+    ///   - clock: the clock of request deadlines.
+    public init<C: Clock>(
+        endpoint: URL,
+        apiKey: String,
+        configuration: Configuration = Configuration(),
+        clock: C = ContinuousClock()
+    ) where C.Duration == Duration {
+        self.endpoint = endpoint
+        self.apiKey = apiKey
+        self.configuration = configuration
+        self.url = endpoint.appendingPathComponent("users/track")
+        self.batcher = BrazeUsersTrackBatcher(
+            limit: configuration.objectLimit,
+            createsAliasOnlyProfiles: configuration.createsAliasOnlyProfiles
+        )
+        self.client = BoundedHTTPClient(
+            deadline: configuration.requestTimeout,
+            maximumResponseBytes: configuration.maximumResponseBytes,
+            clock: DeliveryClock(clock)
+        )
+    }
+
+    /// Counters for monitoring and tests.
+    public var statistics: Statistics { counters.withLock { $0 } }
+
+    /// One request's worth of records, so a front repeats as little as possible after a failure.
+    public var preferredBatchSize: Int { configuration.objectLimit.maximumRecords }
+
+    /// Sends `records` in as many requests as the object limit needs, one attempt each; stops at the first
+    /// retryable failure (that request's records and the rest are retryable).
+    public func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
+        let (requests, skipped) = batcher.requests(for: records)
+        var result = DeliveryResult()
+        if !skipped.isEmpty {
+            counters.withLock { $0.rejectedRecords += skipped.count }
+            let ids = skipped.prefix(3).map { "'\($0.id)'" }.joined(separator: ", ")
+            result.rejected.append(
+                .init(
+                    records: skipped,
+                    error: DeliveryError(
+                        .rejected,
+                        "\(skipped.count) records without a user identity (\(ids)); "
+                            + "set one with BrazeTagProvider.setUser"
+                    )
+                )
+            )
+        }
+        for (index, request) in requests.enumerated() {
+            let outcome = await send(request)
+            result.merge(outcome)
+            if outcome.retryError != nil {
+                for later in requests[(index + 1)...] { result.retryable += later.records }
+                break
+            }
+        }
+        return result
+    }
+
+    private func send(_ request: BrazeUsersTrackBatcher.Request) async -> DeliveryResult {
+        var urlRequest = URLRequest(url: url)
+        urlRequest.httpMethod = "POST"
+        urlRequest.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        urlRequest.setValue("application/json", forHTTPHeaderField: "Accept")
+        urlRequest.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        urlRequest.setValue("Bearer \(apiKey)", forHTTPHeaderField: "Authorization")
+        urlRequest.httpBody = Data(request.body)
+        counters.withLock { $0.requests += 1 }
+        let response: HTTPURLResponse
+        let body: [UInt8]
+        do {
+            (response, body) = try await client.send(urlRequest)
+        } catch let error as DeliveryError {
+            counters.withLock { $0.failedRequests += 1 }
+            return .retry(request.records, error)
+        } catch {
+            counters.withLock { $0.failedRequests += 1 }
+            return .retry(request.records, DeliveryError(.shutDown, "braze request cancelled"))
+        }
+        let status = response.statusCode
+        let answer = Self.parseAnswer(body)
+        switch status {
+        case 200..<300:
+            counters.withLock {
+                $0.acceptedRequests += 1
+                $0.acceptedObjects += request.objectCount
+            }
+            var result = DeliveryResult.accepted(request.records)
+            if !answer.errors.isEmpty {
+                result.warnings.append(
+                    "braze accepted \(request.objectCount) objects with errors: "
+                        + answer.errors.joined(separator: ", ")
+                )
+            }
+            return result
+        case 429:
+            counters.withLock { $0.failedRequests += 1 }
+            let header = response.value(forHTTPHeaderField: "Retry-After")
+            let retryAfter = header.flatMap { DeliveryRetryPolicy.retryAfterSeconds($0, now: Date()) }.map {
+                Duration.milliseconds(Int64((min($0, 86_400) * 1000).rounded(.up)))
+            }
+            return .retry(
+                request.records,
+                DeliveryError(
+                    .rateLimited,
+                    "braze rate-limited the request (http 429): '\(answer.message)'",
+                    status: status,
+                    errors: answer.errors,
+                    retryAfter: retryAfter
+                )
+            )
+        case 408, 500..<600:
+            counters.withLock { $0.failedRequests += 1 }
+            return .retry(
+                request.records,
+                DeliveryError(
+                    .serverError,
+                    "braze answered http \(status): '\(answer.message)'",
+                    status: status,
+                    errors: answer.errors
+                )
+            )
+        default:
+            counters.withLock { $0.rejectedRecords += request.records.count }
+            let details = answer.errors.isEmpty ? "" : "; errors: " + answer.errors.joined(separator: ", ")
+            return .rejected(
+                request.records,
+                DeliveryError(
+                    .rejected,
+                    "braze rejected \(request.objectCount) objects (http \(status)): '\(answer.message)'\(details)",
+                    status: status,
+                    errors: answer.errors
+                )
+            )
+        }
+    }
+
+    /// Braze's `message` and `errors` (each as compact JSON, or a string as itself).
+    private static func parseAnswer(_ data: [UInt8]) -> (message: String, errors: [String]) {
+        guard case .object(let map)? = try? Value(jsonBytes: data, maximumDepth: 64) else {
+            return (String(decoding: data.prefix(200), as: UTF8.self), [])
+        }
+        let message = map["message"].map { $0.stringValue ?? $0.description } ?? ""
+        var errors: [String] = []
+        if case .array(let list)? = map["errors"] {
+            errors = list.map { $0.stringValue ?? $0.description }
+        }
+        return (message, errors)
+    }
+}

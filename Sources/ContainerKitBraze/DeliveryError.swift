@@ -1,0 +1,64 @@
+/// Why a destination did not take records: the reason of a ``DeliveryResult``'s rejected or retryable
+/// part.
+public struct DeliveryError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, machine-readable error code.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The code as text.
+        public var rawValue: String
+        /// Creates a code.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code as text.
+        public var description: String { rawValue }
+
+        /// The destination refused the records for good (for Braze, a 4xx other than 408 and 429);
+        /// retrying cannot help, so they are dropped.
+        public static let rejected = Code(rawValue: "rejected")
+        /// The destination asked to slow down (HTTP 429); ``DeliveryError/retryAfter`` says for how long
+        /// when it said.
+        public static let rateLimited = Code(rawValue: "rate_limited")
+        /// The destination failed (HTTP 5xx or 408); retryable.
+        public static let serverError = Code(rawValue: "server_error")
+        /// The request ran past its deadline; retryable.
+        public static let timeout = Code(rawValue: "timeout")
+        /// The connection failed, or the answer was unreadable or too large; retryable.
+        public static let transport = Code(rawValue: "transport")
+        /// A local write failed (a JSON-lines file); retryable.
+        public static let io = Code(rawValue: "io_error")
+        /// A front gave up on the records (attempts used up, or its drain deadline passed).
+        public static let retriesExhausted = Code(rawValue: "retries_exhausted")
+        /// The front or destination was shut down.
+        public static let shutDown = Code(rawValue: "shut_down")
+    }
+
+    /// What kind of error this is.
+    public var code: Code
+    /// A lowercase message; for Braze's answers it quotes Braze's own `message`.
+    public var message: String
+    /// The HTTP status, when a server answered.
+    public var status: Int?
+    /// The server's `errors`, as compact JSON texts.
+    public var errors: [String]
+    /// How long the destination asked to wait before the next attempt (`Retry-After`), if it said.
+    public var retryAfter: Duration?
+
+    /// Creates an error.
+    public init(
+        _ code: Code,
+        _ message: String,
+        status: Int? = nil,
+        errors: [String] = [],
+        retryAfter: Duration? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.status = status
+        self.errors = errors
+        self.retryAfter = retryAfter
+    }
+
+    /// Whether a later attempt may succeed.
+    public var isRetryable: Bool { code != .rejected && code != .shutDown && code != .retriesExhausted }
+
+    /// `message (code)`.
+    public var description: String { "\(message) (\(code.rawValue))" }
+}

@@ -1,0 +1,600 @@
+import ContainerKit
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The durable front of the delivery pipeline: a crash-safe queue in front of one
+/// ``AnalyticsDestination``. Every record is appended to files on disk and reported durable only once
+/// it is `fsync`ed; the delivery loop forwards records and acknowledges each batch the destination
+/// settled; after a restart (even a `kill -9`) the unacknowledged records are delivered again. Delivery
+/// is therefore **at least once**, and a crash re-delivers at most the one batch in flight.
+///
+/// ```swift
+/// let braze = BrazeUsersTrackDestination(endpoint: url, apiKey: key)
+/// let queue = try DurableQueue(directory: "/var/lib/app/braze-queue", destination: braze)
+/// BrazeTagProvider(sink: queue).register(on: tagManager)
+/// // in the service's task group:  try await queue.run()
+/// let result = session.push(event: "purchase")   // the tag's records are enqueued, not yet durable
+/// try await result.waitUntilDurable()             // now they survive a crash
+/// ```
+///
+/// ## Three parts
+/// ``DurableQueueMachine`` holds the state and decides (enqueue, commit, next batch, confirm — each
+/// step returns the actions to perform); ``SegmentLog`` owns the files (append, `fsync`, rotate,
+/// acknowledge, read); this class is the shell: the writer thread, the delivery loop and the waiters.
+///
+/// ## Lifetime
+/// The initializer opens the directory (taking its lock and recovering what a previous run left) and
+/// starts nothing. ``run()`` starts the writer thread and the delivery loop and works until its task is
+/// cancelled; then it **drains**, in this order: new records are refused; everything enqueued is
+/// committed (the writer thread finishes, and is joined); the delivery loop delivers what it can within
+/// ``Configuration/drainTimeout`` (a request still running at the deadline is cancelled; undelivered
+/// records stay on disk for the next run); the directory is released. A host conforms it to
+/// swift-service-lifecycle's `Service` with `extension DurableQueue: @retroactive Service {}`.
+///
+/// ## Durability barrier and group commit
+/// ``enqueue(_:)`` returns at once with a ``DurabilityToken`` (the provider puts it in the tag's
+/// ``TagOutput``, so `PushResult.waitUntilDurable()` waits for it); ``waitUntilDurable(ticket:)``
+/// returns once that ticket's records are written and `fsync`ed, or throws if **that** commit failed —
+/// other commits are unaffected (after a full disk, operation resumes when space returns). The writer
+/// thread takes every line enqueued while its previous `fsync` ran and writes them with one `write` and
+/// one `fsync`; lines are encoded on the producer's thread, outside any lock.
+///
+/// ## Bounded disk use
+/// When segments plus pending lines would exceed ``Configuration/maximumQueueBytes``, new records are
+/// refused (`.queueFull`). Records already queued are never dropped.
+///
+/// ## Delivery
+/// Records go out in order, in batches of ``Configuration/deliveryBatchSize`` (by default the
+/// destination's preferred batch size), one batch at a time. Recently committed records come from memory
+/// (up to ``Configuration/maximumBufferedRecords``); a backlog beyond that, and what a previous run left,
+/// is read back from disk. Retryable failures (429 with `Retry-After`, 5xx, timeouts) are retried with
+/// ``DeliveryRetryPolicy``'s jittered backoff, without limit (durable records are never dropped);
+/// rejections are dropped with the destination's message. The first failure is logged at once, then at
+/// most once per ``Configuration/logInterval`` with a count. An unreadable segment is reported with its
+/// name and skipped; the good records are still delivered.
+public final class DurableQueue: AnalyticsSink, DurabilitySource {
+    /// Tunables of a queue.
+    public struct Configuration: Sendable {
+        /// A segment is sealed and a new one started once it would pass this many bytes (8 MiB).
+        public var maximumSegmentBytes = 8 << 20
+        /// The most bytes the queue's segments and pending lines may hold (1 GiB); beyond, new records
+        /// are refused.
+        public var maximumQueueBytes = 1 << 30
+        /// Records per delivery; `nil` uses the destination's preferred batch size.
+        public var deliveryBatchSize: Int?
+        /// Committed records kept in memory for delivery; a backlog beyond is read back from disk.
+        public var maximumBufferedRecords = 10_000
+        /// The backoff of failed deliveries (0.1 s doubling to 30 s, jittered; attempts unlimited).
+        public var retry = DeliveryRetryPolicy(
+            maximumAttempts: .max,
+            baseDelay: .milliseconds(100),
+            maximumDelay: .seconds(30)
+        )
+        /// How long the drain's deliveries may take after cancellation (10 s).
+        public var drainTimeout: Duration = .seconds(10)
+        /// How often, at most, a repeated failure is logged again (60 s).
+        public var logInterval: Duration = .seconds(60)
+        /// How often, at most, the ack file is `fdatasync`ed (1 s; also before a segment is deleted and at
+        /// the end of a run). Every batch's acknowledgement is written at once, so a process crash
+        /// re-delivers at most the batch in flight; a power loss at most this interval's batches more.
+        public var acknowledgementSyncInterval: Duration = .seconds(1)
+        /// Random numbers in `0..<1` for jitter (injectable for tests).
+        public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+        /// Where problems are reported.
+        public var logger: any Logger = StandardErrorLogger()
+        /// Injected file-system faults (tests only).
+        package var faults: SegmentLogFaults?
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// Counters for monitoring and tests.
+    public struct Statistics: Sendable, Hashable {
+        /// Group commits made: each is one `write` and one `fsync` of a segment.
+        public var commits = 0
+        /// Records made durable by this queue.
+        public var durableRecords = 0
+        /// Records the destination accepted.
+        public var deliveredRecords = 0
+        /// Records the destination rejected (dropped).
+        public var rejectedRecords = 0
+        /// Deliveries that failed in a retryable way (and were retried).
+        public var failedDeliveries = 0
+        /// Acknowledgements written (one per settled batch).
+        public var acknowledgements = 0
+        /// Records read back from disk (a previous run's, or a backlog beyond the memory buffer).
+        public var recordsReadFromDisk = 0
+        /// Torn or unreadable lines ignored.
+        public var skippedLines = 0
+        /// Records refused: the queue was full or shut down, or their commit failed.
+        public var refusedRecords = 0
+        /// Segment files on disk.
+        public var segmentCount = 0
+        /// Bytes in segments and pending lines.
+        public var queueBytes = 0
+    }
+
+    private enum Phase { case idle, running, draining, stopped }
+
+    private struct Shell {
+        var machine: DurableQueueMachine
+        var phase = Phase.idle
+        var durabilityWaiters: [(ticket: UInt64, continuation: CheckedContinuation<AnalyticsSinkError?, Never>)] = []
+        var flushWaiters: [(target: SegmentLog.Position, continuation: CheckedContinuation<(any Error)?, Never>)] = []
+        var writerStopping = false
+        var writerExit: CheckedContinuation<Void, Never>?
+        var writerExited = false
+        var lastAckSync: Duration?
+        var statistics = Statistics()
+    }
+
+    /// The queue's directory.
+    public let directory: String
+    /// Where records are delivered.
+    public let destination: any AnalyticsDestination
+    /// The queue's tunables.
+    public let configuration: Configuration
+
+    private let log: SegmentLog
+    private let shell: Mutex<Shell>
+    private let writerWakeup = DispatchSemaphore(value: 0)
+    private let deliveryWakeup = Wakeup()
+    private let clock: DeliveryClock
+    private let logs: LogLimiter
+
+    /// Opens (creating if needed) the queue in `directory` and recovers what a previous run left
+    /// unacknowledged. Starts nothing: call ``run()``.
+    /// - Throws: ``AnalyticsSinkError``: `.unwritable` or `.io` when the directory cannot be used,
+    ///   `.locked` when another queue has it open, `.corruptFile` (naming the file) for an ack or segment
+    ///   index out of range.
+    public init<C: Clock>(
+        directory: String,
+        destination: any AnalyticsDestination,
+        configuration: Configuration = Configuration(),
+        clock: C = ContinuousClock()
+    ) throws(AnalyticsSinkError) where C.Duration == Duration {
+        self.directory = directory
+        self.destination = destination
+        self.configuration = configuration
+        self.clock = DeliveryClock(clock)
+        self.logs = LogLimiter(
+            logger: configuration.logger,
+            interval: configuration.logInterval,
+            elapsed: self.clock.elapsed
+        )
+        log = try SegmentLog(directory: directory, faults: configuration.faults)
+        let recovery = log.recovery
+        for warning in recovery.warnings { configuration.logger.warning("durable queue: \(warning)") }
+        shell = Mutex(
+            Shell(
+                machine: DurableQueueMachine(
+                    segments: recovery.segments,
+                    cursor: recovery.cursor,
+                    nextSegmentIndex: recovery.nextIndex,
+                    maximumSegmentBytes: configuration.maximumSegmentBytes,
+                    maximumQueueBytes: configuration.maximumQueueBytes,
+                    maximumBufferedRecords: configuration.maximumBufferedRecords,
+                    batchSize: configuration.deliveryBatchSize ?? destination.preferredBatchSize
+                )
+            )
+        )
+    }
+
+    /// Counters for monitoring and tests.
+    public var statistics: Statistics {
+        shell.withLock { shell in
+            var statistics = shell.statistics
+            statistics.segmentCount = shell.machine.segments.count
+            statistics.queueBytes = shell.machine.queueBytes
+            return statistics
+        }
+    }
+
+    /// The ticket of the latest enqueue (0 before the first).
+    public var lastTicket: UInt64 { shell.withLock { $0.machine.lastTicket } }
+
+    // MARK: Appending
+
+    /// Encodes `records` and hands them to the writer; returns at once with the token to wait on.
+    /// - Throws: `.queueFull` or `.closed`; nothing is enqueued then.
+    @discardableResult
+    public func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? {
+        guard !records.isEmpty else { return nil }
+        var json = JSONByteWriter(capacity: records.count * 200)
+        var lineEnds: [Int] = []
+        lineEnds.reserveCapacity(records.count)
+        for record in records {
+            record.write(to: &json)
+            json.raw(0x0A)
+            lineEnds.append(json.bytes.count)
+        }
+        let lines = json.bytes
+        let outcome = shell.withLock { shell -> Result<(UInt64, [DurableQueueMachine.Action]), AnalyticsSinkError> in
+            do throws(AnalyticsSinkError) {
+                return .success(try shell.machine.enqueue(lines, records: records, lineEnds: lineEnds))
+            } catch {
+                shell.statistics.refusedRecords += records.count
+                return .failure(error)
+            }
+        }
+        switch outcome {
+        case .success(let (ticket, actions)):
+            perform(actions)
+            return DurabilityToken(source: self, ticket: ticket)
+        case .failure(let error):
+            logs.log(
+                .error,
+                key: "refused",
+                "durable queue '\(directory)': refused \(records.count) records: \(error.message)"
+            )
+            throw error
+        }
+    }
+
+    /// Enqueues `records` and returns once they are durable (needs ``run()``).
+    public func append(_ records: [AnalyticsRecord]) async throws(AnalyticsSinkError) {
+        guard let token = try enqueue(records) else { return }
+        try await waitUntilDurable(ticket: token.ticket)
+    }
+
+    /// Returns once the records of `ticket` are written and `fsync`ed (needs ``run()``).
+    /// - Throws: the write error if the commit holding `ticket` failed (its records are not queued).
+    public func waitUntilDurable(ticket: UInt64) async throws(AnalyticsSinkError) {
+        let error: AnalyticsSinkError? = await withCheckedContinuation { continuation in
+            let immediate: AnalyticsSinkError?? = shell.withLock { shell in
+                if ticket <= shell.machine.resolvedTicket { return .some(shell.machine.failure(for: ticket)) }
+                if shell.phase == .stopped {
+                    return .some(
+                        AnalyticsSinkError(.closed, "the durable queue stopped before ticket \(ticket) was written")
+                    )
+                }
+                shell.durabilityWaiters.append((ticket, continuation))
+                return .none
+            }
+            if case .some(let result) = immediate { continuation.resume(returning: result) }
+        }
+        if let error { throw error }
+    }
+
+    /// Returns once everything enqueued so far is durable.
+    public func waitUntilDurable() async throws(AnalyticsSinkError) {
+        try await waitUntilDurable(ticket: lastTicket)
+    }
+
+    /// Returns once everything enqueued so far is durable and settled by the destination (needs
+    /// ``run()``).
+    /// - Throws: a commit error, or the destination's error if a delivery fails meanwhile (the records
+    ///   stay queued and are retried).
+    public func flush() async throws {
+        try await waitUntilDurable()
+        let error: (any Error)? = await withCheckedContinuation { continuation in
+            let done = shell.withLock { shell -> Bool in
+                if shell.machine.caughtUp { return true }
+                shell.flushWaiters.append((shell.machine.durableEnd, continuation))
+                return false
+            }
+            if done { continuation.resume(returning: nil) } else { deliveryWakeup.signal() }
+        }
+        if let error { throw error }
+    }
+
+    private func perform(_ actions: [DurableQueueMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .wakeWriter: writerWakeup.signal()
+            case .wakeDelivery: deliveryWakeup.signal()
+            case .resolveDurability(let through): resolveDurability(through: through)
+            case .acknowledge(let position, let deleting): acknowledge(position, deleting: deleting)
+            }
+        }
+    }
+
+    private func resolveDurability(through: UInt64) {
+        let ready = shell.withLock {
+            shell -> [(CheckedContinuation<AnalyticsSinkError?, Never>, AnalyticsSinkError?)] in
+            var ready: [(CheckedContinuation<AnalyticsSinkError?, Never>, AnalyticsSinkError?)] = []
+            shell.durabilityWaiters.removeAll { waiter in
+                guard waiter.ticket <= through else { return false }
+                ready.append((waiter.continuation, shell.machine.failure(for: waiter.ticket)))
+                return true
+            }
+            return ready
+        }
+        for (continuation, error) in ready { continuation.resume(returning: error) }
+    }
+
+    private func acknowledge(_ position: SegmentLog.Position, deleting: [UInt64]) {
+        let now = clock.elapsed()
+        let interval = configuration.acknowledgementSyncInterval
+        let sync = shell.withLock { shell -> Bool in
+            guard let last = shell.lastAckSync, now - last < interval else {
+                shell.lastAckSync = now
+                return true
+            }
+            return false
+        }
+        do {
+            try log.acknowledge(position, deleting: deleting, sync: sync)
+            shell.withLock { $0.statistics.acknowledgements += 1 }
+        } catch {
+            logs.log(
+                .warning,
+                key: "ack",
+                "durable queue '\(directory)': could not record delivery progress: \(error.message)"
+            )
+        }
+        let ready = shell.withLock { shell -> [CheckedContinuation<(any Error)?, Never>] in
+            var ready: [CheckedContinuation<(any Error)?, Never>] = []
+            let caughtUp = shell.machine.caughtUp
+            shell.flushWaiters.removeAll { waiter in
+                guard caughtUp || waiter.target <= position else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+        for continuation in ready { continuation.resume(returning: nil) }
+    }
+
+    // MARK: Running
+
+    /// Works until the task is cancelled, then drains (see the type's documentation) and returns.
+    /// - Throws: `.closed` when called twice.
+    public func run() async throws {
+        try shell.withLock { shell throws(AnalyticsSinkError) in
+            guard shell.phase == .idle else { throw AnalyticsSinkError(.closed, "the durable queue already ran") }
+            shell.phase = .running
+        }
+        let thread = Thread { [self] in writerLoop() }
+        thread.name = "containerkit.durable-queue.writer"
+        thread.start()
+        // The loop runs in its own task, joined here, so that the drain after our cancellation can still
+        // sleep and send; the drain deadline bounds it.
+        let drainStarted = Latch()
+        let (limit, clock) = (configuration.drainTimeout, self.clock)
+        let delivery = Task {
+            await runWithDrainDeadline(limit, on: clock, drainStarted: drainStarted) { await self.deliveryLoop() }
+        }
+        await withTaskCancellationHandler {
+            await delivery.value
+        } onCancel: {
+            drainStarted.open()
+            let actions = self.shell.withLock { shell -> [DurableQueueMachine.Action] in
+                guard shell.phase == .running else { return [] }
+                shell.phase = .draining
+                return shell.machine.close()
+            }
+            self.perform(actions)
+            self.writerWakeup.signal()
+            self.deliveryWakeup.signal()
+        }
+        // The writer finished every commit before the delivery loop ended; stop and join it.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let exited = shell.withLock { shell -> Bool in
+                shell.writerStopping = true
+                if shell.writerExited { return true }
+                shell.writerExit = continuation
+                return false
+            }
+            writerWakeup.signal()
+            if exited { continuation.resume() }
+        }
+        let (durability, flushes) = shell.withLock { shell in
+            shell.phase = .stopped
+            defer {
+                shell.durabilityWaiters.removeAll()
+                shell.flushWaiters.removeAll()
+            }
+            return (shell.durabilityWaiters, shell.flushWaiters)
+        }
+        let stopped = AnalyticsSinkError(.closed, "the durable queue stopped")
+        for waiter in durability { waiter.continuation.resume(returning: stopped) }
+        for waiter in flushes { waiter.continuation.resume(returning: stopped) }
+        logs.flush()
+        do {
+            try log.syncAck()
+        } catch {
+            configuration.logger.warning("durable queue '\(directory)': \(error.message)")
+        }
+        log.close()
+    }
+
+    // MARK: Writer thread
+
+    private func writerLoop() {
+        while true {
+            let (commit, stop) = shell.withLock { shell -> (DurableQueueMachine.Commit?, Bool) in
+                let commit = shell.machine.takeCommit()
+                return (commit, commit == nil && shell.writerStopping)
+            }
+            if stop { break }
+            guard let commit else {
+                writerWakeup.wait()
+                continue
+            }
+            let actions: [DurableQueueMachine.Action]
+            do throws(SegmentLog.AppendFailure) {
+                try log.append(commit.bytes, to: commit.segment, at: commit.offset)
+                actions = shell.withLock { shell in
+                    shell.statistics.commits += 1
+                    shell.statistics.durableRecords += commit.records.count
+                    return shell.machine.committed(commit)
+                }
+            } catch {
+                let usable: Bool
+                if case .clean = error { usable = true } else { usable = false }
+                actions = shell.withLock { shell in
+                    shell.statistics.refusedRecords += commit.records.count
+                    return shell.machine.commitFailed(commit, error.error, segmentUsable: usable)
+                }
+                logs.log(
+                    .error,
+                    key: "commit",
+                    "durable queue '\(directory)': \(commit.records.count) records not queued: \(error.error.message)"
+                )
+            }
+            perform(actions)
+        }
+        let exit = shell.withLock { shell -> CheckedContinuation<Void, Never>? in
+            shell.writerExited = true
+            defer { shell.writerExit = nil }
+            return shell.writerExit
+        }
+        exit?.resume()
+    }
+
+    // MARK: Delivery loop
+
+    private func deliveryLoop() async {
+        var attempt = 0
+        var remaining: [AnalyticsRecord]?
+        var drainDeadline: Duration?
+        var staleReads = 0
+        while true {
+            let (step, draining, resolved) = shell.withLock { shell in
+                (shell.machine.nextBatch(), shell.phase == .draining, shell.machine.everythingResolved)
+            }
+            if draining && drainDeadline == nil { drainDeadline = clock.elapsed() + configuration.drainTimeout }
+            if Task.isCancelled { return }  // the drain's hard deadline passed
+            if let deadline = drainDeadline, clock.elapsed() >= deadline {
+                logs.log(
+                    .warning,
+                    key: "drain",
+                    "durable queue '\(directory)': the drain deadline passed; "
+                        + "undelivered records stay queued for the next run"
+                )
+                return
+            }
+            switch step {
+            case .wait:
+                if draining && resolved && shell.withLock({ $0.machine.everythingResolved && $0.machine.caughtUp }) {
+                    return
+                }
+                if let deadline = drainDeadline {
+                    _ = await deliveryWakeup.sleep(deadline - clock.elapsed(), on: clock)
+                } else {
+                    await deliveryWakeup.wait()
+                }
+
+            case .readDisk(let from, let segments, let sealed):
+                let result = SegmentLog.read(
+                    directory,
+                    from: from,
+                    segments: segments,
+                    limit: shell.withLock { $0.machine.batchSize },
+                    sealed: { sealed.contains($0) }
+                )
+                for message in result.messages {
+                    logs.log(.warning, key: "read:\(message.prefix(60))", "durable queue '\(directory)': \(message)")
+                }
+                let (_, stale, actions) = shell.withLock { shell in
+                    shell.statistics.recordsReadFromDisk += result.records.count
+                    shell.statistics.skippedLines += result.skippedLines
+                    return shell.machine.diskRead(result, from: from)
+                }
+                perform(actions)
+                if stale {
+                    // The sizes read under the lock were already stale: read again, and pause if that keeps
+                    // happening.
+                    staleReads += 1
+                    if staleReads > 1 { await Task.yield() }
+                } else {
+                    staleReads = 0
+                }
+
+            case .deliver(let batch):
+                let records = remaining ?? batch.records
+                let result: DeliveryResult
+                if let deadline = drainDeadline {
+                    let destination = self.destination
+                    guard
+                        let answer = await withDeadline(
+                            deadline - clock.elapsed(),
+                            on: clock,
+                            {
+                                await destination.deliver(records)
+                            }
+                        )
+                    else { continue }
+                    result = answer
+                } else {
+                    result = await destination.deliver(records)
+                }
+                shell.withLock {
+                    $0.statistics.deliveredRecords += result.accepted.count
+                    $0.statistics.rejectedRecords += result.rejectedCount
+                }
+                for warning in result.warnings { logs.log(.warning, key: "partial", "durable queue: \(warning)") }
+                for rejection in result.rejected {
+                    logs.log(
+                        .error,
+                        key: "rejected",
+                        "durable queue '\(directory)': dropped \(rejection.records.count) records: \(rejection.error)"
+                    )
+                }
+                if let error = result.retryError, !result.retryable.isEmpty {
+                    attempt += 1
+                    remaining = result.retryable
+                    let waiters = shell.withLock { shell in
+                        shell.statistics.failedDeliveries += 1
+                        defer { shell.flushWaiters.removeAll() }
+                        return shell.flushWaiters.map(\.continuation)
+                    }
+                    for waiter in waiters { waiter.resume(returning: error) }
+                    let delay = configuration.retry.delay(
+                        afterAttempt: attempt,
+                        error: error,
+                        random: configuration.random()
+                    )
+                    logs.log(
+                        .warning,
+                        key: "retry",
+                        "durable queue '\(directory)': delivering \(result.retryable.count) records failed "
+                            + "(attempt \(attempt)): \(error); retrying in \(delay)"
+                    )
+                    if let deadline = drainDeadline {
+                        if clock.elapsed() + delay > deadline {
+                            logs.log(
+                                .warning,
+                                key: "drain",
+                                "durable queue '\(directory)': undelivered records stay queued for the next run"
+                            )
+                            return
+                        }
+                        try? await clock.sleep(delay)
+                    } else {
+                        let wakeAt = clock.elapsed() + delay
+                        while clock.elapsed() < wakeAt, !shell.withLock({ $0.phase == .draining }) {
+                            _ = await deliveryWakeup.sleep(wakeAt - clock.elapsed(), on: clock)
+                        }
+                    }
+                    continue
+                }
+                attempt = 0
+                remaining = nil
+                let actions = shell.withLock { $0.machine.confirm(batch) }
+                perform(actions)
+            }
+        }
+    }
+
+    // MARK: Inspection
+
+    /// The records in `directory` that no destination has confirmed yet, oldest first, read without
+    /// opening the queue (a snapshot; torn and unreadable lines are left out).
+    /// - Throws: `.corruptFile` for an ack or segment index out of range.
+    public static func pendingRecords(in directory: String) throws(AnalyticsSinkError) -> [AnalyticsRecord] {
+        var warnings: [String] = []
+        let ack = try SegmentLog.readAck(directory, warnings: &warnings)
+        let segments = try SegmentLog.listSegments(directory)
+        let (cursor, _, kept) = SegmentLog.recover(
+            ack: ack,
+            segments: segments,
+            directory: directory,
+            warnings: &warnings
+        )
+        return SegmentLog.read(directory, from: cursor, segments: kept, limit: .max, sealed: { _ in true }).records
+    }
+}

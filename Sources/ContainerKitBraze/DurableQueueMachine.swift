@@ -1,0 +1,334 @@
+import ContainerKit
+
+/// The durable queue's state, as a pure state machine: no I/O, no locks, no clock. Each step takes what
+/// happened and returns the ``Action``s the shell (``DurableQueue``) must perform, so every interleaving —
+/// crash points included — can be driven step by step in tests.
+///
+/// Producers ``enqueue(_:records:lineEnds:)`` encoded lines; the writer takes them as one
+/// ``Commit`` (group commit) with ``takeCommit()`` and reports ``committed(_:)`` or
+/// ``commitFailed(_:_:segmentUsable:)``; the delivery loop asks ``nextBatch()`` (from memory, or a disk
+/// read to perform), hands disk reads back with ``diskRead(_:from:)`` and reports ``confirm(_:)`` once the
+/// destination settled a batch, which acknowledges its end position at once. One batch is in flight at a
+/// time, so a crash re-delivers at most that batch.
+struct DurableQueueMachine: Sendable {
+    typealias Position = SegmentLog.Position
+
+    /// A segment the machine knows: its index, committed (good) size and whether it is sealed.
+    struct Segment: Sendable, Hashable {
+        var index: UInt64
+        var size: Int
+        var sealed: Bool
+    }
+
+    /// Lines for the writer to append with one `write` and one `fsync`.
+    struct Commit: Sendable {
+        var bytes: [UInt8]
+        var records: [AnalyticsRecord]
+        var lineEnds: [Int]
+        var tickets: ClosedRange<UInt64>
+        /// The segment to append to (a new one when it is not the active segment).
+        var segment: UInt64
+        /// Where in it the commit starts (its good size).
+        var offset: Int
+    }
+
+    /// Records to deliver and the position after the last of them.
+    struct Batch: Sendable, Hashable {
+        var records: [AnalyticsRecord]
+        var end: Position
+    }
+
+    /// What the shell must do after a step.
+    enum Action: Sendable, Hashable {
+        /// Wake the writer thread: there are lines to commit.
+        case wakeWriter
+        /// Wake the delivery loop: there are records to deliver.
+        case wakeDelivery
+        /// Durability waiters up to this ticket can be answered (``failure(for:)`` says how).
+        case resolveDurability(through: UInt64)
+        /// Write the ack and delete the segments it leaves behind.
+        case acknowledge(Position, deleting: [UInt64])
+    }
+
+    /// What the delivery loop does next.
+    enum DeliveryStep: Sendable, Hashable {
+        /// Deliver this batch (it is in flight until ``confirm(_:)``).
+        case deliver(Batch)
+        /// Read up to the batch size from disk, from this position through these segments.
+        case readDisk(from: Position, segments: [SegmentLog.SegmentExtent], sealed: Set<UInt64>)
+        /// Nothing to deliver.
+        case wait
+    }
+
+    private struct Delivered: Sendable {
+        var record: AnalyticsRecord
+        var end: Position
+    }
+
+    let maximumSegmentBytes: Int
+    let maximumQueueBytes: Int
+    let maximumBufferedRecords: Int
+    let batchSize: Int
+
+    // Appending.
+    private(set) var lastTicket: UInt64 = 0
+    private var pendingBytes: [UInt8] = []
+    private var pendingRecords: [AnalyticsRecord] = []
+    private var pendingLineEnds: [Int] = []
+    private var pendingFirstTicket: UInt64 = 1
+    private(set) var writing: Commit?
+    private(set) var writerWaiting = false
+    private(set) var resolvedTicket: UInt64 = 0
+    private var failedTickets: [(range: ClosedRange<UInt64>, error: AnalyticsSinkError)] = []
+    private(set) var closed = false
+    // Files.
+    private(set) var segments: [Segment]
+    private(set) var nextSegmentIndex: UInt64
+    private(set) var queueBytes: Int
+    // Delivery.
+    private(set) var cursor: Position
+    private(set) var inFlight: Batch?
+    private var memory: [Delivered] = []
+    private var memoryHead = 0
+    private(set) var diskBacklog: Bool
+
+    /// A machine over what ``SegmentLog`` recovered: `segments` (sealed) and the acknowledged `cursor`.
+    init(
+        segments: [SegmentLog.SegmentExtent],
+        cursor: Position,
+        nextSegmentIndex: UInt64,
+        maximumSegmentBytes: Int,
+        maximumQueueBytes: Int,
+        maximumBufferedRecords: Int,
+        batchSize: Int
+    ) {
+        self.segments = segments.map { Segment(index: $0.index, size: $0.size, sealed: true) }
+        self.cursor = cursor
+        self.nextSegmentIndex = nextSegmentIndex
+        self.queueBytes = segments.reduce(0) { $0 + $1.size }
+        self.diskBacklog = !segments.isEmpty
+        self.maximumSegmentBytes = max(1, maximumSegmentBytes)
+        self.maximumQueueBytes = maximumQueueBytes
+        self.maximumBufferedRecords = maximumBufferedRecords
+        self.batchSize = max(1, batchSize)
+        normalizeCursor()
+    }
+
+    // MARK: Appending
+
+    /// Takes encoded lines (`lineEnds`: where each record's line ends in `bytes`) and gives them the next
+    /// ticket. Refuses them when the queue is closed or its bytes would pass the maximum.
+    mutating func enqueue(
+        _ bytes: [UInt8],
+        records: [AnalyticsRecord],
+        lineEnds: [Int]
+    ) throws(AnalyticsSinkError) -> (ticket: UInt64, actions: [Action]) {
+        guard !closed else { throw AnalyticsSinkError(.closed, "the durable queue is shut down") }
+        guard queueBytes + bytes.count <= maximumQueueBytes else {
+            throw AnalyticsSinkError(
+                .queueFull,
+                "the durable queue holds \(queueBytes) bytes; \(bytes.count) more would pass its maximum of "
+                    + "\(maximumQueueBytes)"
+            )
+        }
+        lastTicket += 1
+        if pendingRecords.isEmpty { pendingFirstTicket = lastTicket }
+        let base = pendingBytes.count
+        pendingBytes.append(contentsOf: bytes)
+        pendingRecords.append(contentsOf: records)
+        pendingLineEnds.append(contentsOf: lineEnds.map { $0 + base })
+        queueBytes += bytes.count
+        var actions: [Action] = []
+        if writerWaiting {
+            writerWaiting = false
+            actions.append(.wakeWriter)
+        }
+        return (lastTicket, actions)
+    }
+
+    /// Refuses records from now on (the drain).
+    mutating func close() -> [Action] {
+        closed = true
+        if writerWaiting {
+            writerWaiting = false
+            return [.wakeWriter]
+        }
+        return []
+    }
+
+    /// The writer's next commit: every pending line, for the active segment, or a new one when the
+    /// active segment is full (or unusable). `nil` (and the writer waits for ``Action/wakeWriter``) when
+    /// nothing is pending.
+    mutating func takeCommit() -> Commit? {
+        guard writing == nil else { return nil }
+        guard !pendingRecords.isEmpty else {
+            writerWaiting = true
+            return nil
+        }
+        writerWaiting = false
+        let target: (UInt64, Int)
+        if let active = segments.last, !active.sealed,
+            active.size == 0 || active.size + pendingBytes.count <= maximumSegmentBytes
+        {
+            target = (active.index, active.size)
+        } else {
+            target = (nextSegmentIndex, 0)
+        }
+        let commit = Commit(
+            bytes: pendingBytes,
+            records: pendingRecords,
+            lineEnds: pendingLineEnds,
+            tickets: pendingFirstTicket...lastTicket,
+            segment: target.0,
+            offset: target.1
+        )
+        pendingBytes = []
+        pendingRecords = []
+        pendingLineEnds = []
+        pendingFirstTicket = lastTicket + 1
+        writing = commit
+        return commit
+    }
+
+    /// The writer appended and synced `commit`.
+    mutating func committed(_ commit: Commit) -> [Action] {
+        writing = nil
+        if segments.last?.index != commit.segment {
+            if !segments.isEmpty { segments[segments.count - 1].sealed = true }
+            segments.append(Segment(index: commit.segment, size: 0, sealed: false))
+            nextSegmentIndex = commit.segment + 1
+        }
+        segments[segments.count - 1].size = commit.offset + commit.bytes.count
+        resolvedTicket = commit.tickets.upperBound
+        var actions: [Action] = [.resolveDurability(through: resolvedTicket)]
+        if !diskBacklog && memory.count - memoryHead + commit.records.count <= maximumBufferedRecords {
+            for (record, end) in zip(commit.records, commit.lineEnds) {
+                memory.append(
+                    Delivered(record: record, end: Position(segment: commit.segment, offset: commit.offset + end))
+                )
+            }
+        } else {
+            diskBacklog = true
+        }
+        normalizeCursor()
+        actions.append(.wakeDelivery)
+        if !pendingRecords.isEmpty { actions.append(.wakeWriter) }
+        return actions
+    }
+
+    /// The writer could not commit `commit`; the log removed every trace of it. Only the tickets of this
+    /// commit fail; when `segmentUsable` is false the active segment is sealed and the next commit starts
+    /// a new one.
+    mutating func commitFailed(_ commit: Commit, _ error: AnalyticsSinkError, segmentUsable: Bool) -> [Action] {
+        writing = nil
+        queueBytes -= commit.bytes.count
+        if !segmentUsable, let last = segments.last, last.index == commit.segment {
+            segments[segments.count - 1].sealed = true
+            nextSegmentIndex = max(nextSegmentIndex, commit.segment + 1)
+        }
+        failedTickets.append((commit.tickets, error))
+        if failedTickets.count > 4096 { failedTickets.removeFirst(failedTickets.count - 4096) }
+        resolvedTicket = commit.tickets.upperBound
+        var actions: [Action] = [.resolveDurability(through: resolvedTicket)]
+        if !pendingRecords.isEmpty { actions.append(.wakeWriter) }
+        return actions
+    }
+
+    /// How `ticket`'s commit went: `nil` when it is durable (or not resolved yet), else the error of the
+    /// commit that held it.
+    func failure(for ticket: UInt64) -> AnalyticsSinkError? {
+        failedTickets.last { $0.range.contains(ticket) }?.error
+    }
+
+    /// Whether every enqueued line has been committed (or failed).
+    var everythingResolved: Bool { pendingRecords.isEmpty && writing == nil }
+
+    // MARK: Delivery
+
+    /// The end of the committed data.
+    var durableEnd: Position {
+        guard let active = segments.last else { return cursor }
+        return max(cursor, Position(segment: active.index, offset: active.size))
+    }
+
+    /// Whether everything committed is delivered.
+    var caughtUp: Bool { inFlight == nil && memory.count == memoryHead && !diskBacklog && cursor >= durableEnd }
+
+    /// The delivery loop's next step. A batch in flight is returned again (a retry).
+    mutating func nextBatch() -> DeliveryStep {
+        if let inFlight { return .deliver(inFlight) }
+        if memoryHead < memory.count {
+            let end = min(memory.count, memoryHead + batchSize)
+            let taken = memory[memoryHead..<end]
+            let batch = Batch(records: taken.map(\.record), end: taken.last!.end)
+            memoryHead = end
+            if memoryHead > 4096 && memoryHead * 2 > memory.count {
+                memory.removeFirst(memoryHead)
+                memoryHead = 0
+            }
+            inFlight = batch
+            return .deliver(batch)
+        }
+        if diskBacklog {
+            return .readDisk(
+                from: cursor,
+                segments: segments.map { SegmentLog.SegmentExtent(index: $0.index, size: $0.size) },
+                sealed: Set(segments.filter(\.sealed).map(\.index))
+            )
+        }
+        return .wait
+    }
+
+    /// A disk read asked for by ``nextBatch()`` came back. Returns the batch to deliver, or `nil` (ask
+    /// ``nextBatch()`` again; `stale` when the read found nothing new, so the loop should not spin), and
+    /// the actions (an acknowledgement when the read only skipped lines or unreadable segments).
+    mutating func diskRead(_ result: SegmentLog.ReadResult, from start: Position)
+        -> (batch: Batch?, stale: Bool, actions: [Action])
+    {
+        guard start == cursor, inFlight == nil else { return (nil, false, []) }
+        if !result.records.isEmpty {
+            let batch = Batch(records: result.records, end: result.end)
+            inFlight = batch
+            return (batch, false, [])
+        }
+        var actions: [Action] = []
+        if result.end > cursor { actions = advance(to: result.end) }
+        if result.end >= durableEnd {
+            diskBacklog = false
+            return (nil, false, actions)
+        }
+        return (nil, actions.isEmpty, actions)
+    }
+
+    /// The destination settled the batch in flight (accepted or rejected every record): its end is
+    /// acknowledged.
+    mutating func confirm(_ batch: Batch) -> [Action] {
+        guard inFlight == batch else { return [] }
+        inFlight = nil
+        return advance(to: batch.end)
+    }
+
+    private mutating func advance(to end: Position) -> [Action] {
+        if end > cursor { cursor = end }
+        normalizeCursor()
+        let done = segments.filter { $0.sealed && $0.index < cursor.segment }
+        segments.removeAll { $0.sealed && $0.index < cursor.segment }
+        queueBytes -= done.reduce(0) { $0 + $1.size }
+        return [.acknowledge(cursor, deleting: done.map(\.index))]
+    }
+
+    /// Moves the cursor past sealed segments it has reached the end of.
+    private mutating func normalizeCursor() {
+        while let segment = segments.first(where: { $0.index == cursor.segment }), segment.sealed,
+            cursor.offset >= segment.size,
+            let next = segments.first(where: { $0.index > cursor.segment })
+        {
+            cursor = Position(segment: next.index, offset: 0)
+        }
+        if !segments.contains(where: { $0.index == cursor.segment }),
+            let next = segments.first(where: { $0.index > cursor.segment })
+        {
+            cursor = Position(segment: next.index, offset: 0)
+        }
+    }
+}

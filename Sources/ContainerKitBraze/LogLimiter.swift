@@ -1,0 +1,71 @@
+import ContainerKit
+import Synchronization
+
+/// Rate-limits repeated messages: the first message of each key is logged at once; later ones within
+/// ``interval`` are counted, and the next one after it is logged with the count of those held back
+/// (a periodic summary). ``flush()`` logs the counts still held (at shutdown).
+final class LogLimiter: Sendable {
+    private struct Entry {
+        var lastLogged: Duration
+        var suppressed = 0
+        var level: LogLevel
+        var lastMessage: String
+    }
+
+    let logger: any Logger
+    let interval: Duration
+    private let elapsed: @Sendable () -> Duration
+    private let entries = Mutex<[String: Entry]>([:])
+
+    init(logger: any Logger, interval: Duration = .seconds(60), elapsed: @escaping @Sendable () -> Duration) {
+        self.logger = logger
+        self.interval = interval
+        self.elapsed = elapsed
+    }
+
+    /// Logs `message` under `key` unless a message of that key was logged less than ``interval`` ago.
+    /// - Returns: whether it was written.
+    @discardableResult
+    func log(
+        _ level: LogLevel,
+        key: String,
+        _ message: @autoclosure () -> String,
+        to target: (any Logger)? = nil
+    ) -> Bool {
+        let logger = target ?? self.logger
+        guard level >= logger.minimumLevel, logger.minimumLevel != .none else { return false }
+        let now = elapsed()
+        let text = message()
+        let held = entries.withLock { entries -> Int? in
+            guard var entry = entries[key] else {
+                entries[key] = Entry(lastLogged: now, level: level, lastMessage: text)
+                return 0
+            }
+            entry.lastMessage = text
+            guard now - entry.lastLogged >= interval else {
+                entry.suppressed += 1
+                entries[key] = entry
+                return nil
+            }
+            let held = entry.suppressed
+            entry.suppressed = 0
+            entry.lastLogged = now
+            entries[key] = entry
+            return held
+        }
+        guard let held else { return false }
+        logger.write(level, held > 0 ? "\(text) (\(held) more like this since the last report)" : text)
+        return true
+    }
+
+    /// Logs, for each key with held-back messages, the last one with the count.
+    func flush() {
+        let pending = entries.withLock { entries -> [Entry] in
+            defer { for key in entries.keys { entries[key]?.suppressed = 0 } }
+            return entries.values.filter { $0.suppressed > 0 }
+        }
+        for entry in pending {
+            logger.log(entry.level, "\(entry.lastMessage) (\(entry.suppressed) more like this since the last report)")
+        }
+    }
+}

@@ -1,0 +1,474 @@
+import ContainerKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A fault to inject into a ``SegmentLog`` (tests of full disks and failing devices): the hook sees each
+/// operation and the file it touches, and returns an `errno` to fail it with, or `nil` to let it run.
+package struct SegmentLogFaults: Sendable {
+    /// The operations that can fail.
+    package enum Operation: Sendable, Hashable {
+        /// Creating a new segment file.
+        case create
+        /// Writing a commit's bytes.
+        case write
+        /// `fsync` of a segment after a write.
+        case sync
+        /// Writing the ack file.
+        case acknowledge
+    }
+
+    /// Decides whether `operation` on `path` fails.
+    package var hook: @Sendable (Operation, String) -> Int32?
+
+    /// Creates a fault injector.
+    package init(_ hook: @escaping @Sendable (Operation, String) -> Int32?) { self.hook = hook }
+}
+
+/// The files of a ``DurableQueue`` directory: it owns appending, `fsync`, rotating, acknowledging and
+/// reading.
+///
+/// - `segment-<20-digit index>.jsonl`: append-only segments of record lines (``AnalyticsRecord/jsonLine``
+///   plus a line feed). Only the newest segment of a running queue is written; a queue opening the
+///   directory always writes to a new one (created with its first commit, so a run that commits
+///   nothing, or whose first commit fails, leaves no empty segment), so a torn line can only be the last
+///   line of a sealed segment.
+/// - `ack`: `v1 <segment> <offset>\n`, the position just after the last record the destination
+///   confirmed. Opening writes it atomically (temporary file, `fsync`, `rename`, `fsync` of the directory)
+///   with fixed-width numbers; each acknowledged batch then overwrites it in place (one `pwrite` of 44
+///   bytes, within one disk sector), synced at most once per second, before deleting a segment and at the
+///   end of a run. An unreadable ack replays everything.
+/// - `lock`: held with `flock` while a queue has the directory open.
+///
+/// Writing (``append(_:to:at:)``) happens on the queue's writer thread only; acknowledging and reading on
+/// its delivery loop. A failed append leaves no trace: the segment is truncated back to its last good
+/// size (or a segment created for the commit is removed).
+final class SegmentLog: @unchecked Sendable {
+    /// The queue's directory.
+    let directory: String
+    private let faults: SegmentLogFaults?
+    private let lockFD: Int32
+    private let ackFD: Int32
+    // The writer thread's: the segment being appended to.
+    private var activeFD: Int32 = -1
+    private var activeIndex: UInt64 = 0
+    private var closed = false
+
+    /// Opens `directory` (creating it), takes its lock, validates the ack and the segments, deletes the
+    /// segments the ack confirms and rewrites the ack in its fixed-width form.
+    /// - Throws: `.unwritable`/`.io` when the directory cannot be used, `.locked` when another queue has
+    ///   it, `.corruptFile` for an ack or segment name out of range.
+    init(directory: String, faults: SegmentLogFaults? = nil) throws(AnalyticsSinkError) {
+        self.directory = directory
+        self.faults = faults
+        try FileIO.makeDirectory(directory)
+        let lockPath = Self.path(directory, Self.lockFileName)
+        let lock = try FileIO.openFile(lockPath, O_RDWR | O_CREAT)
+        guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            let number = errno
+            closeFD(lock)
+            if number == EWOULDBLOCK {
+                throw AnalyticsSinkError(.locked, "queue directory '\(directory)' is in use by another queue")
+            }
+            throw FileIO.error("locking", lockPath, errorNumber: number)
+        }
+        lockFD = lock
+        _ = unlink(Self.path(directory, Self.ackFileName + ".tmp"))
+        var warnings: [String] = []
+        let ack: Position?
+        let found: [SegmentExtent]
+        do {
+            ack = try Self.readAck(directory, warnings: &warnings)
+            found = try Self.listSegments(directory)
+        } catch {
+            closeFD(lock)
+            throw error
+        }
+        let (cursor, confirmed, kept) = Self.recover(
+            ack: ack,
+            segments: found,
+            directory: directory,
+            warnings: &warnings
+        )
+        for segment in confirmed { _ = unlink(Self.path(directory, Self.segmentName(segment.index))) }
+        let ackPath = Self.path(directory, Self.ackFileName)
+        do {
+            try FileIO.replaceFile(ackPath, with: Array(Self.ackText(cursor).utf8))
+            ackFD = try FileIO.openFile(ackPath, O_WRONLY)
+        } catch {
+            closeFD(lock)
+            throw error
+        }
+        let nextIndex = max(kept.last.map { $0.index + 1 } ?? 1, cursor.segment + 1)
+        recovery = Recovery(segments: kept, cursor: cursor, nextIndex: nextIndex, warnings: warnings)
+    }
+
+    /// What opening found.
+    private(set) var recovery: Recovery
+
+    private func fault(_ operation: SegmentLogFaults.Operation, _ path: String) -> AnalyticsSinkError? {
+        guard let number = faults?.hook(operation, path) else { return nil }
+        let verb: String
+        switch operation {
+        case .create: verb = "creating"
+        case .write: verb = "writing"
+        case .sync: verb = "syncing"
+        case .acknowledge: verb = "writing"
+        }
+        return FileIO.error(verb, path, errorNumber: number)
+    }
+
+    /// How a failed append left the segment it wrote to.
+    enum AppendFailure: Error {
+        /// Nothing of the commit remains; the segment can be appended to again.
+        case clean(AnalyticsSinkError)
+        /// The segment may hold part of the commit beyond its last good size: seal it and use a new one.
+        case segmentUnusable(AnalyticsSinkError)
+
+        var error: AnalyticsSinkError {
+            switch self {
+            case .clean(let error), .segmentUnusable(let error): return error
+            }
+        }
+    }
+
+    /// Appends `bytes` to segment `index` at `offset` (its current good size) and `fsync`s it; creates the
+    /// segment (and syncs the directory) when `index` is new. On failure nothing of the commit is left
+    /// behind: the segment is truncated back to `offset`, or removed when this commit created it.
+    /// Writer thread only.
+    func append(_ bytes: [UInt8], to index: UInt64, at offset: Int) throws(AppendFailure) {
+        let path = Self.path(directory, Self.segmentName(index))
+        var created = false
+        if index != activeIndex || activeFD < 0 {
+            if let error = fault(.create, path) { throw .clean(error) }
+            let fd: Int32
+            do {
+                fd = try FileIO.openFile(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND)
+            } catch {
+                throw .clean(error)
+            }
+            if activeFD >= 0 { closeFD(activeFD) }
+            activeFD = fd
+            activeIndex = index
+            created = true
+        }
+        do throws(AnalyticsSinkError) {
+            if let error = fault(.write, path) { throw error }
+            try FileIO.writeAll(activeFD, bytes, path: path)
+            if let error = fault(.sync, path) { throw error }
+            try FileIO.sync(activeFD, path: path)
+            if created { try FileIO.syncDirectory(directory) }
+        } catch {
+            if created {
+                closeFD(activeFD)
+                activeFD = -1
+                _ = unlink(path)
+                throw .clean(error)
+            }
+            if ftruncate(activeFD, off_t(offset)) == 0 && fsync(activeFD) == 0 { throw .clean(error) }
+            closeFD(activeFD)
+            activeFD = -1
+            throw .segmentUnusable(error)
+        }
+    }
+
+    /// Records that everything before `position` is delivered — one in-place `pwrite` of the 44-byte ack,
+    /// which a process crash cannot undo — then deletes the fully delivered segments `deleting`. The ack
+    /// is `fdatasync`ed first when `sync` is set or segments are deleted (so a power loss cannot keep an
+    /// older ack pointing at a deleted segment); otherwise it is left to the page cache: an ack that a
+    /// power loss rolls back only re-delivers records, it never skips any.
+    func acknowledge(_ position: Position, deleting: [UInt64], sync: Bool) throws(AnalyticsSinkError) {
+        let path = Self.path(directory, Self.ackFileName)
+        if let error = fault(.acknowledge, path) { throw error }
+        let bytes = Array(Self.ackText(position).utf8)
+        let written = bytes.withUnsafeBytes { pwrite(ackFD, $0.baseAddress, $0.count, 0) }
+        guard written == bytes.count else {
+            throw FileIO.error("writing", path, errorNumber: written < 0 ? errno : EIO)
+        }
+        if sync || !deleting.isEmpty { try syncAck() }
+        for index in deleting { _ = unlink(Self.path(directory, Self.segmentName(index))) }
+    }
+
+    /// `fdatasync`s the ack file.
+    func syncAck() throws(AnalyticsSinkError) {
+        while fdatasync(ackFD) != 0 {
+            if errno != EINTR { throw FileIO.error("syncing", Self.path(directory, Self.ackFileName)) }
+        }
+    }
+
+    /// Closes the files and releases the directory's lock. Safe to call twice.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        if activeFD >= 0 { closeFD(activeFD) }
+        closeFD(ackFD)
+        closeFD(lockFD)
+    }
+
+    deinit { close() }
+
+    /// A place in the queue: a segment and a byte offset in it. Ordered by segment, then offset.
+    struct Position: Sendable, Hashable, Comparable, CustomStringConvertible {
+        var segment: UInt64
+        var offset: Int
+
+        static func < (lhs: Position, rhs: Position) -> Bool {
+            (lhs.segment, lhs.offset) < (rhs.segment, rhs.offset)
+        }
+
+        var description: String { "\(segment):\(offset)" }
+    }
+
+    /// A segment's index and how many of its bytes may be read.
+    struct SegmentExtent: Sendable, Hashable {
+        var index: UInt64
+        var size: Int
+    }
+
+    /// Records read from segments, the position after the last line consumed, and how many lines
+    /// were skipped (torn or unreadable).
+    struct ReadResult: Sendable {
+        var records: [AnalyticsRecord] = []
+        var end: Position
+        var skippedLines = 0
+        var messages: [String] = []
+        /// Segments that could not be read (named in `messages`).
+        var unreadableSegments: [UInt64] = []
+    }
+
+    /// What opening a directory found.
+    struct Recovery: Sendable {
+        /// The segments present, oldest first (all sealed).
+        var segments: [SegmentExtent]
+        /// Where delivery starts.
+        var cursor: Position
+        /// The index the first new segment gets.
+        var nextIndex: UInt64
+        /// Problems found (an ack that does not fit the segments), as warnings naming the files.
+        var warnings: [String]
+    }
+
+    /// Segment indexes above this (and acks pointing above it) are refused as corrupt, so index
+    /// arithmetic can never overflow.
+    static let maximumSegmentIndex: UInt64 = 999_999_999_999_999_999
+
+    static let ackFileName = "ack"
+    static let lockFileName = "lock"
+
+    static func segmentName(_ index: UInt64) -> String {
+        let digits = String(index)
+        return "segment-" + String(repeating: "0", count: max(0, 20 - digits.utf8.count)) + digits + ".jsonl"
+    }
+
+    static func segmentIndex(fromName name: String) -> UInt64? {
+        guard name.hasPrefix("segment-"), name.hasSuffix(".jsonl") else { return nil }
+        return UInt64(name.dropFirst(8).dropLast(6))
+    }
+
+    static func path(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    /// The segments in `directory`, oldest first, with their sizes on disk.
+    static func listSegments(_ directory: String) throws(AnalyticsSinkError) -> [SegmentExtent] {
+        var segments: [SegmentExtent] = []
+        for name in try FileIO.listDirectory(directory) {
+            guard let index = segmentIndex(fromName: name) else { continue }
+            let path = path(directory, name)
+            guard index <= maximumSegmentIndex else {
+                throw AnalyticsSinkError(
+                    .corruptFile,
+                    "segment '\(path)' has the index \(index), beyond the largest a queue writes (\(maximumSegmentIndex))"
+                )
+            }
+            var info = stat()
+            guard stat(path, &info) == 0 else {
+                // A running queue deletes segments once they are confirmed; one may vanish meanwhile.
+                if errno == ENOENT { continue }
+                throw FileIO.error("reading", path)
+            }
+            segments.append(SegmentExtent(index: index, size: Int(info.st_size)))
+        }
+        return segments.sorted { $0.index < $1.index }
+    }
+
+    /// The ack line, numbers zero-padded to 20 digits so every ack has the same length (44 bytes).
+    static func ackText(_ position: Position) -> String {
+        func padded(_ n: UInt64) -> String {
+            let digits = String(n)
+            return String(repeating: "0", count: max(0, 20 - digits.utf8.count)) + digits
+        }
+        return "v1 \(padded(position.segment)) \(padded(UInt64(max(position.offset, 0))))\n"
+    }
+
+    /// The confirmed position; `nil` when there is no ack file, or (with a warning in `warnings`) when it
+    /// is unreadable — then everything is replayed.
+    /// - Throws: `.corruptFile` naming the file when it holds numbers out of range.
+    static func readAck(_ directory: String, warnings: inout [String]) throws(AnalyticsSinkError) -> Position? {
+        let path = path(directory, ackFileName)
+        guard let bytes = try FileIO.readFile(path) else { return nil }
+        let parts = String(decoding: bytes, as: UTF8.self).split(separator: " ")
+        guard parts.count == 3, parts[0] == "v1", parts[2].hasSuffix("\n"),
+            parts[1].allSatisfy(\.isASCIIDigit), parts[2].dropLast().allSatisfy(\.isASCIIDigit),
+            !parts[1].isEmpty, parts[2].count > 1
+        else {
+            warnings.append("ack file '\(path)' is unreadable; every segment present is delivered again")
+            return nil
+        }
+        guard let segment = UInt64(parts[1]), segment <= maximumSegmentIndex,
+            let offset = Int(parts[2].dropLast()), offset <= Int(Int32.max) * 1024
+        else {
+            throw AnalyticsSinkError(
+                .corruptFile,
+                "ack file '\(path)' holds a position out of range ('\(parts[1]) \(parts[2].dropLast())'); "
+                    + "remove it to deliver every segment again"
+            )
+        }
+        return Position(segment: segment, offset: offset)
+    }
+
+    /// Where delivery starts given the ack and the segments present, and which segments the ack
+    /// confirms (to delete). An ack past its segment's end or at a segment that is not there does not
+    /// fit the files: it is reported and nothing is skipped.
+    static func recover(
+        ack: Position?,
+        segments: [SegmentExtent],
+        directory: String,
+        warnings: inout [String]
+    ) -> (cursor: Position, confirmed: [SegmentExtent], kept: [SegmentExtent]) {
+        let nextIndex = (segments.last.map { $0.index + 1 } ?? 1)
+        guard let ack else {
+            return (Position(segment: segments.first?.index ?? nextIndex, offset: 0), [], segments)
+        }
+        let ackPath = path(directory, ackFileName)
+        guard let segment = segments.first(where: { $0.index == ack.segment }) else {
+            if let first = segments.first {
+                warnings.append(
+                    "ack file '\(ackPath)' points at segment \(ack.segment), which is not there; delivering the "
+                        + "\(segments.count) segments present (from '\(segmentName(first.index))') again"
+                )
+                return (Position(segment: first.index, offset: 0), [], segments)
+            }
+            return (Position(segment: max(ack.segment, nextIndex), offset: 0), [], [])
+        }
+        let confirmed = segments.filter { $0.index < ack.segment }
+        let kept = segments.filter { $0.index >= ack.segment }
+        guard ack.offset <= segment.size else {
+            warnings.append(
+                "ack file '\(ackPath)' points at offset \(ack.offset) of '\(segmentName(segment.index))', "
+                    + "past its end (\(segment.size) bytes); delivering that segment again from its start"
+            )
+            return (Position(segment: ack.segment, offset: 0), confirmed, kept)
+        }
+        return (ack, confirmed, kept)
+    }
+
+    /// Reads up to `limit` records from `start`, through `segments` (oldest first), never past each
+    /// segment's `size`. A segment's unterminated last line is skipped as torn when `sealed(index)`;
+    /// in an open segment it is left for later.
+    static func read(
+        _ directory: String,
+        from start: Position,
+        segments: [SegmentExtent],
+        limit: Int,
+        sealed: (UInt64) -> Bool
+    ) -> ReadResult {
+        var result = ReadResult(end: start)
+        var position = start
+        for segment in segments where segment.index >= position.segment {
+            if segment.index > position.segment { position = Position(segment: segment.index, offset: 0) }
+            guard position.offset < segment.size else {
+                result.end = position
+                continue
+            }
+            let path = path(directory, segmentName(segment.index))
+            let fd: Int32
+            do {
+                fd = try FileIO.openFile(path, O_RDONLY)
+            } catch {
+                // Deleted by a running queue after the listing: it was fully confirmed.
+                if error.errorNumber == ENOENT {
+                    position = Position(segment: segment.index, offset: segment.size)
+                    result.end = position
+                    continue
+                }
+                result.unreadableSegments.append(segment.index)
+                result.messages.append("cannot read segment '\(path)' (\(error.message)); its records are skipped")
+                position = Position(segment: segment.index, offset: segment.size)
+                result.end = position
+                continue
+            }
+            defer { closeFD(fd) }
+            var chunkSize = 1 << 20
+            while position.offset < segment.size && result.records.count < limit {
+                let count = min(chunkSize, segment.size - position.offset)
+                let bytes: [UInt8]
+                do {
+                    bytes = try FileIO.readBytes(fd, count: count, at: position.offset, path: path)
+                } catch {
+                    // A directory or a device error: report it, keep what was read, go on after it.
+                    result.unreadableSegments.append(segment.index)
+                    result.messages.append(
+                        "cannot read segment '\(path)' at offset \(position.offset) (\(error.message)); "
+                            + "its remaining records are skipped"
+                    )
+                    position.offset = segment.size
+                    break
+                }
+                guard !bytes.isEmpty else { break }
+                var lineStart = 0
+                var consumedAny = false
+                while result.records.count < limit, let newline = bytes[lineStart...].firstIndex(of: 0x0A) {
+                    let line = Array(bytes[lineStart..<newline])
+                    if !line.isEmpty {
+                        do {
+                            result.records.append(try AnalyticsRecord(jsonBytes: line))
+                        } catch {
+                            result.skippedLines += 1
+                            result.messages.append(
+                                "skipped an unreadable line at '\(segmentName(segment.index))' offset "
+                                    + "\(position.offset + lineStart): \(error.message)"
+                            )
+                        }
+                    }
+                    lineStart = newline + 1
+                    consumedAny = true
+                }
+                position.offset += lineStart
+                if !consumedAny {
+                    if position.offset + bytes.count >= segment.size {
+                        // No line feed before the end: a torn last line (never acknowledged).
+                        if sealed(segment.index) {
+                            result.skippedLines += 1
+                            result.messages.append(
+                                "ignored a torn last line of \(segment.size - position.offset) bytes in "
+                                    + "'\(segmentName(segment.index))'"
+                            )
+                            position.offset = segment.size
+                        }
+                        break
+                    }
+                    chunkSize *= 2
+                }
+            }
+            result.end = position
+            if result.records.count >= limit || position.offset < segment.size { break }
+        }
+        return result
+    }
+}
+
+private func closeFD(_ fd: Int32) {
+    #if canImport(Glibc)
+        _ = Glibc.close(fd)
+    #else
+        _ = Darwin.close(fd)
+    #endif
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}

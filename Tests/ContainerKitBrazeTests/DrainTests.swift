@@ -1,0 +1,86 @@
+import ContainerKit
+import ContainerKitBraze
+import Foundation
+import Synchronization
+import Testing
+
+/// A destination whose deliveries hang until they are cancelled (a server that never answers); it tells
+/// the test when a delivery started.
+final class HangingDestination: AnalyticsDestination {
+    private let started = Mutex<(count: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+
+    func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
+        let waiters = started.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.count += 1
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+        // Hang until cancelled.
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        return .retry(records, DeliveryError(.shutDown, "cancelled"))
+    }
+
+    /// Returns once a delivery has started.
+    func waitForDelivery() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = started.withLock { state -> Bool in
+                if state.count > 0 { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+}
+
+/// The drain after cancellation is bounded by `drainTimeout` on the injected clock, even when a delivery
+/// hangs.
+@Suite struct DrainTests {
+    @Test func theInMemoryQueuesDrainEndsAtItsDeadlineWhileADeliveryHangs() async throws {
+        let clock = ManualClock()
+        let destination = HangingDestination()
+        var configuration = InMemoryQueue.Configuration(flushCount: 1, logger: InMemoryLogger())
+        configuration.drainTimeout = .seconds(5)
+        let queue = InMemoryQueue(destination: destination, configuration: configuration, clock: clock)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await queue.run() }
+            _ = try queue.enqueue([event("stuck"), event("waiting")])
+            await destination.waitForDelivery()
+            group.cancelAll()
+            // The drain's deadline sleeps on the clock (beside the loop's own interval sleep).
+            await clock.waitForSleepers(1)
+            clock.advance(by: .seconds(5))
+            try await group.waitForAll()
+        }
+        #expect(queue.statistics.droppedRecords == 2)
+        #expect(queue.statistics.deliveredRecords == 0)
+    }
+
+    @Test func theDurableQueuesDrainEndsAtItsDeadlineAndKeepsTheRecords() async throws {
+        let directory = TemporaryDirectory("drain")
+        defer { directory.remove() }
+        let clock = ManualClock()
+        let destination = HangingDestination()
+        var configuration = DurableQueue.Configuration()
+        configuration.logger = InMemoryLogger()
+        configuration.drainTimeout = .seconds(5)
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: destination,
+            configuration: configuration,
+            clock: clock
+        )
+        let records = [event("stuck")]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await queue.run() }
+            try await queue.append(records)
+            await destination.waitForDelivery()
+            group.cancelAll()
+            await clock.waitForSleepers(1)
+            clock.advance(by: .seconds(5))
+            try await group.waitForAll()
+        }
+        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+    }
+}

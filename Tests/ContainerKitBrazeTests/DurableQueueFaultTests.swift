@@ -1,0 +1,212 @@
+import ContainerKit
+import Foundation
+import Synchronization
+import Testing
+
+@testable import ContainerKitBraze
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The durable queue against a full disk (injected into its segment log) and against queue files that
+/// no queue writes: clear errors and warnings naming the file, the good records still delivered.
+@Suite struct DurableQueueFaultTests {
+    func settings(logger: InMemoryLogger = InMemoryLogger(), faults: SegmentLogFaults? = nil)
+        -> DurableQueue.Configuration
+    {
+        var configuration = DurableQueue.Configuration()
+        configuration.logger = logger
+        configuration.random = { 1 }
+        configuration.faults = faults
+        return configuration
+    }
+
+    func segmentFiles(_ directory: TemporaryDirectory) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("segment-") }.sorted()
+    }
+
+    func writeSegment(_ directory: TemporaryDirectory, _ index: UInt64, _ records: [AnalyticsRecord]) throws {
+        let text = records.map { $0.jsonLine + "\n" }.joined()
+        try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
+        try text.write(toFile: directory.file(SegmentLog.segmentName(index)), atomically: true, encoding: .utf8)
+    }
+
+    /// A disk that is full while `full` is set: every write fails with `ENOSPC` (and so does creating a
+    /// segment, when `alsoCreate`).
+    final class FullDisk: Sendable {
+        let full = Mutex(false)
+        let failing: Set<SegmentLogFaults.Operation>
+
+        init(failing: Set<SegmentLogFaults.Operation> = [.write]) { self.failing = failing }
+
+        var faults: SegmentLogFaults {
+            SegmentLogFaults { operation, _ in
+                self.full.withLock { $0 } && self.failing.contains(operation) ? ENOSPC : nil
+            }
+        }
+    }
+
+    @Test(arguments: [
+        Set<SegmentLogFaults.Operation>([.write]), [.sync], [.create, .write],
+    ])
+    func aFailedCommitFailsOnlyItsOwnRecordsAndTheQueueResumes(failing: Set<SegmentLogFaults.Operation>) async throws {
+        let directory = TemporaryDirectory("enospc")
+        defer { directory.remove() }
+        let disk = FullDisk(failing: failing)
+        let destination = InMemoryAnalyticsSink()
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: destination,
+            configuration: settings(faults: disk.faults)
+        )
+        let (a, b, c) = (event("a"), event("b"), event("c"))
+        try await whileRunning(queue) {
+            if failing.contains(.create) {
+                // The very first commit creates the segment: its failure leaves no empty segment behind.
+                disk.full.withLock { $0 = true }
+                await #expect(throws: AnalyticsSinkError.self) { try await queue.append([b]) }
+                #expect(try segmentFiles(directory).isEmpty)
+                disk.full.withLock { $0 = false }
+                try await queue.append([a])
+            } else {
+                try await queue.append([a])
+                disk.full.withLock { $0 = true }
+                do {
+                    try await queue.append([b])
+                    Issue.record("expected the commit to fail")
+                } catch let error as AnalyticsSinkError {
+                    #expect(error.code == .diskFull)
+                    #expect(error.message.contains("segment-"))
+                }
+                disk.full.withLock { $0 = false }
+            }
+            // Space is back: new records are durable, and nothing earlier is reported failed.
+            let token = try #require(try queue.enqueue([c]))
+            try await token.wait()
+            try await queue.flush()
+        }
+        #expect(destination.records.map(\.id) == [a.id, c.id])
+        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        for name in try segmentFiles(directory) {
+            let size = try FileManager.default.attributesOfItem(atPath: directory.file(name))[.size] as? Int
+            #expect(size ?? 0 > 0, "'\(name)' is empty")
+        }
+    }
+
+    @Test func anAckOutOfRangeIsAClearErrorNamingTheFile() throws {
+        let directory = TemporaryDirectory("ack-range")
+        defer { directory.remove() }
+        try writeSegment(directory, 1, [event("a")])
+        try "v1 18446744073709551615 0\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
+        for attempt in 0..<2 {
+            do {
+                if attempt == 0 {
+                    _ = try DurableQueue(directory: directory.path, destination: InMemoryAnalyticsSink())
+                } else {
+                    _ = try DurableQueue.pendingRecords(in: directory.path)
+                }
+                Issue.record("expected an error")
+            } catch {
+                #expect(error.code == .corruptFile)
+                #expect(error.message.contains("'\(directory.file("ack"))'"))
+            }
+        }
+        try "v1 1 18446744073709551615\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
+        #expect(throws: AnalyticsSinkError.self) { try DurableQueue.pendingRecords(in: directory.path) }
+    }
+
+    @Test func aSegmentIndexOutOfRangeIsAClearErrorNamingTheFile() throws {
+        let directory = TemporaryDirectory("segment-range")
+        defer { directory.remove() }
+        try writeSegment(directory, 1, [event("a")])
+        let name = "segment-18446744073709551615.jsonl"
+        try "".write(toFile: directory.file(name), atomically: true, encoding: .utf8)
+        do {
+            _ = try DurableQueue(directory: directory.path, destination: InMemoryAnalyticsSink())
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.code == .corruptFile)
+            #expect(error.message.contains(name))
+        }
+    }
+
+    @Test func anUnreadableSegmentIsReportedAndTheGoodRecordsAreDelivered() async throws {
+        let directory = TemporaryDirectory("unreadable")
+        defer { directory.remove() }
+        let before = [event("a"), event("b")]
+        let after = [event("c")]
+        try writeSegment(directory, 1, before)
+        try FileManager.default.createDirectory(
+            atPath: directory.file(SegmentLog.segmentName(2)),
+            withIntermediateDirectories: true
+        )
+        try writeSegment(directory, 3, after)
+        let logger = InMemoryLogger()
+        let destination = InMemoryAnalyticsSink()
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: destination,
+            configuration: settings(logger: logger)
+        )
+        try await whileRunning(queue) { try await queue.flush() }
+        #expect(destination.records.map(\.id) == (before + after).map(\.id))
+        #expect(
+            logger.messages(at: .warning).contains {
+                $0.contains("cannot read segment '\(directory.file(SegmentLog.segmentName(2)))'")
+            },
+            "\(logger.entries)"
+        )
+    }
+
+    @Test func anAckPastItsSegmentsEndRedeliversThatSegmentWithAWarning() async throws {
+        let directory = TemporaryDirectory("ack-past")
+        defer { directory.remove() }
+        let records = [event("a"), event("b")]
+        try writeSegment(directory, 4, records)
+        try "v1 4 999999\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
+        let logger = InMemoryLogger()
+        let destination = InMemoryAnalyticsSink()
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: destination,
+            configuration: settings(logger: logger)
+        )
+        #expect(
+            logger.messages(at: .warning).contains {
+                $0.contains("past its end") && $0.contains("'\(directory.file("ack"))'")
+            }
+        )
+        try await whileRunning(queue) { try await queue.flush() }
+        #expect(destination.records.map(\.id) == records.map(\.id))
+    }
+
+    @Test func anAckAtALaterSegmentDeletesNothingAndWarns() async throws {
+        let directory = TemporaryDirectory("ack-later")
+        defer { directory.remove() }
+        let records = [event("a")]
+        try writeSegment(directory, 2, records)
+        try "v1 7 0\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
+        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+        let logger = InMemoryLogger()
+        let destination = InMemoryAnalyticsSink()
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: destination,
+            configuration: settings(logger: logger)
+        )
+        #expect(logger.messages(at: .warning).contains { $0.contains("segment 7, which is not there") })
+        try await whileRunning(queue) { try await queue.flush() }
+        #expect(destination.records.map(\.id) == records.map(\.id))
+    }
+
+    @Test func theOldAckFormatIsStillRead() throws {
+        let directory = TemporaryDirectory("ack-v1")
+        defer { directory.remove() }
+        let records = [event("a"), event("b")]
+        try writeSegment(directory, 1, records)
+        let firstLine = records[0].jsonLine.utf8.count + 1
+        try "v1 1 \(firstLine)\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
+        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == [records[1].id])
+    }
+}

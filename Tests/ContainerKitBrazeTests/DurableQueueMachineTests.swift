@@ -1,0 +1,323 @@
+import ContainerKit
+import Foundation
+import Testing
+
+@testable import ContainerKitBraze
+
+/// The durable queue's state machine, driven step by step: no files, threads, clocks or polling. A
+/// simulated disk executes the machine's actions, and a "crash" after any step rebuilds a machine from
+/// what the disk holds, as `SegmentLog` would.
+@Suite struct DurableQueueMachineTests {
+    typealias Machine = DurableQueueMachine
+    typealias Position = SegmentLog.Position
+
+    /// Segments and the ack, as a crash would leave them.
+    struct Disk {
+        var segments: [UInt64: [UInt8]] = [:]
+        var ack: Position?
+
+        mutating func apply(_ commit: Machine.Commit) {
+            segments[commit.segment, default: []].append(contentsOf: commit.bytes)
+        }
+
+        mutating func apply(_ actions: [Machine.Action]) {
+            for case .acknowledge(let position, let deleting) in actions {
+                ack = position
+                for index in deleting { segments[index] = nil }
+            }
+        }
+
+        var extents: [SegmentLog.SegmentExtent] {
+            segments.keys.sorted().map { SegmentLog.SegmentExtent(index: $0, size: segments[$0]!.count) }
+        }
+
+        /// The machine a restart would build, and the records it would deliver, in order.
+        func restart(batchSize: Int = 2) -> (Machine, [String]) {
+            var warnings: [String] = []
+            let (cursor, _, kept) = SegmentLog.recover(
+                ack: ack,
+                segments: extents,
+                directory: "/q",
+                warnings: &warnings
+            )
+            let machine = Machine(
+                segments: kept,
+                cursor: cursor,
+                nextSegmentIndex: (kept.last?.index ?? cursor.segment) + 1,
+                maximumSegmentBytes: 1 << 20,
+                maximumQueueBytes: 1 << 30,
+                maximumBufferedRecords: 100,
+                batchSize: batchSize
+            )
+            var ids: [String] = []
+            for extent in kept where extent.index >= cursor.segment {
+                let bytes = segments[extent.index]!
+                let start = extent.index == cursor.segment ? cursor.offset : 0
+                for line in bytes[start...].split(separator: 0x0A) {
+                    if let record = try? AnalyticsRecord(jsonBytes: Array(line)) { ids.append(record.id) }
+                }
+            }
+            return (machine, ids)
+        }
+    }
+
+    static func machine(batchSize: Int = 2, segmentBytes: Int = 1 << 20, buffered: Int = 100) -> Machine {
+        Machine(
+            segments: [],
+            cursor: Position(segment: 1, offset: 0),
+            nextSegmentIndex: 1,
+            maximumSegmentBytes: segmentBytes,
+            maximumQueueBytes: 1 << 30,
+            maximumBufferedRecords: buffered,
+            batchSize: batchSize
+        )
+    }
+
+    static func lines(_ records: [AnalyticsRecord]) -> (bytes: [UInt8], ends: [Int]) {
+        var bytes: [UInt8] = []
+        var ends: [Int] = []
+        for record in records {
+            bytes += Array(record.jsonLine.utf8) + [0x0A]
+            ends.append(bytes.count)
+        }
+        return (bytes, ends)
+    }
+
+    static func enqueue(_ machine: inout Machine, _ records: [AnalyticsRecord]) throws -> (UInt64, [Machine.Action]) {
+        let (bytes, ends) = lines(records)
+        return try machine.enqueue(bytes, records: records, lineEnds: ends)
+    }
+
+    static func take(_ machine: inout Machine) throws -> Machine.Commit {
+        let commit = machine.takeCommit()
+        return try #require(commit)
+    }
+
+    static func record(_ n: Int) -> AnalyticsRecord {
+        AnalyticsRecord(
+            id: "r\(n)",
+            time: Date(timeIntervalSince1970: 1_700_000_000),
+            user: .externalID("u"),
+            payload: .customEvent(name: "e", properties: [:])
+        )
+    }
+
+    @Test func linesEnqueuedWhileTheWriterWorksShareOneCommit() throws {
+        var machine = Self.machine()
+        #expect(machine.takeCommit() == nil)
+        #expect(machine.writerWaiting)
+        let (first, wake) = try Self.enqueue(&machine, [Self.record(1)])
+        #expect(first == 1 && wake == [.wakeWriter])
+        let (second, quiet) = try Self.enqueue(&machine, [Self.record(2), Self.record(3)])
+        #expect(second == 2 && quiet.isEmpty)
+        let commit = try Self.take(&machine)
+        #expect(commit.tickets == 1...2)
+        #expect(commit.records.map(\.id) == ["r1", "r2", "r3"])
+        #expect(commit.segment == 1 && commit.offset == 0)
+        #expect(machine.takeCommit() == nil, "one commit at a time")
+        let actions = machine.committed(commit)
+        #expect(actions.contains(.resolveDurability(through: 2)) && actions.contains(.wakeDelivery))
+        #expect(machine.failure(for: 1) == nil && machine.failure(for: 2) == nil)
+    }
+
+    @Test func deliveryGoesInBatchesAndAcknowledgesEachOne() throws {
+        var machine = Self.machine(batchSize: 2)
+        _ = try Self.enqueue(&machine, (1...5).map(Self.record))
+        let commit = try Self.take(&machine)
+        _ = machine.committed(commit)
+        var delivered: [String] = []
+        var acks: [Position] = []
+        while case .deliver(let batch) = machine.nextBatch() {
+            // A batch in flight comes back until it is confirmed (a retry).
+            #expect(machine.nextBatch() == .deliver(batch))
+            delivered += batch.records.map(\.id)
+            for case .acknowledge(let position, _) in machine.confirm(batch) { acks.append(position) }
+        }
+        #expect(delivered == ["r1", "r2", "r3", "r4", "r5"])
+        #expect(acks.count == 3)
+        #expect(acks.last == Position(segment: 1, offset: commit.bytes.count))
+        #expect(machine.caughtUp)
+        #expect(machine.nextBatch() == .wait)
+    }
+
+    @Test func aFailedCommitFailsOnlyItsOwnTickets() throws {
+        var machine = Self.machine()
+        _ = try Self.enqueue(&machine, [Self.record(1)])
+        let failed = try Self.take(&machine)
+        let diskFull = AnalyticsSinkError(.diskFull, "writing 'segment' failed: no space left on device")
+        let actions = machine.commitFailed(failed, diskFull, segmentUsable: true)
+        #expect(actions == [.resolveDurability(through: 1)])
+        #expect(machine.failure(for: 1) == diskFull)
+        #expect(machine.queueBytes == 0)
+        // Space came back: the next commit works and its ticket is not poisoned by the first.
+        _ = try Self.enqueue(&machine, [Self.record(2)])
+        let next = try Self.take(&machine)
+        #expect(next.segment == 1 && next.offset == 0, "the failed commit left nothing behind")
+        _ = machine.committed(next)
+        #expect(machine.failure(for: 2) == nil)
+        #expect(
+            machine.nextBatch()
+                == .deliver(.init(records: [Self.record(2)], end: .init(segment: 1, offset: next.bytes.count)))
+        )
+    }
+
+    @Test func anUnusableSegmentIsSealedAndTheNextCommitStartsANewOne() throws {
+        var machine = Self.machine()
+        _ = try Self.enqueue(&machine, [Self.record(1)])
+        _ = machine.committed(try Self.take(&machine))
+        _ = try Self.enqueue(&machine, [Self.record(2)])
+        let failed = try Self.take(&machine)
+        #expect(failed.segment == 1)
+        _ = machine.commitFailed(failed, AnalyticsSinkError(.io, "eio"), segmentUsable: false)
+        _ = try Self.enqueue(&machine, [Self.record(3)])
+        let next = try Self.take(&machine)
+        #expect(next.segment == 2 && next.offset == 0)
+    }
+
+    @Test func fullSegmentsRotateAndAreDeletedOnceAcknowledged() throws {
+        var machine = Self.machine(batchSize: 1, segmentBytes: 300)
+        var segments: [UInt64] = []
+        for n in 1...4 {
+            _ = try Self.enqueue(&machine, [Self.record(n)])
+            let commit = try Self.take(&machine)
+            segments.append(commit.segment)
+            _ = machine.committed(commit)
+        }
+        #expect(segments == [1, 1, 2, 2] || segments == [1, 2, 3, 4])
+        var deleted: [UInt64] = []
+        while case .deliver(let batch) = machine.nextBatch() {
+            for case .acknowledge(_, let deleting) in machine.confirm(batch) { deleted += deleting }
+        }
+        #expect(deleted == Array(Set(segments)).sorted().dropLast())
+        #expect(machine.segments.map(\.index) == [segments.last!])
+    }
+
+    @Test func aBacklogBeyondTheMemoryBufferIsReadFromDisk() throws {
+        var machine = Self.machine(batchSize: 10, buffered: 2)
+        _ = try Self.enqueue(&machine, (1...3).map(Self.record))
+        let commit = try Self.take(&machine)
+        _ = machine.committed(commit)
+        guard case .readDisk(let from, let extents, _) = machine.nextBatch() else {
+            Issue.record("expected a disk read")
+            return
+        }
+        #expect(from == Position(segment: 1, offset: 0))
+        #expect(extents == [.init(index: 1, size: commit.bytes.count)])
+        let read = SegmentLog.ReadResult(records: commit.records, end: .init(segment: 1, offset: commit.bytes.count))
+        let (batch, stale, actions) = machine.diskRead(read, from: from)
+        #expect(batch?.records.count == 3 && !stale && actions.isEmpty)
+        let taken = try #require(batch)
+        _ = machine.confirm(taken)
+        // Caught up: the next read finds nothing and ends the backlog.
+        guard case .readDisk(let again, _, _) = machine.nextBatch() else {
+            Issue.record("expected a disk read")
+            return
+        }
+        _ = machine.diskRead(.init(end: again), from: again)
+        #expect(!machine.diskBacklog && machine.caughtUp)
+    }
+
+    @Test func refusesWhenFullOrClosed() throws {
+        var machine = Machine(
+            segments: [],
+            cursor: .init(segment: 1, offset: 0),
+            nextSegmentIndex: 1,
+            maximumSegmentBytes: 1 << 20,
+            maximumQueueBytes: 200,
+            maximumBufferedRecords: 10,
+            batchSize: 10
+        )
+        _ = try Self.enqueue(&machine, [Self.record(1)])
+        #expect(throws: AnalyticsSinkError.self) { _ = try Self.enqueue(&machine, (2...9).map(Self.record)) }
+        _ = machine.close()
+        do {
+            _ = try Self.enqueue(&machine, [Self.record(10)])
+            Issue.record("expected a refusal")
+        } catch let error as AnalyticsSinkError {
+            #expect(error.code == .closed)
+        }
+    }
+
+    /// Runs a scenario of enqueues, commits and deliveries, "crashing" after every step: whatever the
+    /// crash point, every record reported durable is delivered before the crash or after the restart,
+    /// and at most one batch is delivered twice.
+    @Test func aCrashAtAnyStepLosesNothingDurableAndRedeliversAtMostOneBatch() throws {
+        enum Step { case enqueue(Int), commit, deliver, confirm }
+        let steps: [Step] = [
+            .enqueue(1), .enqueue(2), .commit, .deliver, .enqueue(3), .confirm, .commit, .deliver, .confirm,
+            .enqueue(4), .enqueue(5), .commit, .deliver, .confirm, .deliver, .confirm,
+        ]
+        let batchSize = 2
+        for crashPoint in 0...steps.count {
+            var machine = Self.machine(batchSize: batchSize, segmentBytes: 300)
+            var disk = Disk()
+            var durable: Set<String> = []
+            var delivered: [String] = []
+            var inFlight: Machine.Batch?
+            for step in steps.prefix(crashPoint) {
+                switch step {
+                case .enqueue(let n):
+                    _ = try Self.enqueue(&machine, [Self.record(n)])
+                case .commit:
+                    guard let commit = machine.takeCommit() else { continue }
+                    disk.apply(commit)
+                    _ = machine.committed(commit)
+                    durable.formUnion(commit.records.map(\.id))
+                case .deliver:
+                    if case .deliver(let batch) = machine.nextBatch() {
+                        inFlight = batch
+                        delivered += batch.records.map(\.id)
+                    }
+                case .confirm:
+                    if let batch = inFlight { disk.apply(machine.confirm(batch)) }
+                    inFlight = nil
+                }
+            }
+            let (_, replayed) = disk.restart(batchSize: batchSize)
+            let everything = Set(delivered).union(replayed)
+            #expect(
+                durable.isSubset(of: everything),
+                "crash after step \(crashPoint) lost \(durable.subtracting(everything))"
+            )
+            let twice = Set(delivered).intersection(replayed)
+            #expect(twice.count <= batchSize, "crash after step \(crashPoint) re-delivers \(twice.sorted())")
+            #expect(twice.isSubset(of: Set(inFlight?.records.map(\.id) ?? [])), "only the batch in flight repeats")
+        }
+    }
+
+    @Test func recoveryReportsAnAckThatDoesNotFitTheSegments() {
+        let segments = [SegmentLog.SegmentExtent(index: 3, size: 100), .init(index: 4, size: 50)]
+        var warnings: [String] = []
+        let past = SegmentLog.recover(
+            ack: .init(segment: 3, offset: 500),
+            segments: segments,
+            directory: "/q",
+            warnings: &warnings
+        )
+        #expect(past.cursor == .init(segment: 3, offset: 0))
+        #expect(warnings.count == 1 && warnings[0].contains("past its end") && warnings[0].contains("'/q/ack'"))
+        warnings = []
+        let later = SegmentLog.recover(
+            ack: .init(segment: 9, offset: 0),
+            segments: segments,
+            directory: "/q",
+            warnings: &warnings
+        )
+        #expect(later.cursor == .init(segment: 3, offset: 0) && later.confirmed.isEmpty && later.kept == segments)
+        #expect(warnings.count == 1 && warnings[0].contains("segment 9, which is not there"))
+        warnings = []
+        let fine = SegmentLog.recover(
+            ack: .init(segment: 4, offset: 10),
+            segments: segments,
+            directory: "/q",
+            warnings: &warnings
+        )
+        #expect(fine.cursor == .init(segment: 4, offset: 10) && fine.confirmed.map(\.index) == [3] && warnings.isEmpty)
+    }
+}
+
+extension DurableQueueMachine.Commit: Equatable {
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.bytes == rhs.bytes && lhs.tickets == rhs.tickets && lhs.segment == rhs.segment && lhs.offset == rhs.offset
+    }
+}

@@ -1,0 +1,284 @@
+import ContainerKit
+import ContainerKitBraze
+import Foundation
+import Testing
+
+@Suite struct DurableQueueTests {
+    func configuration(clock: RecordingClock? = nil) -> DurableQueue.Configuration {
+        var configuration = DurableQueue.Configuration()
+        configuration.logger = InMemoryLogger()
+        configuration.random = { 1 }
+        configuration.drainTimeout = .seconds(3600)
+        return configuration
+    }
+
+    func open(
+        _ directory: TemporaryDirectory,
+        _ destination: any AnalyticsDestination,
+        _ settings: DurableQueue.Configuration? = nil,
+        clock: RecordingClock = RecordingClock()
+    ) throws(AnalyticsSinkError) -> DurableQueue {
+        try DurableQueue(
+            directory: directory.path,
+            destination: destination,
+            configuration: settings ?? configuration(),
+            clock: clock
+        )
+    }
+
+    @Test func appendReturnsOnceRecordsAreDurableAndDelivers() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let downstream = ScriptedDownstream()
+        let queue = try open(directory, downstream)
+        let records = (0..<10).map { event("e\($0)") }
+        try await whileRunning(queue) {
+            try await queue.append(records)
+            #expect(queue.statistics.durableRecords == 10)
+            #expect(queue.statistics.commits >= 1)
+            try await queue.flush()
+        }
+        #expect(downstream.delivered == records)
+        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+    }
+
+    @Test func theInitializerStartsNothingAndRunDrainsWhenCancelled() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let downstream = ScriptedDownstream()
+        let queue = try open(directory, downstream)
+        let token = try #require(try queue.enqueue([event("early")]))
+        // Nothing runs yet: the record is neither written nor delivered.
+        #expect(queue.statistics.commits == 0)
+        #expect(downstream.attempts == 0)
+        try await whileRunning(queue) { try await token.wait() }
+        // Cancelling `run()` drained: the record is delivered and acknowledged.
+        #expect(downstream.delivered.map(\.payload) == [event("early").payload])
+        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        #expect(throws: AnalyticsSinkError.self) { try queue.enqueue([event("late")]) }
+    }
+
+    @Test func unconfirmedRecordsAreReplayedAfterReopening() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let failing = ScriptedDownstream(mode: .fail)
+        let records = (0..<25).map { event("e\($0)", ["n": .int(Int64($0)), "f": 1.0]) }
+        var settings = configuration()
+        settings.drainTimeout = .zero
+        let first = try open(directory, failing, settings)
+        try await whileRunning(first) { try await first.append(records) }
+        #expect(try DurableQueue.pendingRecords(in: directory.path) == records)
+
+        let downstream = ScriptedDownstream()
+        let second = try open(directory, downstream)
+        try await whileRunning(second) { try await second.flush() }
+        #expect(downstream.delivered == records)
+        #expect(second.statistics.recordsReadFromDisk == 25)
+        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+    }
+
+    @Test func tornLastLineIsIgnoredAfterACrash() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = configuration()
+        settings.drainTimeout = .zero
+        let first = try open(directory, ScriptedDownstream(mode: .fail), settings)
+        let records = (0..<3).map { event("e\($0)") }
+        try await whileRunning(first) { try await first.append(records) }
+        // A crash in the middle of a write leaves half a line at the end of the segment.
+        let segments = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix("segment-")
+        }
+        let written = try #require(
+            segments.sorted().last {
+                (try? Data(contentsOf: URL(fileURLWithPath: directory.file($0))))?.isEmpty == false
+            }
+        )
+        let handle = try #require(FileHandle(forWritingAtPath: directory.file(written)))
+        handle.seekToEndOfFile()
+        handle.write(Data(#"{"type":"custom_event","id":"torn","ti"#.utf8))
+        handle.closeFile()
+        #expect(try DurableQueue.pendingRecords(in: directory.path) == records)
+
+        let downstream = ScriptedDownstream()
+        let logger = InMemoryLogger()
+        var reopened = configuration()
+        reopened.logger = logger
+        let second = try open(directory, downstream, reopened)
+        try await whileRunning(second) {
+            try await second.flush()
+            #expect(downstream.delivered == records)
+            #expect(second.statistics.skippedLines == 1)
+            #expect(logger.messages(at: .warning).contains { $0.contains("torn last line") })
+            try await second.append([event("after")])
+            try await second.flush()
+        }
+        #expect(downstream.delivered.map(\.id) == records.map(\.id) + [downstream.delivered.last!.id])
+    }
+
+    @Test func concurrentAppendsShareFsyncs() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let downstream = ScriptedDownstream()
+        let queue = try open(directory, downstream)
+        let appends = 2000
+        try await whileRunning(queue) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<appends {
+                    group.addTask { try await queue.append([event("e\(i)")]) }
+                }
+                try await group.waitForAll()
+            }
+            let statistics = queue.statistics
+            #expect(statistics.durableRecords == appends)
+            #expect(statistics.commits < appends / 4, "\(statistics.commits) commits for \(appends) appends")
+            try await queue.flush()
+        }
+        #expect(Set(downstream.delivered.map(\.id)).count == appends)
+    }
+
+    @Test func recordsAreDeletedOnlyOnceTheDownstreamConfirms() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let downstream = ScriptedDownstream(mode: .fail, batchSize: 7)
+        var settings = configuration()
+        settings.maximumSegmentBytes = 1024
+        let queue = try open(directory, downstream, settings)
+        let records = (0..<60).map { event("e\($0)", ["i": .int(Int64($0))]) }
+        try await whileRunning(queue) {
+            for record in records { try await queue.append([record]) }
+            #expect(await eventually { downstream.attempts >= 3 })
+            #expect(try DurableQueue.pendingRecords(in: directory.path) == records)
+            #expect(queue.statistics.segmentCount > 3)
+            #expect(queue.statistics.deliveredRecords == 0)
+
+            downstream.mode = .confirm
+            try await queue.flush()
+            #expect(downstream.delivered == records)
+            #expect(queue.statistics.segmentCount == 1)
+            #expect(queue.statistics.acknowledgements >= 60 / 7)
+            #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        }
+    }
+
+    @Test func aBacklogBeyondTheMemoryBufferIsReadBackFromDisk() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let downstream = ScriptedDownstream(mode: .fail, batchSize: 16)
+        var settings = configuration()
+        settings.maximumBufferedRecords = 10
+        settings.maximumSegmentBytes = 4096
+        let queue = try open(directory, downstream, settings)
+        let records = (0..<300).map { event("e\($0)") }
+        try await whileRunning(queue) {
+            for chunk in stride(from: 0, to: records.count, by: 5) {
+                try await queue.append(Array(records[chunk..<chunk + 5]))
+            }
+            downstream.mode = .confirm
+            try await queue.flush()
+            #expect(downstream.delivered == records)
+            #expect(queue.statistics.recordsReadFromDisk > 0)
+            try await queue.append([event("tail")])
+            try await queue.flush()
+            #expect(downstream.delivered.count == 301)
+        }
+    }
+
+    @Test func aSecondQueueOnTheSameDirectoryIsRefused() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let queue = try open(directory, ScriptedDownstream())
+        do {
+            _ = try open(directory, ScriptedDownstream())
+            Issue.record("expected the directory to be locked")
+        } catch {
+            #expect(error.code == .locked)
+            #expect(error.message.contains("'\(directory.path)'"))
+        }
+        try await whileRunning(queue) {}
+        _ = try open(directory, ScriptedDownstream())
+    }
+
+    @Test func anUnusableDirectoryIsAnError() {
+        do {
+            _ = try DurableQueue(directory: "/dev/null/queue", destination: ScriptedDownstream())
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.code == .unwritable)
+        }
+    }
+
+    @Test func aFullQueueRefusesNewRecords() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = configuration()
+        settings.maximumQueueBytes = 2000
+        settings.drainTimeout = .zero
+        let logger = InMemoryLogger()
+        settings.logger = logger
+        let queue = try open(directory, ScriptedDownstream(mode: .fail), settings)
+        var accepted = 0
+        try await whileRunning(queue) {
+            var refusal: AnalyticsSinkError?
+            for i in 0..<100 {
+                do {
+                    try await queue.append([event("e\(i)")])
+                    accepted += 1
+                } catch {
+                    refusal = error as? AnalyticsSinkError
+                    break
+                }
+            }
+            #expect(refusal?.code == .queueFull)
+            #expect(accepted > 0)
+            #expect(throws: AnalyticsSinkError.self) { try queue.enqueue([event("dropped")]) }
+            #expect(logger.messages(at: .error).contains { $0.contains("refused 1 records") })
+            #expect(queue.statistics.refusedRecords == 2)
+        }
+        #expect(try DurableQueue.pendingRecords(in: directory.path).count == accepted)
+    }
+
+    @Test func aStoppedQueueRefusesRecordsAndRunsOnce() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let queue = try open(directory, ScriptedDownstream())
+        try await whileRunning(queue) {}
+        do {
+            try queue.enqueue([event("late")])
+            Issue.record("expected a refusal")
+        } catch {
+            #expect(error.code == .closed)
+        }
+        await #expect(throws: AnalyticsSinkError.self) { try await queue.run() }
+    }
+
+    @Test func failedDeliveriesBackOffExponentially() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = RecordingClock()
+        var settings = configuration()
+        settings.retry.baseDelay = .milliseconds(100)
+        settings.retry.maximumDelay = .milliseconds(400)
+        let logger = InMemoryLogger()
+        settings.logger = logger
+        let downstream = ScriptedDownstream(mode: .fail)
+        let queue = try open(directory, downstream, settings, clock: clock)
+        try await whileRunning(queue) {
+            try await queue.append([event("e")])
+            #expect(await eventually { clock.delays.count >= 5 })
+            #expect(
+                Array(clock.delays.prefix(5)) == [
+                    .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(400),
+                    .milliseconds(400),
+                ]
+            )
+            // The first failure is logged at once; the repeats are held back and counted.
+            let retries = logger.messages(at: .warning).filter { $0.contains("delivering 1 records failed") }
+            #expect(retries.count == 1)
+            #expect(retries.first?.contains("(attempt 1)") == true)
+            downstream.mode = .confirm
+            try await queue.flush()
+        }
+        #expect(downstream.delivered.count == 1)
+    }
+}
