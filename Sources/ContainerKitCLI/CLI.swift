@@ -10,6 +10,7 @@ public enum CLI {
         commands:
           run       run a container over data-layer pushes and show what fires
           lint      check container files for mistakes without running them
+          diff      show what a new container version changes, structurally and on recorded pushes
           preview   load the draft a GTM preview URL names and trace pushes against it
           help      show this help
 
@@ -41,6 +42,12 @@ public enum CLI {
                 return ExitCode.success
             }
             return await LintCommand.run(rest, output: output)
+        case "diff":
+            if wantsHelp {
+                output.print(DiffCommand.usage)
+                return ExitCode.success
+            }
+            return await DiffCommand.run(rest, output: output)
         case "preview":
             if wantsHelp {
                 output.print(PreviewCommand.usage)

@@ -4,5 +4,6 @@ enum BenchExtensions {
         await LintBench.run()
         await BrazeBench.run()
         await SessionBench.run()
+        await DiffBench.run()
     }
 }

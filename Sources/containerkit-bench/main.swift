@@ -4,6 +4,12 @@ import Foundation
 // `make bench`: every figure is measured in this one process and reported as a ratio to a baseline
 // measured in the same run. Run from the package root (the corpus is read from ../shared/research/corpus).
 
+// `CONTAINERKIT_BENCH_ONLY=diff` runs the diff section alone (for profiling it).
+if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "diff" {
+    await DiffBench.run()
+    exit(0)
+}
+
 let corpus = "../shared/research/corpus/v5-mobile"
 let brazePath = "\(corpus)/Appboy__appboy-android-sdk__GTM-5HM9ZRX.json"
 let cargoPath = "\(corpus)/fifty-five__Cargo-android__GTM-NFJ2XRG.json"

@@ -343,7 +343,7 @@ struct Evaluation: MacroResolver {
         switch builtIn {
         case .containerID: return .string(storage.id)
         case .containerVersion: return .string(storage.version)
-        case .random: return .int(Int64.random(in: 0..<2_147_483_647))
+        case .random: return .int(dataLayer.tagManager.randomSource.value(eventNumber: eventNumber))
         case .appID: return .string(context.appID)
         case .appName: return .string(context.appName)
         case .appVersionCode: return .string(context.appVersionCode)

@@ -20,6 +20,8 @@ public final class TagManager: Sendable {
     public let defaultContext: ClientContext
     /// Where evaluated events and fired tags are reported (for metrics), if anywhere.
     public let observer: (any RuntimeObserver)?
+    /// Where the random-number variable's values come from (``RandomSource/system`` unless seeded).
+    public let randomSource: RandomSource
 
     /// An immutable snapshot of the registered handlers. Registration swaps in a new snapshot, so an
     /// evaluation holds the registry with one reference and never sees it change midway.
@@ -65,14 +67,17 @@ public final class TagManager: Sendable {
     ///   - defaultContext: the client context of data layers created without one; by default
     ///     ``ClientContext/server``, which reports nothing about the machine this runs on.
     ///   - observer: where evaluated events and fired tags are reported, for metrics.
+    ///   - randomSource: where the random-number variable's values come from; seed it for reproducible runs.
     public init(
         logger: any DiagnosticLogger = StandardErrorLogger(),
         defaultContext: ClientContext = .server,
-        observer: (any RuntimeObserver)? = nil
+        observer: (any RuntimeObserver)? = nil,
+        randomSource: RandomSource = .system
     ) {
         self.logger = logger
         self.defaultContext = defaultContext
         self.observer = observer
+        self.randomSource = randomSource
     }
 
     // MARK: Handlers

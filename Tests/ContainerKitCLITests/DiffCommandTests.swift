@@ -1,0 +1,135 @@
+import ContainerKit
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ContainerKitCLI
+
+/// `containerkit diff` on the two bundled versions of GTM-MUSIC01 and the recorded traffic log.
+struct DiffCommandTests {
+    static let root = Fixtures.packageRoot.path
+    static let old = root + "/Containers/GTM-MUSIC01.json"
+    static let new = root + "/Containers/next/GTM-MUSIC01.json"
+    static let traffic = root + "/Containers/events/music-traffic.jsonl"
+
+    func diff(_ arguments: [String]) async -> (code: Int32, out: String, err: String) {
+        let captured = CapturedOutput()
+        let code = await CLI.main(["diff"] + arguments, output: captured.output)
+        return (code, captured.standardOutput, captured.standardError)
+    }
+
+    static func write(_ lines: [String]) throws -> String {
+        let path = NSTemporaryDirectory() + "containerkit-diff-\(UUID().uuidString).jsonl"
+        try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func theBundledVersionsDifferAndTheJSONReportSaysHowOnTheRecordedTraffic() async throws {
+        let result = await diff([Self.old, Self.new, "--events", Self.traffic, "--reporter", "json"])
+        #expect(result.code == 2)
+        let report = try #require(try Value(json: result.out).objectValue)
+        let structural = try #require(report["structural"]?.arrayValue)
+        let summary = structural.map { entry -> String in
+            let map = entry.objectValue ?? ValueMap()
+            let side = (map["new"]?.objectValue ?? map["old"]?.objectValue) ?? ValueMap()
+            let label = side["id"]?.stringValue ?? side["name"]?.stringValue ?? "-"
+            return "\(map["kind"]?.jsString ?? "") \(map["element"]?.jsString ?? "") \(label)"
+        }
+        #expect(
+            summary == [
+                "changed tag 1", "changed tag 2", "added tag 6", "changed trigger -", "added trigger -",
+                "changed variable Currency",
+            ]
+        )
+        let replay = try #require(report["replay"]?.objectValue)
+        let replayed = try #require(replay["events_replayed"]?.jsNumber)
+        #expect(replayed == 218)
+        let groups = try #require(replay["groups"]?.arrayValue?.compactMap { $0.objectValue })
+        #expect(
+            Set(groups.compactMap { $0["kind"]?.stringValue }) == ["only_old", "only_new", "changed"]
+        )
+        let renamed = try #require(groups.first { $0["arguments"]?.arrayValue?.count == 2 })
+        #expect(renamed["match"] == "id")
+        let arguments = try #require(renamed["arguments"]?.arrayValue?.compactMap { $0.objectValue })
+        #expect(arguments.map { $0["argument"] } == ["title", "song_title"])
+        #expect(arguments[0]["new_present"] == false)
+        #expect(groups.allSatisfy { ($0["count"]?.jsNumber ?? 0) >= 1 })
+    }
+
+    @Test func aContainerDiffedWithItselfIsEmptyAndExitsZero() async throws {
+        let result = await diff([Self.old, Self.old, "--events", Self.traffic])
+        #expect(result.code == 0)
+        #expect(result.out.contains("structure: no tag, trigger or variable added, removed or changed"))
+        #expect(result.out.contains("218 event(s), 0 with differences"))
+        #expect(!result.out.contains("differences, grouped"))
+    }
+
+    @Test func withTheBrazeProviderOnBothSidesASelfDiffStaysEmpty() async throws {
+        let braze = "com.appboy.googletagmanager.BrazeGtmTagProvider"
+        let same = await diff([Self.old, Self.old, "--events", Self.traffic, "--braze", braze])
+        #expect(same.code == 0)
+        #expect(same.out.contains("218 event(s), 0 with differences"))
+        let changed = await diff([Self.old, Self.new, "--events", Self.traffic, "--braze", braze])
+        #expect(changed.code == 2)
+    }
+
+    @Test func failOnRemovedIgnoresAdditionsButNotAPausedTag() async throws {
+        // Adding a tag only: nothing that fired stops firing.
+        let added = await diff([Self.old, Self.old, "--fail-on", "removed"])
+        #expect(added.code == 0)
+        let paused = await diff([Self.old, Self.new, "--fail-on", "removed"])
+        #expect(paused.code == 2)
+        let none = await diff([Self.old, Self.new, "--events", Self.traffic, "--fail-on", "none"])
+        #expect(none.code == 0)
+        #expect(none.out.contains("fires only in the old version"))
+    }
+
+    @Test func theGitHubReporterAnnotatesTheContainerAndTheEventsFile() async throws {
+        let result = await diff([Self.old, Self.new, "--events", Self.traffic, "--reporter", "github"])
+        #expect(result.code == 2)
+        let lines = result.out.split(separator: "\n").map(String.init)
+        #expect(lines.allSatisfy { $0.hasPrefix("::warning file=") })
+        #expect(lines.contains { $0.contains("next/GTM-MUSIC01.json,line=52,col=7") && $0.contains("'Currency'") })
+        #expect(
+            lines.contains {
+                $0.contains("music-traffic.jsonl,line=")
+                    && $0.contains("'Braze - favorite genre' fires only in the old")
+            }
+        )
+    }
+
+    @Test func anUnreadableEventLineFailsWithItsLineAndColumn() async throws {
+        let events = try Self.write([#"{"event": "login", "user_id": "u"}"#, #"{"event": x}"#])
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let result = await diff([Self.old, Self.old, "--events", events])
+        #expect(result.code == 1)
+        #expect(result.err.contains("cannot read events file '\(events)': line 2:11:"))
+    }
+
+    @Test func anUnreadableContainerFailsNamingTheFileAndPosition() async throws {
+        let broken = try Self.write(["{\"resource\": {\"macros\": [1,]}}"])
+        defer { try? FileManager.default.removeItem(atPath: broken) }
+        let result = await diff([Self.old, broken])
+        #expect(result.code == 1)
+        #expect(result.err.contains("cannot read the new container '\(broken)'"))
+        #expect(result.err.contains(":1:"))
+        let missing = await diff([Self.old, Self.old, "--events", "/nonexistent/events.jsonl"])
+        #expect(missing.code == 1)
+    }
+
+    @Test(arguments: [
+        ["only-one.json"], [old, new, "--reporter", "sarif"], [old, new, "--fail-on", "sometimes"],
+        [old, new, "--max-events", "-1"], [old, new, "--bogus"],
+    ])
+    func usageErrorsExit64(_ arguments: [String]) async {
+        let result = await diff(arguments)
+        #expect(result.code == 64)
+        #expect(result.err.contains("usage: containerkit diff"))
+    }
+
+    @Test func helpDescribesTheCommand() async {
+        let result = await diff(["--help"])
+        #expect(result.code == 0)
+        #expect(result.out.contains("--fail-on"))
+    }
+}
