@@ -19,22 +19,42 @@ struct ThreadID: Sendable, Equatable {
     }
 }
 
-/// A one-shot signal a blocked thread waits on until another thread hands it its turn.
+/// A one-shot signal a thread waits on until another thread hands it its turn.
+///
+/// The waiter first spins briefly (a turn usually comes within a push's few microseconds, and waking a
+/// sleeping thread costs more than that), then sleeps on a condition variable. The signaller only takes
+/// the mutex when the waiter is asleep.
 final class ThreadWakeup: Sendable {
-    private let signalled = Mutex(false)
+    private static let waiting: UInt8 = 0
+    private static let signalled: UInt8 = 1
+    private static let sleeping: UInt8 = 2
+    /// How many times the waiter checks before it sleeps (tens of microseconds).
+    private static let spins = 4_000
+
+    private let state = Atomic<UInt8>(ThreadWakeup.waiting)
     private let condition = ConditionBox()
 
     func signal() {
+        let previous = state.exchange(ThreadWakeup.signalled, ordering: .acquiringAndReleasing)
+        guard previous == ThreadWakeup.sleeping else { return }
         condition.lock()
-        signalled.withLock { $0 = true }
         condition.broadcast()
         condition.unlock()
     }
 
     func wait() {
+        for _ in 0..<ThreadWakeup.spins where state.load(ordering: .acquiring) == ThreadWakeup.signalled {
+            return
+        }
         condition.lock()
-        while !signalled.withLock({ $0 }) { condition.wait() }
-        condition.unlock()
+        defer { condition.unlock() }
+        let (slept, _) = state.compareExchange(
+            expected: ThreadWakeup.waiting,
+            desired: ThreadWakeup.sleeping,
+            ordering: .acquiringAndReleasing
+        )
+        guard slept else { return }
+        while state.load(ordering: .acquiring) != ThreadWakeup.signalled { condition.wait() }
     }
 }
 
