@@ -194,9 +194,7 @@ extension DiffCommand {
 
     /// Drops every record: the diff compares what the provider reports per call, not what it delivers.
     struct DiscardingSink: AnalyticsSink {
-        func receive(_ records: [AnalyticsRecord]) {}
-        func flush() async throws {}
-        func shutdown() async {}
+        func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? { nil }
     }
 }
 
