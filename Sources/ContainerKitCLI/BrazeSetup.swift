@@ -46,7 +46,9 @@ final class BrazeSetup: Sendable {
     let front: (any Runnable)?
     private let memory: InMemoryAnalyticsSink?
 
-    init(sink spec: SinkSpec, queueDirectory: String?, environment: [String: String], logger: any DiagnosticLogger) throws {
+    init(sink spec: SinkSpec, queueDirectory: String?, environment: [String: String], logger: any DiagnosticLogger)
+        throws
+    {
         let destination: any AnalyticsDestination
         var memory: InMemoryAnalyticsSink?
         switch spec {

@@ -72,7 +72,9 @@ struct CorpusTests {
         let recorder = RecordingHandler()
         manager.register(tagHandler: recorder, for: "com.fiftyfive.cargo.Tags")
         let layer = manager.makeDataLayer()
-        for event in ["applicationStart", "screen_view", "purchase", "login", "sign_up"] { await layer.push(event: event) }
+        for event in ["applicationStart", "screen_view", "purchase", "login", "sign_up"] {
+            await layer.push(event: event)
+        }
         #expect(!recorder.calls.isEmpty)
         #expect(recorder.calls.allSatisfy { $0.arguments["handlerMethod"] != nil })
     }
