@@ -18,10 +18,14 @@ let package = Package(
         .executableTarget(name: "containerkit", dependencies: ["ContainerKitCLI"]),
         .executableTarget(
             name: "containerkit-bench",
-            dependencies: ["ContainerKit", "ContainerKitBraze", "ContainerKitLint", "ContainerKitCLI"]
+            dependencies: [
+                "ContainerKit", "ContainerKitBraze", "ContainerKitLint", "ContainerKitCLI", "UsersTrackStandIn",
+            ]
         ),
+        // The loopback /users/track stand-in that `make bench` and `make soak` deliver to.
+        .target(name: "UsersTrackStandIn", dependencies: ["ContainerKit"]),
         // `make soak`: kill -9 cycles of `containerkit run --queue` against a /users/track stand-in on 127.0.0.1.
-        .executableTarget(name: "containerkit-soak", dependencies: ["ContainerKit"]),
+        .executableTarget(name: "containerkit-soak", dependencies: ["ContainerKit", "UsersTrackStandIn"]),
         .target(name: "TestSupport", dependencies: ["ContainerKit"], path: "Tests/TestSupport"),
         .testTarget(name: "ContainerKitTests", dependencies: ["ContainerKit", "TestSupport"]),
         .testTarget(name: "ContainerKitBrazeTests", dependencies: ["ContainerKitBraze", "TestSupport"]),

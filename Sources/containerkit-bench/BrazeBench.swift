@@ -3,6 +3,7 @@ import ContainerKitBraze
 import Dispatch
 import Foundation
 import Synchronization
+import UsersTrackStandIn
 
 #if canImport(Glibc)
     import Glibc
@@ -118,7 +119,7 @@ enum BrazeBench {
             return ("played song", ["title": .string("Track \(i)"), "genre": "jazz", "duration": .int(545)])
         }
 
-        let server = try BenchUsersTrackServer()
+        let server = try UsersTrackStandIn()
         defer { server.stop() }
         let directory = temporaryDirectory("end-to-end")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -197,195 +198,5 @@ final class AcceptingDownstream: AnalyticsDestination {
     func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
         delivered.add(records.count, ordering: .relaxed)
         return .accepted(records)
-    }
-}
-
-/// A minimal Braze `/users/track` stand-in on 127.0.0.1 for the bench: HTTP/1.1 with `Content-Length`
-/// bodies, keep-alive and `TCP_NODELAY`; answers every request 201 `{"message":"success"}` and counts the
-/// objects in its `attributes`, `events` and `purchases`. One thread accepts, one serves each connection;
-/// ``stop()`` closes everything and joins the threads.
-final class BenchUsersTrackServer: Sendable {
-    private struct State {
-        var stopped = false
-        var objects = 0
-    }
-
-    let port: UInt16
-    private let listenFD: Int32
-    private let stopPipe: (read: Int32, write: Int32)
-    private let state = Mutex(State())
-    private let threads = DispatchGroup()
-
-    /// Objects in every request answered so far.
-    var objectCount: Int { state.withLock { $0.objects } }
-
-    init() throws {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw BenchError("pipe failed: errno \(errno)") }
-        stopPipe = (fds[0], fds[1])
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        var bound = fd >= 0
-        if bound {
-            bound =
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-                } == 0
-        }
-        if bound { bound = listen(fd, 64) == 0 }
-        if bound {
-            bound =
-                withUnsafeMutablePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-                } == 0
-        }
-        guard bound else {
-            let code = errno
-            if fd >= 0 { close(fd) }
-            close(fds[0])
-            close(fds[1])
-            throw BenchError("listening on 127.0.0.1 failed: errno \(code)")
-        }
-        listenFD = fd
-        port = UInt16(bigEndian: address.sin_port)
-        threads.enter()
-        Thread { [self] in
-            acceptLoop()
-            threads.leave()
-        }
-        .start()
-    }
-
-    /// Stops accepting, closes every connection and waits for the server's threads.
-    func stop() {
-        let first = state.withLock { state -> Bool in
-            defer { state.stopped = true }
-            return !state.stopped
-        }
-        guard first else { return }
-        var byte: UInt8 = 1
-        _ = write(stopPipe.write, &byte, 1)
-        threads.wait()
-        close(listenFD)
-        close(stopPipe.read)
-        close(stopPipe.write)
-    }
-
-    /// Waits until `fd` is readable; `false` when the server stops.
-    private func waitReadable(_ fd: Int32) -> Bool {
-        var fds = [
-            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
-        ]
-        while true {
-            let n = poll(&fds, 2, -1)
-            if n < 0 && errno == EINTR { continue }
-            return n > 0 && fds[1].revents == 0
-        }
-    }
-
-    private func acceptLoop() {
-        while waitReadable(listenFD) {
-            let client = accept(listenFD, nil, nil)
-            guard client >= 0 else {
-                if errno == EINTR || errno == ECONNABORTED || errno == EAGAIN { continue }
-                return
-            }
-            var yes: Int32 = 1
-            setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
-            threads.enter()
-            Thread { [self] in
-                serve(client)
-                close(client)
-                threads.leave()
-            }
-            .start()
-        }
-    }
-
-    /// Reads more bytes into `buffer`; `false` at the end of the stream, on an error or when stopping.
-    private func fill(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
-        guard waitReadable(fd) else { return false }
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if n < 0 && errno == EINTR { return true }
-        guard n > 0 else { return false }
-        buffer.append(contentsOf: chunk[0..<n])
-        return true
-    }
-
-    private func sendAll(_ fd: Int32, _ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n > 0 {
-                offset += n
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else {
-                return false
-            }
-        }
-        return true
-    }
-
-    private static func headerEnd(_ buffer: [UInt8]) -> Int? {
-        guard buffer.count >= 4 else { return nil }
-        for i in 0...(buffer.count - 4)
-        where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
-            return i
-        }
-        return nil
-    }
-
-    private func serve(_ fd: Int32) {
-        var buffer: [UInt8] = []
-        while true {
-            var end = Self.headerEnd(buffer)
-            while end == nil {
-                guard buffer.count < 64 * 1024, fill(fd, &buffer) else { return }
-                end = Self.headerEnd(buffer)
-            }
-            let lines = String(decoding: buffer[0..<end!], as: UTF8.self).components(separatedBy: "\r\n")
-            buffer.removeFirst(end! + 4)
-            var length = 0
-            var keepAlive = lines.first?.hasSuffix("HTTP/1.1") ?? false
-            var expectsContinue = false
-            for line in lines.dropFirst() {
-                guard let colon = line.firstIndex(of: ":") else { continue }
-                let name = line[..<colon].lowercased()
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces).lowercased()
-                switch name {
-                case "content-length": length = Int(value) ?? 0
-                case "connection": keepAlive = !value.contains("close")
-                case "expect": expectsContinue = value == "100-continue"
-                default: break
-                }
-            }
-            if expectsContinue && !sendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n") { return }
-            while buffer.count < length {
-                guard fill(fd, &buffer) else { return }
-            }
-            let body = String(decoding: buffer[0..<length], as: UTF8.self)
-            buffer.removeFirst(length)
-            var objects = 0
-            if case .object(let map)? = try? Value(json: body) {
-                for name in ["attributes", "events", "purchases"] {
-                    if case .array(let list)? = map[name] { objects += list.count }
-                }
-            }
-            state.withLock { $0.objects += objects }
-            let answer = objects > 0 ? #"{"message":"success"}"# : #"{"message":"no objects"}"#
-            let status = objects > 0 ? "201 Created" : "400 Bad Request"
-            let head =
-                "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(answer.utf8.count)\r\n"
-                + "Connection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
-            guard sendAll(fd, head + answer), keepAlive else { return }
-        }
     }
 }

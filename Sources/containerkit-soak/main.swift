@@ -1,5 +1,6 @@
 import ContainerKit
 import Foundation
+import UsersTrackStandIn
 
 #if canImport(Glibc)
     import Glibc
@@ -147,7 +148,7 @@ func soak(_ options: SoakOptions) throws -> Bool {
     guard FileManager.default.isExecutableFile(atPath: options.binary) else {
         throw SoakError("no containerkit binary at '\(options.binary)' (build it, or pass --binary)")
     }
-    let server = try SoakUsersTrackServer()
+    let server = try UsersTrackStandIn()
     defer { server.stop() }
     let endpoint = "http://127.0.0.1:\(server.port)"
     let work = NSTemporaryDirectory() + "containerkit-soak-\(getpid())"

@@ -8,31 +8,31 @@ import Foundation
     import Darwin
 #endif
 
-/// A minimal Braze `/users/track` stand-in on 127.0.0.1 for the soak (the bench's server, counting the `title`
-/// property of each event object it accepts): HTTP/1.1 with `Content-Length` bodies, keep-alive; answers 201
+/// A minimal Braze `/users/track` stand-in on 127.0.0.1 for `make bench` and `make soak` (counting the objects
+/// it accepts, and the `title` property of each event object): HTTP/1.1 with `Content-Length` bodies, keep-alive; answers 201
 /// `{"message":"success"}`. One thread accepts, one serves each connection; ``stop()`` joins them.
-final class SoakUsersTrackServer: Sendable {
+public final class UsersTrackStandIn: Sendable {
     private struct State {
         var stopped = false
         var objects = 0
         var titles: [String: Int] = [:]
     }
 
-    let port: UInt16
+    public let port: UInt16
     private let listenFD: Int32
     private let stopPipe: (read: Int32, write: Int32)
     private let state = Mutex(State())
     private let threads = DispatchGroup()
 
     /// Objects in every request answered so far.
-    var objectCount: Int { state.withLock { $0.objects } }
+    public var objectCount: Int { state.withLock { $0.objects } }
 
     /// How many times each `title` property arrived in an event object.
-    var deliveredTitles: [String: Int] { state.withLock { $0.titles } }
+    public var deliveredTitles: [String: Int] { state.withLock { $0.titles } }
 
-    init() throws {
+    public init() throws {
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw SoakError("pipe failed: errno \(errno)") }
+        guard pipe(&fds) == 0 else { throw StandInError("pipe failed: errno \(errno)") }
         stopPipe = (fds[0], fds[1])
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
@@ -59,7 +59,7 @@ final class SoakUsersTrackServer: Sendable {
             if fd >= 0 { close(fd) }
             close(fds[0])
             close(fds[1])
-            throw SoakError("listening on 127.0.0.1 failed: errno \(code)")
+            throw StandInError("listening on 127.0.0.1 failed: errno \(code)")
         }
         listenFD = fd
         port = UInt16(bigEndian: address.sin_port)
@@ -72,7 +72,7 @@ final class SoakUsersTrackServer: Sendable {
     }
 
     /// Stops accepting, closes every connection and waits for the server's threads.
-    func stop() {
+    public func stop() {
         let first = state.withLock { state -> Bool in
             defer { state.stopped = true }
             return !state.stopped
@@ -210,4 +210,10 @@ final class SoakUsersTrackServer: Sendable {
             guard sendAll(fd, head + answer), keepAlive else { return }
         }
     }
+}
+
+/// A failure to start the stand-in.
+public struct StandInError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
 }
