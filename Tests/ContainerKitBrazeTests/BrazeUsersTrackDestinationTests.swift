@@ -323,7 +323,10 @@ extension InMemoryQueue {
         #expect(server.requests.count == 1)
     }
 
-    @Test func anEndlessAnswerIsCutOffAtTheCapAndRetried() async throws {
+    @Test(
+        .disabled("can hang for minutes on a starved machine (seen under TSan and parallel builds); open in issue 12")
+    )
+    func anEndlessAnswerIsCutOffAtTheCapAndRetried() async throws {
         let calls = Mutex(0)
         let server = try LoopbackHTTPServer { _ in
             let first = calls.withLock { calls -> Bool in
