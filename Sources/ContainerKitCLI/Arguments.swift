@@ -1,3 +1,5 @@
+import ContainerKit
+
 /// A usage error: the command line is wrong. Exit code 64.
 public struct UsageError: Error, Sendable, CustomStringConvertible {
     public var message: String
@@ -60,5 +62,24 @@ struct Arguments {
             throw UsageError("option '\(name)' must be one of \(choices.joined(separator: ", ")), not '\(value)'")
         }
         return value
+    }
+}
+
+extension Arguments {
+    /// The host's client context with every `--context key=value` applied (what `run` and `diff` evaluate
+    /// for).
+    func context() throws(UsageError) -> ClientContext {
+        var context = ClientContext.host
+        for pair in values("--context") {
+            guard let eq = pair.firstIndex(of: "=") else {
+                throw UsageError("--context needs key=value, not '\(pair)'")
+            }
+            do throws(ContainerError) {
+                try context.setValue(String(pair[pair.index(after: eq)...]), forKey: String(pair[..<eq]))
+            } catch {
+                throw UsageError(error.message)
+            }
+        }
+        return context
     }
 }

@@ -54,17 +54,7 @@ struct RunCommand {
         guard args.positionals.count == 1 else {
             throw UsageError(args.positionals.isEmpty ? "missing <container-file>" : "expected one container file")
         }
-        var context = ClientContext.host
-        for pair in args.values("--context") {
-            guard let eq = pair.firstIndex(of: "=") else {
-                throw UsageError("--context needs key=value, not '\(pair)'")
-            }
-            do throws(ContainerError) {
-                try context.setValue(String(pair[pair.index(after: eq)...]), forKey: String(pair[..<eq]))
-            } catch {
-                throw UsageError(error.message)
-            }
-        }
+        let context = try args.context()
         let levelName = args.value("--log-level") ?? "warning"
         guard let level = LogLevel(name: levelName) else { throw UsageError("unknown log level '\(levelName)'") }
         var options = Options(

@@ -69,17 +69,7 @@ struct DiffCommand {
             )
         }
         // Like `run`: the host's platform, language and OS unless --context says otherwise.
-        var context = ClientContext.host
-        for pair in args.values("--context") {
-            guard let eq = pair.firstIndex(of: "=") else {
-                throw UsageError("--context needs key=value, not '\(pair)'")
-            }
-            do throws(ContainerError) {
-                try context.setValue(String(pair[pair.index(after: eq)...]), forKey: String(pair[..<eq]))
-            } catch {
-                throw UsageError(error.message)
-            }
-        }
+        let context = try args.context()
         let maximumEvents = args.value("--max-events") ?? "20"
         guard let maximum = Int(maximumEvents), maximum >= 0 else {
             throw UsageError("--max-events needs a number, not '\(maximumEvents)'")
