@@ -273,7 +273,23 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         if let error { throw error }
     }
 
-    /// Returns once everything enqueued so far is durable.
+    /// Returns once the records of every one of `tickets` are written and `fsync`ed (or their writes
+    /// failed): one wait for the highest, then each ticket's own outcome.
+    /// - Throws: the error of the first commit that held one of `tickets` and failed, although later
+    ///   commits (and so later tickets) may have succeeded.
+    public func waitUntilDurable(tickets: [UInt64]) async throws(AnalyticsSinkError) {
+        guard let highest = tickets.max() else { return }
+        try await waitUntilDurable(ticket: highest)
+        let error = shell.withLock { shell -> AnalyticsSinkError? in
+            for ticket in tickets { if let error = shell.machine.failure(for: ticket) { return error } }
+            return nil
+        }
+        if let error { throw error }
+    }
+
+    /// Returns once everything enqueued so far has been written and `fsync`ed.
+    /// - Throws: the error of the latest commit if it failed (earlier failures were reported to the
+    ///   callers waiting for their own tickets).
     public func waitUntilDurable() async throws(AnalyticsSinkError) {
         try await waitUntilDurable(ticket: lastTicket)
     }
