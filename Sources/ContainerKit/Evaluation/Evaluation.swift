@@ -131,11 +131,13 @@ struct Evaluation: MacroResolver {
         return true
     }
 
-    /// Fires tag `t` (and its setup and teardown tags); returns how it went, or `nil` if it did not run.
+    /// Fires tag `t` (and its setup and teardown tags); returns whether its call succeeded (`ok`), or `nil`
+    /// if it did not run. (A `Bool`, not the status: statuses carry messages, and copying one per tag is
+    /// measurable on the hot path; the status is in ``fired``.)
     @discardableResult
-    private mutating func fire(_ t: Int) -> FiredTag.Status? {
+    private mutating func fire(_ t: Int) -> Bool? {
         if tagState.isEmpty { tagState.append(contentsOf: repeatElement(0, count: storage.program.tags.count)) }
-        if tagState[t] & 0b100 != 0 { return tagState[t] & 0b1_0000 == 0 ? nil : recordedStatus(t) }
+        if tagState[t] & 0b100 != 0 { return tagState[t] & 0b1_0000 == 0 ? nil : tagState[t] & 0b10_0000 != 0 }
         tagState[t] |= 0b100
         if case .paused = storage.program.tags[t].kind { return nil }
         if storage.program.tags[t].oncePerLoad {
@@ -147,16 +149,15 @@ struct Evaluation: MacroResolver {
             }
         }
         for setup in storage.program.tags[t].setupTags {
-            let status = fire(setup.tag)
-            if setup.stopOnFailure, !Evaluation.succeeded(status) { return nil }
+            let succeeded = fire(setup.tag)
+            if setup.stopOnFailure, succeeded != true { return nil }
         }
-        let status = call(t)
-        tagState[t] |= Evaluation.succeeded(status) ? 0b11_0000 : 0b1_0000
-        for teardown in storage.program.tags[t].teardownTags
-        where !teardown.stopOnFailure || Evaluation.succeeded(status) {
+        let succeeded = call(t)
+        tagState[t] |= succeeded ? 0b11_0000 : 0b1_0000
+        for teardown in storage.program.tags[t].teardownTags where !teardown.stopOnFailure || succeeded {
             fire(teardown.tag)
         }
-        return status
+        return succeeded
     }
 
     /// The status of a tag that already ran this event.
@@ -165,45 +166,50 @@ struct Evaluation: MacroResolver {
         return fired.last { $0.index == t }?.status
     }
 
-    private static func succeeded(_ status: FiredTag.Status?) -> Bool {
-        if case .ok? = status { return true }
-        return false
-    }
-
-    private mutating func call(_ t: Int) -> FiredTag.Status {
-        var record = FiredTag(
-            index: t,
-            tagID: storage.program.tags[t].tagID,
-            name: storage.program.tags[t].name,
-            function: storage.program.tags[t].function,
-            classPath: nil,
-            parameters: ValueMap(),
-            status: .unsupported
-        )
+    /// Calls tag `t` and records it in ``fired``; returns whether the call succeeded (`ok`).
+    private mutating func call(_ t: Int) -> Bool {
+        // The parts are computed first and the record is built in place in `fired`: a record built early
+        // and appended at the end was copied whole (it is large) on every call.
+        var classPath: String?
+        var parameters = ValueMap()
+        var status = FiredTag.Status.unsupported
+        var output: TagOutput?
         switch storage.program.tags[t].kind {
         case .functionCall(let classPathExpr, let argumentsExpr):
-            let classPath: String
+            let path: String
             if case .literal(.string(let literal)) = classPathExpr {
-                classPath = literal
+                path = literal
             } else {
-                classPath = evaluate(classPathExpr).jsString
+                path = evaluate(classPathExpr).jsString
             }
-            record.classPath = classPath
-            record.parameters = evaluateArguments(argumentsExpr)
-            (record.status, record.output) = invoke(handlerNamed: classPath, t, record.parameters)
+            classPath = path
+            parameters = evaluateArguments(argumentsExpr)
+            (status, output) = invoke(handlerNamed: path, t, parameters)
         case .legacyFunctionCall(let name, let argumentsExpr):
-            record.classPath = name
-            record.parameters = evaluateArguments(argumentsExpr)
-            (record.status, record.output) = invoke(handlerNamed: name, t, record.parameters)
+            classPath = name
+            parameters = evaluateArguments(argumentsExpr)
+            (status, output) = invoke(handlerNamed: name, t, parameters)
         case .paused:
-            return .unsupported
+            return false
         case .unsupported:
             if recordTrace {
-                for (key, expr) in storage.program.tags[t].parameters { record.parameters[key] = evaluate(expr) }
+                for (key, expr) in storage.program.tags[t].parameters { parameters[key] = evaluate(expr) }
             }
         }
-        fired.append(record)
-        return record.status
+        let succeeded = if case .ok = status { true } else { false }
+        fired.append(
+            FiredTag(
+                index: t,
+                tagID: storage.program.tags[t].tagID,
+                name: storage.program.tags[t].name,
+                function: storage.program.tags[t].function,
+                classPath: classPath,
+                parameters: parameters,
+                status: status,
+                output: output
+            )
+        )
+        return succeeded
     }
 
     private mutating func invoke(handlerNamed name: String, _ t: Int, _ arguments: ValueMap) -> (

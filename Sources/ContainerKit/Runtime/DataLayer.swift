@@ -83,17 +83,25 @@ public final class DataLayer: Sendable {
         }
     }
 
-    /// A caller waiting for its turn.
+    /// A caller waiting for its turn. Both payloads are class references, so the enum (and every optional
+    /// or enum holding it) has a layout fixed at compile time; a `CheckedContinuation` payload, a resilient
+    /// type, made each turn's hand-over go through the runtime's generic enum functions.
     enum Waiter: Sendable {
         case thread(ThreadWakeup)
-        case task(CheckedContinuation<Void, Never>)
+        case task(TaskWakeup)
 
         func resume() {
             switch self {
             case .thread(let wakeup): wakeup.signal()
-            case .task(let continuation): continuation.resume()
+            case .task(let wakeup): wakeup.continuation.resume()
             }
         }
+    }
+
+    /// A task waiting for its turn.
+    final class TaskWakeup: Sendable {
+        let continuation: CheckedContinuation<Void, Never>
+        init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
     }
 
     let state: Mutex<State>
@@ -216,7 +224,7 @@ public final class DataLayer: Sendable {
                         state.busy = true
                         return true
                     }
-                    state.waiters.append(.task(continuation))
+                    state.waiters.append(.task(TaskWakeup(continuation)))
                     return false
                 }
                 if now { continuation.resume() }
@@ -228,70 +236,76 @@ public final class DataLayer: Sendable {
         return processTurn(pending)
     }
 
-    /// Processes `pending` and the pushes its handlers nest, then hands the turn to the next waiter.
+    private enum TurnStep {
+        case nested(Pending)
+        case ended(next: Waiter?)
+    }
+
+    /// Processes `pending` and the pushes its handlers nest (in order, until none is left or the loop guard
+    /// trips), then hands the turn to the next waiter. Taking the next nested push and ending the turn are
+    /// one lock: a push that nests nothing takes it once here.
     private func processTurn(_ pending: Pending) -> PushResult {
         var result = PushResult()
         process(pending, into: &result)
-        drainNested(into: &result)
-        let next = state.withLock { state -> Waiter? in
-            state.owner = nil
-            guard state.waitersHead < state.waiters.count else {
-                state.busy = false
-                if !state.waiters.isEmpty {
-                    state.waiters.removeAll(keepingCapacity: false)
-                    state.waitersHead = 0
-                }
-                return nil
-            }
-            // Hand the turn over directly: `busy` stays set, so nobody can overtake the first waiter.
-            let waiter = state.waiters[state.waitersHead]
-            state.waitersHead += 1
-            if state.waitersHead == state.waiters.count {
-                state.waiters.removeAll(keepingCapacity: true)
-                state.waitersHead = 0
-            }
-            return waiter
-        }
-        next?.resume()
-        return result
-    }
-
-    /// Processes the pushes handlers made while this turn's push was processed, in order, until none is
-    /// left or the loop guard trips.
-    private func drainNested(into result: inout PushResult) {
         var processed = 0
         while true {
-            let next = state.withLock { state -> Pending? in
-                guard state.nestedHead < state.nested.count else {
-                    if !state.nested.isEmpty {
-                        state.nested.removeAll(keepingCapacity: false)
-                        state.nestedHead = 0
-                    }
-                    return nil
+            let step = state.withLock { state -> TurnStep in
+                if state.nestedHead < state.nested.count {
+                    let pending = state.nested[state.nestedHead]
+                    state.nestedHead += 1
+                    return .nested(pending)
                 }
-                let pending = state.nested[state.nestedHead]
-                state.nestedHead += 1
-                return pending
-            }
-            guard let pending = next else { return }
-            processed += 1
-            if processed > DataLayer.maximumNestedPushes {
-                let dropped = state.withLock { state -> Int in
-                    let count = state.nested.count - state.nestedHead + 1
-                    state.nested.removeAll()
+                if !state.nested.isEmpty {
+                    state.nested.removeAll(keepingCapacity: false)
                     state.nestedHead = 0
-                    return count
                 }
-                tagManager.logger.error(
-                    "session \(sessionID): seems like an infinite loop of pushing to the data layer; "
-                        + "dropped \(dropped) queued pushes after \(DataLayer.maximumNestedPushes) nested pushes",
-                    metadata: ["session": sessionID]
-                )
-                result.loopGuardTripped = true
-                return
+                state.owner = nil
+                guard state.waitersHead < state.waiters.count else {
+                    state.busy = false
+                    if !state.waiters.isEmpty {
+                        state.waiters.removeAll(keepingCapacity: false)
+                        state.waitersHead = 0
+                    }
+                    return .ended(next: nil)
+                }
+                // Hand the turn over directly: `busy` stays set, so nobody can overtake the first waiter.
+                let waiter = state.waiters[state.waitersHead]
+                state.waitersHead += 1
+                if state.waitersHead == state.waiters.count {
+                    state.waiters.removeAll(keepingCapacity: true)
+                    state.waitersHead = 0
+                }
+                return .ended(next: waiter)
             }
-            process(pending, into: &result)
+            switch step {
+            case .ended(let next):
+                next?.resume()
+                return result
+            case .nested(let nested):
+                processed += 1
+                guard processed <= DataLayer.maximumNestedPushes else {
+                    tripLoopGuard(into: &result)
+                    continue
+                }
+                process(nested, into: &result)
+            }
         }
+    }
+
+    /// Drops the nested pushes still queued (the one just taken included) and says so.
+    private func tripLoopGuard(into result: inout PushResult) {
+        let dropped = state.withLock { state -> Int in
+            let count = state.nested.count - state.nestedHead + 1
+            state.nested.removeAll()
+            state.nestedHead = 0
+            return count
+        }
+        tagManager.logger.error(
+            "session \(sessionID): seems like an infinite loop of pushing to the data layer; "
+                + "dropped \(dropped) queued pushes after \(DataLayer.maximumNestedPushes) nested pushes",
+            metadata: ["session": sessionID]
+        )
+        result.loopGuardTripped = true
     }
 
     private func process(_ pending: Pending, into result: inout PushResult) {
