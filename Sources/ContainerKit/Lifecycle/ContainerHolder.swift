@@ -263,14 +263,18 @@ public final class ContainerHolder: Sendable {
         let wallNow = configuration.time.wallTime(at: now)
         let age = saved?.fetchedAt.map { Duration.seconds(wallNow.timeIntervalSince($0)) }
         let fresh = age.map { $0 >= .zero && $0 < configuration.refreshPolicy.afterSuccess } ?? false
+        if fresh, let age, configuration.network != nil {
+            // Scheduled before the open resolves, so that the open's caller sees it.
+            let due = now + (configuration.refreshPolicy.afterSuccess - age)
+            state.withLock { $0.nextRefresh = due }
+        }
         if saved != nil && (openType == .preferNonDefault || fresh) { resolve() }
         guard configuration.network != nil else {
             resolve()
             return
         }
-        if fresh, let age {
-            let due = now + (configuration.refreshPolicy.afterSuccess - age)
-            state.withLock { $0.nextRefresh = due }
+        if fresh {
+            // Refreshed on schedule by the refresh loop.
         } else if Task.isCancelled {
             state.withLock { $0.nextRefresh = now }
         } else {
