@@ -11,9 +11,10 @@ import Synchronization
 /// services whose containers are deployed as files (a config map, a `scp`, an editor).
 ///
 /// ``run()`` checks the file at once, then every ``interval`` on the tag manager's
-/// ``LifecycleConfiguration/clock``. A check costs one `stat`: only when the file's identity, size or
-/// modification time changed is it read, and only when its content differs (a 64-bit FNV-1a hash) from the
-/// live version is it compiled. A version that compiles replaces the live one atomically
+/// ``LifecycleConfiguration/clock``. A check costs one `stat`: only when the file's identity (device and
+/// inode), size, or modification or status-change time changed is it read (and, as git does, when it was
+/// modified within a second of the last read, since a quick second write may leave all of these alone), and
+/// only when its content differs (a 64-bit FNV-1a hash) from what was read last is it compiled. A version that compiles replaces the live one atomically
 /// (``TagManager/add(_:)``: a push being evaluated finishes on the version it started with). A file that
 /// is missing, unreadable, half-written or broken — or that now holds another container ID — keeps the
 /// current version live and is reported once per change: a warning on the tag manager's logger (metadata
@@ -53,11 +54,15 @@ public final class ContainerFileWatcher: Sendable {
         var missing = false
         /// The hash of the content that is live.
         var liveHash: UInt64?
+        /// The hash of the content read last (live or not), so that a failed version is reported once.
+        var seenHash: UInt64?
+        /// Whether the file was modified within a second of the last read (see ``check()``).
+        var racy = false
+        var reads = 0
         var container: Container?
         var containerID: String?
         var lastError: ContainerFetchError?
         var running = false
-        var stopped = false
     }
 
     private weak let tagManager: TagManager?
@@ -104,69 +109,105 @@ public final class ContainerFileWatcher: Sendable {
     /// - Throws: ``ContainerFetchError`` (``ContainerFetchError/Code/notFound``, ``ContainerFetchError/Code/io``,
     ///   ``ContainerFetchError/Code/tooLarge``, ``ContainerFetchError/Code/invalidContainer`` or
     ///   ``ContainerFetchError/Code/invalidContainerID``) when the changed file cannot be used; the live
-    ///   version stays. An unchanged file that failed before throws nothing again (``lastError`` keeps it).
+    ///   version stays. A file that has not changed since it failed throws nothing again (``lastError`` keeps
+    ///   the error).
     @discardableResult
     public func check() async throws(ContainerFetchError) -> Bool {
         let signature = Self.signature(of: path)
-        let changed = state.withLock { state -> Bool in
-            if signature == nil {
-                defer {
-                    state.missing = true
-                    state.signature = nil
-                }
-                return !state.missing
-            }
-            defer {
-                state.missing = false
-                state.signature = signature
-            }
-            return signature != state.signature
+        enum Step {
+            case unchanged
+            case missing
+            case read(changed: Bool)
         }
-        guard changed else { return false }
-        emit(.began(.file))
-        do throws(ContainerFetchError) {
-            guard signature != nil else {
-                throw ContainerFetchError(.notFound, "the container file '\(path)' is missing")
+        let step = state.withLock { state -> Step in
+            guard let signature else {
+                if state.missing { return .unchanged }
+                state.missing = true
+                state.signature = nil
+                state.seenHash = nil
+                return .missing
             }
-            let bytes: [UInt8]
+            let changed = state.missing || signature != state.signature
+            if !changed && !state.racy { return .unchanged }
+            state.missing = false
+            state.signature = signature
+            return .read(changed: changed)
+        }
+        let bytes: [UInt8]
+        switch step {
+        case .unchanged:
+            return false
+        case .missing:
+            emit(.began(.file))
+            return try fail(ContainerFetchError(.notFound, "the container file '\(path)' is missing"))
+        case .read(let changed):
+            // File times come from the system's wall clock: a file modified within a second of this read may
+            // change again without its size or time changing, so it is read (and hashed) again next time.
+            let readStart = Date().timeIntervalSince1970
             do {
                 bytes = try ContainerLoader.readFile(path, limit: options.maximumFileSize)
             } catch {
+                state.withLock { $0.seenHash = nil }
+                guard changed else { return false }
+                emit(.began(.file))
                 let code: ContainerFetchError.Code = error.code == .fileTooLarge ? .tooLarge : .io
-                throw ContainerFetchError(code, "the container file '\(path)' cannot be read: \(error.message)")
+                return try fail(
+                    ContainerFetchError(code, "the container file '\(path)' cannot be read: \(error.message)")
+                )
             }
+            let modified = signature.map { Double($0.modified) + Double($0.modifiedNanoseconds) / 1e9 } ?? 0
             let hash = Self.hash(bytes)
+            let seen = state.withLock { state -> Bool in
+                state.reads += 1
+                state.racy = modified >= readStart - 1
+                defer { state.seenHash = hash }
+                return state.seenHash == hash
+            }
+            if seen { return false }
             if state.withLock({ $0.liveHash == hash && $0.container != nil }) {
+                // Back to the live content (after a broken version, or touched): nothing to load.
                 state.withLock { $0.lastError = nil }
-                emit(.succeeded(.file))
                 return false
             }
-            let container: Container
-            do {
-                container = try ContainerLoader(options: options).load(bytes: bytes, file: path)
-            } catch {
-                throw ContainerFetchError(.invalidContainer, "the container file '\(path)' does not load: \(error)")
-            }
-            try publish(container, hash: hash)
-            logger.info(
-                "loaded the container file '\(path)' (version \(container.version))",
-                metadata: ["container": container.id, "path": path]
-            )
-            emit(.succeeded(.file))
-            return true
-        } catch {
-            let id = state.withLock { state -> String in
-                state.lastError = error
-                return state.containerID ?? ""
-            }
-            logger.warning(
-                "\(error.message); the current version stays live",
-                metadata: ["container": id, "path": path, "code": error.code.rawValue]
-            )
-            emit(.failed(.file, error.refreshFailure))
-            throw error
         }
+        emit(.began(.file))
+        let container: Container
+        do {
+            container = try ContainerLoader(options: options).load(bytes: bytes, file: path)
+        } catch {
+            return try fail(
+                ContainerFetchError(.invalidContainer, "the container file '\(path)' does not load: \(error)")
+            )
+        }
+        do throws(ContainerFetchError) {
+            try publish(container, hash: Self.hash(bytes))
+        } catch {
+            return try fail(error)
+        }
+        logger.info(
+            "loaded the container file '\(path)' (version \(container.version))",
+            metadata: ["container": container.id, "path": path]
+        )
+        emit(.succeeded(.file))
+        return true
     }
+
+    /// Records and reports `error`, and throws it.
+    private func fail(_ error: ContainerFetchError) throws(ContainerFetchError) -> Bool {
+        let id = state.withLock { state -> String in
+            state.lastError = error
+            return state.containerID ?? ""
+        }
+        logger.warning(
+            "\(error.message); the current version stays live",
+            metadata: ["container": id, "path": path, "code": error.code.rawValue]
+        )
+        emit(.failed(.file, error.refreshFailure))
+        throw error
+    }
+
+    /// How many times the file was read (for tests: an unchanged file is not read).
+    var reads: Int { state.withLock { $0.reads } }
 
     /// Checks the file at once, then every ``interval`` on the tag manager's clock, until the task is
     /// cancelled; a broken file is reported (see ``check()``) and the watch goes on. On cancellation it
@@ -178,16 +219,11 @@ public final class ContainerFileWatcher: Sendable {
         }
         guard first else { return }
         defer { state.withLock { $0.running = false } }
-        while !Task.isCancelled && tagManager != nil && !isStopped {
+        while !Task.isCancelled && tagManager != nil {
             _ = try? await check()
             await time.sleepUntil(time.now + interval)
         }
     }
-
-    /// Ends ``run()`` after its current wait; the live version stays live.
-    public func stop() { state.withLock { $0.stopped = true } }
-
-    private var isStopped: Bool { state.withLock { $0.stopped } }
 
     private func publish(_ container: Container, hash: UInt64) throws(ContainerFetchError) {
         guard let tagManager else {

@@ -155,13 +155,6 @@ extension TagManager {
         return watcher
     }
 
-    /// Stops the watch `watcher` made by ``watch(path:interval:containerID:callback:)``: it checks the file
-    /// no more (its wait ends at the next interval); the version it made live stays live.
-    public func unwatch(_ watcher: ContainerFileWatcher) {
-        lifecycle.watchers.withLock { $0.removeAll { $0 === watcher } }
-        watcher.stop()
-    }
-
     /// Whether ``run()`` is running (for health checks, and for tests that start it in a task).
     public var isRunning: Bool { lifecycle.runner.withLock { $0 != nil } }
 

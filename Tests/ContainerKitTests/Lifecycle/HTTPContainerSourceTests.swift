@@ -117,7 +117,10 @@ extension LifecycleTests {
         }
 
         @Test func endsADrippingAnswerAtTheTimeout() async throws {
-            let (result, server) = try await fetch(ContainerTestServer.Hostile.drip(limit: 2000), timeout: .milliseconds(250))
+            let (result, server) = try await fetch(
+                ContainerTestServer.Hostile.drip(limit: 2000),
+                timeout: .milliseconds(250)
+            )
             defer { server.stop() }
             #expect(result.failure?.code == .networkError)
             #expect(result.failure?.message.hasSuffix("did not answer in full within 0.25 seconds") == true)

@@ -47,7 +47,8 @@ extension LifecycleConfiguration {
 final class CallbackRecorder: ContainerCallback {
     private struct State {
         var events: [ContainerRefreshEvent] = []
-        var waiters: [(ready: @Sendable ([ContainerRefreshEvent]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+        var waiters:
+            [(ready: @Sendable ([ContainerRefreshEvent]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let storage = Mutex(State())
