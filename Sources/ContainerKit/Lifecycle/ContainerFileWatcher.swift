@@ -134,6 +134,7 @@ public final class ContainerFileWatcher: Sendable {
             return .read(changed: changed)
         }
         let bytes: [UInt8]
+        let hash: UInt64
         switch step {
         case .unchanged:
             return false
@@ -147,7 +148,10 @@ public final class ContainerFileWatcher: Sendable {
             do {
                 bytes = try ContainerLoader.readFile(path, limit: options.maximumFileSize)
             } catch {
-                state.withLock { $0.seenHash = nil }
+                state.withLock { state in
+                    state.seenHash = nil
+                    state.racy = false
+                }
                 guard changed else { return false }
                 emit(.began(.file))
                 let code: ContainerFetchError.Code = error.code == .fileTooLarge ? .tooLarge : .io
@@ -156,7 +160,7 @@ public final class ContainerFileWatcher: Sendable {
                 )
             }
             let modified = signature.map { Double($0.modified) + Double($0.modifiedNanoseconds) / 1e9 } ?? 0
-            let hash = Self.hash(bytes)
+            hash = Self.hash(bytes)
             let seen = state.withLock { state -> Bool in
                 state.reads += 1
                 state.racy = modified >= readStart - 1
@@ -180,7 +184,7 @@ public final class ContainerFileWatcher: Sendable {
             )
         }
         do throws(ContainerFetchError) {
-            try publish(container, hash: Self.hash(bytes))
+            try publish(container, hash: hash)
         } catch {
             return try fail(error)
         }
@@ -196,7 +200,7 @@ public final class ContainerFileWatcher: Sendable {
     private func fail(_ error: ContainerFetchError) throws(ContainerFetchError) -> Bool {
         let id = state.withLock { state -> String in
             state.lastError = error
-            return state.containerID ?? ""
+            return state.containerID ?? fileStem
         }
         logger.warning(
             "\(error.message); the current version stays live",
@@ -247,8 +251,11 @@ public final class ContainerFileWatcher: Sendable {
 
     private func emit(_ event: ContainerRefreshEvent) {
         guard let callback else { return }
-        callback.containerRefresh(state.withLock { $0.containerID } ?? "", event)
+        callback.containerRefresh(state.withLock { $0.containerID } ?? fileStem, event)
     }
+
+    /// The file name without its extension: the container ID until a version loaded.
+    private var fileStem: String { URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent }
 
     /// The file's `stat`, or `nil` when it does not exist (or cannot be examined).
     static func signature(of path: String) -> Signature? {
