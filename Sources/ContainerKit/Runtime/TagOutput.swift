@@ -63,12 +63,24 @@ extension TagOutput: Hashable {
 
 /// Something that makes records durable in order and can tell when a position is: a durable queue.
 ///
-/// Positions (tickets) grow with every write, so waiting for the highest ticket a push produced covers all
-/// of its records in that source.
+/// Positions (tickets) grow with every write. A write can fail on its own (a full disk) while earlier and
+/// later writes succeed, so whether a ticket's records are durable is known per ticket: waiting for the
+/// highest ticket of a push tells when all of its writes ended, not that all of them succeeded.
 public protocol DurabilitySource: AnyObject, Sendable {
     /// Returns once everything up to and including `ticket` is durable; throws if the write holding it
     /// failed.
     func waitUntilDurable(ticket: UInt64) async throws
+
+    /// Returns once everything up to and including the highest of `tickets` is written; throws the error
+    /// of the first write that held one of `tickets` and failed. The default waits for each ticket,
+    /// highest first (so that the later waits return at once).
+    func waitUntilDurable(tickets: [UInt64]) async throws
+}
+
+extension DurabilitySource {
+    public func waitUntilDurable(tickets: [UInt64]) async throws {
+        for ticket in tickets.sorted(by: >) { try await waitUntilDurable(ticket: ticket) }
+    }
 }
 
 /// A position in a ``DurabilitySource``: the records a handler handed over are durable once the source
@@ -97,16 +109,25 @@ public struct DurabilityToken: Sendable, Hashable {
         hasher.combine(ticket)
     }
 
-    /// The tokens to wait for so that every one of `tokens` is durable: the highest ticket per source.
-    public static func covering(_ tokens: some Sequence<DurabilityToken>) -> [DurabilityToken] {
-        var highest: [DurabilityToken] = []
+    /// Waits until every one of `tokens` is durable: one ``DurabilitySource/waitUntilDurable(tickets:)``
+    /// per source, with all of that source's tickets (each may have failed on its own).
+    ///
+    /// - Throws: the error of a write that held one of the tokens' records, if one failed.
+    public static func waitUntilDurable(_ tokens: some Sequence<DurabilityToken>) async throws {
+        var bySource: [(source: any DurabilitySource, tickets: [UInt64])] = []
         for token in tokens {
-            if let i = highest.firstIndex(where: { $0.source === token.source }) {
-                if highest[i].ticket < token.ticket { highest[i] = token }
+            if let i = bySource.firstIndex(where: { $0.source === token.source }) {
+                if !bySource[i].tickets.contains(token.ticket) { bySource[i].tickets.append(token.ticket) }
             } else {
-                highest.append(token)
+                bySource.append((token.source, [token.ticket]))
             }
         }
-        return highest
+        for (source, tickets) in bySource {
+            if tickets.count == 1 {
+                try await source.waitUntilDurable(ticket: tickets[0])
+            } else {
+                try await source.waitUntilDurable(tickets: tickets)
+            }
+        }
     }
 }
