@@ -104,7 +104,8 @@ public final class ContainerFileWatcher: Sendable {
     /// Why the file's current content is not live; `nil` when it is.
     public var lastError: ContainerFetchError? { state.withLock { $0.lastError } }
 
-    /// Checks the file once and, if it changed, loads it and makes it live.
+    /// Checks the file once and, if it changed, loads it and makes it live. Checks must not overlap: do not
+    /// call it while ``run()`` runs.
     /// - Returns: whether a new version went live.
     /// - Throws: ``ContainerFetchError`` (``ContainerFetchError/Code/notFound``, ``ContainerFetchError/Code/io``,
     ///   ``ContainerFetchError/Code/tooLarge``, ``ContainerFetchError/Code/invalidContainer`` or
