@@ -13,15 +13,45 @@ public protocol TagRecord: Sendable {
 /// Handlers return it from ``FunctionCallTagHandler/perform(_:)``; the runtime attaches it to the
 /// ``FiredTag`` of the call, so every caller of ``DataLayer/push(_:)`` sees what *its* push produced.
 public struct TagOutput: Sendable {
+    /// The fields, behind one reference: a ``FiredTag`` carries an output in one word, and copying one (as
+    /// every push result does) is one retain. `nil` is the empty output.
+    private final class Fields: Sendable {
+        let records: [any TagRecord]
+        let problems: [String]
+        let dropReason: String?
+        let durability: DurabilityToken?
+
+        init(records: [any TagRecord], problems: [String], dropReason: String?, durability: DurabilityToken?) {
+            self.records = records
+            self.problems = problems
+            self.dropReason = dropReason
+            self.durability = durability
+        }
+    }
+
+    private var fields: Fields?
+
     /// What the call produced, in order.
-    public var records: [any TagRecord]
+    public var records: [any TagRecord] {
+        get { fields?.records ?? [] }
+        set { self = TagOutput(records: newValue, problems: problems, dropReason: dropReason, durability: durability) }
+    }
     /// Problems with the call that the handler reported (for Braze, rule violations), in words.
-    public var problems: [String]
+    public var problems: [String] {
+        get { fields?.problems ?? [] }
+        set { self = TagOutput(records: records, problems: newValue, dropReason: dropReason, durability: durability) }
+    }
     /// Why the handler deliberately did nothing with the call (for Braze, a call that breaks a rule);
     /// `nil` when it ran. A dropped call's ``FiredTag/status`` is ``FiredTag/Status/dropped(_:)``.
-    public var dropReason: String?
+    public var dropReason: String? {
+        get { fields?.dropReason }
+        set { self = TagOutput(records: records, problems: problems, dropReason: newValue, durability: durability) }
+    }
     /// Resolves once ``records`` are durable; `nil` when there is nothing to wait for.
-    public var durability: DurabilityToken?
+    public var durability: DurabilityToken? {
+        get { fields?.durability }
+        set { self = TagOutput(records: records, problems: problems, dropReason: dropReason, durability: newValue) }
+    }
 
     /// Creates an output.
     public init(
@@ -30,17 +60,18 @@ public struct TagOutput: Sendable {
         dropReason: String? = nil,
         durability: DurabilityToken? = nil
     ) {
-        self.records = records
-        self.problems = problems
-        self.dropReason = dropReason
-        self.durability = durability
+        if records.isEmpty && problems.isEmpty && dropReason == nil && durability == nil {
+            fields = nil
+        } else {
+            fields = Fields(records: records, problems: problems, dropReason: dropReason, durability: durability)
+        }
     }
 
     /// A call that produced nothing and reported nothing.
-    public static let none = TagOutput()
+    public static var none: TagOutput { TagOutput() }
 
     /// Whether the output carries nothing at all.
-    var isEmpty: Bool { records.isEmpty && problems.isEmpty && dropReason == nil && durability == nil }
+    var isEmpty: Bool { fields == nil }
 }
 
 extension TagOutput: Equatable {
