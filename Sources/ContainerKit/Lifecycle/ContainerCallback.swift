@@ -1,9 +1,11 @@
-/// Where a refresh came from: the on-disk saved container or the network.
+/// Where a refresh came from: the on-disk saved container, the network, or a watched file.
 public enum RefreshType: String, Sendable, Hashable, CaseIterable {
     /// Loading the saved container from disk.
     case saved
     /// Fetching the container from its network source.
     case network
+    /// Reading a changed container file (``ContainerFileWatcher``).
+    case file
 }
 
 /// Why a refresh failed. The six cases of the GTM mobile SDK.

@@ -28,8 +28,10 @@ public final class ContainerHolder: Sendable {
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextWaiterID = 0
         var callbacks: [any ContainerCallback] = []
-        var lastNetworkAttempt: Date?
-        var nextRefresh: Date?
+        /// When the last network refresh started, as elapsed time of the configured clock.
+        var lastNetworkAttempt: Duration?
+        /// When the next network refresh is due, as elapsed time of the configured clock.
+        var nextRefresh: Duration?
         var lastFailure: RefreshFailure?
         var manualRequested = false
         /// The refresh loop waiting for its next deadline; resumed early by a manual refresh or `close()`.
@@ -69,9 +71,12 @@ public final class ContainerHolder: Sendable {
         }
     }
 
-    /// When the next scheduled network refresh is due; `nil` before the first one is scheduled, without a
+    /// When the next scheduled network refresh is due, as a wall-clock time (see
+    /// ``LifecycleConfiguration/wallClockAnchor``); `nil` before the first one is scheduled, without a
     /// network source, and after ``close()``.
-    public var nextRefresh: Date? { state.withLock { $0.closed ? nil : $0.nextRefresh } }
+    public var nextRefresh: Date? {
+        state.withLock { $0.closed ? nil : $0.nextRefresh }.map(configuration.time.wallTime(at:))
+    }
 
     /// Why the last network refresh failed; `nil` after a success.
     public var lastFailure: RefreshFailure? { state.withLock { $0.lastFailure } }
@@ -91,11 +96,11 @@ public final class ContainerHolder: Sendable {
     @discardableResult
     public func refresh(force: Bool) -> Bool {
         guard configuration.network != nil else { return false }
-        let now = configuration.clock.now
+        let now = configuration.time.now
         let minimum = configuration.refreshPolicy.minimumManualInterval
         let (accepted, wake) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
             if state.closed || state.manualRequested { return (false, nil) }
-            if !force, let last = state.lastNetworkAttempt, now.timeIntervalSince(last) < minimum {
+            if !force, let last = state.lastNetworkAttempt, now - last < minimum {
                 return (false, nil)
             }
             state.manualRequested = true
@@ -106,7 +111,7 @@ public final class ContainerHolder: Sendable {
             wake?.resume()
             logger.info("refresh of '\(containerID)' requested\(force ? " (forced)" : "")")
         } else {
-            logger.info("refresh of '\(containerID)' ignored: at most one refresh every \(Int(minimum)) seconds")
+            logger.info("refresh of '\(containerID)' ignored: at most one refresh every \(minimum)")
         }
         return accepted
     }
@@ -134,7 +139,7 @@ public final class ContainerHolder: Sendable {
     /// Loads the holder for an `open` made while no ``TagManager/run()`` is running: the initial load runs
     /// in the caller's task until the open is resolved or `timeout` passes; what is still loading then is
     /// cancelled and left to ``TagManager/run()`` (the network fetch becomes due at once).
-    func openWithoutRunner(timeout: TimeInterval) async {
+    func openWithoutRunner(timeout: Duration) async {
         let claimed = claimInitialLoad()
         await withTaskGroup(of: Void.self) { group in
             if claimed { group.addTask { await self.initialLoad() } }
@@ -171,20 +176,20 @@ public final class ContainerHolder: Sendable {
         await refreshLoop()
     }
 
-    /// Waits until the open is resolved (the open type is satisfied) or `timeout` seconds pass, whichever
-    /// comes first; a timeout resolves the open with the best version loaded so far.
-    func waitUntilResolved(timeout: TimeInterval) async {
+    /// Waits until the open is resolved (the open type is satisfied) or `timeout` passes on the clock,
+    /// whichever comes first; a timeout resolves the open with the best version loaded so far.
+    func waitUntilResolved(timeout: Duration) async {
         let waiterID = state.withLock { state -> Int? in
             guard !state.resolved else { return nil }
             defer { state.nextWaiterID += 1 }
             return state.nextWaiterID
         }
         guard let waiterID else { return }
-        let clock = configuration.clock
-        let deadline = clock.now.addingTimeInterval(max(0, timeout))
+        let time = configuration.time
+        let deadline = time.now + max(.zero, timeout)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                await clock.sleep(until: deadline)
+                await time.sleepUntil(deadline)
                 if !Task.isCancelled { self.resolve() }
             }
             group.addTask {
@@ -254,17 +259,22 @@ public final class ContainerHolder: Sendable {
     private func initialLoad() async {
         await loadDefault()
         let saved = await loadSaved()
-        let now = configuration.clock.now
-        let age = saved?.fetchedAt.map { now.timeIntervalSince($0) }
-        let fresh = age.map { $0 >= 0 && $0 < configuration.refreshPolicy.afterSuccess } ?? false
+        let now = configuration.time.now
+        let wallNow = configuration.time.wallTime(at: now)
+        let age = saved?.fetchedAt.map { Duration.seconds(wallNow.timeIntervalSince($0)) }
+        let fresh = age.map { $0 >= .zero && $0 < configuration.refreshPolicy.afterSuccess } ?? false
+        if fresh, let age, configuration.network != nil {
+            // Scheduled before the open resolves, so that the open's caller sees it.
+            let due = now + (configuration.refreshPolicy.afterSuccess - age)
+            state.withLock { $0.nextRefresh = due }
+        }
         if saved != nil && (openType == .preferNonDefault || fresh) { resolve() }
         guard configuration.network != nil else {
             resolve()
             return
         }
-        if fresh, let fetchedAt = saved?.fetchedAt {
-            let due = fetchedAt.addingTimeInterval(configuration.refreshPolicy.afterSuccess)
-            state.withLock { $0.nextRefresh = due }
+        if fresh {
+            // Refreshed on schedule by the refresh loop.
         } else if Task.isCancelled {
             state.withLock { $0.nextRefresh = now }
         } else {
@@ -314,7 +324,7 @@ public final class ContainerHolder: Sendable {
             let (target, manual, closed) = state.withLock { ($0.nextRefresh, $0.manualRequested, $0.closed) }
             if closed || Task.isCancelled || tagManager == nil || configuration.network == nil { return }
             if !manual {
-                if let target, configuration.clock.now >= target {
+                if let target, configuration.time.now >= target {
                     await refreshFromNetwork()
                 } else {
                     await waitForWake(until: target)
@@ -327,10 +337,10 @@ public final class ContainerHolder: Sendable {
 
     /// Returns at `deadline` (never, if `nil`), when ``refresh(force:)`` or ``close()`` wakes the loop, or
     /// when the task is cancelled.
-    private func waitForWake(until deadline: Date?) async {
-        let clock = configuration.clock
+    private func waitForWake(until deadline: Duration?) async {
+        let time = configuration.time
         await withTaskGroup(of: Void.self) { group in
-            if let deadline { group.addTask { await clock.sleep(until: deadline) } }
+            if let deadline { group.addTask { await time.sleepUntil(deadline) } }
             group.addTask {
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -356,10 +366,10 @@ public final class ContainerHolder: Sendable {
     /// Fetches the container from the network source, offers it, saves it, and schedules the next refresh.
     private func refreshFromNetwork() async {
         guard let network = configuration.network else { return }
-        let clock = configuration.clock
+        let time = configuration.time
         let etag = state.withLock { state -> String? in
             state.manualRequested = false
-            state.lastNetworkAttempt = clock.now
+            state.lastNetworkAttempt = time.now
             return state.loaded == nil ? nil : state.etag
         }
         emit(.began(.network))
@@ -367,11 +377,11 @@ public final class ContainerHolder: Sendable {
             switch try await network.fetch(id: containerID, ifNoneMatch: etag) {
             case .container(let bytes, let newETag):
                 let container = try configuration.compile(bytes, id: containerID, origin: "network")
-                let fetchedAt = clock.now
+                let fetchedAt = time.wallNow
                 offer(Candidate(container: container, origin: .network, lastRefresh: fetchedAt), etag: newETag)
                 await save(bytes, etag: newETag, fetchedAt: fetchedAt)
             case .notModified:
-                let fetchedAt = clock.now
+                let fetchedAt = time.wallNow
                 let cached = state.withLock { state -> Bool in
                     guard state.loaded != nil else { return false }
                     state.loaded?.origin = .network
@@ -383,17 +393,17 @@ public final class ContainerHolder: Sendable {
                 }
                 await touch(fetchedAt: fetchedAt)
             }
-            let due = clock.now.addingTimeInterval(configuration.refreshPolicy.afterSuccess)
+            let due = time.now + configuration.refreshPolicy.afterSuccess
             state.withLock { state in
                 state.nextRefresh = due
                 state.lastFailure = nil
             }
             emit(.succeeded(.network))
         } catch  where Task.isCancelled {
-            state.withLock { $0.nextRefresh = clock.now }
+            state.withLock { $0.nextRefresh = time.now }
             logger.info("refreshing '\(containerID)' from the network was cancelled; it is due again")
         } catch {
-            let due = clock.now.addingTimeInterval(configuration.refreshPolicy.afterFailure)
+            let due = time.now + configuration.refreshPolicy.afterFailure
             state.withLock { state in
                 state.nextRefresh = due
                 state.lastFailure = error.refreshFailure

@@ -20,9 +20,9 @@ import Foundation
 public struct HTTPContainerSource: ContainerSource, PreviewSource, CustomStringConvertible {
     /// The answer size limit (default 8 MiB).
     public var maximumBytes: Int
-    /// How long a request may take in all, from connecting to the last byte, in seconds (default 30). A
+    /// How long a request may take in all, from connecting to the last byte (default 30 seconds). A
     /// server that sends its answer a byte at a time is cut off when it passes.
-    public var timeout: TimeInterval
+    public var timeout: Duration
 
     private enum Endpoint: Sendable {
         case base(URL)
@@ -34,7 +34,7 @@ public struct HTTPContainerSource: ContainerSource, PreviewSource, CustomStringC
     /// A source that fetches `{base}/r?id=<ID>`.
     /// - Throws: ``ContainerFetchError/Code/invalidURL`` unless `base` is an http or https URL with a host
     ///   and without a query or fragment.
-    public init(base: URL, maximumBytes: Int = 8 * 1024 * 1024, timeout: TimeInterval = 30)
+    public init(base: URL, maximumBytes: Int = 8 * 1024 * 1024, timeout: Duration = .seconds(30))
         throws(ContainerFetchError)
     {
         try HTTPContainerSource.check(base, shown: base.absoluteString)
@@ -49,7 +49,7 @@ public struct HTTPContainerSource: ContainerSource, PreviewSource, CustomStringC
     /// A source that fetches `template` with `{id}` replaced by the container ID.
     /// - Throws: ``ContainerFetchError/Code/invalidURL`` unless `template` holds `{id}` and makes an http or
     ///   https URL with a host.
-    public init(template: String, maximumBytes: Int = 8 * 1024 * 1024, timeout: TimeInterval = 30)
+    public init(template: String, maximumBytes: Int = 8 * 1024 * 1024, timeout: Duration = .seconds(30))
         throws(ContainerFetchError)
     {
         guard template.contains("{id}") else {

@@ -16,15 +16,14 @@ struct HTTPFetch: Sendable {
     var shownURL: String
     var headers: [String: String]
     var maximumBytes: Int
-    /// The longest the whole request may take, in seconds.
-    var timeout: TimeInterval
+    /// The longest the whole request may take.
+    var timeout: Duration
 
     func run() async throws(ContainerFetchError) -> Answer {
-        let milliseconds = (max(0.001, timeout) * 1000).rounded(.up)
         var request = BoundedHTTPRequest(
             url: url,
             maximumResponseBytes: maximumBytes,
-            deadline: .milliseconds(Int64(min(milliseconds, 1e15)))
+            deadline: max(.milliseconds(1), timeout)
         )
         request.headers = headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
         do throws(BoundedHTTPError) {
@@ -61,7 +60,7 @@ struct HTTPFetch: Sendable {
         case .deadlineExceeded:
             return ContainerFetchError(
                 .networkError,
-                "'\(shownURL)' did not answer in full within \(Self.seconds(timeout)) seconds"
+                "'\(shownURL)' did not answer in full within \(Self.seconds(timeout.seconds)) seconds"
             )
         case .badResponse:
             return ContainerFetchError(.badResponse, "'\(shownURL)' sent an answer that is not http\(detail)")

@@ -22,8 +22,19 @@ public struct LifecycleConfiguration: Sendable {
     public var network: (any ContainerSource)?
     /// Where preview drafts come from; without one, ``TagManager/preview(url:)`` refuses to enter preview.
     public var preview: (any PreviewSource)?
-    /// The time source of timeouts and schedules.
-    public var clock: any RefreshClock
+    /// The time source of open timeouts, the refresh schedule and throttle, and the age of saved containers
+    /// (`ContinuousClock` by default; ``ManualClock`` in tests). Fixed when the configuration is made: the
+    /// configuration reads the clock once then, and measures every interval from that reading.
+    public let clock: any Clock<Duration>
+    /// The wall-clock time at which the configuration read ``clock`` (by default `Date()` then).
+    ///
+    /// Saved containers carry the wall-clock time they were fetched, which survives restarts; the lifecycle
+    /// computes wall-clock time as this anchor plus the time elapsed on ``clock`` since, so that a
+    /// ``ManualClock`` also moves the age of saved containers, and so that no second time source is needed.
+    /// The fetch times it records (``OpenedContainer/lastRefresh``, ``SavedContainer/fetchedAt``) and
+    /// ``ContainerHolder/nextRefresh`` are on this scale. With `ContinuousClock`, a wall-clock step (NTP, a
+    /// manual change) after the configuration was made is not seen.
+    public let wallClockAnchor: Date
     /// The refresh schedule.
     public var refreshPolicy: RefreshPolicy
     /// Whether pushes wait for a container.
@@ -33,12 +44,16 @@ public struct LifecycleConfiguration: Sendable {
     public var loadOptions: LoadOptions
 
     /// Creates a configuration.
+    /// - Parameters:
+    ///   - clock: the time source of timeouts and schedules; see ``clock``.
+    ///   - wallClockAnchor: the wall-clock time now; see ``wallClockAnchor``.
     public init(
         defaultContainers: (any ContainerSource)? = nil,
         savedContainers: SavedContainerStore? = nil,
         network: (any ContainerSource)? = nil,
         preview: (any PreviewSource)? = nil,
-        clock: any RefreshClock = SystemRefreshClock(),
+        clock: any Clock<Duration> = ContinuousClock(),
+        wallClockAnchor: Date = Date(),
         refreshPolicy: RefreshPolicy = .standard,
         delayedInitialization: DelayedInitialization = DelayedInitialization(),
         loadOptions: LoadOptions = LoadOptions()
@@ -48,10 +63,15 @@ public struct LifecycleConfiguration: Sendable {
         self.network = network
         self.preview = preview
         self.clock = clock
+        self.wallClockAnchor = wallClockAnchor
+        self.time = LifecycleTime(clock: clock, wallClockAnchor: wallClockAnchor)
         self.refreshPolicy = refreshPolicy
         self.delayedInitialization = delayedInitialization
         self.loadOptions = loadOptions
     }
+
+    /// The lifecycle's reading of ``clock``.
+    let time: LifecycleTime
 
     /// Compiles fetched `bytes` as container `id`.
     func compile(_ bytes: [UInt8], id: String, origin: String) throws(ContainerFetchError) -> Container {

@@ -14,6 +14,8 @@ final class LifecycleState: Sendable {
 
     let configuration = Mutex(LifecycleConfiguration())
     let holders = Mutex<[String: ContainerHolder]>([:])
+    /// The file watches ``TagManager/run()`` runs.
+    let watchers = Mutex<[ContainerFileWatcher]>([])
     let preview = Mutex<Preview?>(nil)
     let deferral = DeferredPushes()
     let debugMode = Atomic<Bool>(false)

@@ -4,21 +4,21 @@ import Foundation
 public struct RefreshPolicy: Sendable, Hashable {
     /// The wait after a successful network refresh, and the age at which a saved container is stale
     /// (default 12 hours).
-    public var afterSuccess: TimeInterval
+    public var afterSuccess: Duration
     /// The wait after a failed network refresh (default 1 hour).
-    public var afterFailure: TimeInterval
+    public var afterFailure: Duration
     /// The shortest time between two network refreshes that ``ContainerHolder/refresh()`` allows
     /// (default 15 minutes).
-    public var minimumManualInterval: TimeInterval
+    public var minimumManualInterval: Duration
 
     /// GTM's schedule: 12 hours, 1 hour, 15 minutes.
     public static let standard = RefreshPolicy()
 
     /// Creates a policy; every parameter defaults to GTM's value.
     public init(
-        afterSuccess: TimeInterval = 12 * 3600,
-        afterFailure: TimeInterval = 3600,
-        minimumManualInterval: TimeInterval = 15 * 60
+        afterSuccess: Duration = .seconds(12 * 3600),
+        afterFailure: Duration = .seconds(3600),
+        minimumManualInterval: Duration = .seconds(15 * 60)
     ) {
         self.afterSuccess = afterSuccess
         self.afterFailure = afterFailure

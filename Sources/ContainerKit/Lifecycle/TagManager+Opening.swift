@@ -2,7 +2,7 @@ import Foundation
 
 extension TagManager {
     /// GTM's default open timeout: 2 seconds.
-    public static let defaultOpenTimeout: TimeInterval = 2
+    public static let defaultOpenTimeout: Duration = .seconds(2)
 
     /// Creates a runtime that opens containers as `lifecycle` describes.
     /// - Parameters:
@@ -41,20 +41,20 @@ extension TagManager {
     /// adds `callback`; `openType` then has no effect.
     ///
     /// ```swift
-    /// let opened = try await manager.open(id: "GTM-XXXX", openType: .preferFresh, timeout: 2)
+    /// let opened = try await manager.open(id: "GTM-XXXX", openType: .preferFresh, timeout: .seconds(2))
     /// if opened.isDefault { print("serving the bundled default container for now") }
     /// ```
     /// - Parameters:
     ///   - id: the container ID, `GTM-XXXX`.
     ///   - openType: when to stop waiting (GTM's PreferNonDefault or PreferFresh).
-    ///   - timeout: the longest wait, in seconds of the configured ``RefreshClock`` (default 2).
+    ///   - timeout: the longest wait, on the configured ``LifecycleConfiguration/clock`` (default 2 seconds).
     ///   - callback: told when each saved and network refresh begins, succeeds or fails.
     /// - Throws: ``ContainerError`` with ``ContainerError/Code/invalidContainerID`` when `id` breaks the
     ///   `GTM-XXXX` pattern.
     public func open(
         id: String,
         openType: OpenType = .preferNonDefault,
-        timeout: TimeInterval = TagManager.defaultOpenTimeout,
+        timeout: Duration = TagManager.defaultOpenTimeout,
         callback: (any ContainerCallback)? = nil
     ) async throws(ContainerError) -> OpenedContainer {
         guard ContainerLoader.isContainerID(id) else {
@@ -82,7 +82,7 @@ extension TagManager {
 
     /// Runs the lifecycle's long-lived work until the calling task is cancelled: the loading and refresh
     /// schedule of every opened container (opened before or during the call), file watches
-    /// (``watch(path:interval:)``) and preview fetches, each as a child task.
+    /// (``watch(path:interval:containerID:callback:)``) and preview fetches, each as a child task.
     ///
     /// On cancellation it drains: every child is cancelled (a network fetch in progress is abandoned —
     /// ``HTTPContainerSource`` cancels its request — and no refresh is recorded as failed), the pushes that
@@ -105,9 +105,11 @@ extension TagManager {
             throw ContainerFetchError(.notConfigured, "this tag manager's run() is already running")
         }
         let holders = lifecycle.holders.withLock { Array($0.values) }
+        let watchers = lifecycle.watchers.withLock { $0 }
         await withTaskCancellationHandler {
             await withDiscardingTaskGroup { group in
                 for holder in holders { group.addTask { await holder.run() } }
+                for watcher in watchers { group.addTask { try? await watcher.run() } }
                 for await work in stream { group.addTask { await work.run() } }
                 group.cancelAll()
             }
@@ -118,25 +120,61 @@ extension TagManager {
         lifecycle.deferral.replayIfDue(self)
     }
 
+    /// Loads the container in the file at `path`, makes it live, and keeps watching the file: ``run()``
+    /// (now, if it is running, or when it starts) checks it every `interval` on the configured clock and
+    /// replaces the live version when the file changes and loads; see ``ContainerFileWatcher``.
+    ///
+    /// ```swift
+    /// try await manager.watch(path: "/etc/myservice/GTM-XXXX.json")
+    /// ```
+    /// - Parameters:
+    ///   - path: the container file.
+    ///   - interval: the time between two checks (default 2 seconds).
+    ///   - containerID: the ID the file must hold; by default the one its first version holds.
+    ///   - callback: told when each changed version is read and whether it loaded.
+    /// - Returns: the watch (its ``ContainerFileWatcher/lastError`` says why a change was not taken).
+    /// - Throws: ``ContainerFetchError`` when the file cannot be read or does not load now; nothing is
+    ///   watched then.
+    @discardableResult
+    public func watch(
+        path: String,
+        interval: Duration = .seconds(2),
+        containerID: String? = nil,
+        callback: (any ContainerCallback)? = nil
+    ) async throws(ContainerFetchError) -> ContainerFileWatcher {
+        let watcher = ContainerFileWatcher(
+            path: path,
+            tagManager: self,
+            interval: interval,
+            containerID: containerID,
+            callback: callback
+        )
+        try await watcher.check()
+        lifecycle.watchers.withLock { $0.append(watcher) }
+        _ = lifecycle.submit(LifecycleWork(run: { try? await watcher.run() }))
+        return watcher
+    }
+
     /// Whether ``run()`` is running (for health checks, and for tests that start it in a task).
     public var isRunning: Bool { lifecycle.runner.withLock { $0 != nil } }
 
-    /// Returns once container `id` is live (at once if it is), or throws when `timeout` seconds of the
-    /// configured clock pass first. For readiness checks: `try await manager.waitUntilLive(id: "GTM-XXXX")`.
+    /// Returns once container `id` is live (at once if it is), or throws when `timeout` passes first on the
+    /// configured clock. For readiness checks:
+    /// `try await manager.waitUntilLive(id: "GTM-XXXX", timeout: .seconds(10))`.
     /// - Returns: the live container.
     /// - Throws: ``ContainerFetchError`` with ``ContainerFetchError/Code/networkError`` (message
-    ///   "… is not live after … seconds") at the timeout; `CancellationError` when the task is cancelled.
+    ///   "… is not live after …") at the timeout; `CancellationError` when the task is cancelled.
     @discardableResult
-    public func waitUntilLive(id: String, timeout: TimeInterval) async throws -> Container {
-        let clock = lifecycleConfiguration.clock
-        let deadline = clock.now.addingTimeInterval(max(0, timeout))
+    public func waitUntilLive(id: String, timeout: Duration) async throws -> Container {
+        let time = lifecycleConfiguration.time
+        let deadline = time.now + max(.zero, timeout)
         let waiterID = lifecycle.liveWaiters.withLock { waiters -> Int in
             defer { waiters.next += 1 }
             return waiters.next
         }
         let lifecycle = self.lifecycle
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await clock.sleep(until: deadline) }
+            group.addTask { await time.sleepUntil(deadline) }
             group.addTask {
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -156,7 +194,7 @@ extension TagManager {
         }
         if let container = container(id: id) { return container }
         try Task.checkCancellation()
-        throw ContainerFetchError(.networkError, "'\(id)' is not live after \(timeout) seconds")
+        throw ContainerFetchError(.networkError, "'\(id)' is not live after \(timeout)")
     }
 
     /// Opens container `id` like ``open(id:openType:timeout:callback:)`` and calls `notifier` with the
@@ -164,7 +202,7 @@ extension TagManager {
     public func open(
         id: String,
         openType: OpenType = .preferNonDefault,
-        timeout: TimeInterval = TagManager.defaultOpenTimeout,
+        timeout: Duration = TagManager.defaultOpenTimeout,
         callback: (any ContainerCallback)? = nil,
         notifier: @escaping @Sendable (Result<OpenedContainer, ContainerError>) -> Void
     ) async {

@@ -9,7 +9,8 @@ extension LifecycleTests {
     @Suite struct AtomicReplacementTests {
         typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
-        let clock = ManualRefreshClock()
+        let clock = ManualClock()
+        let callbacks = CallbackRecorder()
         let runner = Runner()
 
         /// Version `version` of the fixture whose `played` tag calls `com.example.Played<version>`.
@@ -23,27 +24,30 @@ extension LifecycleTests {
             let manager = await runner.run(
                 TagManager(
                     logger: InMemoryLogger(),
-                    lifecycle: LifecycleConfiguration(network: ScriptedSource(versions.map(Self.version)), clock: clock)
+                    lifecycle: .testing(network: ScriptedSource(versions.map(Self.version)), clock: clock)
                 )
             )
-            _ = try await manager.open(id: id, timeout: 3600)
+            _ = try await manager.open(id: id, timeout: .seconds(3600), callback: callbacks)
             return (manager, try #require(manager.containerHolder(id: id)))
         }
 
         /// Refreshes by hand (after the 15-minute throttle) and waits until `version` is live.
         func refresh(_ holder: ContainerHolder, _ manager: TagManager, to version: String) async {
-            clock.advance(by: 15 * 60)
+            let refreshes = callbacks.events.count { $0 == .succeeded(.network) }
+            clock.advance(by: .seconds(15 * 60))
             #expect(holder.refresh())
-            #expect(await eventually { manager.liveVersion() == version })
+            await callbacks.waitFor(.succeeded(.network), count: refreshes + 1)
+            #expect(manager.liveVersion() == version)
         }
 
         @Test func aPushInFlightFinishesOnTheVersionItStartedWith() async throws {
             let (manager, holder) = try await open(["1", "2"])
-            let entered = Mutex(false)
+            let entered = Arrivals()
+            let finished = Arrivals()
             let release = DispatchSemaphore(value: 0)
             manager.register(
                 tagHandler: ClosureTagHandler { _ in
-                    entered.withLock { $0 = true }
+                    entered.arrive()
                     _ = release.wait(timeout: .now() + 30)
                 },
                 for: "com.example.Played1"
@@ -53,12 +57,13 @@ extension LifecycleTests {
             Thread.detachNewThread {
                 let pushed = session.push(event: "played", parameters: ["song": "a"])
                 result.withLock { $0 = pushed }
+                finished.arrive()
             }
-            #expect(await eventually { entered.withLock { $0 } })
+            await entered.wait()
 
             await refresh(holder, manager, to: "2")
             release.signal()
-            #expect(await eventually { result.withLock { $0 } != nil })
+            await finished.wait()
             let inFlight = try #require(result.withLock { $0 })
             #expect(inFlight.fired.map(\.classPath) == ["com.example.Played1"])
             #expect(inFlight.fired.map(\.status) == [.ok])
@@ -70,6 +75,7 @@ extension LifecycleTests {
             let (manager, holder) = try await open(versions)
             let stop = Gate()
             let outcomes = Mutex<[(pushes: Int, bad: Int, seen: Set<String>)]>([])
+            let done = Arrivals()
             for _ in 0..<4 {
                 // Threads, not tasks: synchronous pushes in a loop would starve the cooperative pool.
                 Thread.detachNewThread {
@@ -87,11 +93,12 @@ extension LifecycleTests {
                         if let path = result.fired.first?.classPath { seen.insert(path) }
                     }
                     outcomes.withLock { $0.append((pushes, bad, seen)) }
+                    done.arrive()
                 }
             }
             for version in versions.dropFirst() { await refresh(holder, manager, to: version) }
             stop.open()
-            #expect(await eventually { outcomes.withLock { $0.count } == 4 })
+            await done.wait(for: 4)
             var seen = Set<String>()
             for outcome in outcomes.withLock({ $0 }) {
                 #expect(outcome.bad == 0)

@@ -7,7 +7,7 @@ extension LifecycleTests {
     @Suite struct ContainerCallbackTests {
         typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
-        let clock = ManualRefreshClock()
+        let clock = ManualClock()
         let runner = Runner()
 
         func open(_ network: (any ContainerSource)?, saved: SavedContainerStore?) async throws -> CallbackRecorder {
@@ -15,10 +15,10 @@ extension LifecycleTests {
             let manager = await runner.run(
                 TagManager(
                     logger: InMemoryLogger(),
-                    lifecycle: LifecycleConfiguration(savedContainers: saved, network: network, clock: clock)
+                    lifecycle: .testing(savedContainers: saved, network: network, clock: clock)
                 )
             )
-            _ = try await manager.open(id: id, timeout: 3600, callback: callbacks)
+            _ = try await manager.open(id: id, timeout: .seconds(3600), callback: callbacks)
             return callbacks
         }
 
@@ -36,7 +36,7 @@ extension LifecycleTests {
 
         @Test func reportsASavedContainerThatLoads() async throws {
             let store = SavedContainerStore(directory: temporaryDirectory())
-            try await store.save(id: id, bytes: Fixtures.live(), etag: nil, fetchedAt: clock.now)
+            try await store.save(id: id, bytes: Fixtures.live(), etag: nil, fetchedAt: clock.wallNow)
             let callbacks = try await open(nil, saved: store)
             #expect(callbacks.events == [.began(.saved), .succeeded(.saved)])
         }
@@ -80,7 +80,7 @@ extension LifecycleTests {
         ) async throws {
             let server = try ContainerTestServer { _ in response }
             defer { server.stop() }
-            let source = try HTTPContainerSource(base: server.baseURL, timeout: 1)
+            let source = try HTTPContainerSource(base: server.baseURL, timeout: .seconds(1))
             let callbacks = try await open(source, saved: nil)
             #expect(callbacks.events == [.began(.network), .failed(.network, failure)], "\(name)")
         }
@@ -116,7 +116,7 @@ extension LifecycleTests {
             }
             let manager = TagManager(
                 logger: InMemoryLogger(),
-                lifecycle: LifecycleConfiguration(
+                lifecycle: .testing(
                     network: ScriptedSource([ScriptedSource.container("1")]),
                     clock: clock
                 )

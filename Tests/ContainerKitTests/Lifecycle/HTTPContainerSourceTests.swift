@@ -11,7 +11,7 @@ extension LifecycleTests {
             _ response: ContainerTestServer.Response,
             etag: String? = nil,
             maximumBytes: Int = 1 << 20,
-            timeout: TimeInterval = 30
+            timeout: Duration = .seconds(30)
         ) async throws -> (Result<ContainerFetchResult, ContainerFetchError>, ContainerTestServer) {
             let server = try ContainerTestServer { _ in response }
             let source = try HTTPContainerSource(base: server.baseURL, maximumBytes: maximumBytes, timeout: timeout)
@@ -86,7 +86,7 @@ extension LifecycleTests {
         }
 
         @Test func mapsASlowAnswerToANetworkErrorAfterTheTimeout() async throws {
-            let (result, server) = try await fetch(.hang, timeout: 1)
+            let (result, server) = try await fetch(.hang, timeout: .seconds(1))
             defer { server.stop() }
             #expect(result.failure?.refreshFailure == .networkError)
         }
@@ -117,7 +117,10 @@ extension LifecycleTests {
         }
 
         @Test func endsADrippingAnswerAtTheTimeout() async throws {
-            let (result, server) = try await fetch(ContainerTestServer.Hostile.drip(limit: 2000), timeout: 0.25)
+            let (result, server) = try await fetch(
+                ContainerTestServer.Hostile.drip(limit: 2000),
+                timeout: .milliseconds(250)
+            )
             defer { server.stop() }
             #expect(result.failure?.code == .networkError)
             #expect(result.failure?.message.hasSuffix("did not answer in full within 0.25 seconds") == true)

@@ -3,28 +3,92 @@ import Foundation
 import Synchronization
 import TestSupport
 
-/// Waits (polling, with a generous deadline) until `condition` holds; returns whether it did.
-func eventually(within seconds: TimeInterval = 10, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        if Date() > deadline { return false }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    return true
+/// The wall-clock time the lifecycle tests' configurations start at (2024-01-01T00:00:00Z).
+let testWallClockStart = Date(timeIntervalSince1970: 1_704_067_200)
+
+extension ManualClock {
+    /// The wall-clock time of a lifecycle configuration made with this clock (unadvanced) and
+    /// ``testWallClockStart``.
+    var wallNow: Date { testWallClockStart.addingTimeInterval(now.offset.testSeconds) }
 }
 
-/// Records refresh events.
-final class CallbackRecorder: ContainerCallback {
-    private let storage = Mutex<[ContainerRefreshEvent]>([])
+extension Duration {
+    /// The duration in seconds.
+    var testSeconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
 
-    func containerRefresh(_ containerID: String, _ event: ContainerRefreshEvent) {
-        storage.withLock { $0.append(event) }
+extension LifecycleConfiguration {
+    /// A configuration on `clock` whose wall-clock time starts at ``testWallClockStart``.
+    static func testing(
+        defaultContainers: (any ContainerSource)? = nil,
+        savedContainers: SavedContainerStore? = nil,
+        network: (any ContainerSource)? = nil,
+        preview: (any PreviewSource)? = nil,
+        clock: ManualClock,
+        delayedInitialization: DelayedInitialization = DelayedInitialization()
+    ) -> LifecycleConfiguration {
+        precondition(clock.now.offset == .zero, "make the configuration before advancing the clock")
+        return LifecycleConfiguration(
+            defaultContainers: defaultContainers,
+            savedContainers: savedContainers,
+            network: network,
+            preview: preview,
+            clock: clock,
+            wallClockAnchor: testWallClockStart,
+            delayedInitialization: delayedInitialization
+        )
+    }
+}
+
+/// Records refresh events; tests wait for events without polling.
+final class CallbackRecorder: ContainerCallback {
+    private struct State {
+        var events: [ContainerRefreshEvent] = []
+        var waiters:
+            [(ready: @Sendable ([ContainerRefreshEvent]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    var events: [ContainerRefreshEvent] { storage.withLock { $0 } }
+    private let storage = Mutex(State())
 
-    /// Waits until at least `count` events arrived.
-    func waitFor(_ count: Int) async -> Bool { await eventually { events.count >= count } }
+    func containerRefresh(_ containerID: String, _ event: ContainerRefreshEvent) {
+        let ready = storage.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.events.append(event)
+            let events = state.events
+            var ready: [CheckedContinuation<Void, Never>] = []
+            state.waiters.removeAll { waiter in
+                guard waiter.ready(events) else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    var events: [ContainerRefreshEvent] { storage.withLock { $0.events } }
+
+    /// Returns once `ready` holds for the events so far (at once if it does).
+    func wait(until ready: @escaping @Sendable ([ContainerRefreshEvent]) -> Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = storage.withLock { state -> Bool in
+                if ready(state.events) { return true }
+                state.waiters.append((ready, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Returns once at least `count` events arrived.
+    func waitFor(_ count: Int) async { await wait { $0.count >= count } }
+
+    /// Returns once `event` arrived at least `count` times.
+    func waitFor(_ event: ContainerRefreshEvent, count: Int = 1) async {
+        await wait { events in events.count { $0 == event } >= count }
+    }
 }
 
 /// Records the tag calls a tag manager makes: the class path and the `song` argument.
@@ -130,16 +194,102 @@ enum LifecycleTests {}
 final class Runner: Sendable {
     private let tasks = Mutex<[Task<Void, any Error>]>([])
 
-    /// Starts `manager.run()` and waits until it runs; returns the manager.
+    /// Starts `manager.run()`, which is running when this returns (the task starts immediately and
+    /// registers its runner before it first suspends); returns the manager.
     @discardableResult
     func run(_ manager: TagManager) async -> TagManager {
-        let task = Task { try await manager.run() }
+        let task = Task.immediate { try await manager.run() }
         tasks.withLock { $0.append(task) }
-        _ = await eventually { manager.isRunning }
+        precondition(manager.isRunning)
         return manager
     }
 
     deinit {
         for task in tasks.withLock({ $0 }) { task.cancel() }
+    }
+}
+
+/// Counts arrivals; a test waits (without polling) until a number of them happened.
+final class Arrivals: Sendable {
+    private let state = Mutex<(count: Int, waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)])>(
+        (0, [])
+    )
+
+    /// Records one arrival.
+    func arrive() {
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.count += 1
+            let count = state.count
+            var ready: [CheckedContinuation<Void, Never>] = []
+            state.waiters.removeAll { waiter in
+                guard waiter.count <= count else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Returns once at least `count` arrivals happened.
+    func wait(for count: Int = 1) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.count >= count { return true }
+                state.waiters.append((count, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+}
+
+/// An ``InMemoryLogger`` a test can wait on: ``waitFor(_:)`` returns once an entry matches.
+final class WaitingLogger: DiagnosticLogger {
+    let minimumLevel: LogLevel
+    private let recorded: InMemoryLogger
+    private let waiters = Mutex<
+        [(match: @Sendable (LogLevel, String) -> Bool, continuation: CheckedContinuation<Void, Never>)]
+    >([])
+
+    init(minimumLevel: LogLevel = .verbose) {
+        self.minimumLevel = minimumLevel
+        self.recorded = InMemoryLogger(minimumLevel: minimumLevel)
+    }
+
+    func write(_ level: LogLevel, _ message: String, metadata: LogMetadata) {
+        recorded.write(level, message, metadata: metadata)
+        let ready = waiters.withLock { waiters -> [CheckedContinuation<Void, Never>] in
+            var ready: [CheckedContinuation<Void, Never>] = []
+            waiters.removeAll { waiter in
+                guard waiter.match(level, message) else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    var entries: [InMemoryLogger.Entry] { recorded.entries }
+
+    func messages(at level: LogLevel) -> [String] { recorded.messages(at: level) }
+
+    /// Returns once an entry (logged before or after the call) matches.
+    func waitFor(_ match: @escaping @Sendable (LogLevel, String) -> Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            // The lock is held while the past entries are checked, so no entry is missed in between.
+            let now = waiters.withLock { waiters -> Bool in
+                if recorded.entries.contains(where: { match($0.level, $0.message) }) { return true }
+                waiters.append((match, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Returns once a message at `level` contains `text`.
+    func waitFor(_ level: LogLevel, containing text: String) async {
+        await waitFor { $0 == level && $1.contains(text) }
     }
 }

@@ -7,7 +7,7 @@ extension LifecycleTests {
     @Suite struct RefreshScheduleTests {
         typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
-        let clock = ManualRefreshClock()
+        let clock = ManualClock()
         let runner = Runner()
         let callbacks = CallbackRecorder()
 
@@ -17,48 +17,53 @@ extension LifecycleTests {
             let manager = await runner.run(
                 TagManager(
                     logger: InMemoryLogger(),
-                    lifecycle: LifecycleConfiguration(savedContainers: saved, network: network, clock: clock)
+                    lifecycle: .testing(savedContainers: saved, network: network, clock: clock)
                 )
             )
-            _ = try await manager.open(id: id, timeout: 3600, callback: callbacks)
+            _ = try await manager.open(id: id, timeout: .seconds(3600), callback: callbacks)
             let holder = try #require(manager.containerHolder(id: id))
-            #expect(await eventually { holder.nextRefresh != nil })
+            #expect(holder.nextRefresh != nil)
             return (manager, holder)
         }
 
         /// Advances the clock to the holder's next refresh once its loop sleeps until then.
         func advanceToNextRefresh(_ holder: ContainerHolder) async throws {
             let due = try #require(holder.nextRefresh)
-            #expect(await eventually { clock.pendingDeadlines.contains(due) })
-            clock.set(due)
+            await clock.waitForSleepers(1)
+            let deadline = try #require(clock.pendingDeadlines.first)
+            #expect(testWallClockStart.addingTimeInterval(deadline.offset.testSeconds) == due)
+            clock.advance(to: deadline)
         }
 
         @Test func refreshesTwelveHoursAfterASuccess() async throws {
             let network = ScriptedSource([ScriptedSource.container("1"), ScriptedSource.container("2")])
-            let start = clock.now
+            let start = clock.wallNow
             let (manager, holder) = try await open(network)
             #expect(holder.nextRefresh == start.addingTimeInterval(12 * 3600))
-            #expect(await eventually { clock.pendingDeadlines == [start.addingTimeInterval(12 * 3600)] })
+            await clock.waitForSleepers(1)
+            #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(12 * 3600))])
 
-            clock.advance(by: 12 * 3600 - 1)
+            clock.advance(by: .seconds(12 * 3600 - 1))
             #expect(network.requests.count == 1)
-            clock.advance(by: 1)
-            #expect(await eventually { manager.liveVersion() == "2" })
-            #expect(await eventually { holder.nextRefresh == start.addingTimeInterval(24 * 3600) })
+            clock.advance(by: .seconds(1))
+            await callbacks.waitFor(.succeeded(.network), count: 2)
+            #expect(manager.liveVersion() == "2")
+            #expect(holder.nextRefresh == start.addingTimeInterval(24 * 3600))
             #expect(network.requests.count == 2)
         }
 
         @Test func retriesOneHourAfterAFailureThenTwelveHoursAfterTheSuccess() async throws {
             let network = ScriptedSource([ScriptedSource.failure(.noNetwork), ScriptedSource.container("2")])
-            let start = clock.now
+            let start = clock.wallNow
             let (manager, holder) = try await open(network)
             #expect(holder.nextRefresh == start.addingTimeInterval(3600))
             #expect(holder.lastFailure == .noNetwork)
             #expect(manager.container(id: id) == nil)
 
             try await advanceToNextRefresh(holder)
-            #expect(await eventually { manager.liveVersion() == "2" })
-            #expect(await eventually { holder.nextRefresh == start.addingTimeInterval(13 * 3600) })
+            await callbacks.waitFor(.succeeded(.network))
+            #expect(manager.liveVersion() == "2")
+            #expect(holder.nextRefresh == start.addingTimeInterval(13 * 3600))
             #expect(holder.lastFailure == nil)
         }
 
@@ -67,9 +72,10 @@ extension LifecycleTests {
                 ScriptedSource.container("1"), ScriptedSource.failure(.httpStatus, status: 500),
             ])
             let (manager, holder) = try await open(network)
-            let refreshed = clock.now.addingTimeInterval(12 * 3600)
+            let refreshed = clock.wallNow.addingTimeInterval(12 * 3600)
             try await advanceToNextRefresh(holder)
-            #expect(await eventually { holder.lastFailure == .serverError })
+            await callbacks.waitFor(.failed(.network, .serverError))
+            #expect(holder.lastFailure == .serverError)
             #expect(manager.liveVersion() == "1")
             #expect(holder.nextRefresh == refreshed.addingTimeInterval(3600))
             #expect(holder.opened.lastRefresh == refreshed.addingTimeInterval(-12 * 3600))
@@ -79,28 +85,30 @@ extension LifecycleTests {
             let network = ScriptedSource([ScriptedSource.container("1"), ScriptedSource.container("2")])
             let (manager, holder) = try await open(network)
             #expect(!holder.refresh())
-            clock.advance(by: 15 * 60 - 1)
+            clock.advance(by: .seconds(15 * 60 - 1))
             #expect(!manager.refresh(id: id))
-            clock.advance(by: 1)
+            clock.advance(by: .seconds(1))
             #expect(holder.refresh())
             #expect(!holder.refresh())
-            #expect(await eventually { manager.liveVersion() == "2" })
+            await callbacks.waitFor(.succeeded(.network), count: 2)
+            #expect(manager.liveVersion() == "2")
             #expect(network.requests.count == 2)
-            #expect(holder.nextRefresh == clock.now.addingTimeInterval(12 * 3600))
+            #expect(holder.nextRefresh == clock.wallNow.addingTimeInterval(12 * 3600))
             #expect(!holder.refresh())
         }
 
         @Test func aFreshSavedContainerIsRefreshedWhenItTurnsTwelveHoursOld() async throws {
             let store = SavedContainerStore(directory: temporaryDirectory())
-            try await store.save(id: id, bytes: Fixtures.live(version: "1"), etag: nil, fetchedAt: clock.now)
+            let savedAt = clock.wallNow.addingTimeInterval(-3600)  // an hour ago
+            try await store.save(id: id, bytes: Fixtures.live(version: "1"), etag: nil, fetchedAt: savedAt)
             let network = ScriptedSource([ScriptedSource.container("2")])
-            clock.advance(by: 3600)
             let (manager, holder) = try await open(network, saved: store)
             #expect(manager.liveVersion() == "1")
-            #expect(holder.nextRefresh == clock.now.addingTimeInterval(11 * 3600))
+            #expect(holder.nextRefresh == clock.wallNow.addingTimeInterval(11 * 3600))
             #expect(network.requests.isEmpty)
             #expect(holder.refresh())  // no network refresh yet, so a manual one is allowed
-            #expect(await eventually { manager.liveVersion() == "2" })
+            await callbacks.waitFor(.succeeded(.network))
+            #expect(manager.liveVersion() == "2")
         }
 
         @Test func notModifiedKeepsTheContainerAndRecordsTheRefresh() async throws {
@@ -113,8 +121,9 @@ extension LifecycleTests {
             let (manager, holder) = try await open(try HTTPContainerSource(base: server.baseURL), saved: store)
             let live = manager.container(id: id)
             try await advanceToNextRefresh(holder)
-            let refreshedAt = clock.now
-            #expect(await eventually { callbacks.events.count == 6 })
+            let refreshedAt = clock.wallNow
+            await callbacks.waitFor(6)
+            #expect(callbacks.events.count == 6)
             #expect(callbacks.events.suffix(2) == [.began(.network), .succeeded(.network)])
             #expect(server.requests.map { $0.headers["if-none-match"] } == [nil, "\"e1\""])
             #expect(manager.liveVersion() == live?.version)
@@ -126,9 +135,9 @@ extension LifecycleTests {
         @Test func closeStopsRefreshing() async throws {
             let network = ScriptedSource([ScriptedSource.container("1"), ScriptedSource.container("2")])
             let (manager, holder) = try await open(network)
+            await clock.waitForSleepers(1)
             holder.close()
-            #expect(await eventually { clock.pendingDeadlines.isEmpty })
-            clock.advance(by: 48 * 3600)
+            clock.advance(by: .seconds(48 * 3600))
             #expect(!holder.refresh())
             #expect(holder.nextRefresh == nil)
             #expect(manager.containerHolder(id: id) == nil)

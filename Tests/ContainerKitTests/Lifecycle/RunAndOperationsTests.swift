@@ -7,43 +7,47 @@ extension LifecycleTests {
     @Suite struct RunAndOperationsTests {
         typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
-        let clock = ManualRefreshClock()
+        let clock = ManualClock()
         let runner = Runner()
 
         func manager(_ network: any ContainerSource, delayed: DelayedInitialization = .init()) -> TagManager {
             TagManager(
                 logger: InMemoryLogger(),
-                lifecycle: LifecycleConfiguration(network: network, clock: clock, delayedInitialization: delayed)
+                lifecycle: .testing(network: network, clock: clock, delayedInitialization: delayed)
             )
         }
 
         @Test func openWithoutRunLoadsInTheCallAndDoesNotRefresh() async throws {
             let network = ScriptedSource([ScriptedSource.container("1"), ScriptedSource.container("2")])
             let manager = manager(network)
-            let opened = try await manager.open(id: id, timeout: 3600)
+            let opened = try await manager.open(id: id, timeout: .seconds(3600))
             #expect(opened.container?.version == "1")
             #expect(!manager.isRunning)
             #expect(manager.refresh(id: id, force: true))
-            clock.advance(by: 48 * 3600)
+            clock.advance(by: .seconds(48 * 3600))
             #expect(network.requests.count == 1)
         }
 
         @Test func runPicksUpAHolderOpenedBeforeItAndRefreshesOnRequest() async throws {
             let network = ScriptedSource([ScriptedSource.container("1"), ScriptedSource.container("2")])
             let manager = manager(network)
-            _ = try await manager.open(id: id, timeout: 3600)
+            let callbacks = CallbackRecorder()
+            _ = try await manager.open(id: id, timeout: .seconds(3600), callback: callbacks)
             await runner.run(manager)
             #expect(manager.refresh(id: id, force: true))
-            #expect(await eventually { manager.liveVersion() == "2" })
+            await callbacks.waitFor(.succeeded(.network), count: 2)
+            #expect(manager.liveVersion() == "2")
         }
 
         @Test func forceBypassesTheFifteenMinuteLimit() async throws {
             let network = ScriptedSource([ScriptedSource.container("1"), ScriptedSource.container("2")])
             let manager = await runner.run(manager(network))
-            _ = try await manager.open(id: id, timeout: 3600)
+            let callbacks = CallbackRecorder()
+            _ = try await manager.open(id: id, timeout: .seconds(3600), callback: callbacks)
             #expect(!manager.refresh(id: id, force: false))
             #expect(manager.refresh(id: id, force: true))
-            #expect(await eventually { manager.liveVersion() == "2" })
+            await callbacks.waitFor(.succeeded(.network), count: 2)
+            #expect(manager.liveVersion() == "2")
             #expect(network.requests.count == 2)
             #expect(!manager.refresh(id: "GTM-NOTOPEN", force: true))
         }
@@ -51,10 +55,10 @@ extension LifecycleTests {
         @Test func runReturnsWhenCancelledAndCanRunAgain() async throws {
             let network = ScriptedSource([ScriptedSource.container("1")])
             let manager = manager(network)
-            let task = Task { try await manager.run() }
-            #expect(await eventually { manager.isRunning })
+            let task = Task.immediate { try await manager.run() }
+            #expect(manager.isRunning)
             await #expect(throws: ContainerFetchError.self) { try await manager.run() }
-            _ = try await manager.open(id: id, timeout: 3600)
+            _ = try await manager.open(id: id, timeout: .seconds(3600))
             task.cancel()
             try await task.value
             #expect(!manager.isRunning)
@@ -65,19 +69,19 @@ extension LifecycleTests {
             let gate = Gate()
             let manager = await runner.run(manager(ScriptedSource([ScriptedSource.container("4")], gate: gate)))
             let id = self.id
-            let wait = Task { try await manager.waitUntilLive(id: id, timeout: 3600) }
-            _ = try await manager.open(id: id, timeout: 0)
+            let wait = Task { try await manager.waitUntilLive(id: id, timeout: .seconds(3600)) }
+            _ = try await manager.open(id: id, timeout: .zero)
             gate.open()
             #expect(try await wait.value.version == "4")
-            #expect(try await manager.waitUntilLive(id: id, timeout: 0).version == "4")
+            #expect(try await manager.waitUntilLive(id: id, timeout: .zero).version == "4")
         }
 
         @Test func waitUntilLiveThrowsAtTheTimeout() async throws {
             let manager = manager(ScriptedSource([ScriptedSource.failure(.noNetwork)]))
             let id = self.id
-            let wait = Task { try await manager.waitUntilLive(id: id, timeout: 5) }
-            #expect(await eventually { !clock.pendingDeadlines.isEmpty })
-            clock.advance(by: 5)
+            let wait = Task { try await manager.waitUntilLive(id: id, timeout: .seconds(5)) }
+            await clock.waitForSleepers(1)
+            clock.advance(by: .seconds(5))
             await #expect(throws: ContainerFetchError.self) { try await wait.value }
         }
 

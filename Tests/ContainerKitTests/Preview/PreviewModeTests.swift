@@ -8,7 +8,7 @@ extension PreviewTests {
         typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let token = "s3cret-Token_1"
-        let logger = InMemoryLogger(minimumLevel: .verbose)
+        let logger = WaitingLogger(minimumLevel: .verbose)
         let runner = Runner()
 
         var enterURL: String { "tagmanager.c.com.example://preview/p?id=\(id)&gtm_auth=\(token)&gtm_preview=7" }
@@ -18,7 +18,7 @@ extension PreviewTests {
             let manager = await runner.run(
                 TagManager(
                     logger: logger,
-                    lifecycle: LifecycleConfiguration(network: network, preview: preview, clock: ManualRefreshClock())
+                    lifecycle: .testing(network: network, preview: preview, clock: ManualClock())
                 )
             )
             manager.add(try ContainerLoader().load(bytes: Fixtures.live(), file: "\(id).json"))
@@ -45,7 +45,8 @@ extension PreviewTests {
             defer { server.stop() }
             let manager = try await manager(preview: try HTTPContainerSource(base: server.baseURL))
             #expect(manager.preview(url: enterURL))
-            #expect(await eventually { manager.liveVersion() == "7" })
+            await logger.waitFor(.info, containing: "previewing '\(id)'")
+            #expect(manager.liveVersion() == "7")
             #expect(manager.previewContainerID == id)
             #expect(!manager.isDebugMode)
             #expect(server.requests.map(\.path) == ["/r"])
@@ -72,7 +73,7 @@ extension PreviewTests {
                 }
             }
             #expect(manager.preview(url: enterURL))
-            #expect(await eventually { logger.messages(at: .error).contains { $0.contains("cannot preview") } })
+            await logger.waitFor(.error, containing: "cannot preview")
             #expect(manager.liveVersion() == "1")
             #expect(manager.previewContainerID == nil)
             expectNoToken()
@@ -121,7 +122,8 @@ extension PreviewTests {
         @Test func debugModeRecordsATraceForEveryEvent() async throws {
             let manager = try await manager(preview: try drafts())
             #expect(manager.preview(url: enterURL + "&gtm_debug=x"))
-            #expect(await eventually { manager.liveVersion() == "7" && manager.isDebugMode })
+            await logger.waitFor(.info, containing: "previewing '\(id)'")
+            #expect(manager.liveVersion() == "7" && manager.isDebugMode)
             let session = manager.makeDataLayer()
             #expect(session.debug)
 
@@ -168,23 +170,25 @@ extension PreviewTests {
         }
 
         @Test func aRefreshDuringPreviewUpdatesTheVersionThatExitingRestores() async throws {
-            let clock = ManualRefreshClock()
+            let clock = ManualClock()
+            let callbacks = CallbackRecorder()
             let manager = await runner.run(
                 TagManager(
                     logger: logger,
-                    lifecycle: LifecycleConfiguration(
+                    lifecycle: .testing(
                         network: ScriptedSource([ScriptedSource.container("1"), ScriptedSource.container("2")]),
                         preview: try drafts(),
                         clock: clock
                     )
                 )
             )
-            _ = try await manager.open(id: id)
+            _ = try await manager.open(id: id, callback: callbacks)
             try await manager.enterPreview(PreviewRequest(containerID: id, authToken: token, previewNumber: "7"))
-            clock.advance(by: 15 * 60)
+            clock.advance(by: .seconds(15 * 60))
             let holder = try #require(manager.containerHolder(id: id))
             #expect(holder.refresh())
-            #expect(await eventually { holder.opened.container?.version == "2" })
+            await callbacks.waitFor(.succeeded(.network), count: 2)
+            #expect(holder.opened.container?.version == "2")
             #expect(manager.liveVersion() == "7")
             #expect(manager.exitPreview(id: id))
             #expect(manager.liveVersion() == "2")

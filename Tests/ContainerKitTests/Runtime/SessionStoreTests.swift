@@ -3,58 +3,6 @@ import Foundation
 import Synchronization
 import Testing
 
-/// A clock that moves only when a test advances it; `sleep` waits for that.
-final class ManualTestClock: Clock, Sendable {
-    struct Instant: InstantProtocol, Hashable {
-        var offset: Duration
-        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        func duration(to other: Instant) -> Duration { other.offset - offset }
-        static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
-    }
-
-    private struct State {
-        var now = Instant(offset: .zero)
-        var sleepers: [(deadline: Instant, continuation: CheckedContinuation<Void, any Error>)] = []
-    }
-
-    private let state = Mutex(State())
-    var now: Instant { state.withLock { $0.now } }
-    var minimumResolution: Duration { .nanoseconds(1) }
-    /// How many tasks are sleeping on the clock.
-    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
-
-    func advance(by duration: Duration) {
-        let due = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            state.now = state.now.advanced(by: duration)
-            let now = state.now
-            let due = state.sleepers.filter { $0.deadline <= now }.map(\.continuation)
-            state.sleepers.removeAll { $0.deadline <= now }
-            return due
-        }
-        for continuation in due { continuation.resume() }
-    }
-
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let now = state.withLock { state -> Bool in
-                if deadline <= state.now { return true }
-                state.sleepers.append((deadline, continuation))
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
-    /// Wakes every sleeper with a cancellation error.
-    func cancelSleepers() {
-        let all = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            defer { state.sleepers.removeAll() }
-            return state.sleepers.map(\.continuation)
-        }
-        for continuation in all { continuation.resume(throwing: CancellationError()) }
-    }
-}
-
 struct SessionStoreTests {
     static func manager() throws -> TagManager {
         let manager = TagManager(logger: InMemoryLogger())
@@ -73,7 +21,7 @@ struct SessionStoreTests {
     }
 
     @Test func idleSessionsAreEvictedWithTheHookCalled() throws {
-        let clock = ManualTestClock()
+        let clock = ManualClock()
         let evicted = Mutex<[String]>([])
         let store = SessionStore(
             tagManager: try Self.manager(),
@@ -99,7 +47,7 @@ struct SessionStoreTests {
     }
 
     @Test func aFullStoreEvictsTheLeastRecentlyUsed() throws {
-        let clock = ManualTestClock()
+        let clock = ManualClock()
         let evicted = Mutex<[String]>([])
         let store = SessionStore(
             tagManager: try Self.manager(),
@@ -160,7 +108,7 @@ struct SessionStoreTests {
     }
 
     @Test func runSweepsOnItsClockAndReturnsWhenCancelled() async throws {
-        let clock = ManualTestClock()
+        let clock = ManualClock()
         let store = SessionStore(
             tagManager: try Self.manager(),
             configuration: .init(idleTimeout: .seconds(10), sweepInterval: .seconds(5)),
@@ -168,11 +116,11 @@ struct SessionStoreTests {
         )
         _ = store.session(for: "idle")
         let task = Task { try await store.run() }
-        while clock.sleeperCount == 0 { await Task.yield() }
+        await clock.waitForSleepers(1)
         clock.advance(by: .seconds(11))
-        while store.count != 0 { await Task.yield() }
+        await clock.waitForSleepers(1)  // the sweep is done once the loop sleeps again
+        #expect(store.count == 0)
         task.cancel()
-        clock.cancelSleepers()
         try await task.value
         #expect(store.statistics.evicted == 1)
     }
