@@ -2,10 +2,6 @@ import ContainerKit
 import Foundation
 import Synchronization
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// Delivers records to Braze's REST API, `POST <endpoint>/users/track`, authenticated with
 /// `Authorization: Bearer <REST API key>`: the `/users/track` ``AnalyticsDestination``.
 ///
@@ -27,8 +23,9 @@ import Synchronization
 /// Each request makes one attempt — the front in front of the destination owns retries. Each request has
 /// a wall-clock deadline (``Configuration/requestTimeout``, whatever the server trickles) and its answer
 /// is read with a hard cap (``Configuration/maximumResponseBytes``, 64 KiB; `Accept-Encoding: identity`
-/// is asked for and a larger or endless answer is cut off), so memory and time stay bounded whatever the
-/// server sends.
+/// is asked for, an encoded answer is refused and a larger or endless answer is cut off), so memory and
+/// time stay bounded whatever the server sends. Requests go through the package's one bounded HTTP client
+/// (ContainerKit's `BoundedHTTPRequest`, the one container fetches use).
 ///
 /// ## Outcomes
 /// 2xx accepts the request's records (a 2xx with `errors`, a partial success, adds a warning). 429 (with
@@ -96,7 +93,7 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     public let configuration: Configuration
     private let apiKey: String
     private let url: URL
-    private let client: BoundedHTTPClient
+    private let clock: DeliveryClock
     private let batcher: BrazeUsersTrackBatcher
     private let counters = Mutex(Statistics())
 
@@ -120,11 +117,7 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
             limit: configuration.objectLimit,
             createsAliasOnlyProfiles: configuration.createsAliasOnlyProfiles
         )
-        self.client = BoundedHTTPClient(
-            deadline: configuration.requestTimeout,
-            maximumResponseBytes: configuration.maximumResponseBytes,
-            clock: DeliveryClock(clock)
-        )
+        self.clock = DeliveryClock(clock)
     }
 
     /// Counters for monitoring and tests.
@@ -164,26 +157,27 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     }
 
     private func send(_ request: BrazeUsersTrackBatcher.Request) async -> DeliveryResult {
-        var urlRequest = URLRequest(url: url)
-        urlRequest.httpMethod = "POST"
-        urlRequest.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        urlRequest.setValue("application/json", forHTTPHeaderField: "Accept")
-        urlRequest.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
-        urlRequest.setValue("Bearer \(apiKey)", forHTTPHeaderField: "Authorization")
-        urlRequest.httpBody = Data(request.body)
+        var http = BoundedHTTPRequest(
+            url: url,
+            maximumResponseBytes: max(0, configuration.maximumResponseBytes),
+            deadline: configuration.requestTimeout
+        )
+        http.method = "POST"
+        http.headers = [
+            ("Content-Type", "application/json"), ("Accept", "application/json"), ("Authorization", "Bearer \(apiKey)"),
+        ]
+        http.body = request.body
         counters.withLock { $0.requests += 1 }
-        let response: HTTPURLResponse
-        let body: [UInt8]
-        do {
-            (response, body) = try await client.send(urlRequest)
-        } catch let error as DeliveryError {
+        let response: BoundedHTTPResponse
+        switch await exchange(http) {
+        case .success(let answer):
+            response = answer
+        case .failure(let error):
             counters.withLock { $0.failedRequests += 1 }
             return .retry(request.records, error)
-        } catch {
-            counters.withLock { $0.failedRequests += 1 }
-            return .retry(request.records, DeliveryError(.shutDown, "braze request cancelled"))
         }
-        let status = response.statusCode
+        let body = response.body
+        let status = response.status
         let answer = Self.parseAnswer(body)
         switch status {
         case 200..<300:
@@ -201,7 +195,7 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
             return result
         case 429:
             counters.withLock { $0.failedRequests += 1 }
-            let header = response.value(forHTTPHeaderField: "Retry-After")
+            let header = response.header("Retry-After")
             let retryAfter = header.flatMap { DeliveryRetryPolicy.retryAfterSeconds($0, now: Date()) }.map {
                 Duration.milliseconds(Int64((min($0, 86_400) * 1000).rounded(.up)))
             }
@@ -238,6 +232,72 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
                     errors: answer.errors
                 )
             )
+        }
+    }
+
+    /// Sends one request: the client bounds the answer's size and the wall-clock time; the deadline also
+    /// runs on the injected clock, so a test can pass it without waiting.
+    private func exchange(_ http: BoundedHTTPRequest) async -> Result<BoundedHTTPResponse, DeliveryError> {
+        let clock = self.clock
+        let deadline = http.deadline
+        let limit = http.maximumResponseBytes
+        return await withTaskGroup(of: Result<BoundedHTTPResponse, DeliveryError>?.self) { group in
+            group.addTask {
+                do throws(BoundedHTTPError) {
+                    return .success(try await http.send())
+                } catch {
+                    return .failure(Self.deliveryError(error, limit: limit, deadline: deadline))
+                }
+            }
+            group.addTask {
+                do {
+                    try await clock.sleep(deadline)
+                } catch {
+                    return nil
+                }
+                return .failure(DeliveryError(.timeout, "no complete answer within the \(deadline) deadline"))
+            }
+            while let next = await group.next() {
+                if let outcome = next {
+                    group.cancelAll()
+                    return outcome
+                }
+            }
+            return .failure(DeliveryError(.shutDown, "braze request cancelled"))
+        }
+    }
+
+    /// The pipeline's reading of a client failure: a timeout, a cancellation (shutdown) or a transport
+    /// failure (retryable).
+    static func deliveryError(_ error: BoundedHTTPError, limit: Int, deadline: Duration) -> DeliveryError {
+        let detail = error.detail.isEmpty ? "" : " (\(error.detail))"
+        switch error.kind {
+        case .deadlineExceeded:
+            return DeliveryError(.timeout, "no complete answer within the \(deadline) deadline")
+        case .cancelled:
+            return DeliveryError(.shutDown, "braze request cancelled")
+        case .tooLarge(let declared?):
+            return DeliveryError(
+                .transport,
+                "the answer declares \(declared) bytes, larger than \(limit) bytes; it was not read"
+            )
+        case .tooLarge(nil):
+            return DeliveryError(.transport, "the answer is larger than \(limit) bytes; it was cut off")
+        case .unsupportedEncoding(let encoding):
+            return DeliveryError(
+                .transport,
+                "the answer is '\(encoding)' encoded; only unencoded answers are accepted"
+            )
+        case .truncated(let received, let expected):
+            return DeliveryError(.transport, "the answer ended after \(received) of \(expected) bytes")
+        case .badResponse:
+            return DeliveryError(.transport, "the server sent no http answer\(detail)")
+        case .cannotConnect:
+            return DeliveryError(.transport, "cannot connect to braze\(detail)")
+        case .connectionFailed:
+            return DeliveryError(.transport, "the connection to braze failed\(detail)")
+        case .invalidURL:
+            return DeliveryError(.transport, "the endpoint is not an http or https url with a host")
         }
     }
 

@@ -102,6 +102,11 @@ public final class LoopbackHTTPServer: Sendable {
         /// Send the status line and headers (chunked, no length), then body bytes without end, until the
         /// client closes the connection or the server stops.
         case endlessBody
+        /// Send the status line and headers without a length (the body runs to the end of the connection),
+        /// then exactly this many body bytes at once, then hold the connection open without closing it
+        /// until the client closes it or the server stops: a client with a smaller cap must give up when
+        /// its cap is passed, however fast or slowly the bytes arrive.
+        case oversizedBody(Int)
         /// Send the status line and headers (`Content-Length: 1000`), then one body byte per interval,
         /// until the client closes the connection or the server stops.
         case trickle(Duration)
@@ -390,6 +395,13 @@ private final class Core: Sendable {
                     while sendAll(fd, chunk) {
                         if wait(for: fd, events: 0x2000, timeoutMilliseconds: 0) || stopping { return }
                     }
+                    return
+                case .oversizedBody(let count):
+                    let head =
+                        statusLine(response.status) + "Content-Type: application/json\r\n"
+                        + "Connection: close\r\n\r\n"
+                    guard sendAll(fd, Data(head.utf8) + Data(repeating: 0x20, count: max(0, count))) else { return }
+                    _ = wait(for: fd, events: 0x2000)  // POLLRDHUP: until the client closes or the server stops
                     return
                 case .trickle(let interval):
                     let head =

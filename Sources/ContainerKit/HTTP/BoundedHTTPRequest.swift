@@ -10,9 +10,11 @@ import Foundation
 /// returned as it is), nothing is cached, and no cookies are kept.
 ///
 /// `http://` URLs are served by a small HTTP/1.1 client over a socket that reads the body in 16 KiB steps
-/// and stops at the limit; `https://` URLs go through FoundationNetworking, with the same encoding refusal,
-/// limit and deadline (the transfer is cancelled at the limit; FoundationNetworking may still have read up
-/// to a few buffers beyond it).
+/// and stops at the limit (it never reads more than the limit plus one step). `https://` URLs go through
+/// FoundationNetworking, with the same encoding refusal, limit and deadline: the body it keeps never exceeds
+/// the limit (the block that would pass it is dropped and the transfer cancelled at once), but blocks that
+/// libcurl has already read and queued for delivery before the cancellation takes effect (16 KiB each) are
+/// held by FoundationNetworking until they are dropped; see `URLSessionHTTPTransport`.
 ///
 /// The container sources use it, and a delivery sink can:
 ///

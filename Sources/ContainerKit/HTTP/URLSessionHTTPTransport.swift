@@ -7,8 +7,18 @@ import Synchronization
 
 /// `https://` for ``BoundedHTTPRequest``, through FoundationNetworking: no redirects, no cache, no cookies;
 /// an answer with a content encoding is refused when its header arrives (FoundationNetworking holds the
-/// transfer until the delegate decides, so no compressed byte is inflated); the body is cut at the limit and
-/// the transfer cancelled; a timer cancels it at the deadline.
+/// transfer until the delegate decides, so no compressed byte is inflated); a declared length over the limit
+/// is refused before any body byte; the body is kept up to the limit and the transfer cancelled the moment a
+/// block would pass it; a timer cancels it at the deadline.
+///
+/// What is bounded, exactly (see ``BoundedHTTPDelegate``): the body this client keeps never exceeds
+/// ``BoundedHTTPRequest/maximumResponseBytes`` — the block that would pass the limit is dropped, not
+/// appended, what was kept is released at once, and every later block is dropped as it is delivered. What
+/// FoundationNetworking has read from the socket but not yet handed to the delegate is outside its reach:
+/// libcurl reads in blocks of its buffer size (16 KiB) and queues each on the session's delegate queue
+/// without waiting, so between the block that passes the limit and the cancellation taking effect a few more
+/// blocks may be read and queued (they are freed as they are dropped). `http://` has no such slack: its
+/// socket client reads nothing past the limit but the last 16 KiB step.
 enum URLSessionHTTPTransport {
     static func send(_ request: BoundedHTTPRequest) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
         // FoundationNetworking counts its own (idle) timeouts in whole seconds; the deadline below is exact.
@@ -50,18 +60,25 @@ enum URLSessionHTTPTransport {
     }
 }
 
-/// Collects one task's answer within the limits.
-private final class BoundedHTTPDelegate: NSObject, URLSessionDataDelegate, Sendable {
+/// Collects one task's answer within the limits: it keeps at most `maximumBytes` body bytes at any time.
+/// The first block that would pass the limit fails the exchange at once (`tooLarge`):
+/// the block is dropped, the bytes kept so far are released, the task is cancelled, and every block still
+/// delivered afterwards is dropped unread.
+final class BoundedHTTPDelegate: NSObject, URLSessionDataDelegate, Sendable {
     typealias Outcome = Result<BoundedHTTPResponse, BoundedHTTPError>
 
     private struct State {
         var body: [UInt8] = []
+        /// The most body bytes held at once.
+        var peak = 0
         var status = 0
         var headers: [String: String] = [:]
         var expectedLength: Int64 = -1
         var failure: BoundedHTTPError?
         var continuation: CheckedContinuation<Outcome, Never>?
         var finished: Outcome?
+        /// Whether the task's cancellation was asked for (once is enough).
+        var cancelRequested = false
     }
 
     private let maximumBytes: Int
@@ -70,6 +87,18 @@ private final class BoundedHTTPDelegate: NSObject, URLSessionDataDelegate, Senda
     init(maximumBytes: Int) {
         self.maximumBytes = maximumBytes
     }
+
+    /// The body bytes held now.
+    var bufferedByteCount: Int { state.withLock { $0.body.count } }
+
+    /// The most body bytes held at any time so far.
+    var peakBufferedByteCount: Int { state.withLock { $0.peak } }
+
+    /// Whether the task's cancellation was asked for.
+    var cancellationRequested: Bool { state.withLock { $0.cancelRequested } }
+
+    /// The outcome, once there is one.
+    var outcome: Outcome? { state.withLock { $0.finished } }
 
     func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<Outcome, Never>) {
         let finished = state.withLock { state -> Outcome? in
@@ -86,12 +115,22 @@ private final class BoundedHTTPDelegate: NSObject, URLSessionDataDelegate, Senda
 
     /// Records the first failure, cancels the task and answers at once (the delegate queue may still hold
     /// data callbacks; they are ignored).
+    ///
+    /// The answer comes first and the cancellation after it, off the calling thread: `URLSessionTask.cancel()`
+    /// waits for the session's work queue, which libcurl can hold for as long as a server keeps the socket
+    /// readable (an endless or inflating answer). Cancelling inline would hold the caller — the delegate
+    /// queue, the deadline timer — that long, past the deadline, while undelivered blocks pile up.
     func fail(_ error: BoundedHTTPError, cancelling task: URLSessionTask) {
         state.withLock { state in
             if state.failure == nil { state.failure = error }
         }
-        task.cancel()
         finish(.failure(error))
+        let cancelled = state.withLock { state -> Bool in
+            defer { state.cancelRequested = true }
+            return state.cancelRequested
+        }
+        guard !cancelled else { return }
+        DispatchQueue.global().async { task.cancel() }
     }
 
     private func finish(_ outcome: Outcome) {
@@ -143,9 +182,16 @@ private final class BoundedHTTPDelegate: NSObject, URLSessionDataDelegate, Senda
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let overLimit = state.withLock { state -> Bool in
+            // After a failure or the outcome, blocks still queued by FoundationNetworking are dropped.
             guard state.failure == nil, state.finished == nil else { return false }
-            guard state.body.count + data.count <= maximumBytes else { return true }
+            guard data.count <= maximumBytes - state.body.count else {
+                // Never append past the limit: record the failure and release what was kept, in one step.
+                state.failure = BoundedHTTPError(.tooLarge(declared: nil))
+                state.body = []
+                return true
+            }
             state.body.append(contentsOf: data)
+            state.peak = max(state.peak, state.body.count)
             return false
         }
         if overLimit { fail(BoundedHTTPError(.tooLarge(declared: nil)), cancelling: dataTask) }

@@ -1,4 +1,4 @@
-/// Writes ``Value``s as compact JSON text.
+/// Writes ``Value``s as compact JSON text (through the package's one JSON writer, `JSONByteWriter`).
 ///
 /// Keys keep their insertion order, integers stay integers, and non-finite numbers and `undefined`
 /// (which JSON cannot express) are written as `null` (inside maps, undefined entries are left out).
@@ -21,75 +21,18 @@ public enum JSONWriter {
         sortedKeys: Bool = false,
         keepsNumberTypes: Bool = false
     ) {
-        switch value {
-        case .undefined, .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
-        case .double(let d):
-            guard d.isFinite else {
-                out += "null"
-                return
-            }
-            let text = Value.jsNumberString(d)
-            out += text
-            if keepsNumberTypes, !text.utf8.contains(where: { $0 == 0x2E || $0 == 0x65 || $0 == 0x45 }) {
-                out += ".0"
-            }
-        case .string(let s): writeString(s, into: &out)
-        case .array(let list):
-            out += "["
-            for (i, element) in list.enumerated() {
-                if i > 0 { out += "," }
-                write(element, into: &out, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes)
-            }
-            out += "]"
-        case .object(let map):
-            out += "{"
-            var first = true
-            let keys = sortedKeys ? map.keys.sorted() : map.keys
-            for key in keys {
-                guard let element = map[key], !element.isUndefined else { continue }
-                if !first { out += "," }
-                first = false
-                writeString(key, into: &out)
-                out += ":"
-                write(element, into: &out, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes)
-            }
-            out += "}"
-        }
+        var writer = JSONByteWriter(capacity: 64)
+        writer.sortedKeys = sortedKeys
+        writer.keepsNumberTypes = keepsNumberTypes
+        writer.value(value)
+        out += writer.text
     }
 
     /// Appends `s` as a JSON string literal, escaping quotes, backslashes and control characters.
     public static func writeString(_ s: String, into out: inout String) {
-        out += "\""
-        var needsEscape = false
-        for byte in s.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-            needsEscape = true
-            break
-        }
-        if !needsEscape {
-            out += s
-        } else {
-            for scalar in s.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                case "\u{08}": out += "\\b"
-                case "\u{0C}": out += "\\f"
-                default:
-                    if scalar.value < 0x20 {
-                        let hex = String(scalar.value, radix: 16)
-                        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                    } else {
-                        out.unicodeScalars.append(scalar)
-                    }
-                }
-            }
-        }
-        out += "\""
+        var writer = JSONByteWriter(capacity: s.utf8.count + 2)
+        writer.string(s)
+        out += writer.text
     }
 }
 

@@ -1,0 +1,173 @@
+import Foundation
+
+/// Appends compact JSON to a byte buffer: the package's one JSON writer. ``JSONWriter`` writes through
+/// it, and the delivery pipeline's record lines and Braze request bodies use it directly, on their hot
+/// path, where growing a `String` piece by piece cost more than the rest of the encoding.
+///
+/// Keys keep their insertion order (or are sorted, with ``sortedKeys``), undefined map entries are left
+/// out, `undefined` and non-finite numbers are written as `null`. With ``keepsNumberTypes`` (the default)
+/// a whole-number `.double` keeps a fraction (`3.0`, not `3`), so that a float read back is still a float.
+package struct JSONByteWriter {
+    /// The bytes written so far.
+    package var bytes: [UInt8]
+    /// Write object members sorted by key instead of in insertion order.
+    package var sortedKeys = false
+    /// Write whole-number doubles with a fraction (`2.0`), not as JavaScript prints them (`2`).
+    package var keepsNumberTypes = true
+
+    /// An empty writer with room for `capacity` bytes.
+    package init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Continues writing after `bytes`.
+    package init(adopting bytes: [UInt8]) { self.bytes = bytes }
+
+    /// The bytes written so far, as text.
+    package var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Appends `literal` as is (no quoting).
+    package mutating func raw(_ literal: StaticString) {
+        literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// Appends one byte as is.
+    package mutating func raw(_ byte: UInt8) { bytes.append(byte) }
+
+    /// Appends what `other` wrote.
+    package mutating func append(_ other: JSONByteWriter) { bytes.append(contentsOf: other.bytes) }
+
+    /// Appends a JSON string literal, escaping quotes, backslashes and control characters (`\u001f`).
+    package mutating func string(_ text: String) {
+        bytes.append(0x22)
+        var copy = text
+        copy.withUTF8 { utf8 in
+            var start = 0
+            for (i, byte) in utf8.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
+                start = i + 1
+                switch byte {
+                case 0x22: raw("\\\"")
+                case 0x5C: raw("\\\\")
+                case 0x0A: raw("\\n")
+                case 0x0D: raw("\\r")
+                case 0x09: raw("\\t")
+                case 0x08: raw("\\b")
+                case 0x0C: raw("\\f")
+                default:
+                    raw("\\u00")
+                    bytes.append(Self.hexDigits[Int(byte >> 4)])
+                    bytes.append(Self.hexDigits[Int(byte & 0xF)])
+                }
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+        }
+        bytes.append(0x22)
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Appends a decimal integer.
+    package mutating func integer(_ value: Int64) {
+        if value < 0 { bytes.append(0x2D) }
+        var magnitude = value.magnitude
+        var digits:
+            (
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+            ) =
+                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[19 - count] = UInt8(truncatingIfNeeded: magnitude % 10) + 0x30
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
+        }
+    }
+
+    /// Appends `value` zero-padded to `width` digits (for times).
+    package mutating func padded(_ value: Int64, width: Int) {
+        var divisor: Int64 = 1
+        for _ in 1..<width { divisor *= 10 }
+        if value >= divisor * 10 {
+            integer(value)
+            return
+        }
+        var rest = value
+        while divisor > 0 {
+            bytes.append(UInt8(truncatingIfNeeded: rest / divisor) + 0x30)
+            rest %= divisor
+            divisor /= 10
+        }
+    }
+
+    /// Appends a number as JavaScript prints it (`null` when not finite), with a fraction kept on whole
+    /// numbers when ``keepsNumberTypes`` is set.
+    package mutating func double(_ value: Double) {
+        guard value.isFinite else {
+            raw("null")
+            return
+        }
+        if value == value.rounded(), abs(value) < 1e15 {
+            integer(Int64(value))
+            if keepsNumberTypes { raw(".0") }
+            return
+        }
+        let text = Value.jsNumberString(value)
+        bytes.append(contentsOf: text.utf8)
+        if keepsNumberTypes, !text.utf8.contains(where: { $0 == 0x2E || $0 == 0x65 || $0 == 0x45 }) {
+            raw(".0")
+        }
+    }
+
+    /// Appends any value.
+    package mutating func value(_ value: Value) {
+        switch value {
+        case .undefined, .null: raw("null")
+        case .bool(let b): b ? raw("true") : raw("false")
+        case .int(let i): integer(i)
+        case .double(let d): double(d)
+        case .string(let s): string(s)
+        case .array(let list):
+            bytes.append(0x5B)
+            for (i, element) in list.enumerated() {
+                if i > 0 { bytes.append(0x2C) }
+                self.value(element)
+            }
+            bytes.append(0x5D)
+        case .object(let map):
+            object(map)
+        }
+    }
+
+    /// Appends a map as an object (undefined entries left out).
+    package mutating func object(_ map: ValueMap) {
+        bytes.append(0x7B)
+        var first = true
+        if sortedKeys {
+            for key in map.keys.sorted() {
+                guard let element = map[key], !element.isUndefined else { continue }
+                if !first { bytes.append(0x2C) }
+                first = false
+                member(key, element)
+            }
+        } else {
+            for (key, element) in map where !element.isUndefined {
+                if !first { bytes.append(0x2C) }
+                first = false
+                member(key, element)
+            }
+        }
+        bytes.append(0x7D)
+    }
+
+    private mutating func member(_ key: String, _ element: Value) {
+        string(key)
+        bytes.append(0x3A)
+        value(element)
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import ContainerKit
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The FoundationNetworking path of ``BoundedHTTPRequest`` (the one `https://` takes). No TLS server runs on
+/// loopback, so its data delegate is driven directly, block by block, and the transport itself is exercised
+/// against loopback servers over plain `http://` (FoundationNetworking serves both schemes alike).
+@Suite struct URLSessionHTTPTransportTests {
+    /// A delegate with a session and a data task that is never resumed (nothing is sent anywhere).
+    final class Harness: Sendable {
+        let delegate: BoundedHTTPDelegate
+        let session: URLSession
+        let task: URLSessionDataTask
+        let url = URL(string: "https://127.0.0.1:9/never-sent")!
+
+        init(maximumBytes: Int) {
+            delegate = BoundedHTTPDelegate(maximumBytes: maximumBytes)
+            session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
+            task = session.dataTask(with: url)
+        }
+
+        /// Delivers a response header; returns the delegate's disposition.
+        func respond(_ headers: [String: String] = [:]) -> URLSession.ResponseDisposition? {
+            let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: headers)!
+            let disposition = Mutex<URLSession.ResponseDisposition?>(nil)
+            delegate.urlSession(session, dataTask: task, didReceive: response) { value in
+                disposition.withLock { $0 = value }
+            }
+            return disposition.withLock { $0 }
+        }
+
+        /// Delivers one body block.
+        func deliver(_ count: Int) {
+            delegate.urlSession(session, dataTask: task, didReceive: Data(repeating: 0x20, count: count))
+        }
+
+        func close() { session.invalidateAndCancel() }
+    }
+
+    static func failure(_ outcome: BoundedHTTPDelegate.Outcome?) -> BoundedHTTPError? {
+        if case .failure(let error)? = outcome { return error }
+        return nil
+    }
+
+    @Test func theDelegateDropsTheBlockThatPassesTheLimitAndCancels() {
+        let harness = Harness(maximumBytes: 40 << 10)
+        defer { harness.close() }
+        #expect(harness.respond() == .allow)
+        harness.deliver(16 << 10)
+        harness.deliver(16 << 10)
+        #expect(harness.delegate.bufferedByteCount == 32 << 10)
+        #expect(harness.delegate.outcome == nil)
+        // The third block would make 48 KiB: it is not appended, what was kept is released, the task cancelled.
+        harness.deliver(16 << 10)
+        #expect(Self.failure(harness.delegate.outcome)?.kind == .tooLarge(declared: nil))
+        #expect(harness.delegate.bufferedByteCount == 0)
+        #expect(harness.delegate.cancellationRequested)
+        // Blocks FoundationNetworking had already queued are dropped unread.
+        for _ in 0..<8 { harness.deliver(16 << 10) }
+        #expect(harness.delegate.bufferedByteCount == 0)
+        #expect(harness.delegate.peakBufferedByteCount == 32 << 10)
+    }
+
+    @Test func aBodyOfExactlyTheLimitIsKept() {
+        let harness = Harness(maximumBytes: 40 << 10)
+        defer { harness.close() }
+        #expect(harness.respond(["Content-Type": "application/json"]) == .allow)
+        harness.deliver(16 << 10)
+        harness.deliver(16 << 10)
+        harness.deliver(8 << 10)
+        harness.delegate.urlSession(harness.session, task: harness.task, didCompleteWithError: nil)
+        let response = try? harness.delegate.outcome?.get()
+        #expect(response?.body.count == 40 << 10)
+        #expect(response?.status == 200)
+        #expect(harness.delegate.peakBufferedByteCount == 40 << 10)
+    }
+
+    @Test func aDeclaredLengthOverTheLimitIsRefusedBeforeAnyBodyByte() {
+        let harness = Harness(maximumBytes: 1024)
+        defer { harness.close() }
+        #expect(harness.respond(["Content-Length": "1025"]) == .cancel)
+        #expect(Self.failure(harness.delegate.outcome)?.kind == .tooLarge(declared: 1025))
+        #expect(harness.delegate.cancellationRequested)
+        harness.deliver(512)
+        #expect(harness.delegate.peakBufferedByteCount == 0)
+    }
+
+    @Test func anEncodedAnswerIsRefusedWhenItsHeaderArrives() {
+        let harness = Harness(maximumBytes: 1024)
+        defer { harness.close() }
+        #expect(harness.respond(["Content-Encoding": "gzip"]) == .cancel)
+        #expect(Self.failure(harness.delegate.outcome)?.kind == .unsupportedEncoding("gzip"))
+    }
+
+    // MARK: The transport on loopback
+
+    func send(
+        _ response: ContainerTestServer.Response,
+        maximumBytes: Int = 64 * 1024
+    ) async throws -> (Result<BoundedHTTPResponse, BoundedHTTPError>, ContainerTestServer) {
+        let server = try ContainerTestServer { _ in response }
+        let request = BoundedHTTPRequest(
+            url: server.baseURL.appendingPathComponent("r"),
+            maximumResponseBytes: maximumBytes,
+            deadline: .seconds(60)
+        )
+        do throws(BoundedHTTPError) {
+            return (.success(try await URLSessionHTTPTransport.send(request)), server)
+        } catch {
+            return (.failure(error), server)
+        }
+    }
+
+    @Test func theTransportReadsAnAnswerWithinTheLimit() async throws {
+        let (result, server) = try await send(.container(Array("{}".utf8), etag: "\"v1\""))
+        defer { server.stop() }
+        let response = try result.get()
+        #expect(response.body == Array("{}".utf8))
+        #expect(response.header("etag") == "\"v1\"")
+        #expect(server.requests.first?.headers["accept-encoding"] == "identity")
+    }
+
+    @Test func theTransportCutsAnEndlessBodyOffAtTheLimit() async throws {
+        let (result, server) = try await send(ContainerTestServer.Hostile.endless(limit: 256 << 20))
+        #expect(server.bytesStreamed < 256 << 20)
+        defer { server.stop() }
+        if case .failure(let error) = result {
+            #expect(error.kind == .tooLarge(declared: nil))
+        } else {
+            Issue.record("expected the endless body to fail")
+        }
+    }
+
+    @Test func theTransportRefusesAGzipBomb() async throws {
+        let (result, server) = try await send(ContainerTestServer.Hostile.gzipBomb(limit: 64 << 20))
+        // The refusal answers at once: FoundationNetworking's cancellation (which can wait for libcurl to let
+        // go of the session's queue) no longer holds the answer until the whole bomb has been inflated.
+        #expect(server.bytesStreamed < 64 << 20)
+        defer { server.stop() }
+        if case .failure(let error) = result {
+            #expect(error.kind == .unsupportedEncoding("gzip"))
+        } else {
+            Issue.record("expected the gzip answer to be refused")
+        }
+    }
+}
