@@ -58,12 +58,14 @@ import Testing
                 let lines = Set(String(buffer: response.body).split(separator: "\n").map(String.init))
                 #expect(lines.contains("tagservice_events_total 2"))
                 #expect(lines.contains(#"tagservice_tags_total{status="fired"} 3"#))
-                #expect(lines.contains("tagservice_bad_requests_total 1"))
-                #expect(lines.contains("tagservice_records_durable 3.0"))
+                #expect(lines.contains(#"tagservice_requests_total{route="/v1/events",status="400"} 1"#))
+                #expect(lines.contains(#"tagservice_requests_total{route="/v1/events",status="200"} 2"#))
+                #expect(lines.contains("tagservice_records_enqueued_total 3"))
+                #expect(lines.contains("tagservice_records_durable_total 3"))
                 #expect(lines.contains("tagservice_sessions_live 1.0"))
                 #expect(lines.contains("tagservice_containers_live 1.0"))
                 #expect(lines.contains { $0.hasPrefix("tagservice_queue_backlog_records ") })
-                #expect(lines.contains { $0.hasPrefix("tagservice_records_delivered ") })
+                #expect(lines.contains { $0.hasPrefix("tagservice_records_delivered_total ") })
             }
         }
     }
