@@ -21,7 +21,10 @@ enum RecordQueue {
             destination = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: configuration.brazeAPIKey ?? "")
             logger.info("records go to Braze", metadata: ["endpoint": "\(endpoint.absoluteString)/users/track"])
         } else {
-            destination = try JSONLinesDestination(destination: .file(path: configuration.recordsFile), synchronizes: true)
+            destination = try JSONLinesDestination(
+                destination: .file(path: configuration.recordsFile),
+                synchronizes: true
+            )
             logger.info(
                 "no BRAZE_REST_ENDPOINT: records go to a file",
                 metadata: ["file": "\(configuration.recordsFile)"]

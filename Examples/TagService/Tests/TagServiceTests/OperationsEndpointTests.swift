@@ -45,6 +45,29 @@ import Testing
         }
     }
 
+    @Test func withOpenEveryOpenedContainerMustBeLive() async throws {
+        var fixture = try TestService()
+        defer { fixture.remove() }
+        // The bundled default of GTM-TAGSVC1 is in the containers directory; GTM-ABSENT1 is nowhere (no
+        // network source), so the tag manager never makes it live.
+        fixture.configuration.openIDs = [TestService.fixtureID, "GTM-ABSENT1"]
+        fixture.configuration.openTimeout = 0.5
+        let service = try await fixture.make()
+        #expect(service.manager.container(id: TestService.fixtureID) != nil)
+        try await service.application.test(.router) { client in
+            try await client.execute(uri: "/ready?wait=0.05", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+                let answer = try response.json
+                #expect(answer["containers"] == .array([.string(TestService.fixtureID)]))
+                #expect(answer["missing"] == .array(["GTM-ABSENT1"]))
+            }
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+                #expect(response.status == .ok)
+                #expect(try response.json.firedNames == ["Braze - played song", "Braze - first play"])
+            }
+        }
+    }
+
     @Test func metricsCountEventsTagsRecordsAndSessions() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
