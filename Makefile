@@ -5,7 +5,7 @@ CONTAINER ?= Containers/GTM-MUSIC01.json
 EVENTS ?= Containers/events/music-session.jsonl
 BRAZE_CLASS_PATH := com.appboy.googletagmanager.BrazeGtmTagProvider
 
-.PHONY: all build run test bench bench-service test-example lint format format-check clean fuzz tsan soak
+.PHONY: all build run test bench bench-service test-example lint format format-check clean fuzz tsan soak hostile
 
 all: build
 
@@ -57,6 +57,11 @@ soak:
 	$(SWIFT) build --product containerkit
 	$(SWIFT) build --product containerkit-soak
 	.build/debug/containerkit-soak --cycles $(SOAK_CYCLES) --events $(SOAK_EVENTS) --binary $(BIN)
+
+# Peak memory and time of preview and run --sink braze: against hostile servers on 127.0.0.1 (must stay
+# under 64 MB and end within their deadlines).
+hostile: build
+	Fuzz/hostile.py $(BIN)
 
 lint: build
 	$(BIN) lint Containers

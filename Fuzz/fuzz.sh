@@ -35,6 +35,7 @@ build_module() {  # name, sources directory, libraries it needs
 
 build_module ContainerKit Sources/ContainerKit
 build_module ContainerKitBraze Sources/ContainerKitBraze
+build_module ContainerKitLint Sources/ContainerKitLint
 build_module ContainerKitCLI Sources/ContainerKitCLI
 
 corpus_dirs() {  # seed directories for a harness
@@ -54,7 +55,7 @@ for target in $TARGETS; do
     if [ ! -x "$binary" ] || [ -n "$(find Fuzz/Harnesses "$OUT"/*.a -newer "$binary" 2>/dev/null)" ]; then
         echo "fuzz: building harness $target" >&2
         "$SWIFTC" "${FLAGS[@]}" Fuzz/Harnesses/FuzzSupport.swift "Fuzz/Harnesses/$target.swift" \
-            -L "$OUT" -lContainerKitCLI -lContainerKitBraze -lContainerKit -o "$binary" 2>&1 | quiet
+            -L "$OUT" -lContainerKitCLI -lContainerKitLint -lContainerKitBraze -lContainerKit -o "$binary" 2>&1 | quiet
         [ -x "$binary" ] || { echo "fuzz: building harness $target failed" >&2; exit 1; }
     fi
     mkdir -p "$OUT/corpus/$target"

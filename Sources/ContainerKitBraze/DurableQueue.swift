@@ -87,10 +87,12 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         public var acknowledgementSyncInterval: Duration = .seconds(1)
         /// Random numbers in `0..<1` for jitter (injectable for tests).
         public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
-        /// Where problems are reported.
-        public var logger: any DiagnosticLogger = StandardErrorLogger()
+        /// Where problems are reported; `nil` (the default): the logger of the tag manager the queue's
+        /// provider is registered on (standard error until then).
+        public var logger: (any DiagnosticLogger)?
         /// Where enqueued, durable, delivered and rejected records, the backlog and delivery failures are
-        /// reported (for metrics), if anywhere.
+        /// reported (for metrics); `nil` (the default): the observer of the tag manager the queue's provider
+        /// is registered on, if it has one.
         public var observer: (any RuntimeObserver)?
         /// Injected file-system faults (tests only).
         package var faults: SegmentLogFaults?
@@ -152,6 +154,10 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     private let deliveryWakeup = Wakeup()
     private let clock: DeliveryClock
     private let logs: LogLimiter
+    private let diagnostics: FrontDiagnostics
+    /// What recovery found wrong on disk, logged when ``run()`` starts (by then the queue reports to the
+    /// manager's logger).
+    private let recoveryWarnings: [String]
 
     /// Opens (creating if needed) the queue in `directory` and recovers what a previous run left
     /// unacknowledged. Starts nothing: call ``run()``.
@@ -168,14 +174,16 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         self.destination = destination
         self.configuration = configuration
         self.clock = DeliveryClock(clock)
+        let diagnostics = FrontDiagnostics(logger: configuration.logger, observer: configuration.observer)
+        self.diagnostics = diagnostics
         self.logs = LogLimiter(
-            logger: configuration.logger,
+            logger: diagnostics,
             interval: configuration.logInterval,
             elapsed: self.clock.elapsed
         )
         log = try SegmentLog(directory: directory, faults: configuration.faults)
         let recovery = log.recovery
-        for warning in recovery.warnings { configuration.logger.warning("durable queue: \(warning)") }
+        recoveryWarnings = recovery.warnings
         shell = Mutex(
             Shell(
                 machine: DurableQueueMachine(
@@ -216,6 +224,12 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         }
     }
 
+    /// Reports to `logger` and `observer` from now on, for what ``Configuration/logger`` and
+    /// ``Configuration/observer`` leave unset (the Braze provider passes its tag manager's on registration).
+    public func inherit(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?) {
+        diagnostics.inherit(logger: logger, observer: observer)
+    }
+
     /// Encodes `records` and hands them to the writer; returns at once with the token to wait on.
     /// - Throws: `.queueFull` or `.closed`; nothing is enqueued then.
     @discardableResult
@@ -241,10 +255,10 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         switch outcome {
         case .success(let (ticket, actions)):
             perform(actions)
-            configuration.observer?.observe(.recordsEnqueued(count: records.count))
+            diagnostics.observer?.observe(.recordsEnqueued(count: records.count))
             return DurabilityToken(source: self, ticket: ticket)
         case .failure(let error):
-            configuration.observer?.observe(.recordsRejected(count: records.count, reason: error.message))
+            diagnostics.observer?.observe(.recordsRejected(count: records.count, reason: error.message))
             logs.log(
                 .error,
                 key: "refused",
@@ -279,7 +293,23 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         if let error { throw error }
     }
 
-    /// Returns once everything enqueued so far is durable.
+    /// Returns once the records of every one of `tickets` are written and `fsync`ed (or their writes
+    /// failed): one wait for the highest, then each ticket's own outcome.
+    /// - Throws: the error of the first commit that held one of `tickets` and failed, although later
+    ///   commits (and so later tickets) may have succeeded.
+    public func waitUntilDurable(tickets: [UInt64]) async throws(AnalyticsSinkError) {
+        guard let highest = tickets.max() else { return }
+        try await waitUntilDurable(ticket: highest)
+        let error = shell.withLock { shell -> AnalyticsSinkError? in
+            for ticket in tickets { if let error = shell.machine.failure(for: ticket) { return error } }
+            return nil
+        }
+        if let error { throw error }
+    }
+
+    /// Returns once everything enqueued so far has been written and `fsync`ed.
+    /// - Throws: the error of the latest commit if it failed (earlier failures were reported to the
+    ///   callers waiting for their own tickets).
     public func waitUntilDurable() async throws(AnalyticsSinkError) {
         try await waitUntilDurable(ticket: lastTicket)
     }
@@ -368,6 +398,9 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
             guard shell.phase == .idle else { throw AnalyticsSinkError(.closed, "the durable queue already ran") }
             shell.phase = .running
         }
+        for warning in recoveryWarnings {
+            diagnostics.warning("durable queue: \(warning)", metadata: ["queue": directory])
+        }
         let thread = Thread { [self] in writerLoop() }
         thread.name = "containerkit.durable-queue.writer"
         thread.start()
@@ -417,7 +450,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         do {
             try log.syncAck()
         } catch {
-            configuration.logger.warning("durable queue '\(directory)': \(error.message)")
+            diagnostics.warning("durable queue '\(directory)': \(error.message)")
         }
         log.close()
     }
@@ -443,7 +476,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                     shell.statistics.durableRecords += commit.records.count
                     return shell.machine.committed(commit)
                 }
-                if let observer = configuration.observer {
+                if let observer = diagnostics.observer {
                     observer.observe(.recordsDurable(count: commit.records.count))
                     let (records, bytes) = backlog
                     observer.observe(.queueBacklog(records: records, bytes: bytes))
@@ -455,7 +488,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                     shell.statistics.refusedRecords += commit.records.count
                     return shell.machine.commitFailed(commit, error.error, segmentUsable: usable)
                 }
-                configuration.observer?.observe(
+                diagnostics.observer?.observe(
                     .recordsRejected(count: commit.records.count, reason: error.error.message)
                 )
                 logs.log(
@@ -561,7 +594,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                     $0.statistics.deliveredRecords += result.accepted.count
                     $0.statistics.rejectedRecords += result.rejectedCount
                 }
-                if let observer = configuration.observer {
+                if let observer = diagnostics.observer {
                     if !result.accepted.isEmpty { observer.observe(.recordsDelivered(count: result.accepted.count)) }
                     for rejection in result.rejected {
                         observer.observe(

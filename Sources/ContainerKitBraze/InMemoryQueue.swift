@@ -53,10 +53,12 @@ public final class InMemoryQueue: AnalyticsSink {
         public var logInterval: Duration = .seconds(60)
         /// Random numbers in `0..<1` for jitter (injectable for tests).
         public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
-        /// Where failures, rejections and partial successes are reported.
-        public var logger: any DiagnosticLogger = StandardErrorLogger()
+        /// Where failures, rejections and partial successes are reported; `nil` (the default): the logger
+        /// of the tag manager the queue's provider is registered on (standard error until then).
+        public var logger: (any DiagnosticLogger)?
         /// Where enqueued, delivered and rejected records, the backlog and delivery failures are reported
-        /// (for metrics), if anywhere.
+        /// (for metrics); `nil` (the default): the observer of the tag manager the queue's provider is
+        /// registered on, if it has one.
         public var observer: (any RuntimeObserver)?
 
         /// The defaults, with any of the common settings changed.
@@ -64,7 +66,7 @@ public final class InMemoryQueue: AnalyticsSink {
             flushCount: Int = 75,
             flushInterval: Duration = .seconds(10),
             retry: DeliveryRetryPolicy = DeliveryRetryPolicy(),
-            logger: any DiagnosticLogger = StandardErrorLogger()
+            logger: (any DiagnosticLogger)? = nil
         ) {
             self.flushCount = flushCount
             self.flushInterval = flushInterval
@@ -119,6 +121,7 @@ public final class InMemoryQueue: AnalyticsSink {
     private let state = Mutex(State())
     private let wakeup = Wakeup()
     private let log: LogLimiter
+    private let diagnostics: FrontDiagnostics
     private let batchSize: Int
 
     /// Creates a queue in front of `destination`. It starts nothing; call ``run()``.
@@ -131,8 +134,10 @@ public final class InMemoryQueue: AnalyticsSink {
         self.configuration = configuration
         self.clock = DeliveryClock(clock)
         self.batchSize = max(1, configuration.batchSize ?? destination.preferredBatchSize)
+        let diagnostics = FrontDiagnostics(logger: configuration.logger, observer: configuration.observer)
+        self.diagnostics = diagnostics
         self.log = LogLimiter(
-            logger: configuration.logger,
+            logger: diagnostics,
             interval: configuration.logInterval,
             elapsed: self.clock.elapsed
         )
@@ -140,6 +145,12 @@ public final class InMemoryQueue: AnalyticsSink {
 
     /// Counters for monitoring and tests.
     public var statistics: Statistics { state.withLock { $0.statistics } }
+
+    /// Reports to `logger` and `observer` from now on, for what ``Configuration/logger`` and
+    /// ``Configuration/observer`` leave unset (the Braze provider passes its tag manager's on registration).
+    public func inherit(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?) {
+        diagnostics.inherit(logger: logger, observer: observer)
+    }
 
     /// Buffers `records` (there is no durability to wait for: returns `nil`).
     /// - Throws: `.queueFull` when the buffer is full, `.closed` once the queue drains or stopped.
@@ -161,7 +172,7 @@ public final class InMemoryQueue: AnalyticsSink {
             state.statistics.enqueuedRecords += records.count
             return .success(state.available >= flushCount)
         }
-        if let observer = configuration.observer {
+        if let observer = diagnostics.observer {
             switch outcome {
             case .success: observer.observe(.recordsEnqueued(count: records.count))
             case .failure(let error): observer.observe(.recordsRejected(count: records.count, reason: error.message))
@@ -310,7 +321,7 @@ public final class InMemoryQueue: AnalyticsSink {
             pending = result.retryable
             guard !pending.isEmpty, let error = result.retryError else { break }
             state.withLock { $0.statistics.failedDeliveries += 1 }
-            configuration.observer?.observe(.deliveryFailed(message: error.message))
+            diagnostics.observer?.observe(.deliveryFailed(message: error.message))
             if error.code == .shutDown {
                 failure = drop(pending, error)
                 break
@@ -357,7 +368,7 @@ public final class InMemoryQueue: AnalyticsSink {
             $0.statistics.rejectedRecords += result.rejectedCount
             return $0.available
         }
-        if let observer = configuration.observer {
+        if let observer = diagnostics.observer {
             if !result.accepted.isEmpty { observer.observe(.recordsDelivered(count: result.accepted.count)) }
             for rejection in result.rejected {
                 observer.observe(.recordsRejected(count: rejection.records.count, reason: rejection.error.message))
@@ -377,7 +388,7 @@ public final class InMemoryQueue: AnalyticsSink {
 
     private func drop(_ records: [AnalyticsRecord], _ error: DeliveryError) -> DeliveryError {
         state.withLock { $0.statistics.droppedRecords += records.count }
-        configuration.observer?.observe(.recordsRejected(count: records.count, reason: error.message))
+        diagnostics.observer?.observe(.recordsRejected(count: records.count, reason: error.message))
         log.log(.error, key: "dropped", "queue: dropped \(records.count) records: \(error)")
         return error
     }

@@ -346,6 +346,39 @@ import Testing
         #expect(backlogs.last == 0)
     }
 
+    @Test func aQueueWithoutItsOwnLoggerAndObserverReportsToTheManagersOnceRegistered() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (managerLogger, recorder) = (InMemoryLogger(), Recorder())
+        let manager = TagManager(logger: managerLogger, observer: recorder)
+        var settings = DurableQueueTests().configuration()
+        settings.logger = nil
+        let downstream = ScriptedDownstream(mode: .fail)
+        let queue = try DurableQueueTests().open(directory, downstream, settings)
+        BrazeTagProvider(sink: queue).register(on: manager)
+        try await whileRunning(queue) {
+            try await queue.append([event("e")])
+            await #expect(throws: (any Error).self) { try await queue.flush() }
+        }
+        #expect(recorder.all.contains(.recordsEnqueued(count: 1)))
+        #expect(recorder.all.contains(.recordsDurable(count: 1)))
+        #expect(recorder.all.contains { if case .deliveryFailed = $0 { return true } else { return false } })
+        #expect(managerLogger.messages(at: .warning).contains { $0.contains("scripted downstream failure") })
+    }
+
+    @Test func aQueuesOwnLoggerAndObserverAreKeptWhenItsProviderIsRegistered() async throws {
+        let (managerLogger, managerRecorder) = (InMemoryLogger(), Recorder())
+        let manager = TagManager(logger: managerLogger, observer: managerRecorder)
+        let (ownLogger, ownRecorder) = (InMemoryLogger(), Recorder())
+        var settings = InMemoryQueue.Configuration(logger: ownLogger)
+        settings.observer = ownRecorder
+        let queue = InMemoryQueue(destination: ScriptedDownstream(), configuration: settings)
+        BrazeTagProvider(sink: queue).register(on: manager)
+        _ = try queue.enqueue([event("e")])
+        #expect(ownRecorder.all == [.recordsEnqueued(count: 1)])
+        #expect(managerRecorder.all.isEmpty)
+    }
+
     @Test func theTagManagerReportsEventsAndEachTagsStatus() async throws {
         let recorder = Recorder()
         let manager = TagManager(logger: InMemoryLogger(), observer: recorder)

@@ -105,17 +105,22 @@ public struct PushResult: Sendable {
     /// Every tag fired by the push, across its events.
     public var fired: [FiredTag] { events.flatMap(\.fired) }
 
-    /// The durable positions this push's records wait for: the highest per source.
+    /// The durable positions of this push's records: one token per write (a tag's records), in firing
+    /// order, without repeats.
     public var durability: [DurabilityToken] {
-        DurabilityToken.covering(events.lazy.flatMap(\.fired).compactMap { $0.output?.durability })
+        var seen = Set<DurabilityToken>()
+        return events.lazy.flatMap(\.fired).compactMap { $0.output?.durability }.filter { seen.insert($0).inserted }
     }
 
     /// Returns once every record this push's tags produced is durable (for example written and synced by
     /// a durable queue); at once when none needs waiting for. A service acknowledges its client after this.
     ///
+    /// Each write is checked on its own: when one tag's records were lost to a failed write (a full disk)
+    /// while a later tag's were written, this still throws.
+    ///
     /// - Throws: the error of the write that held one of this push's records, if that write failed.
     public func waitUntilDurable() async throws {
-        for token in durability { try await token.wait() }
+        try await DurabilityToken.waitUntilDurable(events.lazy.flatMap(\.fired).compactMap { $0.output?.durability })
     }
 }
 

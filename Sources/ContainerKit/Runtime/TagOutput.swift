@@ -21,15 +21,45 @@ extension TagRecord {
 /// Handlers return it from ``FunctionCallTagHandler/perform(_:)``; the runtime attaches it to the
 /// ``FiredTag`` of the call, so every caller of ``DataLayer/push(_:)`` sees what *its* push produced.
 public struct TagOutput: Sendable {
+    /// The fields, behind one reference: a ``FiredTag`` carries an output in one word, and copying one (as
+    /// every push result does) is one retain. `nil` is the empty output.
+    private final class Fields: Sendable {
+        let records: [any TagRecord]
+        let problems: [String]
+        let dropReason: String?
+        let durability: DurabilityToken?
+
+        init(records: [any TagRecord], problems: [String], dropReason: String?, durability: DurabilityToken?) {
+            self.records = records
+            self.problems = problems
+            self.dropReason = dropReason
+            self.durability = durability
+        }
+    }
+
+    private var fields: Fields?
+
     /// What the call produced, in order.
-    public var records: [any TagRecord]
+    public var records: [any TagRecord] {
+        get { fields?.records ?? [] }
+        set { self = TagOutput(records: newValue, problems: problems, dropReason: dropReason, durability: durability) }
+    }
     /// Problems with the call that the handler reported (for Braze, rule violations), in words.
-    public var problems: [String]
+    public var problems: [String] {
+        get { fields?.problems ?? [] }
+        set { self = TagOutput(records: records, problems: newValue, dropReason: dropReason, durability: durability) }
+    }
     /// Why the handler deliberately did nothing with the call (for Braze, a call that breaks a rule);
     /// `nil` when it ran. A dropped call's ``FiredTag/status`` is ``FiredTag/Status/dropped(_:)``.
-    public var dropReason: String?
+    public var dropReason: String? {
+        get { fields?.dropReason }
+        set { self = TagOutput(records: records, problems: problems, dropReason: newValue, durability: durability) }
+    }
     /// Resolves once ``records`` are durable; `nil` when there is nothing to wait for.
-    public var durability: DurabilityToken?
+    public var durability: DurabilityToken? {
+        get { fields?.durability }
+        set { self = TagOutput(records: records, problems: problems, dropReason: dropReason, durability: newValue) }
+    }
 
     /// Creates an output.
     public init(
@@ -38,17 +68,18 @@ public struct TagOutput: Sendable {
         dropReason: String? = nil,
         durability: DurabilityToken? = nil
     ) {
-        self.records = records
-        self.problems = problems
-        self.dropReason = dropReason
-        self.durability = durability
+        if records.isEmpty && problems.isEmpty && dropReason == nil && durability == nil {
+            fields = nil
+        } else {
+            fields = Fields(records: records, problems: problems, dropReason: dropReason, durability: durability)
+        }
     }
 
     /// A call that produced nothing and reported nothing.
-    public static let none = TagOutput()
+    public static var none: TagOutput { TagOutput() }
 
     /// Whether the output carries nothing at all.
-    var isEmpty: Bool { records.isEmpty && problems.isEmpty && dropReason == nil && durability == nil }
+    var isEmpty: Bool { fields == nil }
 }
 
 extension TagOutput: Equatable {
@@ -71,12 +102,24 @@ extension TagOutput: Hashable {
 
 /// Something that makes records durable in order and can tell when a position is: a durable queue.
 ///
-/// Positions (tickets) grow with every write, so waiting for the highest ticket a push produced covers all
-/// of its records in that source.
+/// Positions (tickets) grow with every write. A write can fail on its own (a full disk) while earlier and
+/// later writes succeed, so whether a ticket's records are durable is known per ticket: waiting for the
+/// highest ticket of a push tells when all of its writes ended, not that all of them succeeded.
 public protocol DurabilitySource: AnyObject, Sendable {
     /// Returns once everything up to and including `ticket` is durable; throws if the write holding it
     /// failed.
     func waitUntilDurable(ticket: UInt64) async throws
+
+    /// Returns once everything up to and including the highest of `tickets` is written; throws the error
+    /// of the first write that held one of `tickets` and failed. The default waits for each ticket,
+    /// highest first (so that the later waits return at once).
+    func waitUntilDurable(tickets: [UInt64]) async throws
+}
+
+extension DurabilitySource {
+    public func waitUntilDurable(tickets: [UInt64]) async throws {
+        for ticket in tickets.sorted(by: >) { try await waitUntilDurable(ticket: ticket) }
+    }
 }
 
 /// A position in a ``DurabilitySource``: the records a handler handed over are durable once the source
@@ -105,16 +148,25 @@ public struct DurabilityToken: Sendable, Hashable {
         hasher.combine(ticket)
     }
 
-    /// The tokens to wait for so that every one of `tokens` is durable: the highest ticket per source.
-    public static func covering(_ tokens: some Sequence<DurabilityToken>) -> [DurabilityToken] {
-        var highest: [DurabilityToken] = []
+    /// Waits until every one of `tokens` is durable: one ``DurabilitySource/waitUntilDurable(tickets:)``
+    /// per source, with all of that source's tickets (each may have failed on its own).
+    ///
+    /// - Throws: the error of a write that held one of the tokens' records, if one failed.
+    public static func waitUntilDurable(_ tokens: some Sequence<DurabilityToken>) async throws {
+        var bySource: [(source: any DurabilitySource, tickets: [UInt64])] = []
         for token in tokens {
-            if let i = highest.firstIndex(where: { $0.source === token.source }) {
-                if highest[i].ticket < token.ticket { highest[i] = token }
+            if let i = bySource.firstIndex(where: { $0.source === token.source }) {
+                if !bySource[i].tickets.contains(token.ticket) { bySource[i].tickets.append(token.ticket) }
             } else {
-                highest.append(token)
+                bySource.append((token.source, [token.ticket]))
             }
         }
-        return highest
+        for (source, tickets) in bySource {
+            if tickets.count == 1 {
+                try await source.waitUntilDurable(ticket: tickets[0])
+            } else {
+                try await source.waitUntilDurable(tickets: tickets)
+            }
+        }
     }
 }
