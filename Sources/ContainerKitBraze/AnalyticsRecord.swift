@@ -145,6 +145,10 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
         return writer.text
     }
 
+    /// Appends the UTF-8 bytes of ``jsonLine`` to `bytes` (the record's ``TagRecord`` JSON, written
+    /// without building ``jsonValue``).
+    public func appendJSON(to bytes: inout [UInt8]) { appendJSONLine(to: &bytes) }
+
     /// Appends the UTF-8 bytes of ``jsonLine`` to `bytes`.
     public func appendJSONLine(to bytes: inout [UInt8]) {
         var writer = JSONByteWriter(adopting: bytes)

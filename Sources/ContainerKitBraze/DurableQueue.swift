@@ -71,6 +71,12 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
             baseDelay: .milliseconds(100),
             maximumDelay: .seconds(30)
         )
+        /// How long the delivery loop lets a partial batch wait for more records before it delivers it
+        /// (zero by default: at once). A few hundred milliseconds turn a steady trickle of small commits
+        /// into full batches — far fewer requests to the destination (Braze counts requests against its
+        /// rate limit) — at the price of that much delivery delay. Never applies while ``flush()`` waits
+        /// or during the drain.
+        public var deliveryLinger: Duration = .zero
         /// How long the drain's deliveries may take after cancellation (10 s).
         public var drainTimeout: Duration = .seconds(10)
         /// How often, at most, a repeated failure is logged again (60 s).
@@ -509,6 +515,12 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         var drainDeadline: Duration?
         var staleReads = 0
         while true {
+            if configuration.deliveryLinger > .zero, drainDeadline == nil, lingers() {
+                let until = clock.elapsed() + configuration.deliveryLinger
+                while clock.elapsed() < until, lingers() {
+                    _ = await deliveryWakeup.sleep(until - clock.elapsed(), on: clock)
+                }
+            }
             let (step, draining, resolved) = shell.withLock { shell in
                 (shell.machine.nextBatch(), shell.phase == .draining, shell.machine.everythingResolved)
             }
@@ -647,6 +659,12 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                 perform(actions)
             }
         }
+    }
+
+    /// Whether the delivery loop should let a partial batch wait for more records: the queue runs, nobody
+    /// flushes, and fewer records than a batch are waiting in memory.
+    private func lingers() -> Bool {
+        shell.withLock { $0.phase == .running && $0.flushWaiters.isEmpty && $0.machine.holdsPartialBatch }
     }
 
     // MARK: Inspection

@@ -254,6 +254,12 @@ struct DurableQueueMachine: Sendable {
     /// Whether everything committed is delivered.
     var caughtUp: Bool { inFlight == nil && memory.count == memoryHead && !diskBacklog && cursor >= durableEnd }
 
+    /// Whether the next batch would be a partial one from memory: nothing in flight, no disk backlog, and
+    /// fewer committed records waiting than a batch holds (the delivery loop may linger for more).
+    var holdsPartialBatch: Bool {
+        inFlight == nil && !diskBacklog && memoryHead < memory.count && memory.count - memoryHead < batchSize
+    }
+
     /// The delivery loop's next step. A batch in flight is returned again (a retry).
     mutating func nextBatch() -> DeliveryStep {
         if let inFlight { return .deliver(inFlight) }

@@ -1,9 +1,31 @@
 import ContainerKit
 import ContainerKitBraze
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct AnalyticsRecordTests {
+    @Test func aPushAnswerWrittenToBytesMatchesItsJSONValue() async throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        let sink = InMemoryAnalyticsSink()
+        BrazeTagProvider(sink: sink).register(on: manager)
+        manager.add(
+            try await ContainerLoader().load(
+                path: Fixtures.packageRoot.appendingPathComponent("Containers/GTM-MUSIC01.json").path
+            )
+        )
+        let session = manager.makeDataLayer()
+        BrazeTagProvider.setUser(.externalID("ada \"l\""), on: session)
+        let result = await session.push(
+            event: "played song",
+            parameters: ["title": "So \"What\"\n", "genre": "jazz", "duration": 545]
+        )
+        var bytes: [UInt8] = []
+        result.appendJSON(to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == JSONWriter.string(result.jsonValue))
+        #expect(!result.fired.isEmpty)
+    }
+
     static let time = ISO8601Timestamp.date(from: "2024-05-01T12:00:00.250Z")!
 
     static let samples: [AnalyticsRecord] = [

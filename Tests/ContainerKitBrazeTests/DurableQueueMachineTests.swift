@@ -140,6 +140,24 @@ import Testing
         #expect(machine.nextBatch() == .wait)
     }
 
+    @Test func aPartialBatchInMemoryIsWhatTheDeliveryLoopMayLingerFor() throws {
+        var machine = Self.machine(batchSize: 3)
+        #expect(!machine.holdsPartialBatch, "nothing committed")
+        _ = try Self.enqueue(&machine, [Self.record(1), Self.record(2)])
+        #expect(!machine.holdsPartialBatch, "enqueued is not committed")
+        _ = machine.committed(try Self.take(&machine))
+        #expect(machine.holdsPartialBatch)
+        _ = try Self.enqueue(&machine, [Self.record(3)])
+        _ = machine.committed(try Self.take(&machine))
+        #expect(!machine.holdsPartialBatch, "a full batch goes at once")
+        guard case .deliver(let batch) = machine.nextBatch() else {
+            Issue.record("expected a batch")
+            return
+        }
+        #expect(batch.records.map(\.id) == ["r1", "r2", "r3"])
+        #expect(!machine.holdsPartialBatch, "a batch is in flight")
+    }
+
     @Test func aFailedCommitFailsOnlyItsOwnTickets() throws {
         var machine = Self.machine()
         _ = try Self.enqueue(&machine, [Self.record(1)])

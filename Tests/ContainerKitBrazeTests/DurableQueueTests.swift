@@ -254,6 +254,38 @@ import Testing
         await #expect(throws: AnalyticsSinkError.self) { try await queue.run() }
     }
 
+    @Test func aPartialBatchLingersBeforeItIsDelivered() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = RecordingClock()
+        var settings = configuration()
+        settings.deliveryBatchSize = 10
+        settings.deliveryLinger = .milliseconds(250)
+        let downstream = ScriptedDownstream()
+        let queue = try open(directory, downstream, settings, clock: clock)
+        try await whileRunning(queue) {
+            try await queue.append([event("a")])
+            #expect(await eventually { downstream.delivered.count == 1 })
+            // The loop waited for more records on the queue's clock before it sent the partial batch.
+            #expect(clock.delays.first == .milliseconds(250))
+        }
+    }
+
+    @Test func flushDoesNotWaitForTheLinger() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = configuration()
+        settings.deliveryBatchSize = 10
+        settings.deliveryLinger = .seconds(3600)
+        let downstream = ScriptedDownstream()
+        let queue = try open(directory, downstream, settings)
+        try await whileRunning(queue) {
+            try await queue.append([event("a"), event("b")])
+            try await queue.flush()
+            #expect(downstream.delivered.count == 2)
+        }
+    }
+
     @Test func failedDeliveriesBackOffExponentially() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

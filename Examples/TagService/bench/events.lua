@@ -25,6 +25,7 @@ end
 
 function done(summary, latency, requests)
   io.write(string.format("wrk_p99_us=%d\n", latency:percentile(99)))
+  io.write(string.format("wrk_ok=%d\n", summary.requests - summary.errors.status))
   io.write(string.format("wrk_errors=%d\n", summary.errors.status + summary.errors.connect +
     summary.errors.read + summary.errors.write + summary.errors.timeout))
 end

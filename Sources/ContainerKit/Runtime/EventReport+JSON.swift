@@ -19,6 +19,81 @@ extension FiredTag {
     }
 }
 
+extension FiredTag {
+    /// Appends the compact JSON text of ``jsonValue`` to `bytes`, written straight to bytes (records with
+    /// their own ``TagRecord/appendJSON(to:)``): for answers sent for every push.
+    public func appendJSON(to bytes: inout [UInt8]) {
+        append("{\"tag_id\":", to: &bytes)
+        if let tagID { JSONWriter.write(.int(Int64(tagID)), into: &bytes) } else { append("null", to: &bytes) }
+        append(",\"name\":", to: &bytes)
+        if let name { JSONWriter.writeString(name, into: &bytes) } else { append("null", to: &bytes) }
+        append(",\"function\":", to: &bytes)
+        JSONWriter.writeString(function, into: &bytes)
+        append(",\"class_path\":", to: &bytes)
+        if let classPath { JSONWriter.writeString(classPath, into: &bytes) } else { append("null", to: &bytes) }
+        append(",\"parameters\":", to: &bytes)
+        JSONWriter.write(.object(parameters), into: &bytes)
+        append(",\"status\":", to: &bytes)
+        JSONWriter.writeString(status.name, into: &bytes)
+        if let message = status.message {
+            append(",\"message\":", to: &bytes)
+            JSONWriter.writeString(message, into: &bytes)
+        }
+        if let output {
+            if !output.records.isEmpty {
+                append(",\"records\":", to: &bytes)
+                FiredTag.appendJSON(records: output.records, to: &bytes)
+            }
+            if !output.problems.isEmpty {
+                append(",\"problems\":", to: &bytes)
+                JSONWriter.write(.array(output.problems.map(Value.string)), into: &bytes)
+            }
+        }
+        bytes.append(0x7D)
+    }
+
+    /// Appends `records` as a JSON array.
+    public static func appendJSON(records: some Sequence<any TagRecord>, to bytes: inout [UInt8]) {
+        bytes.append(0x5B)
+        var first = true
+        for record in records {
+            if !first { bytes.append(0x2C) }
+            first = false
+            record.appendJSON(to: &bytes)
+        }
+        bytes.append(0x5D)
+    }
+
+    private func append(_ literal: StaticString, to bytes: inout [UInt8]) {
+        literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+}
+
+extension PushResult {
+    /// Appends the compact JSON text of ``jsonValue`` to `bytes`, written straight to bytes.
+    public func appendJSON(to bytes: inout [UInt8]) {
+        let fired = self.fired
+        appendMembers(fired: fired, to: &bytes)
+        bytes.append(0x7D)
+    }
+
+    /// Appends `{"fired":[…],"records":[…]` and the `deferred` / `loop_guard_tripped` members, without the
+    /// closing brace, so that a caller can add members of its own.
+    public func appendJSONMembers(to bytes: inout [UInt8]) { appendMembers(fired: fired, to: &bytes) }
+
+    private func appendMembers(fired: [FiredTag], to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: #"{"fired":["#.utf8)
+        for (index, tag) in fired.enumerated() {
+            if index > 0 { bytes.append(0x2C) }
+            tag.appendJSON(to: &bytes)
+        }
+        bytes.append(contentsOf: #"],"records":"#.utf8)
+        FiredTag.appendJSON(records: fired.lazy.flatMap { $0.output?.records ?? [] }, to: &bytes)
+        if deferred { bytes.append(contentsOf: #","deferred":true"#.utf8) }
+        if loopGuardTripped { bytes.append(contentsOf: #","loop_guard_tripped":true"#.utf8) }
+    }
+}
+
 extension PushResult {
     /// The push as `containerkit run --format json` prints it: `fired` (each tag's ``FiredTag/jsonValue``),
     /// `records` (every record the push's tags produced, in order), and `deferred` / `loop_guard_tripped`

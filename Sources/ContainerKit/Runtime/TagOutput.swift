@@ -5,6 +5,14 @@
 public protocol TagRecord: Sendable {
     /// The record as JSON.
     var jsonValue: Value { get }
+    /// Appends the compact JSON text of ``jsonValue`` to `bytes` (a record type that writes itself
+    /// straight to bytes implements this; by default ``jsonValue`` is built and written).
+    func appendJSON(to bytes: inout [UInt8])
+}
+
+extension TagRecord {
+    /// Writes ``jsonValue`` with ``JSONWriter``.
+    public func appendJSON(to bytes: inout [UInt8]) { JSONWriter.write(jsonValue, into: &bytes) }
 }
 
 /// What a function-call tag handler produced for one call: its records, the problems it found, whether it

@@ -9,7 +9,14 @@ public enum JSONWriter {
     ///   - keepsNumberTypes: write whole floating-point numbers with a fraction (`2.0`, not JavaScript's
     ///     `2`), so that reading the text back gives `.double` again, not `.int`.
     public static func string(_ value: Value, sortedKeys: Bool = false, keepsNumberTypes: Bool = false) -> String {
-        var out = ""
+        String(decoding: bytes(value, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes), as: UTF8.self)
+    }
+
+    /// Returns the UTF-8 bytes of ``string(_:sortedKeys:keepsNumberTypes:)`` (for an HTTP body or a file,
+    /// without making a `String` first).
+    public static func bytes(_ value: Value, sortedKeys: Bool = false, keepsNumberTypes: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
         write(value, into: &out, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes)
         return out
     }
@@ -21,11 +28,23 @@ public enum JSONWriter {
         sortedKeys: Bool = false,
         keepsNumberTypes: Bool = false
     ) {
-        var writer = JSONByteWriter(capacity: 64)
-        writer.sortedKeys = sortedKeys
-        writer.keepsNumberTypes = keepsNumberTypes
-        writer.value(value)
-        out += writer.text
+        out += string(value, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes)
+    }
+
+    /// Appends the compact JSON text of `value` to `out` as UTF-8 bytes (see
+    /// ``string(_:sortedKeys:keepsNumberTypes:)``). Growing a byte array is much cheaper than growing a
+    /// `String` piece by piece, so every other writing method goes through this one.
+    public static func write(
+        _ value: Value,
+        into out: inout [UInt8],
+        sortedKeys: Bool = false,
+        keepsNumberTypes: Bool = false
+    ) {
+        withWriter(appendingTo: &out) { writer in
+            writer.sortedKeys = sortedKeys
+            writer.keepsNumberTypes = keepsNumberTypes
+            writer.value(value)
+        }
     }
 
     /// Appends `s` as a JSON string literal, escaping quotes, backslashes and control characters.
@@ -33,6 +52,20 @@ public enum JSONWriter {
         var writer = JSONByteWriter(capacity: s.utf8.count + 2)
         writer.string(s)
         out += writer.text
+    }
+
+    /// Appends `s` as a JSON string literal (UTF-8 bytes), escaping quotes, backslashes and control
+    /// characters.
+    public static func writeString(_ s: String, into out: inout [UInt8]) {
+        withWriter(appendingTo: &out) { $0.string(s) }
+    }
+
+    /// Runs `body` with a writer that appends to `out` in place (the buffer is lent, not copied).
+    private static func withWriter(appendingTo out: inout [UInt8], _ body: (inout JSONByteWriter) -> Void) {
+        var writer = JSONByteWriter(adopting: [])
+        swap(&writer.bytes, &out)
+        body(&writer)
+        swap(&writer.bytes, &out)
     }
 }
 

@@ -31,6 +31,25 @@ struct ValueTests {
         )
     }
 
+    @Test func jsonWriterBytesAreTheUTF8OfItsText() {
+        var map = ValueMap()
+        map["text"] = "caf\u{E9} \u{1F3B7} \"q\" \u{1F}"
+        map["numbers"] = .array([.int(-9_223_372_036_854_775_808), .int(0), .int(42), .double(2), .double(0.1)])
+        map["nested"] = .object(["b": true, "a": .null])
+        for sorted in [false, true] {
+            for keeps in [false, true] {
+                let value = Value.object(map)
+                let text = JSONWriter.string(value, sortedKeys: sorted, keepsNumberTypes: keeps)
+                #expect(JSONWriter.bytes(value, sortedKeys: sorted, keepsNumberTypes: keeps) == Array(text.utf8))
+            }
+        }
+        #expect(
+            JSONWriter.string(.object(map), sortedKeys: true, keepsNumberTypes: true)
+                == #"{"nested":{"a":null,"b":true},"numbers":[-9223372036854775808,0,42,2.0,0.1],"#
+                + #""text":"caf\#u{E9} \#u{1F3B7} \"q\" \u001f"}"#
+        )
+    }
+
     @Test func valueMapEqualityIgnoresOrderButIterationKeepsIt() {
         let a: ValueMap = ["x": 1, "y": 2]
         let b: ValueMap = ["y": 2, "x": 1]

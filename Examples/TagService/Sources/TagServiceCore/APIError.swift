@@ -51,11 +51,10 @@ struct APIError: Error, Sendable {
 extension Response {
     /// A response with `value` as compact JSON.
     static func json(_ value: ValueMap, status: HTTPResponse.Status = .ok) -> Response {
-        let text = JSONWriter.string(.object(value))
-        return Response(
+        Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: text))
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONWriter.bytes(.object(value))))
         )
     }
 }

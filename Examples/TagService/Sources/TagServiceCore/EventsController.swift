@@ -1,5 +1,5 @@
 import ContainerKit
-import CoreMetrics
+import ContainerKitBraze
 import Hummingbird
 import Logging
 import NIOCore
@@ -10,10 +10,10 @@ import NIOCore
 ///
 /// A request that cannot be read (not JSON, a missing `user_id` or `event`, a body over the limit) is
 /// refused with 400 or 413 and a JSON error before anything is pushed, so nothing is enqueued for it.
+/// The handler counts nothing: events, tags and records reach the metrics through ContainerKit's
+/// observer hooks, answers through ``RequestMetricsMiddleware``.
 struct EventsController: Sendable {
-    let sessions: UserSessions
-    let pipeline: RecordPipeline
-    let metrics: ServiceMetrics
+    let sessions: SessionStore
     let waitsForDurability: Bool
     let maximumBodyBytes: Int
     let logger: Logging.Logger
@@ -23,37 +23,48 @@ struct EventsController: Sendable {
             do throws(APIError) {
                 return try await self.handle(request)
             } catch {
-                if error.code != .notDurable { self.metrics.badRequests.increment() }
                 return error.response
             }
         }
     }
 
     func handle(_ request: Request) async throws(APIError) -> Response {
-        let start = ContinuousClock.now
         let event = try EventRequest(body: try await body(of: request))
-        let session = sessions.session(for: event.userID, context: event.context)
+        let session = self.session(of: event)
         let result = await session.push(event: event.event, parameters: event.parameters)
-        metrics.record(result)
-        guard case .object(var answer) = result.jsonValue else { preconditionFailure("a push result is an object") }
-        answer["user_id"] = .string(event.userID)
         if waitsForDurability {
             do {
-                try await pipeline.waitUntilDurable(result)
+                try await result.waitUntilDurable()
             } catch {
                 logger.error("records not durable", metadata: ["user_id": "\(event.userID)", "error": "\(error)"])
                 throw APIError(.notDurable, "the event's records could not be made durable: \(error)")
             }
-            if case .array(let records)? = answer["records"] {
-                metrics.recordsAcknowledged.increment(by: records.count)
-            }
         }
-        answer["durable"] = .bool(waitsForDurability)
-        metrics.eventLatency.recordInterval(since: start)
-        return Response.json(answer)
+        // {"fired":[…],"records":[…],…,"user_id":…,"durable":…}, written straight to bytes.
+        var answer: [UInt8] = []
+        answer.reserveCapacity(1024)
+        result.appendJSONMembers(to: &answer)
+        answer.append(contentsOf: #","user_id":"#.utf8)
+        JSONWriter.writeString(event.userID, into: &answer)
+        answer.append(contentsOf: waitsForDurability ? #","durable":true}"#.utf8 : #","durable":false}"#.utf8)
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer))
+        )
     }
 
-    /// The request body, refused when it is larger than ``maximumBodyBytes``.
+    /// The user's session: the live one, or a new one whose Braze user is the request's `user_id` (an
+    /// `external_id`), so that every record its tags make names the user.
+    private func session(of event: EventRequest) -> DataLayer {
+        let session = sessions.session(for: event.userID, context: event.context)
+        if BrazeTagProvider.user(of: session) == nil {
+            BrazeTagProvider.setUser(.externalID(event.userID), on: session)
+        }
+        return session
+    }
+
+    /// The body, refused when it is larger than ``maximumBodyBytes``.
     private func body(of request: Request) async throws(APIError) -> [UInt8] {
         let tooLarge = APIError(.bodyTooLarge, "the body is larger than \(maximumBodyBytes) bytes")
         if let length = request.headers[.contentLength].flatMap(Int.init), length > maximumBodyBytes {
@@ -67,14 +78,5 @@ struct EventsController: Sendable {
         } catch {
             throw APIError(.malformedJSON, "the body could not be read: \(error)")
         }
-    }
-}
-
-extension CoreMetrics.Timer {
-    /// Records the time since `start`.
-    func recordInterval(since start: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - start
-        let (seconds, attoseconds) = elapsed.components
-        recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

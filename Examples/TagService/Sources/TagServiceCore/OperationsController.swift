@@ -1,12 +1,19 @@
 import ContainerKit
+import ContainerKitBraze
+import Foundation
 import Hummingbird
 
 /// `GET /health`, `GET /ready` and `GET /metrics`.
 struct OperationsController: Sendable {
     let manager: TagManager
-    let sessions: UserSessions
-    let pipeline: RecordPipeline
+    let sessions: SessionStore
+    let queue: DurableQueue
     let metrics: ServiceMetrics
+    /// The containers `/ready` waits for (`--open` mode); empty: any live container will do.
+    let requiredIDs: [String]
+
+    /// The longest `GET /ready?wait=<seconds>`.
+    static let maximumReadyWait: Double = 30
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("health") { _, _ in
@@ -16,9 +23,12 @@ struct OperationsController: Sendable {
                 body: ResponseBody(byteBuffer: ByteBuffer(staticString: #"{"status":"ok"}"#))
             )
         }
-        router.get("ready") { _, _ in self.readiness() }
+        router.get("ready") { request, _ in
+            let wait = request.uri.queryParameters["wait"].flatMap { Double(String($0)) } ?? 0
+            return await self.readiness(waiting: min(max(0, wait), Self.maximumReadyWait))
+        }
         router.get("metrics") { _, _ in
-            self.updateGauges()
+            self.metrics.update(sessions: self.sessions.statistics, containers: self.manager.containers.count)
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -27,20 +37,24 @@ struct OperationsController: Sendable {
         }
     }
 
-    /// 200 when a container is live and the queue is writable; 503 naming what is missing otherwise.
-    func readiness() -> Response {
-        let containers = manager.containers.map(\.id)
-        let writable = pipeline.isWritable
+    /// 200 when the containers are live and the queue is writable; 503 naming what is missing otherwise.
+    ///
+    /// In `--open` mode every opened ID must be live; `wait` seconds are spent in
+    /// ``TagManager/waitUntilLive(id:timeout:)`` first (`GET /ready?wait=10` for a start script). With a
+    /// containers directory, one live container is enough.
+    func readiness(waiting wait: Double) async -> Response {
+        if wait > 0 {
+            for id in requiredIDs { _ = try? await manager.waitUntilLive(id: id, timeout: wait) }
+        }
+        let live = manager.containers.map(\.id)
+        let missing = requiredIDs.filter { manager.container(id: $0) == nil }
+        let containersReady = requiredIDs.isEmpty ? !live.isEmpty : missing.isEmpty
+        let writable = FileManager.default.isWritableFile(atPath: queue.directory)
         var body = ValueMap()
-        body["ready"] = .bool(!containers.isEmpty && writable)
-        body["containers"] = .array(containers.map(Value.string))
+        body["ready"] = .bool(containersReady && writable)
+        body["containers"] = .array(live.map(Value.string))
+        if !missing.isEmpty { body["missing"] = .array(missing.map(Value.string)) }
         body["queue_writable"] = .bool(writable)
-        return Response.json(body, status: !containers.isEmpty && writable ? .ok : .serviceUnavailable)
-    }
-
-    private func updateGauges() {
-        pipeline.update(metrics)
-        metrics.liveSessions.record(sessions.count)
-        metrics.liveContainers.record(manager.containers.count)
+        return Response.json(body, status: containersReady && writable ? .ok : .serviceUnavailable)
     }
 }

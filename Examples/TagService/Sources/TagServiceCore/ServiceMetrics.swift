@@ -3,99 +3,111 @@ import CoreMetrics
 import Metrics
 import Prometheus
 
-/// The service's metrics, made through swift-metrics and rendered by `GET /metrics` in Prometheus text
-/// format.
+/// The service's metrics: ContainerKit's ``RuntimeObserver`` hooks mapped onto swift-metrics, rendered by
+/// `GET /metrics` in Prometheus text format.
+///
+/// The tag manager reports evaluated events and fired tags, the durable queue reports records enqueued,
+/// durable, delivered and rejected, its backlog and failed deliveries; each report increments a counter
+/// or sets a gauge made once here (an observer runs on the push's thread and must be cheap). What the
+/// library keeps as state rather than reports — live sessions, live containers — is read when the page is
+/// rendered.
 ///
 /// Each service instance has its own registry (tests run several in one process); `main` also bootstraps
-/// the global `MetricsSystem` with the same factory, so libraries that use it show up in the same page.
-final class ServiceMetrics: Sendable {
+/// the global `MetricsSystem` with the same factory, so libraries that use it (Hummingbird's
+/// `MetricsMiddleware`, for one) show up in the same page.
+final class ServiceMetrics: RuntimeObserver, Sendable {
     /// The registry `GET /metrics` renders.
     let registry: PrometheusCollectorRegistry
     /// The swift-metrics factory over ``registry``.
     let factory: PrometheusMetricsFactory
 
-    /// Events evaluated (each event of a push, including events its tags pushed).
+    /// Events evaluated (one per event and live container, including events that tags pushed).
     let events: CoreMetrics.Counter
-    /// Pushes held back because no container was live yet.
-    let deferredPushes: CoreMetrics.Counter
-    /// Tags fired, by outcome.
-    let tagsFired: CoreMetrics.Counter
-    let tagsFailed: CoreMetrics.Counter
-    let tagsDropped: CoreMetrics.Counter
-    /// Records in answers that were sent after the records were durable.
-    let recordsAcknowledged: CoreMetrics.Counter
-    /// Requests refused before any push (malformed, missing fields, too large).
-    let badRequests: CoreMetrics.Counter
-    /// Time from request to answer of `POST /v1/events`, including the durability wait.
-    let eventLatency: CoreMetrics.Timer
-
-    /// Records made durable, delivered downstream and refused by the queue (gauges of the queue's totals).
-    let recordsDurable: CoreMetrics.Gauge
-    let recordsDelivered: CoreMetrics.Gauge
-    let recordsRefused: CoreMetrics.Gauge
-    /// Records the destination refused for good (Braze answered a 4xx).
-    let recordsRejected: CoreMetrics.Gauge
-    let deliveryFailures: CoreMetrics.Gauge
-    /// Records durable but not yet delivered.
+    /// Tags fired, by outcome: `fired` (the handler ran), `failed`, `dropped` (a Braze rule refused the
+    /// call), `unhandled`, `unsupported`.
+    private let tags: [String: CoreMetrics.Counter]
+    /// Records taken by the durable queue (in memory or on their way to disk).
+    let recordsEnqueued: CoreMetrics.Counter
+    /// Records written and `fsync`ed by the durable queue.
+    let recordsDurable: CoreMetrics.Counter
+    /// Records Braze (or the records file) accepted.
+    let recordsDelivered: CoreMetrics.Counter
+    /// Records refused by the queue (full, shut down, failed commit) or rejected by Braze for good.
+    let recordsRejected: CoreMetrics.Counter
+    /// Deliveries that failed and will be retried.
+    let deliveryFailures: CoreMetrics.Counter
+    /// Records made durable and not yet delivered or rejected.
     let queueBacklog: CoreMetrics.Gauge
-    /// Bytes the queue's segments take.
+    /// Bytes the queue's segments and pending lines take.
     let queueBytes: CoreMetrics.Gauge
-    /// Sessions in memory.
+    /// Sessions in memory, read from the session store when the page is rendered.
     let liveSessions: CoreMetrics.Gauge
-    /// Containers live in the tag manager.
+    /// Sessions created and evicted since start, read from the session store when the page is rendered.
+    let sessionsCreated: CoreMetrics.Gauge
+    let sessionsEvicted: CoreMetrics.Gauge
+    /// Containers live in the tag manager, read when the page is rendered.
     let liveContainers: CoreMetrics.Gauge
+
+    /// Requests answered, by route and status (counted by ``RequestMetricsMiddleware``).
+    let requestCounters: RequestCounters
 
     init() {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
-        factory.durationHistogramBuckets["tagservice_event_duration_seconds"] = [
+        factory.durationHistogramBuckets["tagservice_request_duration_seconds"] = [
             .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
             .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
         ]
         self.registry = registry
         self.factory = factory
         events = CoreMetrics.Counter(label: "tagservice_events_total", factory: factory)
-        deferredPushes = CoreMetrics.Counter(label: "tagservice_deferred_pushes_total", factory: factory)
-        tagsFired = CoreMetrics.Counter(
-            label: "tagservice_tags_total",
-            dimensions: [("status", "fired")],
-            factory: factory
-        )
-        tagsFailed = CoreMetrics.Counter(
-            label: "tagservice_tags_total",
-            dimensions: [("status", "failed")],
-            factory: factory
-        )
-        tagsDropped = CoreMetrics.Counter(
-            label: "tagservice_tags_total",
-            dimensions: [("status", "dropped")],
-            factory: factory
-        )
-        recordsAcknowledged = CoreMetrics.Counter(label: "tagservice_records_acknowledged_total", factory: factory)
-        badRequests = CoreMetrics.Counter(label: "tagservice_bad_requests_total", factory: factory)
-        eventLatency = CoreMetrics.Timer(label: "tagservice_event_duration_seconds", factory: factory)
-        recordsDurable = CoreMetrics.Gauge(label: "tagservice_records_durable", factory: factory)
-        recordsDelivered = CoreMetrics.Gauge(label: "tagservice_records_delivered", factory: factory)
-        recordsRefused = CoreMetrics.Gauge(label: "tagservice_records_refused", factory: factory)
-        recordsRejected = CoreMetrics.Gauge(label: "tagservice_records_rejected", factory: factory)
-        deliveryFailures = CoreMetrics.Gauge(label: "tagservice_delivery_failures", factory: factory)
+        var tags: [String: CoreMetrics.Counter] = [:]
+        for status in ["fired", "failed", "dropped", "unhandled", "unsupported"] {
+            tags[status] = CoreMetrics.Counter(
+                label: "tagservice_tags_total",
+                dimensions: [("status", status)],
+                factory: factory
+            )
+        }
+        self.tags = tags
+        recordsEnqueued = CoreMetrics.Counter(label: "tagservice_records_enqueued_total", factory: factory)
+        recordsDurable = CoreMetrics.Counter(label: "tagservice_records_durable_total", factory: factory)
+        recordsDelivered = CoreMetrics.Counter(label: "tagservice_records_delivered_total", factory: factory)
+        recordsRejected = CoreMetrics.Counter(label: "tagservice_records_rejected_total", factory: factory)
+        deliveryFailures = CoreMetrics.Counter(label: "tagservice_delivery_failures_total", factory: factory)
         queueBacklog = CoreMetrics.Gauge(label: "tagservice_queue_backlog_records", factory: factory)
         queueBytes = CoreMetrics.Gauge(label: "tagservice_queue_bytes", factory: factory)
         liveSessions = CoreMetrics.Gauge(label: "tagservice_sessions_live", factory: factory)
+        sessionsCreated = CoreMetrics.Gauge(label: "tagservice_sessions_created", factory: factory)
+        sessionsEvicted = CoreMetrics.Gauge(label: "tagservice_sessions_evicted", factory: factory)
         liveContainers = CoreMetrics.Gauge(label: "tagservice_containers_live", factory: factory)
+        requestCounters = RequestCounters(factory: factory)
     }
 
-    /// Counts what one push did.
-    func record(_ result: PushResult) {
-        if result.deferred { deferredPushes.increment() }
-        if !result.events.isEmpty { events.increment(by: result.events.count) }
-        for tag in result.fired {
-            switch tag.status {
-            case .ok: tagsFired.increment()
-            case .dropped: tagsDropped.increment()
-            default: tagsFailed.increment()
-            }
+    /// Maps one ContainerKit report onto the metrics.
+    func observe(_ event: RuntimeEvent) {
+        switch event {
+        case .eventEvaluated: events.increment()
+        case .tagFired(_, _, _, let status):
+            let name = status == .ok ? "fired" : status.name
+            tags[name]?.increment()
+        case .recordsEnqueued(let count): recordsEnqueued.increment(by: count)
+        case .recordsDurable(let count): recordsDurable.increment(by: count)
+        case .recordsDelivered(let count): recordsDelivered.increment(by: count)
+        case .recordsRejected(let count, _): recordsRejected.increment(by: count)
+        case .queueBacklog(let records, let bytes):
+            queueBacklog.record(records)
+            queueBytes.record(bytes)
+        case .deliveryFailed: deliveryFailures.increment()
         }
+    }
+
+    /// Copies what the library keeps as state into the gauges.
+    func update(sessions: SessionStore.Statistics, containers: Int) {
+        liveSessions.record(sessions.live)
+        sessionsCreated.record(sessions.created)
+        sessionsEvicted.record(sessions.evicted)
+        liveContainers.record(containers)
     }
 
     /// The page `GET /metrics` answers with.

@@ -6,7 +6,7 @@ import Logging
 import Metrics
 import ServiceLifecycle
 
-/// The assembled service: the tag manager and its containers, the sessions, the record pipeline, the
+/// The assembled service: the tag manager and its containers, the sessions, the durable record queue, the
 /// metrics and the HTTP application that serves them.
 ///
 /// ```swift
@@ -14,18 +14,30 @@ import ServiceLifecycle
 /// try await service.application.runService()    // until SIGTERM or SIGINT, then a graceful shutdown
 /// ```
 ///
-/// The application runs the components as services of one group. On graceful shutdown they stop in
-/// reverse order: the HTTP server first (it stops accepting and finishes the requests in flight), then
-/// the container watcher, then the sessions (saved to the snapshot file), and the record queue last
-/// (drained into Braze or the records file).
+/// ## One service group, one shutdown order
+/// The application runs one swift-service-lifecycle group; its services are ContainerKit's own components
+/// (`LibraryServices.swift`) plus two small ones of the example, started in this order:
+///
+/// 1. the ``DurableQueue`` (the Braze provider's sink),
+/// 2. ``SessionSnapshots`` (saves the sessions at shutdown),
+/// 3. the ``SessionStore`` (sweeps idle sessions),
+/// 4. the containers: the ``TagManager`` (`--open`: loading and refreshes) or the
+///    ``ContainerDirectoryWatcher``,
+/// 5. the HTTP server (Hummingbird adds it last).
+///
+/// On SIGTERM the group shuts them down in reverse order, each once the one after it has returned: the
+/// server stops accepting and finishes the requests in flight (their records still reach the running
+/// queue, and their answers wait until the records are durable); the containers stop refreshing; the
+/// store stops sweeping; the sessions are saved; the queue refuses new records, commits what it holds and
+/// drains it into Braze. Then `runService()` returns and the process exits 0.
 public struct TagServiceApplication: Sendable {
     /// The configuration the service runs with.
     public let configuration: TagServiceConfiguration
     /// The HTTP application; run it with `runService()` or test it with HummingbirdTesting.
     public let application: Application<RouterResponder<BasicRequestContext>>
     let manager: TagManager
-    let sessions: UserSessions
-    let pipeline: RecordPipeline
+    let sessions: SessionStore
+    let queue: DurableQueue
     let metrics: ServiceMetrics
 
     /// The swift-metrics factory of the service's `/metrics` page, for `MetricsSystem.bootstrap`.
@@ -41,12 +53,27 @@ public struct TagServiceApplication: Sendable {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         self.configuration = configuration
-        let library = SwiftLogAdapter(logger)
         let metrics = ServiceMetrics()
-        let manager: TagManager
-        let containerService: any Service
+        let manager = TagManager(logger: SwiftLogAdapter(logger), defaultContext: .server, observer: metrics)
+
+        let queue = try RecordQueue.open(configuration, observer: metrics, logger: logger)
+        BrazeTagProvider(sink: queue).register(on: manager)
+
+        let sessions = SessionStore(
+            tagManager: manager,
+            configuration: SessionStore.Configuration(
+                idleTimeout: configuration.sessionIdleTimeout,
+                maximumSessions: configuration.maximumSessions,
+                onEvict: { userID, _, reason in
+                    logger.debug("session evicted", metadata: ["user_id": "\(userID)", "reason": "\(reason.rawValue)"])
+                }
+            )
+        )
+        let snapshots = SessionSnapshots(store: sessions, file: configuration.sessionsFile, logger: logger)
+        snapshots.restore()
+
+        let containers: any Service
         if configuration.openIDs.isEmpty {
-            manager = TagManager(logger: library, defaultContext: ClientContext.server)
             let watcher = ContainerDirectoryWatcher(
                 directory: configuration.containersDirectory,
                 interval: configuration.reloadInterval,
@@ -54,36 +81,36 @@ public struct TagServiceApplication: Sendable {
                 logger: logger
             )
             await watcher.scan()
-            containerService = watcher
+            containers = watcher
         } else {
-            manager = TagManager(
-                logger: library,
-                defaultContext: ClientContext.server,
-                lifecycle: try ContainerOpener.lifecycle(configuration)
+            manager.lifecycleConfiguration = try ContainerOpening.lifecycle(configuration)
+            try await ContainerOpening.openAll(
+                configuration.openIDs,
+                timeout: configuration.openTimeout,
+                manager: manager,
+                logger: logger
             )
-            let opener = ContainerOpener(ids: configuration.openIDs, manager: manager, logger: logger)
-            try await opener.openAll()
-            containerService = opener
+            containers = manager.cancelledOnGracefulShutdown()
         }
         if manager.containers.isEmpty {
             logger.warning("no container is live yet; /ready answers 503 until one loads")
         }
-        let pipeline = try RecordPipeline(configuration: configuration, logger: logger)
-        pipeline.provider.register(on: manager)
-        let sessions = UserSessions(manager: manager, configuration: configuration, logger: logger)
-        sessions.restore()
 
         let router = Router()
+        router.add(middleware: RequestMetricsMiddleware(counters: metrics.requestCounters))
         EventsController(
             sessions: sessions,
-            pipeline: pipeline,
-            metrics: metrics,
             waitsForDurability: configuration.waitsForDurability,
             maximumBodyBytes: configuration.maximumBodyBytes,
             logger: logger
         ).register(on: router)
-        OperationsController(manager: manager, sessions: sessions, pipeline: pipeline, metrics: metrics)
-            .register(on: router)
+        OperationsController(
+            manager: manager,
+            sessions: sessions,
+            queue: queue,
+            metrics: metrics,
+            requiredIDs: configuration.openIDs
+        ).register(on: router)
 
         application = Application(
             router: router,
@@ -91,15 +118,19 @@ public struct TagServiceApplication: Sendable {
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: "TagService"
             ),
-            // Stopped in reverse order on graceful shutdown: the server (added by the application after
-            // these) first, the record queue last.
-            services: [pipeline, sessions, containerService],
+            // Shut down in reverse order, each after the next has returned (see the type's documentation).
+            services: [
+                queue.cancelledOnGracefulShutdown(),
+                snapshots,
+                sessions.cancelledOnGracefulShutdown(),
+                containers,
+            ],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )
         self.manager = manager
         self.sessions = sessions
-        self.pipeline = pipeline
+        self.queue = queue
         self.metrics = metrics
     }
 }

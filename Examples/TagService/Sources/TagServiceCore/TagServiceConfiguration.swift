@@ -20,6 +20,12 @@ public struct TagServiceConfiguration: Sendable {
     public var brazeAPIKey: String?
     /// Whether `POST /v1/events` answers only once the push's records are durable.
     public var waitsForDurability = true
+    /// How long the durable queue lets a partial batch of records wait for more before delivering it
+    /// (``DurableQueue/Configuration/deliveryLinger``): fewer, fuller requests to Braze.
+    public var deliveryLinger: Duration = .milliseconds(200)
+    /// How long ``TagManager/open(id:openType:timeout:callback:)`` waits for each `--open` container at
+    /// start before the service starts anyway (`/ready` answers 503 until the container is live).
+    public var openTimeout: Double = 2
     /// The largest request body accepted, in bytes.
     public var maximumBodyBytes = 64 * 1024
     /// How often the containers directory is checked for changed files, in seconds.
@@ -77,12 +83,16 @@ extension TagServiceConfiguration {
                                     (TAGSERVICE_SESSIONS)
           --no-durable-wait         answer POST /v1/events without waiting until its records are durable
                                     (TAGSERVICE_NO_DURABLE_WAIT=1)
+          --delivery-linger <s>     seconds a partial batch of records waits for more before it is sent to
+                                    Braze, default 0.2; 0 sends at once (TAGSERVICE_DELIVERY_LINGER)
           --max-body-bytes <n>      largest request body, default 65536 (TAGSERVICE_MAX_BODY_BYTES)
           --reload-interval <s>     seconds between checks of the containers directory, default 2
                                     (TAGSERVICE_RELOAD_INTERVAL)
           --open <GTM-ID>           open this container (repeatable; comma-separated in the variable) instead
                                     of loading every file: bundled default from --containers, saved copy,
                                     then the network, refreshed every 12 hours (TAGSERVICE_OPEN)
+          --open-timeout <s>        seconds to wait for each --open container at start, default 2
+                                    (TAGSERVICE_OPEN_TIMEOUT)
           --container-url <url>     base URL containers are fetched from with --open, {base}/r?id=<ID>
                                     (TAGSERVICE_CONTAINER_URL)
           --saved-containers <dir>  where opened containers are saved, default <queue>.containers
@@ -126,7 +136,8 @@ extension TagServiceConfiguration {
             "--max-body-bytes": "TAGSERVICE_MAX_BODY_BYTES", "--reload-interval": "TAGSERVICE_RELOAD_INTERVAL",
             "--container-url": "TAGSERVICE_CONTAINER_URL", "--saved-containers": "TAGSERVICE_SAVED_CONTAINERS",
             "--session-idle": "TAGSERVICE_SESSION_IDLE", "--max-sessions": "TAGSERVICE_MAX_SESSIONS",
-            "--log-level": "TAGSERVICE_LOG_LEVEL",
+            "--log-level": "TAGSERVICE_LOG_LEVEL", "--delivery-linger": "TAGSERVICE_DELIVERY_LINGER",
+            "--open-timeout": "TAGSERVICE_OPEN_TIMEOUT",
         ]
         for (flag, variable) in valued {
             if let value = environment[variable], !value.isEmpty { values[flag] = value }
@@ -183,6 +194,15 @@ extension TagServiceConfiguration {
         }
         if let seconds = values["--reload-interval"] {
             configuration.reloadInterval = try duration(seconds, flag: "--reload-interval")
+        }
+        if let seconds = values["--delivery-linger"] {
+            configuration.deliveryLinger = seconds == "0" ? .zero : try duration(seconds, flag: "--delivery-linger")
+        }
+        if let seconds = values["--open-timeout"] {
+            guard let number = Double(seconds), number >= 0, number.isFinite else {
+                throw UsageError("--open-timeout must be a number of seconds, not '\(seconds)'")
+            }
+            configuration.openTimeout = number
         }
         if let seconds = values["--session-idle"] {
             configuration.sessionIdleTimeout = try duration(seconds, flag: "--session-idle")

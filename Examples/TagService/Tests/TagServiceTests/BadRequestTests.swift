@@ -69,7 +69,7 @@ import Testing
                 #expect(error["message"]?.stringValue?.isEmpty == false)
             }
         }
-        #expect(service.pipeline.queue.lastTicket == 0)
+        #expect(service.queue.lastTicket == 0)
         #expect(service.sessions.count == 0)
         #expect(try fixture.deliveredRecords().isEmpty)
     }
@@ -91,6 +91,6 @@ import Testing
                 #expect(response.status == .ok)
             }
         }
-        #expect(service.pipeline.queue.lastTicket == 0)
+        #expect(service.queue.lastTicket == 0)
     }
 }

@@ -17,7 +17,10 @@ import Testing
         let configuration = try parse([
             "--containers", "c", "--queue", "/var/q/", "--host", "0.0.0.0", "--port=9000", "--sessions", "s.json",
             "--no-durable-wait", "--max-body-bytes", "100", "--open", "GTM-A1", "--open", "GTM-B2",
+            "--delivery-linger", "0.05", "--open-timeout", "7",
         ])
+        #expect(configuration.deliveryLinger == .milliseconds(50))
+        #expect(configuration.openTimeout == 7)
         #expect(configuration.containersDirectory == "c")
         #expect(configuration.host == "0.0.0.0")
         #expect(configuration.port == 9000)
@@ -72,7 +75,8 @@ import Testing
         }
         for word in [
             "--containers", "--queue", "--host", "--port", "--sessions", "--no-durable-wait", "BRAZE_REST_ENDPOINT",
-            "BRAZE_REST_API_KEY", "TAGSERVICE_QUEUE",
+            "BRAZE_REST_API_KEY", "TAGSERVICE_QUEUE", "--delivery-linger", "--open-timeout", "--open",
+            "--container-url",
         ] {
             #expect(TagServiceConfiguration.help.contains(word))
         }

@@ -20,7 +20,7 @@ import Testing
                 #expect(answer["durable"] == true)
                 #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
                 // Both records were written and synced before the answer was sent.
-                #expect(service.pipeline.queue.statistics.durableRecords == 2)
+                #expect(service.queue.statistics.durableRecords == 2)
             }
         }
     }

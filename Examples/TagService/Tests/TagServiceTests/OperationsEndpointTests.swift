@@ -45,6 +45,30 @@ import Testing
         }
     }
 
+    @Test func withOpenEveryOpenedContainerMustBeLive() async throws {
+        var fixture = try TestService()
+        defer { fixture.remove() }
+        // The bundled default of GTM-TAGSVC1 is in the containers directory; GTM-ABSENT1 is nowhere (no
+        // network source), so the tag manager never makes it live.
+        fixture.configuration.openIDs = [TestService.fixtureID, "GTM-ABSENT1"]
+        fixture.configuration.openTimeout = 0.5
+        let service = try await fixture.make()
+        #expect(service.manager.container(id: TestService.fixtureID) != nil)
+        try await service.application.test(.router) { client in
+            try await client.execute(uri: "/ready?wait=0.05", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+                let answer = try response.json
+                #expect(answer["containers"] == .array([.string(TestService.fixtureID)]))
+                #expect(answer["missing"] == .array(["GTM-ABSENT1"]))
+            }
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+                #expect(response.status == .ok)
+                let answer = try response.json
+                #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
+            }
+        }
+    }
+
     @Test func metricsCountEventsTagsRecordsAndSessions() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
@@ -58,12 +82,14 @@ import Testing
                 let lines = Set(String(buffer: response.body).split(separator: "\n").map(String.init))
                 #expect(lines.contains("tagservice_events_total 2"))
                 #expect(lines.contains(#"tagservice_tags_total{status="fired"} 3"#))
-                #expect(lines.contains("tagservice_bad_requests_total 1"))
-                #expect(lines.contains("tagservice_records_durable 3.0"))
+                #expect(lines.contains(#"tagservice_requests_total{route="/v1/events",status="400"} 1"#))
+                #expect(lines.contains(#"tagservice_requests_total{route="/v1/events",status="200"} 2"#))
+                #expect(lines.contains("tagservice_records_enqueued_total 3"))
+                #expect(lines.contains("tagservice_records_durable_total 3"))
                 #expect(lines.contains("tagservice_sessions_live 1.0"))
                 #expect(lines.contains("tagservice_containers_live 1.0"))
                 #expect(lines.contains { $0.hasPrefix("tagservice_queue_backlog_records ") })
-                #expect(lines.contains { $0.hasPrefix("tagservice_records_delivered ") })
+                #expect(lines.contains { $0.hasPrefix("tagservice_records_delivered_total ") })
             }
         }
     }

@@ -1,20 +1,13 @@
 import ContainerKit
 import Foundation
 import Logging
-import ServiceLifecycle
 
 /// The `--open` way to get containers: the tag manager opens each ID itself — the bundled default from
-/// the containers directory, then the saved copy, then the network — and refreshes it on GTM's schedule;
-/// every version that loads replaces the live one.
-///
-/// As a `Service` it keeps the containers open until graceful shutdown, then closes them (no refresh
-/// starts afterwards).
-final class ContainerOpener: Service, Sendable {
-    let ids: [String]
-    private let manager: TagManager
-    private let logger: Logging.Logger
-
-    /// The lifecycle configuration the tag manager is created with in `--open` mode.
+/// the containers directory, then the saved copy, then the network — and, while it runs as one of the
+/// application's services, keeps loading and refreshes each container on GTM's schedule; every version
+/// that loads replaces the live one.
+enum ContainerOpening {
+    /// The lifecycle configuration the tag manager gets in `--open` mode.
     static func lifecycle(_ configuration: TagServiceConfiguration) throws -> LifecycleConfiguration {
         let saved = configuration.savedContainersDirectory ?? configuration.queueDirectory + ".containers"
         try FileManager.default.createDirectory(atPath: saved, withIntermediateDirectories: true)
@@ -25,15 +18,14 @@ final class ContainerOpener: Service, Sendable {
         )
     }
 
-    init(ids: [String], manager: TagManager, logger: Logging.Logger) {
-        self.ids = ids
-        self.manager = manager
-        self.logger = logger
-    }
-
-    /// Opens every ID, waiting at most the open timeout for each.
-    func openAll() async throws {
-        let logger = self.logger
+    /// Opens every ID (before the tag manager's `run()` starts: what has not loaded within `timeout`
+    /// continues there), logging each refresh.
+    static func openAll(
+        _ ids: [String],
+        timeout: Double,
+        manager: TagManager,
+        logger: Logging.Logger
+    ) async throws {
         let callback = ClosureContainerCallback { id, event in
             switch event {
             case .began: logger.debug("container refresh", metadata: ["container": "\(id)", "event": "\(event)"])
@@ -43,7 +35,12 @@ final class ContainerOpener: Service, Sendable {
             }
         }
         for id in ids {
-            let opened = try await manager.open(id: id, openType: .preferNonDefault, callback: callback)
+            let opened = try await manager.open(
+                id: id,
+                openType: .preferNonDefault,
+                timeout: timeout,
+                callback: callback
+            )
             logger.info(
                 "container opened",
                 metadata: [
@@ -52,11 +49,5 @@ final class ContainerOpener: Service, Sendable {
                 ]
             )
         }
-    }
-
-    /// Keeps the containers open until graceful shutdown, then closes them.
-    func run() async throws {
-        try? await gracefulShutdown()
-        for id in ids { manager.containerHolder(id: id)?.close() }
     }
 }

@@ -1,0 +1,25 @@
+import ContainerKit
+import ContainerKitBraze
+import ServiceLifecycle
+
+// ContainerKit's long-lived components already have the shape of a swift-service-lifecycle `Service`: a
+// `run()` that works until its task is cancelled, then drains and returns. One line each makes them
+// services of the application's group.
+extension DurableQueue: @retroactive Service {}
+extension SessionStore: @retroactive Service {}
+extension TagManager: @retroactive Service {}
+
+extension Service {
+    /// This service as a member of a group that shuts down gracefully: its `run()` is cancelled when the
+    /// group signals graceful shutdown to it (in the group's reverse order), and the group waits for it to
+    /// return before it moves on to the service listed before it.
+    ///
+    /// ContainerKit does not depend on swift-service-lifecycle, so its `run()` methods stop on task
+    /// cancellation — which for them *is* the graceful path (the durable queue drains, the tag manager
+    /// abandons fetches and replays deferred pushes). A `Service` that ignored the group's graceful
+    /// shutdown signal would hold the group until its timeout and then be cancelled together with every
+    /// other service, losing the order.
+    func cancelledOnGracefulShutdown() -> ClosureService {
+        ClosureService { try await cancelWhenGracefulShutdown { try await self.run() } }
+    }
+}

@@ -1,0 +1,43 @@
+import ContainerKit
+import ContainerKitBraze
+import Foundation
+import Logging
+
+/// Where the Braze provider's records go: a ``DurableQueue`` in the queue directory, delivering to
+/// Braze's `/users/track` (or, without an endpoint, to a JSON-lines file beside the queue).
+///
+/// The queue itself is one of the application's services (see `LibraryServices.swift`): it runs until
+/// graceful shutdown reaches it — after the HTTP server and the sessions — then drains what is durable
+/// into the destination within its drain timeout; the rest stays on disk for the next start.
+enum RecordQueue {
+    /// Opens the queue of `configuration`, reporting to `observer`.
+    static func open(
+        _ configuration: TagServiceConfiguration,
+        observer: any RuntimeObserver,
+        logger: Logging.Logger
+    ) throws -> DurableQueue {
+        let destination: any AnalyticsDestination
+        if let endpoint = configuration.brazeEndpoint {
+            destination = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: configuration.brazeAPIKey ?? "")
+            logger.info("records go to Braze", metadata: ["endpoint": "\(endpoint.absoluteString)/users/track"])
+        } else {
+            destination = try JSONLinesDestination(
+                destination: .file(path: configuration.recordsFile),
+                synchronizes: true
+            )
+            logger.info(
+                "no BRAZE_REST_ENDPOINT: records go to a file",
+                metadata: ["file": "\(configuration.recordsFile)"]
+            )
+        }
+        var queueConfiguration = DurableQueue.Configuration()
+        queueConfiguration.logger = SwiftLogAdapter(logger)
+        queueConfiguration.observer = observer
+        queueConfiguration.deliveryLinger = configuration.deliveryLinger
+        return try DurableQueue(
+            directory: configuration.queueDirectory,
+            destination: destination,
+            configuration: queueConfiguration
+        )
+    }
+}
