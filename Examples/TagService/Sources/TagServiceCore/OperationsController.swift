@@ -44,7 +44,7 @@ struct OperationsController: Sendable {
     /// containers directory, one live container is enough.
     func readiness(waiting wait: Double) async -> Response {
         if wait > 0 {
-            for id in requiredIDs { _ = try? await manager.waitUntilLive(id: id, timeout: wait) }
+            for id in requiredIDs { _ = try? await manager.waitUntilLive(id: id, timeout: .seconds(wait)) }
         }
         let live = manager.containers.map(\.id)
         let missing = requiredIDs.filter { manager.container(id: $0) == nil }

@@ -25,7 +25,7 @@ public struct TagServiceConfiguration: Sendable {
     public var deliveryLinger: Duration = .milliseconds(200)
     /// How long ``TagManager/open(id:openType:timeout:callback:)`` waits for each `--open` container at
     /// start before the service starts anyway (`/ready` answers 503 until the container is live).
-    public var openTimeout: Double = 2
+    public var openTimeout: Duration = .seconds(2)
     /// The largest request body accepted, in bytes.
     public var maximumBodyBytes = 64 * 1024
     /// How often the containers directory is checked for changed files, in seconds.
@@ -202,7 +202,7 @@ extension TagServiceConfiguration {
             guard let number = Double(seconds), number >= 0, number.isFinite else {
                 throw UsageError("--open-timeout must be a number of seconds, not '\(seconds)'")
             }
-            configuration.openTimeout = number
+            configuration.openTimeout = .seconds(number)
         }
         if let seconds = values["--session-idle"] {
             configuration.sessionIdleTimeout = try duration(seconds, flag: "--session-idle")

@@ -20,7 +20,7 @@ import Testing
             "--delivery-linger", "0.05", "--open-timeout", "7",
         ])
         #expect(configuration.deliveryLinger == .milliseconds(50))
-        #expect(configuration.openTimeout == 7)
+        #expect(configuration.openTimeout == .seconds(7))
         #expect(configuration.containersDirectory == "c")
         #expect(configuration.host == "0.0.0.0")
         #expect(configuration.port == 9000)

@@ -51,7 +51,7 @@ import Testing
         // The bundled default of GTM-TAGSVC1 is in the containers directory; GTM-ABSENT1 is nowhere (no
         // network source), so the tag manager never makes it live.
         fixture.configuration.openIDs = [TestService.fixtureID, "GTM-ABSENT1"]
-        fixture.configuration.openTimeout = 0.5
+        fixture.configuration.openTimeout = .milliseconds(500)
         let service = try await fixture.make()
         #expect(service.manager.container(id: TestService.fixtureID) != nil)
         try await service.application.test(.router) { client in
