@@ -22,7 +22,7 @@ enum ContainerOpening {
     /// continues there), logging each refresh.
     static func openAll(
         _ ids: [String],
-        timeout: Double,
+        timeout: Duration,
         manager: TagManager,
         logger: Logging.Logger
     ) async throws {
