@@ -19,13 +19,16 @@ FLAGS=(-sanitize=fuzzer,address -parse-as-library -package-name containerkit -en
     -O -g -I "$OUT")
 quiet() { grep -v "ld.gold: warning: Cannot export local symbol" || true; }
 
+REBUILT=""  # set once a module is rebuilt: every module after it imports it and is rebuilt too
 build_module() {  # name, sources directory, libraries it needs
     local name=$1 dir=$2
     shift 2
     local stamp="$OUT/lib$name.a"
-    if [ -f "$stamp" ] && [ -z "$(find "$dir" Fuzz/fuzz.sh -newer "$stamp" -name '*.swift' -o -newer "$stamp" -name fuzz.sh)" ]; then
+    if [ -z "$REBUILT" ] && [ -f "$stamp" ] &&
+        [ -z "$(find "$dir" Fuzz/fuzz.sh -newer "$stamp" -name '*.swift' -o -newer "$stamp" -name fuzz.sh)" ]; then
         return 0
     fi
+    REBUILT=1
     echo "fuzz: building $name" >&2
     # shellcheck disable=SC2046
     "$SWIFTC" "${FLAGS[@]}" -wmo -emit-library -static -emit-module -module-name "$name" \
