@@ -7,7 +7,8 @@ import Synchronization
 /// ``AnalyticsDestination``. Every record is appended to files on disk and reported durable only once
 /// it is `fsync`ed; the delivery loop forwards records and acknowledges each batch the destination
 /// settled; after a restart (even a `kill -9`) the unacknowledged records are delivered again. Delivery
-/// is therefore **at least once**, and a crash re-delivers at most the one batch in flight.
+/// is therefore **at least once**, and a crash re-delivers at most the batches in flight (one, unless
+/// ``Configuration/maximumConcurrentDeliveries`` allows more).
 ///
 /// ```swift
 /// let braze = BrazeUsersTrackDestination(endpoint: url, apiKey: key)
@@ -45,8 +46,9 @@ import Synchronization
 /// refused (`.queueFull`). Records already queued are never dropped.
 ///
 /// ## Delivery
-/// Records go out in order, in batches of ``Configuration/deliveryBatchSize`` (by default the
-/// destination's preferred batch size), one batch at a time. Recently committed records come from memory
+/// Records go out in batches of ``Configuration/deliveryBatchSize`` (by default the destination's preferred
+/// batch size), one batch at a time or, with ``Configuration/maximumConcurrentDeliveries``, several at once;
+/// acknowledgements stay in log order either way. Recently committed records come from memory
 /// (up to ``Configuration/maximumBufferedRecords``); a backlog beyond that, and what a previous run left,
 /// is read back from disk. Retryable failures (429 with `Retry-After`, 5xx, timeouts) are retried with
 /// ``DeliveryRetryPolicy``'s jittered backoff, without limit (durable records are never dropped);
@@ -65,6 +67,12 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         public var deliveryBatchSize: Int?
         /// Committed records kept in memory for delivery; a backlog beyond is read back from disk.
         public var maximumBufferedRecords = 10_000
+        /// How many batches may be out to the destination at once (1). One request at a time caps delivery
+        /// at one batch per round trip — against Braze, tens of milliseconds away, a few thousand records a
+        /// second — so a busy service raises it (Braze allows thousands of requests per second). The batch
+        /// ends are still acknowledged in log order (a batch once it and every batch before it are settled),
+        /// and a crash re-delivers at most this many batches.
+        public var maximumConcurrentDeliveries = 1
         /// The backoff of failed deliveries (0.1 s doubling to 30 s, jittered; attempts unlimited).
         public var retry = DeliveryRetryPolicy(
             maximumAttempts: .max,
@@ -138,6 +146,8 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         var writerExit: CheckedContinuation<Void, Never>?
         var writerExited = false
         var lastAckSync: Duration?
+        /// When the drain's deliveries must end (on the queue's clock), set when the drain starts.
+        var drainDeadline: Duration?
         var statistics = Statistics()
     }
 
@@ -152,6 +162,8 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     private let shell: Mutex<Shell>
     private let writerWakeup = DispatchSemaphore(value: 0)
     private let deliveryWakeup = Wakeup()
+    /// Opens when the drain starts: interrupts the backoff of every delivery.
+    private let drainStarted = Latch()
     private let clock: DeliveryClock
     private let logs: LogLimiter
     private let diagnostics: FrontDiagnostics
@@ -193,7 +205,8 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                     maximumSegmentBytes: configuration.maximumSegmentBytes,
                     maximumQueueBytes: configuration.maximumQueueBytes,
                     maximumBufferedRecords: configuration.maximumBufferedRecords,
-                    batchSize: configuration.deliveryBatchSize ?? destination.preferredBatchSize
+                    batchSize: configuration.deliveryBatchSize ?? destination.preferredBatchSize,
+                    maximumInFlight: configuration.maximumConcurrentDeliveries
                 )
             )
         )
@@ -406,7 +419,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         thread.start()
         // The loop runs in its own task, joined here, so that the drain after our cancellation can still
         // sleep and send; the drain deadline bounds it.
-        let drainStarted = Latch()
+        let drainStarted = self.drainStarted
         let (limit, clock) = (configuration.drainTimeout, self.clock)
         let delivery = Task {
             await runWithDrainDeadline(limit, on: clock, drainStarted: drainStarted) { await self.deliveryLoop() }
@@ -418,6 +431,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
             let actions = self.shell.withLock { shell -> [DurableQueueMachine.Action] in
                 guard shell.phase == .running else { return [] }
                 shell.phase = .draining
+                shell.drainDeadline = self.clock.elapsed() + limit
                 return shell.machine.close()
             }
             self.perform(actions)
@@ -509,155 +523,217 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
 
     // MARK: Delivery loop
 
+    /// What a delivery child task of the loop reports.
+    private enum DeliveryEvent: Sendable {
+        /// The destination settled the batch (accepted or rejected every record).
+        case settled(DurableQueueMachine.Batch)
+        /// The drain's deadline passed before the batch was settled; it stays queued.
+        case abandoned
+        /// The loop's wake-up fired (records were committed, a flush began, the drain started) or its
+        /// timed wait ended.
+        case woken
+    }
+
+    /// Hands batches to the destination — up to ``Configuration/maximumConcurrentDeliveries`` at once, each
+    /// in a child task that retries it until it is settled — and confirms them as they settle. One child
+    /// at a time waits on the wake-up while there is room for another batch (or nothing is running).
     private func deliveryLoop() async {
-        var attempt = 0
-        var remaining: [AnalyticsRecord]?
-        var drainDeadline: Duration?
-        var staleReads = 0
-        while true {
-            if configuration.deliveryLinger > .zero, drainDeadline == nil, lingers() {
-                let until = clock.elapsed() + configuration.deliveryLinger
-                while clock.elapsed() < until, lingers() {
-                    _ = await deliveryWakeup.sleep(until - clock.elapsed(), on: clock)
-                }
-            }
-            let (step, draining, resolved) = shell.withLock { shell in
-                (shell.machine.nextBatch(), shell.phase == .draining, shell.machine.everythingResolved)
-            }
-            if draining && drainDeadline == nil { drainDeadline = clock.elapsed() + configuration.drainTimeout }
-            if Task.isCancelled { return }  // the drain's hard deadline passed
-            if let deadline = drainDeadline, clock.elapsed() >= deadline {
-                logs.log(
-                    .warning,
-                    key: "drain",
-                    "durable queue '\(directory)': the drain deadline passed; "
-                        + "undelivered records stay queued for the next run"
-                )
-                return
-            }
-            switch step {
-            case .wait:
-                if draining && resolved && shell.withLock({ $0.machine.everythingResolved && $0.machine.caughtUp }) {
-                    return
-                }
-                if let deadline = drainDeadline {
-                    _ = await deliveryWakeup.sleep(deadline - clock.elapsed(), on: clock)
-                } else {
-                    await deliveryWakeup.wait()
-                }
-
-            case .readDisk(let from, let segments, let sealed):
-                let result = SegmentLog.read(
-                    directory,
-                    from: from,
-                    segments: segments,
-                    limit: shell.withLock { $0.machine.batchSize },
-                    sealed: { sealed.contains($0) }
-                )
-                for message in result.messages {
-                    logs.log(.warning, key: "read:\(message.prefix(60))", "durable queue '\(directory)': \(message)")
-                }
-                let (_, stale, actions) = shell.withLock { shell in
-                    shell.statistics.recordsReadFromDisk += result.records.count
-                    shell.statistics.skippedLines += result.skippedLines
-                    return shell.machine.diskRead(result, from: from)
-                }
-                perform(actions)
-                if stale {
-                    // The sizes read under the lock were already stale: read again, and pause if that keeps
-                    // happening.
-                    staleReads += 1
-                    if staleReads > 1 { await Task.yield() }
-                } else {
-                    staleReads = 0
-                }
-
-            case .deliver(let batch):
-                let records = remaining ?? batch.records
-                let result: DeliveryResult
-                if let deadline = drainDeadline {
-                    let destination = self.destination
-                    guard
-                        let answer = await withDeadline(
-                            deadline - clock.elapsed(),
-                            on: clock,
-                            {
-                                await destination.deliver(records)
-                            }
-                        )
-                    else { continue }
-                    result = answer
-                } else {
-                    result = await destination.deliver(records)
-                }
-                shell.withLock {
-                    $0.statistics.deliveredRecords += result.accepted.count
-                    $0.statistics.rejectedRecords += result.rejectedCount
-                }
-                if let observer = diagnostics.observer {
-                    if !result.accepted.isEmpty { observer.observe(.recordsDelivered(count: result.accepted.count)) }
-                    for rejection in result.rejected {
-                        observer.observe(
-                            .recordsRejected(count: rejection.records.count, reason: rejection.error.message)
-                        )
-                    }
-                    if let error = result.retryError, !result.retryable.isEmpty {
-                        observer.observe(.deliveryFailed(message: error.message))
-                    }
-                    let (records, bytes) = backlog
-                    observer.observe(.queueBacklog(records: records, bytes: bytes))
-                }
-                for warning in result.warnings { logs.log(.warning, key: "partial", "durable queue: \(warning)") }
-                for rejection in result.rejected {
-                    logs.log(
-                        .error,
-                        key: "rejected",
-                        "durable queue '\(directory)': dropped \(rejection.records.count) records: \(rejection.error)"
-                    )
-                }
-                if let error = result.retryError, !result.retryable.isEmpty {
-                    attempt += 1
-                    remaining = result.retryable
-                    let waiters = shell.withLock { shell in
-                        shell.statistics.failedDeliveries += 1
-                        defer { shell.flushWaiters.removeAll() }
-                        return shell.flushWaiters.map(\.continuation)
-                    }
-                    for waiter in waiters { waiter.resume(returning: error) }
-                    let delay = configuration.retry.delay(
-                        afterAttempt: attempt,
-                        error: error,
-                        random: configuration.random()
-                    )
+        await withTaskGroup(of: DeliveryEvent.self) { group in
+            var running = 0
+            // The child waiting on the wake-up, if any, and when it wakes by itself (`nil`: only when signalled).
+            var waking = false
+            var wakerDeadline: Duration?
+            var staleReads = 0
+            var lingerUntil: Duration?
+            var abandoned = false
+            fill: while true {
+                if Task.isCancelled { break }  // the drain's hard deadline passed
+                let (draining, deadline) = shell.withLock { ($0.phase == .draining, $0.drainDeadline) }
+                if let deadline, clock.elapsed() >= deadline || (abandoned && running == 0) {
                     logs.log(
                         .warning,
-                        key: "retry",
-                        "durable queue '\(directory)': delivering \(result.retryable.count) records failed "
-                            + "(attempt \(attempt)): \(error); retrying in \(delay)"
+                        key: "drain",
+                        abandoned
+                            ? "durable queue '\(directory)': undelivered records stay queued for the next run"
+                            : "durable queue '\(directory)': the drain deadline passed; "
+                                + "undelivered records stay queued for the next run"
                     )
-                    if let deadline = drainDeadline {
-                        if clock.elapsed() + delay > deadline {
-                            logs.log(
-                                .warning,
-                                key: "drain",
-                                "durable queue '\(directory)': undelivered records stay queued for the next run"
-                            )
-                            return
-                        }
-                        try? await clock.sleep(delay)
-                    } else {
-                        let wakeAt = clock.elapsed() + delay
-                        while clock.elapsed() < wakeAt, !shell.withLock({ $0.phase == .draining }) {
-                            _ = await deliveryWakeup.sleep(wakeAt - clock.elapsed(), on: clock)
-                        }
-                    }
-                    continue
+                    break
                 }
-                attempt = 0
-                remaining = nil
-                let actions = shell.withLock { $0.machine.confirm(batch) }
-                perform(actions)
+                // A partial batch may wait (``Configuration/deliveryLinger``) for more records.
+                var wakeAfter = deadline.map { $0 - clock.elapsed() }
+                var lingering = false
+                if configuration.deliveryLinger > .zero, !draining, lingers() {
+                    let until = lingerUntil ?? clock.elapsed() + configuration.deliveryLinger
+                    lingerUntil = until
+                    if clock.elapsed() < until {
+                        lingering = true
+                        wakeAfter = until - clock.elapsed()
+                    }
+                } else {
+                    lingerUntil = nil
+                }
+                if !lingering {
+                    switch takeNextStep(staleReads: &staleReads) {
+                    case .deliver(let batch):
+                        lingerUntil = nil
+                        running += 1
+                        group.addTask { await self.deliverUntilSettled(batch) }
+                        continue fill
+                    case .readAgain(let pause):
+                        if pause { await Task.yield() }
+                        continue fill
+                    case .nothing:
+                        let done = shell.withLock {
+                            $0.machine.everythingResolved && $0.machine.caughtUp
+                        }
+                        if draining && running == 0 && done { break fill }
+                    }
+                }
+                if waking, let wakeAfter, wakerDeadline.map({ $0 > clock.elapsed() + wakeAfter }) ?? true {
+                    // The waiting child would sleep past the time needed now: end it and start a timed one.
+                    deliveryWakeup.signal()
+                }
+                // With every delivery slot busy, only a settled batch (or the drain's clock) moves the loop on.
+                let slotFree = running < max(1, configuration.maximumConcurrentDeliveries)
+                if !waking, slotFree || wakeAfter != nil {
+                    waking = true
+                    wakerDeadline = wakeAfter.map { clock.elapsed() + $0 }
+                    group.addTask {
+                        if let wakeAfter {
+                            _ = await self.deliveryWakeup.sleep(wakeAfter, on: self.clock)
+                        } else {
+                            await self.deliveryWakeup.wait()
+                        }
+                        return .woken
+                    }
+                }
+                guard let event = await group.next() else { break }
+                switch event {
+                case .woken:
+                    waking = false
+                case .settled(let batch):
+                    running -= 1
+                    perform(shell.withLock { $0.machine.confirm(batch) })
+                case .abandoned:
+                    running -= 1
+                    abandoned = true
+                }
             }
+            group.cancelAll()
+        }
+    }
+
+    private enum NextStep {
+        case deliver(DurableQueueMachine.Batch)
+        /// A disk read found nothing to deliver; ask again (after a pause when that keeps happening).
+        case readAgain(pause: Bool)
+        /// Nothing new (or the in-flight limit is reached).
+        case nothing
+    }
+
+    /// The machine's next step, with a disk read performed on the way.
+    private func takeNextStep(staleReads: inout Int) -> NextStep {
+        let step = shell.withLock { $0.machine.nextBatch() }
+        switch step {
+        case .wait:
+            return .nothing
+        case .deliver(let batch):
+            return .deliver(batch)
+        case .readDisk(let from, let segments, let sealed):
+            let result = SegmentLog.read(
+                directory,
+                from: from,
+                segments: segments,
+                limit: shell.withLock { $0.machine.batchSize },
+                sealed: { sealed.contains($0) }
+            )
+            for message in result.messages {
+                logs.log(.warning, key: "read:\(message.prefix(60))", "durable queue '\(directory)': \(message)")
+            }
+            let (batch, stale, actions) = shell.withLock { shell in
+                shell.statistics.recordsReadFromDisk += result.records.count
+                shell.statistics.skippedLines += result.skippedLines
+                return shell.machine.diskRead(result, from: from)
+            }
+            perform(actions)
+            if let batch { return .deliver(batch) }
+            // The sizes read under the lock were already stale: read again, and pause if that keeps happening.
+            staleReads = stale ? staleReads + 1 : 0
+            return .readAgain(pause: staleReads > 1)
+        }
+    }
+
+    /// Delivers `batch`, retrying what is retryable with the backoff of ``Configuration/retry`` until the
+    /// destination has settled every record, or until the drain's deadline passes.
+    private func deliverUntilSettled(_ batch: DurableQueueMachine.Batch) async -> DeliveryEvent {
+        var records = batch.records
+        var attempt = 0
+        while true {
+            if Task.isCancelled { return .abandoned }
+            let result: DeliveryResult
+            if let deadline = shell.withLock({ $0.drainDeadline }) {
+                let (destination, sending) = (self.destination, records)
+                let left = deadline - clock.elapsed()
+                guard left > .zero,
+                    let answer = await withDeadline(left, on: clock, { await destination.deliver(sending) })
+                else { return .abandoned }
+                result = answer
+            } else {
+                result = await destination.deliver(records)
+            }
+            report(result)
+            guard let error = result.retryError, !result.retryable.isEmpty else { return .settled(batch) }
+            attempt += 1
+            records = result.retryable
+            let waiters = shell.withLock { shell in
+                shell.statistics.failedDeliveries += 1
+                defer { shell.flushWaiters.removeAll() }
+                return shell.flushWaiters.map(\.continuation)
+            }
+            for waiter in waiters { waiter.resume(returning: error) }
+            let delay = configuration.retry.delay(afterAttempt: attempt, error: error, random: configuration.random())
+            logs.log(
+                .warning,
+                key: "retry",
+                "durable queue '\(directory)': delivering \(result.retryable.count) records failed "
+                    + "(attempt \(attempt)): \(error); retrying in \(delay)"
+            )
+            if let deadline = shell.withLock({ $0.drainDeadline }) {
+                if clock.elapsed() + delay > deadline { return .abandoned }
+                try? await clock.sleep(delay)
+            } else {
+                // The backoff ends early when the drain starts (the drain then retries within its deadline).
+                let drainStarted = self.drainStarted
+                _ = await withDeadline(delay, on: clock) { await drainStarted.wait() }
+            }
+        }
+    }
+
+    /// Counts and reports what one delivery did.
+    private func report(_ result: DeliveryResult) {
+        shell.withLock {
+            $0.statistics.deliveredRecords += result.accepted.count
+            $0.statistics.rejectedRecords += result.rejectedCount
+        }
+        if let observer = diagnostics.observer {
+            if !result.accepted.isEmpty { observer.observe(.recordsDelivered(count: result.accepted.count)) }
+            for rejection in result.rejected {
+                observer.observe(.recordsRejected(count: rejection.records.count, reason: rejection.error.message))
+            }
+            if let error = result.retryError, !result.retryable.isEmpty {
+                observer.observe(.deliveryFailed(message: error.message))
+            }
+            let (records, bytes) = backlog
+            observer.observe(.queueBacklog(records: records, bytes: bytes))
+        }
+        for warning in result.warnings { logs.log(.warning, key: "partial", "durable queue: \(warning)") }
+        for rejection in result.rejected {
+            logs.log(
+                .error,
+                key: "rejected",
+                "durable queue '\(directory)': dropped \(rejection.records.count) records: \(rejection.error)"
+            )
         }
     }
 

@@ -8,8 +8,9 @@ import ContainerKit
 /// ``Commit`` (group commit) with ``takeCommit()`` and reports ``committed(_:)`` or
 /// ``commitFailed(_:_:segmentUsable:)``; the delivery loop asks ``nextBatch()`` (from memory, or a disk
 /// read to perform), hands disk reads back with ``diskRead(_:from:)`` and reports ``confirm(_:)`` once the
-/// destination settled a batch, which acknowledges its end position at once. One batch is in flight at a
-/// time, so a crash re-delivers at most that batch.
+/// destination settled a batch. Up to `maximumInFlight` batches are out at once (one by default); their
+/// ends are acknowledged in order, as soon as a batch and every batch before it are settled, so a crash
+/// re-delivers at most the batches in flight.
 struct DurableQueueMachine: Sendable {
     typealias Position = SegmentLog.Position
 
@@ -69,6 +70,8 @@ struct DurableQueueMachine: Sendable {
     let maximumQueueBytes: Int
     let maximumBufferedRecords: Int
     let batchSize: Int
+    /// How many batches may be in flight at once.
+    let maximumInFlight: Int
 
     // Appending.
     private(set) var lastTicket: UInt64 = 0
@@ -87,7 +90,9 @@ struct DurableQueueMachine: Sendable {
     private(set) var queueBytes: Int
     // Delivery.
     private(set) var cursor: Position
-    private(set) var inFlight: Batch?
+    /// The batches handed out and not yet acknowledged, in log order; `settled` once confirmed (a settled
+    /// batch waits here until every batch before it is settled too).
+    private var flights: [(batch: Batch, settled: Bool)] = []
     private var memory: [Delivered] = []
     private var memoryHead = 0
     private(set) var diskBacklog: Bool
@@ -100,7 +105,8 @@ struct DurableQueueMachine: Sendable {
         maximumSegmentBytes: Int,
         maximumQueueBytes: Int,
         maximumBufferedRecords: Int,
-        batchSize: Int
+        batchSize: Int,
+        maximumInFlight: Int = 1
     ) {
         self.segments = segments.map { Segment(index: $0.index, size: $0.size, sealed: true) }
         self.cursor = cursor
@@ -111,6 +117,7 @@ struct DurableQueueMachine: Sendable {
         self.maximumQueueBytes = maximumQueueBytes
         self.maximumBufferedRecords = maximumBufferedRecords
         self.batchSize = max(1, batchSize)
+        self.maximumInFlight = max(1, maximumInFlight)
         normalizeCursor()
     }
 
@@ -252,17 +259,26 @@ struct DurableQueueMachine: Sendable {
     }
 
     /// Whether everything committed is delivered.
-    var caughtUp: Bool { inFlight == nil && memory.count == memoryHead && !diskBacklog && cursor >= durableEnd }
+    var caughtUp: Bool { flights.isEmpty && memory.count == memoryHead && !diskBacklog && cursor >= durableEnd }
+
+    /// The batches handed out by ``nextBatch()`` and not yet confirmed, oldest first.
+    var inFlight: [Batch] { flights.filter { !$0.settled }.map(\.batch) }
+
+    /// Where the next batch starts: after the last batch handed out, or at the acknowledged cursor.
+    private var front: Position { flights.last?.batch.end ?? cursor }
 
     /// Whether the next batch would be a partial one from memory: nothing in flight, no disk backlog, and
     /// fewer committed records waiting than a batch holds (the delivery loop may linger for more).
     var holdsPartialBatch: Bool {
-        inFlight == nil && !diskBacklog && memoryHead < memory.count && memory.count - memoryHead < batchSize
+        flights.count < maximumInFlight && !diskBacklog && memoryHead < memory.count
+            && memory.count - memoryHead < batchSize
     }
 
-    /// The delivery loop's next step. A batch in flight is returned again (a retry).
+    /// The delivery loop's next step: a new batch to deliver (in flight until ``confirm(_:)``; the shell
+    /// retries it until the destination settles it), a disk read to perform, or `.wait` when nothing new is
+    /// committed or `maximumInFlight` batches are already out.
     mutating func nextBatch() -> DeliveryStep {
-        if let inFlight { return .deliver(inFlight) }
+        guard flights.count < maximumInFlight else { return .wait }
         if memoryHead < memory.count {
             let end = min(memory.count, memoryHead + batchSize)
             let taken = memory[memoryHead..<end]
@@ -272,12 +288,12 @@ struct DurableQueueMachine: Sendable {
                 memory.removeFirst(memoryHead)
                 memoryHead = 0
             }
-            inFlight = batch
+            flights.append((batch, false))
             return .deliver(batch)
         }
         if diskBacklog {
             return .readDisk(
-                from: cursor,
+                from: front,
                 segments: segments.map { SegmentLog.SegmentExtent(index: $0.index, size: $0.size) },
                 sealed: Set(segments.filter(\.sealed).map(\.index))
             )
@@ -291,27 +307,40 @@ struct DurableQueueMachine: Sendable {
     mutating func diskRead(_ result: SegmentLog.ReadResult, from start: Position)
         -> (batch: Batch?, stale: Bool, actions: [Action])
     {
-        guard start == cursor, inFlight == nil else { return (nil, false, []) }
+        guard start == front, flights.count < maximumInFlight else { return (nil, false, []) }
         if !result.records.isEmpty {
             let batch = Batch(records: result.records, end: result.end)
-            inFlight = batch
+            flights.append((batch, false))
             return (batch, false, [])
         }
         var actions: [Action] = []
-        if result.end > cursor { actions = advance(to: result.end) }
+        if result.end > start {
+            // Only skipped lines or unreadable segments: acknowledged in turn, like a settled batch.
+            flights.append((Batch(records: [], end: result.end), true))
+            actions = acknowledgeSettled()
+        }
         if result.end >= durableEnd {
             diskBacklog = false
             return (nil, false, actions)
         }
-        return (nil, actions.isEmpty, actions)
+        return (nil, result.end <= start, actions)
     }
 
-    /// The destination settled the batch in flight (accepted or rejected every record): its end is
-    /// acknowledged.
+    /// The destination settled `batch` (accepted or rejected every record). Its end is acknowledged once
+    /// every batch before it is settled too — at once when it is the oldest in flight.
     mutating func confirm(_ batch: Batch) -> [Action] {
-        guard inFlight == batch else { return [] }
-        inFlight = nil
-        return advance(to: batch.end)
+        guard let index = flights.firstIndex(where: { !$0.settled && $0.batch == batch }) else { return [] }
+        flights[index].settled = true
+        return acknowledgeSettled()
+    }
+
+    /// Acknowledges the end of the longest settled prefix of the batches in flight.
+    private mutating func acknowledgeSettled() -> [Action] {
+        let settled = flights.prefix { $0.settled }.count
+        guard settled > 0 else { return [] }
+        let end = flights[settled - 1].batch.end
+        flights.removeFirst(settled)
+        return advance(to: end)
     }
 
     private mutating func advance(to end: Position) -> [Action] {

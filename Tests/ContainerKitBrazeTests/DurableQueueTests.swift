@@ -186,6 +186,75 @@ import Testing
         }
     }
 
+    @Test func severalBatchesGoOutAtOnceAndAreAcknowledgedInOrder() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let downstream = GatedDestination(batchSize: 5)
+        var settings = configuration()
+        settings.maximumConcurrentDeliveries = 3
+        let queue = try open(directory, downstream, settings)
+        let records = (0..<20).map { event("e\($0)") }
+        try await whileRunning(queue) {
+            try await queue.append(records)
+            var arrivals = downstream.arrivals.makeAsyncIterator()
+            var batches: [[AnalyticsRecord]] = []
+            for _ in 0..<3 { batches.append(try #require(await arrivals.next())) }
+            // They start concurrently, in any order: name them by their place in the log.
+            batches.sort { first, second in
+                records.firstIndex(of: first[0])! < records.firstIndex(of: second[0])!
+            }
+            #expect(
+                batches.map { $0.map(\.payload) }
+                    == [0, 5, 10].map { start in
+                        records[start..<start + 5].map(\.payload)
+                    }
+            )
+            // The later batches settle first: nothing is acknowledged past the first batch, and their slots
+            // stay taken until it is (a crash re-delivers at most three batches).
+            downstream.settle(batches[2][0])
+            downstream.settle(batches[1][0])
+            #expect(try DurableQueue.pendingRecords(in: directory.path).count == 20, "the first batch is out")
+            // The first fails once and is retried.
+            downstream.settle(batches[0][0], accept: false)
+            let retried = try #require(await arrivals.next())
+            #expect(retried.map(\.payload) == batches[0].map(\.payload))
+            downstream.settle(retried[0])
+            // Now the first three are acknowledged together, and the last batch goes out.
+            let last = try #require(await arrivals.next())
+            #expect(last.map(\.payload) == records[15...].map(\.payload))
+            #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == last.map(\.id))
+            downstream.settle(last[0])
+            try await queue.flush()
+            #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        }
+        #expect(downstream.mostRunning == 3)
+        #expect(Set(downstream.delivered.map(\.id)) == Set(records.map(\.id)))
+        #expect(downstream.delivered.count == 20, "each record is delivered once")
+    }
+
+    @Test func concurrentDeliveriesDrainABacklogReadFromDisk() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let downstream = ScriptedDownstream(mode: .fail, batchSize: 16)
+        var settings = configuration()
+        settings.maximumBufferedRecords = 10
+        settings.maximumSegmentBytes = 4096
+        settings.maximumConcurrentDeliveries = 4
+        let queue = try open(directory, downstream, settings)
+        let records = (0..<300).map { event("e\($0)") }
+        try await whileRunning(queue) {
+            for chunk in stride(from: 0, to: records.count, by: 5) {
+                try await queue.append(Array(records[chunk..<chunk + 5]))
+            }
+            downstream.mode = .confirm
+            try await queue.flush()
+            #expect(queue.statistics.recordsReadFromDisk > 0)
+        }
+        #expect(downstream.delivered.count == 300)
+        #expect(Set(downstream.delivered.map(\.id)) == Set(records.map(\.id)))
+        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+    }
+
     @Test func aSecondQueueOnTheSameDirectoryIsRefused() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

@@ -134,3 +134,56 @@ func whileRunning<T: Sendable>(
 func event(_ name: String, user: UserIdentity? = .externalID("u-1"), _ properties: ValueMap = [:]) -> AnalyticsRecord {
     AnalyticsRecord(user: user, payload: .customEvent(name: name, properties: properties))
 }
+
+/// A destination that holds every delivery until the test settles it: each call is announced on
+/// ``arrivals`` (its records) and answered with what ``settle(_:with:)`` gives.
+final class GatedDestination: AnalyticsDestination {
+    private struct State {
+        var waiting: [(records: [AnalyticsRecord], answer: CheckedContinuation<DeliveryResult, Never>)] = []
+        var running = 0
+        var mostRunning = 0
+        var delivered: [AnalyticsRecord] = []
+    }
+
+    private let state = Mutex(State())
+    private let arrivalsContinuation: AsyncStream<[AnalyticsRecord]>.Continuation
+    /// The records of each delivery, as it starts.
+    let arrivals: AsyncStream<[AnalyticsRecord]>
+    let preferredBatchSize: Int
+
+    init(batchSize: Int) {
+        preferredBatchSize = batchSize
+        (arrivals, arrivalsContinuation) = AsyncStream.makeStream()
+    }
+
+    /// The most deliveries that were running at once.
+    var mostRunning: Int { state.withLock { $0.mostRunning } }
+    /// The records accepted so far, in the order their deliveries were settled.
+    var delivered: [AnalyticsRecord] { state.withLock { $0.delivered } }
+
+    func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
+        await withCheckedContinuation { continuation in
+            state.withLock { state in
+                state.waiting.append((records, continuation))
+                state.running += 1
+                state.mostRunning = max(state.mostRunning, state.running)
+            }
+            arrivalsContinuation.yield(records)
+        }
+    }
+
+    /// Answers the waiting delivery whose first record is `first`: accepted, or retried with a 503.
+    func settle(_ first: AnalyticsRecord, accept: Bool = true) {
+        let answer = state.withLock { state -> (CheckedContinuation<DeliveryResult, Never>, DeliveryResult)? in
+            guard let index = state.waiting.firstIndex(where: { $0.records.first == first }) else { return nil }
+            let (records, continuation) = state.waiting.remove(at: index)
+            state.running -= 1
+            if accept {
+                state.delivered += records
+                return (continuation, .accepted(records))
+            }
+            return (continuation, .retry(records, DeliveryError(.serverError, "gated failure", status: 503)))
+        }
+        if let (continuation, result) = answer { continuation.resume(returning: result) }
+    }
+}
