@@ -34,6 +34,7 @@ enum RecordQueue {
         queueConfiguration.logger = SwiftLogAdapter(logger)
         queueConfiguration.observer = observer
         queueConfiguration.deliveryLinger = configuration.deliveryLinger
+        queueConfiguration.maximumConcurrentDeliveries = configuration.concurrentDeliveries
         return try DurableQueue(
             directory: configuration.queueDirectory,
             destination: destination,

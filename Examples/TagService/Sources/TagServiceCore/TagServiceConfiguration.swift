@@ -23,6 +23,11 @@ public struct TagServiceConfiguration: Sendable {
     /// How long the durable queue lets a partial batch of records wait for more before delivering it
     /// (``DurableQueue/Configuration/deliveryLinger``): fewer, fuller requests to Braze.
     public var deliveryLinger: Duration = .milliseconds(200)
+    /// How many batches of records may be on their way to Braze at once
+    /// (``DurableQueue/Configuration/maximumConcurrentDeliveries``). Braze is tens of milliseconds away: one
+    /// request at a time would cap delivery at a few thousand records a second, below what one instance
+    /// takes in. A crash re-delivers at most this many batches.
+    public var concurrentDeliveries = 4
     /// How long ``TagManager/open(id:openType:timeout:callback:)`` waits for each `--open` container at
     /// start before the service starts anyway (`/ready` answers 503 until the container is live).
     public var openTimeout: Duration = .seconds(2)
@@ -85,6 +90,9 @@ extension TagServiceConfiguration {
                                     (TAGSERVICE_NO_DURABLE_WAIT=1)
           --delivery-linger <s>     seconds a partial batch of records waits for more before it is sent to
                                     Braze, default 0.2; 0 sends at once (TAGSERVICE_DELIVERY_LINGER)
+          --concurrent-deliveries <n>
+                                    batches of records on their way to Braze at once, default 4; a crash
+                                    re-delivers at most this many (TAGSERVICE_CONCURRENT_DELIVERIES)
           --max-body-bytes <n>      largest request body, default 65536 (TAGSERVICE_MAX_BODY_BYTES)
           --reload-interval <s>     seconds between checks of the containers directory, default 2
                                     (TAGSERVICE_RELOAD_INTERVAL)
@@ -137,7 +145,7 @@ extension TagServiceConfiguration {
             "--container-url": "TAGSERVICE_CONTAINER_URL", "--saved-containers": "TAGSERVICE_SAVED_CONTAINERS",
             "--session-idle": "TAGSERVICE_SESSION_IDLE", "--max-sessions": "TAGSERVICE_MAX_SESSIONS",
             "--log-level": "TAGSERVICE_LOG_LEVEL", "--delivery-linger": "TAGSERVICE_DELIVERY_LINGER",
-            "--open-timeout": "TAGSERVICE_OPEN_TIMEOUT",
+            "--open-timeout": "TAGSERVICE_OPEN_TIMEOUT", "--concurrent-deliveries": "TAGSERVICE_CONCURRENT_DELIVERIES",
         ]
         for (flag, variable) in valued {
             if let value = environment[variable], !value.isEmpty { values[flag] = value }
@@ -197,6 +205,12 @@ extension TagServiceConfiguration {
         }
         if let seconds = values["--delivery-linger"] {
             configuration.deliveryLinger = seconds == "0" ? .zero : try duration(seconds, flag: "--delivery-linger")
+        }
+        if let count = values["--concurrent-deliveries"] {
+            guard let number = Int(count), (1...64).contains(number) else {
+                throw UsageError("--concurrent-deliveries must be an integer from 1 to 64, not '\(count)'")
+            }
+            configuration.concurrentDeliveries = number
         }
         if let seconds = values["--open-timeout"] {
             guard let number = Double(seconds), number >= 0, number.isFinite else {

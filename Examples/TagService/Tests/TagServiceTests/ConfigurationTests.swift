@@ -17,9 +17,10 @@ import Testing
         let configuration = try parse([
             "--containers", "c", "--queue", "/var/q/", "--host", "0.0.0.0", "--port=9000", "--sessions", "s.json",
             "--no-durable-wait", "--max-body-bytes", "100", "--open", "GTM-A1", "--open", "GTM-B2",
-            "--delivery-linger", "0.05", "--open-timeout", "7",
+            "--delivery-linger", "0.05", "--open-timeout", "7", "--concurrent-deliveries", "8",
         ])
         #expect(configuration.deliveryLinger == .milliseconds(50))
+        #expect(configuration.concurrentDeliveries == 8)
         #expect(configuration.openTimeout == .seconds(7))
         #expect(configuration.containersDirectory == "c")
         #expect(configuration.host == "0.0.0.0")
@@ -76,7 +77,7 @@ import Testing
         for word in [
             "--containers", "--queue", "--host", "--port", "--sessions", "--no-durable-wait", "BRAZE_REST_ENDPOINT",
             "BRAZE_REST_API_KEY", "TAGSERVICE_QUEUE", "--delivery-linger", "--open-timeout", "--open",
-            "--container-url",
+            "--container-url", "--concurrent-deliveries", "TAGSERVICE_CONCURRENT_DELIVERIES",
         ] {
             #expect(TagServiceConfiguration.help.contains(word))
         }
