@@ -716,25 +716,10 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
             $0.statistics.deliveredRecords += result.accepted.count
             $0.statistics.rejectedRecords += result.rejectedCount
         }
-        if let observer = diagnostics.observer {
-            if !result.accepted.isEmpty { observer.observe(.recordsDelivered(count: result.accepted.count)) }
-            for rejection in result.rejected {
-                observer.observe(.recordsRejected(count: rejection.records.count, reason: rejection.error.message))
-            }
-            if let error = result.retryError, !result.retryable.isEmpty {
-                observer.observe(.deliveryFailed(message: error.message))
-            }
-            let (records, bytes) = backlog
-            observer.observe(.queueBacklog(records: records, bytes: bytes))
+        if let error = result.retryError, !result.retryable.isEmpty {
+            diagnostics.observer?.observe(.deliveryFailed(message: error.message))
         }
-        for warning in result.warnings { logs.log(.warning, key: "partial", "durable queue: \(warning)") }
-        for rejection in result.rejected {
-            logs.log(
-                .error,
-                key: "rejected",
-                "durable queue '\(directory)': dropped \(rejection.records.count) records: \(rejection.error)"
-            )
-        }
+        diagnostics.report(result, backlog: { backlog }, logs: logs, label: "durable queue '\(directory)'")
     }
 
     /// Whether the delivery loop should let a partial batch wait for more records: the queue runs, nobody

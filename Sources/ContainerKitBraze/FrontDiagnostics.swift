@@ -34,6 +34,33 @@ final class FrontDiagnostics: DiagnosticLogger {
 
     var minimumLevel: LogLevel { logger.minimumLevel }
 
+    /// Reports what one delivery did: delivered and rejected records and the backlog after it (`backlog`
+    /// is read only when an observer listens) to the observer, warnings and rejections to `logs`, each
+    /// message starting with `label`.
+    func report(
+        _ result: DeliveryResult,
+        backlog: () -> (records: Int, bytes: Int),
+        logs: LogLimiter,
+        label: String
+    ) {
+        if let observer {
+            if !result.accepted.isEmpty { observer.observe(.recordsDelivered(count: result.accepted.count)) }
+            for rejection in result.rejected {
+                observer.observe(.recordsRejected(count: rejection.records.count, reason: rejection.error.message))
+            }
+            let (records, bytes) = backlog()
+            observer.observe(.queueBacklog(records: records, bytes: bytes))
+        }
+        for warning in result.warnings { logs.log(.warning, key: "partial", "\(label): \(warning)") }
+        for rejection in result.rejected {
+            logs.log(
+                .error,
+                key: "rejected",
+                "\(label): dropped \(rejection.records.count) records: \(rejection.error)"
+            )
+        }
+    }
+
     func write(_ level: LogLevel, _ message: String, metadata: LogMetadata) {
         logger.write(level, message, metadata: metadata)
     }

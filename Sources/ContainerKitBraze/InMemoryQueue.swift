@@ -368,21 +368,7 @@ public final class InMemoryQueue: AnalyticsSink {
             $0.statistics.rejectedRecords += result.rejectedCount
             return $0.available
         }
-        if let observer = diagnostics.observer {
-            if !result.accepted.isEmpty { observer.observe(.recordsDelivered(count: result.accepted.count)) }
-            for rejection in result.rejected {
-                observer.observe(.recordsRejected(count: rejection.records.count, reason: rejection.error.message))
-            }
-            observer.observe(.queueBacklog(records: backlog, bytes: 0))
-        }
-        for warning in result.warnings { log.log(.warning, key: "partial", "queue: \(warning)") }
-        for rejection in result.rejected {
-            log.log(
-                .error,
-                key: "rejected",
-                "queue: dropped \(rejection.records.count) records: \(rejection.error)"
-            )
-        }
+        diagnostics.report(result, backlog: { (backlog, 0) }, logs: log, label: "queue")
         return result.rejected.first?.error
     }
 

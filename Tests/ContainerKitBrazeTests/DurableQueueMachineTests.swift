@@ -79,6 +79,25 @@ import Testing
         )
     }
 
+    /// Restarts from what `disk` holds and checks that every durable record was delivered before the crash
+    /// or is delivered after it; returns the records delivered twice.
+    static func restartLosesNothing(
+        _ disk: Disk,
+        durable: Set<String>,
+        delivered: [String],
+        batchSize: Int,
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) -> Set<String> {
+        let (_, replayed) = disk.restart(batchSize: batchSize)
+        let everything = Set(delivered).union(replayed)
+        #expect(
+            durable.isSubset(of: everything),
+            "lost \(durable.subtracting(everything))",
+            sourceLocation: sourceLocation
+        )
+        return Set(delivered).intersection(replayed)
+    }
+
     static func lines(_ records: [AnalyticsRecord]) -> (bytes: [UInt8], ends: [Int]) {
         var bytes: [UInt8] = []
         var ends: [Int] = []
@@ -236,13 +255,7 @@ import Testing
                     disk.apply(machine.confirm(batch))
                 }
             }
-            let (_, replayed) = disk.restart(batchSize: batchSize)
-            let everything = Set(delivered).union(replayed)
-            #expect(
-                durable.isSubset(of: everything),
-                "crash point \(crashPoint) lost \(durable.subtracting(everything))"
-            )
-            let twice = Set(delivered).intersection(replayed)
+            let twice = Self.restartLosesNothing(disk, durable: durable, delivered: delivered, batchSize: batchSize)
             #expect(twice.count <= batchSize * slots, "crash point \(crashPoint) re-delivers \(twice.sorted())")
             mostTwice = max(mostTwice, twice.count)
         }
@@ -400,13 +413,7 @@ import Testing
                     inFlight = nil
                 }
             }
-            let (_, replayed) = disk.restart(batchSize: batchSize)
-            let everything = Set(delivered).union(replayed)
-            #expect(
-                durable.isSubset(of: everything),
-                "crash after step \(crashPoint) lost \(durable.subtracting(everything))"
-            )
-            let twice = Set(delivered).intersection(replayed)
+            let twice = Self.restartLosesNothing(disk, durable: durable, delivered: delivered, batchSize: batchSize)
             #expect(twice.count <= batchSize, "crash after step \(crashPoint) re-delivers \(twice.sorted())")
             #expect(twice.isSubset(of: Set(inFlight?.records.map(\.id) ?? [])), "only the batch in flight repeats")
         }
