@@ -267,8 +267,8 @@ struct DurableQueueMachine: Sendable {
     /// Where the next batch starts: after the last batch handed out, or at the acknowledged cursor.
     private var front: Position { flights.last?.batch.end ?? cursor }
 
-    /// Whether the next batch would be a partial one from memory: nothing in flight, no disk backlog, and
-    /// fewer committed records waiting than a batch holds (the delivery loop may linger for more).
+    /// Whether the next batch would be a partial one from memory: a delivery slot is free, no disk backlog,
+    /// and fewer committed records waiting than a batch holds (the delivery loop may linger for more).
     var holdsPartialBatch: Bool {
         flights.count < maximumInFlight && !diskBacklog && memoryHead < memory.count
             && memory.count - memoryHead < batchSize
