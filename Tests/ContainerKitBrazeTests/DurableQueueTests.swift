@@ -139,6 +139,29 @@ import Testing
         #expect(Set(downstream.delivered.map(\.id)).count == appends)
     }
 
+    @Test func aCommitDelayGathersConcurrentAppendsAndLosesNothing() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let downstream = ScriptedDownstream()
+        var settings = configuration()
+        settings.commitDelay = .milliseconds(2)
+        let queue = try open(directory, downstream, settings)
+        let records = (0..<200).map { event("e\($0)") }
+        try await whileRunning(queue) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for chunk in stride(from: 0, to: records.count, by: 4) {
+                    group.addTask { try await queue.append(Array(records[chunk..<chunk + 4])) }
+                }
+                try await group.waitForAll()
+            }
+            #expect(queue.statistics.durableRecords == 200)
+            #expect(queue.statistics.commits < 50, "50 appends, fewer commits")
+            try await queue.flush()
+        }
+        #expect(Set(downstream.delivered) == Set(records))
+        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+    }
+
     @Test func recordsAreDeletedOnlyOnceTheDownstreamConfirms() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

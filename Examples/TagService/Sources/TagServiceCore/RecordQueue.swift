@@ -35,6 +35,7 @@ enum RecordQueue {
         queueConfiguration.observer = observer
         queueConfiguration.deliveryLinger = configuration.deliveryLinger
         queueConfiguration.maximumConcurrentDeliveries = configuration.concurrentDeliveries
+        queueConfiguration.commitDelay = configuration.commitDelay
         return try DurableQueue(
             directory: configuration.queueDirectory,
             destination: destination,

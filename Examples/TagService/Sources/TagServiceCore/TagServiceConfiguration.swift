@@ -28,6 +28,10 @@ public struct TagServiceConfiguration: Sendable {
     /// request at a time would cap delivery at a few thousand records a second, below what one instance
     /// takes in. A crash re-delivers at most this many batches.
     public var concurrentDeliveries = 4
+    /// How long the durable queue's writer lets records gather after each commit while requests keep
+    /// coming (``DurableQueue/Configuration/commitDelay``): fewer `fsync`s per request under load, at most
+    /// that much more time before an answer.
+    public var commitDelay: Duration = .milliseconds(1)
     /// How long ``TagManager/open(id:openType:timeout:callback:)`` waits for each `--open` container at
     /// start before the service starts anyway (`/ready` answers 503 until the container is live).
     public var openTimeout: Duration = .seconds(2)
@@ -90,6 +94,8 @@ extension TagServiceConfiguration {
                                     (TAGSERVICE_NO_DURABLE_WAIT=1)
           --delivery-linger <s>     seconds a partial batch of records waits for more before it is sent to
                                     Braze, default 0.2; 0 sends at once (TAGSERVICE_DELIVERY_LINGER)
+          --commit-delay <s>        seconds the queue lets records gather after each commit while requests
+                                    keep coming, default 0.001; 0 commits at once (TAGSERVICE_COMMIT_DELAY)
           --concurrent-deliveries <n>
                                     batches of records on their way to Braze at once, default 4; a crash
                                     re-delivers at most this many (TAGSERVICE_CONCURRENT_DELIVERIES)
@@ -146,6 +152,7 @@ extension TagServiceConfiguration {
             "--session-idle": "TAGSERVICE_SESSION_IDLE", "--max-sessions": "TAGSERVICE_MAX_SESSIONS",
             "--log-level": "TAGSERVICE_LOG_LEVEL", "--delivery-linger": "TAGSERVICE_DELIVERY_LINGER",
             "--open-timeout": "TAGSERVICE_OPEN_TIMEOUT", "--concurrent-deliveries": "TAGSERVICE_CONCURRENT_DELIVERIES",
+            "--commit-delay": "TAGSERVICE_COMMIT_DELAY",
         ]
         for (flag, variable) in valued {
             if let value = environment[variable], !value.isEmpty { values[flag] = value }
@@ -205,6 +212,9 @@ extension TagServiceConfiguration {
         }
         if let seconds = values["--delivery-linger"] {
             configuration.deliveryLinger = seconds == "0" ? .zero : try duration(seconds, flag: "--delivery-linger")
+        }
+        if let seconds = values["--commit-delay"] {
+            configuration.commitDelay = seconds == "0" ? .zero : try duration(seconds, flag: "--commit-delay")
         }
         if let count = values["--concurrent-deliveries"] {
             guard let number = Int(count), (1...64).contains(number) else {
@@ -273,7 +283,7 @@ extension TagServiceConfiguration {
         guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
             throw UsageError("\(flag) must be a positive number of seconds, not '\(text)'")
         }
-        return .milliseconds(Int64((seconds * 1000).rounded()))
+        return .microseconds(Int64((seconds * 1_000_000).rounded()))
     }
 
     private static func httpURL(_ text: String) -> URL? {

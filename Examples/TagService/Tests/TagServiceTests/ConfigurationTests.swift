@@ -18,9 +18,11 @@ import Testing
             "--containers", "c", "--queue", "/var/q/", "--host", "0.0.0.0", "--port=9000", "--sessions", "s.json",
             "--no-durable-wait", "--max-body-bytes", "100", "--open", "GTM-A1", "--open", "GTM-B2",
             "--delivery-linger", "0.05", "--open-timeout", "7", "--concurrent-deliveries", "8",
+            "--commit-delay", "0.001",
         ])
         #expect(configuration.deliveryLinger == .milliseconds(50))
         #expect(configuration.concurrentDeliveries == 8)
+        #expect(configuration.commitDelay == .milliseconds(1))
         #expect(configuration.openTimeout == .seconds(7))
         #expect(configuration.containersDirectory == "c")
         #expect(configuration.host == "0.0.0.0")
@@ -78,6 +80,7 @@ import Testing
             "--containers", "--queue", "--host", "--port", "--sessions", "--no-durable-wait", "BRAZE_REST_ENDPOINT",
             "BRAZE_REST_API_KEY", "TAGSERVICE_QUEUE", "--delivery-linger", "--open-timeout", "--open",
             "--container-url", "--concurrent-deliveries", "TAGSERVICE_CONCURRENT_DELIVERIES",
+            "--commit-delay", "TAGSERVICE_COMMIT_DELAY",
         ] {
             #expect(TagServiceConfiguration.help.contains(word))
         }
