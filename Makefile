@@ -27,7 +27,8 @@ bench:
 	.build/release/containerkit-bench
 
 # The example service (Examples/TagService) under load: wrk against POST /v1/events and GET /health of one
-# server on 127.0.0.1, with a loopback /users/track stand-in; bounded (BENCH_DURATION seconds per run).
+# server on 127.0.0.1, with a loopback /users/track stand-in; BENCH_ROUNDS rounds of BENCH_DURATION seconds each,
+# the median round reported.
 bench-service:
 	Examples/TagService/bench/bench-service.sh
 
