@@ -558,6 +558,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     /// in a child task that retries it until it is settled — and confirms them as they settle. One child
     /// at a time waits on the wake-up while there is room for another batch (or nothing is running).
     private func deliveryLoop() async {
+        let slots = shell.withLock { $0.machine.maximumInFlight }
         await withTaskGroup(of: DeliveryEvent.self) { group in
             var running = 0
             // The child waiting on the wake-up, if any, and when it wakes by itself (`nil`: only when signalled).
@@ -615,7 +616,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                     deliveryWakeup.signal()
                 }
                 // With every delivery slot busy, only a settled batch (or the drain's clock) moves the loop on.
-                let slotFree = running < max(1, configuration.maximumConcurrentDeliveries)
+                let slotFree = running < slots
                 if !waking, slotFree || wakeAfter != nil {
                     waking = true
                     wakerDeadline = wakeAfter.map { clock.elapsed() + $0 }
