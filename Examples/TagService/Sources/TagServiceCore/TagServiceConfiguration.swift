@@ -223,8 +223,8 @@ extension TagServiceConfiguration {
             configuration.concurrentDeliveries = number
         }
         if let seconds = values["--open-timeout"] {
-            guard let number = Double(seconds), number >= 0, number.isFinite else {
-                throw UsageError("--open-timeout must be a number of seconds, not '\(seconds)'")
+            guard let number = Double(seconds), number >= 0, number <= maximumSeconds else {
+                throw UsageError("--open-timeout must be a number of seconds up to 10^9, not '\(seconds)'")
             }
             configuration.openTimeout = .seconds(number)
         }
@@ -279,9 +279,13 @@ extension TagServiceConfiguration {
         return arguments[index]
     }
 
+    /// The longest duration a flag takes (about 31 years): beyond it, microseconds no longer fit an `Int64`
+    /// comfortably and no setting means anything.
+    private static let maximumSeconds = 1e9
+
     private static func duration(_ text: String, flag: String) throws(UsageError) -> Duration {
-        guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
-            throw UsageError("\(flag) must be a positive number of seconds, not '\(text)'")
+        guard let seconds = Double(text), seconds > 0, seconds <= maximumSeconds else {
+            throw UsageError("\(flag) must be a positive number of seconds up to 10^9, not '\(text)'")
         }
         return .microseconds(Int64((seconds * 1_000_000).rounded()))
     }

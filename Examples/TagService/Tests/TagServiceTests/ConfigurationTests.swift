@@ -56,6 +56,10 @@ import Testing
         (["--containers", "c", "--queue", "q", "--open", "gtm-x"], "--open"),
         (["--containers", "c", "--queue", "q", "--bogus"], "--bogus"),
         (["--containers"], "--containers"),
+        (["--containers", "c", "--queue", "q", "--session-idle", "1e300"], "--session-idle"),
+        (["--containers", "c", "--queue", "q", "--commit-delay", "1e13"], "--commit-delay"),
+        (["--containers", "c", "--queue", "q", "--open-timeout", "1e300"], "--open-timeout"),
+        (["--containers", "c", "--queue", "q", "--delivery-linger", "nan"], "--delivery-linger"),
     ])
     func unusableCommandLinesNameTheFlag(_ arguments: [String], _ flag: String) throws {
         let error = #expect(throws: UsageError.self) { try TagServiceConfiguration.parse(arguments, environment: [:]) }
