@@ -244,6 +244,9 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         }
     }
 
+    /// Flushes waiting for their records to be delivered (for tests).
+    var waitingFlushCount: Int { shell.withLock { $0.flushWaiters.count } }
+
     /// Reports to `logger` and `observer` from now on, for what ``Configuration/logger`` and
     /// ``Configuration/observer`` leave unset (the Braze provider passes its tag manager's on registration).
     public func inherit(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?) {
@@ -358,6 +361,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
             case .wakeDelivery: deliveryWakeup.signal()
             case .resolveDurability(let through): resolveDurability(through: through)
             case .acknowledge(let position, let deleting): acknowledge(position, deleting: deleting)
+            case .caughtUp: endFlushes(through: nil)
             }
         }
     }
@@ -396,11 +400,17 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                 "durable queue '\(directory)': could not record delivery progress: \(error.message)"
             )
         }
+        endFlushes(through: position)
+    }
+
+    /// Answers the flushes whose records are all delivered: every one when the queue is caught up, else those
+    /// whose target is at or before `position`, the acknowledged end.
+    private func endFlushes(through position: SegmentLog.Position?) {
         let ready = shell.withLock { shell -> [CheckedContinuation<(any Error)?, Never>] in
             var ready: [CheckedContinuation<(any Error)?, Never>] = []
             let caughtUp = shell.machine.caughtUp
             shell.flushWaiters.removeAll { waiter in
-                guard caughtUp || waiter.target <= position else { return false }
+                guard caughtUp || position.map({ waiter.target <= $0 }) == true else { return false }
                 ready.append(waiter.continuation)
                 return true
             }

@@ -49,6 +49,9 @@ struct DurableQueueMachine: Sendable {
         case resolveDurability(through: UInt64)
         /// Write the ack and delete the segments it leaves behind.
         case acknowledge(Position, deleting: [UInt64])
+        /// Everything committed is delivered, although nothing new was acknowledged (a disk read found the
+        /// backlog already confirmed, as after a restart whose ack is at the end of the log): flushes end.
+        case caughtUp
     }
 
     /// What the delivery loop does next.
@@ -321,6 +324,7 @@ struct DurableQueueMachine: Sendable {
         }
         if result.end >= durableEnd {
             diskBacklog = false
+            if actions.isEmpty && caughtUp { actions.append(.caughtUp) }
             return (nil, false, actions)
         }
         return (nil, result.end <= start, actions)

@@ -357,6 +357,30 @@ import Testing
         #expect(!machine.diskBacklog && machine.caughtUp)
     }
 
+    @Test func aRestartWhoseAckIsAtTheEndOfTheLogIsCaughtUpAfterItsFirstRead() throws {
+        var machine = Machine(
+            segments: [.init(index: 7, size: 100)],
+            cursor: Position(segment: 7, offset: 100),
+            nextSegmentIndex: 8,
+            maximumSegmentBytes: 1 << 20,
+            maximumQueueBytes: 1 << 30,
+            maximumBufferedRecords: 100,
+            batchSize: 2
+        )
+        // Until the log is read the machine cannot know that nothing is left.
+        #expect(!machine.caughtUp)
+        guard case .readDisk(let from, _, _) = machine.nextBatch() else {
+            Issue.record("expected a disk read")
+            return
+        }
+        let (batch, stale, actions) = machine.diskRead(.init(end: from), from: from)
+        // Nothing is acknowledged, so the read itself tells the flushes they are done.
+        #expect(batch == nil && !stale)
+        #expect(actions == [.caughtUp])
+        #expect(machine.caughtUp)
+        #expect(machine.nextBatch() == .wait)
+    }
+
     @Test func refusesWhenFullOrClosed() throws {
         var machine = Machine(
             segments: [],

@@ -1,9 +1,10 @@
 import ContainerKit
-import ContainerKitBraze
 import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import ContainerKitBraze
 
 @Suite struct DurableQueueTests {
     func configuration(clock: RecordingClock? = nil) -> DurableQueue.Configuration {
@@ -77,6 +78,31 @@ import Testing
         #expect(downstream.delivered == records)
         #expect(second.statistics.recordsReadFromDisk == 25)
         #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+    }
+
+    @Test func aFlushEndsWhenTheReopenedLogHoldsNothingUndelivered() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let first = try open(directory, ScriptedDownstream())
+        try await whileRunning(first) {
+            try await first.append((0..<5).map { event("e\($0)") })
+            try await first.flush()
+        }
+        // The segment is still there, acknowledged to its end (as after a crash with nothing pending).
+        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).contains { $0.hasPrefix("segment-") })
+
+        let downstream = ScriptedDownstream()
+        let second = try open(directory, downstream)
+        // The flush begins before the delivery loop has read the log: only that read shows nothing is left.
+        let flush = Task { try await second.flush() }
+        while second.waitingFlushCount == 0 { await Task.yield() }
+        try await whileRunning(second) {
+            // Bounded: a flush still waiting when the queue stops is answered with an error instead.
+            for _ in 0..<10_000 where second.waitingFlushCount > 0 { try await Task.sleep(for: .milliseconds(1)) }
+        }
+        await #expect(throws: Never.self) { try await flush.value }
+        #expect(downstream.attempts == 0)
     }
 
     @Test func tornLastLineIsIgnoredAfterACrash() async throws {
