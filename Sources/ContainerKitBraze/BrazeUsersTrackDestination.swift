@@ -25,7 +25,9 @@ import Synchronization
 /// is read with a hard cap (``Configuration/maximumResponseBytes``, 64 KiB; `Accept-Encoding: identity`
 /// is asked for, an encoded answer is refused and a larger or endless answer is cut off), so memory and
 /// time stay bounded whatever the server sends. Requests go through the package's one bounded HTTP client
-/// (ContainerKit's `BoundedHTTPRequest`, the one container fetches use).
+/// (ContainerKit's `BoundedHTTPRequest`, the one container fetches use), and keep their connections for the
+/// next request (its `HTTPConnectionPool`): a busy queue does not connect — or shake hands over TLS — per
+/// request. The destination's connections close when it is released.
 ///
 /// ## Outcomes
 /// 2xx accepts the request's records (a 2xx with `errors`, a partial success, adds a warning). 429 (with
@@ -96,6 +98,8 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     private let clock: DeliveryClock
     private let batcher: BrazeUsersTrackBatcher
     private let counters = Mutex(Statistics())
+    /// The connections requests keep for the next one.
+    private let connections = HTTPConnectionPool()
 
     /// Creates a destination (it starts nothing: requests are made by ``deliver(_:)``).
     /// - Parameters:
@@ -241,10 +245,11 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
         let clock = self.clock
         let deadline = http.deadline
         let limit = http.maximumResponseBytes
+        let connections = self.connections
         return await withTaskGroup(of: Result<BoundedHTTPResponse, DeliveryError>?.self) { group in
             group.addTask {
                 do throws(BoundedHTTPError) {
-                    return .success(try await http.send())
+                    return .success(try await http.send(through: connections))
                 } catch {
                     return .failure(Self.deliveryError(error, limit: limit, deadline: deadline))
                 }

@@ -51,7 +51,10 @@ package struct BoundedHTTPRequest: Sendable {
 
     /// Sends the request and reads the whole answer within the limits. Cancelling the calling task ends the
     /// exchange with ``BoundedHTTPError/Kind/cancelled``.
-    package func send() async throws(BoundedHTTPError) -> BoundedHTTPResponse {
+    ///
+    /// - Parameter pool: where to take a kept connection from and leave it after the answer (see
+    ///   ``HTTPConnectionPool``); `nil`, the default, connects for this request alone.
+    package func send(through pool: HTTPConnectionPool? = nil) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = url.host, !host.isEmpty
         else { throw BoundedHTTPError(.invalidURL, "not an http or https url with a host") }
@@ -59,9 +62,9 @@ package struct BoundedHTTPRequest: Sendable {
             throw BoundedHTTPError(.deadlineExceeded, "no time left")
         }
         if scheme == "http" {
-            return try await SocketHTTPTransport.send(self)
+            return try await SocketHTTPTransport.send(self, pool: pool)
         }
-        return try await URLSessionHTTPTransport.send(self)
+        return try await URLSessionHTTPTransport.send(self, pool: pool)
     }
 
     /// The header fields this client sends, with the ones it owns removed.

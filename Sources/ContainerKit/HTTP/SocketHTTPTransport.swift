@@ -7,13 +7,17 @@ import Synchronization
     import Darwin
 #endif
 
-/// Plain `http://` for ``BoundedHTTPRequest``: HTTP/1.1 over one socket (`Connection: close`), on a thread of
-/// its own so that blocking calls never hold a concurrency-pool thread. Every wait is a `poll` bounded by the
-/// time left before the deadline and woken by cancellation; the body is read 16 KiB at a time into a buffer
-/// that never grows past the limit.
+/// Plain `http://` for ``BoundedHTTPRequest``: HTTP/1.1 over one socket, on a thread of its own so that
+/// blocking calls never hold a concurrency-pool thread. Every wait is a `poll` bounded by the time left before
+/// the deadline and woken by cancellation; the body is read 16 KiB at a time into a buffer that never grows
+/// past the limit. Without a pool each request has its own connection (`Connection: close`); with one, the
+/// connection is taken from the pool and given back when the answer leaves it usable.
 enum SocketHTTPTransport {
-    static func send(_ request: BoundedHTTPRequest) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
-        let exchange = try SocketExchange(request: request, end: .now + request.deadline)
+    static func send(
+        _ request: BoundedHTTPRequest,
+        pool: HTTPConnectionPool? = nil
+    ) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
+        let exchange = try SocketExchange(request: request, end: .now + request.deadline, pool: pool)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<SocketExchange.Outcome, Never>) in
                 let thread = Thread {
@@ -37,6 +41,8 @@ final class SocketExchange: Sendable {
 
     private let request: BoundedHTTPRequest
     private let end: ContinuousClock.Instant
+    /// Where the connection comes from and goes back to; `nil`: a connection of its own, closed after it.
+    private let pool: HTTPConnectionPool?
     /// Written to on cancellation; every `poll` watches the read end.
     private let wakeup: (read: Int32, write: Int32)
     /// Whether the wake-up pipe is closed (guards against writing to a reused descriptor).
@@ -45,9 +51,14 @@ final class SocketExchange: Sendable {
     static let headLimit = 64 * 1024
     static let step = 16 * 1024
 
-    init(request: BoundedHTTPRequest, end: ContinuousClock.Instant) throws(BoundedHTTPError) {
+    init(
+        request: BoundedHTTPRequest,
+        end: ContinuousClock.Instant,
+        pool: HTTPConnectionPool? = nil
+    ) throws(BoundedHTTPError) {
         self.request = request
         self.end = end
+        self.pool = pool
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw BoundedHTTPError(.connectionFailed, "pipe failed: errno \(errno)") }
         for fd in fds {
@@ -77,12 +88,37 @@ final class SocketExchange: Sendable {
     // MARK: The exchange
 
     func run() -> Outcome {
+        let key = "\(hostAndPort.host):\(hostAndPort.port)"
+        let bytes = requestBytes()
+        var fd: Int32 = -1
         do throws(BoundedHTTPError) {
-            let fd = try connectSocket()
-            defer { close(fd) }
-            try sendAll(fd, requestBytes())
-            return .success(try readResponse(fd))
+            if let kept = pool?.takeIdle(for: key) {
+                fd = kept
+                // A kept connection the server closed after the idle check fails the first write: nothing of
+                // the request reached the server, so it is sent once more on a new connection.
+                var written = 0
+                do throws(BoundedHTTPError) {
+                    try sendAll(fd, bytes, written: &written)
+                } catch where written == 0 && error.kind == .connectionFailed {
+                    close(fd)
+                    fd = -1
+                }
+            }
+            if fd < 0 {
+                fd = try connectSocket()
+                pool?.countOpened()
+                var written = 0
+                try sendAll(fd, bytes, written: &written)
+            }
+            let (response, reusable) = try readResponse(fd)
+            if reusable, let pool {
+                pool.keepIdle(fd, for: key)
+            } else {
+                close(fd)
+            }
+            return .success(response)
         } catch {
+            if fd >= 0 { close(fd) }
             return .failure(error)
         }
     }
@@ -107,7 +143,7 @@ final class SocketExchange: Sendable {
             let value = field.value.filter { $0 != "\r" && $0 != "\n" }
             head += "\(name): \(value)\r\n"
         }
-        head += "Accept-Encoding: identity\r\nConnection: close\r\n"
+        head += pool == nil ? "Accept-Encoding: identity\r\nConnection: close\r\n" : "Accept-Encoding: identity\r\n"
         if !request.body.isEmpty || request.method != "GET" { head += "Content-Length: \(request.body.count)\r\n" }
         head += "\r\n"
         return Array(head.utf8) + request.body
@@ -182,8 +218,8 @@ final class SocketExchange: Sendable {
         throw BoundedHTTPError(.cannotConnect, "errno \(lastErrno)")
     }
 
-    private func sendAll(_ fd: Int32, _ bytes: [UInt8]) throws(BoundedHTTPError) {
-        var offset = 0
+    /// Sends `bytes`; `written` counts what the socket took, also when it fails part way.
+    private func sendAll(_ fd: Int32, _ bytes: [UInt8], written offset: inout Int) throws(BoundedHTTPError) {
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
             if n > 0 {
@@ -257,14 +293,24 @@ final class SocketExchange: Sendable {
         }
     }
 
-    private func readResponse(_ fd: Int32) throws(BoundedHTTPError) -> BoundedHTTPResponse {
+    /// Reads the answer; `reusable` when the connection can carry another request: an HTTP/1.1 answer
+    /// without `Connection: close` whose body had a known end, read to it, with nothing after it.
+    private func readResponse(_ fd: Int32) throws(BoundedHTTPError) -> (BoundedHTTPResponse, reusable: Bool) {
         var input = Input()
-        var head: (status: Int, headers: [String: String])
+        var head: Head
         repeat {
             head = try readHead(fd, &input)
         } while (100..<200).contains(head.status) && head.status != 101
         let status = head.status
         let headers = head.headers
+        let keepsAlive =
+            head.minorVersion == 1 && status != 101
+            && !(headers["connection"]?.lowercased().split(separator: ",").contains {
+                $0.trimmingCharacters(in: .whitespaces) == "close"
+            } ?? false)
+        func delimited(_ response: BoundedHTTPResponse) -> (BoundedHTTPResponse, reusable: Bool) {
+            (response, keepsAlive && input.available == 0 && !input.closed)
+        }
         if let encoding = headers["content-encoding"]?.trimmingCharacters(in: .whitespaces).lowercased(),
             !encoding.isEmpty, encoding != "identity"
         {
@@ -272,12 +318,13 @@ final class SocketExchange: Sendable {
         }
         let limit = request.maximumResponseBytes
         if request.method == "HEAD" || status == 204 || status == 304 {
-            return BoundedHTTPResponse(status: status, headers: headers, body: [])
+            return delimited(BoundedHTTPResponse(status: status, headers: headers, body: []))
         }
         if let transfer = headers["transfer-encoding"]?.lowercased() {
             let codings = transfer.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             guard codings == ["chunked"] else { throw BoundedHTTPError(.unsupportedEncoding(transfer)) }
-            return BoundedHTTPResponse(status: status, headers: headers, body: try readChunked(fd, &input))
+            let body = try readChunked(fd, &input)
+            return delimited(BoundedHTTPResponse(status: status, headers: headers, body: body))
         }
         if let declared = headers["content-length"] {
             guard let length = Int64(declared.trimmingCharacters(in: .whitespaces)), length >= 0 else {
@@ -297,7 +344,7 @@ final class SocketExchange: Sendable {
                 }
                 body += input.take(min(input.available, expected - body.count))
             }
-            return BoundedHTTPResponse(status: status, headers: headers, body: body)
+            return delimited(BoundedHTTPResponse(status: status, headers: headers, body: body))
         }
         // No length: the body runs to the end of the connection.
         var body: [UInt8] = []
@@ -306,12 +353,19 @@ final class SocketExchange: Sendable {
                 guard body.count + input.available <= limit else { throw BoundedHTTPError(.tooLarge(declared: nil)) }
                 body += input.take(input.available)
             }
-            if input.closed { return BoundedHTTPResponse(status: status, headers: headers, body: body) }
+            if input.closed { return (BoundedHTTPResponse(status: status, headers: headers, body: body), false) }
             try fill(fd, &input)
         }
     }
 
-    private func readHead(_ fd: Int32, _ input: inout Input) throws(BoundedHTTPError) -> (Int, [String: String]) {
+    /// A status line and header fields: `HTTP/1.<minorVersion> <status>`, names lower-cased.
+    private struct Head {
+        var minorVersion: Int
+        var status: Int
+        var headers: [String: String]
+    }
+
+    private func readHead(_ fd: Int32, _ input: inout Input) throws(BoundedHTTPError) -> Head {
         let terminator: [UInt8] = [13, 10, 13, 10]
         var searched = 0
         var headEnd: Int
@@ -351,7 +405,7 @@ final class SocketExchange: Sendable {
                 headers[name] = value
             }
         }
-        return (status, headers)
+        return Head(minorVersion: statusLine[0] == "HTTP/1.1" ? 1 : 0, status: status, headers: headers)
     }
 
     private func readChunked(_ fd: Int32, _ input: inout Input) throws(BoundedHTTPError) -> [UInt8] {

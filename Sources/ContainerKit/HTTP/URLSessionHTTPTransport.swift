@@ -20,7 +20,12 @@ import Synchronization
 /// blocks may be read and queued (they are freed as they are dropped). `http://` has no such slack: its
 /// socket client reads nothing past the limit but the last 16 KiB step.
 enum URLSessionHTTPTransport {
-    static func send(_ request: BoundedHTTPRequest) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
+    /// Sends `request`, on `pool`'s shared session when there is one (kept connections), otherwise on a
+    /// session of its own.
+    static func send(
+        _ request: BoundedHTTPRequest,
+        pool: HTTPConnectionPool? = nil
+    ) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
         // FoundationNetworking counts its own (idle) timeouts in whole seconds; the deadline below is exact.
         let seconds = Double(request.deadline.components.seconds) + 1
         var urlRequest = URLRequest(
@@ -32,17 +37,24 @@ enum URLSessionHTTPTransport {
         for field in request.callerHeaders { urlRequest.setValue(field.value, forHTTPHeaderField: field.name) }
         urlRequest.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         if !request.body.isEmpty || request.method != "GET" { urlRequest.httpBody = Data(request.body) }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.timeoutIntervalForRequest = seconds
-        configuration.timeoutIntervalForResource = seconds
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
         let delegate = BoundedHTTPDelegate(maximumBytes: request.maximumResponseBytes)
-        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
-        defer { session.finishTasksAndInvalidate() }
-        let task = session.dataTask(with: urlRequest)
+        let task: URLSessionDataTask
+        var ownSession: URLSession?
+        defer { ownSession?.finishTasksAndInvalidate() }
+        if let shared = pool?.urlSession() {
+            task = shared.dataTask(with: urlRequest, delegate: delegate)
+        } else {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.urlCache = nil
+            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+            configuration.timeoutIntervalForRequest = seconds
+            configuration.timeoutIntervalForResource = seconds
+            configuration.httpCookieStorage = nil
+            configuration.httpShouldSetCookies = false
+            let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+            task = session.dataTask(with: urlRequest)
+            ownSession = session
+        }
         let deadline = request.deadline
         let timer = Task {
             try await Task.sleep(for: deadline)
