@@ -90,7 +90,9 @@ import Testing
         }
         // The segment is still there, acknowledged to its end (as after a crash with nothing pending).
         #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).contains { $0.hasPrefix("segment-") })
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).contains { $0.hasPrefix("segment-") }
+        )
 
         let downstream = ScriptedDownstream()
         let second = try open(directory, downstream)

@@ -99,7 +99,8 @@ final class SocketExchange: Sendable {
                 var written = 0
                 do throws(BoundedHTTPError) {
                     try sendAll(fd, bytes, written: &written)
-                } catch where written == 0 && error.kind == .connectionFailed {
+                } catch {
+                    guard written == 0, error.kind == .connectionFailed else { throw error }
                     close(fd)
                     fd = -1
                 }
