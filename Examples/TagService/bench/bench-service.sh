@@ -8,7 +8,13 @@
 # arrived.
 #
 # Prints: service_events_req_per_s=, service_p99_ms=, service_health_req_per_s=, service_vs_health=, service_rounds=,
+# service_cpu_us_per_event=, service_cpu_us_per_health=, service_cpu_health_vs_event=, standin_cpu_us_per_event=,
 # service_acknowledged_answers=, service_durable_records=, service_delivered_records=, service_all_acknowledged_arrived=yes|no.
+#
+# The CPU figures are the service's (and the stand-in's) user + system time per answered request, read from
+# /proc around each wrk run: on a shared host whose speed drifts they move far less than the rates do, and
+# service_cpu_health_vs_event (health CPU ÷ event CPU) is what service_vs_health would be if the service had
+# the machine to itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +73,11 @@ run_wrk() {   # path, lua script, seconds → wrk output
         "http://127.0.0.1:$SERVICE_PORT$1"
 }
 
+# CPU time (user + system, in clock ticks) a process has used so far: what one request costs the service
+# is read off these, which a busy neighbour on a shared host disturbs far less than it does throughput.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+
 WARMUP=$(run_wrk /v1/events events.lua 2)    # warm-up: code paths, sessions, allocator
 
 # BENCH_ROUNDS rounds of events then health, back to back: the ratio of each round is taken over the same
@@ -74,22 +85,34 @@ WARMUP=$(run_wrk /v1/events events.lua 2)    # warm-up: code paths, sessions, al
 acknowledged=$(echo "$WARMUP" | awk -F= '/^wrk_ok=/ { print $2 }')
 event_errors=0
 ROUNDS_FILE="$WORK/rounds"
+CPU_FILE="$WORK/cpu"
 for round in $(seq 1 "$ROUNDS"); do
+    s0=$(cpu_ticks "$SERVICE_PID"); t0=$(cpu_ticks "$TRACK_PID")
     EVENTS=$(run_wrk /v1/events events.lua "$DURATION")
+    s1=$(cpu_ticks "$SERVICE_PID"); t1=$(cpu_ticks "$TRACK_PID")
     HEALTH=$(run_wrk /health health.lua "$DURATION")
+    s2=$(cpu_ticks "$SERVICE_PID")
     echo "$EVENTS" >&2
     echo "$HEALTH" >&2
     e=$(echo "$EVENTS" | awk '/^Requests\/sec:/ { print $2 }')
     h=$(echo "$HEALTH" | awk '/^Requests\/sec:/ { print $2 }')
     p=$(echo "$EVENTS" | awk -F= '/^wrk_p99_us=/ { print $2 }')
-    acknowledged=$((acknowledged + $(echo "$EVENTS" | awk -F= '/^wrk_ok=/ { print $2 }')))
+    ok=$(echo "$EVENTS" | awk -F= '/^wrk_ok=/ { print $2 }')
+    acknowledged=$((acknowledged + ok))
     event_errors=$((event_errors + $(echo "$EVENTS" | awk -F= '/^wrk_errors=/ { print $2 }')))
     awk -v e="$e" -v h="$h" -v p="$p" -v r="$round" \
         'BEGIN { printf "%.4f %s %s %s\n", e / h, e, h, p; printf "bench-service: round %d: events %s/s, health %s/s, ratio %.3f\n", r, e, h, e / h > "/dev/stderr" }' \
         >> "$ROUNDS_FILE"
+    # Service CPU per answered request (events, health) and stand-in CPU per event, in microseconds.
+    awk -v se=$((s1 - s0)) -v sh=$((s2 - s1)) -v te=$((t1 - t0)) -v ne="$ok" -v e="$e" -v h="$h" -v d="$DURATION" \
+        -v us="$TICK_US" -v r="$round" \
+        'BEGIN { ce = se * us / ne; ch = sh * us / (h * d); printf "%.4f %.1f %.1f %.1f\n", ch / ce, ce, ch, te * us / ne;
+                 printf "bench-service: round %d: service CPU %.1f us/event, %.1f us/health, ratio %.3f\n", r, ce, ch, ch / ce > "/dev/stderr" }' \
+        >> "$CPU_FILE"
 done
-# The median round (by ratio): its events and health rates and its p99.
+# The median round (by ratio): its events and health rates and its p99; the same for the CPU figures.
 read -r ratio events_rps health_rps p99_us < <(sort -n "$ROUNDS_FILE" | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)')
+read -r cpu_ratio cpu_event_us cpu_health_us standin_event_us < <(sort -n "$CPU_FILE" | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)')
 
 sleep 1   # requests wrk gave up on at its deadline finish
 durable=$(curl -fs "http://127.0.0.1:$SERVICE_PORT/metrics" | awk '/^tagservice_records_durable_total / { print $2 }')
@@ -110,6 +133,10 @@ echo "service_events_req_per_s=$events_rps"
 awk -v us="$p99_us" 'BEGIN { printf "service_p99_ms=%.2f\n", us / 1000 }'
 echo "service_health_req_per_s=$health_rps"
 printf "service_vs_health=%.3f\n" "$ratio"
+echo "service_cpu_us_per_event=$cpu_event_us"
+echo "service_cpu_us_per_health=$cpu_health_us"
+printf "service_cpu_health_vs_event=%.3f\n" "$cpu_ratio"
+echo "standin_cpu_us_per_event=$standin_event_us"
 echo "service_rounds=$ROUNDS"
 echo "service_event_errors=$event_errors"
 echo "service_acknowledged_answers=$acknowledged"
