@@ -187,6 +187,10 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
 
     /// The records of one call of `action` with `arguments`, checking every Braze rule into `rules` on the
     /// way: the one rule checker, shared by ``perform(_:)`` and lint (``BrazeRules/violations(of:arguments:)``).
+    /// The arguments of `logEvent` and `logPurchase` that are not properties (made once, not per call).
+    private static let eventParameters: Set<String> = ["actionType", "eventName"]
+    private static let purchaseParameters: Set<String> = ["actionType", "productId", "currency", "price", "quantity"]
+
     static func makeRecords(
         _ action: BrazeActionType,
         _ arguments: ValueMap,
@@ -197,7 +201,7 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
         switch action {
         case .logEvent:
             let name = rules.requiredString(arguments, "eventName")
-            let properties = rules.properties(arguments, excluding: ["actionType", "eventName"])
+            let properties = rules.properties(arguments, excluding: Self.eventParameters)
             guard let name else { return [] }
             return [record(user, .customEvent(name: name, properties: properties))]
 
@@ -226,10 +230,7 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
                     rules.fail(.quantityOutOfRange, "quantity", "quantity '\(count)' is outside 1–100")
                 }
             }
-            let properties = rules.properties(
-                arguments,
-                excluding: ["actionType", "productId", "currency", "price", "quantity"]
-            )
+            let properties = rules.properties(arguments, excluding: Self.purchaseParameters)
             guard let productID, let currency, let price else { return [] }
             return [
                 record(

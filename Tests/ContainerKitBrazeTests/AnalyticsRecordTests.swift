@@ -26,6 +26,37 @@ import Testing
         #expect(!result.fired.isEmpty)
     }
 
+    @Test func aPushAnswerListsTheRecordsOfEveryTagInOrder() async throws {
+        // Two Braze tags on one event: the push's own list is copied from the tags' encodings, in order.
+        let classPath = "com.appboy.googletagmanager.BrazeGtmTagProvider"
+        let json = """
+            {"resource": {"version": "1", "macros": [{"function": "__e"}],
+              "tags": [
+                {"function": "__funct", "tag_id": 1, "vtp_classPath": "\(classPath)", "vtp_functionArgument":
+                  ["list", ["map", "key", "actionType", "value", "logEvent"], ["map", "key", "eventName", "value", "a"]]},
+                {"function": "__funct", "tag_id": 2, "vtp_classPath": "\(classPath)", "vtp_functionArgument":
+                  ["list", ["map", "key", "actionType", "value", "logEvent"], ["map", "key", "eventName", "value", "b"]]}],
+              "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "go"}],
+              "rules": [[["if", 0], ["add", 0, 1]]]}}
+            """
+        let manager = TagManager(logger: InMemoryLogger())
+        BrazeTagProvider(sink: InMemoryAnalyticsSink()).register(on: manager)
+        manager.add(try ContainerLoader().load(bytes: Array(json.utf8), file: "GTM-TWO.json"))
+        let session = manager.makeDataLayer()
+        BrazeTagProvider.setUser(.externalID("u"), on: session)
+        let result = await session.push(event: "go", parameters: [:])
+        #expect(result.fired.compactMap { $0.output?.records.count } == [1, 1])
+        var bytes: [UInt8] = []
+        result.appendJSON(to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == JSONWriter.string(result.jsonValue))
+        guard case .object(let answer) = try Value(jsonBytes: bytes), case .array(let records)? = answer["records"]
+        else {
+            Issue.record("the answer has no records")
+            return
+        }
+        #expect(records.compactMap { $0.objectValue?["name"]?.stringValue } == ["a", "b"])
+    }
+
     static let time = ISO8601Timestamp.date(from: "2024-05-01T12:00:00.250Z")!
 
     static let samples: [AnalyticsRecord] = [

@@ -23,6 +23,13 @@ extension FiredTag {
     /// Appends the compact JSON text of ``jsonValue`` to `bytes`, written straight to bytes (records with
     /// their own ``TagRecord/appendJSON(to:)``): for answers sent for every push.
     public func appendJSON(to bytes: inout [UInt8]) {
+        var unused: [UInt8]? = nil
+        appendJSON(to: &bytes, copyingRecordsTo: &unused)
+    }
+
+    /// ``appendJSON(to:)``, also appending each record's JSON, comma-separated, to `records` when it is not
+    /// `nil`: a push's answer lists every record twice and encodes each once.
+    func appendJSON(to bytes: inout [UInt8], copyingRecordsTo records: inout [UInt8]?) {
         append("{\"tag_id\":", to: &bytes)
         if let tagID { JSONWriter.write(.int(Int64(tagID)), into: &bytes) } else { append("null", to: &bytes) }
         append(",\"name\":", to: &bytes)
@@ -41,8 +48,17 @@ extension FiredTag {
         }
         if let output {
             if !output.records.isEmpty {
-                append(",\"records\":", to: &bytes)
-                FiredTag.appendJSON(records: output.records, to: &bytes)
+                append(",\"records\":[", to: &bytes)
+                for (index, record) in output.records.enumerated() {
+                    if index > 0 { bytes.append(0x2C) }
+                    let start = bytes.count
+                    record.appendJSON(to: &bytes)
+                    if records != nil {
+                        if !records!.isEmpty { records!.append(0x2C) }
+                        records!.append(contentsOf: bytes[start...])
+                    }
+                }
+                bytes.append(0x5D)
             }
             if !output.problems.isEmpty {
                 append(",\"problems\":", to: &bytes)
@@ -83,12 +99,15 @@ extension PushResult {
 
     private func appendMembers(fired: [FiredTag], to bytes: inout [UInt8]) {
         bytes.append(contentsOf: #"{"fired":["#.utf8)
+        // Each record is encoded once, inside its tag, and copied to the push's own list.
+        var records: [UInt8]? = []
         for (index, tag) in fired.enumerated() {
             if index > 0 { bytes.append(0x2C) }
-            tag.appendJSON(to: &bytes)
+            tag.appendJSON(to: &bytes, copyingRecordsTo: &records)
         }
-        bytes.append(contentsOf: #"],"records":"#.utf8)
-        FiredTag.appendJSON(records: fired.lazy.flatMap { $0.output?.records ?? [] }, to: &bytes)
+        bytes.append(contentsOf: #"],"records":["#.utf8)
+        bytes.append(contentsOf: records ?? [])
+        bytes.append(0x5D)
         if deferred { bytes.append(contentsOf: #","deferred":true"#.utf8) }
         if loopGuardTripped { bytes.append(contentsOf: #","loop_guard_tripped":true"#.utf8) }
     }
