@@ -47,8 +47,12 @@ trap cleanup EXIT
 mkdir -p "$WORK/containers"
 cp Tests/TagServiceTests/Fixtures/containers/GTM-TAGSVC1.json "$WORK/containers/"
 
-wait_for() {   # url, seconds
+wait_for() {   # url, seconds, pid of the process that must be the one answering
     for _ in $(seq 1 $(($2 * 10))); do
+        if ! kill -0 "$3" 2> /dev/null; then
+            echo "bench-service: the process for $1 exited (is its port already in use?)" >&2
+            return 1
+        fi
         if curl -fs "$1" > /dev/null 2>&1; then return 0; fi
         sleep 0.1
     done
@@ -59,14 +63,14 @@ wait_for() {   # url, seconds
 "$BIN/UsersTrackStandIn" --port "$TRACK_PORT" --max-seconds $((DURATION * (2 * ROUNDS + 1) + 120)) &
 TRACK_PID=$!
 PIDS+=("$TRACK_PID")
-wait_for "http://127.0.0.1:$TRACK_PORT/stats" 10
+wait_for "http://127.0.0.1:$TRACK_PORT/stats" 10 "$TRACK_PID"
 
 BRAZE_REST_ENDPOINT="http://127.0.0.1:$TRACK_PORT" BRAZE_REST_API_KEY=bench \
     "$SERVICE_BIN" --containers "$WORK/containers" --queue "$WORK/queue" --sessions "$WORK/sessions.json" \
     --host 127.0.0.1 --port "$SERVICE_PORT" --log-level warning ${BENCH_SERVICE_FLAGS:-} &
 SERVICE_PID=$!
 PIDS+=("$SERVICE_PID")
-wait_for "http://127.0.0.1:$SERVICE_PORT/ready" 30
+wait_for "http://127.0.0.1:$SERVICE_PORT/ready" 30 "$SERVICE_PID"
 
 run_wrk() {   # path, lua script, seconds → wrk output
     timeout $(($3 + 30)) wrk -t"$THREADS" -c"$CONNECTIONS" -d"${3}s" --timeout 10s -s "bench/$2" \
