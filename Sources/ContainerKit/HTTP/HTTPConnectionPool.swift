@@ -220,7 +220,15 @@ final class TaskDelegateRouter: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping (URLRequest?) -> Void
     ) {
-        completionHandler(nil)
+        // The task's own delegate decides (it never follows a redirect); without one, nothing is followed.
+        guard let delegate = delegate(of: task) else { return completionHandler(nil) }
+        delegate.urlSession(
+            session,
+            task: task,
+            willPerformHTTPRedirection: response,
+            newRequest: request,
+            completionHandler: completionHandler
+        )
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {

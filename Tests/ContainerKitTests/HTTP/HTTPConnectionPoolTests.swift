@@ -180,6 +180,23 @@ import Testing
         #expect(server.connectionCount == 1)
     }
 
+    @Test func aSharedSessionFollowsNoRedirect() async throws {
+        let server = try LoopbackHTTPServer { request in
+            request.path == "/moved"
+                ? LoopbackHTTPServer.Response(status: 302, headers: .init([("Location", "/elsewhere")]))
+                : .text("followed")
+        }
+        defer { server.stop() }
+        let pool = Self.pool()
+        defer { pool.close() }
+        let response = try await URLSessionHTTPTransport.send(
+            Self.post(server.baseURL.appendingPathComponent("moved")),
+            pool: pool
+        )
+        #expect(response.status == 302)
+        #expect(server.requestCount == 1)
+    }
+
     @Test func aSharedSessionKeepsEachRequestsLimits() async throws {
         let server = try LoopbackHTTPServer { request in
             request.path == "/big" ? .text(String(repeating: "x", count: 4096)) : .text("small")
