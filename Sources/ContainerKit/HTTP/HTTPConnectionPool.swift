@@ -168,13 +168,13 @@ final class PooledURLSession: Sendable {
     private let router: TaskDelegateRouter
 
     init() {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
         router = TaskDelegateRouter()
-        session = URLSession(configuration: configuration, delegate: router, delegateQueue: nil)
+        // Timeouts are each request's own (its `timeoutInterval` and deadline), not the session's.
+        session = URLSession(
+            configuration: URLSessionHTTPTransport.configuration(),
+            delegate: router,
+            delegateQueue: nil
+        )
     }
 
     /// A data task whose callbacks go to `delegate` (until it completes).
@@ -187,7 +187,8 @@ final class PooledURLSession: Sendable {
     func invalidate() { session.finishTasksAndInvalidate() }
 }
 
-/// A session delegate that forwards each task's callbacks to the delegate registered for it.
+/// A session delegate that forwards each task's callbacks to the delegate registered for it
+/// (FoundationNetworking on Linux does not call `URLSessionTask.delegate`, so one session delegate routes).
 final class TaskDelegateRouter: NSObject, URLSessionDataDelegate, Sendable {
     private let delegates = Mutex<[Int: BoundedHTTPDelegate]>([:])
 

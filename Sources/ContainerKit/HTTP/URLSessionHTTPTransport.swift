@@ -44,14 +44,11 @@ enum URLSessionHTTPTransport {
         if let shared = pool?.urlSession() {
             task = shared.dataTask(with: urlRequest, delegate: delegate)
         } else {
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.urlCache = nil
-            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-            configuration.timeoutIntervalForRequest = seconds
-            configuration.timeoutIntervalForResource = seconds
-            configuration.httpCookieStorage = nil
-            configuration.httpShouldSetCookies = false
-            let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+            let session = URLSession(
+                configuration: configuration(timeout: seconds),
+                delegate: delegate,
+                delegateQueue: nil
+            )
             task = session.dataTask(with: urlRequest)
             ownSession = session
         }
@@ -69,6 +66,21 @@ enum URLSessionHTTPTransport {
             delegate.fail(BoundedHTTPError(.cancelled), cancelling: task)
         }
         return try outcome.get()
+    }
+
+    /// A session configuration without cache or cookies; `timeout` (seconds) bounds a request and the whole
+    /// transfer when given (a shared session leaves them to each request and its deadline).
+    static func configuration(timeout: Double? = nil) -> URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        if let timeout {
+            configuration.timeoutIntervalForRequest = timeout
+            configuration.timeoutIntervalForResource = timeout
+        }
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        return configuration
     }
 }
 
