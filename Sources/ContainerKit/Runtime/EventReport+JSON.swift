@@ -48,17 +48,8 @@ extension FiredTag {
         }
         if let output {
             if !output.records.isEmpty {
-                append(",\"records\":[", to: &bytes)
-                for (index, record) in output.records.enumerated() {
-                    if index > 0 { bytes.append(0x2C) }
-                    let start = bytes.count
-                    record.appendJSON(to: &bytes)
-                    if records != nil {
-                        if !records!.isEmpty { records!.append(0x2C) }
-                        records!.append(contentsOf: bytes[start...])
-                    }
-                }
-                bytes.append(0x5D)
+                append(",\"records\":", to: &bytes)
+                FiredTag.appendJSON(records: output.records, to: &bytes, copyingTo: &records)
             }
             if !output.problems.isEmpty {
                 append(",\"problems\":", to: &bytes)
@@ -70,12 +61,26 @@ extension FiredTag {
 
     /// Appends `records` as a JSON array.
     public static func appendJSON(records: some Sequence<any TagRecord>, to bytes: inout [UInt8]) {
+        var unused: [UInt8]? = nil
+        appendJSON(records: records, to: &bytes, copyingTo: &unused)
+    }
+
+    /// Appends `records` as a JSON array and, when `copies` is not `nil`, each record's JSON to it too,
+    /// comma-separated (each record is encoded once).
+    static func appendJSON(
+        records: some Sequence<any TagRecord>,
+        to bytes: inout [UInt8],
+        copyingTo copies: inout [UInt8]?
+    ) {
         bytes.append(0x5B)
         var first = true
         for record in records {
             if !first { bytes.append(0x2C) }
             first = false
+            let start = bytes.count
             record.appendJSON(to: &bytes)
+            if copies?.isEmpty == false { copies?.append(0x2C) }
+            copies?.append(contentsOf: bytes[start...])
         }
         bytes.append(0x5D)
     }
