@@ -121,16 +121,26 @@ package final class HTTPConnectionPool: Sendable {
         }
     }
 
-    /// Keeps `socket` for the next request to `key`, or closes it when the pool is closed or full.
+    /// Keeps `socket` for the next request to `key`, or closes it when the pool is closed or full. Kept
+    /// connections of `key` that have expired are closed first: requests take the most recent one, so the
+    /// oldest would otherwise stay open unused while traffic goes on.
     func keepIdle(_ socket: Int32, for key: String) {
-        let kept = state.withLock { state -> Bool in
-            guard !state.closed, state.idle[key, default: []].count < configuration.maximumIdlePerHost else {
-                return false
+        let now = ContinuousClock.now
+        var closing: [Int32] = []
+        state.withLock { state in
+            var idle = state.idle.removeValue(forKey: key) ?? []
+            let expired = idle.prefix { now - $0.since >= configuration.idleTimeout }.count
+            closing = idle.prefix(expired).map(\.socket)
+            idle.removeFirst(expired)
+            state.statistics.idleConnectionsDropped += expired
+            if !state.closed, idle.count < configuration.maximumIdlePerHost {
+                idle.append(Idle(socket: socket, since: now))
+            } else {
+                closing.append(socket)
             }
-            state.idle[key, default: []].append(Idle(socket: socket, since: .now))
-            return true
+            if !idle.isEmpty { state.idle[key] = idle }
         }
-        if !kept { closeSocket(socket) }
+        for socket in closing { closeSocket(socket) }
     }
 
     /// Counts a new `http` connection.

@@ -137,6 +137,22 @@ import Testing
         #expect(pool.statistics == .init(connectionsOpened: 2, connectionsReused: 0, idleConnectionsDropped: 1))
     }
 
+    @Test func keepingAConnectionClosesTheExpiredOnesBeforeIt() throws {
+        var configuration = HTTPConnectionPool.Configuration()
+        configuration.idleTimeout = .zero  // every kept connection has expired by the next one
+        let pool = HTTPConnectionPool(configuration: configuration)
+        let (first, firstPeer) = try Self.socketPair()
+        let (second, secondPeer) = try Self.socketPair()
+        defer { for peer in [firstPeer, secondPeer] { close(peer) } }
+        pool.keepIdle(first, for: "h:1")
+        pool.keepIdle(second, for: "h:1")
+        #expect(pool.idleCount == 1)
+        #expect(pool.statistics.idleConnectionsDropped == 1)
+        // The first one was closed: its peer reads the end of the stream.
+        var byte: UInt8 = 0
+        #expect(read(firstPeer, &byte, 1) == 0)
+    }
+
     @Test func concurrentRequestsOpenConnectionsOfTheirOwnAndAtMostTheLimitIsKept() async throws {
         let server = try LoopbackHTTPServer { _ in
             LoopbackHTTPServer.Response(status: 200, body: Data("ok".utf8), delay: .milliseconds(50))
