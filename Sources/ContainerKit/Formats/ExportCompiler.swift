@@ -397,7 +397,7 @@ package enum ExportCompiler {
                 )
             var def = TagDef(
                 function: function,
-                tagID: tag["tagId"].flatMap { $0.jsNumber }.map { Int($0) },
+                tagID: try CompileFailure.integer(tag["tagId"], "tag id", at: pointer + "/tagId"),
                 name: tag["name"]?.stringValue,
                 kind: kind,
                 parameters: params,

@@ -153,7 +153,7 @@ enum ResourceCompiler {
         )
         var def = TagDef(
             function: function,
-            tagID: map["tag_id"]?.jsNumber.map { Int($0) },
+            tagID: try CompileFailure.integer(map["tag_id"], "tag id", at: pointer + "/tag_id"),
             name: map["instance_name"]?.stringValue,
             kind: kind,
             parameters: params,
@@ -291,7 +291,12 @@ enum ResourceCompiler {
                 throw CompileFailure(.invalidStructure, "'escape' needs a value", pointer: pointer)
             }
             let compiled = try expression(inner, at: JSONPointer.appending(pointer, 1), context: &context)
-            expr = .escape(compiled, rest.dropFirst().compactMap { $0.jsNumber.map { Int($0) } })
+            var codes: [Int] = []
+            for (i, code) in rest.dropFirst().enumerated() {
+                let at = JSONPointer.appending(pointer, i + 2)
+                if let code = try CompileFailure.integer(code, "an escape code", at: at) { codes.append(code) }
+            }
+            expr = .escape(compiled, codes)
         case "list":
             var parts: [Expr] = []
             for (i, part) in rest.enumerated() {
@@ -323,7 +328,12 @@ enum ResourceCompiler {
                     pointer: pointer
                 )
             }
-            return .tag(Int(number), Int(rest.dropFirst().first?.jsNumber ?? 0))
+            let flag = try CompileFailure.integer(
+                rest.dropFirst().first,
+                "a tag reference's flag",
+                at: JSONPointer.appending(pointer, 2)
+            )
+            return .tag(Int(number), flag ?? 0)
         default:
             return .literal(value)
         }

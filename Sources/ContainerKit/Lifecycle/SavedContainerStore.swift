@@ -131,7 +131,8 @@ public struct SavedContainerStore: Sendable, CustomStringConvertible {
         guard FileManager.default.fileExists(atPath: path),
             let bytes = try? ContainerLoader.readFile(path, limit: 64 * 1024),
             case .object(let map)? = try? Value(json: String(decoding: bytes, as: UTF8.self)),
-            let seconds = map["fetched_at"]?.numberValue, seconds.isFinite,
+            // Bounded (about ±31,000 years) so that the age computed from it fits a `Duration`.
+            let seconds = map["fetched_at"]?.numberValue, seconds.isFinite, abs(seconds) < 1e12,
             case .int(let size)? = map["size"],
             let checksum = map["checksum"]?.stringValue
         else { return nil }

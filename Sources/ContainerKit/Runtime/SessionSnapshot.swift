@@ -108,10 +108,13 @@ public struct SessionSnapshot: Sendable, Hashable {
                 pointer: "/fired_once_per_load"
             )
         }
-        guard case .int(let eventNumber) = try member("event_number"), eventNumber >= 0 else {
+        // Bounded so that counting the session's next events can never overflow.
+        guard case .int(let eventNumber) = try member("event_number"), eventNumber >= 0,
+            eventNumber <= 9_007_199_254_740_991
+        else {
             throw ContainerError(
                 .invalidStructure,
-                "session snapshot 'event_number' must be a whole number",
+                "session snapshot 'event_number' must be a whole number from 0 to 9007199254740991",
                 pointer: "/event_number"
             )
         }

@@ -31,6 +31,18 @@ extension LifecycleTests {
             #expect(saved.etag == nil)
         }
 
+        @Test(arguments: [1e300, -1e300, 1e12])
+        func aFetchTimeNoDurationCanHoldIsNotBelieved(seconds: Double) async throws {
+            try await store.save(id: id, bytes: Fixtures.live(), etag: "\"abc\"", fetchedAt: fetchedAt)
+            let path = "\(store.directory)/\(id).meta.json"
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            let edited = text.replacingOccurrences(of: "1700000000.25", with: String(seconds))
+            #expect(edited != text)
+            try edited.write(toFile: path, atomically: true, encoding: .utf8)
+            let saved = try #require(try await store.load(id: id))
+            #expect(saved.fetchedAt == nil)
+        }
+
         @Test func savingAgainReplacesTheFilesAndLeavesNoTemporaryFiles() async throws {
             for version in 1...5 {
                 try await store.save(

@@ -126,6 +126,20 @@ struct SessionSnapshotTests {
         }
     }
 
+    @Test func anEventNumberACountCouldOverflowIsRefusedAtItsMember() throws {
+        var value = try #require(SessionSnapshot(sessionID: "s", eventNumber: 4).jsonValue.objectValue)
+        value["event_number"] = .int(Int64.max)
+        do {
+            _ = try SessionSnapshot(jsonValue: .object(value))
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.code == .invalidStructure)
+            #expect(error.pointer == "/event_number")
+        }
+        value["event_number"] = .int(9_007_199_254_740_991)
+        #expect(try SessionSnapshot(jsonValue: .object(value)).eventNumber == 9_007_199_254_740_991)
+    }
+
     @Test func clientContextsRoundTripAndDefaultToNothingAboutTheServer() throws {
         #expect(TagManager().defaultContext == ClientContext.server)
         #expect(ClientContext.server.platform.isEmpty && ClientContext.server.deviceName.isEmpty)
