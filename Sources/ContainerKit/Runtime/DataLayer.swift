@@ -9,8 +9,9 @@ import Synchronization
 /// One session's data layer: the merged model of everything pushed, and the entry point that evaluates
 /// the live containers when a push carries an `event`.
 ///
-/// Merge semantics are GTM's: each top-level key of a push is expanded on dots (`"a.b": 1` →
-/// `{a: {b: 1}}`); maps merge recursively; arrays merge **index by index**; scalars and `null` overwrite;
+/// Merge semantics are GTM's: a push applies its top-level keys one by one, in order, each expanded on
+/// dots (`"a.b": 1` → `{a: {b: 1}}`) and merged before the next; `_clear: true` replaces instead of
+/// merging (see `apply(_:to:)`); maps merge recursively; arrays merge **index by index**; scalars and `null` overwrite;
 /// ``Value/undefined`` (``notPresent``) leaves the existing value untouched.
 ///
 /// ## Many callers
@@ -317,12 +318,11 @@ public final class DataLayer: Sendable {
             userProperties = properties
             message[DataLayer.userPropertiesKey] = nil
         }
-        let expanded = dotted ? DataLayer.expandDots(message) : message
         let eventValue = pending.event ?? message["event"]
         let (model, eventNumber, runtime) = state.withLock { state -> (ValueMap, Int, TagManager.Snapshot) in
             let runtime = tagManager.snapshot(cached: state.runtime)
             if state.runtime?.generation != runtime.generation { state.runtime = runtime }
-            DataLayer.merge(expanded, into: &state.model)
+            DataLayer.apply(message, to: &state.model)
             if let event = pending.event { state.model["event"] = event }
             if runtime.snapshot.readsRawValues {
                 for (key, value) in message where !value.isUndefined { state.rawValues[key] = value }
@@ -451,38 +451,6 @@ public final class DataLayer: Sendable {
     }
 
     // MARK: Merge semantics
-
-    /// Expands every top-level key on dots: `["a.b": 1]` → `["a": ["b": 1]]`.
-    static func expandDots(_ message: ValueMap) -> ValueMap {
-        guard message.keys.contains(where: hasDot) else { return message }
-        var out = ValueMap(minimumCapacity: message.count)
-        for (key, value) in message {
-            guard hasDot(key) else {
-                var slot = out[key] ?? .undefined
-                merge(value, into: &slot)
-                out[key] = slot
-                continue
-            }
-            var parts = key.split(separator: ".", omittingEmptySubsequences: false)
-            if parts.count > DataLayer.maximumKeyDepth {
-                // A key with thousands of dots must not build a value too deep to merge; the tail stays
-                // one literal key.
-                let tail = parts[(DataLayer.maximumKeyDepth - 1)...].joined(separator: ".")
-                parts = Array(parts.prefix(DataLayer.maximumKeyDepth - 1)) + [Substring(tail)]
-            }
-            var nested = value
-            for part in parts.dropFirst().reversed() {
-                var map = ValueMap()
-                map[String(part)] = nested
-                nested = .object(map)
-            }
-            let head = String(parts[0])
-            var slot = out[head] ?? .undefined
-            merge(nested, into: &slot)
-            out[head] = slot
-        }
-        return out
-    }
 
     static func hasDot(_ key: String) -> Bool {
         var key = key

@@ -1,0 +1,83 @@
+extension DataLayer {
+    /// The push key that asks for every other key of the push to replace, not merge into, its value.
+    static let clearKey = "_clear"
+
+    /// Applies a push to the model the way GTM's web runtime does (`gtm.js`, and google/data-layer-helper):
+    /// **key by key, in the push's order** — each key is expanded on its dots and deep-merged into the model
+    /// before the next key is looked at — so `{"cart": "", "cart.fresh": 2}` first replaces `cart` (its
+    /// old members are gone) and then sets `cart.fresh`. A push whose `_clear` is truthy (JavaScript's
+    /// truthiness) removes each key's current value before setting it, so maps and arrays are replaced
+    /// instead of merged; `_clear` itself is never stored.
+    ///
+    /// Undefined values are skipped (JSON cannot carry them); with `_clear` they remove the key.
+    static func apply(_ message: ValueMap, to model: inout ValueMap) {
+        let clears = message[clearKey]?.isTruthy ?? false
+        for (key, value) in message {
+            if value.isUndefined && !clears { continue }
+            if hasDot(key) {
+                if key == clearKey { continue }
+                var parts = key.split(separator: ".", omittingEmptySubsequences: false)
+                if parts.count > DataLayer.maximumKeyDepth {
+                    // A key with thousands of dots must not build a value too deep to merge; the tail stays
+                    // one literal key.
+                    let tail = parts[(DataLayer.maximumKeyDepth - 1)...].joined(separator: ".")
+                    parts = Array(parts.prefix(DataLayer.maximumKeyDepth - 1)) + [Substring(tail)]
+                }
+                set(parts[...], value, clearing: clears, in: &model)
+            } else {
+                if key == clearKey { continue }
+                set(key, value, clearing: clears, in: &model)
+            }
+        }
+    }
+
+    /// Merges `value` into `model[key]`, after removing what was there when `clearing`.
+    private static func set(_ key: String, _ value: Value, clearing: Bool, in model: inout ValueMap) {
+        if value.isUndefined {
+            model[key] = nil
+            return
+        }
+        model.modify(key, default: .undefined) {
+            if clearing { $0 = .undefined }
+            merge(value, into: &$0)
+        }
+    }
+
+    /// Merges `value` at the dotted path `parts` of `model`: what `{a: {b: value}}` merged into the model
+    /// does (a member on the way that is not a map becomes an empty map), without building that object.
+    private static func set(
+        _ parts: ArraySlice<Substring>,
+        _ value: Value,
+        clearing: Bool,
+        in model: inout ValueMap
+    ) {
+        let head = String(parts[parts.startIndex])
+        let rest = parts.dropFirst()
+        guard !rest.isEmpty else {
+            set(head, value, clearing: clearing, in: &model)
+            return
+        }
+        model.modify(head, default: .undefined) { slot in
+            var map: ValueMap
+            if case .object(let current) = slot { map = current } else { map = ValueMap() }
+            slot = .undefined  // drop the second reference so `map` mutates in place
+            set(rest, value, clearing: clearing, in: &map)
+            slot = .object(map)
+        }
+    }
+}
+
+extension Value {
+    /// JavaScript's truthiness: `false`, `0`, `NaN`, `""`, `null` and undefined are false; everything else
+    /// (objects and arrays included, even empty ones) is true.
+    var isTruthy: Bool {
+        switch self {
+        case .undefined, .null: return false
+        case .bool(let b): return b
+        case .int(let i): return i != 0
+        case .double(let d): return d != 0 && !d.isNaN
+        case .string(let s): return !s.isEmpty
+        default: return true
+        }
+    }
+}
