@@ -294,7 +294,8 @@ package enum ExportCompiler {
                     if case .string(let text) = value { return template(text) }
                     return .literal(value)
                 }
-                return .literal(.undefined)
+                // GTM's exports leave out empty strings: the compiled form of the same field is `""`.
+                return .literal(.string(""))
             }
         }
 
