@@ -49,29 +49,73 @@ extension Value {
         }
     }
 
-    /// Renders a double the way JavaScript's `Number.prototype.toString` does for common values.
+    /// Renders a double the way JavaScript's `Number.prototype.toString` does (ECMA-262 Number::toString):
+    /// the shortest digits that read back as the same double (Swift's `description` finds them), written
+    /// as an integer or a decimal fraction while the decimal exponent lies in −7 < n ≤ 21, and in
+    /// exponent form (`1e+21`, `1.5e-7`) outside it.
     static func jsNumberString(_ d: Double) -> String {
         if d.isNaN { return "NaN" }
         if d.isInfinite { return d < 0 ? "-Infinity" : "Infinity" }
         if d == 0 { return "0" }
         if d == d.rounded(), abs(d) < 1e18 { return String(Int64(d)) }
-        var text = d.description
-        // Swift writes exponents as "e-07" / "e+21"; JavaScript as "e-7" / "e+21".
-        if let eIndex = text.firstIndex(of: "e") {
-            let mantissa = text[..<eIndex]
-            var exponent = text[text.index(after: eIndex)...]
-            var sign = "+"
-            if exponent.first == "-" || exponent.first == "+" {
-                sign = exponent.first == "-" ? "-" : "+"
-                exponent = exponent.dropFirst()
+        // Swift's shortest round-trip form: "123.456", "1e-05", "1.2345678901234567e+19".
+        var digits: [UInt8] = []
+        digits.reserveCapacity(24)
+        var pointPosition = 0  // digits before the decimal point, leading zeros dropped
+        var exponent = 0
+        var seenPoint = false
+        var negativeExponent = false
+        var inExponent = false
+        for byte in d.description.utf8 {
+            if inExponent {
+                switch byte {
+                case 0x2D: negativeExponent = true
+                case 0x30...0x39: exponent = exponent * 10 + Int(byte - 0x30)
+                default: break
+                }
+                continue
             }
-            let digits = exponent.drop { $0 == "0" }
-            text =
-                "\(mantissa.hasSuffix(".0") ? String(mantissa.dropLast(2)) : String(mantissa))e\(sign)\(digits.isEmpty ? "0" : String(digits))"
-        } else if text.hasSuffix(".0") {
-            text.removeLast(2)
+            switch byte {
+            case 0x2E: seenPoint = true
+            case 0x65, 0x45: inExponent = true
+            case 0x30...0x39:
+                if digits.isEmpty && byte == 0x30 {
+                    if seenPoint { pointPosition -= 1 }
+                } else {
+                    digits.append(byte)
+                    if !seenPoint { pointPosition += 1 }
+                }
+            default: break
+            }
         }
-        return text
+        while digits.count > 1, digits.last == 0x30 { digits.removeLast() }
+        let n = pointPosition + (negativeExponent ? -exponent : exponent)
+        let k = digits.count
+        var out: [UInt8] = []
+        out.reserveCapacity(k + 8)
+        if d < 0 { out.append(0x2D) }
+        if k <= n && n <= 21 {
+            out += digits
+            out += repeatElement(0x30, count: n - k)
+        } else if 0 < n && n <= 21 {
+            out += digits[..<n]
+            out.append(0x2E)
+            out += digits[n...]
+        } else if -6 < n && n <= 0 {
+            out += [0x30, 0x2E]
+            out += repeatElement(0x30, count: -n)
+            out += digits
+        } else {
+            out.append(digits[0])
+            if k > 1 {
+                out.append(0x2E)
+                out += digits[1...]
+            }
+            out.append(0x65)
+            out.append(n - 1 < 0 ? 0x2D : 0x2B)
+            out += String(abs(n - 1)).utf8
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Parses a trimmed decimal literal without Foundation; `nil` if it is not one.
