@@ -483,13 +483,24 @@ struct Evaluation: MacroResolver {
         }
         // Mobile SDKs: an undefined operand makes the test false. Web: string tests compare `String(undefined)`,
         // and numeric tests are false anyway (`Number(undefined)` is NaN).
-        let undefinedIsText = storage.program.undefinedComparesAsText
+        let web = storage.program.undefinedComparesAsText
         let left = evaluate(storage.program.predicates[p].arg0)
-        if left.isUndefined, !undefinedIsText { return false }
+        if left.isUndefined, !web { return false }
         let right = evaluate(storage.program.predicates[p].arg1)
-        if right.isUndefined, !undefinedIsText { return false }
+        if right.isUndefined, !web { return false }
         if op.isNumeric {
-            guard let a = left.jsNumber, let b = right.jsNumber else { return false }
+            // Web: JavaScript's `Number()` on both sides (`null`, `""`, `[]` are 0; `true` is 1; NaN compares
+            // false). Mobile SDKs: false unless both sides are numbers or numeric strings.
+            let a: Double
+            let b: Double
+            if web {
+                a = left.jsToNumber
+                b = right.jsToNumber
+            } else {
+                guard let l = left.jsNumber, let r = right.jsNumber else { return false }
+                a = l
+                b = r
+            }
             switch op {
             case .lessThan: return a < b
             case .lessOrEquals: return a <= b

@@ -16,7 +16,8 @@ package struct Program: Sendable {
     /// Tags in firing order: priority descending, then container order.
     package var tagOrder: [Int] = []
     /// Web semantics: string conditions compare an undefined operand as the text `undefined` instead of
-    /// failing (decided once at compile time from ``ContainerPlatform``).
+    /// failing, numeric conditions convert with JavaScript's `Number()`, and a lookup table's repeated key
+    /// takes its last row (decided once at compile time from ``ContainerPlatform``).
     package var undefinedComparesAsText = false
 
     /// Whether a macro reads data-layer variables of version 1 (the last raw value of a pushed key).
