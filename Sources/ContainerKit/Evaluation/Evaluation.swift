@@ -308,6 +308,14 @@ struct Evaluation: MacroResolver {
         case .rawDataLayer(let name, let defaultValue):
             value = dataLayer.rawValue(forKey: name)
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
+        case .computedDataLayer(let nameExpr, let version, let defaultValue):
+            let name = evaluate(nameExpr).jsString
+            if version == 1 {
+                value = dataLayer.rawValue(forKey: name)
+            } else {
+                value = Value.object(model).value(atPath: TemplateCatalog.splitPath(name))
+            }
+            if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
         case .userProperty(let key, let defaultValue):
             value = dataLayer.userProperty(key) ?? .undefined
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }

@@ -22,7 +22,12 @@ package struct Program: Sendable {
 
     /// Whether a macro reads data-layer variables of version 1 (the last raw value of a pushed key).
     package var readsRawDataLayerValues: Bool {
-        macros.contains { if case .rawDataLayer = $0.kind { return true } else { return false } }
+        macros.contains {
+            switch $0.kind {
+            case .rawDataLayer, .computedDataLayer(_, 1, _): return true
+            default: return false
+            }
+        }
     }
 }
 
@@ -137,6 +142,9 @@ package enum MacroKind: Sendable {
     /// `__v` version 1 (also when the version is missing): the last raw value pushed under the literal
     /// key `name`, dots and all, without merging.
     case rawDataLayer(name: String, defaultValue: Expr?)
+    /// `__v` whose name holds a variable reference (`{{prefix}}id`): the name is evaluated first, then read
+    /// as ``dataLayer(name:path:defaultValue:)`` (version 2) or ``rawDataLayer(name:defaultValue:)`` does.
+    case computedDataLayer(name: Expr, version: Int, defaultValue: Expr?)
     /// `__fup`: a Firebase user property of the session (``DataLayer/setUserProperty(_:forKey:)``).
     case userProperty(key: String, defaultValue: Expr?)
     case constant(Expr)

@@ -44,6 +44,15 @@ package enum TemplateCatalog {
         return nil
     }
 
+    /// Whether `expr` is a variable reference or a template holding one (`{{prefix}}id`).
+    static func readsAVariable(_ expr: Expr) -> Bool {
+        switch expr {
+        case .macro: return true
+        case .template(let parts): return parts.contains(where: readsAVariable)
+        default: return false
+        }
+    }
+
     static func literalBool(_ expr: Expr?) -> Bool? {
         if case .literal(let value)? = expr {
             switch value {
@@ -99,6 +108,15 @@ package enum TemplateCatalog {
             }
             return .eventParameter(key: key, path: splitPath(key), defaultValue: defaultValue(params))
         case "v":
+            if let nameExpr = params["name"], readsAVariable(nameExpr) {
+                // `{{prefix}}id`: GTM resolves the reference, then reads the name it made.
+                let version = literalNumber(params["dataLayerVersion"]) ?? 1
+                return .computedDataLayer(
+                    name: nameExpr,
+                    version: version == 1 ? 1 : 2,
+                    defaultValue: defaultValue(params)
+                )
+            }
             guard let name = literalString(params["name"]), !name.isEmpty else {
                 output.noteUnsupported(
                     "data layer variable without a constant name (it evaluates to undefined)",

@@ -26,8 +26,10 @@ extension Fidelity {
         }
 
         static let webCases: [(Value, String, String, Bool)] = [
-            (.null, "_ge", "0", true), (.null, "_lt", "1", true), ("", "_le", "0", true), (.bool(true), "_ge", "1", true),
-            (.bool(false), "_lt", "1", true), (.array([]), "_ge", "0", true), (.array([42]), "_ge", "42", true), (.array([1, 2]), "_ge", "0", false),
+            (.null, "_ge", "0", true), (.null, "_lt", "1", true), ("", "_le", "0", true),
+            (.bool(true), "_ge", "1", true),
+            (.bool(false), "_lt", "1", true), (.array([]), "_ge", "0", true), (.array([42]), "_ge", "42", true),
+            (.array([1, 2]), "_ge", "0", false),
             ("0x10", "_ge", "16", true), ("0x10", "_gt", "16", false), (" 12 ", "_ge", "12", true),
             ("\t12\n", "_le", "12", true), ("Infinity", "_gt", "1e308", true), ("-Infinity", "_lt", "-1e308", true),
             ("12px", "_ge", "0", false), ("0b101", "_ge", "5", true), ("0o17", "_ge", "15", true),
@@ -47,7 +49,8 @@ extension Fidelity {
         }
 
         @Test(arguments: [
-            (Value.null, "_ge", "0"), ("", "_le", "0"), (.bool(true), "_ge", "1"), (.array([]), "_ge", "0"), (.array([42]), "_ge", "42"),
+            (Value.null, "_ge", "0"), ("", "_le", "0"), (.bool(true), "_ge", "1"), (.array([]), "_ge", "0"),
+            (.array([42]), "_ge", "42"),
             ("0x10", "_ge", "16"), ("Infinity", "_gt", "1"),
         ])
         func mobileComparisonsAreFalseForNonNumericValues(value: Value, op: String, operand: String) throws {
