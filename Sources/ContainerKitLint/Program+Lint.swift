@@ -86,7 +86,8 @@ extension Program {
             case .lookupTable(let input, let rows, let defaultValue):
                 guard let key = constantValue(of: input, visiting: &visiting) else { return nil }
                 var found: Value?
-                for row in rows {
+                // Web lookup tables keep a repeated key's last row (see the evaluator).
+                for row in undefinedComparesAsText ? Array(rows.reversed()) : rows {
                     guard let rowKey = constantValue(of: row.key, visiting: &visiting) else { return nil }
                     if rowKey.jsString == key.jsString {
                         guard let rowValue = constantValue(of: row.value, visiting: &visiting) else { return nil }

@@ -327,10 +327,19 @@ struct Evaluation: MacroResolver {
             let key = evaluate(input).jsString
             value = .undefined
             var matched = false
-            for row in rows where evaluate(row.key).jsString == key {
-                value = evaluate(row.value)
-                matched = true
-                break
+            if storage.program.undefinedComparesAsText {
+                // GTM's web runtime builds the table row by row into an object: a repeated key keeps its last row.
+                for row in rows.reversed() where evaluate(row.key).jsString == key {
+                    value = evaluate(row.value)
+                    matched = true
+                    break
+                }
+            } else {
+                for row in rows where evaluate(row.key).jsString == key {
+                    value = evaluate(row.value)
+                    matched = true
+                    break
+                }
             }
             if !matched, let defaultValue { value = evaluate(defaultValue) }
         case .regexTable(let input, let rows, let replace, let defaultValue):
