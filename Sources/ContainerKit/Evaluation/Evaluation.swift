@@ -299,9 +299,15 @@ struct Evaluation: MacroResolver {
         switch storage.program.macros[index].kind {
         case .eventName:
             value = reportedEventName
-        case .eventParameter(let key, let path, let defaultValue):
+        case .eventParameter(let key, let path, let defaultValue, let checksEcommerce):
             value = message[key] ?? (path.count > 1 ? Value.object(message).value(atPath: path) : .undefined)
-            if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
+            if value.isUndefined, checksEcommerce, path.count == 1,
+                let found = Evaluation.ecommerceValue(key, in: message)
+            {
+                value = found  // the runtime returns it as is, without the default value
+            } else if value.isUndefined, let defaultValue {
+                value = evaluate(defaultValue)
+            }
         case .dataLayer(_, let path, let defaultValue):
             value = Value.object(model).value(atPath: path)
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
@@ -359,6 +365,30 @@ struct Evaluation: MacroResolver {
             value = apply(storage.program.macros[index].format, to: value)
         }
         return value
+    }
+
+    /// The lists a suggested parameter with `checkEcommerceValue` falls back to, in the runtime's order.
+    static let ecommerceLists = ["items", "promotions"]
+
+    /// What the container runtime's `__md` finds for a missing suggested parameter `key` with
+    /// `checkEcommerceValue`: `items[0][key]`, else `promotions[0][key]` (a list's first element, or a map
+    /// itself). `nil` when neither has it (the default value applies); undefined where the runtime's own
+    /// code would fail (`items` is `null` or an empty list: `items[0][key]` throws), without the default.
+    static func ecommerceValue(_ key: String, in message: ValueMap) -> Value? {
+        for name in Evaluation.ecommerceLists {
+            guard var holder = message[name], !holder.isUndefined else { continue }
+            if case .array(let elements) = holder {
+                guard let first = elements.first else { return .undefined }
+                holder = first
+            }
+            switch holder {
+            case .undefined, .null: return .undefined
+            case .object(let members):
+                if let value = members[key], !value.isUndefined { return value }
+            default: continue
+            }
+        }
+        return nil
     }
 
     private func builtIn(_ builtIn: BuiltIn) -> Value {

@@ -136,7 +136,9 @@ package enum BuiltIn: String, Sendable, CaseIterable {
 package enum MacroKind: Sendable {
     case eventName
     /// `__md`: a key of the pushed message; dotted keys walk nested maps.
-    case eventParameter(key: String, path: [String], defaultValue: Expr?)
+    /// With `checksEcommerce` (a suggested parameter with `checkEcommerceValue`), a missing undotted key is
+    /// looked up in `items[0]`, then `promotions[0]`, as the container runtime's `__md` does.
+    case eventParameter(key: String, path: [String], defaultValue: Expr?, checksEcommerce: Bool = false)
     /// `__v` version 2: a value of the merged model by dotted path.
     case dataLayer(name: String, path: [String], defaultValue: Expr?)
     /// `__v` version 1 (also when the version is missing): the last raw value pushed under the literal

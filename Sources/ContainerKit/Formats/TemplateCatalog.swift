@@ -106,7 +106,12 @@ package enum TemplateCatalog {
                 )
                 return .constant(.literal(.undefined))
             }
-            return .eventParameter(key: key, path: splitPath(key), defaultValue: defaultValue(params))
+            return .eventParameter(
+                key: key,
+                path: splitPath(key),
+                defaultValue: defaultValue(params),
+                checksEcommerce: eventType == "SUGGESTED" && literalBool(params["checkEcommerceValue"]) == true
+            )
         case "v":
             if let nameExpr = params["name"], readsAVariable(nameExpr) {
                 // `{{prefix}}id`: GTM resolves the reference, then reads the name it made.
