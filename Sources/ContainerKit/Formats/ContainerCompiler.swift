@@ -34,7 +34,7 @@ package enum ContainerCompiler {
         }
         let id =
             options.containerID ?? file.flatMap(ContainerLoader.containerID(fromFileName:)) ?? builder.containerID
-            ?? file.flatMap(containerID(embeddedIn:)) ?? "GTM-UNKNOWN"
+            ?? document.scriptContainerID ?? file.flatMap(containerID(embeddedIn:)) ?? "GTM-UNKNOWN"
         if format == .export, usageContexts(root).contains("AMP") {
             builder.noteUnsupported(
                 "AMP container (its triggers and tags run in the amp-analytics component of an AMP page)",

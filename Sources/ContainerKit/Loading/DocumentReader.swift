@@ -123,6 +123,7 @@ enum DocumentReader {
             text: text
         )
         document.isScript = statement || embedded
+        if embedded { document.scriptContainerID = ScriptDataLocator.containerID(in: bytes) }
         return document
     }
 

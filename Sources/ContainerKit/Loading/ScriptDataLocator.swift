@@ -15,6 +15,49 @@ enum ScriptDataLocator {
         }
     }
 
+    /// The container ID a served `gtm.js` names for itself: the first `ctid` or `containerId` member or
+    /// assignment whose string value is a valid `GTM-XXXX` ID (`ctid:"GTM-K1T5"`, `"containerId": 'GTM-K1T5'`).
+    static func containerID(in bytes: [UInt8]) -> String? {
+        for name in [Array("ctid".utf8), Array("containerId".utf8)] {
+            var i = 0
+            while let start = firstIndex(of: name, in: bytes, from: i) {
+                i = start + name.count
+                // A whole identifier: not `xctid` or `ctidx`.
+                if start > 0, isIdentifierByte(bytes[start - 1]) { continue }
+                var j = i
+                if j < bytes.count, bytes[j] == 0x22 || bytes[j] == 0x27 { j += 1 }
+                while j < bytes.count, bytes[j] == 0x20 || bytes[j] == 0x09 { j += 1 }
+                guard j < bytes.count, bytes[j] == 0x3A || bytes[j] == 0x3D else { continue }
+                j += 1
+                while j < bytes.count, bytes[j] == 0x20 || bytes[j] == 0x09 { j += 1 }
+                guard j < bytes.count, bytes[j] == 0x22 || bytes[j] == 0x27 else { continue }
+                let quote = bytes[j]
+                let valueStart = j + 1
+                var end = valueStart
+                while end < bytes.count, end - valueStart <= 32, bytes[end] != quote { end += 1 }
+                guard end < bytes.count, bytes[end] == quote else { continue }
+                let candidate = String(decoding: bytes[valueStart..<end], as: UTF8.self)
+                if ContainerLoader.isContainerID(candidate) { return candidate }
+            }
+        }
+        return nil
+    }
+
+    private static func firstIndex(of needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+        guard let first = needle.first, needle.count <= bytes.count else { return nil }
+        var i = start
+        while i + needle.count <= bytes.count {
+            if bytes[i] == first, bytes[i..<(i + needle.count)].elementsEqual(needle) { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    private static func isIdentifierByte(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x5F
+            || byte == 0x24
+    }
+
     private struct Scanner {
         let p: UnsafeBufferPointer<UInt8>
         var i: Int

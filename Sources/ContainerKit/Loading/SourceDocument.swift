@@ -28,6 +28,9 @@ public struct SourceDocument: Sendable {
     let text: SourceText?
     /// Whether the JSON was read out of a JavaScript file (gtm.js: `var data = {…};`): a web container.
     var isScript = false
+    /// The container ID a `gtm.js` script names for itself (`ctid:"GTM-XXXX"`, `containerId:"GTM-XXXX"`),
+    /// when the document was read out of one.
+    public internal(set) var scriptContainerID: String?
 
     /// Creates a document from a value, e.g. for tests or documents built in memory.
     public init(

@@ -30,6 +30,11 @@ struct ContainerIDRule: LintRule {
                     + #""variable": [{"name": "A", "type": "c"}]}}"#,
                 file: "workspace-export.json"
             ),
+            LintExample(
+                "// gtm.js\n" + #"var data = {"resource": {"macros": [{"function": "__e"}]}};"# + "\n"
+                    + #"var ca = {ctid: "GTM-K1T5", canonicalContainerId: "1"};"#,
+                file: "gtm.js"
+            ),
         ]
     )
 
@@ -56,7 +61,7 @@ struct ContainerIDRule: LintRule {
             }
             return []
         }
-        guard fileID == nil else { return [] }
+        guard fileID == nil, input.document?.scriptContainerID == nil else { return [] }
         let message =
             "no container id in file name '\(name)' (expected GTM-XXXX.json) nor in the content, "
             + "so the runtime calls it 'GTM-UNKNOWN'"
