@@ -46,9 +46,37 @@ public enum LintRuleCatalog {
                 out += "\nDoes not trigger, as `\(example.file)`:\n\n```json\n\(printable(example.text))\n```\n"
             }
         }
+        out += gtmSection
         out += configurationSection
         return out
     }
+
+    /// What GTM does where a rule depends on it, and where ContainerKit's reading comes from.
+    static let gtmSection = """
+
+        ## What GTM does, and where the rules get it
+
+        The rules judge a container by what GTM itself does with it (see `Docs/Evaluation.md`, "Where the
+        semantics come from", for the runtime side):
+
+        - `file_name_container_id`: the runtime's id comes from the file name (`GTM-XXXX.json`), the content
+          (an export's `publicId`), the id a served `gtm.js` names for itself (`ctid:"GTM-…"` or `containerId`),
+          then a `GTM-XXXX` token in the file name that neither follows nor precedes a lower-case letter
+          (`wGTM-TAG-export.json` names none).
+        - `unknown_format`: a document refused by name (a server-side export, an export 1.x, an AMP
+          configuration) gets only its refusal: no rule reports on the contents of a container nothing runs.
+        - `unused_variable`: GTM's built-in variables are not reported (export `builtInVariable`s, their compiled
+          codes, suggested Firebase parameters, gtm.js built-ins such as `gtm.*` reads, `__aev`, `__dbg`); the
+          first-party cookie variable (`__k`) is a user-defined variable in GTM, so an unused one is reported. Only
+          *named* constants are skipped by default (an app may read them through typed getters); an unnamed
+          constant of a compiled container is reported.
+        - `non_numeric_comparison`: in web containers GTM compares with JavaScript's `Number()` (`""`, `null`,
+          `[]` are 0, `true` is 1), so only a constant that converts to `NaN` is reported; mobile SDKs need a
+          number or a numeric string.
+        - Constant lookup tables are folded as GTM reads them: a repeated key takes its last row in web
+          containers (gtm.js fills an object row by row), its first in mobile ones.
+
+        """
 
     /// How `.containerkit-lint.json` works, appended to the Markdown catalog.
     static let configurationSection = """

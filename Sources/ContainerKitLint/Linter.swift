@@ -108,10 +108,16 @@ public struct Linter: Sendable {
         )
     }
 
+    /// The rules that still run on a document the compiler refused by name (a server-side export, an export
+    /// 1.x, an AMP configuration): the refusal is the finding, not the contents of a container nothing runs.
+    static let refusalRuleIDs: Set<String> = ["syntax_error", "file_too_large", "legacy_binary", "unknown_format"]
+
     func run(_ input: LintInput) -> [LintFinding] {
         var findings: [LintFinding] = []
+        let refused = input.compileError?.code == .unknownFormat
         for rule in rules {
             let description = type(of: rule).description
+            if refused, !Linter.refusalRuleIDs.contains(description.id) { continue }
             let severity = configuration.severity(of: description)
             for var finding in rule.check(input) {
                 finding.severity = severity

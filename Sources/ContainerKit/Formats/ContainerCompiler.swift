@@ -166,7 +166,10 @@ package enum ContainerCompiler {
         var found: String?
         var i = 0
         while i + 4 < name.count {
-            guard name[i] == 0x47, name[i + 1] == 0x54, name[i + 2] == 0x4D, name[i + 3] == 0x2D else {
+            // The token must start a word too: `wGTM-TAG-…` is no container id.
+            guard name[i] == 0x47, name[i + 1] == 0x54, name[i + 2] == 0x4D, name[i + 3] == 0x2D,
+                i == 0 || !(0x61...0x7A).contains(name[i - 1])
+            else {
                 i += 1
                 continue
             }

@@ -19,6 +19,7 @@ struct ContainerIDRule: LintRule {
                 file: "export.json"
             ),
             LintExample(#"{"resource": {"macros": [{"function": "__e"}]}}"#, file: "container.json"),
+            LintExample(#"{"resource": {"macros": [{"function": "__e"}]}}"#, file: "wGTM-TAG-export.json"),
         ],
         nonTriggeringExamples: [
             LintExample(#"{"resource": {"macros": [{"function": "__e"}]}}"#, file: "GTM-5HM9ZRX.json"),

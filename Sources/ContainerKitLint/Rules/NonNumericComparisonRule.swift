@@ -41,7 +41,11 @@ struct NonNumericComparisonRule: LintRule {
         for predicate in program.predicates where predicate.op.isNumeric {
             for (side, expr) in [("arg1", predicate.arg1), ("arg0", predicate.arg0)] {
                 // Literals, and constant variables, lookup tables and templates folded to their values.
-                guard let value = program.constantValue(of: expr), value.jsNumber == nil else { continue }
+                // Web containers convert with JavaScript's `Number()` (`""` and `null` are 0), mobile ones
+                // need a number or a numeric string.
+                guard let value = program.constantValue(of: expr),
+                    program.undefinedComparesAsText ? value.jsToNumber.isNaN : value.jsNumber == nil
+                else { continue }
                 let pointer = predicate.origin.pointer + (input.source.kind == .resource ? "/" + side : "")
                 let origin = program.constantOrigin(of: expr).map { " (the constant value of \($0))" } ?? ""
                 let message =

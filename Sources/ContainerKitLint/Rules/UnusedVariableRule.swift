@@ -6,7 +6,8 @@ import ContainerKit
 /// …, suggested Firebase event parameters — `__md` with `eventType` `SUGGESTED` — and, in web gtm.js
 /// data, the enabled built-ins: `gtm.*` data-layer reads, `__aev`, page URL and referrer parts without a
 /// custom source, `__dbg`, …). Compiled gtm.js resources drop variable names, so their other unused
-/// macros are reported by index and JSON pointer (`macro 176 ('__jsm')` at `/resource/macros/176`). Named
+/// macros are reported by index and JSON pointer (`macro 176 ('__jsm')` at `/resource/macros/176`); so are
+/// a first-party cookie variable (`__k`, a user variable, not a built-in) and an unnamed constant. Named
 /// constants (`__c`, export type `c`) are skipped unless `report_unused_constants` is on: host apps may
 /// read them through typed getters, as legacy value collections are read.
 struct UnusedVariableRule: LintRule {
@@ -25,6 +26,11 @@ struct UnusedVariableRule: LintRule {
             #"""
             {"resource": {"macros": [{"function": "__e"}, {"function": "__v", "vtp_name": "cart.total",
               "vtp_dataLayerVersion": 2}, {"function": "__v", "vtp_name": "gtm.element", "vtp_dataLayerVersion": 1}],
+              "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "buy"}]}}
+            """#,
+            #"""
+            {"resource": {"macros": [{"function": "__e"}, {"function": "__k", "vtp_name": "session_cookie"},
+              {"function": "__c", "vtp_value": "unnamed"}],
               "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "buy"}]}}
             """#,
         ],
@@ -63,7 +69,9 @@ struct UnusedVariableRule: LintRule {
         }
         var findings: [LintFinding] = []
         for (i, macro) in program.macros.enumerated() where !used[i] && !Self.isBuiltIn(i, program) {
-            if case .constant = macro.kind, !input.configuration.reportUnusedConstants { continue }
+            if case .constant = macro.kind, macro.name?.isEmpty == false, !input.configuration.reportUnusedConstants {
+                continue
+            }
             let message = "variable \(program.macroLabel(i)) is not used by any tag, trigger or variable"
             findings.append(input.finding(Self.description, message, at: macro.origin.pointer))
         }
@@ -73,7 +81,7 @@ struct UnusedVariableRule: LintRule {
     /// Codes of web built-in variables as gtm.js compiles them (Click/Form/Error/Video…, Debug Mode, …).
     static let webBuiltInCodes: Set<String> = [
         "__aev", "__dbg", "__hid", "__ctv", "__cid", "__r", "__env", "__gtes", "__gtcs", "__ctv_web", "__vis",
-        "__uv", "__ev", "__ed", "__rh", "__k",
+        "__uv", "__ev", "__ed", "__rh",
     ]
 
     /// Whether macro `index` is a built-in variable rather than one a person defined.
