@@ -535,12 +535,24 @@ struct Evaluation: MacroResolver {
         if left.isUndefined, !web { return false }
         let right = evaluate(storage.program.predicates[p].arg1)
         if right.isUndefined, !web { return false }
+        if storage.program.predicates[p].anyOf, case .array(let options) = right {
+            // gtm.js: `any_of` with a list on the right holds when the test holds for any of its elements.
+            for option in options where test(p, left, option, constantRight: false) { return true }
+            return false
+        }
+        return test(p, left, right, constantRight: true)
+    }
+
+    /// Predicate `p`'s operator on evaluated operands; `constantRight` lets it use what was precomputed from a
+    /// constant right side (its string form, its compiled pattern).
+    private mutating func test(_ p: Int, _ left: Value, _ right: Value, constantRight: Bool) -> Bool {
+        let op = storage.program.predicates[p].op
         if op.isNumeric {
             // Web: JavaScript's `Number()` on both sides (`null`, `""`, `[]` are 0; `true` is 1; NaN compares
             // false). Mobile SDKs: false unless both sides are numbers or numeric strings.
             let a: Double
             let b: Double
-            if web {
+            if storage.program.undefinedComparesAsText {
                 a = left.jsToNumber
                 b = right.jsToNumber
             } else {
@@ -558,8 +570,8 @@ struct Evaluation: MacroResolver {
         var a = left.jsString
         let ignoreCase = storage.program.predicates[p].ignoreCase
         if op == .regex {
-            if let pattern = storage.program.predicates[p].pattern { return budgetedMatches(pattern, a) }
-            if let error = storage.program.predicates[p].patternError {
+            if constantRight, let pattern = storage.program.predicates[p].pattern { return budgetedMatches(pattern, a) }
+            if constantRight, let error = storage.program.predicates[p].patternError {
                 let pointer = storage.program.predicates[p].origin.pointer
                 dataLayer.tagManager.reportOnce("bad-regex:\(storage.id):\(pointer)") {
                     "invalid regular expression '\(right.jsString)' in \(storage.id) (\(pointer)): \(error); "
@@ -579,7 +591,8 @@ struct Evaluation: MacroResolver {
         }
         if ignoreCase { a = a.lowercased() }
         let b =
-            storage.program.predicates[p].constantText ?? (ignoreCase ? right.jsString.lowercased() : right.jsString)
+            (constantRight ? storage.program.predicates[p].constantText : nil)
+            ?? (ignoreCase ? right.jsString.lowercased() : right.jsString)
         return Evaluation.compare(op, a, b)
     }
 
@@ -590,6 +603,11 @@ struct Evaluation: MacroResolver {
         case .contains: return TextSearch.contains(a, b)
         case .startsWith: return TextSearch.hasPrefix(a, b)
         case .endsWith: return TextSearch.hasSuffix(a, b)
+        case .listContains:
+            // gtm.js: `String(arg0).split(",")` has an element equal to `String(arg1)`.
+            return a.utf8.split(separator: 0x2C, omittingEmptySubsequences: false).contains {
+                $0.elementsEqual(b.utf8)
+            }
         default: return false
         }
     }

@@ -202,7 +202,9 @@ package enum ContainerCompiler {
     static func finishIndexes(_ program: inout Program) {
         for p in program.predicates.indices {
             let predicate = program.predicates[p]
-            if case .literal(let literal) = predicate.arg1, !literal.isUndefined || program.undefinedComparesAsText {
+            if case .literal(let literal) = predicate.arg1, !literal.isUndefined || program.undefinedComparesAsText,
+                !(predicate.anyOf && literal.arrayValue != nil)
+            {
                 program.predicates[p].constantText =
                     predicate.ignoreCase ? literal.jsString.lowercased() : literal.jsString
             }

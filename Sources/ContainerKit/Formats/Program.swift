@@ -172,6 +172,8 @@ package enum MacroKind: Sendable {
 package enum PredicateOperator: String, Sendable, CaseIterable {
     case equals = "_eq", contains = "_cn", startsWith = "_sw", endsWith = "_ew", regex = "_re"
     case lessThan = "_lt", lessOrEquals = "_le", greaterThan = "_gt", greaterOrEquals = "_ge"
+    /// `_lc` (web): the comma-separated list `String(arg0)` has an element equal to `String(arg1)`.
+    case listContains = "_lc"
     /// `_css`, `_u`, … : web-only operators, always false here.
     case unsupported
 
@@ -194,6 +196,7 @@ package enum PredicateOperator: String, Sendable, CaseIterable {
         case .lessOrEquals: return "<="
         case .greaterThan: return ">"
         case .greaterOrEquals: return ">="
+        case .listContains: return "list contains"
         case .unsupported: return "(unsupported operator)"
         }
     }
@@ -217,6 +220,8 @@ package struct PredicateDef: Sendable {
     package var constantText: String? = nil
     /// Whether the left side is the plain event-name macro, which the evaluator reads without a lookup.
     package var testsEventName = false
+    /// `any_of` (web): with a list on the right, the predicate holds when it holds for any element.
+    package var anyOf = false
 }
 
 package struct RuleDef: Sendable {

@@ -203,7 +203,7 @@ enum ResourceCompiler {
         let function = try functionName(map, "predicate", at: pointer)
         let arg0 = try expression(map["arg0"] ?? .undefined, at: pointer + "/arg0", context: &context)
         let arg1 = try expression(map["arg1"] ?? .undefined, at: pointer + "/arg1", context: &context)
-        return TemplateCatalog.predicate(
+        var def = TemplateCatalog.predicate(
             function: function,
             op: TemplateCatalog.predicateOperator(function),
             arg0: arg0,
@@ -213,6 +213,15 @@ enum ResourceCompiler {
             pointer: pointer,
             output: &output
         )
+        if map["any_of"]?.isTruthy == true {
+            def.anyOf = true
+            // A list's elements are the patterns, not the list's string form.
+            if case .literal(.array) = arg1 {
+                def.pattern = nil
+                def.patternError = nil
+            }
+        }
+        return def
     }
 
     private static func rule(_ raw: Value, at pointer: String, predicateCount: Int, tagCount: Int)
