@@ -73,6 +73,9 @@ public enum LintRuleCatalog {
         - `non_numeric_comparison`: in web containers GTM compares with JavaScript's `Number()` (`""`, `null`,
           `[]` are 0, `true` is 1), so only a constant that converts to `NaN` is reported; mobile SDKs need a
           number or a numeric string.
+        - `consent_not_checked`: GTM fires a tag whose consent settings are `NEEDED` only once its consent types
+          are granted; ContainerKit keeps no consent state, so each such tag is reported (and the container lists
+          them in `Container.unsupported`).
         - Constant lookup tables are folded as GTM reads them: a repeated key takes its last row in web
           containers (gtm.js fills an object row by row), its first in mobile ones.
 

@@ -36,6 +36,7 @@ public struct Linter: Sendable {
         BrazeActionRule.self,
         BrazePropertyRule.self,
         PausedTagRule.self,
+        ConsentCheckRule.self,
     ]
 
     /// The rule with identifier `id`, if there is one.

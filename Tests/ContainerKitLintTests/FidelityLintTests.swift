@@ -67,3 +67,22 @@ struct FidelityLintTests {
         #expect(findings(#""""#, web: false) == 1)
     }
 }
+
+extension FidelityLintTests {
+    @Test func everyTagThatNeedsConsentIsReportedWithItsTypes() {
+        let findings = Linter().lint(
+            bytes: Array(
+                #"""
+                {"resource": {"tags": [
+                  {"function": "__funct", "tag_id": 1, "vtp_classPath": "A", "consent": ["list", "ad_storage", "analytics_storage"]},
+                  {"function": "__funct", "tag_id": 2, "vtp_classPath": "A", "consent": ["list"]},
+                  {"function": "__funct", "tag_id": 3, "vtp_classPath": "A", "consent": ["list", "ad_storage"]}],
+                  "rules": [[["add", 0, 1, 2]]]}}
+                """#.utf8
+            ),
+            file: "GTM-TEST.json"
+        ).filter { $0.ruleID == "consent_not_checked" }
+        #expect(findings.map(\.pointer) == ["/resource/tags/0/consent", "/resource/tags/2/consent"])
+        #expect(findings.first?.message.contains("'ad_storage', 'analytics_storage'") == true)
+    }
+}

@@ -420,6 +420,19 @@ package enum ExportCompiler {
                 }
                 def.priority = number
             }
+            // `consentSettings: {consentStatus: "NEEDED", consentType: {type: "LIST", list: [{value: …}]}}`.
+            if case .object(let consent)? = tag["consentSettings"],
+                consent["consentStatus"]?.stringValue?.uppercased() == "NEEDED"
+            {
+                var types: [String] = []
+                if case .object(let list)? = consent["consentType"], case .array(let items)? = list["list"] {
+                    for case .object(let item) in items {
+                        if let type = item["value"]?.stringValue { types.append(type) }
+                    }
+                }
+                def.consentTypes = types
+                output.noteConsent(def.consentTypes, pointer: pointer + "/consentSettings")
+            }
             def.setupTags = try sequence(tag["setupTag"], stopKey: "stopOnSetupFailure", at: pointer + "/setupTag")
             def.teardownTags = try sequence(
                 tag["teardownTag"],

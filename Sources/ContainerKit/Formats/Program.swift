@@ -258,5 +258,9 @@ package struct TagDef: Sendable {
     package var setupTags: [Sequenced] = []
     package var teardownTags: [Sequenced] = []
     package var parameters: [(key: String, value: Expr)] = []
+    /// The consent types GTM checks before firing the tag (compiled `consent`, export `consentSettings`
+    /// with status `NEEDED`). ContainerKit does not track consent: such tags fire without the check and
+    /// are listed in ``Container/unsupported``.
+    package var consentTypes: [String] = []
     package var origin: Origin
 }
