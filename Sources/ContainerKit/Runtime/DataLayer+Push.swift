@@ -66,18 +66,3 @@ extension DataLayer {
         }
     }
 }
-
-extension Value {
-    /// JavaScript's truthiness: `false`, `0`, `NaN`, `""`, `null` and undefined are false; everything else
-    /// (objects and arrays included, even empty ones) is true.
-    var isTruthy: Bool {
-        switch self {
-        case .undefined, .null: return false
-        case .bool(let b): return b
-        case .int(let i): return i != 0
-        case .double(let d): return d != 0 && !d.isNaN
-        case .string(let s): return !s.isEmpty
-        default: return true
-        }
-    }
-}

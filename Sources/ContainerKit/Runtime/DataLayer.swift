@@ -11,8 +11,8 @@ import Synchronization
 ///
 /// Merge semantics are GTM's: a push applies its top-level keys one by one, in order, each expanded on
 /// dots (`"a.b": 1` → `{a: {b: 1}}`) and merged before the next; `_clear: true` replaces instead of
-/// merging (see `apply(_:to:)`); maps merge recursively; arrays merge **index by index**; scalars and `null` overwrite;
-/// ``Value/undefined`` (``notPresent``) leaves the existing value untouched.
+/// merging (see `apply(_:to:)`); maps merge recursively; arrays merge **index by index**; scalars and
+/// `null` overwrite; ``Value/undefined`` (``notPresent``) leaves the existing value untouched.
 ///
 /// ## Many callers
 /// A data layer serialises its own pushes, first come first served, and every caller gets the result of

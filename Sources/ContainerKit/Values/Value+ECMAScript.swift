@@ -1,3 +1,4 @@
+/// ECMAScript conversions GTM's web runtime applies: `Number(value)` and truthiness.
 extension Value {
     /// JavaScript's `Number(value)` (ECMA-262 ToNumber), what GTM's web runtime compares with `<`, `<=`,
     /// `>`, `>=`: `null`, `""`, `false` and `[]` are `0`; `true` is `1`; a string is trimmed of white
@@ -13,6 +14,19 @@ extension Value {
         case .string(let s): return Value.stringToNumber(s)
         case .array: return Value.stringToNumber(jsString)
         case .object: return .nan
+        }
+    }
+
+    /// JavaScript's truthiness: `false`, `0`, `NaN`, `""`, `null` and undefined are false; everything else
+    /// (objects and arrays included, even empty ones) is true.
+    var isTruthy: Bool {
+        switch self {
+        case .undefined, .null: return false
+        case .bool(let b): return b
+        case .int(let i): return i != 0
+        case .double(let d): return d != 0 && !d.isNaN
+        case .string(let s): return !s.isEmpty
+        default: return true
         }
     }
 
