@@ -13,9 +13,8 @@ extension DataLayer {
     static func apply(_ message: ValueMap, to model: inout ValueMap) {
         let clears = message[clearKey]?.isTruthy ?? false
         for (key, value) in message {
-            if value.isUndefined && !clears { continue }
+            if key == clearKey || (value.isUndefined && !clears) { continue }
             if hasDot(key) {
-                if key == clearKey { continue }
                 var parts = key.split(separator: ".", omittingEmptySubsequences: false)
                 if parts.count > DataLayer.maximumKeyDepth {
                     // A key with thousands of dots must not build a value too deep to merge; the tail stays
@@ -25,7 +24,6 @@ extension DataLayer {
                 }
                 set(parts[...], value, clearing: clears, in: &model)
             } else {
-                if key == clearKey { continue }
                 set(key, value, clearing: clears, in: &model)
             }
         }
