@@ -319,7 +319,7 @@ struct Evaluation: MacroResolver {
             let key = evaluate(input).jsString
             value = .undefined
             var matched = false
-            for row in rows where evaluate(row.key).jsString == key {
+            for row in rows where evaluate(row.key).jsString.hasSameBytes(as: key) {
                 value = evaluate(row.value)
                 matched = true
                 break
@@ -528,7 +528,7 @@ struct Evaluation: MacroResolver {
     /// The string operators, on JavaScript string forms.
     private static func compare(_ op: PredicateOperator, _ a: String, _ b: String) -> Bool {
         switch op {
-        case .equals: return a == b
+        case .equals: return a.hasSameBytes(as: b)
         case .contains: return TextSearch.contains(a, b)
         case .startsWith: return TextSearch.hasPrefix(a, b)
         case .endsWith: return TextSearch.hasSuffix(a, b)

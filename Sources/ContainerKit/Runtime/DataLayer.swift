@@ -49,12 +49,12 @@ public final class DataLayer: Sendable {
         var model = ValueMap()
         /// Version-1 data-layer variables: the last raw value pushed under each top-level key (kept only
         /// while a live container reads version 1).
-        var rawValues: [String: Value] = [:]
+        var rawValues = ValueMap()
         var userProperties = ValueMap()
         var context: ClientContext
         var eventNumber = 0
         var firedOncePerLoad = Set<String>()
-        var attributes: [String: Value] = [:]
+        var attributes = ValueMap()
         /// Whether some caller holds the turn (is processing a push).
         var busy = false
         /// The number of the turn being processed while `busy` (each turn gets a new one): a push made
@@ -459,7 +459,7 @@ public final class DataLayer: Sendable {
     public func clear() {
         state.withLock {
             $0.model = ValueMap()
-            $0.rawValues = [:]
+            $0.rawValues = ValueMap()
         }
     }
 
