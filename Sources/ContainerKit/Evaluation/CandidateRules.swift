@@ -12,7 +12,8 @@ final class CandidateRules: Sendable {
     /// Longer names are answered without being cached (4096 huge names must not pin gigabytes).
     static let maximumCachedNameBytes = 256
 
-    private let cache = Mutex<[String: [Int]]>([:])
+    /// Keyed by bytes: a name canonically equivalent to a cached one may have other candidates.
+    private let cache = Mutex<[ByteKey: [Int]]>([:])
 
     /// The candidate rules for `name`, in ascending rule order. Takes the container's storage, not its
     /// program: passing the program struct would copy (retain) every table on this hot path.
@@ -20,10 +21,11 @@ final class CandidateRules: Sendable {
         guard name.utf8.count <= CandidateRules.maximumCachedNameBytes else {
             return CandidateRules.compute(name, storage.program)
         }
-        if let cached = cache.withLock({ $0[name] }) { return cached }
+        let key = ByteKey(name)
+        if let cached = cache.withLock({ $0[key] }) { return cached }
         let computed = CandidateRules.compute(name, storage.program)
         cache.withLock { cache in
-            if cache.count < CandidateRules.maximumCachedNames { cache[name] = computed }
+            if cache.count < CandidateRules.maximumCachedNames { cache[key] = computed }
         }
         return computed
     }
@@ -53,7 +55,7 @@ final class CandidateRules: Sendable {
         let subject = predicate.ignoreCase ? name.lowercased() : name
         let raw: Bool
         switch predicate.op {
-        case .equals: raw = subject == text
+        case .equals: raw = subject.hasSameBytes(as: text)
         case .contains: raw = TextSearch.contains(subject, text)
         case .startsWith: raw = TextSearch.hasPrefix(subject, text)
         case .endsWith: raw = TextSearch.hasSuffix(subject, text)

@@ -335,13 +335,13 @@ struct Evaluation: MacroResolver {
             var matched = false
             if storage.program.undefinedComparesAsText {
                 // GTM's web runtime builds the table row by row into an object: a repeated key keeps its last row.
-                for row in rows.reversed() where evaluate(row.key).jsString == key {
+                for row in rows.reversed() where evaluate(row.key).jsString.hasSameBytes(as: key) {
                     value = evaluate(row.value)
                     matched = true
                     break
                 }
             } else {
-                for row in rows where evaluate(row.key).jsString == key {
+                for row in rows where evaluate(row.key).jsString.hasSameBytes(as: key) {
                     value = evaluate(row.value)
                     matched = true
                     break
@@ -599,7 +599,7 @@ struct Evaluation: MacroResolver {
     /// The string operators, on JavaScript string forms.
     private static func compare(_ op: PredicateOperator, _ a: String, _ b: String) -> Bool {
         switch op {
-        case .equals: return a == b
+        case .equals: return a.hasSameBytes(as: b)
         case .contains: return TextSearch.contains(a, b)
         case .startsWith: return TextSearch.hasPrefix(a, b)
         case .endsWith: return TextSearch.hasSuffix(a, b)

@@ -40,10 +40,9 @@ enum JSONLocator {
             return found
         }
 
-        /// `i` is at `{`: the last member named `key` (compared as `String`s are, like the parser's maps do).
+        /// `i` is at `{`: the last member named `key` (compared by bytes, like the parser's maps do).
         mutating func findMember(_ token: String) -> (value: Int, key: Int?)? {
             let key = Array(token.utf8)
-            let asciiKey = key.allSatisfy { $0 < 0x80 }
             i += 1
             var found: (value: Int, key: Int?)?
             var scratch: [UInt8] = []
@@ -62,9 +61,8 @@ enum JSONLocator {
                 guard i < end, p[i] == 0x3A else { return found }
                 i += 1
                 skipWhitespace()
-                // Equal bytes are equal keys; non-ASCII keys may also be canonically equivalent strings.
-                let mayBeEquivalent = !asciiKey || scratch.contains { $0 >= 0x80 }
-                if scratch == key || (mayBeEquivalent && String(decoding: scratch, as: UTF8.self) == token) {
+                // Equal bytes are equal keys (canonically equivalent strings are two keys, as in JavaScript).
+                if scratch == key {
                     found = (i, keyOffset)
                 }
                 guard skipValue() else { return found }

@@ -121,7 +121,7 @@ private struct Core {
     var valueNodes: [Int32] = []
     var children: [Int32] = []
     var childKeys: [String] = []
-    var objectIndexes: [Int32: [String: Int32]] = [:]
+    var objectIndexes: [Int32: [ByteKey: Int32]] = [:]
 
     init(buffer: UnsafeBufferPointer<UInt8>, text: SourceText, file: String?, maximumDepth: Int, record: Bool) {
         // A non-empty buffer always has a base address; an empty one is refused before parsing.
@@ -395,8 +395,8 @@ private struct Core {
         if isObject {
             childKeys.append(contentsOf: keys[keyBase..<(keyBase + count)])
             if count > 16 {
-                var index = [String: Int32](minimumCapacity: count)
-                for k in start..<(start + count) { index[childKeys[k]] = children[k] }
+                var index = [ByteKey: Int32](minimumCapacity: count)
+                for k in start..<(start + count) { index[ByteKey(childKeys[k])] = children[k] }
                 objectIndexes[node] = index
             }
         } else {

@@ -140,7 +140,7 @@ public struct SourceMap: Sendable {
     let nodes: [Node]
     let children: [Int32]
     let childKeys: [String]
-    let objectIndexes: [Int32: [String: Int32]]
+    let objectIndexes: [Int32: [ByteKey: Int32]]
 
     /// The number of values in the file, counting those that a later duplicate key overwrote.
     public var valueCount: Int { nodes.count }
@@ -173,13 +173,13 @@ public struct SourceMap: Sendable {
             let count = Int(node.childCount)
             if node.isObject {
                 if let index = objectIndexes[Int32(current)] {
-                    guard let child = index[token] else { return nil }
+                    guard let child = index[ByteKey(token)] else { return nil }
                     current = Int(child)
                 } else {
                     var found: Int?
                     var k = start + count - 1
                     while k >= start {
-                        if childKeys[k] == token {
+                        if childKeys[k].hasSameBytes(as: token) {
                             found = Int(children[k])
                             break
                         }

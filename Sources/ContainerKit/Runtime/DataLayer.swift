@@ -17,12 +17,15 @@ import Synchronization
 /// ## Many callers
 /// A data layer serialises its own pushes, first come first served, and every caller gets the result of
 /// its own push:
-/// - A push from another thread while one is being processed **waits its turn**: the synchronous
-///   ``push(_:)`` blocks its thread, the `async` ``push(_:)-(ValueMap)`` suspends its task. Nothing is
-///   dropped and concurrent callers never trip the loop guard.
-/// - A push made **from a tag handler** (on the thread processing a push) keeps GTM's semantics: it is
+/// - A push from another caller (thread or task) while one is being processed **waits its turn**: the
+///   synchronous ``push(_:)`` blocks its thread, the `async` ``push(_:)-(ValueMap)`` suspends its task.
+///   Nothing is dropped and concurrent callers never trip the loop guard.
+/// - A push made **inside the processing of a push** — from a tag or macro handler's call, an observer,
+///   or a task one of them started while that push is still processed — keeps GTM's semantics: it is
 ///   queued, processed after the current push, and reported in the outer push's result. More than
-///   ``maximumNestedPushes`` such pushes within one outer push trip the loop guard.
+///   ``maximumNestedPushes`` such pushes within one outer push trip the loop guard. The processing is
+///   recognised by a task-local mark bound around it, never by the thread: an event loop runs many
+///   callers' tasks on one thread, and a waiting task may resume on another.
 ///
 /// Tag handlers run synchronously inside the push, on the thread processing it.
 public final class DataLayer: Sendable {
@@ -47,16 +50,17 @@ public final class DataLayer: Sendable {
         var model = ValueMap()
         /// Version-1 data-layer variables: the last raw value pushed under each top-level key (kept only
         /// while a live container reads version 1).
-        var rawValues: [String: Value] = [:]
+        var rawValues = ValueMap()
         var userProperties = ValueMap()
         var context: ClientContext
         var eventNumber = 0
         var firedOncePerLoad = Set<String>()
-        var attributes: [String: Value] = [:]
+        var attributes = ValueMap()
         /// Whether some caller holds the turn (is processing a push).
         var busy = false
-        /// The thread processing a push while `busy`: its pushes are nested (from a handler).
-        var owner: ThreadID?
+        /// The number of the turn being processed while `busy` (each turn gets a new one): a push made
+        /// inside that turn's processing carries it (``enclosingTurns``) and is nested.
+        var turn: UInt64 = 0
         /// Handler-nested pushes of the push being processed.
         var nested: [Pending] = []
         var nestedHead = 0
@@ -91,18 +95,49 @@ public final class DataLayer: Sendable {
         case thread(ThreadWakeup)
         case task(TaskWakeup)
 
-        func resume() {
+        /// Hands the caller turn number `turn`.
+        func resume(turn: UInt64) {
             switch self {
-            case .thread(let wakeup): wakeup.signal()
-            case .task(let wakeup): wakeup.continuation.resume()
+            case .thread(let wakeup): wakeup.signal(turn)
+            case .task(let wakeup): wakeup.continuation.resume(returning: turn)
             }
         }
     }
 
     /// A task waiting for its turn.
     final class TaskWakeup: Sendable {
-        let continuation: CheckedContinuation<Void, Never>
-        init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
+        let continuation: CheckedContinuation<UInt64, Never>
+        init(_ continuation: CheckedContinuation<UInt64, Never>) { self.continuation = continuation }
+    }
+
+    /// The turns the current call runs inside, innermost first: bound while a push is processed, so a push
+    /// made from that processing (a tag handler, a macro handler, an observer) is recognised as nested —
+    /// whatever thread it runs on, and never a push of another caller whose task happens to share a thread.
+    @TaskLocal static var enclosingTurns: TurnMark?
+
+    /// A turn being processed: the session, its turn number, and the turns it runs inside (a handler of
+    /// one session pushing into another).
+    struct TurnMark: Sendable {
+        let session: ObjectIdentifier
+        let turn: UInt64
+        let outer: Outer?
+
+        /// Boxes the enclosing marks (allocated only when one session's turn runs inside another's).
+        final class Outer: Sendable {
+            let mark: TurnMark
+            init(_ mark: TurnMark) { self.mark = mark }
+        }
+
+        /// The number of `session`'s turn this mark (or an enclosing one) stands for.
+        func turn(of session: ObjectIdentifier) -> UInt64? {
+            if self.session == session { return turn }
+            var outer = self.outer
+            while let box = outer {
+                if box.mark.session == session { return box.mark.turn }
+                outer = box.mark.outer
+            }
+            return nil
+        }
     }
 
     let state: Mutex<State>
@@ -128,7 +163,7 @@ public final class DataLayer: Sendable {
     /// Pushes a message: merges it into the model and, if it has an `event` key, evaluates every live
     /// container for that event and fires the selected tags.
     ///
-    /// A call from another thread while a push is processed blocks until its turn; a call from a tag
+    /// A call from another caller while a push is processed blocks until its turn; a call from a tag
     /// handler of the push being processed is queued behind it (and reported in that push's result).
     ///
     /// - Returns: the reports of the events this call processed: its own, then those its handlers pushed.
@@ -167,21 +202,24 @@ public final class DataLayer: Sendable {
     }
 
     private enum Turn {
-        case acquired
+        case acquired(UInt64)
         case nested
         case wait(ThreadWakeup)
     }
 
+    /// The turn of this session the current call runs inside, if any: its pushes are nested.
+    private var enclosingTurn: UInt64? { DataLayer.enclosingTurns?.turn(of: ObjectIdentifier(self)) }
+
     private func push(_ pending: Pending) -> PushResult {
         if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
-        let me = ThreadID.current
+        let enclosing = enclosingTurn
         let turn = state.withLock { state -> Turn in
             if !state.busy {
                 state.busy = true
-                state.owner = me
-                return .acquired
+                state.turn &+= 1
+                return .acquired(state.turn)
             }
-            if state.owner == me {
+            if let enclosing, enclosing == state.turn {
                 state.nested.append(pending)
                 return .nested
             }
@@ -193,59 +231,61 @@ public final class DataLayer: Sendable {
         case .nested:
             return PushResult()
         case .wait(let wakeup):
-            wakeup.wait()
-            state.withLock { $0.owner = me }
-        case .acquired:
-            break
+            return processTurn(pending, turn: wakeup.wait())
+        case .acquired(let number):
+            return processTurn(pending, turn: number)
         }
-        return processTurn(pending)
     }
 
     private func push(_ pending: Pending) async -> PushResult {
         if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
-        let me = ThreadID.current
-        let acquired = state.withLock { state -> Bool? in
+        let enclosing = enclosingTurn
+        let acquired = state.withLock { state -> UInt64?? in
             if !state.busy {
                 state.busy = true
-                state.owner = me
-                return true
+                state.turn &+= 1
+                return .some(state.turn)
             }
-            // A task running on the processing thread is inside a handler: nested, as for the sync push.
-            if state.owner == me {
+            // A task started by a handler of the push being processed (it inherits the mark): nested.
+            if let enclosing, enclosing == state.turn {
                 state.nested.append(pending)
                 return nil
             }
-            return false
+            return .some(nil)
         }
         guard let acquired else { return PushResult() }
-        if !acquired {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { state -> Bool in
-                    if !state.busy {
-                        state.busy = true
-                        return true
-                    }
-                    state.waiters.append(.task(TaskWakeup(continuation)))
-                    return false
+        if let number = acquired { return processTurn(pending, turn: number) }
+        let number = await withCheckedContinuation { (continuation: CheckedContinuation<UInt64, Never>) in
+            let now = state.withLock { state -> UInt64? in
+                if !state.busy {
+                    state.busy = true
+                    state.turn &+= 1
+                    return state.turn
                 }
-                if now { continuation.resume() }
+                state.waiters.append(.task(TaskWakeup(continuation)))
+                return nil
             }
-            // The turn was handed over; this task processes on whichever thread it resumed on.
-            let current = ThreadID.current
-            state.withLock { $0.owner = current }
+            if let now { continuation.resume(returning: now) }
         }
-        return processTurn(pending)
+        // The turn was handed over; this task processes it on whichever thread it resumed on.
+        return processTurn(pending, turn: number)
     }
 
     private enum TurnStep {
         case nested(Pending)
-        case ended(next: Waiter?)
+        case ended(next: Waiter?, turn: UInt64)
     }
 
-    /// Processes `pending` and the pushes its handlers nest (in order, until none is left or the loop guard
-    /// trips), then hands the turn to the next waiter. Taking the next nested push and ending the turn are
-    /// one lock: a push that nests nothing takes it once here.
-    private func processTurn(_ pending: Pending) -> PushResult {
+    /// Processes `pending` (turn number `turn`) and the pushes its handlers nest, in order, until none is
+    /// left or the loop guard trips; then hands the turn to the next waiter. Taking the next nested push and
+    /// ending the turn are one lock: a push that nests nothing takes it once here.
+    private func processTurn(_ pending: Pending, turn: UInt64) -> PushResult {
+        let enclosing = DataLayer.enclosingTurns
+        let mark = TurnMark(session: ObjectIdentifier(self), turn: turn, outer: enclosing.map(TurnMark.Outer.init))
+        return DataLayer.$enclosingTurns.withValue(mark) { processPushes(pending) }
+    }
+
+    private func processPushes(_ pending: Pending) -> PushResult {
         var result = PushResult()
         process(pending, into: &result)
         var processed = 0
@@ -260,27 +300,28 @@ public final class DataLayer: Sendable {
                     state.nested.removeAll(keepingCapacity: false)
                     state.nestedHead = 0
                 }
-                state.owner = nil
                 guard state.waitersHead < state.waiters.count else {
                     state.busy = false
                     if !state.waiters.isEmpty {
                         state.waiters.removeAll(keepingCapacity: false)
                         state.waitersHead = 0
                     }
-                    return .ended(next: nil)
+                    return .ended(next: nil, turn: 0)
                 }
-                // Hand the turn over directly: `busy` stays set, so nobody can overtake the first waiter.
+                // Hand the turn over directly: `busy` stays set, so nobody can overtake the first waiter, and
+                // the new number ends this turn for any push still carrying it.
+                state.turn &+= 1
                 let waiter = state.waiters[state.waitersHead]
                 state.waitersHead += 1
                 if state.waitersHead == state.waiters.count {
                     state.waiters.removeAll(keepingCapacity: true)
                     state.waitersHead = 0
                 }
-                return .ended(next: waiter)
+                return .ended(next: waiter, turn: state.turn)
             }
             switch step {
-            case .ended(let next):
-                next?.resume()
+            case .ended(let next, let turn):
+                next?.resume(turn: turn)
                 return result
             case .nested(let nested):
                 processed += 1
@@ -418,7 +459,7 @@ public final class DataLayer: Sendable {
     public func clear() {
         state.withLock {
             $0.model = ValueMap()
-            $0.rawValues = [:]
+            $0.rawValues = ValueMap()
         }
     }
 

@@ -180,13 +180,9 @@ extension DataLayer {
     func restore(_ snapshot: SessionSnapshot) {
         state.withLock { state in
             state.model = snapshot.model
-            var raw: [String: Value] = [:]
-            for (key, value) in snapshot.rawValues { raw[key] = value }
-            state.rawValues = raw
+            state.rawValues = snapshot.rawValues
             state.userProperties = snapshot.userProperties
-            var attributes: [String: Value] = [:]
-            for (key, value) in snapshot.attributes { attributes[key] = value }
-            state.attributes = attributes
+            state.attributes = snapshot.attributes
             state.firedOncePerLoad = Set(snapshot.firedOncePerLoad)
             state.eventNumber = snapshot.eventNumber
             state.context = snapshot.context

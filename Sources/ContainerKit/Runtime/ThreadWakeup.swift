@@ -6,20 +6,7 @@ import Synchronization
     import Darwin
 #endif
 
-/// The identity of the calling thread, to tell a handler's nested push from another caller's.
-struct ThreadID: Sendable, Equatable {
-    private let raw: UInt
-
-    static var current: ThreadID {
-        #if canImport(Darwin)
-            ThreadID(raw: UInt(bitPattern: pthread_self()))
-        #else
-            ThreadID(raw: UInt(pthread_self()))
-        #endif
-    }
-}
-
-/// A one-shot signal a thread waits on until another thread hands it its turn.
+/// A one-shot signal a thread waits on until another thread hands it its turn (and the turn's number).
 ///
 /// The waiter first spins briefly (a turn usually comes within a push's few microseconds, and waking a
 /// sleeping thread costs more than that), then sleeps on a condition variable. The signaller only takes
@@ -33,8 +20,12 @@ final class ThreadWakeup: Sendable {
 
     private let state = Atomic<UInt8>(ThreadWakeup.waiting)
     private let condition = ConditionBox()
+    /// The number of the turn handed over; written before the signal, read after it.
+    private let turn = Atomic<UInt64>(0)
 
-    func signal() {
+    /// Hands the waiter turn number `turn`.
+    func signal(_ turn: UInt64) {
+        self.turn.store(turn, ordering: .relaxed)
         let previous = state.exchange(ThreadWakeup.signalled, ordering: .acquiringAndReleasing)
         guard previous == ThreadWakeup.sleeping else { return }
         condition.lock()
@@ -42,9 +33,10 @@ final class ThreadWakeup: Sendable {
         condition.unlock()
     }
 
-    func wait() {
+    /// Waits for the signal; returns the number of the turn handed over.
+    func wait() -> UInt64 {
         for _ in 0..<ThreadWakeup.spins where state.load(ordering: .acquiring) == ThreadWakeup.signalled {
-            return
+            return turn.load(ordering: .relaxed)
         }
         condition.lock()
         defer { condition.unlock() }
@@ -53,8 +45,10 @@ final class ThreadWakeup: Sendable {
             desired: ThreadWakeup.sleeping,
             ordering: .acquiringAndReleasing
         )
-        guard slept else { return }
-        while state.load(ordering: .acquiring) != ThreadWakeup.signalled { condition.wait() }
+        if slept {
+            while state.load(ordering: .acquiring) != ThreadWakeup.signalled { condition.wait() }
+        }
+        return turn.load(ordering: .relaxed)
     }
 }
 

@@ -27,6 +27,21 @@ public enum Value: Sendable, Hashable {
 }
 
 extension Value {
+    /// JSON equality, with strings (and map keys) compared by their UTF-8 bytes as JavaScript compares
+    /// code units: `.string("caf\u{E9}")` is not `.string("cafe\u{301}")`.
+    public static func == (lhs: Value, rhs: Value) -> Bool {
+        switch (lhs, rhs) {
+        case (.undefined, .undefined), (.null, .null): return true
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.int(let a), .int(let b)): return a == b
+        case (.double(let a), .double(let b)): return a == b
+        case (.string(let a), .string(let b)): return a.hasSameBytes(as: b)
+        case (.array(let a), .array(let b)): return a == b
+        case (.object(let a), .object(let b)): return a == b
+        default: return false
+        }
+    }
+
     /// Whether this is `.undefined`.
     public var isUndefined: Bool {
         if case .undefined = self { return true }

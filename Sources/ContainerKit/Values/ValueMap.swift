@@ -3,13 +3,16 @@
 /// Order matters to people reading output (a function-call tag's arguments print in the order the
 /// container lists them); equality and hashing ignore it, as JSON object equality does.
 ///
+/// Keys are compared by their UTF-8 bytes, as JavaScript compares property names (code units), not by
+/// Unicode canonical equivalence: `"caf\u{E9}"` and `"cafe\u{301}"` are two keys.
+///
 /// Small maps — a push, a tag's arguments — are two parallel arrays searched linearly, which costs less
 /// than hashing; a map that grows past ``indexThreshold`` entries also keeps a hash index.
 public struct ValueMap: Sendable {
     /// The keys, in insertion order.
     public private(set) var keys: [String] = []
     private var values: [Value] = []
-    private var index: [String: Int]?
+    private var index: [ByteKey: Int]?
 
     /// Maps with more entries than this keep a hash index.
     static let indexThreshold = 12
@@ -32,8 +35,8 @@ public struct ValueMap: Sendable {
     /// The position of `key`, if present.
     @inline(__always)
     private func position(of key: String) -> Int? {
-        if let index { return index[key] }
-        for i in keys.indices where keys[i] == key { return i }
+        if let index { return index[ByteKey(key)] }
+        for i in keys.indices where keys[i].hasSameBytes(as: key) { return i }
         return nil
     }
 
@@ -63,10 +66,10 @@ public struct ValueMap: Sendable {
         keys.append(key)
         values.append(value)
         if index != nil {
-            index![key] = keys.count - 1
+            index![ByteKey(key)] = keys.count - 1
         } else if keys.count > ValueMap.indexThreshold {
-            var built = [String: Int](minimumCapacity: keys.count * 2)
-            for (i, k) in keys.enumerated() { built[k] = i }
+            var built = [ByteKey: Int](minimumCapacity: keys.count * 2)
+            for (i, k) in keys.enumerated() { built[ByteKey(k)] = i }
             index = built
         }
     }
@@ -78,8 +81,8 @@ public struct ValueMap: Sendable {
         keys.remove(at: i)
         let old = values.remove(at: i)
         if index != nil {
-            var rebuilt = [String: Int](minimumCapacity: keys.count)
-            for (j, k) in keys.enumerated() { rebuilt[k] = j }
+            var rebuilt = [ByteKey: Int](minimumCapacity: keys.count)
+            for (j, k) in keys.enumerated() { rebuilt[ByteKey(k)] = j }
             index = keys.count > ValueMap.indexThreshold ? rebuilt : nil
         }
         return old
@@ -123,7 +126,7 @@ extension ValueMap: Sequence {
 extension ValueMap: Hashable {
     public static func == (lhs: ValueMap, rhs: ValueMap) -> Bool {
         guard lhs.count == rhs.count else { return false }
-        if lhs.keys == rhs.keys { return lhs.values == rhs.values }
+        if lhs.keys.elementsEqual(rhs.keys, by: { $0.hasSameBytes(as: $1) }) { return lhs.values == rhs.values }
         for (i, key) in lhs.keys.enumerated() {
             guard let other = rhs[key], other == lhs.values[i] else { return false }
         }
@@ -135,7 +138,7 @@ extension ValueMap: Hashable {
         var combined = 0
         for i in keys.indices {
             var entry = Hasher()
-            entry.combine(keys[i])
+            entry.combine(ByteKey(keys[i]))
             entry.combine(values[i])
             combined ^= entry.finalize()
         }

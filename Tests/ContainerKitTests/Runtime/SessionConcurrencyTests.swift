@@ -1,6 +1,7 @@
 import ContainerKit
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// Many callers pushing into one session: every caller gets its own result, nothing is dropped, and the
@@ -116,6 +117,120 @@ struct SessionConcurrencyTests {
         #expect(wrong == 0)
         #expect(calls.load(ordering: .relaxed) == tasks * pushes)
         #expect(session.snapshot().eventNumber == tasks * pushes)
+    }
+
+    /// A server's request tasks for one user on a few threads (as a NIO event loop runs them): a task that
+    /// waited for its turn and resumed on another thread is never taken for a handler of another caller's
+    /// push, and a handler's own push (`nesting`) is still nested, whichever thread its push runs on.
+    /// (Recognised by thread, optimised builds failed both: answers held other callers' tags, and a
+    /// handler's push waited for the turn its own push held, forever.)
+    @Test(arguments: [1, 2], [false, true])
+    func manyTasksOnFewThreadsEachGetTheirOwnResult(threads: Int, nesting: Bool) async throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try Self.tickContainer())
+        let handled = Mutex<[Int: [Int64]]>([:])
+        manager.register(
+            tagHandler: ClosureTagHandler { call in
+                guard case .int(let caller)? = call.arguments["caller"], case .int(let n)? = call.arguments["n"] else {
+                    return
+                }
+                handled.withLock { $0[Int(caller), default: []].append(n) }
+                // Every even push has its handler push a follow-up (negative n): nested in its own caller's result.
+                if nesting && n >= 0 && n % 2 == 0 {
+                    call.dataLayer.push(event: "tick", parameters: ["caller": .int(caller), "n": .int(-1 - n)])
+                }
+            },
+            for: "com.example.Tick"
+        )
+        let session = manager.makeDataLayer()
+        let tasks = 64
+        let pushes = 40
+        let wrong = await SmallTaskExecutor.run(threads: threads) { executor in
+            await withTaskGroup(of: Int.self) { group in
+                for caller in 0..<tasks {
+                    group.addTask(executorPreference: executor) {
+                        var wrong = 0
+                        for n in 0..<pushes {
+                            let own: ValueMap = ["caller": .int(Int64(caller)), "n": .int(Int64(n))]
+                            let result = await session.push(event: "tick", parameters: own)
+                            var expected = [own]
+                            if nesting && n % 2 == 0 {
+                                expected.append(["caller": .int(Int64(caller)), "n": .int(-1 - Int64(n))])
+                            }
+                            if result.fired.map(\.parameters) != expected || result.loopGuardTripped { wrong += 1 }
+                        }
+                        return wrong
+                    }
+                }
+                return await group.reduce(0, +)
+            }
+        }
+        #expect(wrong == 0)
+        let seen = handled.withLock { $0 }
+        for caller in 0..<tasks {
+            let expected = (0..<Int64(pushes)).flatMap { (n: Int64) -> [Int64] in
+                nesting && n % 2 == 0 ? [n, -1 - n] : [n]
+            }
+            #expect(seen[caller] == expected)
+        }
+        #expect(session.snapshot().eventNumber == tasks * (nesting ? pushes + pushes / 2 : pushes))
+    }
+
+    /// A handler of one session pushing into a second, whose handler pushes back into the first: the push
+    /// back is nested in the first session's turn (it runs inside it), not a caller waiting for that turn.
+    @Test func aPushBackFromAnotherSessionsHandlerIsNested() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try Self.tickContainer())
+        let sessions = Mutex<(first: DataLayer?, second: DataLayer?, inner: [Value?])>((nil, nil, []))
+        manager.register(
+            tagHandler: ClosureTagHandler { call in
+                let (first, second) = sessions.withLock { ($0.first!, $0.second!) }
+                switch call.arguments["n"] {
+                case .int(0):
+                    let inner = second.push(event: "tick", parameters: ["n": 1])
+                    sessions.withLock { $0.inner = inner.fired.map { $0.parameters["n"] } }
+                case .int(1) where call.dataLayer === second:
+                    first.push(event: "tick", parameters: ["n": 2])
+                default:
+                    break
+                }
+            },
+            for: "com.example.Tick"
+        )
+        let first = manager.makeDataLayer()
+        let second = manager.makeDataLayer()
+        sessions.withLock { $0 = (first, second, []) }
+        let result = first.push(event: "tick", parameters: ["n": 0])
+        #expect(result.fired.map { $0.parameters["n"] } == [.int(0), .int(2)])
+        #expect(sessions.withLock { $0.inner } == [.int(1)])
+    }
+
+    /// A task a handler starts inherits the mark of the push being processed; once that push is over, the
+    /// task's push is an ordinary caller's: processed in its own turn, with its own result.
+    @Test func aTaskAHandlerStartedPushesInItsOwnTurnAfterThePushEnded() async throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try Self.tickContainer())
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        let started = Mutex<Task<PushResult, Never>?>(nil)
+        manager.register(
+            tagHandler: ClosureTagHandler { call in
+                guard call.arguments["n"] == .int(0) else { return }
+                let session = call.dataLayer
+                let task = Task {
+                    for await _ in gate { break }
+                    return await session.push(event: "tick", parameters: ["n": 1])
+                }
+                started.withLock { $0 = task }
+            },
+            for: "com.example.Tick"
+        )
+        let session = manager.makeDataLayer()
+        let outer = await session.push(event: "tick", parameters: ["n": 0])
+        #expect(outer.fired.map { $0.parameters["n"] } == [.int(0)])
+        open.yield()
+        let task = try #require(started.withLock { $0 })
+        let own = await task.value
+        #expect(own.fired.map { $0.parameters["n"] } == [.int(1)])
     }
 
     @Test func threadsAndTasksMixedOnOneSessionDropNothing() async throws {
