@@ -26,6 +26,11 @@ import Synchronization
 ///
 /// A session evicted while a request still holds it finishes that request; the user's next request gets
 /// a new session (restored by the host from its own store, if it keeps one).
+///
+/// ## User IDs are bytes
+/// Sessions are keyed by the UTF-8 bytes of the user ID, never by `String` equality (which is Unicode
+/// canonical equivalence): `"caf\u{E9}"` and `"cafe\u{301}"` are two users with two sessions, as they are two
+/// Braze `external_id`s.
 public final class SessionStore: Sendable {
     /// Why a session left the store.
     public enum EvictionReason: String, Sendable, Hashable {
@@ -72,13 +77,17 @@ public final class SessionStore: Sendable {
         public var restored = 0
         /// Sessions evicted (idle, capacity or removed).
         public var evicted = 0
+        /// Lines of sessions files that ``SessionStore/restore(from:)`` skipped because they could not be
+        /// read (torn, corrupt, too long).
+        public var skippedSnapshots = 0
 
         /// Creates statistics with the given counts.
-        public init(live: Int = 0, created: Int = 0, restored: Int = 0, evicted: Int = 0) {
+        public init(live: Int = 0, created: Int = 0, restored: Int = 0, evicted: Int = 0, skippedSnapshots: Int = 0) {
             self.live = live
             self.created = created
             self.restored = restored
             self.evicted = evicted
+            self.skippedSnapshots = skippedSnapshots
         }
     }
 
@@ -89,13 +98,18 @@ public final class SessionStore: Sendable {
 
     /// A live session, linked into its shard's recency list (most recently used first). Mutated only
     /// under its shard's lock.
+    ///
+    /// The shard's dictionary owns the entries; the list links are `unowned`, so dropping a store releases
+    /// every entry (two strong links made each neighbour pair a retain cycle, and dropping a strongly linked
+    /// list would release it recursively, one stack frame per session). An entry is unlinked before it
+    /// leaves the dictionary.
     private final class Entry: @unchecked Sendable {
         let userID: String
         let session: DataLayer
         /// When the session was last handed out, as the store's clock reads it (nanoseconds).
         var lastUsed: Int64
-        var newer: Entry?
-        var older: Entry?
+        unowned var newer: Entry?
+        unowned var older: Entry?
 
         init(userID: String, session: DataLayer, now: Int64) {
             self.userID = userID
@@ -105,14 +119,15 @@ public final class SessionStore: Sendable {
     }
 
     private struct Shard: Sendable {
-        var entries: [String: Entry] = [:]
+        var entries: [SessionKey: Entry] = [:]
         /// The most recently used entry.
-        var newest: Entry?
+        unowned var newest: Entry?
         /// The least recently used entry.
-        var oldest: Entry?
+        unowned var oldest: Entry?
         var created = 0
         var restored = 0
         var evicted = 0
+        var skipped = 0
 
         mutating func link(_ entry: Entry) {
             entry.older = newest
@@ -131,7 +146,7 @@ public final class SessionStore: Sendable {
 
         mutating func remove(_ entry: Entry) {
             unlink(entry)
-            entries[entry.userID] = nil
+            entries[SessionKey(entry.userID)] = nil
             evicted += 1
         }
     }
@@ -144,8 +159,9 @@ public final class SessionStore: Sendable {
         }
     }
 
-    /// The largest sessions file ``restore(from:)`` reads: 4 GiB.
-    public static let maximumFileSize = 4 << 30
+    /// The longest line (one session's snapshot) ``restore(from:)`` reads: 16 MiB; a longer one is
+    /// skipped as unreadable.
+    public static let maximumSnapshotBytes = SessionFileReader.maximumLineBytes
 
     private let shards: [ShardLock]
     private let perShardMaximum: Int
@@ -178,23 +194,37 @@ public final class SessionStore: Sendable {
         return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
     }
 
-    private func shard(for userID: String) -> ShardLock {
+    private func shard(for key: SessionKey) -> ShardLock {
         if shards.count == 1 { return shards[0] }
-        var hasher = Hasher()
-        hasher.combine(userID)
-        return shards[Int(UInt(bitPattern: hasher.finalize()) % UInt(shards.count))]
+        return shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
     }
 
     // MARK: Finding sessions
+
+    /// Checks that `userID` can name a session: not empty and without a NUL character.
+    ///
+    /// A NUL is refused because the places a user ID travels cannot all hold it: C strings and file names
+    /// end at it, PostgreSQL `text` refuses it, and Braze documents no such `external_id`. A service
+    /// answers such an ID as a bad request; ``loadSession(for:context:)`` refuses it with this error.
+    /// (The synchronous ``session(for:context:)`` keys any bytes, NUL included, as given: it is for IDs the
+    /// host made or checked itself.)
+    /// - Throws: ``ContainerError`` with code ``ContainerError/Code/invalidUserID``.
+    public static func validate(userID: String) throws(ContainerError) {
+        if userID.isEmpty { throw ContainerError(.invalidUserID, "a user id must not be empty") }
+        if userID.utf8.contains(0) {
+            throw ContainerError(.invalidUserID, "the user id '\(userID.replacingNUL())' contains a NUL character")
+        }
+    }
 
     /// The session of `userID`: the live one, or a new one with `context` (the tag manager's default
     /// context when `nil`). Marks it as used now. A given `context` also replaces a live session's context
     /// when it differs (the client may have upgraded its app).
     public func session(for userID: String, context: ClientContext? = nil) -> DataLayer {
         let time = now()
+        let key = SessionKey(userID)
         var evicted: [(Entry, EvictionReason)] = []
-        let session = shard(for: userID).withLock { shard -> DataLayer in
-            if let entry = shard.entries[userID] {
+        let session = shard(for: key).withLock { shard -> DataLayer in
+            if let entry = shard.entries[key] {
                 if time - entry.lastUsed <= SessionStore.nanoseconds(configuration.idleTimeout) {
                     entry.lastUsed = time
                     if shard.newest !== entry {
@@ -218,14 +248,16 @@ public final class SessionStore: Sendable {
 
     /// The live session of `userID`, if there is one (not marked as used).
     public func existingSession(for userID: String) -> DataLayer? {
-        shard(for: userID).withLock { $0.entries[userID]?.session }
+        let key = SessionKey(userID)
+        return shard(for: key).withLock { $0.entries[key]?.session }
     }
 
     /// Removes the session of `userID` (the eviction hook sees reason `removed`); returns it.
     @discardableResult
     public func remove(_ userID: String) -> DataLayer? {
-        let entry = shard(for: userID).withLock { shard -> Entry? in
-            guard let entry = shard.entries[userID] else { return nil }
+        let key = SessionKey(userID)
+        let entry = shard(for: key).withLock { shard -> Entry? in
+            guard let entry = shard.entries[key] else { return nil }
             shard.remove(entry)
             return entry
         }
@@ -240,7 +272,7 @@ public final class SessionStore: Sendable {
             shard.remove(oldest)
             evicted.append((oldest, .capacity))
         }
-        shard.entries[entry.userID] = entry
+        shard.entries[SessionKey(entry.userID)] = entry
         shard.link(entry)
     }
 
@@ -296,6 +328,7 @@ public final class SessionStore: Sendable {
                 total.created += shard.created
                 total.restored += shard.restored
                 total.evicted += shard.evicted
+                total.skippedSnapshots += shard.skipped
             }
         }
         return total
@@ -313,7 +346,7 @@ public final class SessionStore: Sendable {
             let live = shard.withLock { shard in shard.entries.values.map { $0.session } }
             sessions.append(contentsOf: live)
         }
-        return sessions.map { $0.snapshot() }.sorted { $0.sessionID < $1.sessionID }
+        return sessions.map { $0.snapshot() }.sorted { $0.sessionID.utf8.lexicographicallyPrecedes($1.sessionID.utf8) }
     }
 
     /// Makes sessions from snapshots (each under its ``SessionSnapshot/sessionID`` as user ID), replacing
@@ -324,8 +357,9 @@ public final class SessionStore: Sendable {
         var evicted: [(Entry, EvictionReason)] = []
         for snapshot in snapshots {
             let session = tagManager.restoreDataLayer(from: snapshot)
-            shard(for: snapshot.sessionID).withLock { shard in
-                if let live = shard.entries[snapshot.sessionID] { shard.remove(live) }
+            let key = SessionKey(snapshot.sessionID)
+            shard(for: key).withLock { shard in
+                if let live = shard.entries[key] { shard.remove(live) }
                 insert(Entry(userID: snapshot.sessionID, session: session, now: time), into: &shard, evicted: &evicted)
                 shard.restored += 1
             }
@@ -335,7 +369,8 @@ public final class SessionStore: Sendable {
     }
 
     /// Writes a snapshot of every live session to `path`, one JSON object per line (see
-    /// ``SessionSnapshot/jsonText``), atomically: a crash leaves the previous file or the new one.
+    /// ``SessionSnapshot/jsonText``), atomically: a crash leaves the previous file or the new one. A new
+    /// file is private to the service's user (mode `0600`): it holds user IDs and event parameters.
     /// - Returns: how many sessions were written.
     @discardableResult
     public func save(to path: String) throws(ContainerError) -> Int {
@@ -346,38 +381,89 @@ public final class SessionStore: Sendable {
             text += "\n"
         }
         do {
-            try SavedContainerStore.writeAtomically(Array(text.utf8), to: path)
+            try AtomicFile.write(Array(text.utf8), to: path, uniqueTemporary: true, mode: 0o600)
         } catch {
-            throw ContainerError(.io, "cannot write sessions to '\(path)': \(error.message)", file: path)
+            throw ContainerError(
+                .io,
+                "cannot write sessions to '\(path)' (\(error.step) '\(error.path)': \(error.reason))",
+                file: path
+            )
         }
         return all.count
     }
 
     /// Restores the sessions a ``save(to:)`` wrote to `path`; a missing file restores nothing.
+    ///
+    /// The file is read line by line (memory stays bounded by one line, not the file), and only when it
+    /// is a regular file: a FIFO, a device such as `/dev/zero` or a directory is refused at once. A line
+    /// that cannot be read — torn by a crash, corrupt, longer than ``maximumSnapshotBytes`` — is skipped
+    /// and counted in ``Statistics/skippedSnapshots``, with one warning on the tag manager's logger naming
+    /// the first such line; the other sessions are restored.
     /// - Returns: how many sessions were restored.
-    /// - Throws: ``ContainerError`` naming the file and line of a snapshot that cannot be read (nothing is
-    ///   restored then).
+    /// - Throws: ``ContainerError`` (`io_error`) when the file cannot be opened or read, or is not a
+    ///   regular file.
     @discardableResult
     public func restore(from path: String) throws(ContainerError) -> Int {
-        guard access(path, F_OK) == 0 else { return 0 }
-        let bytes = try ContainerLoader.readFile(path, limit: SessionStore.maximumFileSize)
-        var snapshots: [SessionSnapshot] = []
-        var line = 0
-        for slice in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
-            line += 1
-            if slice.allSatisfy({ $0 == 0x20 || $0 == 0x0D || $0 == 0x09 }) { continue }
-            do {
-                snapshots.append(try SessionSnapshot(jsonValue: try Value(jsonBytes: Array(slice))))
+        guard let fd = try SessionFileReader.open(path) else { return 0 }
+        defer { close(fd) }
+        var batch: [SessionSnapshot] = []
+        var restored = 0
+        var skipped = 0
+        var firstProblem: ContainerError?
+        try SessionFileReader.forEachLine(of: fd, path: path) { line throws(ContainerError) in
+            guard let bytes = line.bytes else {
+                skipped += 1
+                if firstProblem == nil {
+                    firstProblem = ContainerError(
+                        .tooLarge,
+                        "session snapshot longer than \(SessionStore.maximumSnapshotBytes) bytes",
+                        file: path,
+                        location: SourceLocation(line: line.number, column: 1, offset: line.offset)
+                    )
+                }
+                return
+            }
+            if SessionFileReader.isBlank(bytes) { return }
+            do throws(ContainerError) {
+                batch.append(try SessionSnapshot(jsonValue: try Value(jsonBytes: Array(bytes))))
             } catch {
-                throw ContainerError(
-                    error.code,
-                    "cannot read session snapshot: \(error.message)",
-                    file: path,
-                    pointer: error.pointer,
-                    location: SourceLocation(line: line, column: error.location?.column ?? 1)
-                )
+                skipped += 1
+                if firstProblem == nil {
+                    firstProblem = ContainerError(
+                        error.code,
+                        "cannot read session snapshot: \(error.message)",
+                        file: path,
+                        pointer: error.pointer,
+                        location: SourceLocation(line: line.number, column: error.location?.column ?? 1)
+                    )
+                }
+            }
+            if batch.count >= 1024 {
+                restored += restore(batch)
+                batch.removeAll(keepingCapacity: true)
             }
         }
-        return restore(snapshots)
+        restored += restore(batch)
+        if skipped > 0 {
+            shards[0].withLock { $0.skipped += skipped }
+            tagManager.logger.warning(
+                "skipped \(skipped) unreadable session snapshot line(s) of '\(path)'; first: \(firstProblem.map { "\($0)" } ?? "")",
+                metadata: ["path": path, "skipped": "\(skipped)"]
+            )
+        }
+        return restored
+    }
+}
+
+extension ContainerError.Code {
+    /// A user ID that cannot name a session: empty, or with a NUL character (see
+    /// ``SessionStore/validate(userID:)``).
+    public static let invalidUserID = ContainerError.Code(rawValue: "invalid_user_id")
+}
+
+extension String {
+    /// The string with each NUL shown as `\0`, for messages.
+    fileprivate func replacingNUL() -> String {
+        String(decoding: utf8.flatMap { $0 == 0 ? Array("\\0".utf8) : [$0] }, as: UTF8.self)
     }
 }

@@ -20,6 +20,8 @@ struct APIError: Error, Sendable {
         static let unsupportedMediaType = Code(rawValue: "unsupported_media_type")
         /// The records could not be made durable; the client should retry (503).
         static let notDurable = Code(rawValue: "not_durable")
+        /// No container is live, so the event would not be evaluated; the client should retry (503).
+        static let noContainer = Code(rawValue: "no_container")
     }
 
     var code: Code
@@ -34,7 +36,7 @@ struct APIError: Error, Sendable {
         switch code {
         case .bodyTooLarge: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
-        case .notDurable: .serviceUnavailable
+        case .notDurable, .noContainer: .serviceUnavailable
         default: .badRequest
         }
     }

@@ -14,6 +14,7 @@ import NIOCore
 /// observer hooks, answers through ``RequestMetricsMiddleware``.
 struct EventsController: Sendable {
     let sessions: SessionStore
+    let metrics: ServiceMetrics
     let waitsForDurability: Bool
     let maximumBodyBytes: Int
     let logger: Logging.Logger
@@ -30,6 +31,12 @@ struct EventsController: Sendable {
 
     func handle(_ request: Request) async throws(APIError) -> Response {
         let event = try EventRequest(body: try await body(of: request))
+        // Without a live container nothing would be evaluated: the answer would say "no tag fired, durable"
+        // about an event no container saw. Refuse it (nothing is pushed) so that the client retries.
+        guard !sessions.tagManager.containers.isEmpty else {
+            metrics.refusedEvent(reason: "no_container")
+            throw APIError(.noContainer, "no container is live; the event was not evaluated, retry later")
+        }
         let session = self.session(of: event)
         let result = await session.push(event: event.event, parameters: event.parameters)
         if waitsForDurability {

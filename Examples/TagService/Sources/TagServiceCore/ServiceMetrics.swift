@@ -50,6 +50,8 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
 
     /// Requests answered, by route and status (counted by ``RequestMetricsMiddleware``).
     let requestCounters: RequestCounters
+    /// Events refused before they were pushed, by reason (`no_container`).
+    private let refusedEvents: [String: CoreMetrics.Counter]
 
     init() {
         let registry = PrometheusCollectorRegistry()
@@ -82,7 +84,17 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
         sessionsEvicted = CoreMetrics.Gauge(label: "tagservice_sessions_evicted", factory: factory)
         liveContainers = CoreMetrics.Gauge(label: "tagservice_containers_live", factory: factory)
         requestCounters = RequestCounters(factory: factory)
+        refusedEvents = ["no_container"].reduce(into: [:]) { counters, reason in
+            counters[reason] = CoreMetrics.Counter(
+                label: "tagservice_events_refused_total",
+                dimensions: [("reason", reason)],
+                factory: factory
+            )
+        }
     }
+
+    /// Counts an event refused before it was pushed (`tagservice_events_refused_total{reason}`).
+    func refusedEvent(reason: String) { refusedEvents[reason]?.increment() }
 
     /// Maps one ContainerKit report onto the metrics.
     func observe(_ event: RuntimeEvent) {

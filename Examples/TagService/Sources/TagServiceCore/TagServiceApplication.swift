@@ -100,6 +100,7 @@ public struct TagServiceApplication: Sendable {
         router.add(middleware: RequestMetricsMiddleware(counters: metrics.requestCounters))
         EventsController(
             sessions: sessions,
+            metrics: metrics,
             waitsForDurability: configuration.waitsForDurability,
             maximumBodyBytes: configuration.maximumBodyBytes,
             logger: logger

@@ -92,6 +92,27 @@ import Testing
         #expect(manager.container(id: TestService.fixtureID)?.version == "12")
     }
 
+    @Test func aDirectoryThatCannotBeListedKeepsTheLiveContainers() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let manager = TagManager(logger: InMemoryLogger())
+        let directory = fixture.configuration.containersDirectory
+        let watcher = ContainerDirectoryWatcher(
+            directory: directory,
+            interval: .seconds(3600),
+            manager: manager,
+            logger: TestService.logger
+        )
+        #expect(await watcher.scan() == 1)
+        // The directory is gone for a moment (a redeploy's rename, a mount that drops): the listing fails.
+        try FileManager.default.moveItem(atPath: directory, toPath: directory + ".away")
+        #expect(await watcher.scan() == 0)
+        #expect(manager.container(id: TestService.fixtureID) != nil)
+        try FileManager.default.moveItem(atPath: directory + ".away", toPath: directory)
+        #expect(await watcher.scan() == 0)
+        #expect(manager.container(id: TestService.fixtureID)?.version == "1")
+    }
+
     @Test func aBrokenContainerFileKeepsTheLiveVersion() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
