@@ -63,7 +63,7 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
         var nextSegment = 1
         var liveBytes = 0
         var skippedLines = 0
-        var closed = false
+        var compactionFailures = 0
     }
 
     private let state = Mutex(State())
@@ -94,6 +94,9 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
 
     /// Lines skipped at opening because they were torn or corrupt.
     public var skippedLines: Int { state.withLock { $0.skippedLines } }
+
+    /// Compactions that failed (a full disk, say); the log is compacted at a later check.
+    public var compactionFailures: Int { state.withLock { $0.compactionFailures } }
 
     /// How many users have a stored session.
     public var count: Int { state.withLock { $0.index.values.count { !$0.removed } } }
@@ -149,7 +152,6 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
             var accepted: [(key: SessionKey, version: Int64, removal: Bool, offset: Int, length: Int)] = []
             var buffer: [UInt8] = []
             let (fd, start, active) = try state.withLock { state throws(ContainerError) -> (Int32, Int, Int) in
-                if state.closed { throw ContainerError(.io, "the session store '\(directory)' is closed") }
                 for line in lines {
                     let current = state.index[line.key]
                     if line.removal {
@@ -158,7 +160,7 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
                             superseded.append(line.key.userID)
                             continue
                         }
-                    } else if let current, current.version > line.version {
+                    } else if let current, current.version >= line.version {
                         superseded.append(line.key.userID)
                         continue
                     }
@@ -209,7 +211,14 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
             } catch {
                 return
             }
-            if compactionIsDue { try compact() }
+            if compactionIsDue {
+                do {
+                    try compact()
+                } catch {
+                    // Nothing changed; the log keeps growing until a later compaction succeeds.
+                    state.withLock { $0.compactionFailures += 1 }
+                }
+            }
         }
     }
 
@@ -361,8 +370,11 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
 
     /// Writes the newest line of every live session held in the closed segments into one new segment, then
     /// deletes the closed segments. Appends go on meanwhile (into the active segment); a crash at any step
-    /// leaves a set of files whose newest versions are the same.
-    func compact() throws(ContainerError) {
+    /// leaves a set of files whose newest versions are the same. ``run()`` calls it when it is due; it must
+    /// not run twice at once.
+    /// - Throws: ``ContainerError`` (`io_error`) when a file cannot be written; nothing changed then.
+    public func compact() throws(ContainerError) {
+        guard state.withLock({ $0.opened }) else { return }
         // 1. Which lines to keep: the live ones outside the active segment.
         let (closed, keep, number) = try writing.withLock { _ throws(ContainerError) in
             try state.withLock { state throws(ContainerError) -> ([Int: Segment], [(SessionKey, Location)], Int) in

@@ -27,7 +27,8 @@
 /// - **Versions fence stale owners.** Every saved session carries a ``StoredSession/version`` greater than
 ///   the version it was loaded with (a session that was never stored starts at 0 and saves 1, 2, …). A
 ///   save of version *v* replaces the stored session only if there is none or the stored version is
-///   **lower** than *v*; otherwise it changes nothing and the user ID is returned in
+///   **lower** than *v* (an equal version is refused too: two owners that both loaded version 4 must not
+///   both write a version 5); otherwise it changes nothing and the user ID is returned in
 ///   ``SessionSaveResult/superseded``. (PostgreSQL: `INSERT … ON CONFLICT (user_id) DO UPDATE … WHERE
 ///   sessions.version < excluded.version`, and the rows not updated are the superseded ones.) The store then
 ///   drops its copy, and the user's next request loads the newer one. A removal of version *v* deletes the
@@ -35,8 +36,8 @@
 /// - **A save is durable when it returns, and atomic per session.** A crash during a ``save(_:)`` keeps,
 ///   for each session, its old version or its new one, never a mix; a returned call survives a crash.
 ///   (A transactional store keeps all of a call's changes or none.) A thrown call may have kept some, all
-///   or none of its changes: the store retries them with the same versions, so an implementation must
-///   accept a version equal to the stored one as a retry (it is not in ``SessionSaveResult/superseded``).
+///   or none of its changes: the store counts the versions it tried as used and retries with higher ones,
+///   so a retry is never refused because its first attempt was kept after all.
 /// - **A load returns the newest saved version** (or `nil` when the user has none), and never a version
 ///   older than one this process saved for the same user.
 /// - **Thread safety.** Both requirements may be called concurrently from many tasks. A load may suspend

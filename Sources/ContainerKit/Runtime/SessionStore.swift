@@ -74,6 +74,9 @@ public final class SessionStore: Sendable {
         /// How often ``SessionStore/run()`` saves the changed sessions into the ``persistence``: what a crash
         /// may lose at most.
         public var saveInterval: Duration
+        /// Called after each save into the ``persistence`` that kept something, with how many changes it
+        /// kept (for a log line or a metric).
+        public var onSave: (@Sendable (_ saved: Int) -> Void)?
 
         /// Creates a configuration: 30 minutes idle, 100,000 sessions, a sweep at least every 30 seconds,
         /// no persistence (saves every second when there is one).
@@ -83,8 +86,10 @@ public final class SessionStore: Sendable {
             sweepInterval: Duration = .seconds(30),
             onEvict: (@Sendable (_ userID: String, _ session: DataLayer, _ reason: EvictionReason) -> Void)? = nil,
             persistence: (any SessionPersistence)? = nil,
-            saveInterval: Duration = .seconds(1)
+            saveInterval: Duration = .seconds(1),
+            onSave: (@Sendable (_ saved: Int) -> Void)? = nil
         ) {
+            self.onSave = onSave
             self.idleTimeout = idleTimeout
             self.maximumSessions = max(1, maximumSessions)
             self.sweepInterval = sweepInterval
@@ -391,12 +396,8 @@ public final class SessionStore: Sendable {
                         let session = made ?? tagManager.makeDataLayer(context: context, sessionID: userID)
                         let entry = Entry(userID: userID, session: session, now: now(), version: stored?.version ?? 0)
                         insert(entry, into: &shard, evicted: &evicted)
-                        if stored == nil {
-                            shard.created += 1
-                            shard.markDirty(entry)
-                        } else {
-                            shard.loaded += 1
-                        }
+                        shard.markDirty(entry)
+                        if stored == nil { shard.created += 1 } else { shard.loaded += 1 }
                         return session
                     }
                 )
@@ -656,15 +657,18 @@ public final class SessionStore: Sendable {
         do {
             result = try await persistence.save(changes)
         } catch {
-            // 3a. Keep every change for the next save.
-            for (lock, entry, _) in live {
+            // 3a. Keep every change for the next save. The versions tried count as used (the save may have
+            // been kept after all): the retry writes higher ones.
+            for (lock, entry, version) in live {
                 lock.withLock { shard in
                     shard.saveFailures += 1
+                    if entry.version < version { entry.version = version }
                     if shard.entries[SessionKey(entry.userID)] === entry { shard.markDirty(entry) }
                 }
             }
             for (lock, key, gone) in departed {
                 lock.withLock { shard in
+                    if gone.reason == .capacity { gone.entry.version += 1 }
                     if shard.departed[key] == nil && shard.entries[key] == nil { shard.departed[key] = gone }
                 }
             }
@@ -691,7 +695,9 @@ public final class SessionStore: Sendable {
             lock.withLock { $0.saved += 1 }
         }
         report(dropped)
-        return changes.count - result.superseded.count
+        let kept = changes.count - result.superseded.count
+        if kept > 0 { configuration.onSave?(kept) }
+        return kept
     }
 
     // MARK: Statistics

@@ -22,6 +22,8 @@ struct APIError: Error, Sendable {
         static let notDurable = Code(rawValue: "not_durable")
         /// No container is live, so the event would not be evaluated; the client should retry (503).
         static let noContainer = Code(rawValue: "no_container")
+        /// The user's saved session cannot be loaded now; the client should retry (503).
+        static let sessionsUnavailable = Code(rawValue: "sessions_unavailable")
     }
 
     var code: Code
@@ -36,7 +38,7 @@ struct APIError: Error, Sendable {
         switch code {
         case .bodyTooLarge: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
-        case .notDurable, .noContainer: .serviceUnavailable
+        case .notDurable, .noContainer, .sessionsUnavailable: .serviceUnavailable
         default: .badRequest
         }
     }

@@ -37,8 +37,9 @@ struct EventsController: Sendable {
             metrics.refusedEvent(reason: "no_container")
             throw APIError(.noContainer, "no container is live; the event was not evaluated, retry later")
         }
-        let session = self.session(of: event)
+        let session = try await self.session(of: event)
         let result = await session.push(event: event.event, parameters: event.parameters)
+        sessions.didChange(session)
         if waitsForDurability {
             do {
                 try await result.waitUntilDurable()
@@ -61,10 +62,21 @@ struct EventsController: Sendable {
         )
     }
 
-    /// The user's session: the live one, or a new one whose Braze user is the request's `user_id` (an
-    /// `external_id`), so that every record its tags make names the user.
-    private func session(of event: EventRequest) -> DataLayer {
-        let session = sessions.session(for: event.userID, context: event.context)
+    /// The user's session: the live one, the saved one (loaded now; other users do not wait for it), or a
+    /// new one whose Braze user is the request's `user_id` (an `external_id`), so that every record its
+    /// tags make names the user.
+    private func session(of event: EventRequest) async throws(APIError) -> DataLayer {
+        let session: DataLayer
+        do {
+            session = try await sessions.loadSession(for: event.userID, context: event.context)
+        } catch {
+            metrics.refusedEvent(reason: "sessions_unavailable")
+            logger.error(
+                "cannot load a session",
+                metadata: ["user_id": "\(event.userID)", "error": "\(error.message)"]
+            )
+            throw APIError(.sessionsUnavailable, "the user's session cannot be loaded now; retry later")
+        }
         if BrazeTagProvider.user(of: session) == nil {
             BrazeTagProvider.setUser(.externalID(event.userID), on: session)
         }

@@ -50,7 +50,7 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
 
     /// Requests answered, by route and status (counted by ``RequestMetricsMiddleware``).
     let requestCounters: RequestCounters
-    /// Events refused before they were pushed, by reason (`no_container`).
+    /// Events refused before they were pushed, by reason (`no_container`, `sessions_unavailable`).
     private let refusedEvents: [String: CoreMetrics.Counter]
 
     init() {
@@ -84,7 +84,7 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
         sessionsEvicted = CoreMetrics.Gauge(label: "tagservice_sessions_evicted", factory: factory)
         liveContainers = CoreMetrics.Gauge(label: "tagservice_containers_live", factory: factory)
         requestCounters = RequestCounters(factory: factory)
-        refusedEvents = ["no_container"].reduce(into: [:]) { counters, reason in
+        refusedEvents = ["no_container", "sessions_unavailable"].reduce(into: [:]) { counters, reason in
             counters[reason] = CoreMetrics.Counter(
                 label: "tagservice_events_refused_total",
                 dimensions: [("reason", reason)],

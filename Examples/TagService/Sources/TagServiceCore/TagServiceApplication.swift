@@ -19,17 +19,17 @@ import ServiceLifecycle
 /// (`LibraryServices.swift`) plus two small ones of the example, started in this order:
 ///
 /// 1. the ``DurableQueue`` (the Braze provider's sink),
-/// 2. ``SessionSnapshots`` (saves the sessions at shutdown),
-/// 3. the ``SessionStore`` (sweeps idle sessions),
-/// 4. the containers: the ``TagManager`` (`--open`: loading and refreshes) or the
+/// 2. the ``SessionStore`` (evicts idle sessions; with `--sessions`, saves the changed ones every
+///    `--session-save-interval` and loads a returning user's session on demand),
+/// 3. the containers: the ``TagManager`` (`--open`: loading and refreshes) or the
 ///    ``ContainerDirectoryWatcher``,
-/// 5. the HTTP server (Hummingbird adds it last).
+/// 4. the HTTP server (Hummingbird adds it last).
 ///
 /// On SIGTERM the group shuts them down in reverse order, each once the one after it has returned: the
 /// server stops accepting and finishes the requests in flight (their records still reach the running
 /// queue, and their answers wait until the records are durable); the containers stop refreshing; the
-/// store stops sweeping; the sessions are saved; the queue refuses new records, commits what it holds and
-/// drains it into Braze. Then `runService()` returns and the process exits 0.
+/// store saves the sessions changed since its last save; the queue refuses new records, commits what it
+/// holds and drains it into Braze. Then `runService()` returns and the process exits 0.
 public struct TagServiceApplication: Sendable {
     /// The configuration the service runs with.
     public let configuration: TagServiceConfiguration
@@ -53,6 +53,7 @@ public struct TagServiceApplication: Sendable {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         self.configuration = configuration
+        try StartupCheck.paths(of: configuration)
         let metrics = ServiceMetrics()
         let manager = TagManager(logger: SwiftLogAdapter(logger), defaultContext: .server, observer: metrics)
 
@@ -66,11 +67,12 @@ public struct TagServiceApplication: Sendable {
                 maximumSessions: configuration.maximumSessions,
                 onEvict: { userID, _, reason in
                     logger.debug("session evicted", metadata: ["user_id": "\(userID)", "reason": "\(reason.rawValue)"])
-                }
+                },
+                persistence: configuration.sessionsDirectory.map { FileSessionPersistence(directory: $0) },
+                saveInterval: configuration.sessionSaveInterval,
+                onSave: { count in logger.debug("sessions saved", metadata: ["count": "\(count)"]) }
             )
         )
-        let snapshots = SessionSnapshots(store: sessions, file: configuration.sessionsFile, logger: logger)
-        snapshots.restore()
 
         let containers: any Service
         if configuration.openIDs.isEmpty {
@@ -122,7 +124,6 @@ public struct TagServiceApplication: Sendable {
             // Shut down in reverse order, each after the next has returned (see the type's documentation).
             services: [
                 queue.cancelledOnGracefulShutdown(),
-                snapshots,
                 sessions.cancelledOnGracefulShutdown(),
                 containers,
             ],

@@ -12,8 +12,11 @@ public struct TagServiceConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// The port to listen on; 0 picks a free one.
     public var port = 8080
-    /// Where sessions are saved at shutdown and restored from at start; `nil`: sessions are not kept.
-    public var sessionsFile: String?
+    /// The directory sessions are kept in (``FileSessionPersistence``: saved every ``sessionSaveInterval``,
+    /// loaded when their user comes back); `nil`: sessions live in memory only.
+    public var sessionsDirectory: String?
+    /// How often changed sessions are saved into ``sessionsDirectory``: what a crash loses at most.
+    public var sessionSaveInterval: Duration = .seconds(1)
     /// Braze's REST endpoint (`BRAZE_REST_ENDPOINT`); `nil`: records go to ``recordsFile``.
     public var brazeEndpoint: URL?
     /// Braze's REST API key (`BRAZE_REST_API_KEY`).
@@ -88,8 +91,12 @@ extension TagServiceConfiguration {
           --queue <dir>             durable queue directory, one per instance (TAGSERVICE_QUEUE)
           --host <address>          listen address, default 127.0.0.1 (TAGSERVICE_HOST)
           --port <n>                listen port, default 8080; 0 picks one (TAGSERVICE_PORT)
-          --sessions <file>         save sessions here at shutdown and restore them at start
+          --sessions <dir>          keep sessions in this directory (created 0700): changes saved every
+                                    --session-save-interval, each loaded when its user comes back
                                     (TAGSERVICE_SESSIONS)
+          --session-save-interval <s>
+                                    seconds between saves of changed sessions, default 1: what a crash
+                                    loses at most (TAGSERVICE_SESSION_SAVE_INTERVAL)
           --no-durable-wait         answer POST /v1/events without waiting until its records are durable
                                     (TAGSERVICE_NO_DURABLE_WAIT=1)
           --delivery-linger <s>     seconds a partial batch of records waits for more before it is sent to
@@ -152,7 +159,7 @@ extension TagServiceConfiguration {
             "--session-idle": "TAGSERVICE_SESSION_IDLE", "--max-sessions": "TAGSERVICE_MAX_SESSIONS",
             "--log-level": "TAGSERVICE_LOG_LEVEL", "--delivery-linger": "TAGSERVICE_DELIVERY_LINGER",
             "--open-timeout": "TAGSERVICE_OPEN_TIMEOUT", "--concurrent-deliveries": "TAGSERVICE_CONCURRENT_DELIVERIES",
-            "--commit-delay": "TAGSERVICE_COMMIT_DELAY",
+            "--commit-delay": "TAGSERVICE_COMMIT_DELAY", "--session-save-interval": "TAGSERVICE_SESSION_SAVE_INTERVAL",
         ]
         for (flag, variable) in valued {
             if let value = environment[variable], !value.isEmpty { values[flag] = value }
@@ -200,7 +207,10 @@ extension TagServiceConfiguration {
             }
             configuration.port = number
         }
-        configuration.sessionsFile = values["--sessions"]
+        configuration.sessionsDirectory = values["--sessions"]
+        if let seconds = values["--session-save-interval"] {
+            configuration.sessionSaveInterval = try duration(seconds, flag: "--session-save-interval")
+        }
         if let bytes = values["--max-body-bytes"] {
             guard let number = Int(bytes), number > 0 else {
                 throw UsageError("--max-body-bytes must be a positive integer, not '\(bytes)'")
