@@ -15,6 +15,7 @@ import NIOCore
 struct EventsController: Sendable {
     let sessions: SessionStore
     let metrics: ServiceMetrics
+    let readiness: Readiness
     let waitsForDurability: Bool
     let maximumBodyBytes: Int
     let logger: Logging.Logger
@@ -43,9 +44,12 @@ struct EventsController: Sendable {
         if waitsForDurability {
             do {
                 try await result.waitUntilDurable()
+                readiness.commit(succeeded: true)
             } catch {
+                readiness.commit(succeeded: false)
+                // The detail (with the segment's path) goes to the log only; the client learns what to do.
                 logger.error("records not durable", metadata: ["user_id": "\(event.userID)", "error": "\(error)"])
-                throw APIError(.notDurable, "the event's records could not be made durable: \(error)")
+                throw APIError(.notDurable, "the event's records could not be made durable now; retry later")
             }
         }
         // {"fired":[…],"records":[…],…,"user_id":…,"durable":…}, written straight to bytes.

@@ -1,7 +1,9 @@
 import ContainerKit
+import ContainerKitBraze
 import CoreMetrics
 import Metrics
 import Prometheus
+import Synchronization
 
 /// The service's metrics: ContainerKit's ``RuntimeObserver`` hooks mapped onto swift-metrics, rendered by
 /// `GET /metrics` in Prometheus text format.
@@ -112,6 +114,20 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
             queueBytes.record(bytes)
         case .deliveryFailed: deliveryFailures.increment()
         }
+    }
+
+    /// Records a previous run left in the queue (read at start).
+    private let startBacklog = Mutex(0)
+    var backlogAtStart: Int {
+        get { startBacklog.withLock { $0 } }
+        set { startBacklog.withLock { $0 = newValue } }
+    }
+
+    /// The queue's backlog: what a previous run left plus what this run made durable, less what was
+    /// delivered or rejected. (The queue's own backlog report counts this run's records only.)
+    func update(queue: DurableQueue.Statistics) {
+        let records = backlogAtStart + queue.durableRecords - queue.deliveredRecords - queue.rejectedRecords
+        queueBacklog.record(max(0, records))
     }
 
     /// Copies what the library keeps as state into the gauges.

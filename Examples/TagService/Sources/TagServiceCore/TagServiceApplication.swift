@@ -2,6 +2,7 @@ import ContainerKit
 import ContainerKitBraze
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import Metrics
 import ServiceLifecycle
@@ -57,6 +58,8 @@ public struct TagServiceApplication: Sendable {
         let metrics = ServiceMetrics()
         let manager = TagManager(logger: SwiftLogAdapter(logger), defaultContext: .server, observer: metrics)
 
+        // What a previous run left undelivered: the queue's own counts start at zero with each run.
+        metrics.backlogAtStart = (try? DurableQueue.pendingRecords(in: configuration.queueDirectory).count) ?? 0
         let queue = try RecordQueue.open(configuration, observer: metrics, logger: logger)
         BrazeTagProvider(sink: queue).register(on: manager)
 
@@ -98,11 +101,14 @@ public struct TagServiceApplication: Sendable {
             logger.warning("no container is live yet; /ready answers 503 until one loads")
         }
 
+        let readiness = Readiness()
         let router = Router()
         router.add(middleware: RequestMetricsMiddleware(counters: metrics.requestCounters))
+        router.add(middleware: JSONErrorMiddleware())
         EventsController(
             sessions: sessions,
             metrics: metrics,
+            readiness: readiness,
             waitsForDurability: configuration.waitsForDurability,
             maximumBodyBytes: configuration.maximumBodyBytes,
             logger: logger
@@ -112,18 +118,25 @@ public struct TagServiceApplication: Sendable {
             sessions: sessions,
             queue: queue,
             metrics: metrics,
+            readiness: readiness,
             requiredIDs: configuration.openIDs
         ).register(on: router)
 
         application = Application(
             router: router,
+            server: .http1(configuration: .init(idleTimeout: .nanoseconds(configuration.idleTimeout.nanosecondCount))),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port),
-                serverName: "TagService"
+                serverName: "TagService",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections)
             ),
             // Shut down in reverse order, each after the next has returned (see the type's documentation).
             services: [
-                queue.cancelledOnGracefulShutdown(),
+                ClosureService {
+                    readiness.queueRunning = true
+                    defer { readiness.queueRunning = false }
+                    try await cancelWhenGracefulShutdown { try await queue.run() }
+                },
                 sessions.cancelledOnGracefulShutdown(),
                 containers,
             ],
