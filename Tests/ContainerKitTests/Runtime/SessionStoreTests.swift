@@ -128,7 +128,8 @@ struct SessionStoreTests {
         weak var first: DataLayer?
         weak var middle: DataLayer?
         do {
-            let store = SessionStore(tagManager: manager)
+            // One shard (fewer than 1,024 sessions), so the three sessions are neighbours in one recency list.
+            let store = SessionStore(tagManager: manager, configuration: .init(maximumSessions: 100))
             first = store.session(for: "a")
             middle = store.session(for: "b")
             _ = store.session(for: "c")
