@@ -1,5 +1,6 @@
 import ContainerKit
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -112,7 +113,7 @@ import Testing
                 var received: [UInt8] = []
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 while true {
-                    let n = read(fd, &buffer, buffer.count)
+                    let n = Glibc.read(fd, &buffer, buffer.count)
                     if n <= 0 { break }
                     received += buffer[0..<n]
                 }
@@ -137,6 +138,71 @@ import Testing
         // The service still answers.
         #expect(try await service.get("/health").0 == 200)
         #expect(await service.stop(SIGTERM) == 0)
+    }
+
+    /// Reads from `fd` (on a thread of its own) until `text` arrived; `nil` if the connection closed first.
+    static func read(_ fd: Int32, until text: String) async -> String? {
+        await withCheckedContinuation { continuation in
+            Thread {
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while !String(decoding: received, as: UTF8.self).contains(text) {
+                    let n = Glibc.read(fd, &buffer, buffer.count)
+                    if n <= 0 { return continuation.resume(returning: nil) }
+                    received += buffer[0..<n]
+                }
+                continuation.resume(returning: String(decoding: received, as: UTF8.self))
+            }.start()
+        }
+    }
+
+    static func send(_ fd: Int32, _ text: String) {
+        let bytes = Array(text.utf8)
+        _ = write(fd, bytes, bytes.count)
+    }
+
+    @Test func aConnectionBeyondTheLimitWaitsUntilOneCloses() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try ServiceProcess(OperatingTests.arguments(fixture, ["--max-connections", "1"]))
+        try await service.waitUntilListening()
+        let request = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        let first = try Self.connect(service.port)
+        Self.send(first, request)
+        #expect(await Self.read(first, until: #"{"status":"ok"}"#) != nil)
+        // A second connection: its request is sent, but it is not accepted while the first is open.
+        let second = try Self.connect(service.port)
+        Self.send(second, request)
+        let firstClosed = Mutex(false)
+        async let secondAnswer = Self.read(second, until: #"{"status":"ok"}"#)
+        // The first connection is served meanwhile (its request was sent after the second's).
+        Self.send(first, request)
+        #expect(await Self.read(first, until: #"{"status":"ok"}"#) != nil)
+        firstClosed.withLock { $0 = true }
+        close(first)
+        #expect(await secondAnswer != nil)
+        #expect(firstClosed.withLock { $0 })
+        close(second)
+        #expect(await service.stop(SIGTERM) == 0)
+    }
+
+    @Test func theBacklogGaugeCountsWhatAPreviousRunLeft() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        // Braze cannot be reached: the records stay in the queue.
+        let environment = ["BRAZE_REST_ENDPOINT": "http://127.0.0.1:1", "BRAZE_REST_API_KEY": "key-for-the-test"]
+        let first = try ServiceProcess(OperatingTests.arguments(fixture), environment: environment)
+        try await first.waitUntilListening()
+        for user in ["a", "b", "c"] { #expect(try await first.postEvent(user: user).0 == 200) }  // 2 records each
+        #expect(await first.stop(SIGKILL) == SIGKILL)
+
+        let second = try ServiceProcess(OperatingTests.arguments(fixture), environment: environment)
+        try await second.waitUntilListening()
+        let (status, page) = try await second.getText("/metrics")
+        #expect(status == 200)
+        let backlog = page.split(separator: "\n").first { $0.hasPrefix("tagservice_queue_backlog_records ") }
+        #expect(backlog.flatMap { Double($0.split(separator: " ")[1]) } == 6)
+        #expect(await second.stop(SIGKILL) == SIGKILL)
     }
 
     @Test func unknownPathsAreAnsweredWithJSON() async throws {
