@@ -11,6 +11,21 @@ struct SessionStoreTests {
         return manager
     }
 
+    static func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sessions-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// A store whose users u1, u2 and u3 pushed one event each.
+    static func storeWithThreeUsers() async throws -> SessionStore {
+        let store = SessionStore(tagManager: try manager())
+        for user in ["u1", "u2", "u3"] {
+            await store.session(for: user).push(event: "tick", parameters: ["caller": 1, "n": 2])
+        }
+        return store
+    }
+
     @Test func findsTheSameSessionForAUserAndANewOneForAnother() throws {
         let store = SessionStore(tagManager: try Self.manager())
         let a = store.session(for: "alice")
@@ -80,15 +95,11 @@ struct SessionStoreTests {
     }
 
     @Test func sessionsSurviveARestartThroughTheSessionsFile() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sessions-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("sessions.jsonl").path
 
-        let before = SessionStore(tagManager: try Self.manager())
-        for user in ["u1", "u2", "u3"] {
-            await before.session(for: user).push(event: "tick", parameters: ["caller": 1, "n": 2])
-        }
+        let before = try await Self.storeWithThreeUsers()
         #expect(try before.save(to: path) == 3)
 
         let after = SessionStore(tagManager: try Self.manager())
@@ -140,14 +151,10 @@ struct SessionStoreTests {
     }
 
     @Test func aTornOrCorruptLineSkipsOnlyItsSession() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sessions-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("sessions.jsonl").path
-        let before = SessionStore(tagManager: try Self.manager())
-        for user in ["u1", "u2", "u3"] {
-            await before.session(for: user).push(event: "tick", parameters: ["caller": 1, "n": 2])
-        }
+        let before = try await Self.storeWithThreeUsers()
         try before.save(to: path)
         var lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
         lines.insert("not json", at: 1)
@@ -165,8 +172,7 @@ struct SessionStoreTests {
     }
 
     @Test func onlyARegularFileIsRestored() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sessions-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let fifo = directory.appendingPathComponent("fifo").path
         #expect(mkfifo(fifo, 0o600) == 0)
@@ -182,8 +188,7 @@ struct SessionStoreTests {
     }
 
     @Test func theSessionsFileIsPrivate() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sessions-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("sessions.jsonl").path
         let store = SessionStore(tagManager: try Self.manager())
