@@ -47,6 +47,12 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
     /// Sessions created and evicted since start, read from the session store when the page is rendered.
     let sessionsCreated: CoreMetrics.Gauge
     let sessionsEvicted: CoreMetrics.Gauge
+    /// Sessions loaded from `--sessions` on a miss, session versions saved into it, saves that failed (their
+    /// changes are kept and saved again), and changes waiting for the next save.
+    let sessionsLoaded: CoreMetrics.Gauge
+    let sessionsSaved: CoreMetrics.Gauge
+    let sessionSaveFailures: CoreMetrics.Gauge
+    let sessionsUnsaved: CoreMetrics.Gauge
     /// Containers live in the tag manager, read when the page is rendered.
     let liveContainers: CoreMetrics.Gauge
 
@@ -84,6 +90,10 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
         liveSessions = CoreMetrics.Gauge(label: "tagservice_sessions_live", factory: factory)
         sessionsCreated = CoreMetrics.Gauge(label: "tagservice_sessions_created", factory: factory)
         sessionsEvicted = CoreMetrics.Gauge(label: "tagservice_sessions_evicted", factory: factory)
+        sessionsLoaded = CoreMetrics.Gauge(label: "tagservice_sessions_loaded", factory: factory)
+        sessionsSaved = CoreMetrics.Gauge(label: "tagservice_sessions_saved", factory: factory)
+        sessionSaveFailures = CoreMetrics.Gauge(label: "tagservice_session_save_failures", factory: factory)
+        sessionsUnsaved = CoreMetrics.Gauge(label: "tagservice_sessions_unsaved", factory: factory)
         liveContainers = CoreMetrics.Gauge(label: "tagservice_containers_live", factory: factory)
         requestCounters = RequestCounters(factory: factory)
         refusedEvents = ["no_container", "sessions_unavailable"].reduce(into: [:]) { counters, reason in
@@ -135,6 +145,10 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
         liveSessions.record(sessions.live)
         sessionsCreated.record(sessions.created)
         sessionsEvicted.record(sessions.evicted)
+        sessionsLoaded.record(sessions.loaded)
+        sessionsSaved.record(sessions.saved)
+        sessionSaveFailures.record(sessions.saveFailures)
+        sessionsUnsaved.record(sessions.unsaved)
         liveContainers.record(containers)
     }
 
