@@ -26,8 +26,8 @@ import Synchronization
 /// ## Opening
 /// The first ``load(userID:)``, ``save(_:)`` or ``run()`` reads the segments' **index** (user ID, version and
 /// position of each line; the snapshots themselves are parsed only when their user comes back), so the
-/// start costs one sequential read of the files, about a second per few hundred megabytes, and no session
-/// is rebuilt before its user needs it. A torn line (the crash came during an append) or one whose
+/// start costs one sequential read of the files (a frame and a checksum per line) and no session is
+/// rebuilt before its user needs it. Loads wait for that index once; each then reads and parses one line. A torn line (the crash came during an append) or one whose
 /// checksum does not match is skipped and counted (``skippedLines``); the newest good version of that user
 /// is used. A new active segment is started at each opening, so nothing is appended after a torn line.
 ///
