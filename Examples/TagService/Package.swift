@@ -22,6 +22,7 @@ let package = Package(
                 .product(name: "ContainerKit", package: "ContainerKit"),
                 .product(name: "ContainerKitBraze", package: "ContainerKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -20,6 +20,10 @@ import Foundation
 /// session.push(event: "played song", parameters: ["genre": "jazz"])
 /// ```
 ///
+/// **A session needs a user.** Braze's `/users/track` refuses a record that names no user, so a call in a
+/// session without one (no ``setUser(_:on:)``, no `changeUser` tag fired yet) is dropped at once: the tag's
+/// status is `dropped` and its reason says to call ``setUser(_:on:)``. A `changeUser` tag needs no user.
+///
 /// ## Actions
 /// The tag's `actionType` parameter picks the action (see ``BrazeActionType`` for each one's parameters).
 /// A missing or unknown `actionType` is a warning and does nothing.
@@ -128,11 +132,22 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
                 "\(tag): unknown actionType '\(actionValue.jsString)'; nothing sent"
             )
         }
+        let user = Self.user(of: call.dataLayer)
+        // Braze's /users/track refuses a record that names no user: without a user the call could only be
+        // dropped at delivery, after the push had answered "ok". Say so now.
+        if user == nil && action != .changeUser {
+            return drop(
+                call,
+                key: "no_user",
+                "\(tag): dropped '\(action.rawValue)': the session has no Braze user; give it one with "
+                    + "BrazeTagProvider.setUser(_:on:) or fire a changeUser tag first"
+            )
+        }
         var rules = BrazeRules()
         let records = Self.makeRecords(
             action,
             call.arguments,
-            user: Self.user(of: call.dataLayer),
+            user: user,
             &rules,
             record: record
         )

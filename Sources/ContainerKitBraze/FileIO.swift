@@ -29,8 +29,9 @@ enum FileIO {
         return error(failure.step, failure.path, errorNumber: failure.errorNumber)
     }
 
-    /// Opens `path`, retrying on `EINTR`.
-    static func openFile(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(AnalyticsSinkError) -> Int32 {
+    /// Opens `path`, retrying on `EINTR`. A file it creates is private (`0600`): queue segments, the ack
+    /// and records files hold user IDs and event parameters.
+    static func openFile(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws(AnalyticsSinkError) -> Int32 {
         do { return try FileSystem.openFile(path, flags, mode: mode) } catch { throw Self.error(error) }
     }
 
@@ -68,7 +69,7 @@ enum FileIO {
 
     /// Writes `bytes` to `path` atomically, with the package's one helper (`AtomicFile`).
     static func replaceFile(_ path: String, with bytes: [UInt8]) throws(AnalyticsSinkError) {
-        do { try AtomicFile.write(bytes, to: path) } catch { throw Self.error(error) }
+        do { try AtomicFile.write(bytes, to: path, mode: 0o600) } catch { throw Self.error(error) }
     }
 
     /// The names in `directory`.
@@ -76,8 +77,8 @@ enum FileIO {
         do { return try FileSystem.listDirectory(directory) } catch { throw Self.error(error) }
     }
 
-    /// Creates `directory` and its parents if they are missing.
+    /// Creates `directory` and its parents if they are missing, private (`0700`).
     static func makeDirectory(_ directory: String) throws(AnalyticsSinkError) {
-        do { try FileSystem.makeDirectory(directory) } catch { throw Self.error(error) }
+        do { try FileSystem.makeDirectory(directory, mode: 0o700) } catch { throw Self.error(error) }
     }
 }

@@ -23,6 +23,7 @@ struct ProviderFixture {
             warningClock: warningClock
         )
         session = manager.makeDataLayer(sessionID: "s-1")
+        BrazeTagProvider.setUser(.externalID("u-0"), on: session)
     }
 
     @discardableResult
@@ -199,10 +200,17 @@ struct ProviderFixture {
         )
     }
 
-    @Test func recordsWithoutAHostIdentityHaveNoUser() throws {
+    @Test func aCallInASessionWithoutAUserIsDroppedAtOnceSayingWhy() throws {
         let fixture = ProviderFixture()
-        fixture.run(["actionType": "logEvent", "eventName": "anonymous"])
-        #expect(try #require(fixture.sink.records.first).user == nil)
+        BrazeTagProvider.setUser(nil, on: fixture.session)
+        let output = try #require(fixture.run(["actionType": "logEvent", "eventName": "anonymous"]))
+        #expect(fixture.sink.records.isEmpty)
+        #expect(output.dropReason?.contains("no Braze user") == true)
+        #expect(output.dropReason?.contains("setUser") == true)
+        // changeUser needs no user: it gives the session one.
+        fixture.run(["actionType": "changeUser", "externalUserId": "u-9"])
+        fixture.run(["actionType": "logEvent", "eventName": "known"])
+        #expect(fixture.sink.records.map(\.user) == [.externalID("u-9"), .externalID("u-9")])
     }
 
     static let violations: [(ValueMap, String, String)] = [

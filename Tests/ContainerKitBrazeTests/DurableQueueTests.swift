@@ -495,6 +495,7 @@ import Testing
         let sink = InMemoryAnalyticsSink()
         BrazeTagProvider(sink: sink).register(on: manager)
         let session = manager.makeDataLayer()
+        BrazeTagProvider.setUser(.externalID("u-1"), on: session)
         await session.push(event: "played song", parameters: ["title": "So What", "genre": "jazz", "duration": 545])
         // A Braze call that breaks a rule is dropped, and reported so.
         await session.push(

@@ -116,6 +116,8 @@ struct BrazeLintAgreementTests {
         for (key, value) in arguments { map[key] = value }
         let manager = TagManager(logger: InMemoryLogger())
         let provider = BrazeTagProvider(sink: InMemoryAnalyticsSink())
+        let session = manager.makeDataLayer(sessionID: "s")
+        BrazeTagProvider.setUser(.externalID("u"), on: session)
         let output = try provider.perform(
             FunctionCall(
                 name: "BrazeGTMTagManager",
@@ -124,7 +126,7 @@ struct BrazeLintAgreementTests {
                 containerID: "GTM-TEST",
                 tagID: 1,
                 displayName: "Braze",
-                dataLayer: manager.makeDataLayer(sessionID: "s"),
+                dataLayer: session,
                 logger: InMemoryLogger()
             )
         )

@@ -9,7 +9,13 @@
 #
 # Prints: service_events_req_per_s=, service_p99_ms=, service_health_req_per_s=, service_vs_health=, service_rounds=,
 # service_cpu_us_per_event=, service_cpu_us_per_health=, service_cpu_health_vs_event=, standin_cpu_us_per_event=,
-# service_acknowledged_answers=, service_durable_records=, service_delivered_records=, service_all_acknowledged_arrived=yes|no.
+# service_acknowledged_answers=, service_durable_records=, service_delivered_records=, service_arrival_checked_ids=,
+# service_arrival_missing_ids=, service_all_acknowledged_arrived=yes|no.
+#
+# Arrival is checked by id: a last round (events-ids.lua) gives every event a unique song title and logs the
+# title of every acknowledged answer; the stand-in logs the title of every event it receives; after the
+# drain each acknowledged id must be among them (a count of answers against records would pass with some
+# records lost and others duplicated).
 #
 # The CPU figures are the service's (and the stand-in's) user + system time per answered request, read from
 # /proc around each wrk run: on a shared host whose speed drifts they move far less than the rates do, and
@@ -60,13 +66,14 @@ wait_for() {   # url, seconds, pid of the process that must be the one answering
     return 1
 }
 
-"$BIN/UsersTrackStandIn" --port "$TRACK_PORT" --max-seconds $((DURATION * (2 * ROUNDS + 1) + 120)) &
+"$BIN/UsersTrackStandIn" --port "$TRACK_PORT" --max-seconds $((DURATION * (2 * ROUNDS + 2) + 120)) \
+    --titles "$WORK/arrived-titles" &
 TRACK_PID=$!
 PIDS+=("$TRACK_PID")
 wait_for "http://127.0.0.1:$TRACK_PORT/stats" 10 "$TRACK_PID"
 
 BRAZE_REST_ENDPOINT="http://127.0.0.1:$TRACK_PORT" BRAZE_REST_API_KEY=bench \
-    "$SERVICE_BIN" --containers "$WORK/containers" --queue "$WORK/queue" --sessions "$WORK/sessions.json" \
+    "$SERVICE_BIN" --containers "$WORK/containers" --queue "$WORK/queue" --sessions "$WORK/sessions" \
     --host 127.0.0.1 --port "$SERVICE_PORT" --log-level warning ${BENCH_SERVICE_FLAGS:-} &
 SERVICE_PID=$!
 PIDS+=("$SERVICE_PID")
@@ -118,6 +125,9 @@ done
 read -r ratio events_rps health_rps p99_us < <(sort -n "$ROUNDS_FILE" | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)')
 read -r cpu_ratio cpu_event_us cpu_health_us standin_event_us < <(sort -n "$CPU_FILE" | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)')
 
+# The arrival round: unique ids, each acknowledged one logged.
+BENCH_ACK_FILE="$WORK/acknowledged" run_wrk /v1/events events-ids.lua "$DURATION" > /dev/null
+
 sleep 1   # requests wrk gave up on at its deadline finish
 durable=$(curl -fs "http://127.0.0.1:$SERVICE_PORT/metrics" | awk '/^tagservice_records_durable_total / { print $2 }')
 
@@ -129,9 +139,13 @@ delivered=$(curl -fs "http://127.0.0.1:$TRACK_PORT/stats" | sed -E 's/.*"objects
 # Every record made durable — which includes every acknowledged one — must have reached the stand-in
 # after the service drained its queue at SIGTERM.
 durable=${durable%.*}
+cat "$WORK"/acknowledged-* 2> /dev/null | sort -u > "$WORK/acknowledged-ids"
+sort -u "$WORK/arrived-titles" > "$WORK/arrived-ids"
+checked=$(wc -l < "$WORK/acknowledged-ids")
+missing=$(comm -23 "$WORK/acknowledged-ids" "$WORK/arrived-ids" | wc -l)
 arrived=no
 if [ "$service_exit" = 0 ] && [ "${durable:-0}" -ge "$acknowledged" ] && [ "$acknowledged" -gt 0 ] \
-    && [ "${delivered:-0}" -ge "${durable:-0}" ]; then arrived=yes; fi
+    && [ "${delivered:-0}" -ge "${durable:-0}" ] && [ "$checked" -gt 0 ] && [ "$missing" = 0 ]; then arrived=yes; fi
 
 echo "service_events_req_per_s=$events_rps"
 awk -v us="$p99_us" 'BEGIN { printf "service_p99_ms=%.2f\n", us / 1000 }'
@@ -147,4 +161,6 @@ echo "service_acknowledged_answers=$acknowledged"
 echo "service_durable_records=$durable"
 echo "service_delivered_records=$delivered"
 echo "service_exit_code=$service_exit"
+echo "service_arrival_checked_ids=$checked"
+echo "service_arrival_missing_ids=$missing"
 echo "service_all_acknowledged_arrived=$arrived"

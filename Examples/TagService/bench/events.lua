@@ -4,7 +4,7 @@
 -- records per event); later rounds meet users an earlier round created.
 -- Prints the 99th percentile latency in microseconds at the end (wrk_p99_us=...).
 local counter = 0
-local thread_offset = 0
+thread_offset = 0   -- a global: thread:set() sets it in each thread (a local would hide it)
 
 function setup(thread)
   thread:set("thread_offset", math.random(0, 99999))

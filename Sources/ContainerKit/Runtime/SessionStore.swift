@@ -19,13 +19,31 @@ import Synchronization
 /// ```
 ///
 /// Sessions are kept in shards, each with its own lock, so requests for different users rarely meet.
-/// ``run()`` sweeps idle sessions periodically until its task is cancelled; a service runs it beside its
-/// server (it is shaped like a swift-service-lifecycle `Service`). ``save(to:)`` and ``restore(from:)``
-/// carry every session across a restart as ``SessionSnapshot``s; the ``Configuration/onEvict`` hook can
-/// keep an evicted session's snapshot in a shared store, so that another instance continues it.
+/// ``run()`` evicts idle sessions as they expire until its task is cancelled; a service runs it beside its
+/// server (it is shaped like a swift-service-lifecycle `Service`).
+///
+/// ## Keeping sessions: a persistence
+/// With a ``Configuration/persistence`` (``FileSessionPersistence`` on one machine, or a shared store
+/// implementing ``SessionPersistence``), sessions survive a crash and follow their user between
+/// instances:
+/// - ``loadSession(for:context:)`` loads a session the store does not hold from the persistence (once,
+///   however many requests of that user arrive meanwhile; other users do not wait for it);
+/// - the sessions handed out or reported with ``didChange(_:)`` are saved by ``run()`` every
+///   ``Configuration/saveInterval``, in the background, as snapshots with a version that fences a stale
+///   owner (``SessionPersistence``); sessions that ended (idle) are removed from it;
+/// - when ``run()`` is cancelled it saves what changed since the last save, then returns.
+///
+/// A crash (`kill -9`) loses at most the changes of the last save interval. Without a persistence,
+/// ``save(to:)`` and ``restore(from:)`` carry every session across a clean restart as one file, and the
+/// ``Configuration/onEvict`` hook can keep an evicted session's snapshot in a store of the host's.
 ///
 /// A session evicted while a request still holds it finishes that request; the user's next request gets
 /// a new session (restored by the host from its own store, if it keeps one).
+///
+/// ## User IDs are bytes
+/// Sessions are keyed by the UTF-8 bytes of the user ID, never by `String` equality (which is Unicode
+/// canonical equivalence): `"caf\u{E9}"` and `"cafe\u{301}"` are two users with two sessions, as they are two
+/// Braze `external_id`s.
 public final class SessionStore: Sendable {
     /// Why a session left the store.
     public enum EvictionReason: String, Sendable, Hashable {
@@ -35,6 +53,9 @@ public final class SessionStore: Sendable {
         case capacity
         /// ``SessionStore/remove(_:)`` removed it.
         case removed
+        /// The persistence holds a newer version of it (another instance owns the user now): the next
+        /// request loads that one.
+        case superseded
     }
 
     /// How the store behaves.
@@ -43,22 +64,38 @@ public final class SessionStore: Sendable {
         public var idleTimeout: Duration
         /// The most sessions kept; creating one more evicts the least recently used.
         public var maximumSessions: Int
-        /// How often ``SessionStore/run()`` sweeps idle sessions.
+        /// The longest time between two sweeps of ``SessionStore/run()``; it also wakes when the least
+        /// recently used session expires, so an idle session is evicted on time, not at the next sweep.
         public var sweepInterval: Duration
         /// Called (outside the store's locks) for every session that leaves the store, with its user ID.
         public var onEvict: (@Sendable (_ userID: String, _ session: DataLayer, _ reason: EvictionReason) -> Void)?
+        /// Where sessions are kept beyond memory; `nil`: only in memory.
+        public var persistence: (any SessionPersistence)?
+        /// How often ``SessionStore/run()`` saves the changed sessions into the ``persistence``: what a crash
+        /// may lose at most.
+        public var saveInterval: Duration
+        /// Called after each save into the ``persistence`` that kept something, with how many changes it
+        /// kept (for a log line or a metric).
+        public var onSave: (@Sendable (_ saved: Int) -> Void)?
 
-        /// Creates a configuration: 30 minutes idle, 100,000 sessions, a sweep every 30 seconds.
+        /// Creates a configuration: 30 minutes idle, 100,000 sessions, a sweep at least every 30 seconds,
+        /// no persistence (saves every second when there is one).
         public init(
             idleTimeout: Duration = .seconds(30 * 60),
             maximumSessions: Int = 100_000,
             sweepInterval: Duration = .seconds(30),
-            onEvict: (@Sendable (_ userID: String, _ session: DataLayer, _ reason: EvictionReason) -> Void)? = nil
+            onEvict: (@Sendable (_ userID: String, _ session: DataLayer, _ reason: EvictionReason) -> Void)? = nil,
+            persistence: (any SessionPersistence)? = nil,
+            saveInterval: Duration = .seconds(1),
+            onSave: (@Sendable (_ saved: Int) -> Void)? = nil
         ) {
+            self.onSave = onSave
             self.idleTimeout = idleTimeout
             self.maximumSessions = max(1, maximumSessions)
             self.sweepInterval = sweepInterval
             self.onEvict = onEvict
+            self.persistence = persistence
+            self.saveInterval = saveInterval
         }
     }
 
@@ -72,13 +109,25 @@ public final class SessionStore: Sendable {
         public var restored = 0
         /// Sessions evicted (idle, capacity or removed).
         public var evicted = 0
+        /// Lines of sessions files that ``SessionStore/restore(from:)`` skipped because they could not be
+        /// read (torn, corrupt, too long).
+        public var skippedSnapshots = 0
+        /// Sessions loaded from the persistence on a miss.
+        public var loaded = 0
+        /// Session versions written into the persistence.
+        public var saved = 0
+        /// Saves into the persistence that failed (their changes are kept for the next save).
+        public var saveFailures = 0
+        /// Changes waiting for the next save.
+        public var unsaved = 0
 
         /// Creates statistics with the given counts.
-        public init(live: Int = 0, created: Int = 0, restored: Int = 0, evicted: Int = 0) {
+        public init(live: Int = 0, created: Int = 0, restored: Int = 0, evicted: Int = 0, skippedSnapshots: Int = 0) {
             self.live = live
             self.created = created
             self.restored = restored
             self.evicted = evicted
+            self.skippedSnapshots = skippedSnapshots
         }
     }
 
@@ -89,30 +138,63 @@ public final class SessionStore: Sendable {
 
     /// A live session, linked into its shard's recency list (most recently used first). Mutated only
     /// under its shard's lock.
+    ///
+    /// The shard's dictionary owns the entries; the list links are `unowned`, so dropping a store releases
+    /// every entry (two strong links made each neighbour pair a retain cycle, and dropping a strongly linked
+    /// list would release it recursively, one stack frame per session). An entry is unlinked before it
+    /// leaves the dictionary.
     private final class Entry: @unchecked Sendable {
         let userID: String
         let session: DataLayer
         /// When the session was last handed out, as the store's clock reads it (nanoseconds).
         var lastUsed: Int64
-        var newer: Entry?
-        var older: Entry?
+        unowned var newer: Entry?
+        unowned var older: Entry?
+        /// The version the persistence holds (0: none).
+        var version: Int64
+        /// Whether the session changed since its last save (it is then in its shard's `dirty` list).
+        var dirty = false
 
-        init(userID: String, session: DataLayer, now: Int64) {
+        init(userID: String, session: DataLayer, now: Int64, version: Int64 = 0) {
             self.userID = userID
             self.session = session
             self.lastUsed = now
+            self.version = version
         }
     }
 
+    /// A session that left the store before its change was saved: a capacity-evicted session whose last
+    /// changes are not saved yet, or a session that ended (idle, removed) and is to be removed from the
+    /// persistence.
+    private struct Departed {
+        var entry: Entry
+        var reason: EvictionReason
+    }
+
+    /// A load in progress: the requests of the same user waiting for it.
+    private typealias LoadWaiter = CheckedContinuation<Result<DataLayer, ContainerError>, Never>
+
     private struct Shard: Sendable {
-        var entries: [String: Entry] = [:]
+        /// Whether changes are tracked for a persistence.
+        var persistent = false
+        var entries: [SessionKey: Entry] = [:]
+        /// Sessions changed since their last save (some may have left the store or been saved since).
+        var dirty: [Entry] = []
+        /// Sessions that left with a change to save.
+        var departed: [SessionKey: Departed] = [:]
+        /// Users whose session is being loaded, with the requests waiting for it.
+        var loading: [SessionKey: [LoadWaiter]] = [:]
+        var loaded = 0
+        var saved = 0
+        var saveFailures = 0
         /// The most recently used entry.
-        var newest: Entry?
+        unowned var newest: Entry?
         /// The least recently used entry.
-        var oldest: Entry?
+        unowned var oldest: Entry?
         var created = 0
         var restored = 0
         var evicted = 0
+        var skipped = 0
 
         mutating func link(_ entry: Entry) {
             entry.older = newest
@@ -129,29 +211,51 @@ public final class SessionStore: Sendable {
             entry.older = nil
         }
 
-        mutating func remove(_ entry: Entry) {
+        mutating func remove(_ entry: Entry, _ reason: EvictionReason) {
             unlink(entry)
-            entries[entry.userID] = nil
+            let key = SessionKey(entry.userID)
+            entries[key] = nil
             evicted += 1
+            guard persistent else { return }
+            switch reason {
+            case .capacity where entry.dirty: departed[key] = Departed(entry: entry, reason: reason)
+            case .idle, .removed: departed[key] = Departed(entry: entry, reason: reason)
+            default: break
+            }
+            entry.dirty = false
+        }
+
+        mutating func markDirty(_ entry: Entry) {
+            guard persistent, !entry.dirty else { return }
+            entry.dirty = true
+            dirty.append(entry)
         }
     }
 
     /// One shard's lock (a class, so the shards can live in an array).
     private final class ShardLock: Sendable {
-        let mutex = Mutex(Shard())
+        let mutex: Mutex<Shard>
+        init(persistent: Bool) {
+            var shard = Shard()
+            shard.persistent = persistent
+            mutex = Mutex(shard)
+        }
         func withLock<R>(_ body: (inout sending Shard) throws -> sending R) rethrows -> R {
             try mutex.withLock(body)
         }
     }
 
-    /// The largest sessions file ``restore(from:)`` reads: 4 GiB.
-    public static let maximumFileSize = 4 << 30
+    /// The longest line (one session's snapshot) ``restore(from:)`` reads: 16 MiB; a longer one is
+    /// skipped as unreadable.
+    public static let maximumSnapshotBytes = SessionFileReader.maximumLineBytes
 
     private let shards: [ShardLock]
     private let perShardMaximum: Int
     /// Nanoseconds since the store was created, on the injected clock.
     private let now: @Sendable () -> Int64
     private let sleep: @Sendable (Duration) async throws -> Void
+    /// Whether a save is running (saves must not overlap), and whether the last one failed (for the log).
+    private let saving = Mutex((running: false, failing: false, lastFailureLog: Int64.min))
 
     /// Creates an empty store.
     /// - Parameters:
@@ -166,7 +270,7 @@ public final class SessionStore: Sendable {
         self.tagManager = tagManager
         self.configuration = configuration
         let count = configuration.maximumSessions >= 1024 ? 16 : 1
-        self.shards = (0..<count).map { _ in ShardLock() }
+        self.shards = (0..<count).map { _ in ShardLock(persistent: configuration.persistence != nil) }
         self.perShardMaximum = max(1, configuration.maximumSessions / count)
         let start = clock.now
         self.now = { SessionStore.nanoseconds(start.duration(to: clock.now)) }
@@ -178,55 +282,201 @@ public final class SessionStore: Sendable {
         return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
     }
 
-    private func shard(for userID: String) -> ShardLock {
+    private func shard(for key: SessionKey) -> ShardLock {
         if shards.count == 1 { return shards[0] }
-        var hasher = Hasher()
-        hasher.combine(userID)
-        return shards[Int(UInt(bitPattern: hasher.finalize()) % UInt(shards.count))]
+        return shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
     }
 
     // MARK: Finding sessions
 
-    /// The session of `userID`: the live one, or a new one with `context` (the tag manager's default
-    /// context when `nil`). Marks it as used now. A given `context` also replaces a live session's context
-    /// when it differs (the client may have upgraded its app).
+    /// Checks that `userID` can name a session: not empty and without a NUL character.
+    ///
+    /// A NUL is refused because the places a user ID travels cannot all hold it: C strings and file names
+    /// end at it, PostgreSQL `text` refuses it, and Braze documents no such `external_id`. A service
+    /// answers such an ID as a bad request; ``loadSession(for:context:)`` refuses it with this error.
+    /// (The synchronous ``session(for:context:)`` keys any bytes, NUL included, as given: it is for IDs the
+    /// host made or checked itself.)
+    /// - Throws: ``ContainerError`` with code ``ContainerError/Code/invalidUserID``.
+    public static func validate(userID: String) throws(ContainerError) {
+        if userID.isEmpty { throw ContainerError(.invalidUserID, "a user id must not be empty") }
+        if userID.utf8.contains(0) {
+            throw ContainerError(.invalidUserID, "the user id '\(userID.replacingNUL())' contains a NUL character")
+        }
+    }
+
+    /// The session of `userID` in memory: the live one, or a new one with `context` (the tag manager's
+    /// default context when `nil`). Marks it as used now. A given `context` also replaces a live session's
+    /// context when it differs (the client may have upgraded its app).
+    ///
+    /// This synchronous form never consults the ``Configuration/persistence``: with one, use
+    /// ``loadSession(for:context:)``, or a user whose session is only in the persistence gets a new one
+    /// (whose first save is then refused as stale, and which is dropped).
     public func session(for userID: String, context: ClientContext? = nil) -> DataLayer {
         let time = now()
+        let key = SessionKey(userID)
         var evicted: [(Entry, EvictionReason)] = []
-        let session = shard(for: userID).withLock { shard -> DataLayer in
-            if let entry = shard.entries[userID] {
-                if time - entry.lastUsed <= SessionStore.nanoseconds(configuration.idleTimeout) {
-                    entry.lastUsed = time
-                    if shard.newest !== entry {
-                        shard.unlink(entry)
-                        shard.link(entry)
-                    }
-                    return entry.session
-                }
-                shard.remove(entry)
-                evicted.append((entry, .idle))
-            }
-            let session = tagManager.makeDataLayer(context: context, sessionID: userID)
-            insert(Entry(userID: userID, session: session, now: time), into: &shard, evicted: &evicted)
-            shard.created += 1
-            return session
+        let session = shard(for: key).withLock { shard -> DataLayer in
+            if let session = liveSession(key, in: &shard, at: time, evicted: &evicted) { return session }
+            return newSession(userID, key, context: context, in: &shard, at: time, evicted: &evicted)
         }
         report(evicted)
         if let context, session.context != context { session.updateContext(context) }
         return session
     }
 
+    /// The session of `userID`: the live one, the one the ``Configuration/persistence`` holds (loaded now),
+    /// or a new one with `context`. Marks it as used now (and as changed, to be saved); a given `context`
+    /// replaces the session's context when it differs.
+    ///
+    /// A load happens once per user however many requests of that user wait for it; requests of other
+    /// users do not wait for it. Without a persistence this is ``session(for:context:)`` with the user ID
+    /// checked.
+    /// - Throws: ``ContainerError``: `invalid_user_id` (see ``validate(userID:)``), or what the persistence
+    ///   threw when the session could not be loaded (the request should be answered as unavailable and
+    ///   retried; nothing was created).
+    public func loadSession(for userID: String, context: ClientContext? = nil) async throws(ContainerError)
+        -> DataLayer
+    {
+        try Self.validate(userID: userID)
+        guard let persistence = configuration.persistence else { return session(for: userID, context: context) }
+        let time = now()
+        let key = SessionKey(userID)
+        let lock = shard(for: key)
+        enum Step {
+            case found(DataLayer)
+            case wait
+            case load
+        }
+        var evicted: [(Entry, EvictionReason)] = []
+        let step = lock.withLock { shard -> Step in
+            if let session = liveSession(key, in: &shard, at: time, evicted: &evicted) { return .found(session) }
+            if let departed = shard.departed[key] {
+                if departed.reason == .capacity {
+                    // Evicted before its last change was saved: it is the newest version; take it back.
+                    shard.departed[key] = nil
+                    departed.entry.lastUsed = time
+                    insert(departed.entry, into: &shard, evicted: &evicted)
+                    shard.markDirty(departed.entry)
+                    return .found(departed.entry.session)
+                }
+                // It ended (idle): a new session, whose versions continue above the ended one's.
+                return .found(newSession(userID, key, context: context, in: &shard, at: time, evicted: &evicted))
+            }
+            if shard.loading[key] != nil { return .wait }
+            shard.loading[key] = []
+            return .load
+        }
+        report(evicted)
+        let session: DataLayer
+        switch step {
+        case .found(let found):
+            session = found
+        case .wait:
+            let result = await withCheckedContinuation { (continuation: LoadWaiter) in
+                let done = lock.withLock { shard -> Result<DataLayer, ContainerError>? in
+                    if shard.loading[key] != nil {
+                        shard.loading[key]!.append(continuation)
+                        return nil
+                    }
+                    return shard.entries[key].map { .success($0.session) }
+                        ?? .failure(ContainerError(.io, "the session of '\(userID)' did not load"))
+                }
+                if let done { continuation.resume(returning: done) }
+            }
+            session = try result.get()
+        case .load:
+            let result: Result<DataLayer, ContainerError>
+            do {
+                let stored = try await persistence.load(userID: userID)
+                let made = stored.map { tagManager.restoreDataLayer(from: $0.snapshot) }
+                evicted = []
+                result = .success(
+                    lock.withLock { shard -> DataLayer in
+                        if let live = shard.entries[key] { return live.session }  // made meanwhile (synchronously)
+                        let session = made ?? tagManager.makeDataLayer(context: context, sessionID: userID)
+                        let entry = Entry(userID: userID, session: session, now: now(), version: stored?.version ?? 0)
+                        insert(entry, into: &shard, evicted: &evicted)
+                        shard.markDirty(entry)
+                        if stored == nil { shard.created += 1 } else { shard.loaded += 1 }
+                        return session
+                    }
+                )
+                report(evicted)
+            } catch {
+                result = .failure(error)
+            }
+            let waiters = lock.withLock { shard in shard.loading.removeValue(forKey: key) ?? [] }
+            for waiter in waiters { waiter.resume(returning: result) }
+            session = try result.get()
+        }
+        if let context, session.context != context { session.updateContext(context) }
+        return session
+    }
+
+    /// Reports that `session` changed outside a handing-out (a push that finished after the store last
+    /// saved it, an attribute set by the host): the next save of ``run()`` keeps it. A host calls it after
+    /// each push; without a persistence it does nothing.
+    public func didChange(_ session: DataLayer) {
+        guard configuration.persistence != nil else { return }
+        let key = SessionKey(session.sessionID)
+        shard(for: key).withLock { shard in
+            if let entry = shard.entries[key], entry.session === session { shard.markDirty(entry) }
+        }
+    }
+
+    /// The live session of `key`, marked as used (and changed); an expired one is evicted (and `nil`).
+    private func liveSession(
+        _ key: SessionKey,
+        in shard: inout Shard,
+        at time: Int64,
+        evicted: inout [(Entry, EvictionReason)]
+    ) -> DataLayer? {
+        guard let entry = shard.entries[key] else { return nil }
+        if time - entry.lastUsed <= SessionStore.nanoseconds(configuration.idleTimeout) {
+            entry.lastUsed = time
+            if shard.newest !== entry {
+                shard.unlink(entry)
+                shard.link(entry)
+            }
+            shard.markDirty(entry)
+            return entry.session
+        }
+        shard.remove(entry, .idle)
+        evicted.append((entry, .idle))
+        return nil
+    }
+
+    /// A new session for `userID`, inserted; its versions continue above those of a session of the same
+    /// user that ended and is still to be removed from the persistence.
+    private func newSession(
+        _ userID: String,
+        _ key: SessionKey,
+        context: ClientContext?,
+        in shard: inout Shard,
+        at time: Int64,
+        evicted: inout [(Entry, EvictionReason)]
+    ) -> DataLayer {
+        let session = tagManager.makeDataLayer(context: context, sessionID: userID)
+        let entry = Entry(userID: userID, session: session, now: time, version: shard.departed[key]?.entry.version ?? 0)
+        insert(entry, into: &shard, evicted: &evicted)
+        shard.markDirty(entry)
+        shard.created += 1
+        return session
+    }
+
     /// The live session of `userID`, if there is one (not marked as used).
     public func existingSession(for userID: String) -> DataLayer? {
-        shard(for: userID).withLock { $0.entries[userID]?.session }
+        let key = SessionKey(userID)
+        return shard(for: key).withLock { $0.entries[key]?.session }
     }
 
     /// Removes the session of `userID` (the eviction hook sees reason `removed`); returns it.
     @discardableResult
     public func remove(_ userID: String) -> DataLayer? {
-        let entry = shard(for: userID).withLock { shard -> Entry? in
-            guard let entry = shard.entries[userID] else { return nil }
-            shard.remove(entry)
+        let key = SessionKey(userID)
+        let entry = shard(for: key).withLock { shard -> Entry? in
+            guard let entry = shard.entries[key] else { return nil }
+            shard.remove(entry, .removed)
             return entry
         }
         guard let entry else { return nil }
@@ -237,10 +487,10 @@ public final class SessionStore: Sendable {
     /// Adds `entry`, first evicting the shard's least recently used session when it is full.
     private func insert(_ entry: Entry, into shard: inout Shard, evicted: inout [(Entry, EvictionReason)]) {
         if shard.entries.count >= perShardMaximum, let oldest = shard.oldest {
-            shard.remove(oldest)
+            shard.remove(oldest, .capacity)
             evicted.append((oldest, .capacity))
         }
-        shard.entries[entry.userID] = entry
+        shard.entries[SessionKey(entry.userID)] = entry
         shard.link(entry)
     }
 
@@ -261,7 +511,7 @@ public final class SessionStore: Sendable {
             let idle = shard.withLock { shard -> [Entry] in
                 var idle: [Entry] = []
                 while let oldest = shard.oldest, time - oldest.lastUsed > timeout {
-                    shard.remove(oldest)
+                    shard.remove(oldest, .idle)
                     idle.append(oldest)
                 }
                 return idle
@@ -272,17 +522,182 @@ public final class SessionStore: Sendable {
         return evicted.count
     }
 
-    /// Sweeps idle sessions every ``Configuration/sweepInterval`` until the task is cancelled, then
-    /// returns (there is nothing to drain: the sessions stay in the store for ``save(to:)``).
-    public func run() async throws {
-        while !Task.isCancelled {
-            do {
-                try await sleep(configuration.sweepInterval)
-            } catch is CancellationError {
-                return
-            }
-            evictIdle()
+    /// How long until the least recently used session expires (at most the sweep interval and the idle
+    /// timeout).
+    private func untilNextExpiry() -> Duration {
+        let time = now()
+        let timeout = SessionStore.nanoseconds(configuration.idleTimeout)
+        var next = min(configuration.sweepInterval, configuration.idleTimeout)
+        for shard in shards {
+            guard let lastUsed = shard.withLock({ $0.oldest?.lastUsed }) else { continue }
+            let left = Duration.nanoseconds(max(0, lastUsed &+ timeout &- time) &+ 1)
+            next = min(next, left)
         }
+        return max(next, .milliseconds(1))
+    }
+
+    /// Until the task is cancelled: evicts each idle session when it expires (checking at least every
+    /// ``Configuration/sweepInterval``) and, with a persistence, runs the persistence's own work and saves
+    /// the changed sessions every ``Configuration/saveInterval``. When cancelled it saves what changed
+    /// since the last save (with a persistence), then returns; the sessions stay in the store for
+    /// ``save(to:)``.
+    public func run() async throws {
+        guard let persistence = configuration.persistence else {
+            while !Task.isCancelled {
+                do {
+                    try await sleep(untilNextExpiry())
+                } catch is CancellationError {
+                    return
+                }
+                evictIdle()
+            }
+            return
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await persistence.run() }
+            var sinceSave: Duration = .zero
+            while !Task.isCancelled {
+                let wait = min(untilNextExpiry(), configuration.saveInterval - sinceSave)
+                do {
+                    try await sleep(max(wait, .milliseconds(1)))
+                } catch is CancellationError {
+                    break
+                }
+                sinceSave += max(wait, .milliseconds(1))
+                evictIdle()
+                if sinceSave >= configuration.saveInterval {
+                    sinceSave = .zero
+                    await saveLogged()
+                }
+            }
+            await saveLogged()
+            group.cancelAll()
+        }
+    }
+
+    /// ``saveChanges()``, logging a failure on the tag manager's logger: the first of a run of failures,
+    /// then at most one a minute, and the recovery.
+    private func saveLogged() async {
+        do {
+            try await saveChanges()
+            let recovered = saving.withLock { state in
+                defer { state.failing = false }
+                return state.failing
+            }
+            if recovered { tagManager.logger.info("sessions are saved again") }
+        } catch {
+            let time = now()
+            let logs = saving.withLock { state -> Bool in
+                state.failing = true
+                guard time &- state.lastFailureLog >= 60_000_000_000 else { return false }
+                state.lastFailureLog = time
+                return true
+            }
+            if logs {
+                tagManager.logger.error(
+                    "cannot save sessions; their changes are kept and saved again: \(error.message)",
+                    metadata: ["code": error.code.rawValue]
+                )
+            }
+        }
+    }
+
+    // MARK: Saving
+
+    /// Saves into the ``Configuration/persistence`` every session that changed since its last save (with
+    /// the next version), the last changes of sessions evicted for capacity, and the removal of sessions
+    /// that ended. ``run()`` calls it every ``Configuration/saveInterval``; a call while another is running
+    /// returns 0 at once.
+    ///
+    /// A session the persistence holds a newer version of (another instance owns the user now) is dropped
+    /// from the store (reason ``EvictionReason/superseded``); the user's next request loads the newer one.
+    /// - Returns: how many changes were saved.
+    /// - Throws: what the persistence threw; every change is kept for the next call.
+    @discardableResult
+    public func saveChanges() async throws(ContainerError) -> Int {
+        guard let persistence = configuration.persistence else { return 0 }
+        let first = saving.withLock { state -> Bool in
+            defer { state.running = true }
+            return !state.running
+        }
+        guard first else { return 0 }
+        defer { saving.withLock { $0.running = false } }
+
+        // 1. Take the changes, shard by shard.
+        var live: [(ShardLock, Entry, Int64)] = []
+        var departed: [(ShardLock, SessionKey, Departed)] = []
+        for lock in shards {
+            lock.withLock { shard in
+                for entry in shard.dirty where entry.dirty {
+                    entry.dirty = false
+                    live.append((lock, entry, entry.version + 1))
+                }
+                shard.dirty.removeAll(keepingCapacity: true)
+                for (key, gone) in shard.departed { departed.append((lock, key, gone)) }
+                shard.departed.removeAll(keepingCapacity: true)
+            }
+        }
+        if live.isEmpty && departed.isEmpty { return 0 }
+
+        // 2. Snapshot outside the locks (each takes its session's own lock) and save.
+        var changes: [SessionChange] = []
+        changes.reserveCapacity(live.count + departed.count)
+        for (_, key, gone) in departed {
+            if gone.reason == .capacity {
+                let snapshot = gone.entry.session.snapshot()
+                changes.append(.save(StoredSession(snapshot: snapshot, version: gone.entry.version + 1)))
+            } else if gone.entry.version > 0 {
+                changes.append(.remove(userID: key.userID, version: gone.entry.version))
+            }
+        }
+        for (_, entry, version) in live {
+            changes.append(.save(StoredSession(snapshot: entry.session.snapshot(), version: version)))
+        }
+        let result: SessionSaveResult
+        do {
+            result = try await persistence.save(changes)
+        } catch {
+            // 3a. Keep every change for the next save. The versions tried count as used (the save may have
+            // been kept after all): the retry writes higher ones.
+            for (lock, entry, version) in live {
+                lock.withLock { shard in
+                    shard.saveFailures += 1
+                    if entry.version < version { entry.version = version }
+                    if shard.entries[SessionKey(entry.userID)] === entry { shard.markDirty(entry) }
+                }
+            }
+            for (lock, key, gone) in departed {
+                lock.withLock { shard in
+                    if gone.reason == .capacity { gone.entry.version += 1 }
+                    if shard.departed[key] == nil && shard.entries[key] == nil { shard.departed[key] = gone }
+                }
+            }
+            throw error
+        }
+        // 3b. Record the versions; drop the superseded sessions.
+        let superseded = Set(result.superseded.map(SessionKey.init))
+        var dropped: [(Entry, EvictionReason)] = []
+        for (lock, entry, version) in live {
+            let key = SessionKey(entry.userID)
+            lock.withLock { shard in
+                guard !superseded.contains(key) else {
+                    if shard.entries[key] === entry {
+                        shard.remove(entry, .superseded)
+                        dropped.append((entry, .superseded))
+                    }
+                    return
+                }
+                shard.saved += 1
+                if entry.version < version { entry.version = version }
+            }
+        }
+        for (lock, _, gone) in departed where gone.reason == .capacity {
+            lock.withLock { $0.saved += 1 }
+        }
+        report(dropped)
+        let kept = changes.count - result.superseded.count
+        if kept > 0 { configuration.onSave?(kept) }
+        return kept
     }
 
     // MARK: Statistics
@@ -296,6 +711,11 @@ public final class SessionStore: Sendable {
                 total.created += shard.created
                 total.restored += shard.restored
                 total.evicted += shard.evicted
+                total.skippedSnapshots += shard.skipped
+                total.loaded += shard.loaded
+                total.saved += shard.saved
+                total.saveFailures += shard.saveFailures
+                total.unsaved += shard.dirty.count { $0.dirty } + shard.departed.count
             }
         }
         return total
@@ -313,7 +733,7 @@ public final class SessionStore: Sendable {
             let live = shard.withLock { shard in shard.entries.values.map { $0.session } }
             sessions.append(contentsOf: live)
         }
-        return sessions.map { $0.snapshot() }.sorted { $0.sessionID < $1.sessionID }
+        return sessions.map { $0.snapshot() }.sorted { $0.sessionID.utf8.lexicographicallyPrecedes($1.sessionID.utf8) }
     }
 
     /// Makes sessions from snapshots (each under its ``SessionSnapshot/sessionID`` as user ID), replacing
@@ -324,9 +744,16 @@ public final class SessionStore: Sendable {
         var evicted: [(Entry, EvictionReason)] = []
         for snapshot in snapshots {
             let session = tagManager.restoreDataLayer(from: snapshot)
-            shard(for: snapshot.sessionID).withLock { shard in
-                if let live = shard.entries[snapshot.sessionID] { shard.remove(live) }
-                insert(Entry(userID: snapshot.sessionID, session: session, now: time), into: &shard, evicted: &evicted)
+            let key = SessionKey(snapshot.sessionID)
+            shard(for: key).withLock { shard in
+                var version: Int64 = 0
+                if let live = shard.entries[key] {
+                    version = live.version
+                    shard.remove(live, .removed)
+                }
+                let entry = Entry(userID: snapshot.sessionID, session: session, now: time, version: version)
+                insert(entry, into: &shard, evicted: &evicted)
+                shard.markDirty(entry)
                 shard.restored += 1
             }
         }
@@ -335,7 +762,8 @@ public final class SessionStore: Sendable {
     }
 
     /// Writes a snapshot of every live session to `path`, one JSON object per line (see
-    /// ``SessionSnapshot/jsonText``), atomically: a crash leaves the previous file or the new one.
+    /// ``SessionSnapshot/jsonText``), atomically: a crash leaves the previous file or the new one. A new
+    /// file is private to the service's user (mode `0600`): it holds user IDs and event parameters.
     /// - Returns: how many sessions were written.
     @discardableResult
     public func save(to path: String) throws(ContainerError) -> Int {
@@ -346,38 +774,89 @@ public final class SessionStore: Sendable {
             text += "\n"
         }
         do {
-            try SavedContainerStore.writeAtomically(Array(text.utf8), to: path)
+            try AtomicFile.write(Array(text.utf8), to: path, uniqueTemporary: true, mode: 0o600)
         } catch {
-            throw ContainerError(.io, "cannot write sessions to '\(path)': \(error.message)", file: path)
+            throw ContainerError(
+                .io,
+                "cannot write sessions to '\(path)' (\(error.step) '\(error.path)': \(error.reason))",
+                file: path
+            )
         }
         return all.count
     }
 
     /// Restores the sessions a ``save(to:)`` wrote to `path`; a missing file restores nothing.
+    ///
+    /// The file is read line by line (memory stays bounded by one line, not the file), and only when it
+    /// is a regular file: a FIFO, a device such as `/dev/zero` or a directory is refused at once. A line
+    /// that cannot be read — torn by a crash, corrupt, longer than ``maximumSnapshotBytes`` — is skipped
+    /// and counted in ``Statistics/skippedSnapshots``, with one warning on the tag manager's logger naming
+    /// the first such line; the other sessions are restored.
     /// - Returns: how many sessions were restored.
-    /// - Throws: ``ContainerError`` naming the file and line of a snapshot that cannot be read (nothing is
-    ///   restored then).
+    /// - Throws: ``ContainerError`` (`io_error`) when the file cannot be opened or read, or is not a
+    ///   regular file.
     @discardableResult
     public func restore(from path: String) throws(ContainerError) -> Int {
-        guard access(path, F_OK) == 0 else { return 0 }
-        let bytes = try ContainerLoader.readFile(path, limit: SessionStore.maximumFileSize)
-        var snapshots: [SessionSnapshot] = []
-        var line = 0
-        for slice in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
-            line += 1
-            if slice.allSatisfy({ $0 == 0x20 || $0 == 0x0D || $0 == 0x09 }) { continue }
-            do {
-                snapshots.append(try SessionSnapshot(jsonValue: try Value(jsonBytes: Array(slice))))
+        guard let fd = try SessionFileReader.open(path) else { return 0 }
+        defer { close(fd) }
+        var batch: [SessionSnapshot] = []
+        var restored = 0
+        var skipped = 0
+        var firstProblem: ContainerError?
+        try SessionFileReader.forEachLine(of: fd, path: path) { line throws(ContainerError) in
+            guard let bytes = line.bytes else {
+                skipped += 1
+                if firstProblem == nil {
+                    firstProblem = ContainerError(
+                        .tooLarge,
+                        "session snapshot longer than \(SessionStore.maximumSnapshotBytes) bytes",
+                        file: path,
+                        location: SourceLocation(line: line.number, column: 1, offset: line.offset)
+                    )
+                }
+                return
+            }
+            if SessionFileReader.isBlank(bytes) { return }
+            do throws(ContainerError) {
+                batch.append(try SessionSnapshot(jsonValue: try Value(jsonBytes: Array(bytes))))
             } catch {
-                throw ContainerError(
-                    error.code,
-                    "cannot read session snapshot: \(error.message)",
-                    file: path,
-                    pointer: error.pointer,
-                    location: SourceLocation(line: line, column: error.location?.column ?? 1)
-                )
+                skipped += 1
+                if firstProblem == nil {
+                    firstProblem = ContainerError(
+                        error.code,
+                        "cannot read session snapshot: \(error.message)",
+                        file: path,
+                        pointer: error.pointer,
+                        location: SourceLocation(line: line.number, column: error.location?.column ?? 1)
+                    )
+                }
+            }
+            if batch.count >= 1024 {
+                restored += restore(batch)
+                batch.removeAll(keepingCapacity: true)
             }
         }
-        return restore(snapshots)
+        restored += restore(batch)
+        if skipped > 0 {
+            shards[0].withLock { $0.skipped += skipped }
+            tagManager.logger.warning(
+                "skipped \(skipped) unreadable session snapshot line(s) of '\(path)'; first: \(firstProblem.map { "\($0)" } ?? "")",
+                metadata: ["path": path, "skipped": "\(skipped)"]
+            )
+        }
+        return restored
+    }
+}
+
+extension ContainerError.Code {
+    /// A user ID that cannot name a session: empty, or with a NUL character (see
+    /// ``SessionStore/validate(userID:)``).
+    public static let invalidUserID = ContainerError.Code(rawValue: "invalid_user_id")
+}
+
+extension String {
+    /// The string with each NUL shown as `\0`, for messages.
+    fileprivate func replacingNUL() -> String {
+        String(decoding: utf8.flatMap { $0 == 0 ? Array("\\0".utf8) : [$0] }, as: UTF8.self)
     }
 }

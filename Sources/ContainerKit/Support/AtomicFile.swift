@@ -15,10 +15,16 @@ package enum AtomicFile {
     /// Writes `bytes` to `path` atomically. The temporary file is `<path>.tmp` (replaced if a crash left
     /// one), or `<path>.tmp-<random>` with `uniqueTemporary` when several writers may replace the same
     /// file at once; it is removed when a step fails.
-    package static func write(_ bytes: [UInt8], to path: String, uniqueTemporary: Bool = false) throws(Failure) {
+    /// `mode` is the new file's permission bits (before the umask); `0o600` for private data.
+    package static func write(
+        _ bytes: [UInt8],
+        to path: String,
+        uniqueTemporary: Bool = false,
+        mode: mode_t = 0o644
+    ) throws(Failure) {
         var random = SystemRandomNumberGenerator()
         let temporary = uniqueTemporary ? "\(path).tmp-\(String(random.next() as UInt64, radix: 36))" : path + ".tmp"
-        let fd = try FileSystem.openFile(temporary, O_WRONLY | O_CREAT | O_TRUNC, step: "creating")
+        let fd = try FileSystem.openFile(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: mode, step: "creating")
         do throws(FileSystemError) {
             defer { close(fd) }
             try FileSystem.writeAll(fd, bytes, path: temporary)

@@ -160,11 +160,13 @@ package enum FileSystem {
 
     /// Creates `directory` and its parents if they are missing; fails with `ENOTDIR` (step
     /// `creating the directory`) when it exists but is not a directory.
-    package static func makeDirectory(_ directory: String) throws(FileSystemError) {
+    /// `mode` is the permission bits of the directories it creates (before the umask); `0o700` for
+    /// private data.
+    package static func makeDirectory(_ directory: String, mode: mode_t = 0o755) throws(FileSystemError) {
         var path = ""
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             path += (path.isEmpty && !directory.hasPrefix("/") ? "" : "/") + component
-            if mkdir(path, 0o755) != 0 && errno != EEXIST {
+            if mkdir(path, mode) != 0 && errno != EEXIST {
                 throw FileSystemError(step: "creating the directory", path: path, errorNumber: errno)
             }
         }

@@ -38,6 +38,25 @@ struct EmbeddingGuideTests {
         #expect(checked > 20)
     }
 
+    @Test func thePersistenceSnippetRuns() async throws {
+        let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .warning))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("guide-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let persistence = FileSessionPersistence(directory: directory)  // created 0700, files 0600
+        let durable = SessionStore(
+            tagManager: manager,
+            configuration: SessionStore.Configuration(persistence: persistence, saveInterval: .seconds(1))
+        )
+        let saving = Task { try await durable.run() }  // beside the server: saves every second, the rest when cancelled
+        // Per request:
+        let user = try await durable.loadSession(for: "user-42", context: ClientContext(platform: "Android"))
+        await user.push(event: "played song", parameters: ["genre": "jazz"])
+        durable.didChange(user)  // saved at the next interval
+        saving.cancel()
+        try await saving.value
+        #expect(try await FileSessionPersistence(directory: directory).load(userID: "user-42") != nil)
+    }
+
     @Test func theGuidesCodeRuns() async throws {
         // Setting up
         let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .warning))

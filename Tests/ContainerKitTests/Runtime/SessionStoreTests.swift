@@ -11,6 +11,21 @@ struct SessionStoreTests {
         return manager
     }
 
+    static func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sessions-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// A store whose users u1, u2 and u3 pushed one event each.
+    static func storeWithThreeUsers() async throws -> SessionStore {
+        let store = SessionStore(tagManager: try manager())
+        for user in ["u1", "u2", "u3"] {
+            await store.session(for: user).push(event: "tick", parameters: ["caller": 1, "n": 2])
+        }
+        return store
+    }
+
     @Test func findsTheSameSessionForAUserAndANewOneForAnother() throws {
         let store = SessionStore(tagManager: try Self.manager())
         let a = store.session(for: "alice")
@@ -80,15 +95,11 @@ struct SessionStoreTests {
     }
 
     @Test func sessionsSurviveARestartThroughTheSessionsFile() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sessions-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("sessions.jsonl").path
 
-        let before = SessionStore(tagManager: try Self.manager())
-        for user in ["u1", "u2", "u3"] {
-            await before.session(for: user).push(event: "tick", parameters: ["caller": 1, "n": 2])
-        }
+        let before = try await Self.storeWithThreeUsers()
         #expect(try before.save(to: path) == 3)
 
         let after = SessionStore(tagManager: try Self.manager())
@@ -96,15 +107,95 @@ struct SessionStoreTests {
         #expect(after.statistics.restored == 3)
         #expect(after.snapshots() == before.snapshots())
         #expect(after.session(for: "u2").snapshot().eventNumber == 1)
-        // A missing file restores nothing; a damaged one says where.
+        // A missing file restores nothing.
         #expect(try after.restore(from: directory.appendingPathComponent("none").path) == 0)
-        try Data("{\"format\": 1}\nnot json\n".utf8).write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test func canonicallyEquivalentUserIDsAreTwoSessions() throws {
+        let store = SessionStore(tagManager: try Self.manager())
+        let composed = store.session(for: "caf\u{E9}")
+        let decomposed = store.session(for: "cafe\u{301}")
+        #expect(composed !== decomposed)
+        #expect(decomposed.sessionID.utf8.elementsEqual("cafe\u{301}".utf8))
+        #expect(store.count == 2)
+        #expect(store.existingSession(for: "cafe\u{301}") === decomposed)
+        store.remove("caf\u{E9}")
+        #expect(store.existingSession(for: "cafe\u{301}") === decomposed)
+    }
+
+    @Test func aUserIDWithANULOrEmptyIsRefusedByValidation() {
+        #expect(throws: ContainerError.self) { try SessionStore.validate(userID: "a\u{0}b") }
+        #expect(throws: ContainerError.self) { try SessionStore.validate(userID: "") }
         do {
-            try after.restore(from: path)
-            Issue.record("expected an error")
+            try SessionStore.validate(userID: "a\u{0}b")
         } catch {
-            #expect(error.file == path && error.location?.line == 1)
+            #expect(error.code == .invalidUserID && error.message.contains("'a\\0b'"))
         }
+        #expect(throws: Never.self) { try SessionStore.validate(userID: "cafe\u{301}") }
+    }
+
+    @Test func aDroppedStoreReleasesItsSessions() throws {
+        let manager = try Self.manager()
+        weak var first: DataLayer?
+        weak var middle: DataLayer?
+        do {
+            // One shard (fewer than 1,024 sessions), so the three sessions are neighbours in one recency list.
+            let store = SessionStore(tagManager: manager, configuration: .init(maximumSessions: 100))
+            first = store.session(for: "a")
+            middle = store.session(for: "b")
+            _ = store.session(for: "c")
+            #expect(first != nil && middle != nil)
+        }
+        #expect(first == nil)
+        #expect(middle == nil)
+    }
+
+    @Test func aTornOrCorruptLineSkipsOnlyItsSession() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("sessions.jsonl").path
+        let before = try await Self.storeWithThreeUsers()
+        try before.save(to: path)
+        var lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines.insert("not json", at: 1)
+        lines[3] = String(lines[3].prefix(lines[3].count / 2))  // the last line torn by a crash
+        try Data(lines.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: path))
+
+        let logger = InMemoryLogger()
+        let manager = TagManager(logger: logger)
+        let after = SessionStore(tagManager: manager)
+        #expect(try after.restore(from: path) == 2)
+        #expect(after.statistics.skippedSnapshots == 2)
+        #expect(after.existingSession(for: "u1") != nil && after.existingSession(for: "u2") != nil)
+        #expect(after.existingSession(for: "u3") == nil)
+        #expect(logger.entries.contains { $0.message.contains("skipped 2 unreadable") && $0.message.contains(":2:") })
+    }
+
+    @Test func onlyARegularFileIsRestored() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fifo = directory.appendingPathComponent("fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let store = SessionStore(tagManager: try Self.manager())
+        for path in [fifo, "/dev/zero", directory.path] {
+            do {
+                try store.restore(from: path)
+                Issue.record("'\(path)' was read")
+            } catch {
+                #expect(error.code == .io && error.message.contains("is not a regular file"))
+            }
+        }
+    }
+
+    @Test func theSessionsFileIsPrivate() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("sessions.jsonl").path
+        let store = SessionStore(tagManager: try Self.manager())
+        _ = store.session(for: "u")
+        try store.save(to: path)
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
     }
 
     @Test func runSweepsOnItsClockAndReturnsWhenCancelled() async throws {

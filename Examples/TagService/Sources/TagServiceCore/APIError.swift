@@ -20,6 +20,10 @@ struct APIError: Error, Sendable {
         static let unsupportedMediaType = Code(rawValue: "unsupported_media_type")
         /// The records could not be made durable; the client should retry (503).
         static let notDurable = Code(rawValue: "not_durable")
+        /// No container is live, so the event would not be evaluated; the client should retry (503).
+        static let noContainer = Code(rawValue: "no_container")
+        /// The user's saved session cannot be loaded now; the client should retry (503).
+        static let sessionsUnavailable = Code(rawValue: "sessions_unavailable")
     }
 
     var code: Code
@@ -34,7 +38,7 @@ struct APIError: Error, Sendable {
         switch code {
         case .bodyTooLarge: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
-        case .notDurable: .serviceUnavailable
+        case .notDurable, .noContainer, .sessionsUnavailable: .serviceUnavailable
         default: .badRequest
         }
     }

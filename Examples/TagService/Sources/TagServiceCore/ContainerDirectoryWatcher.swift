@@ -9,7 +9,9 @@ import Synchronization
 ///
 /// A file that does not load is logged and skipped; the version already live stays live (the tag manager
 /// swaps containers atomically, so a push in progress finishes on the version it started with). A removed
-/// file's container is removed.
+/// file's container is removed. A directory that cannot be listed for a moment (`EMFILE` under a
+/// connection flood, a permission change) changes nothing: the live containers stay, and the failure is
+/// logged once, not at every scan, until the directory can be listed again.
 final class ContainerDirectoryWatcher: Service, Sendable {
     /// The identity of one file version: when it last changed and how large it is.
     struct Stamp: Equatable {
@@ -25,6 +27,8 @@ final class ContainerDirectoryWatcher: Service, Sendable {
     private let loaded = Mutex<[String: (stamp: Stamp, id: String)]>([:])
     /// Paths that failed to load, with the stamp that failed (not retried until it changes).
     private let failed = Mutex<[String: Stamp]>([:])
+    /// Whether the last listing failed (the failure is logged when it starts and when it ends).
+    private let listingFails = Mutex(false)
 
     init(directory: String, interval: Duration, manager: TagManager, logger: Logging.Logger) {
         self.directory = directory
@@ -37,7 +41,7 @@ final class ContainerDirectoryWatcher: Service, Sendable {
     /// - Returns: how many containers were loaded or reloaded.
     @discardableResult
     func scan() async -> Int {
-        let files = containerFiles()
+        guard let files = containerFiles() else { return 0 }
         var changed = 0
         for (path, stamp) in files.sorted(by: { $0.key < $1.key }) {
             if loaded.withLock({ $0[path]?.stamp }) == stamp || failed.withLock({ $0[path] }) == stamp { continue }
@@ -81,11 +85,26 @@ final class ContainerDirectoryWatcher: Service, Sendable {
         }
     }
 
-    private func containerFiles() -> [String: Stamp] {
+    /// The container files of the directory with their stamps; `nil` when the directory cannot be listed
+    /// now (which says nothing about its files: none of them is taken as removed).
+    private func containerFiles() -> [String: Stamp]? {
         let fileManager = FileManager.default
-        guard let names = try? fileManager.contentsOfDirectory(atPath: directory) else {
-            logger.error("cannot read the containers directory", metadata: ["directory": "\(directory)"])
-            return [:]
+        let names: [String]
+        do {
+            names = try fileManager.contentsOfDirectory(atPath: directory)
+        } catch {
+            if !listingFails.withLock({ $0 }) {
+                listingFails.withLock { $0 = true }
+                logger.error(
+                    "cannot list the containers directory; the live containers stay",
+                    metadata: ["directory": "\(directory)", "error": "\(error.localizedDescription)"]
+                )
+            }
+            return nil
+        }
+        if listingFails.withLock({ $0 }) {
+            listingFails.withLock { $0 = false }
+            logger.notice("the containers directory can be listed again", metadata: ["directory": "\(directory)"])
         }
         var files: [String: Stamp] = [:]
         for name in names where name.hasSuffix(".json") || name.hasSuffix(".plist") {

@@ -31,6 +31,11 @@ struct EventRequest: Sendable {
         guard case .string(let userID) = user, !userID.isEmpty, userID.utf8.count <= Self.maximumUserIDBytes else {
             throw APIError(.invalidField, "'user_id' must be a non-empty string of at most 997 bytes")
         }
+        // User IDs are bytes (two canonically equivalent IDs are two users); a NUL cannot travel everywhere
+        // an ID goes (C strings, PostgreSQL text), so it is refused here, before anything is pushed.
+        guard !userID.utf8.contains(0) else {
+            throw APIError(.invalidField, "'user_id' must not contain a NUL character")
+        }
         guard let eventValue = object["event"], !eventValue.isUndefined, eventValue != .null else {
             throw APIError(.missingField, "'event' is required")
         }

@@ -14,6 +14,8 @@ import NIOCore
 /// observer hooks, answers through ``RequestMetricsMiddleware``.
 struct EventsController: Sendable {
     let sessions: SessionStore
+    let metrics: ServiceMetrics
+    let readiness: Readiness
     let waitsForDurability: Bool
     let maximumBodyBytes: Int
     let logger: Logging.Logger
@@ -30,14 +32,24 @@ struct EventsController: Sendable {
 
     func handle(_ request: Request) async throws(APIError) -> Response {
         let event = try EventRequest(body: try await body(of: request))
-        let session = self.session(of: event)
+        // Without a live container nothing would be evaluated: the answer would say "no tag fired, durable"
+        // about an event no container saw. Refuse it (nothing is pushed) so that the client retries.
+        guard !sessions.tagManager.containers.isEmpty else {
+            metrics.refusedEvent(reason: "no_container")
+            throw APIError(.noContainer, "no container is live; the event was not evaluated, retry later")
+        }
+        let session = try await self.session(of: event)
         let result = await session.push(event: event.event, parameters: event.parameters)
+        sessions.didChange(session)
         if waitsForDurability {
             do {
                 try await result.waitUntilDurable()
+                readiness.commit(succeeded: true)
             } catch {
+                readiness.commit(succeeded: false)
+                // The detail (with the segment's path) goes to the log only; the client learns what to do.
                 logger.error("records not durable", metadata: ["user_id": "\(event.userID)", "error": "\(error)"])
-                throw APIError(.notDurable, "the event's records could not be made durable: \(error)")
+                throw APIError(.notDurable, "the event's records could not be made durable now; retry later")
             }
         }
         // {"fired":[…],"records":[…],…,"user_id":…,"durable":…}, written straight to bytes.
@@ -54,10 +66,21 @@ struct EventsController: Sendable {
         )
     }
 
-    /// The user's session: the live one, or a new one whose Braze user is the request's `user_id` (an
-    /// `external_id`), so that every record its tags make names the user.
-    private func session(of event: EventRequest) -> DataLayer {
-        let session = sessions.session(for: event.userID, context: event.context)
+    /// The user's session: the live one, the saved one (loaded now; other users do not wait for it), or a
+    /// new one whose Braze user is the request's `user_id` (an `external_id`), so that every record its
+    /// tags make names the user.
+    private func session(of event: EventRequest) async throws(APIError) -> DataLayer {
+        let session: DataLayer
+        do {
+            session = try await sessions.loadSession(for: event.userID, context: event.context)
+        } catch {
+            metrics.refusedEvent(reason: "sessions_unavailable")
+            logger.error(
+                "cannot load a session",
+                metadata: ["user_id": "\(event.userID)", "error": "\(error.message)"]
+            )
+            throw APIError(.sessionsUnavailable, "the user's session cannot be loaded now; retry later")
+        }
         if BrazeTagProvider.user(of: session) == nil {
             BrazeTagProvider.setUser(.externalID(event.userID), on: session)
         }

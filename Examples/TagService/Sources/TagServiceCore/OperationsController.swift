@@ -9,6 +9,7 @@ struct OperationsController: Sendable {
     let sessions: SessionStore
     let queue: DurableQueue
     let metrics: ServiceMetrics
+    let readiness: Readiness
     /// The containers `/ready` waits for (`--open` mode); empty: any live container will do.
     let requiredIDs: [String]
 
@@ -29,6 +30,7 @@ struct OperationsController: Sendable {
         }
         router.get("metrics") { _, _ in
             self.metrics.update(sessions: self.sessions.statistics, containers: self.manager.containers.count)
+            self.metrics.update(queue: self.queue.statistics)
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -37,7 +39,9 @@ struct OperationsController: Sendable {
         }
     }
 
-    /// 200 when the containers are live and the queue is writable; 503 naming what is missing otherwise.
+    /// 200 when the service can do its job now: the containers are live, the record queue's `run()` is
+    /// running, and the last commit of records succeeded (or, after a failed one, the queue directory takes
+    /// a synced write again); 503 naming what is missing otherwise.
     ///
     /// In `--open` mode every opened ID must be live; `wait` seconds are spent in
     /// ``TagManager/waitUntilLive(id:timeout:)`` first (`GET /ready?wait=10` for a start script). With a
@@ -49,12 +53,17 @@ struct OperationsController: Sendable {
         let live = manager.containers.map(\.id)
         let missing = requiredIDs.filter { manager.container(id: $0) == nil }
         let containersReady = requiredIDs.isEmpty ? !live.isEmpty : missing.isEmpty
-        let writable = FileManager.default.isWritableFile(atPath: queue.directory)
+        let failed = readiness.lastCommitFailed
+        let writable = !failed || Readiness.probe(queue.directory)
+        let running = readiness.queueRunning
+        let ready = containersReady && writable && running
         var body = ValueMap()
-        body["ready"] = .bool(containersReady && writable)
+        body["ready"] = .bool(ready)
         body["containers"] = .array(live.map(Value.string))
         if !missing.isEmpty { body["missing"] = .array(missing.map(Value.string)) }
+        body["queue_running"] = .bool(running)
+        body["last_commit"] = .string(failed ? "failed" : "ok")
         body["queue_writable"] = .bool(writable)
-        return Response.json(body, status: containersReady && writable ? .ok : .serviceUnavailable)
+        return Response.json(body, status: ready ? .ok : .serviceUnavailable)
     }
 }

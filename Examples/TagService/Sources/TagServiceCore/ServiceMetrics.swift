@@ -1,7 +1,9 @@
 import ContainerKit
+import ContainerKitBraze
 import CoreMetrics
 import Metrics
 import Prometheus
+import Synchronization
 
 /// The service's metrics: ContainerKit's ``RuntimeObserver`` hooks mapped onto swift-metrics, rendered by
 /// `GET /metrics` in Prometheus text format.
@@ -45,11 +47,19 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
     /// Sessions created and evicted since start, read from the session store when the page is rendered.
     let sessionsCreated: CoreMetrics.Gauge
     let sessionsEvicted: CoreMetrics.Gauge
+    /// Sessions loaded from `--sessions` on a miss, session versions saved into it, saves that failed (their
+    /// changes are kept and saved again), and changes waiting for the next save.
+    let sessionsLoaded: CoreMetrics.Gauge
+    let sessionsSaved: CoreMetrics.Gauge
+    let sessionSaveFailures: CoreMetrics.Gauge
+    let sessionsUnsaved: CoreMetrics.Gauge
     /// Containers live in the tag manager, read when the page is rendered.
     let liveContainers: CoreMetrics.Gauge
 
     /// Requests answered, by route and status (counted by ``RequestMetricsMiddleware``).
     let requestCounters: RequestCounters
+    /// Events refused before they were pushed, by reason (`no_container`, `sessions_unavailable`).
+    private let refusedEvents: [String: CoreMetrics.Counter]
 
     init() {
         let registry = PrometheusCollectorRegistry()
@@ -80,9 +90,23 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
         liveSessions = CoreMetrics.Gauge(label: "tagservice_sessions_live", factory: factory)
         sessionsCreated = CoreMetrics.Gauge(label: "tagservice_sessions_created", factory: factory)
         sessionsEvicted = CoreMetrics.Gauge(label: "tagservice_sessions_evicted", factory: factory)
+        sessionsLoaded = CoreMetrics.Gauge(label: "tagservice_sessions_loaded", factory: factory)
+        sessionsSaved = CoreMetrics.Gauge(label: "tagservice_sessions_saved", factory: factory)
+        sessionSaveFailures = CoreMetrics.Gauge(label: "tagservice_session_save_failures", factory: factory)
+        sessionsUnsaved = CoreMetrics.Gauge(label: "tagservice_sessions_unsaved", factory: factory)
         liveContainers = CoreMetrics.Gauge(label: "tagservice_containers_live", factory: factory)
         requestCounters = RequestCounters(factory: factory)
+        refusedEvents = ["no_container", "sessions_unavailable"].reduce(into: [:]) { counters, reason in
+            counters[reason] = CoreMetrics.Counter(
+                label: "tagservice_events_refused_total",
+                dimensions: [("reason", reason)],
+                factory: factory
+            )
+        }
     }
+
+    /// Counts an event refused before it was pushed (`tagservice_events_refused_total{reason}`).
+    func refusedEvent(reason: String) { refusedEvents[reason]?.increment() }
 
     /// Maps one ContainerKit report onto the metrics.
     func observe(_ event: RuntimeEvent) {
@@ -102,11 +126,29 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
         }
     }
 
+    /// Records a previous run left in the queue (read at start).
+    private let startBacklog = Mutex(0)
+    var backlogAtStart: Int {
+        get { startBacklog.withLock { $0 } }
+        set { startBacklog.withLock { $0 = newValue } }
+    }
+
+    /// The queue's backlog: what a previous run left plus what this run made durable, less what was
+    /// delivered or rejected. (The queue's own backlog report counts this run's records only.)
+    func update(queue: DurableQueue.Statistics) {
+        let records = backlogAtStart + queue.durableRecords - queue.deliveredRecords - queue.rejectedRecords
+        queueBacklog.record(max(0, records))
+    }
+
     /// Copies what the library keeps as state into the gauges.
     func update(sessions: SessionStore.Statistics, containers: Int) {
         liveSessions.record(sessions.live)
         sessionsCreated.record(sessions.created)
         sessionsEvicted.record(sessions.evicted)
+        sessionsLoaded.record(sessions.loaded)
+        sessionsSaved.record(sessions.saved)
+        sessionSaveFailures.record(sessions.saveFailures)
+        sessionsUnsaved.record(sessions.unsaved)
         liveContainers.record(containers)
     }
 

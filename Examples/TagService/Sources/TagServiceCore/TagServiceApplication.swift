@@ -2,6 +2,7 @@ import ContainerKit
 import ContainerKitBraze
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import Metrics
 import ServiceLifecycle
@@ -19,17 +20,17 @@ import ServiceLifecycle
 /// (`LibraryServices.swift`) plus two small ones of the example, started in this order:
 ///
 /// 1. the ``DurableQueue`` (the Braze provider's sink),
-/// 2. ``SessionSnapshots`` (saves the sessions at shutdown),
-/// 3. the ``SessionStore`` (sweeps idle sessions),
-/// 4. the containers: the ``TagManager`` (`--open`: loading and refreshes) or the
+/// 2. the ``SessionStore`` (evicts idle sessions; with `--sessions`, saves the changed ones every
+///    `--session-save-interval` and loads a returning user's session on demand),
+/// 3. the containers: the ``TagManager`` (`--open`: loading and refreshes) or the
 ///    ``ContainerDirectoryWatcher``,
-/// 5. the HTTP server (Hummingbird adds it last).
+/// 4. the HTTP server (Hummingbird adds it last).
 ///
 /// On SIGTERM the group shuts them down in reverse order, each once the one after it has returned: the
 /// server stops accepting and finishes the requests in flight (their records still reach the running
 /// queue, and their answers wait until the records are durable); the containers stop refreshing; the
-/// store stops sweeping; the sessions are saved; the queue refuses new records, commits what it holds and
-/// drains it into Braze. Then `runService()` returns and the process exits 0.
+/// store saves the sessions changed since its last save; the queue refuses new records, commits what it
+/// holds and drains it into Braze. Then `runService()` returns and the process exits 0.
 public struct TagServiceApplication: Sendable {
     /// The configuration the service runs with.
     public let configuration: TagServiceConfiguration
@@ -53,9 +54,12 @@ public struct TagServiceApplication: Sendable {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         self.configuration = configuration
+        try StartupCheck.paths(of: configuration)
         let metrics = ServiceMetrics()
         let manager = TagManager(logger: SwiftLogAdapter(logger), defaultContext: .server, observer: metrics)
 
+        // What a previous run left undelivered: the queue's own counts start at zero with each run.
+        metrics.backlogAtStart = (try? DurableQueue.pendingRecords(in: configuration.queueDirectory).count) ?? 0
         let queue = try RecordQueue.open(configuration, observer: metrics, logger: logger)
         BrazeTagProvider(sink: queue).register(on: manager)
 
@@ -66,11 +70,12 @@ public struct TagServiceApplication: Sendable {
                 maximumSessions: configuration.maximumSessions,
                 onEvict: { userID, _, reason in
                     logger.debug("session evicted", metadata: ["user_id": "\(userID)", "reason": "\(reason.rawValue)"])
-                }
+                },
+                persistence: configuration.sessionsDirectory.map { FileSessionPersistence(directory: $0) },
+                saveInterval: configuration.sessionSaveInterval,
+                onSave: { count in logger.debug("sessions saved", metadata: ["count": "\(count)"]) }
             )
         )
-        let snapshots = SessionSnapshots(store: sessions, file: configuration.sessionsFile, logger: logger)
-        snapshots.restore()
 
         let containers: any Service
         if configuration.openIDs.isEmpty {
@@ -96,10 +101,14 @@ public struct TagServiceApplication: Sendable {
             logger.warning("no container is live yet; /ready answers 503 until one loads")
         }
 
+        let readiness = Readiness()
         let router = Router()
         router.add(middleware: RequestMetricsMiddleware(counters: metrics.requestCounters))
+        router.add(middleware: JSONErrorMiddleware())
         EventsController(
             sessions: sessions,
+            metrics: metrics,
+            readiness: readiness,
             waitsForDurability: configuration.waitsForDurability,
             maximumBodyBytes: configuration.maximumBodyBytes,
             logger: logger
@@ -109,19 +118,25 @@ public struct TagServiceApplication: Sendable {
             sessions: sessions,
             queue: queue,
             metrics: metrics,
+            readiness: readiness,
             requiredIDs: configuration.openIDs
         ).register(on: router)
 
         application = Application(
             router: router,
+            server: .http1(configuration: .init(idleTimeout: .nanoseconds(configuration.idleTimeout.nanosecondCount))),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port),
-                serverName: "TagService"
+                serverName: "TagService",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections)
             ),
             // Shut down in reverse order, each after the next has returned (see the type's documentation).
             services: [
-                queue.cancelledOnGracefulShutdown(),
-                snapshots,
+                ClosureService {
+                    readiness.queueRunning = true
+                    defer { readiness.queueRunning = false }
+                    try await cancelWhenGracefulShutdown { try await queue.run() }
+                },
                 sessions.cancelledOnGracefulShutdown(),
                 containers,
             ],

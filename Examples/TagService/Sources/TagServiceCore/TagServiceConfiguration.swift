@@ -12,8 +12,11 @@ public struct TagServiceConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// The port to listen on; 0 picks a free one.
     public var port = 8080
-    /// Where sessions are saved at shutdown and restored from at start; `nil`: sessions are not kept.
-    public var sessionsFile: String?
+    /// The directory sessions are kept in (``FileSessionPersistence``: saved every ``sessionSaveInterval``,
+    /// loaded when their user comes back); `nil`: sessions live in memory only.
+    public var sessionsDirectory: String?
+    /// How often changed sessions are saved into ``sessionsDirectory``: what a crash loses at most.
+    public var sessionSaveInterval: Duration = .seconds(1)
     /// Braze's REST endpoint (`BRAZE_REST_ENDPOINT`); `nil`: records go to ``recordsFile``.
     public var brazeEndpoint: URL?
     /// Braze's REST API key (`BRAZE_REST_API_KEY`).
@@ -37,6 +40,14 @@ public struct TagServiceConfiguration: Sendable {
     public var openTimeout: Duration = .seconds(2)
     /// The largest request body accepted, in bytes.
     public var maximumBodyBytes = 64 * 1024
+    /// A connection with nothing read for this long is closed: an idle keep-alive connection, and a client
+    /// that has not finished sending a request's headers (a slowloris) within this time of connecting or of
+    /// its previous request.
+    public var idleTimeout: Duration = .seconds(30)
+    /// The most connections open at once; more wait in the listen backlog until one closes. Keep it well
+    /// below the process's descriptor limit (`ulimit -n`): the queue, the sessions and the Braze client
+    /// need descriptors too.
+    public var maximumConnections = 512
     /// How often the containers directory is checked for changed files, in seconds.
     public var reloadInterval: Duration = .seconds(2)
     /// Container IDs to open with ``TagManager/open(id:openType:timeout:callback:)`` instead of loading every
@@ -67,6 +78,14 @@ public struct TagServiceConfiguration: Sendable {
     }
 }
 
+extension Duration {
+    /// The duration in whole nanoseconds.
+    var nanosecondCount: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
 /// A command line the service cannot start with (exit code 64).
 public struct UsageError: Error, CustomStringConvertible, Sendable {
     /// What is wrong, in words.
@@ -88,8 +107,12 @@ extension TagServiceConfiguration {
           --queue <dir>             durable queue directory, one per instance (TAGSERVICE_QUEUE)
           --host <address>          listen address, default 127.0.0.1 (TAGSERVICE_HOST)
           --port <n>                listen port, default 8080; 0 picks one (TAGSERVICE_PORT)
-          --sessions <file>         save sessions here at shutdown and restore them at start
+          --sessions <dir>          keep sessions in this directory (created 0700): changes saved every
+                                    --session-save-interval, each loaded when its user comes back
                                     (TAGSERVICE_SESSIONS)
+          --session-save-interval <s>
+                                    seconds between saves of changed sessions, default 1: what a crash
+                                    loses at most (TAGSERVICE_SESSION_SAVE_INTERVAL)
           --no-durable-wait         answer POST /v1/events without waiting until its records are durable
                                     (TAGSERVICE_NO_DURABLE_WAIT=1)
           --delivery-linger <s>     seconds a partial batch of records waits for more before it is sent to
@@ -100,6 +123,10 @@ extension TagServiceConfiguration {
                                     batches of records on their way to Braze at once, default 4; a crash
                                     re-delivers at most this many (TAGSERVICE_CONCURRENT_DELIVERIES)
           --max-body-bytes <n>      largest request body, default 65536 (TAGSERVICE_MAX_BODY_BYTES)
+          --idle-timeout <s>        close a connection that sent nothing for this long, also one that has
+                                    not finished its request headers, default 30 (TAGSERVICE_IDLE_TIMEOUT)
+          --max-connections <n>     most connections at once, default 512; keep it well below ulimit -n
+                                    (TAGSERVICE_MAX_CONNECTIONS)
           --reload-interval <s>     seconds between checks of the containers directory, default 2
                                     (TAGSERVICE_RELOAD_INTERVAL)
           --open <GTM-ID>           open this container (repeatable; comma-separated in the variable) instead
@@ -152,7 +179,9 @@ extension TagServiceConfiguration {
             "--session-idle": "TAGSERVICE_SESSION_IDLE", "--max-sessions": "TAGSERVICE_MAX_SESSIONS",
             "--log-level": "TAGSERVICE_LOG_LEVEL", "--delivery-linger": "TAGSERVICE_DELIVERY_LINGER",
             "--open-timeout": "TAGSERVICE_OPEN_TIMEOUT", "--concurrent-deliveries": "TAGSERVICE_CONCURRENT_DELIVERIES",
-            "--commit-delay": "TAGSERVICE_COMMIT_DELAY",
+            "--commit-delay": "TAGSERVICE_COMMIT_DELAY", "--idle-timeout": "TAGSERVICE_IDLE_TIMEOUT",
+            "--max-connections": "TAGSERVICE_MAX_CONNECTIONS",
+            "--session-save-interval": "TAGSERVICE_SESSION_SAVE_INTERVAL",
         ]
         for (flag, variable) in valued {
             if let value = environment[variable], !value.isEmpty { values[flag] = value }
@@ -200,12 +229,24 @@ extension TagServiceConfiguration {
             }
             configuration.port = number
         }
-        configuration.sessionsFile = values["--sessions"]
+        configuration.sessionsDirectory = values["--sessions"]
+        if let seconds = values["--session-save-interval"] {
+            configuration.sessionSaveInterval = try duration(seconds, flag: "--session-save-interval")
+        }
         if let bytes = values["--max-body-bytes"] {
             guard let number = Int(bytes), number > 0 else {
                 throw UsageError("--max-body-bytes must be a positive integer, not '\(bytes)'")
             }
             configuration.maximumBodyBytes = number
+        }
+        if let seconds = values["--idle-timeout"] {
+            configuration.idleTimeout = try duration(seconds, flag: "--idle-timeout")
+        }
+        if let count = values["--max-connections"] {
+            guard let number = Int(count), (1...1_000_000).contains(number) else {
+                throw UsageError("--max-connections must be an integer from 1 to 1000000, not '\(count)'")
+            }
+            configuration.maximumConnections = number
         }
         if let seconds = values["--reload-interval"] {
             configuration.reloadInterval = try duration(seconds, flag: "--reload-interval")

@@ -2,7 +2,10 @@
 // counts the objects it received, and answers `GET /stats` with the counts. It listens on 127.0.0.1 only
 // and exits by itself after `--max-seconds` (default 600).
 //
-//     UsersTrackStandIn --port 9090 [--max-seconds 600]
+//     UsersTrackStandIn --port 9090 [--max-seconds 600] [--titles <file>]
+//
+// With `--titles`, the `title` property of every event received is appended to the file, one a line (the
+// bench checks by these ids that every acknowledged event arrived).
 import ContainerKit
 import Foundation
 import Hummingbird
@@ -19,16 +22,26 @@ struct Counts: Sendable {
 let counts = Mutex(Counts())
 var port = 9090
 var maximumSeconds = 600.0
+var titlesPath: String?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--port": port = arguments.next().flatMap(Int.init) ?? port
     case "--max-seconds": maximumSeconds = arguments.next().flatMap(Double.init) ?? maximumSeconds
+    case "--titles": titlesPath = arguments.next()
     default:
-        FileHandle.standardError.write(Data("usage: UsersTrackStandIn --port <n> [--max-seconds <s>]\n".utf8))
+        FileHandle.standardError.write(
+            Data("usage: UsersTrackStandIn --port <n> [--max-seconds <s>] [--titles <file>]\n".utf8)
+        )
         exit(64)
     }
 }
+
+let titles: Mutex<FileHandle?> = Mutex(
+    titlesPath.flatMap { path in
+        FileManager.default.createFile(atPath: path, contents: nil) ? FileHandle(forWritingAtPath: path) : nil
+    }
+)
 
 let router = Router()
 router.post("users/track") { request, _ -> Response in
@@ -37,6 +50,15 @@ router.post("users/track") { request, _ -> Response in
     guard case .object(let body)? = try? Value(jsonBytes: bytes) else {
         counts.withLock { $0.unreadable += 1 }
         return Response(status: .badRequest)
+    }
+    if let events = body["events"]?.arrayValue {
+        var lines = ""
+        for event in events {
+            if let title = event.objectValue?["properties"]?.objectValue?["title"]?.stringValue {
+                lines += title + "\n"
+            }
+        }
+        if !lines.isEmpty { titles.withLock { $0?.write(Data(lines.utf8)) } }
     }
     counts.withLock { counts in
         counts.requests += 1

@@ -27,7 +27,7 @@ import Testing
         #expect(configuration.containersDirectory == "c")
         #expect(configuration.host == "0.0.0.0")
         #expect(configuration.port == 9000)
-        #expect(configuration.sessionsFile == "s.json")
+        #expect(configuration.sessionsDirectory == "s.json")
         #expect(configuration.waitsForDurability == false)
         #expect(configuration.maximumBodyBytes == 100)
         #expect(configuration.openIDs == ["GTM-A1", "GTM-B2"])

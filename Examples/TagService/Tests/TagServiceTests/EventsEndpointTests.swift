@@ -8,6 +8,59 @@ import Testing
 @testable import TagServiceCore
 
 @Suite struct EventsEndpointTests {
+    @Test func anEventWithoutALiveContainerIsRefusedWith503AndCounted() async throws {
+        let fixture = try TestService(containers: false)
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        try await service.application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+                #expect(response.status == .serviceUnavailable)
+                let error = try #require(try response.json["error"]?.objectValue)
+                #expect(error["code"] == "no_container")
+                #expect(error["message"]?.stringValue?.contains("not evaluated") == true)
+            }
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                let lines = Set(String(buffer: response.body).split(separator: "\n").map(String.init))
+                #expect(lines.contains(#"tagservice_events_refused_total{reason="no_container"} 1"#))
+            }
+        }
+        // Nothing was pushed: no session, no record.
+        #expect(service.sessions.count == 0)
+        #expect(service.queue.statistics.durableRecords == 0)
+    }
+
+    @Test func aUserIDWithANULIsABadRequest() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        try await service.application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: #"a\u0000b"#)) {
+                response in
+                #expect(response.status == .badRequest)
+                let error = try #require(try response.json["error"]?.objectValue)
+                #expect(error["code"] == "invalid_field")
+                #expect(error["message"]?.stringValue?.contains("NUL") == true)
+            }
+        }
+        #expect(service.sessions.count == 0)
+    }
+
+    @Test func canonicallyEquivalentUserIDsAreTwoUsers() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        try await service.application.test(.router) { client in
+            for user in [#"caf\u00e9"#, #"cafe\u0301"#] {
+                try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: user)) { response in
+                    #expect(response.status == .ok)
+                    // Each is a new user: the once-per-load tag fires for both.
+                    let names = try response.json.firedNames
+                    #expect(names == ["Braze - played song", "Braze - first play"])
+                }
+            }
+        }
+        #expect(service.sessions.count == 2)
+    }
     @Test func eventAnswersWithFiredTagsOnlyOnceItsRecordsAreDurable() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }

@@ -87,6 +87,7 @@ import Testing
                 #expect(lines.contains("tagservice_records_enqueued_total 3"))
                 #expect(lines.contains("tagservice_records_durable_total 3"))
                 #expect(lines.contains("tagservice_sessions_live 1.0"))
+                #expect(lines.contains { $0.hasPrefix("tagservice_sessions_unsaved ") })
                 #expect(lines.contains("tagservice_containers_live 1.0"))
                 #expect(lines.contains { $0.hasPrefix("tagservice_queue_backlog_records ") })
                 #expect(lines.contains { $0.hasPrefix("tagservice_records_delivered_total ") })

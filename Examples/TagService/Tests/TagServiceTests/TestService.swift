@@ -10,7 +10,7 @@ import Testing
 
 /// A service in a fresh temporary directory: `containers/` holds the fixture container (a "played song"
 /// Braze tag and a once-per-load "first play" tag), `queue/` the durable queue, `records.jsonl` is never
-/// used (records go to `queue.jsonl`, beside the queue), `sessions.json` the session snapshot.
+/// used (records go to `queue.jsonl`, beside the queue), `sessions/` the sessions' log.
 struct TestService {
     let root: URL
     var configuration: TagServiceConfiguration
@@ -32,7 +32,7 @@ struct TestService {
             queueDirectory: root.appendingPathComponent("queue").path
         )
         configuration.port = 0
-        configuration.sessionsFile = root.appendingPathComponent("sessions.json").path
+        configuration.sessionsDirectory = root.appendingPathComponent("sessions").path
     }
 
     /// The fixture container in the test bundle.

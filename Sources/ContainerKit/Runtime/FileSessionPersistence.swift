@@ -1,0 +1,550 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The one-machine ``SessionPersistence``: an append-only log of changed sessions in a private directory,
+/// compacted in the background.
+///
+/// ## Files
+/// The directory (created `0700`) holds segments `<number>.sessions`, each created `0600` (they hold user
+/// IDs and event parameters). Every ``save(_:)`` appends one line per change to the active segment and
+/// `fsync`s it before it returns:
+///
+/// ```
+/// {"v":3,"u":"ada","c":"<FNV-1a 64 of the snapshot, hex>","s":{…the SessionSnapshot…}}
+/// {"v":4,"u":"bob","r":1}                       ← bob's session ended (idle, or removed)
+/// ```
+///
+/// When the log outgrows the live sessions (more than twice their bytes), ``run()`` writes the newest line
+/// of each live session into a new segment and deletes the old ones. Nothing is ever rewritten in place:
+/// a crash at any moment leaves every session that a returned ``save(_:)`` kept.
+///
+/// ## Opening
+/// The first ``load(userID:)``, ``save(_:)`` or ``run()`` reads the segments' **index** (user ID, version and
+/// position of each line; the snapshots themselves are parsed only when their user comes back), so the
+/// start costs one sequential read of the files (a frame and a checksum per line) and no session is
+/// rebuilt before its user needs it. Loads wait for that index once; each then reads and parses one line. A torn line (the crash came during an append) or one whose
+/// checksum does not match is skipped and counted (``skippedLines``); the newest good version of that user
+/// is used. A new active segment is started at each opening, so nothing is appended after a torn line.
+///
+/// Only regular files are read: a FIFO or a device in the directory is refused.
+public final class FileSessionPersistence: SessionPersistence, Sendable {
+    /// The directory of the segments.
+    public let directory: String
+    /// A segment takes appends until it is this large (64 MiB by default); then a new one starts.
+    public let segmentBytes: Int
+    /// How often ``run()`` checks whether compaction is due.
+    public let compactionCheckInterval: Duration
+
+    private struct Location {
+        var segment: Int
+        var offset: Int
+        var length: Int
+        var version: Int64
+        var removed: Bool
+    }
+
+    private struct Segment {
+        var fd: Int32
+        var size: Int
+    }
+
+    private struct State {
+        var opened = false
+        var opening = false
+        var waiters: [CheckedContinuation<ContainerError?, Never>] = []
+        var index: [SessionKey: Location] = [:]
+        var segments: [Int: Segment] = [:]
+        var active = 0
+        var nextSegment = 1
+        var liveBytes = 0
+        var skippedLines = 0
+        var compactionFailures = 0
+    }
+
+    private let state = Mutex(State())
+    /// Held by each save and by compaction's switch-over, so that fencing decisions and appends are in
+    /// one order.
+    private let writing = Mutex(())
+
+    /// Creates the persistence of `directory`; nothing is read or created until it is first used.
+    /// - Parameters:
+    ///   - directory: where the segments live (created `0700` with its missing parents at first use).
+    ///   - segmentBytes: the size at which a new segment starts.
+    ///   - compactionCheckInterval: how often ``run()`` checks whether compaction is due.
+    public init(
+        directory: String,
+        segmentBytes: Int = 64 << 20,
+        compactionCheckInterval: Duration = .seconds(5)
+    ) {
+        self.directory = directory
+        self.segmentBytes = max(4096, segmentBytes)
+        self.compactionCheckInterval = compactionCheckInterval
+    }
+
+    deinit {
+        state.withLock { state in
+            for segment in state.segments.values { close(segment.fd) }
+        }
+    }
+
+    /// Lines skipped at opening because they were torn or corrupt.
+    public var skippedLines: Int { state.withLock { $0.skippedLines } }
+
+    /// Compactions that failed (a full disk, say); the log is compacted at a later check.
+    public var compactionFailures: Int { state.withLock { $0.compactionFailures } }
+
+    /// How many users have a stored session.
+    public var count: Int { state.withLock { $0.index.values.count { !$0.removed } } }
+
+    /// The segment files now (for tests and operators).
+    public var segmentPaths: [String] {
+        state.withLock { $0.segments.keys.sorted().map(path(of:)) }
+    }
+
+    // MARK: SessionPersistence
+
+    public func load(userID: String) async throws(ContainerError) -> StoredSession? {
+        try await open()
+        let key = SessionKey(userID)
+        let line = try state.withLock { state throws(ContainerError) -> [UInt8]? in
+            guard let location = state.index[key], !location.removed,
+                let segment = state.segments[location.segment]
+            else { return nil }
+            do throws(FileSystemError) {
+                return try FileSystem.readBytes(
+                    segment.fd,
+                    count: location.length,
+                    at: location.offset,
+                    path: path(of: location.segment)
+                )
+            } catch {
+                throw ContainerError(.io, "cannot read the session of '\(userID)': \(error.reason)")
+            }
+        }
+        guard let line, let parsed = Self.parse(line[...]), let range = parsed.snapshot else {
+            if line != nil {
+                throw ContainerError(.io, "the stored session of '\(userID)' changed on disk and does not read")
+            }
+            return nil
+        }
+        let snapshot = try SessionSnapshot(jsonValue: try Value(jsonBytes: Array(line[range])))
+        return StoredSession(snapshot: snapshot, version: parsed.version)
+    }
+
+    public func save(_ changes: [SessionChange]) async throws(ContainerError) -> SessionSaveResult {
+        try await open()
+        // Serialised before any lock is taken: the snapshots are the expensive part.
+        let lines = changes.map { change -> (key: SessionKey, version: Int64, removal: Bool, bytes: [UInt8]) in
+            switch change {
+            case .save(let stored):
+                return (SessionKey(stored.userID), stored.version, false, Self.line(for: stored))
+            case .remove(let userID, let version):
+                return (SessionKey(userID), version, true, Self.removalLine(userID: userID, version: version))
+            }
+        }
+        return try writing.withLock { _ throws(ContainerError) -> SessionSaveResult in
+            var superseded: [String] = []
+            var accepted: [(key: SessionKey, version: Int64, removal: Bool, offset: Int, length: Int)] = []
+            var buffer: [UInt8] = []
+            let (fd, start, active) = try state.withLock { state throws(ContainerError) -> (Int32, Int, Int) in
+                for line in lines {
+                    let current = state.index[line.key]
+                    if line.removal {
+                        guard let current, !current.removed else { continue }
+                        if current.version > line.version {
+                            superseded.append(line.key.userID)
+                            continue
+                        }
+                    } else if let current, current.version >= line.version {
+                        superseded.append(line.key.userID)
+                        continue
+                    }
+                    accepted.append((line.key, line.version, line.removal, buffer.count, line.bytes.count))
+                    buffer.append(contentsOf: line.bytes)
+                }
+                let segment = state.segments[state.active]!
+                return (segment.fd, segment.size, state.active)
+            }
+            if buffer.isEmpty { return SessionSaveResult(superseded: superseded) }
+            do throws(FileSystemError) {
+                try FileSystem.writeAll(fd, buffer, path: path(of: active))
+                try FileSystem.sync(fd, path: path(of: active))
+            } catch {
+                // What was appended is not indexed; a later line or compaction leaves it behind.
+                state.withLock { state in
+                    state.segments[active]?.size = Int(lseek(fd, 0, SEEK_END))
+                }
+                throw ContainerError(.io, "cannot save sessions in '\(directory)': \(error.reason)")
+            }
+            try state.withLock { state throws(ContainerError) in
+                for entry in accepted {
+                    if let old = state.index[entry.key], !old.removed { state.liveBytes -= old.length }
+                    state.index[entry.key] = Location(
+                        segment: active,
+                        offset: start + entry.offset,
+                        length: entry.length,
+                        version: entry.version,
+                        removed: entry.removal
+                    )
+                    if !entry.removal { state.liveBytes += entry.length }
+                }
+                state.segments[active]?.size = start + buffer.count
+                if start + buffer.count >= segmentBytes { try startSegment(&state) }
+            }
+            return SessionSaveResult(superseded: superseded)
+        }
+    }
+
+    /// Opens the directory (if no call did yet), then compacts the segments whenever the log has grown to
+    /// more than twice the live sessions' bytes, checking every ``compactionCheckInterval``, until the task
+    /// is cancelled. Then it returns (every returned save is already durable: there is nothing to drain).
+    public func run() async throws {
+        try await open()
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: compactionCheckInterval)
+            } catch {
+                return
+            }
+            if compactionIsDue {
+                do {
+                    try compact()
+                } catch {
+                    // Nothing changed; the log keeps growing until a later compaction succeeds.
+                    state.withLock { $0.compactionFailures += 1 }
+                }
+            }
+        }
+    }
+
+    // MARK: Opening
+
+    private func open() async throws(ContainerError) {
+        enum Step {
+            case ready
+            case open
+            case wait
+        }
+        let step = state.withLock { state -> Step in
+            if state.opened { return .ready }
+            if state.opening { return .wait }
+            state.opening = true
+            return .open
+        }
+        switch step {
+        case .ready:
+            return
+        case .wait:
+            let failure = await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Bool in
+                    if state.opened { return true }
+                    state.waiters.append(continuation)
+                    return false
+                }
+                if ready { continuation.resume(returning: nil) }
+            }
+            if let failure { throw failure }
+        case .open:
+            var failure: ContainerError?
+            do {
+                try openNow()
+            } catch {
+                failure = error
+            }
+            let waiters = state.withLock { state in
+                state.opening = false
+                state.opened = failure == nil
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume(returning: failure) }
+            if let failure { throw failure }
+        }
+    }
+
+    /// Creates the directory if needed, reads every segment's index and starts a new active segment.
+    private func openNow() throws(ContainerError) {
+        do {
+            try FileSystem.makeDirectory(directory, mode: 0o700)
+        } catch {
+            throw ContainerError(.io, "cannot create the sessions directory '\(directory)': \(error.reason)")
+        }
+        let names: [String]
+        do {
+            names = try FileSystem.listDirectory(directory)
+        } catch {
+            throw ContainerError(.io, "cannot list the sessions directory '\(directory)': \(error.reason)")
+        }
+        var numbers: [Int] = []
+        for name in names {
+            if name.hasSuffix(".tmp") {
+                unlink(directory + "/" + name)
+            } else if name.hasSuffix(".sessions"), let number = Int(name.dropLast(".sessions".count)), number > 0 {
+                numbers.append(number)
+            }
+        }
+        var index: [SessionKey: Location] = [:]
+        var segments: [Int: Segment] = [:]
+        var skipped = 0
+        do throws(ContainerError) {
+            for number in numbers.sorted() {
+                let path = path(of: number)
+                guard let fd = try SessionFileReader.open(path) else { continue }
+                var size = 0
+                do throws(ContainerError) {
+                    try SessionFileReader.forEachLine(of: fd, path: path) { line throws(ContainerError) in
+                        size = line.offset + (line.bytes?.count ?? 0) + 1
+                        guard let bytes = line.bytes else {
+                            skipped += 1
+                            return
+                        }
+                        if SessionFileReader.isBlank(bytes) { return }
+                        guard let parsed = Self.parse(bytes) else {
+                            skipped += 1
+                            return
+                        }
+                        let key = SessionKey(parsed.userID)
+                        if let old = index[key], old.version > parsed.version { return }
+                        index[key] = Location(
+                            segment: number,
+                            offset: line.offset,
+                            length: bytes.count + 1,
+                            version: parsed.version,
+                            removed: parsed.snapshot == nil
+                        )
+                    }
+                } catch {
+                    close(fd)
+                    throw error
+                }
+                segments[number] = Segment(fd: fd, size: (try? FileSystem.fileSize(fd, path: path)) ?? size)
+            }
+        } catch {
+            for segment in segments.values { close(segment.fd) }
+            throw error
+        }
+        try state.withLock { state throws(ContainerError) in
+            state.index = index
+            state.segments = segments
+            state.liveBytes = index.values.reduce(0) { $0 + ($1.removed ? 0 : $1.length) }
+            state.skippedLines += skipped
+            state.nextSegment = (numbers.max() ?? 0) + 1
+            try startSegment(&state)
+        }
+    }
+
+    /// Starts a new, empty active segment.
+    private func startSegment(_ state: inout State) throws(ContainerError) {
+        let number = state.nextSegment
+        let path = path(of: number)
+        let fd: Int32
+        do {
+            fd = try FileSystem.openFile(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND, mode: 0o600)
+            try FileSystem.syncDirectory(directory)
+        } catch {
+            throw ContainerError(.io, "cannot create the session segment '\(path)': \(error.reason)")
+        }
+        state.segments[number] = Segment(fd: fd, size: 0)
+        state.active = number
+        state.nextSegment = number + 1
+    }
+
+    private func path(of segment: Int) -> String {
+        let digits = String(segment)
+        return directory + "/" + String(repeating: "0", count: max(0, 12 - digits.count)) + digits + ".sessions"
+    }
+
+    // MARK: Compaction
+
+    private var compactionIsDue: Bool {
+        state.withLock { state in
+            let closedBytes = state.segments.filter { $0.key != state.active }.reduce(0) { $0 + $1.value.size }
+            return closedBytes > 0 && closedBytes > 2 * state.liveBytes
+        }
+    }
+
+    /// Writes the newest line of every live session held in the closed segments into one new segment, then
+    /// deletes the closed segments. Appends go on meanwhile (into the active segment); a crash at any step
+    /// leaves a set of files whose newest versions are the same. ``run()`` calls it when it is due; it must
+    /// not run twice at once.
+    /// - Throws: ``ContainerError`` (`io_error`) when a file cannot be written; nothing changed then.
+    public func compact() throws(ContainerError) {
+        guard state.withLock({ $0.opened }) else { return }
+        // 1. Which lines to keep: the live ones outside the active segment.
+        let (closed, keep, number) = try writing.withLock { _ throws(ContainerError) in
+            try state.withLock { state throws(ContainerError) -> ([Int: Segment], [(SessionKey, Location)], Int) in
+                if state.segments[state.active].map({ $0.size > 0 }) == true { try startSegment(&state) }
+                let closed = state.segments.filter { $0.key != state.active }
+                let keep = state.index.filter { closed[$0.value.segment] != nil && !$0.value.removed }
+                    .map { ($0.key, $0.value) }
+                defer { state.nextSegment += 1 }
+                return (closed, keep, state.nextSegment)
+            }
+        }
+        if closed.isEmpty { return }
+        // 2. Copy them into a temporary file, sync it and give it a segment's name.
+        let target = path(of: number)
+        let temporary = target + ".tmp"
+        var moved: [(SessionKey, Location, Location)] = []
+        let fd: Int32
+        do {
+            fd = try FileSystem.openFile(temporary, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, mode: 0o600)
+        } catch {
+            throw ContainerError(.io, "cannot compact sessions into '\(temporary)': \(error.reason)")
+        }
+        do throws(FileSystemError) {
+            var buffer: [UInt8] = []
+            var offset = 0
+            for (key, location) in keep.sorted(by: { ($0.1.segment, $0.1.offset) < ($1.1.segment, $1.1.offset) }) {
+                let line = try FileSystem.readBytes(
+                    closed[location.segment]!.fd,
+                    count: location.length,
+                    at: location.offset,
+                    path: path(of: location.segment)
+                )
+                var new = location
+                new.segment = number
+                new.offset = offset + buffer.count
+                moved.append((key, location, new))
+                buffer.append(contentsOf: line)
+                if buffer.count >= 1 << 20 {
+                    try FileSystem.writeAll(fd, buffer, path: temporary)
+                    offset += buffer.count
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+            try FileSystem.writeAll(fd, buffer, path: temporary)
+            offset += buffer.count
+            try FileSystem.sync(fd, path: temporary)
+            guard rename(temporary, target) == 0 else {
+                throw FileSystemError(step: "renaming", path: temporary, errorNumber: errno)
+            }
+            try FileSystem.syncDirectory(directory)
+            // 3. Point the index at the copies (unless a newer save replaced them) and drop the old segments.
+            let size = offset
+            writing.withLock { _ in
+                state.withLock { state in
+                    for (key, old, new) in moved {
+                        guard let current = state.index[key], current.segment == old.segment,
+                            current.offset == old.offset
+                        else { continue }
+                        state.index[key] = new
+                    }
+                    state.index = state.index.filter { closed[$0.value.segment] == nil }
+                    state.segments[number] = Segment(fd: fd, size: size)
+                    for (segment, file) in closed {
+                        state.segments[segment] = nil
+                        close(file.fd)
+                    }
+                }
+            }
+            for segment in closed.keys { unlink(path(of: segment)) }
+            try FileSystem.syncDirectory(directory)
+        } catch {
+            close(fd)
+            unlink(temporary)
+            throw ContainerError(.io, "cannot compact sessions (\(error.step) '\(error.path)': \(error.reason))")
+        }
+    }
+
+    // MARK: Lines
+
+    /// `{"v":<version>,"u":<user ID>,"c":"<checksum>","s":<snapshot>}` and a newline.
+    static func line(for stored: StoredSession) -> [UInt8] {
+        let snapshot = JSONWriter.bytes(stored.snapshot.jsonValue, keepsNumberTypes: true)
+        var line: [UInt8] = []
+        line.reserveCapacity(snapshot.count + stored.userID.utf8.count + 64)
+        line.append(contentsOf: #"{"v":"#.utf8)
+        line.append(contentsOf: String(stored.version).utf8)
+        line.append(contentsOf: #","u":"#.utf8)
+        JSONWriter.writeString(stored.userID, into: &line)
+        line.append(contentsOf: #","c":""#.utf8)
+        line.append(contentsOf: hex(checksum(snapshot[...])))
+        line.append(contentsOf: #"","s":"#.utf8)
+        line.append(contentsOf: snapshot)
+        line.append(contentsOf: "}\n".utf8)
+        return line
+    }
+
+    /// `{"v":<version>,"u":<user ID>,"r":1}` and a newline.
+    static func removalLine(userID: String, version: Int64) -> [UInt8] {
+        var line: [UInt8] = Array(#"{"v":"#.utf8)
+        line.append(contentsOf: String(version).utf8)
+        line.append(contentsOf: #","u":"#.utf8)
+        JSONWriter.writeString(userID, into: &line)
+        line.append(contentsOf: #","r":1}"#.utf8)
+        line.append(0x0A)
+        return line
+    }
+
+    /// Reads the frame of a line (with or without its newline): version, user ID and the snapshot's byte
+    /// range (`nil` for a removal). `nil` when the line is torn, malformed or its checksum does not match.
+    static func parse(_ line: ArraySlice<UInt8>) -> (version: Int64, userID: String, snapshot: Range<Int>?)? {
+        var bytes = line
+        if bytes.last == 0x0A { bytes = bytes.dropLast() }
+        var at = bytes.startIndex
+        func expect(_ text: StaticString) -> Bool {
+            let count = text.utf8CodeUnitCount
+            guard bytes.endIndex - at >= count else { return false }
+            let matches = text.withUTF8Buffer { bytes[at..<at + count].elementsEqual($0) }
+            if matches { at += count }
+            return matches
+        }
+        guard expect(#"{"v":"#) else { return nil }
+        var version: Int64 = 0
+        let digits = at
+        while at < bytes.endIndex, (0x30...0x39).contains(bytes[at]), at - digits < 18 {
+            version = version * 10 + Int64(bytes[at] - 0x30)
+            at += 1
+        }
+        guard at > digits, expect(#","u":""#) else { return nil }
+        let idStart = at
+        var escaped = false
+        while at < bytes.endIndex, bytes[at] != 0x22 {
+            if bytes[at] == 0x5C {
+                escaped = true
+                at += 1
+            }
+            at += 1
+        }
+        guard at < bytes.endIndex else { return nil }
+        let userID: String
+        if escaped {
+            guard case .string(let decoded)? = try? Value(jsonBytes: Array(bytes[(idStart - 1)...at])) else {
+                return nil
+            }
+            userID = decoded
+        } else {
+            userID = String(decoding: bytes[idStart..<at], as: UTF8.self)
+        }
+        at += 1
+        if expect(#","r":1}"#) { return at == bytes.endIndex ? (version, userID, nil) : nil }
+        guard expect(#","c":""#), bytes.endIndex - at >= 16 else { return nil }
+        let stored = bytes[at..<at + 16]
+        at += 16
+        guard expect(#"","s":"#), bytes.last == 0x7D, bytes.endIndex - 1 > at else { return nil }
+        let snapshot = at..<(bytes.endIndex - 1)
+        guard stored.elementsEqual(hex(checksum(bytes[snapshot]))) else { return nil }
+        return (version, userID, snapshot.lowerBound - line.startIndex..<snapshot.upperBound - line.startIndex)
+    }
+
+    /// FNV-1a, 64 bits.
+    static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash
+    }
+
+    private static func hex(_ value: UInt64) -> [UInt8] {
+        let digits = Array("0123456789abcdef".utf8)
+        return (0..<16).map { digits[Int((value >> UInt64((15 - $0) * 4)) & 0xF)] }
+    }
+}

@@ -1,0 +1,20 @@
+/// A user ID as a dictionary key that compares **bytes**, not Unicode canonical equivalence.
+///
+/// `String`'s `==` and hash treat `"caf\u{E9}"` and `"cafe\u{301}"` as one string; as Braze `external_id`s,
+/// PostgreSQL keys and file names they are two users. ``SessionStore`` and the session persistences key by
+/// this type, so that each byte string is its own session.
+struct SessionKey: Hashable, Sendable {
+    /// The user ID as given.
+    let userID: String
+
+    init(_ userID: String) { self.userID = userID }
+
+    static func == (lhs: SessionKey, rhs: SessionKey) -> Bool {
+        lhs.userID.utf8.elementsEqual(rhs.userID.utf8)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        var id = userID
+        id.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+}

@@ -1,0 +1,286 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import ContainerKit
+
+/// ``SessionStore`` over a ``SessionPersistence``: loads on a miss, saves of changed sessions with versions
+/// that fence a stale owner, and ``FileSessionPersistence``'s files.
+struct SessionPersistenceTests {
+    static func directory() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("session-log-\(UUID().uuidString)").path
+    }
+
+    static func store(
+        _ persistence: any SessionPersistence,
+        maximumSessions: Int = 100,
+        idleTimeout: Duration = .seconds(60),
+        clock: ManualClock = ManualClock(),
+        onEvict: (@Sendable (String, DataLayer, SessionStore.EvictionReason) -> Void)? = nil
+    ) throws -> SessionStore {
+        SessionStore(
+            tagManager: try SessionStoreTests.manager(),
+            configuration: .init(
+                idleTimeout: idleTimeout,
+                maximumSessions: maximumSessions,
+                onEvict: onEvict,
+                persistence: persistence
+            ),
+            clock: clock
+        )
+    }
+
+    static func tick(_ session: DataLayer) async {
+        await session.push(event: "tick", parameters: ["caller": 1, "n": 1])
+    }
+
+    @Test func aSavedSessionIsLoadedWhenItsUserComesBack() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let before = try Self.store(FileSessionPersistence(directory: directory))
+        let ada = try await before.loadSession(for: "ada")
+        await Self.tick(ada)
+        await Self.tick(ada)
+        before.didChange(ada)
+        #expect(try await before.saveChanges() == 1)
+
+        // Another process: a new persistence over the same files.
+        let after = try Self.store(FileSessionPersistence(directory: directory))
+        #expect(after.count == 0)
+        let loaded = try await after.loadSession(for: "ada")
+        #expect(loaded.snapshot() == ada.snapshot())
+        #expect(after.statistics.loaded == 1)
+        // A user who was never saved gets a new session.
+        #expect(try await after.loadSession(for: "bob").snapshot().eventNumber == 0)
+    }
+
+    @Test func aStaleOwnersSaveIsRefusedAndItsCopyDropped() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let shared = FileSessionPersistence(directory: directory)
+        let dropped = Mutex<[String]>([])
+        let a = try Self.store(shared) { user, _, reason in dropped.withLock { $0.append("\(user):\(reason)") } }
+        let b = try Self.store(shared)
+
+        await Self.tick(try await a.loadSession(for: "ada"))
+        try await a.saveChanges()  // version 1
+        let onB = try await b.loadSession(for: "ada")  // loads version 1
+        await Self.tick(onB)
+        try await b.saveChanges()  // version 2: b owns ada now
+        await Self.tick(try await a.loadSession(for: "ada"))  // a still thinks it owns her
+        #expect(try await a.saveChanges() == 0)  // its version 2 is refused
+        #expect(dropped.withLock { $0 } == ["ada:superseded"])
+        #expect(a.existingSession(for: "ada") == nil)
+        // a's next request for ada loads b's version.
+        #expect(try await a.loadSession(for: "ada").snapshot().eventNumber == 2)
+    }
+
+    @Test func aUserWaitsForTheirOwnLoadOnlyAndItHappensOnce() async throws {
+        let persistence = GatedPersistence(gated: ["slow"])
+        let store = try Self.store(persistence)
+        async let slow1 = store.loadSession(for: "slow")
+        async let slow2 = store.loadSession(for: "slow")
+        await persistence.waitUntilLoading("slow")
+        // Another user is served while slow's load is in progress.
+        let fast = try await store.loadSession(for: "fast")
+        #expect(fast.sessionID == "fast")
+        persistence.open("slow")
+        let (one, two) = try await (slow1, slow2)
+        #expect(one === two)
+        #expect(persistence.loads("slow") == 1)
+    }
+
+    @Test func aLoadThatFailsIsAnErrorAndNothingIsCreated() async throws {
+        let persistence = GatedPersistence(failing: true)
+        let store = try Self.store(persistence)
+        await #expect(throws: ContainerError.self) { try await store.loadSession(for: "ada") }
+        #expect(store.count == 0)
+        await #expect(throws: ContainerError.self) { try await store.loadSession(for: "a\u{0}b") }
+    }
+
+    @Test func aSessionEvictedForCapacityKeepsItsUnsavedChange() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Self.store(FileSessionPersistence(directory: directory), maximumSessions: 1)
+        let ada = try await store.loadSession(for: "ada")
+        await Self.tick(ada)
+        _ = try await store.loadSession(for: "bob")  // evicts ada before her change was saved
+        #expect(try await store.loadSession(for: "ada") === ada)
+        try await store.saveChanges()
+        _ = try await store.loadSession(for: "bob")  // evicts ada again; saved, so she is gone from memory
+        let reloaded = try await store.loadSession(for: "ada")
+        #expect(reloaded !== ada && reloaded.snapshot().eventNumber == 1)
+    }
+
+    @Test func anEndedSessionIsRemovedFromThePersistence() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clock = ManualClock()
+        let store = try Self.store(FileSessionPersistence(directory: directory), clock: clock)
+        await Self.tick(try await store.loadSession(for: "ada"))
+        try await store.saveChanges()
+        clock.advance(by: .seconds(61))
+        #expect(store.evictIdle() == 1)
+        try await store.saveChanges()
+        let persistence = FileSessionPersistence(directory: directory)
+        #expect(try await persistence.load(userID: "ada") == nil)
+        #expect(try await store.loadSession(for: "ada").snapshot().eventNumber == 0)
+    }
+
+    @Test func runSavesEveryIntervalAndWhatIsLeftWhenCancelled() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clock = ManualClock()
+        let saves = AsyncStream<Int>.makeStream()
+        let store = SessionStore(
+            tagManager: try SessionStoreTests.manager(),
+            configuration: .init(
+                persistence: FileSessionPersistence(directory: directory, compactionCheckInterval: .seconds(3600)),
+                saveInterval: .seconds(1),
+                onSave: { saves.continuation.yield($0) }
+            ),
+            clock: clock
+        )
+        let task = Task { try await store.run() }
+        var saved = saves.stream.makeAsyncIterator()
+        await Self.tick(try await store.loadSession(for: "ada"))
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(1))
+        #expect(await saved.next() == 1)
+        await Self.tick(try await store.loadSession(for: "bob"))
+        task.cancel()
+        try await task.value
+        #expect(await saved.next() == 1)
+        #expect(try await FileSessionPersistence(directory: directory).load(userID: "bob") != nil)
+    }
+
+    @Test func aTornLineFallsBackToTheUsersPreviousVersion() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let persistence = FileSessionPersistence(directory: directory)
+        let one = SessionSnapshot(sessionID: "ada", eventNumber: 1)
+        _ = try await persistence.save([.save(StoredSession(snapshot: one, version: 1))])
+        let path = try #require(persistence.segmentPaths.last)
+        let two = FileSessionPersistence.line(
+            for: StoredSession(snapshot: SessionSnapshot(sessionID: "ada", eventNumber: 2), version: 2)
+        )
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seekToEndOfFile()
+        handle.write(Data(two.prefix(two.count - 5)))  // torn by a crash
+        try handle.close()
+
+        let reopened = FileSessionPersistence(directory: directory)
+        #expect(try await reopened.load(userID: "ada") == StoredSession(snapshot: one, version: 1))
+        #expect(reopened.skippedLines == 1)
+        // A flipped byte inside a snapshot is caught by its checksum.
+        var flipped = FileSessionPersistence.line(for: StoredSession(snapshot: one, version: 3))
+        flipped[flipped.count - 10] ^= 0x01
+        #expect(FileSessionPersistence.parse(flipped[...]) == nil)
+    }
+
+    @Test func filesArePrivateAndCompactionKeepsTheNewestVersions() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let persistence = FileSessionPersistence(directory: directory, segmentBytes: 4096)
+        for version in 1...20 {
+            let changes = (0..<10).map { user in
+                SessionChange.save(
+                    StoredSession(
+                        snapshot: SessionSnapshot(sessionID: "u\(user)", eventNumber: version),
+                        version: Int64(version)
+                    )
+                )
+            }
+            _ = try await persistence.save(changes)
+        }
+        _ = try await persistence.save([.remove(userID: "u9", version: 20)])
+        let before = persistence.segmentPaths.count
+        #expect(before > 2)
+        try persistence.compact()
+        #expect(persistence.segmentPaths.count < before)
+        for reader in [persistence, FileSessionPersistence(directory: directory)] {
+            for user in 0..<9 {
+                #expect(try await reader.load(userID: "u\(user)")?.snapshot.eventNumber == 20)
+            }
+            #expect(try await reader.load(userID: "u9") == nil)
+        }
+        let mode = { (path: String) in try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        }
+        #expect(try mode(directory) == 0o700)
+        for path in persistence.segmentPaths { #expect(try mode(path) == 0o600) }
+    }
+
+    @Test func canonicallyEquivalentUserIDsAreTwoStoredSessions() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let persistence = FileSessionPersistence(directory: directory)
+        _ = try await persistence.save([
+            .save(StoredSession(snapshot: SessionSnapshot(sessionID: "caf\u{E9}", eventNumber: 1), version: 1)),
+            .save(StoredSession(snapshot: SessionSnapshot(sessionID: "cafe\u{301}", eventNumber: 2), version: 1)),
+        ])
+        let reopened = FileSessionPersistence(directory: directory)
+        #expect(try await reopened.load(userID: "caf\u{E9}")?.snapshot.eventNumber == 1)
+        #expect(try await reopened.load(userID: "cafe\u{301}")?.snapshot.eventNumber == 2)
+        #expect(reopened.count == 2)
+    }
+}
+
+/// A persistence whose loads of the gated users wait until the test opens them (or every load fails),
+/// counting them.
+final class GatedPersistence: SessionPersistence, Sendable {
+    private struct State {
+        var gates: [String: CheckedContinuation<Void, Never>] = [:]
+        var open: Set<String> = []
+        var loads: [String: Int] = [:]
+        var loadingWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+    }
+    private let state = Mutex(State())
+    let failing: Bool
+    let gated: Set<String>
+
+    init(failing: Bool = false, gated: Set<String> = []) {
+        self.failing = failing
+        self.gated = gated
+    }
+
+    func load(userID: String) async throws(ContainerError) -> StoredSession? {
+        if failing { throw ContainerError(.io, "the store cannot be reached") }
+        await withCheckedContinuation { continuation in
+            let (opened, waiters) = state.withLock { state in
+                state.loads[userID, default: 0] += 1
+                let waiters = state.loadingWaiters.removeValue(forKey: userID) ?? []
+                if state.open.contains(userID) || !gated.contains(userID) { return (true, waiters) }
+                state.gates[userID] = continuation
+                return (false, waiters)
+            }
+            for waiter in waiters { waiter.resume() }
+            if opened { continuation.resume() }
+        }
+        return nil
+    }
+
+    func save(_ changes: [SessionChange]) async throws(ContainerError) -> SessionSaveResult { SessionSaveResult() }
+
+    /// Waits until a load of `userID` is in progress.
+    func waitUntilLoading(_ userID: String) async {
+        await withCheckedContinuation { continuation in
+            let loading = state.withLock { state in
+                if state.loads[userID] != nil { return true }
+                state.loadingWaiters[userID, default: []].append(continuation)
+                return false
+            }
+            if loading { continuation.resume() }
+        }
+    }
+
+    /// Lets the loads of `userID` finish.
+    func open(_ userID: String) {
+        let gate = state.withLock { state in
+            state.open.insert(userID)
+            return state.gates.removeValue(forKey: userID)
+        }
+        gate?.resume()
+    }
+
+    func loads(_ userID: String) -> Int { state.withLock { $0.loads[userID] ?? 0 } }
+}
