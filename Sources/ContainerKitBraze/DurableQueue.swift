@@ -132,8 +132,13 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         public var acknowledgements = 0
         /// Records read back from disk (a previous run's, or a backlog beyond the memory buffer).
         public var recordsReadFromDisk = 0
-        /// Torn or unreadable lines ignored.
+        /// Torn, unparsable or corrupt lines ignored (only provably bad data is ever skipped).
         public var skippedLines = 0
+        /// Of ``skippedLines``, the lines whose checksum did not match their bytes (flipped bits on disk).
+        public var corruptLines = 0
+        /// Reads of the backlog that failed for the moment (a segment that could not be opened or read:
+        /// `EMFILE`, `EIO`, `EACCES`, …) and were retried after a backoff; nothing after them is acknowledged.
+        public var failedReads = 0
         /// Records refused: the queue was full or shut down, or their commit failed.
         public var refusedRecords = 0
         /// Segment files on disk.
@@ -262,8 +267,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         var lineEnds: [Int] = []
         lineEnds.reserveCapacity(records.count)
         for record in records {
-            record.write(to: &json)
-            json.raw(0x0A)
+            SegmentLog.appendLine(record, to: &json)
             lineEnds.append(json.bytes.count)
         }
         let lines = json.bytes
@@ -575,6 +579,9 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
             var waking = false
             var wakerDeadline: Duration?
             var staleReads = 0
+            // After a failed disk read: how many in a row, and when to read again.
+            var failedReads = 0
+            var readAgainAt: Duration?
             var lingerUntil: Duration?
             var abandoned = false
             fill: while true {
@@ -604,15 +611,42 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                 } else {
                     lingerUntil = nil
                 }
+                if let at = readAgainAt {
+                    if clock.elapsed() < at {
+                        // The backlog could not be read: nothing moves until the backoff ends.
+                        lingering = true
+                        let left = at - clock.elapsed()
+                        wakeAfter = wakeAfter.map { min($0, left) } ?? left
+                    } else {
+                        readAgainAt = nil
+                    }
+                }
                 if !lingering {
                     switch takeNextStep(staleReads: &staleReads) {
                     case .deliver(let batch):
                         lingerUntil = nil
+                        failedReads = 0
                         running += 1
                         group.addTask { await self.deliverUntilSettled(batch) }
                         continue fill
                     case .readAgain(let pause):
+                        failedReads = 0
                         if pause { await Task.yield() }
+                        continue fill
+                    case .readFailed(let error):
+                        failedReads += 1
+                        let delay = configuration.retry.delay(
+                            afterAttempt: failedReads,
+                            error: nil,
+                            random: configuration.random()
+                        )
+                        readAgainAt = clock.elapsed() + delay
+                        logs.log(
+                            .warning,
+                            key: "read-failed",
+                            "durable queue '\(directory)': \(error.message) (attempt \(failedReads)); "
+                                + "retrying in \(delay), nothing after it is acknowledged"
+                        )
                         continue fill
                     case .nothing:
                         let done = shell.withLock {
@@ -657,6 +691,8 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
 
     private enum NextStep {
         case deliver(DurableQueueMachine.Batch)
+        /// A disk read failed before it found a record: read again after a backoff.
+        case readFailed(AnalyticsSinkError)
         /// A disk read found nothing to deliver; ask again (after a pause when that keeps happening).
         case readAgain(pause: Bool)
         /// Nothing new (or the in-flight limit is reached).
@@ -677,7 +713,8 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                 from: from,
                 segments: segments,
                 limit: shell.withLock { $0.machine.batchSize },
-                sealed: { sealed.contains($0) }
+                sealed: { sealed.contains($0) },
+                faults: configuration.faults
             )
             for message in result.messages {
                 logs.log(.warning, key: "read:\(message.prefix(60))", "durable queue '\(directory)': \(message)")
@@ -685,10 +722,13 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
             let (batch, stale, actions) = shell.withLock { shell in
                 shell.statistics.recordsReadFromDisk += result.records.count
                 shell.statistics.skippedLines += result.skippedLines
+                shell.statistics.corruptLines += result.corruptLines
+                if result.failure != nil && result.records.isEmpty { shell.statistics.failedReads += 1 }
                 return shell.machine.diskRead(result, from: from)
             }
             perform(actions)
             if let batch { return .deliver(batch) }
+            if let failure = result.failure { return .readFailed(failure) }
             // The sizes read under the lock were already stale: read again, and pause if that keeps happening.
             staleReads = stale ? staleReads + 1 : 0
             return .readAgain(pause: staleReads > 1)
@@ -724,12 +764,21 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
             }
             for waiter in waiters { waiter.resume(returning: error) }
             let delay = configuration.retry.delay(afterAttempt: attempt, error: error, random: configuration.random())
-            logs.log(
-                .warning,
-                key: "retry",
-                "durable queue '\(directory)': delivering \(result.retryable.count) records failed "
-                    + "(attempt \(attempt)): \(error); retrying in \(delay)"
-            )
+            if error.code == .requestRefused {
+                logs.log(
+                    .error,
+                    key: "refused-request",
+                    "durable queue '\(directory)': \(error); \(result.retryable.count) records kept, delivery "
+                        + "paused for \(delay)"
+                )
+            } else {
+                logs.log(
+                    .warning,
+                    key: "retry",
+                    "durable queue '\(directory)': delivering \(result.retryable.count) records failed "
+                        + "(attempt \(attempt)): \(error); retrying in \(delay)"
+                )
+            }
             if let deadline = shell.withLock({ $0.drainDeadline }) {
                 if clock.elapsed() + delay > deadline { return .abandoned }
                 try? await clock.sleep(delay)
@@ -762,8 +811,9 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     // MARK: Inspection
 
     /// The records in `directory` that no destination has confirmed yet, oldest first, read without
-    /// opening the queue (a snapshot; torn and unreadable lines are left out).
-    /// - Throws: `.corruptFile` for an ack or segment index out of range.
+    /// opening the queue (a snapshot; torn, unparsable and corrupt lines are left out).
+    /// - Throws: `.corruptFile` for an ack or segment index out of range; the error of a segment that
+    ///   cannot be read.
     public static func pendingRecords(in directory: String) throws(AnalyticsSinkError) -> [AnalyticsRecord] {
         var warnings: [String] = []
         let ack = try SegmentLog.readAck(directory, warnings: &warnings)
@@ -774,6 +824,8 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
             directory: directory,
             warnings: &warnings
         )
-        return SegmentLog.read(directory, from: cursor, segments: kept, limit: .max, sealed: { _ in true }).records
+        let result = SegmentLog.read(directory, from: cursor, segments: kept, limit: .max, sealed: { _ in true })
+        if let failure = result.failure { throw failure }
+        return result.records
     }
 }

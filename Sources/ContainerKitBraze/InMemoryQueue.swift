@@ -326,6 +326,9 @@ public final class InMemoryQueue: AnalyticsSink {
                 failure = drop(pending, error)
                 break
             }
+            // A refused request (a key or endpoint problem) says nothing about the records: it pauses
+            // delivery without using up their attempts.
+            if error.code == .requestRefused { attempt -= 1 }
             guard attempt < configuration.retry.maximumAttempts else {
                 var exhausted = DeliveryError(
                     .retriesExhausted,
@@ -338,11 +341,20 @@ public final class InMemoryQueue: AnalyticsSink {
                 break
             }
             let delay = configuration.retry.delay(afterAttempt: attempt, error: error, random: configuration.random())
-            log.log(
-                .warning,
-                key: "retry",
-                "queue: delivering \(pending.count) records failed (attempt \(attempt)): \(error); retrying in \(delay)"
-            )
+            if error.code == .requestRefused {
+                log.log(
+                    .error,
+                    key: "refused-request",
+                    "queue: \(error); \(pending.count) records kept, delivery paused for \(delay)"
+                )
+            } else {
+                log.log(
+                    .warning,
+                    key: "retry",
+                    "queue: delivering \(pending.count) records failed (attempt \(attempt)): \(error); "
+                        + "retrying in \(delay)"
+                )
+            }
             if let deadline = drainDeadline, clock.elapsed() + delay > deadline {
                 failure = drop(pending, DeliveryError(.retriesExhausted, "\(error.message); the drain deadline passed"))
                 break

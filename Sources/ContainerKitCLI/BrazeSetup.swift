@@ -101,7 +101,14 @@ final class BrazeSetup: Sendable {
 /// A long-lived pipeline component: works in ``run()`` until its task is cancelled, then drains.
 protocol Runnable: Sendable {
     func run() async throws
+    /// Records dropped at delivery so far: rejected by the destination, or given up on.
+    var droppedRecords: Int { get }
 }
 
-extension InMemoryQueue: Runnable {}
-extension DurableQueue: Runnable {}
+extension InMemoryQueue: Runnable {
+    var droppedRecords: Int { statistics.rejectedRecords + statistics.droppedRecords }
+}
+
+extension DurableQueue: Runnable {
+    var droppedRecords: Int { statistics.rejectedRecords }
+}
