@@ -88,7 +88,7 @@ import Testing
         #expect(logger.messages(at: .warning).contains { $0.contains("cannot read segment") && $0.contains("retr") })
     }
 
-    @Test func aSegmentThatStaysUnreadableIsNeitherAcknowledgedNorDeleted() async throws {
+    @Test(.timeLimit(.minutes(1))) func aSegmentThatStaysUnreadableIsNeitherAcknowledgedNorDeleted() async throws {
         let directory = TemporaryDirectory("unreadable-stays")
         defer { directory.remove() }
         let records = [event("a"), event("b")]
