@@ -26,12 +26,14 @@ import Synchronization
 ///
 /// ## Lifetime
 /// The initializer opens the directory (taking its lock and recovering what a previous run left) and
-/// starts nothing. ``run()`` starts the writer thread and the delivery loop and works until its task is
-/// cancelled; then it **drains**, in this order: new records are refused; everything enqueued is
-/// committed (the writer thread finishes, and is joined); the delivery loop delivers what it can within
-/// ``Configuration/drainTimeout`` (a request still running at the deadline is cancelled; undelivered
-/// records stay on disk for the next run); the directory is released. A host conforms it to
-/// swift-service-lifecycle's `Service` with `extension DurableQueue: @retroactive Service {}`.
+/// starts nothing. ``run()`` starts the writer thread and the delivery loop. Cancelling its task stops it
+/// at once: deliveries in flight are abandoned, what is enqueued is committed, the writer thread is
+/// joined, and every committed record stays on disk for the next run. ``gracefulShutdown()`` **drains**
+/// instead, in this order: new records are refused; everything enqueued is committed; the delivery loop
+/// delivers what it can within ``Configuration/drainTimeout`` (a request still running at the deadline
+/// is cancelled; undelivered records stay on disk); the directory is released and ``run()`` returns. A
+/// swift-service-lifecycle host bridges the two in one line: `try await withGracefulShutdownHandler {
+/// try await queue.run() } onGracefulShutdown: { queue.gracefulShutdown() }`.
 ///
 /// ## Durability barrier and group commit
 /// ``enqueue(_:)`` returns at once with a ``DurabilityToken`` (the provider puts it in the tag's
@@ -152,6 +154,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     private struct Shell {
         var machine: DurableQueueMachine
         var phase = Phase.idle
+        var started = false
         var durabilityWaiters: [(ticket: UInt64, continuation: CheckedContinuation<AnalyticsSinkError?, Never>)] = []
         var flushWaiters: [(target: SegmentLog.Position, continuation: CheckedContinuation<(any Error)?, Never>)] = []
         var writerStopping = false
@@ -425,12 +428,32 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
 
     // MARK: Running
 
-    /// Works until the task is cancelled, then drains (see the type's documentation) and returns.
+    /// Starts the drain: new records are refused; everything enqueued is committed; what is on disk is
+    /// delivered for at most ``Configuration/drainTimeout``; then ``run()`` returns. Undelivered records stay
+    /// on disk for the next run. Safe to call at any time, and more than once.
+    public func gracefulShutdown() {
+        let actions = shell.withLock { shell -> [DurableQueueMachine.Action] in
+            guard shell.phase == .running || shell.phase == .idle else { return [] }
+            shell.phase = .draining
+            shell.drainDeadline = clock.elapsed() + configuration.drainTimeout
+            return shell.machine.close()
+        }
+        drainStarted.open()
+        perform(actions)
+        writerWakeup.signal()
+        deliveryWakeup.signal()
+    }
+
+    /// Works until the task is cancelled — then it stops at once: deliveries in flight are abandoned and
+    /// every committed record stays on disk for the next run — or until ``gracefulShutdown()`` drained (see
+    /// the type's documentation).
     /// - Throws: `.closed` when called twice.
     public func run() async throws {
         try shell.withLock { shell throws(AnalyticsSinkError) in
-            guard shell.phase == .idle else { throw AnalyticsSinkError(.closed, "the durable queue already ran") }
-            shell.phase = .running
+            guard !shell.started else { throw AnalyticsSinkError(.closed, "the durable queue already ran") }
+            shell.started = true
+            // A graceful shutdown that came first leaves the queue draining: it delivers what is on disk.
+            if shell.phase == .idle { shell.phase = .running }
         }
         for warning in recoveryWarnings {
             diagnostics.warning("durable queue: \(warning)", metadata: ["queue": directory])
@@ -438,27 +461,12 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         let thread = Thread { [self] in writerLoop() }
         thread.name = "containerkit.durable-queue.writer"
         thread.start()
-        // The loop runs in its own task, joined here, so that the drain after our cancellation can still
-        // sleep and send; the drain deadline bounds it.
-        let drainStarted = self.drainStarted
+        // The loop runs in this task: cancelling run() stops it at once (what is committed stays on disk);
+        // gracefulShutdown() makes it drain, bounded by the drain deadline.
         let (limit, clock) = (configuration.drainTimeout, self.clock)
-        let delivery = Task {
-            await runWithDrainDeadline(limit, on: clock, drainStarted: drainStarted) { await self.deliveryLoop() }
-        }
-        await withTaskCancellationHandler {
-            await delivery.value
-        } onCancel: {
-            drainStarted.open()
-            let actions = self.shell.withLock { shell -> [DurableQueueMachine.Action] in
-                guard shell.phase == .running else { return [] }
-                shell.phase = .draining
-                shell.drainDeadline = self.clock.elapsed() + limit
-                return shell.machine.close()
-            }
-            self.perform(actions)
-            self.writerWakeup.signal()
-            self.deliveryWakeup.signal()
-        }
+        await runWithDrainDeadline(limit, on: clock, drainStarted: drainStarted) { await self.deliveryLoop() }
+        // New records are refused from now on (after a cancellation as after the drain).
+        perform(shell.withLock { $0.machine.close() })
         // The writer finished every commit before the delivery loop ended; stop and join it.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let exited = shell.withLock { shell -> Bool in

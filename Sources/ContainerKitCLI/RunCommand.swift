@@ -131,7 +131,7 @@ struct RunCommand {
                     + "\(counts.tags) tags, \(counts.macros) variables, \(counts.rules) rules"
             )
         }
-        // The front delivers while the lines are processed; cancelling it at the end drains it (bounded).
+        // The front delivers while the lines are processed; its graceful shutdown at the end drains it (bounded).
         let front = braze?.front
         let status = await withTaskGroup(of: Void.self) { group in
             if let front {
@@ -143,8 +143,7 @@ struct RunCommand {
                     }
                 }
             }
-            defer { group.cancelAll() }
-            return await processLines(
+            let status = await processLines(
                 input,
                 session: session,
                 options: options,
@@ -152,6 +151,9 @@ struct RunCommand {
                 clear: { braze?.clearShownRecords() },
                 output: output
             )
+            front?.gracefulShutdown()
+            await group.waitForAll()
+            return status
         }
         // The drain is over (the group waited for it): records the destination refused, or that a memory
         // queue gave up on, are lost, which a script must be able to see.

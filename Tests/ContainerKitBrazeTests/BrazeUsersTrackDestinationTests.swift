@@ -58,9 +58,9 @@ final class BrazeFixture: Sendable {
         running = Task { try? await queue.run() }
     }
 
-    /// Cancels the front (it drains) and waits for it; stops the server.
+    /// Shuts the front down gracefully (it drains) and waits for it; stops the server.
     func close() async {
-        running.cancel()
+        sink.gracefulShutdown()
         await running.value
         server.stop()
     }

@@ -34,7 +34,7 @@ final class HangingDestination: AnalyticsDestination {
     }
 }
 
-/// The drain after cancellation is bounded by `drainTimeout` on the injected clock, even when a delivery
+/// The drain after a graceful shutdown is bounded by `drainTimeout` on the injected clock, even when a delivery
 /// hangs.
 @Suite struct DrainTests {
     @Test func theInMemoryQueuesDrainEndsAtItsDeadlineWhileADeliveryHangs() async throws {
@@ -47,7 +47,7 @@ final class HangingDestination: AnalyticsDestination {
             group.addTask { try await queue.run() }
             _ = try queue.enqueue([event("stuck"), event("waiting")])
             await destination.waitForDelivery()
-            group.cancelAll()
+            queue.gracefulShutdown()
             // The drain's deadline sleeps on the clock (beside the loop's own interval sleep).
             await clock.waitForSleepers(1)
             clock.advance(by: .seconds(5))
@@ -76,7 +76,7 @@ final class HangingDestination: AnalyticsDestination {
             group.addTask { try await queue.run() }
             try await queue.append(records)
             await destination.waitForDelivery()
-            group.cancelAll()
+            queue.gracefulShutdown()
             await clock.waitForSleepers(1)
             clock.advance(by: .seconds(5))
             try await group.waitForAll()

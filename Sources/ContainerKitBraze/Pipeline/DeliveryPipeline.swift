@@ -77,6 +77,8 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         public var droppedRecords = 0
         /// Deliveries that failed in a retryable way (and were retried, or given up on).
         public var failedDeliveries = 0
+        /// Deliveries repeated after a failure.
+        public var retries = 0
         /// Acknowledgements given to the store.
         public var acknowledgements = 0
         /// Records the store skipped as provably bad.
@@ -217,7 +219,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                     shell.statistics.durableRecords += records
                     return ((), shell.machine.committed(through: ticket, records: records))
                 }
-                self.diagnostics.observer?.observe(.recordsDurable(count: records))
+                if self.store.isDurable { self.diagnostics.observer?.observe(.recordsDurable(count: records)) }
             },
             failed: { [weak self] tickets, error in
                 guard let self else { return }
@@ -255,9 +257,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         if let error { throw error }
     }
 
-    /// Returns once everything appended so far is durable and settled by the destination (needs ``run()``).
-    /// - Throws: a rejection of some of those records, or a retryable delivery failure meanwhile (the
-    ///   records stay and are retried).
+    /// Returns once everything appended so far is durable and settled by the destination (delivered,
+    /// rejected, or given up on) and nothing more is committed (needs ``run()``).
+    /// - Throws: the first error that settled records without delivering them (a rejection, attempts used
+    ///   up).
     public func flush() async throws {
         let error: (any Error & Sendable)? = await withCheckedContinuation { continuation in
             act { shell in ((), shell.machine.flush(.flush(continuation))) }
@@ -433,10 +436,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             firstRejection = firstRejection ?? result.rejected.first?.error
             guard let error = result.retryError, !result.retryable.isEmpty else { break }
             records = result.retryable
-            act { shell in
-                shell.statistics.failedDeliveries += 1
-                return ((), shell.machine.deliveryFailed(error))
-            }
+            shell.withLock { $0.statistics.failedDeliveries += 1 }
             diagnostics.observer?.observe(.deliveryFailed(message: error.message))
             // A refusal of the request says nothing about the records: it uses up no attempt.
             if error.code == .requestRefused { attempt -= 1 }
@@ -450,6 +450,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 drop(records, dropped)
                 return .settled(id: id, error: firstRejection ?? dropped)
             }
+            shell.withLock { $0.statistics.retries += 1 }
             let delay = configuration.retry.delay(
                 afterAttempt: max(attempt, 1),
                 error: error,

@@ -55,6 +55,7 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     let linger: Duration
 
     private(set) var state = State.idle
+    private var started = false
     // Durability.
     private(set) var lastTicket: UInt64 = 0
     private(set) var resolvedTicket: UInt64 = 0
@@ -85,8 +86,10 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
 
     /// ``DeliveryPipeline/run()`` began. Throws when it ran before.
     mutating func start() throws(AnalyticsSinkError) {
-        guard state == .idle else { throw AnalyticsSinkError(.closed, "the delivery pipeline already ran") }
-        state = .running
+        guard !started else { throw AnalyticsSinkError(.closed, "the delivery pipeline already ran") }
+        started = true
+        // A graceful shutdown that came first leaves the pipeline draining: it delivers what is stored.
+        if state == .idle { state = .running }
     }
 
     /// Whether new records are taken.
@@ -273,12 +276,6 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
             for i in flushWaiters.indices where flushWaiters[i].error == nil { flushWaiters[i].error = error }
         }
         return acknowledgeSettled() + [.wakeDelivery]
-    }
-
-    /// A delivery failed in a retryable way: the flushes waiting learn it at once (the records stay).
-    mutating func deliveryFailed(_ error: any Error & Sendable) -> [Action] {
-        defer { flushWaiters.removeAll() }
-        return flushWaiters.map { .resumeFlush($0.waiter, error) }
     }
 
     /// Acknowledges the end of the longest settled prefix of the flights.

@@ -23,6 +23,9 @@ public final class MemoryRecordStore: RecordStore {
     /// Creates an empty store holding at most `maximumRecords` unacknowledged records (50,000).
     public init(maximumRecords: Int = 50_000) { self.maximumRecords = maximumRecords }
 
+    /// `false`: records are lost with the process.
+    public var isDurable: Bool { false }
+
     /// Records taken and not acknowledged yet.
     public var count: Int { state.withLock { $0.records.count - $0.acknowledgedInBuffer } }
 

@@ -84,6 +84,14 @@ public protocol RecordStore: AnyObject, Sendable {
     /// Records that everything up to and including `position` (a batch's ``StoredBatch/end``) is delivered.
     /// Called in order; never with a position beyond what ``read(after:limit:)`` returned.
     func acknowledge(through position: Position) async throws(AnalyticsSinkError)
+
+    /// Whether a commit survives the process (`true` by default): the pipeline reports commits of a
+    /// durable store as durable records to its observer.
+    var isDurable: Bool { get }
+}
+
+extension RecordStore {
+    public var isDurable: Bool { true }
 }
 
 /// Records as the pipeline encoded them, once: each record's segment line (`<json>\t<crc32c>\n`), one
