@@ -54,6 +54,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         public var logger: (any DiagnosticLogger)?
         /// Where record counts and failures are reported (metrics); `nil`: the tag manager's observer.
         public var observer: (any RuntimeObserver)?
+        /// Whether a retryable delivery failure ends the flushes waiting, with its error (`false`: they wait
+        /// until the records are settled). A store that never gives up on records sets it, so that a flush
+        /// does not wait for a destination that is down.
+        public var flushFailsOnRetry = false
         /// How log messages name the pipeline (`queue`).
         public var label = "queue"
 
@@ -143,6 +147,9 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
 
     /// Counters for monitoring and tests.
     public var statistics: Statistics { shell.withLock { $0.statistics } }
+
+    /// Flushes waiting (for tests).
+    var waitingFlushCount: Int { shell.withLock { $0.machine.waitingFlushCount } }
 
     /// The ticket of the latest append (0 before the first).
     public var lastTicket: UInt64 { shell.withLock { $0.machine.lastTicket } }
@@ -339,11 +346,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 case .abandoned:
                     break
                 case .settled(let id, let error):
-                    let acknowledgements = act { shell in
-                        let actions = shell.machine.settled(id: id, error: error)
-                        return (actions, actions)
-                    }
-                    await acknowledge(acknowledgements)
+                    // The store records the acknowledgement before a flush waiting for it is answered.
+                    let actions = shell.withLock { $0.machine.settled(id: id, error: error) }
+                    await acknowledge(actions)
+                    for action in actions { perform(action) }
                 }
             }
             if act({ shell in (shell.machine.state, []) }) != .stopped, !Task.isCancelled {
@@ -376,15 +382,15 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             return
         }
         for problem in batch.problems { logs.log(.warning, key: "skipped", "\(configuration.label): \(problem)") }
-        let actions = act { shell in
+        let actions = shell.withLock { shell in
             shell.statistics.skippedRecords += batch.skipped
-            let actions = shell.machine.readCompleted(batch)
-            return (actions, actions)
+            return shell.machine.readCompleted(batch)
         }
         for case .deliver(let id, let records) in actions {
             group.addTask { await self.deliverUntilSettled(id: id, records: records) }
         }
         await acknowledge(actions)
+        for action in actions { perform(action) }
     }
 
     /// Gives the store the acknowledgements among `actions`.
@@ -436,7 +442,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             firstRejection = firstRejection ?? result.rejected.first?.error
             guard let error = result.retryError, !result.retryable.isEmpty else { break }
             records = result.retryable
-            shell.withLock { $0.statistics.failedDeliveries += 1 }
+            act { shell in
+                shell.statistics.failedDeliveries += 1
+                return ((), configuration.flushFailsOnRetry ? shell.machine.deliveryFailed(error) : [])
+            }
             diagnostics.observer?.observe(.deliveryFailed(message: error.message))
             // A refusal of the request says nothing about the records: it uses up no attempt.
             if error.code == .requestRefused { attempt -= 1 }

@@ -185,6 +185,9 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         return [.wakeDelivery]
     }
 
+    /// Flushes waiting.
+    var waitingFlushCount: Int { flushWaiters.count }
+
     /// Whether a flush or the drain waits (no lingering then).
     private var hurried: Bool {
         if !flushWaiters.isEmpty { return true }
@@ -276,6 +279,12 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
             for i in flushWaiters.indices where flushWaiters[i].error == nil { flushWaiters[i].error = error }
         }
         return acknowledgeSettled() + [.wakeDelivery]
+    }
+
+    /// A delivery failed in a retryable way: the flushes waiting learn it at once (the records stay).
+    mutating func deliveryFailed(_ error: any Error & Sendable) -> [Action] {
+        defer { flushWaiters.removeAll() }
+        return flushWaiters.map { .resumeFlush($0.waiter, error) }
     }
 
     /// Acknowledges the end of the longest settled prefix of the flights.
