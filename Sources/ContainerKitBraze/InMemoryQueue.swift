@@ -11,8 +11,9 @@ import Synchronization
 /// let queue = InMemoryQueue(destination: braze)
 /// BrazeTagProvider(sink: queue).register(on: tagManager)
 /// try await withThrowingDiscardingTaskGroup { group in
-///     group.addTask { try await queue.run() }     // delivers until cancelled, then drains
+///     group.addTask { try await queue.run() }     // delivers until gracefulShutdown() drained it
 ///     …
+///     queue.gracefulShutdown()                    // at exit: drain (bounded), then run() returns
 /// }
 /// ```
 ///

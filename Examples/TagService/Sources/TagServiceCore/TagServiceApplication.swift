@@ -120,7 +120,7 @@ public struct TagServiceApplication: Sendable {
             ),
             // Shut down in reverse order, each after the next has returned (see the type's documentation).
             services: [
-                queue.cancelledOnGracefulShutdown(),
+                queue.service,
                 snapshots,
                 sessions.cancelledOnGracefulShutdown(),
                 containers,
