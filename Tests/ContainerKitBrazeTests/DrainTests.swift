@@ -83,4 +83,28 @@ final class HangingDestination: AnalyticsDestination {
         }
         #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
     }
+
+    @Test(.timeLimit(.minutes(1))) func cancellingADurableQueueStopsAtOnceAndKeepsTheRecords() async throws {
+        let directory = TemporaryDirectory("cancel")
+        defer { directory.remove() }
+        let destination = HangingDestination()
+        var configuration = DurableQueue.Configuration()
+        configuration.logger = InMemoryLogger()
+        // A drain would wait an hour on this clock: cancellation must not drain.
+        configuration.drainTimeout = .seconds(3600)
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: destination,
+            configuration: configuration,
+            clock: ManualClock()
+        )
+        let records = [event("a"), event("b")]
+        let running = Task { try await queue.run() }
+        try await queue.append(records)
+        await destination.waitForDelivery()
+        running.cancel()
+        try await running.value
+        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+        #expect(throws: AnalyticsSinkError.self) { try queue.enqueue([event("late")]) }
+    }
 }
