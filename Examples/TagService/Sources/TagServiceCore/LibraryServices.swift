@@ -29,7 +29,11 @@ extension DurableQueue {
     /// cancellation stops it at once (what is durable stays on disk).
     var service: ClosureService {
         ClosureService {
-            try await withGracefulShutdownHandler { try await self.run() } onGracefulShutdown: { self.gracefulShutdown() }
+            try await withGracefulShutdownHandler {
+                try await self.run()
+            } onGracefulShutdown: {
+                self.gracefulShutdown()
+            }
         }
     }
 }
