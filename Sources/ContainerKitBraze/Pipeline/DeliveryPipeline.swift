@@ -221,12 +221,13 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         RecordStoreCommits(
             committed: { [weak self] ticket, records in
                 guard let self else { return }
+                // Reported before the waiters are answered: whoever waited sees the count include its records.
+                if self.store.isDurable { self.diagnostics.observer?.observe(.recordsDurable(count: records)) }
                 self.act { shell in
                     shell.statistics.commits += 1
                     shell.statistics.durableRecords += records
                     return ((), shell.machine.committed(through: ticket, records: records))
                 }
-                if self.store.isDurable { self.diagnostics.observer?.observe(.recordsDurable(count: records)) }
             },
             failed: { [weak self] tickets, error in
                 guard let self else { return }
