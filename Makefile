@@ -51,7 +51,7 @@ tsan:
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(SWIFT) test --skip-build --no-parallel $(TSAN_FLAGS) --filter '$(TSAN_FILTER)'
 
 # SOAK_CYCLES kill -9 cycles of `containerkit run --queue` delivering to a /users/track stand-in on 127.0.0.1,
-# then a last run that drains the queue; prints soak_acknowledged=, soak_lost= (must be 0), soak_delivered_twice=.
+# each cycle with SOAK_EVENTS fresh events, then a last run (fresh events too) that drains the queue; prints soak_acknowledged=, soak_lost= (must be 0), soak_delivered_twice=.
 SOAK_CYCLES ?= 20
 SOAK_EVENTS ?= 3000
 soak:

@@ -32,8 +32,11 @@ import Synchronization
 /// ## Outcomes
 /// 2xx accepts the request's records (a 2xx with `errors`, a partial success, adds a warning). 429 (with
 /// its `Retry-After`), 408, 5xx, timeouts, broken connections and unreadable or oversized answers make
-/// the request's records — and those of the batch's later requests, which are not sent — retryable. Any
-/// other 4xx rejects the request's records with Braze's `message` and `errors`; later requests are sent.
+/// the request's records — and those of the batch's later requests, which are not sent — retryable. A 400
+/// (also 413 and 422: the payload itself) rejects the request's records with Braze's `message` and
+/// `errors`; later requests are sent. An answer that refuses the *request* — 401 or 403 (the key), 404, a
+/// redirect (never followed), any other status — drops nothing: the records stay retryable with
+/// ``DeliveryError/Code-swift.struct/requestRefused`` and a pause of ``Configuration/refusedRequestPause``.
 public final class BrazeUsersTrackDestination: AnalyticsDestination {
     /// How many objects one request may carry.
     public enum ObjectLimit: Sendable, Hashable {
@@ -66,6 +69,9 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
         /// Add `"_update_existing_only": false` to objects identified by a user alias, so Braze creates
         /// alias-only profiles (Braze otherwise only updates existing ones) (`true`).
         public var createsAliasOnlyProfiles = true
+        /// How long delivery pauses after Braze refused a request (401, 403, 404, a redirect) before it
+        /// tries again (60 s): the records are kept; only a change of key, permission or endpoint helps.
+        public var refusedRequestPause: Duration = .seconds(60)
 
         /// The defaults, with any of the common settings changed.
         public init(objectLimit: ObjectLimit = .total(75), requestTimeout: Duration = .seconds(30)) {
@@ -86,6 +92,8 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
         public var rejectedRecords = 0
         /// Requests that failed in a retryable way.
         public var failedRequests = 0
+        /// Requests Braze refused as requests (401, 403, 404, a redirect): their records were kept.
+        public var refusedRequests = 0
     }
 
     /// Braze's REST endpoint (for example `https://rest.iad-01.braze.com`); requests go to
@@ -224,7 +232,7 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
                     errors: answer.errors
                 )
             )
-        default:
+        case 400, 413, 422:
             counters.withLock { $0.rejectedRecords += request.records.count }
             let details = answer.errors.isEmpty ? "" : "; errors: " + answer.errors.joined(separator: ", ")
             return .rejected(
@@ -234,6 +242,27 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
                     "braze rejected \(request.objectCount) objects (http \(status)): '\(answer.message)'\(details)",
                     status: status,
                     errors: answer.errors
+                )
+            )
+        default:
+            // 401, 403 (the key), 404 and redirects (the endpoint): nothing is wrong with the records.
+            counters.withLock { $0.refusedRequests += 1 }
+            let location = response.header("Location").map { " to '\($0)'" } ?? ""
+            let reason: String
+            switch status {
+            case 401, 403: reason = "check the rest api key and its users.track permission"
+            case 300..<400: reason = "a redirect\(location) is never followed: fix the endpoint"
+            default: reason = "check the endpoint"
+            }
+            return .retry(
+                request.records,
+                DeliveryError(
+                    .requestRefused,
+                    "braze refused the request (http \(status)): '\(answer.message)'; \(reason); "
+                        + "the records are kept and delivery pauses",
+                    status: status,
+                    errors: answer.errors,
+                    retryAfter: configuration.refusedRequestPause
                 )
             )
         }

@@ -10,9 +10,14 @@ public struct DeliveryError: Error, Sendable, Hashable, CustomStringConvertible 
         /// Creates a code.
         public init(rawValue: String) { self.rawValue = rawValue }
 
-        /// The destination refused the records for good (for Braze, a 4xx other than 408 and 429);
-        /// retrying cannot help, so they are dropped.
+        /// The destination refused the records for good (for Braze, a 400: the records themselves are
+        /// invalid); retrying cannot help, so they are dropped.
         public static let rejected = Code(rawValue: "rejected")
+        /// The destination refused the *request*, not its records (for Braze, 401 or 403 — a wrong,
+        /// revoked or under-permitted key —, 404, or a redirect): the records are kept and delivery pauses
+        /// for ``DeliveryError/retryAfter`` before trying again, until the answer changes. Logged as an
+        /// error; never counted against a front's attempts.
+        public static let requestRefused = Code(rawValue: "request_refused")
         /// The destination asked to slow down (HTTP 429); ``DeliveryError/retryAfter`` says for how long
         /// when it said.
         public static let rateLimited = Code(rawValue: "rate_limited")

@@ -26,12 +26,14 @@ import Synchronization
 ///
 /// ## Lifetime
 /// The initializer opens the directory (taking its lock and recovering what a previous run left) and
-/// starts nothing. ``run()`` starts the writer thread and the delivery loop and works until its task is
-/// cancelled; then it **drains**, in this order: new records are refused; everything enqueued is
-/// committed (the writer thread finishes, and is joined); the delivery loop delivers what it can within
-/// ``Configuration/drainTimeout`` (a request still running at the deadline is cancelled; undelivered
-/// records stay on disk for the next run); the directory is released. A host conforms it to
-/// swift-service-lifecycle's `Service` with `extension DurableQueue: @retroactive Service {}`.
+/// starts nothing. ``run()`` starts the writer thread and the delivery loop. Cancelling its task stops it
+/// at once: deliveries in flight are abandoned, what is enqueued is committed, the writer thread is
+/// joined, and every committed record stays on disk for the next run. ``gracefulShutdown()`` **drains**
+/// instead, in this order: new records are refused; everything enqueued is committed; the delivery loop
+/// delivers what it can within ``Configuration/drainTimeout`` (a request still running at the deadline
+/// is cancelled; undelivered records stay on disk); the directory is released and ``run()`` returns. A
+/// swift-service-lifecycle host bridges the two in one line: `try await withGracefulShutdownHandler {
+/// try await queue.run() } onGracefulShutdown: { queue.gracefulShutdown() }`.
 ///
 /// ## Durability barrier and group commit
 /// ``enqueue(_:)`` returns at once with a ``DurabilityToken`` (the provider puts it in the tag's
@@ -132,30 +134,19 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         public var acknowledgements = 0
         /// Records read back from disk (a previous run's, or a backlog beyond the memory buffer).
         public var recordsReadFromDisk = 0
-        /// Torn or unreadable lines ignored.
+        /// Torn, unparsable or corrupt lines ignored (only provably bad data is ever skipped).
         public var skippedLines = 0
+        /// Of ``skippedLines``, the lines whose checksum did not match their bytes (flipped bits on disk).
+        public var corruptLines = 0
+        /// Reads of the backlog that failed for the moment (a segment that could not be opened or read:
+        /// `EMFILE`, `EIO`, `EACCES`, …) and were retried after a backoff; nothing after them is acknowledged.
+        public var failedReads = 0
         /// Records refused: the queue was full or shut down, or their commit failed.
         public var refusedRecords = 0
         /// Segment files on disk.
         public var segmentCount = 0
         /// Bytes in segments and pending lines.
         public var queueBytes = 0
-    }
-
-    private enum Phase { case idle, running, draining, stopped }
-
-    private struct Shell {
-        var machine: DurableQueueMachine
-        var phase = Phase.idle
-        var durabilityWaiters: [(ticket: UInt64, continuation: CheckedContinuation<AnalyticsSinkError?, Never>)] = []
-        var flushWaiters: [(target: SegmentLog.Position, continuation: CheckedContinuation<(any Error)?, Never>)] = []
-        var writerStopping = false
-        var writerExit: CheckedContinuation<Void, Never>?
-        var writerExited = false
-        var lastAckSync: Duration?
-        /// When the drain's deliveries must end (on the queue's clock), set when the drain starts.
-        var drainDeadline: Duration?
-        var statistics = Statistics()
     }
 
     /// The queue's directory.
@@ -165,15 +156,12 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     /// The queue's tunables.
     public let configuration: Configuration
 
-    private let log: SegmentLog
-    private let shell: Mutex<Shell>
-    private let writerWakeup = DispatchSemaphore(value: 0)
-    private let deliveryWakeup = Wakeup()
-    /// Opens when the drain starts: interrupts the backoff of every delivery.
-    private let drainStarted = Latch()
-    private let clock: DeliveryClock
-    private let logs: LogLimiter
+    /// The store: the segment log, its writer and reader threads.
+    let store: SegmentRecordStore
+    /// The engine: the one delivery pipeline.
+    let pipeline: DeliveryPipeline<SegmentRecordStore>
     private let diagnostics: FrontDiagnostics
+    private let logs: LogLimiter
     /// What recovery found wrong on disk, logged when ``run()`` starts (by then the queue reports to the
     /// manager's logger).
     private let recoveryWarnings: [String]
@@ -192,103 +180,85 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         self.directory = directory
         self.destination = destination
         self.configuration = configuration
-        self.clock = DeliveryClock(clock)
+        let elapsed = DeliveryClock(clock).elapsed
         let diagnostics = FrontDiagnostics(logger: configuration.logger, observer: configuration.observer)
         self.diagnostics = diagnostics
-        self.logs = LogLimiter(
-            logger: diagnostics,
-            interval: configuration.logInterval,
-            elapsed: self.clock.elapsed
+        let logs = LogLimiter(logger: diagnostics, interval: configuration.logInterval, elapsed: elapsed)
+        self.logs = logs
+        let batchSize = max(1, configuration.deliveryBatchSize ?? destination.preferredBatchSize)
+        let label = "durable queue '\(directory)'"
+        store = try SegmentRecordStore(
+            directory: directory,
+            settings: SegmentRecordStore.Settings(
+                maximumSegmentBytes: configuration.maximumSegmentBytes,
+                maximumQueueBytes: configuration.maximumQueueBytes,
+                maximumBufferedRecords: configuration.maximumBufferedRecords,
+                batchSize: batchSize,
+                // The pipeline bounds the batches in flight; the store follows whatever it hands out.
+                maximumInFlight: .max,
+                commitDelay: configuration.commitDelay,
+                acknowledgementSyncInterval: configuration.acknowledgementSyncInterval,
+                faults: configuration.faults
+            ),
+            report: { message in logs.log(.warning, key: "store:\(message.prefix(60))", "\(label): \(message)") }
         )
-        log = try SegmentLog(directory: directory, faults: configuration.faults)
-        let recovery = log.recovery
-        recoveryWarnings = recovery.warnings
-        shell = Mutex(
-            Shell(
-                machine: DurableQueueMachine(
-                    segments: recovery.segments,
-                    cursor: recovery.cursor,
-                    nextSegmentIndex: recovery.nextIndex,
-                    maximumSegmentBytes: configuration.maximumSegmentBytes,
-                    maximumQueueBytes: configuration.maximumQueueBytes,
-                    maximumBufferedRecords: configuration.maximumBufferedRecords,
-                    batchSize: configuration.deliveryBatchSize ?? destination.preferredBatchSize,
-                    maximumInFlight: configuration.maximumConcurrentDeliveries
-                )
-            )
-        )
+        recoveryWarnings = store.log.recovery.warnings
+        var settings = DeliveryPipeline<SegmentRecordStore>.Configuration()
+        settings.batchSize = batchSize
+        settings.maximumConcurrentDeliveries = configuration.maximumConcurrentDeliveries
+        settings.retry = configuration.retry
+        settings.linger = configuration.deliveryLinger
+        settings.lingerCount = batchSize
+        settings.drainTimeout = configuration.drainTimeout
+        settings.logInterval = configuration.logInterval
+        settings.random = configuration.random
+        settings.logger = configuration.logger
+        settings.observer = configuration.observer
+        settings.label = label
+        settings.flushFailsOnRetry = true
+        pipeline = DeliveryPipeline(store: store, destination: destination, configuration: settings, clock: clock)
     }
 
     /// Counters for monitoring and tests.
     public var statistics: Statistics {
-        shell.withLock { shell in
-            var statistics = shell.statistics
-            statistics.segmentCount = shell.machine.segments.count
-            statistics.queueBytes = shell.machine.queueBytes
-            return statistics
-        }
+        let engine = pipeline.statistics
+        let files = store.counters
+        var statistics = Statistics()
+        statistics.commits = files.commits
+        statistics.durableRecords = engine.durableRecords
+        statistics.deliveredRecords = engine.deliveredRecords
+        statistics.rejectedRecords = engine.rejectedRecords
+        statistics.failedDeliveries = engine.failedDeliveries
+        statistics.acknowledgements = files.acknowledgements
+        statistics.recordsReadFromDisk = files.recordsReadFromDisk
+        statistics.skippedLines = files.skippedLines
+        statistics.corruptLines = files.corruptLines
+        statistics.failedReads = engine.failedReads
+        statistics.refusedRecords = engine.droppedRecords + files.failedCommitRecords
+        statistics.segmentCount = files.segmentCount
+        statistics.queueBytes = files.queueBytes
+        return statistics
     }
 
     /// The ticket of the latest enqueue (0 before the first).
-    public var lastTicket: UInt64 { shell.withLock { $0.machine.lastTicket } }
-
-    // MARK: Appending
-
-    /// What the observer's backlog reports: records this process made durable and not yet delivered or
-    /// rejected (records left by an earlier run count only in the bytes), and the bytes the queue holds.
-    private var backlog: (records: Int, bytes: Int) {
-        shell.withLock { shell in
-            let statistics = shell.statistics
-            let records = statistics.durableRecords - statistics.deliveredRecords - statistics.rejectedRecords
-            return (max(0, records), shell.machine.queueBytes)
-        }
-    }
+    public var lastTicket: UInt64 { store.lastTicket }
 
     /// Flushes waiting for their records to be delivered (for tests).
-    var waitingFlushCount: Int { shell.withLock { $0.flushWaiters.count } }
+    var waitingFlushCount: Int { pipeline.waitingFlushCount }
 
     /// Reports to `logger` and `observer` from now on, for what ``Configuration/logger`` and
     /// ``Configuration/observer`` leave unset (the Braze provider passes its tag manager's on registration).
     public func inherit(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?) {
         diagnostics.inherit(logger: logger, observer: observer)
+        pipeline.inherit(logger: logger, observer: observer)
     }
 
-    /// Encodes `records` and hands them to the writer; returns at once with the token to wait on.
+    /// Encodes `records` once and hands them to the writer; returns at once with the token to wait on.
     /// - Throws: `.queueFull` or `.closed`; nothing is enqueued then.
     @discardableResult
     public func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? {
-        guard !records.isEmpty else { return nil }
-        var json = JSONByteWriter(capacity: records.count * 200)
-        var lineEnds: [Int] = []
-        lineEnds.reserveCapacity(records.count)
-        for record in records {
-            record.write(to: &json)
-            json.raw(0x0A)
-            lineEnds.append(json.bytes.count)
-        }
-        let lines = json.bytes
-        let outcome = shell.withLock { shell -> Result<(UInt64, [DurableQueueMachine.Action]), AnalyticsSinkError> in
-            do throws(AnalyticsSinkError) {
-                return .success(try shell.machine.enqueue(lines, records: records, lineEnds: lineEnds))
-            } catch {
-                shell.statistics.refusedRecords += records.count
-                return .failure(error)
-            }
-        }
-        switch outcome {
-        case .success(let (ticket, actions)):
-            perform(actions)
-            diagnostics.observer?.observe(.recordsEnqueued(count: records.count))
-            return DurabilityToken(source: self, ticket: ticket)
-        case .failure(let error):
-            diagnostics.observer?.observe(.recordsRejected(count: records.count, reason: error.message))
-            logs.log(
-                .error,
-                key: "refused",
-                "durable queue '\(directory)': refused \(records.count) records: \(error.message)"
-            )
-            throw error
-        }
+        guard let token = try pipeline.enqueue(records) else { return nil }
+        return DurabilityToken(source: self, ticket: token.ticket)
     }
 
     /// Enqueues `records` and returns once they are durable (needs ``run()``).
@@ -300,470 +270,57 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     /// Returns once the records of `ticket` are written and `fsync`ed (needs ``run()``).
     /// - Throws: the write error if the commit holding `ticket` failed (its records are not queued).
     public func waitUntilDurable(ticket: UInt64) async throws(AnalyticsSinkError) {
-        let error: AnalyticsSinkError? = await withCheckedContinuation { continuation in
-            let immediate: AnalyticsSinkError?? = shell.withLock { shell in
-                if ticket <= shell.machine.resolvedTicket { return .some(shell.machine.failure(for: ticket)) }
-                if shell.phase == .stopped {
-                    return .some(
-                        AnalyticsSinkError(.closed, "the durable queue stopped before ticket \(ticket) was written")
-                    )
-                }
-                shell.durabilityWaiters.append((ticket, continuation))
-                return .none
-            }
-            if case .some(let result) = immediate { continuation.resume(returning: result) }
-        }
-        if let error { throw error }
+        try await pipeline.waitUntilDurable(ticket: ticket)
     }
 
     /// Returns once the records of every one of `tickets` are written and `fsync`ed (or their writes
-    /// failed): one wait for the highest, then each ticket's own outcome.
+    /// failed).
     /// - Throws: the error of the first commit that held one of `tickets` and failed, although later
     ///   commits (and so later tickets) may have succeeded.
     public func waitUntilDurable(tickets: [UInt64]) async throws(AnalyticsSinkError) {
-        guard let highest = tickets.max() else { return }
-        try await waitUntilDurable(ticket: highest)
-        let error = shell.withLock { shell -> AnalyticsSinkError? in
-            for ticket in tickets { if let error = shell.machine.failure(for: ticket) { return error } }
-            return nil
-        }
-        if let error { throw error }
+        try await pipeline.waitUntilDurable(tickets: tickets)
     }
 
     /// Returns once everything enqueued so far has been written and `fsync`ed.
-    /// - Throws: the error of the latest commit if it failed (earlier failures were reported to the
-    ///   callers waiting for their own tickets).
+    /// - Throws: the error of the latest commit if it failed.
     public func waitUntilDurable() async throws(AnalyticsSinkError) {
         try await waitUntilDurable(ticket: lastTicket)
     }
 
-    /// Returns once everything enqueued so far is durable and settled by the destination (needs
-    /// ``run()``).
-    /// - Throws: a commit error, or the destination's error if a delivery fails meanwhile (the records
-    ///   stay queued and are retried).
+    /// Returns once everything enqueued so far is durable and settled by the destination, and nothing more
+    /// is on disk (needs ``run()``).
+    /// - Throws: a commit error, a rejection of some of those records, or the destination's error if a
+    ///   delivery fails meanwhile (the records stay queued and are retried).
     public func flush() async throws {
         try await waitUntilDurable()
-        let error: (any Error)? = await withCheckedContinuation { continuation in
-            let done = shell.withLock { shell -> Bool in
-                if shell.machine.caughtUp { return true }
-                shell.flushWaiters.append((shell.machine.durableEnd, continuation))
-                return false
-            }
-            if done { continuation.resume(returning: nil) } else { deliveryWakeup.signal() }
-        }
-        if let error { throw error }
-    }
-
-    private func perform(_ actions: [DurableQueueMachine.Action]) {
-        for action in actions {
-            switch action {
-            case .wakeWriter: writerWakeup.signal()
-            case .wakeDelivery: deliveryWakeup.signal()
-            case .resolveDurability(let through): resolveDurability(through: through)
-            case .acknowledge(let position, let deleting): acknowledge(position, deleting: deleting)
-            case .caughtUp: endFlushes(through: nil)
-            }
-        }
-    }
-
-    private func resolveDurability(through: UInt64) {
-        let ready = shell.withLock {
-            shell -> [(CheckedContinuation<AnalyticsSinkError?, Never>, AnalyticsSinkError?)] in
-            var ready: [(CheckedContinuation<AnalyticsSinkError?, Never>, AnalyticsSinkError?)] = []
-            shell.durabilityWaiters.removeAll { waiter in
-                guard waiter.ticket <= through else { return false }
-                ready.append((waiter.continuation, shell.machine.failure(for: waiter.ticket)))
-                return true
-            }
-            return ready
-        }
-        for (continuation, error) in ready { continuation.resume(returning: error) }
-    }
-
-    private func acknowledge(_ position: SegmentLog.Position, deleting: [UInt64]) {
-        let now = clock.elapsed()
-        let interval = configuration.acknowledgementSyncInterval
-        let sync = shell.withLock { shell -> Bool in
-            guard let last = shell.lastAckSync, now - last < interval else {
-                shell.lastAckSync = now
-                return true
-            }
-            return false
-        }
-        do {
-            try log.acknowledge(position, deleting: deleting, sync: sync)
-            shell.withLock { $0.statistics.acknowledgements += 1 }
-        } catch {
-            logs.log(
-                .warning,
-                key: "ack",
-                "durable queue '\(directory)': could not record delivery progress: \(error.message)"
-            )
-        }
-        endFlushes(through: position)
-    }
-
-    /// Answers the flushes whose records are all delivered: every one when the queue is caught up, else those
-    /// whose target is at or before `position`, the acknowledged end.
-    private func endFlushes(through position: SegmentLog.Position?) {
-        let ready = shell.withLock { shell -> [CheckedContinuation<(any Error)?, Never>] in
-            var ready: [CheckedContinuation<(any Error)?, Never>] = []
-            let caughtUp = shell.machine.caughtUp
-            shell.flushWaiters.removeAll { waiter in
-                guard caughtUp || position.map({ waiter.target <= $0 }) == true else { return false }
-                ready.append(waiter.continuation)
-                return true
-            }
-            return ready
-        }
-        for continuation in ready { continuation.resume(returning: nil) }
+        try await pipeline.flush()
     }
 
     // MARK: Running
 
-    /// Works until the task is cancelled, then drains (see the type's documentation) and returns.
+    /// Starts the drain: new records are refused; everything enqueued is committed; what is on disk is
+    /// delivered for at most ``Configuration/drainTimeout``; then ``run()`` returns. Undelivered records stay
+    /// on disk for the next run. Safe to call at any time, and more than once.
+    public func gracefulShutdown() { pipeline.gracefulShutdown() }
+
+    /// Works until the task is cancelled — then it stops at once: deliveries in flight are abandoned and
+    /// every committed record stays on disk for the next run — or until ``gracefulShutdown()`` drained (see
+    /// the type's documentation).
     /// - Throws: `.closed` when called twice.
     public func run() async throws {
-        try shell.withLock { shell throws(AnalyticsSinkError) in
-            guard shell.phase == .idle else { throw AnalyticsSinkError(.closed, "the durable queue already ran") }
-            shell.phase = .running
-        }
         for warning in recoveryWarnings {
             diagnostics.warning("durable queue: \(warning)", metadata: ["queue": directory])
         }
-        let thread = Thread { [self] in writerLoop() }
-        thread.name = "containerkit.durable-queue.writer"
-        thread.start()
-        // The loop runs in its own task, joined here, so that the drain after our cancellation can still
-        // sleep and send; the drain deadline bounds it.
-        let drainStarted = self.drainStarted
-        let (limit, clock) = (configuration.drainTimeout, self.clock)
-        let delivery = Task {
-            await runWithDrainDeadline(limit, on: clock, drainStarted: drainStarted) { await self.deliveryLoop() }
-        }
-        await withTaskCancellationHandler {
-            await delivery.value
-        } onCancel: {
-            drainStarted.open()
-            let actions = self.shell.withLock { shell -> [DurableQueueMachine.Action] in
-                guard shell.phase == .running else { return [] }
-                shell.phase = .draining
-                shell.drainDeadline = self.clock.elapsed() + limit
-                return shell.machine.close()
-            }
-            self.perform(actions)
-            self.writerWakeup.signal()
-            self.deliveryWakeup.signal()
-        }
-        // The writer finished every commit before the delivery loop ended; stop and join it.
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let exited = shell.withLock { shell -> Bool in
-                shell.writerStopping = true
-                if shell.writerExited { return true }
-                shell.writerExit = continuation
-                return false
-            }
-            writerWakeup.signal()
-            if exited { continuation.resume() }
-        }
-        let (durability, flushes) = shell.withLock { shell in
-            shell.phase = .stopped
-            defer {
-                shell.durabilityWaiters.removeAll()
-                shell.flushWaiters.removeAll()
-            }
-            return (shell.durabilityWaiters, shell.flushWaiters)
-        }
-        let stopped = AnalyticsSinkError(.closed, "the durable queue stopped")
-        for waiter in durability { waiter.continuation.resume(returning: stopped) }
-        for waiter in flushes { waiter.continuation.resume(returning: stopped) }
-        logs.flush()
-        do {
-            try log.syncAck()
-        } catch {
-            diagnostics.warning("durable queue '\(directory)': \(error.message)")
-        }
-        log.close()
-    }
-
-    // MARK: Writer thread
-
-    private func writerLoop() {
-        // Whether the last round found records waiting (the queue is busy: let more gather first).
-        var busy = false
-        while true {
-            if busy, configuration.commitDelay > .zero { Self.sleep(configuration.commitDelay) }
-            let (commit, stop) = shell.withLock { shell -> (DurableQueueMachine.Commit?, Bool) in
-                let commit = shell.machine.takeCommit()
-                return (commit, commit == nil && shell.writerStopping)
-            }
-            if stop { break }
-            guard let commit else {
-                busy = false
-                writerWakeup.wait()
-                continue
-            }
-            busy = true
-            let actions: [DurableQueueMachine.Action]
-            do throws(SegmentLog.AppendFailure) {
-                try log.append(commit.bytes, to: commit.segment, at: commit.offset)
-                actions = shell.withLock { shell in
-                    shell.statistics.commits += 1
-                    shell.statistics.durableRecords += commit.records.count
-                    return shell.machine.committed(commit)
-                }
-                if let observer = diagnostics.observer {
-                    observer.observe(.recordsDurable(count: commit.records.count))
-                    let (records, bytes) = backlog
-                    observer.observe(.queueBacklog(records: records, bytes: bytes))
-                }
-            } catch {
-                let usable: Bool
-                if case .clean = error { usable = true } else { usable = false }
-                actions = shell.withLock { shell in
-                    shell.statistics.refusedRecords += commit.records.count
-                    return shell.machine.commitFailed(commit, error.error, segmentUsable: usable)
-                }
-                diagnostics.observer?.observe(
-                    .recordsRejected(count: commit.records.count, reason: error.error.message)
-                )
-                logs.log(
-                    .error,
-                    key: "commit",
-                    "durable queue '\(directory)': \(commit.records.count) records not queued: \(error.error.message)"
-                )
-            }
-            perform(actions)
-        }
-        let exit = shell.withLock { shell -> CheckedContinuation<Void, Never>? in
-            shell.writerExited = true
-            defer { shell.writerExit = nil }
-            return shell.writerExit
-        }
-        exit?.resume()
-    }
-
-    /// Blocks the writer thread for `duration` (``Configuration/commitDelay``).
-    private static func sleep(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
-    }
-
-    // MARK: Delivery loop
-
-    /// What a delivery child task of the loop reports.
-    private enum DeliveryEvent: Sendable {
-        /// The destination settled the batch (accepted or rejected every record).
-        case settled(DurableQueueMachine.Batch)
-        /// The drain's deadline passed before the batch was settled; it stays queued.
-        case abandoned
-        /// The loop's wake-up fired (records were committed, a flush began, the drain started) or its
-        /// timed wait ended.
-        case woken
-    }
-
-    /// Hands batches to the destination — up to ``Configuration/maximumConcurrentDeliveries`` at once, each
-    /// in a child task that retries it until it is settled — and confirms them as they settle. One child
-    /// at a time waits on the wake-up while there is room for another batch (or nothing is running).
-    private func deliveryLoop() async {
-        let slots = shell.withLock { $0.machine.maximumInFlight }
-        await withTaskGroup(of: DeliveryEvent.self) { group in
-            var running = 0
-            // The child waiting on the wake-up, if any, and when it wakes by itself (`nil`: only when signalled).
-            var waking = false
-            var wakerDeadline: Duration?
-            var staleReads = 0
-            var lingerUntil: Duration?
-            var abandoned = false
-            fill: while true {
-                if Task.isCancelled { break }  // the drain's hard deadline passed
-                let (draining, deadline) = shell.withLock { ($0.phase == .draining, $0.drainDeadline) }
-                if let deadline, clock.elapsed() >= deadline || (abandoned && running == 0) {
-                    logs.log(
-                        .warning,
-                        key: "drain",
-                        abandoned
-                            ? "durable queue '\(directory)': undelivered records stay queued for the next run"
-                            : "durable queue '\(directory)': the drain deadline passed; "
-                                + "undelivered records stay queued for the next run"
-                    )
-                    break
-                }
-                // A partial batch may wait (``Configuration/deliveryLinger``) for more records.
-                var wakeAfter = deadline.map { $0 - clock.elapsed() }
-                var lingering = false
-                if configuration.deliveryLinger > .zero, !draining, lingers() {
-                    let until = lingerUntil ?? clock.elapsed() + configuration.deliveryLinger
-                    lingerUntil = until
-                    if clock.elapsed() < until {
-                        lingering = true
-                        wakeAfter = until - clock.elapsed()
-                    }
-                } else {
-                    lingerUntil = nil
-                }
-                if !lingering {
-                    switch takeNextStep(staleReads: &staleReads) {
-                    case .deliver(let batch):
-                        lingerUntil = nil
-                        running += 1
-                        group.addTask { await self.deliverUntilSettled(batch) }
-                        continue fill
-                    case .readAgain(let pause):
-                        if pause { await Task.yield() }
-                        continue fill
-                    case .nothing:
-                        let done = shell.withLock {
-                            $0.machine.everythingResolved && $0.machine.caughtUp
-                        }
-                        if draining && running == 0 && done { break fill }
-                    }
-                }
-                if waking, let wakeAfter, wakerDeadline.map({ $0 > clock.elapsed() + wakeAfter }) ?? true {
-                    // The waiting child would sleep past the time needed now: end it and start a timed one.
-                    deliveryWakeup.signal()
-                }
-                // With every delivery slot busy, only a settled batch (or the drain's clock) moves the loop on.
-                let slotFree = running < slots
-                if !waking, slotFree || wakeAfter != nil {
-                    waking = true
-                    wakerDeadline = wakeAfter.map { clock.elapsed() + $0 }
-                    group.addTask {
-                        if let wakeAfter {
-                            _ = await self.deliveryWakeup.sleep(wakeAfter, on: self.clock)
-                        } else {
-                            await self.deliveryWakeup.wait()
-                        }
-                        return .woken
-                    }
-                }
-                guard let event = await group.next() else { break }
-                switch event {
-                case .woken:
-                    waking = false
-                case .settled(let batch):
-                    running -= 1
-                    perform(shell.withLock { $0.machine.confirm(batch) })
-                case .abandoned:
-                    running -= 1
-                    abandoned = true
-                }
-            }
-            group.cancelAll()
-        }
-    }
-
-    private enum NextStep {
-        case deliver(DurableQueueMachine.Batch)
-        /// A disk read found nothing to deliver; ask again (after a pause when that keeps happening).
-        case readAgain(pause: Bool)
-        /// Nothing new (or the in-flight limit is reached).
-        case nothing
-    }
-
-    /// The machine's next step, with a disk read performed on the way.
-    private func takeNextStep(staleReads: inout Int) -> NextStep {
-        let step = shell.withLock { $0.machine.nextBatch() }
-        switch step {
-        case .wait:
-            return .nothing
-        case .deliver(let batch):
-            return .deliver(batch)
-        case .readDisk(let from, let segments, let sealed):
-            let result = SegmentLog.read(
-                directory,
-                from: from,
-                segments: segments,
-                limit: shell.withLock { $0.machine.batchSize },
-                sealed: { sealed.contains($0) }
-            )
-            for message in result.messages {
-                logs.log(.warning, key: "read:\(message.prefix(60))", "durable queue '\(directory)': \(message)")
-            }
-            let (batch, stale, actions) = shell.withLock { shell in
-                shell.statistics.recordsReadFromDisk += result.records.count
-                shell.statistics.skippedLines += result.skippedLines
-                return shell.machine.diskRead(result, from: from)
-            }
-            perform(actions)
-            if let batch { return .deliver(batch) }
-            // The sizes read under the lock were already stale: read again, and pause if that keeps happening.
-            staleReads = stale ? staleReads + 1 : 0
-            return .readAgain(pause: staleReads > 1)
-        }
-    }
-
-    /// Delivers `batch`, retrying what is retryable with the backoff of ``Configuration/retry`` until the
-    /// destination has settled every record, or until the drain's deadline passes.
-    private func deliverUntilSettled(_ batch: DurableQueueMachine.Batch) async -> DeliveryEvent {
-        var records = batch.records
-        var attempt = 0
-        while true {
-            if Task.isCancelled { return .abandoned }
-            let result: DeliveryResult
-            if let deadline = shell.withLock({ $0.drainDeadline }) {
-                let (destination, sending) = (self.destination, records)
-                let left = deadline - clock.elapsed()
-                guard left > .zero,
-                    let answer = await withDeadline(left, on: clock, { await destination.deliver(sending) })
-                else { return .abandoned }
-                result = answer
-            } else {
-                result = await destination.deliver(records)
-            }
-            report(result)
-            guard let error = result.retryError, !result.retryable.isEmpty else { return .settled(batch) }
-            attempt += 1
-            records = result.retryable
-            let waiters = shell.withLock { shell in
-                shell.statistics.failedDeliveries += 1
-                defer { shell.flushWaiters.removeAll() }
-                return shell.flushWaiters.map(\.continuation)
-            }
-            for waiter in waiters { waiter.resume(returning: error) }
-            let delay = configuration.retry.delay(afterAttempt: attempt, error: error, random: configuration.random())
-            logs.log(
-                .warning,
-                key: "retry",
-                "durable queue '\(directory)': delivering \(result.retryable.count) records failed "
-                    + "(attempt \(attempt)): \(error); retrying in \(delay)"
-            )
-            if let deadline = shell.withLock({ $0.drainDeadline }) {
-                if clock.elapsed() + delay > deadline { return .abandoned }
-                try? await clock.sleep(delay)
-            } else {
-                // The backoff ends early when the drain starts (the drain then retries within its deadline).
-                let drainStarted = self.drainStarted
-                _ = await withDeadline(delay, on: clock) { await drainStarted.wait() }
-            }
-        }
-    }
-
-    /// Counts and reports what one delivery did.
-    private func report(_ result: DeliveryResult) {
-        shell.withLock {
-            $0.statistics.deliveredRecords += result.accepted.count
-            $0.statistics.rejectedRecords += result.rejectedCount
-        }
-        if let error = result.retryError, !result.retryable.isEmpty {
-            diagnostics.observer?.observe(.deliveryFailed(message: error.message))
-        }
-        diagnostics.report(result, backlog: { backlog }, logs: logs, label: "durable queue '\(directory)'")
-    }
-
-    /// Whether the delivery loop should let a partial batch wait for more records: the queue runs, nobody
-    /// flushes, and fewer records than a batch are waiting in memory.
-    private func lingers() -> Bool {
-        shell.withLock { $0.phase == .running && $0.flushWaiters.isEmpty && $0.machine.holdsPartialBatch }
+        defer { logs.flush() }
+        try await pipeline.run()
     }
 
     // MARK: Inspection
 
     /// The records in `directory` that no destination has confirmed yet, oldest first, read without
-    /// opening the queue (a snapshot; torn and unreadable lines are left out).
-    /// - Throws: `.corruptFile` for an ack or segment index out of range.
+    /// opening the queue (a snapshot; torn, unparsable and corrupt lines are left out).
+    /// - Throws: `.corruptFile` for an ack or segment index out of range; the error of a segment that
+    ///   cannot be read.
     public static func pendingRecords(in directory: String) throws(AnalyticsSinkError) -> [AnalyticsRecord] {
         var warnings: [String] = []
         let ack = try SegmentLog.readAck(directory, warnings: &warnings)
@@ -774,6 +331,8 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
             directory: directory,
             warnings: &warnings
         )
-        return SegmentLog.read(directory, from: cursor, segments: kept, limit: .max, sealed: { _ in true }).records
+        let result = SegmentLog.read(directory, from: cursor, segments: kept, limit: .max, sealed: { _ in true })
+        if let failure = result.failure { throw failure }
+        return result.records
     }
 }

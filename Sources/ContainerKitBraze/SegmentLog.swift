@@ -19,6 +19,10 @@ package struct SegmentLogFaults: Sendable {
         case sync
         /// Writing the ack file.
         case acknowledge
+        /// Opening a segment to read it (delivery).
+        case open
+        /// Reading a segment's bytes (delivery).
+        case read
     }
 
     /// Decides whether `operation` on `path` fails.
@@ -96,13 +100,14 @@ final class SegmentLog: @unchecked Sendable {
         for segment in confirmed { _ = unlink(Self.path(directory, Self.segmentName(segment.index))) }
         let ackPath = Self.path(directory, Self.ackFileName)
         do {
-            try FileIO.replaceFile(ackPath, with: Array(Self.ackText(cursor).utf8))
-            ackFD = try FileIO.openFile(ackPath, O_WRONLY)
+            ackFD = try Self.openAck(ackPath, at: cursor, faults: faults)
         } catch {
             closeFD(lock)
             throw error
         }
-        let nextIndex = max(kept.last.map { $0.index + 1 } ?? 1, cursor.segment + 1)
+        // A queue whose ack points at a segment not written yet (a fresh queue's is segment 1) writes that
+        // segment next, so a restart finds the ack at a segment that is there.
+        let nextIndex = kept.last.map { max($0.index + 1, cursor.segment + 1) } ?? max(cursor.segment, 1)
         recovery = Recovery(segments: kept, cursor: cursor, nextIndex: nextIndex, warnings: warnings)
     }
 
@@ -110,6 +115,15 @@ final class SegmentLog: @unchecked Sendable {
     private(set) var recovery: Recovery
 
     private func fault(_ operation: SegmentLogFaults.Operation, _ path: String) -> AnalyticsSinkError? {
+        Self.fault(faults, operation, path)
+    }
+
+    /// The injected failure of `operation` on `path`, if any.
+    static func fault(
+        _ faults: SegmentLogFaults?,
+        _ operation: SegmentLogFaults.Operation,
+        _ path: String
+    ) -> AnalyticsSinkError? {
         guard let number = faults?.hook(operation, path) else { return nil }
         let verb: String
         switch operation {
@@ -117,6 +131,8 @@ final class SegmentLog: @unchecked Sendable {
         case .write: verb = "writing"
         case .sync: verb = "syncing"
         case .acknowledge: verb = "writing"
+        case .open: verb = "opening"
+        case .read: verb = "reading"
         }
         return FileIO.error(verb, path, errorNumber: number)
     }
@@ -141,6 +157,16 @@ final class SegmentLog: @unchecked Sendable {
     /// Writer thread only.
     func append(_ bytes: [UInt8], to index: UInt64, at offset: Int) throws(AppendFailure) {
         let path = Self.path(directory, Self.segmentName(index))
+        guard index <= Self.maximumSegmentIndex else {
+            // Creating it would leave a file the next open refuses as corrupt.
+            throw .clean(
+                AnalyticsSinkError(
+                    .queueFull,
+                    "segment indexes are used up: '\(Self.segmentName(index))' would pass the largest a queue "
+                        + "reads (\(Self.maximumSegmentIndex)); deliver the backlog, stop the queue and remove '\(directory)'"
+                )
+            )
+        }
         var created = false
         if index != activeIndex || activeFD < 0 {
             if let error = fault(.create, path) { throw .clean(error) }
@@ -172,6 +198,65 @@ final class SegmentLog: @unchecked Sendable {
             closeFD(activeFD)
             activeFD = -1
             throw .segmentUnusable(error)
+        }
+        do throws(AnalyticsSinkError) {
+            try Self.checkLinked(activeFD, path: path)
+        } catch {
+            // Deleted under the writer: nothing of it is found after a restart; the next commit starts a new one.
+            closeFD(activeFD)
+            activeFD = -1
+            throw .segmentUnusable(error)
+        }
+    }
+
+    /// Fails when the segment open as `fd` has been deleted (`st_nlink` is 0): what was just synced went to
+    /// a file no restart will find, so the commit must not be reported durable.
+    private static func checkLinked(_ fd: Int32, path: String) throws(AnalyticsSinkError) {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw FileIO.error("checking", path) }
+        guard info.st_nlink > 0 else {
+            throw AnalyticsSinkError(
+                .io,
+                "segment '\(path)' was deleted while the queue wrote it; its last commit is not durable",
+                errorNumber: ENOENT
+            )
+        }
+    }
+
+    /// Opens the ack file at `path` for the in-place writes of ``acknowledge(_:deleting:sync:)`` and makes it
+    /// hold `cursor`. An existing ack is only written when it differs, in place (one `pwrite` within its
+    /// first block, then `fdatasync`): that needs no free block, so a queue opens — and drains — on a full
+    /// disk. Only a missing ack is created, atomically through a temporary file.
+    static func openAck(_ path: String, at cursor: Position, faults: SegmentLogFaults?) throws(AnalyticsSinkError)
+        -> Int32
+    {
+        let text = Array(ackText(cursor).utf8)
+        let fd: Int32
+        do {
+            fd = try FileIO.openFile(path, O_RDWR)
+        } catch {
+            guard error.errorNumber == ENOENT else { throw error }
+            if let error = fault(faults, .create, path + ".tmp") { throw error }
+            try FileIO.replaceFile(path, with: text)
+            return try FileIO.openFile(path, O_RDWR)
+        }
+        do throws(AnalyticsSinkError) {
+            let current = try FileIO.readBytes(fd, count: text.count + 1, at: 0, path: path)
+            if current != text {
+                if let error = fault(faults, .acknowledge, path) { throw error }
+                let written = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+                guard written == text.count else {
+                    throw FileIO.error("writing", path, errorNumber: written < 0 ? errno : EIO)
+                }
+                if current.count > text.count, ftruncate(fd, off_t(text.count)) != 0 {
+                    throw FileIO.error("truncating", path)
+                }
+                while fdatasync(fd) != 0 { if errno != EINTR { throw FileIO.error("syncing", path) } }
+            }
+            return fd
+        } catch {
+            closeFD(fd)
+            throw error
         }
     }
 
@@ -229,14 +314,19 @@ final class SegmentLog: @unchecked Sendable {
     }
 
     /// Records read from segments, the position after the last line consumed, and how many lines
-    /// were skipped (torn or unreadable).
+    /// were skipped (torn, unparsable or corrupt).
     struct ReadResult: Sendable {
         var records: [AnalyticsRecord] = []
         var end: Position
         var skippedLines = 0
+        /// Of ``skippedLines``, those whose checksum did not match.
+        var corruptLines = 0
+        /// Segments skipped whole because they are not files (named in `messages`).
+        var skippedSegments = 0
         var messages: [String] = []
-        /// Segments that could not be read (named in `messages`).
-        var unreadableSegments: [UInt64] = []
+        /// Why the read stopped at ``end`` before the data asked for: a segment could not be opened or read
+        /// right now. Nothing at or after ``end`` may be acknowledged; the read is retried later.
+        var failure: AnalyticsSinkError?
     }
 
     /// What opening a directory found.
@@ -369,12 +459,19 @@ final class SegmentLog: @unchecked Sendable {
     /// Reads up to `limit` records from `start`, through `segments` (oldest first), never past each
     /// segment's `size`. A segment's unterminated last line is skipped as torn when `sealed(index)`;
     /// in an open segment it is left for later.
+    ///
+    /// Only provably bad data is skipped: a torn last line, a line that is not a record, a line whose
+    /// checksum does not match, and a segment that is not a file (a directory). A failure to open or read
+    /// a segment (`EMFILE`, `EIO`, `EACCES`, …) stops the read before it: ``ReadResult/failure`` says why,
+    /// ``ReadResult/end`` stays before the bytes not read, and the caller retries later without
+    /// acknowledging past them.
     static func read(
         _ directory: String,
         from start: Position,
         segments: [SegmentExtent],
         limit: Int,
-        sealed: (UInt64) -> Bool
+        sealed: (UInt64) -> Bool,
+        faults: SegmentLogFaults? = nil
     ) -> ReadResult {
         var result = ReadResult(end: start)
         var position = start
@@ -386,7 +483,8 @@ final class SegmentLog: @unchecked Sendable {
             }
             let path = path(directory, segmentName(segment.index))
             let fd: Int32
-            do {
+            do throws(AnalyticsSinkError) {
+                if let error = fault(faults, .open, path) { throw error }
                 fd = try FileIO.openFile(path, O_RDONLY)
             } catch {
                 // Deleted by a running queue after the listing: it was fully confirmed.
@@ -395,42 +493,53 @@ final class SegmentLog: @unchecked Sendable {
                     result.end = position
                     continue
                 }
-                result.unreadableSegments.append(segment.index)
-                result.messages.append("cannot read segment '\(path)' (\(error.message)); its records are skipped")
-                position = Position(segment: segment.index, offset: segment.size)
-                result.end = position
-                continue
+                result.failure = AnalyticsSinkError(
+                    error.code,
+                    "cannot read segment '\(path)' (\(error.message)); delivery retries it",
+                    errorNumber: error.errorNumber
+                )
+                break
             }
             defer { closeFD(fd) }
             var chunkSize = 1 << 20
             while position.offset < segment.size && result.records.count < limit {
                 let count = min(chunkSize, segment.size - position.offset)
                 let bytes: [UInt8]
-                do {
+                do throws(AnalyticsSinkError) {
+                    if let error = fault(faults, .read, path) { throw error }
                     bytes = try FileIO.readBytes(fd, count: count, at: position.offset, path: path)
                 } catch {
-                    // A directory or a device error: report it, keep what was read, go on after it.
-                    result.unreadableSegments.append(segment.index)
-                    result.messages.append(
+                    if error.errorNumber == EISDIR {
+                        // Not a file a queue writes: nothing in it can be read, ever.
+                        result.skippedSegments += 1
+                        result.messages.append("segment '\(path)' is a directory; it is skipped")
+                        position.offset = segment.size
+                        break
+                    }
+                    result.failure = AnalyticsSinkError(
+                        error.code,
                         "cannot read segment '\(path)' at offset \(position.offset) (\(error.message)); "
-                            + "its remaining records are skipped"
+                            + "delivery retries it",
+                        errorNumber: error.errorNumber
                     )
-                    position.offset = segment.size
                     break
                 }
                 guard !bytes.isEmpty else { break }
                 var lineStart = 0
                 var consumedAny = false
                 while result.records.count < limit, let newline = bytes[lineStart...].firstIndex(of: 0x0A) {
-                    let line = Array(bytes[lineStart..<newline])
+                    let line = bytes[lineStart..<newline]
                     if !line.isEmpty {
-                        do {
-                            result.records.append(try AnalyticsRecord(jsonBytes: line))
-                        } catch {
+                        switch parseLine(line) {
+                        case .success(let record):
+                            result.records.append(record)
+                        case .failure(let problem):
                             result.skippedLines += 1
+                            if problem.checksum { result.corruptLines += 1 }
                             result.messages.append(
-                                "skipped an unreadable line at '\(segmentName(segment.index))' offset "
-                                    + "\(position.offset + lineStart): \(error.message)"
+                                "skipped \(problem.checksum ? "a corrupt" : "an unreadable") line at "
+                                    + "'\(segmentName(segment.index))' offset \(position.offset + lineStart): "
+                                    + problem.message
                             )
                         }
                     }
@@ -455,9 +564,52 @@ final class SegmentLog: @unchecked Sendable {
                 }
             }
             result.end = position
-            if result.records.count >= limit || position.offset < segment.size { break }
+            if result.failure != nil || result.records.count >= limit || position.offset < segment.size { break }
         }
         return result
+    }
+
+    /// Why a segment line was skipped.
+    struct LineProblem: Error {
+        var message: String
+        /// The line's checksum does not match its bytes (flipped bits), as opposed to a line that is not a
+        /// record.
+        var checksum: Bool
+    }
+
+    /// The separator between a line's record and its checksum (JSON never holds a raw tab).
+    static let checksumSeparator: UInt8 = 0x09
+
+    /// Appends `record` as a segment line: its JSON, a tab, the CRC-32C of the JSON in eight hexadecimal
+    /// digits, a line feed.
+    static func appendLine(_ record: AnalyticsRecord, to json: inout JSONByteWriter) {
+        let start = json.bytes.count
+        record.write(to: &json)
+        let crc = CRC32C.checksum(json.bytes[start...])
+        json.raw(checksumSeparator)
+        CRC32C.appendHex(crc, to: &json.bytes)
+        json.raw(0x0A)
+    }
+
+    /// The record of a segment line (without its line feed): `<json>\t<crc32c>` as written now, or a bare
+    /// JSON line as earlier versions wrote (no checksum to verify).
+    static func parseLine(_ line: ArraySlice<UInt8>) -> Result<AnalyticsRecord, LineProblem> {
+        var json = line
+        if line.count > 9, line[line.endIndex - 9] == checksumSeparator {
+            json = line[line.startIndex..<(line.endIndex - 9)]
+            guard let stored = CRC32C.parseHex(line[(line.endIndex - 8)...]) else {
+                return .failure(LineProblem(message: "its checksum is not 8 hexadecimal digits", checksum: true))
+            }
+            let actual = CRC32C.checksum(json)
+            guard actual == stored else {
+                return .failure(LineProblem(message: "checksum mismatch (the bytes changed on disk)", checksum: true))
+            }
+        }
+        do {
+            return .success(try AnalyticsRecord(jsonBytes: Array(json)))
+        } catch {
+            return .failure(LineProblem(message: error.message, checksum: false))
+        }
     }
 }
 

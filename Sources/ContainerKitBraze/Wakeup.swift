@@ -126,23 +126,3 @@ final class Latch: Sendable {
         }
     }
 }
-
-/// Runs `loop` until it returns; once `drainStarted` opens, gives it at most `limit` more on `clock` and
-/// then cancels it (the hard bound of a front's drain). Structured: both children end before this returns.
-func runWithDrainDeadline(
-    _ limit: Duration,
-    on clock: DeliveryClock,
-    drainStarted: Latch,
-    _ loop: @escaping @Sendable () async -> Void
-) async {
-    await withTaskGroup(of: Void.self) { group in
-        group.addTask { await loop() }
-        group.addTask {
-            await drainStarted.wait()
-            guard !Task.isCancelled else { return }
-            try? await clock.sleep(max(limit, .zero))
-        }
-        await group.next()
-        group.cancelAll()
-    }
-}

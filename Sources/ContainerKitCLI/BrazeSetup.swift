@@ -98,10 +98,20 @@ final class BrazeSetup: Sendable {
     func clearShownRecords() { memory?.removeAll() }
 }
 
-/// A long-lived pipeline component: works in ``run()`` until its task is cancelled, then drains.
+/// A long-lived pipeline component: works in ``run()`` until its task is cancelled (then stops at once)
+/// or until ``gracefulShutdown()`` drained it.
 protocol Runnable: Sendable {
     func run() async throws
+    /// Drains what is queued (bounded by the drain timeout); then ``run()`` returns.
+    func gracefulShutdown()
+    /// Records dropped at delivery so far: rejected by the destination, or given up on.
+    var droppedRecords: Int { get }
 }
 
-extension InMemoryQueue: Runnable {}
-extension DurableQueue: Runnable {}
+extension InMemoryQueue: Runnable {
+    var droppedRecords: Int { statistics.rejectedRecords + statistics.droppedRecords }
+}
+
+extension DurableQueue: Runnable {
+    var droppedRecords: Int { statistics.rejectedRecords }
+}

@@ -29,7 +29,9 @@ struct RunCommand {
                                    printed once its records are durable; pending records from an earlier
                                    run with the same queue are delivered first
 
-        exit codes: 0 success, 1 the container could not be loaded, 2 some input lines failed, 64 usage error
+        exit codes: 0 success, 1 the container could not be loaded, 2 some input lines failed,
+                    3 records were dropped at delivery (refused by the destination, or given up on),
+                    64 usage error
         """
 
     struct Options {
@@ -129,9 +131,9 @@ struct RunCommand {
                     + "\(counts.tags) tags, \(counts.macros) variables, \(counts.rules) rules"
             )
         }
-        // The front delivers while the lines are processed; cancelling it at the end drains it (bounded).
+        // The front delivers while the lines are processed; its graceful shutdown at the end drains it (bounded).
         let front = braze?.front
-        return await withTaskGroup(of: Void.self) { group in
+        let status = await withTaskGroup(of: Void.self) { group in
             if let front {
                 group.addTask {
                     do {
@@ -141,8 +143,7 @@ struct RunCommand {
                     }
                 }
             }
-            defer { group.cancelAll() }
-            return await processLines(
+            let status = await processLines(
                 input,
                 session: session,
                 options: options,
@@ -150,7 +151,17 @@ struct RunCommand {
                 clear: { braze?.clearShownRecords() },
                 output: output
             )
+            front?.gracefulShutdown()
+            await group.waitForAll()
+            return status
         }
+        // The drain is over (the group waited for it): records the destination refused, or that a memory
+        // queue gave up on, are lost, which a script must be able to see.
+        if status == ExitCode.success, let dropped = front?.droppedRecords, dropped > 0 {
+            output.error("containerkit run: \(dropped) records were dropped at delivery (see the messages above)")
+            return ExitCode.recordsDropped
+        }
+        return status
     }
 
     private static func processLines(
@@ -222,6 +233,8 @@ enum ExitCode {
     static let success: Int32 = 0
     static let failure: Int32 = 1
     static let findings: Int32 = 2
+    /// `run`: every line was processed, but the delivery dropped records (rejected, or given up on).
+    static let recordsDropped: Int32 = 3
     static let usage: Int32 = 64
 }
 

@@ -163,7 +163,8 @@ enum BrazeBench {
         print("end_to_end_events_per_s=\(Harness.format(rates[rates.count / 2]))")
     }
 
-    /// Runs `body` while `queue.run()` runs beside it; then cancels the queue (it drains) and waits for it.
+    /// Runs `body` while `queue.run()` runs beside it; then shuts the queue down gracefully (it drains) and
+    /// waits for it.
     static func running(_ queue: DurableQueue, _ body: () async throws -> Void) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await queue.run() }
@@ -173,7 +174,7 @@ enum BrazeBench {
                 group.cancelAll()
                 throw error
             }
-            group.cancelAll()
+            queue.gracefulShutdown()
             try await group.waitForAll()
         }
     }

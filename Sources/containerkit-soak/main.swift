@@ -14,7 +14,7 @@ import UsersTrackStandIn
 // server. Prints `soak_acknowledged=`, `soak_lost=` (must be 0) and `soak_delivered_twice=` (at-least-once
 // delivery may repeat what a killed run sent but had not confirmed); exits 1 when anything was lost.
 //
-//   containerkit-soak [--cycles 20] [--events 3000] [--seed 1] [--binary .build/debug/containerkit]
+//   containerkit-soak [--cycles 20] [--events 3000 (fresh ones per cycle)] [--seed 1] [--binary .build/debug/containerkit]
 //                     [--container Containers/GTM-MUSIC01.json]
 
 struct SoakError: Error, CustomStringConvertible {
@@ -162,36 +162,40 @@ func soak(_ options: SoakOptions) throws -> Bool {
     }
 
     var random = SplitMix(state: options.seed)
-    var next = 0  // the first event not acknowledged yet
+    // Every cycle gets `events` fresh events (never those of an earlier cycle: a cycle left with few events
+    // would finish before its kill). Output lines come in input order: the login line, then the events.
+    var issued = 0
+    var acknowledged: [Int] = []
     var kills = 0
-    for _ in 0..<options.cycles {
-        let lines = [login] + (next..<options.events).map(line)
+    func runCycle(killAfter: TimeInterval?) throws -> RunOutcome {
+        let first = issued
+        issued += options.events
+        let lines = [login] + (first..<issued).map(line)
         try (lines.joined(separator: "\n") + "\n").write(toFile: eventsPath, atomically: true, encoding: .utf8)
-        let delay = 0.15 + Double(random.next() % 1350) / 1000
-        let outcome = try runOnce(options, events: eventsPath, queue: queue, endpoint: endpoint, killAfter: delay)
+        let outcome = try runOnce(options, events: eventsPath, queue: queue, endpoint: endpoint, killAfter: killAfter)
+        acknowledged += (first..<issued).prefix(max(0, outcome.printedLines - 1))
+        return outcome
+    }
+    for _ in 0..<options.cycles {
+        let outcome = try runCycle(killAfter: 0.15 + Double(random.next() % 1350) / 1000)
         if outcome.killed { kills += 1 }
-        // Output lines come in input order: the login line, then events next, next + 1, ….
-        next += max(0, outcome.printedLines - 1)
         FileHandle.standardError.write(
             Data(
-                "soak: cycle \(kills): acknowledged \(next) of \(options.events)\(outcome.killed ? " (killed)" : "")\n"
+                "soak: cycle: acknowledged \(acknowledged.count) of \(issued)\(outcome.killed ? " (killed)" : "")\n"
                     .utf8
             )
         )
     }
-    // The last run: the rest of the events, then it drains the queue and exits.
-    let lines = [login] + (next..<options.events).map(line)
-    try (lines.joined(separator: "\n") + "\n").write(toFile: eventsPath, atomically: true, encoding: .utf8)
-    let final = try runOnce(options, events: eventsPath, queue: queue, endpoint: endpoint, killAfter: nil)
-    next += max(0, final.printedLines - 1)
+    // The last run: fresh events too, then it drains the queue and exits.
+    let finalFirst = issued
+    let final = try runCycle(killAfter: nil)
 
     let delivered = server.deliveredTitles
-    let acknowledged = next
-    let lost = (0..<acknowledged).filter { delivered["soak-\($0)"] == nil }
+    let lost = acknowledged.filter { delivered["soak-\($0)"] == nil }
     let twice = delivered.values.filter { $0 > 1 }.count
     print("soak_cycles=\(options.cycles)")
     print("soak_kills=\(kills)")
-    print("soak_acknowledged=\(acknowledged)")
+    print("soak_acknowledged=\(acknowledged.count)")
     print("soak_delivered=\(delivered.count)")
     print("soak_lost=\(lost.count)")
     print("soak_delivered_twice=\(twice)")
@@ -199,7 +203,8 @@ func soak(_ options: SoakOptions) throws -> Bool {
     if !lost.isEmpty {
         FileHandle.standardError.write(Data("soak: lost \(lost.prefix(20).map { "soak-\($0)" })\n".utf8))
     }
-    return lost.isEmpty && final.status == 0 && acknowledged == options.events
+    // The final run acknowledges every one of its events.
+    return lost.isEmpty && final.status == 0 && final.printedLines - 1 == issued - finalFirst
 }
 
 do {

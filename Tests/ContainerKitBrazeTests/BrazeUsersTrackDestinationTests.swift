@@ -58,9 +58,9 @@ final class BrazeFixture: Sendable {
         running = Task { try? await queue.run() }
     }
 
-    /// Cancels the front (it drains) and waits for it; stops the server.
+    /// Shuts the front down gracefully (it drains) and waits for it; stops the server.
     func close() async {
-        running.cancel()
+        sink.gracefulShutdown()
         await running.value
         server.stop()
     }
@@ -247,14 +247,43 @@ extension InMemoryQueue {
         await fixture.close()
     }
 
-    @Test func aWrongKeyIsRejectedAs401() async throws {
-        let fixture = try BrazeFixture(apiKey: "wrong")
+    @Test func aWrongKeyKeepsTheRecordsAndPausesDelivery() async throws {
+        let fixture = try BrazeFixture(apiKey: "wrong") {
+            $0.retry.maximumAttempts = 1
+            $0.drainTimeout = .seconds(1)
+            $0.flushCount = 1
+        }
         fixture.sink.receive([event("e")])
-        await #expect(throws: DeliveryError.self) { try await fixture.sink.flush() }
-        #expect(fixture.server.requests.map(\.status) == [401])
+        // A refusal of the request uses up no attempt: the records are offered again after the pause.
+        #expect(await fixture.server.waitForRequests(2))
+        #expect(fixture.server.requests.prefix(2).map(\.status) == [401, 401])
+        #expect(fixture.sink.statistics.rejectedRecords == 0)
+        #expect(fixture.clock.delays.first == .seconds(60))
         #expect(
             fixture.logger.messages(at: .error).contains { $0.contains("http 401") && $0.contains("Invalid API key") }
         )
+        await fixture.close()
+    }
+
+    @Test(
+        arguments: [
+            (401, nil), (403, nil), (404, nil), (301, "https://rest.fra-01.braze.eu/users/track"),
+            (302, "http://example.invalid/"), (307, nil),
+        ] as [(Int, String?)]
+    )
+    func anAnswerThatRefusesTheRequestKeepsTheBacklog(status: Int, location: String?) async throws {
+        let fixture = try BrazeFixture { $0.retry.maximumAttempts = 1 }
+        fixture.server.fail(next: 2, with: .refuse(status: status, location: location))
+        let records = (0..<3).map { event("e\($0)") }
+        fixture.sink.receive(records)
+        try await fixture.sink.flush()
+        #expect(fixture.server.requests.prefix(2).map(\.status) == [status, status])
+        #expect(fixture.server.acceptedObjectCount == 3)
+        #expect(fixture.sink.statistics.rejectedRecords == 0)
+        #expect(fixture.sink.statistics.droppedRecords == 0)
+        #expect(fixture.destination.statistics.refusedRequests == 2)
+        #expect(fixture.clock.delays == [.seconds(60), .seconds(60)])
+        #expect(fixture.logger.messages(at: .error).contains { $0.contains("http \(status)") && $0.contains("kept") })
         await fixture.close()
     }
 

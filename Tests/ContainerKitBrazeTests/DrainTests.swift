@@ -34,7 +34,7 @@ final class HangingDestination: AnalyticsDestination {
     }
 }
 
-/// The drain after cancellation is bounded by `drainTimeout` on the injected clock, even when a delivery
+/// The drain after a graceful shutdown is bounded by `drainTimeout` on the injected clock, even when a delivery
 /// hangs.
 @Suite struct DrainTests {
     @Test func theInMemoryQueuesDrainEndsAtItsDeadlineWhileADeliveryHangs() async throws {
@@ -47,7 +47,7 @@ final class HangingDestination: AnalyticsDestination {
             group.addTask { try await queue.run() }
             _ = try queue.enqueue([event("stuck"), event("waiting")])
             await destination.waitForDelivery()
-            group.cancelAll()
+            queue.gracefulShutdown()
             // The drain's deadline sleeps on the clock (beside the loop's own interval sleep).
             await clock.waitForSleepers(1)
             clock.advance(by: .seconds(5))
@@ -76,11 +76,35 @@ final class HangingDestination: AnalyticsDestination {
             group.addTask { try await queue.run() }
             try await queue.append(records)
             await destination.waitForDelivery()
-            group.cancelAll()
+            queue.gracefulShutdown()
             await clock.waitForSleepers(1)
             clock.advance(by: .seconds(5))
             try await group.waitForAll()
         }
         #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+    }
+
+    @Test(.timeLimit(.minutes(1))) func cancellingADurableQueueStopsAtOnceAndKeepsTheRecords() async throws {
+        let directory = TemporaryDirectory("cancel")
+        defer { directory.remove() }
+        let destination = HangingDestination()
+        var configuration = DurableQueue.Configuration()
+        configuration.logger = InMemoryLogger()
+        // A drain would wait an hour on this clock: cancellation must not drain.
+        configuration.drainTimeout = .seconds(3600)
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: destination,
+            configuration: configuration,
+            clock: ManualClock()
+        )
+        let records = [event("a"), event("b")]
+        let running = Task { try await queue.run() }
+        try await queue.append(records)
+        await destination.waitForDelivery()
+        running.cancel()
+        try await running.value
+        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+        #expect(throws: AnalyticsSinkError.self) { try queue.enqueue([event("late")]) }
     }
 }

@@ -181,7 +181,7 @@ import Testing
         #expect(destination.records.map(\.id) == (before + after).map(\.id))
         #expect(
             logger.messages(at: .warning).contains {
-                $0.contains("cannot read segment '\(directory.file(SegmentLog.segmentName(2)))'")
+                $0.contains("segment '\(directory.file(SegmentLog.segmentName(2)))' is a directory")
             },
             "\(logger.entries)"
         )

@@ -26,7 +26,7 @@ private struct Pipeline {
         settings.logger = logger
         let queue = try DurableQueue(directory: directory.path, destination: braze, configuration: settings)
         self.queue = queue
-        // Test scaffolding: the queue runs beside the test until `close()` cancels (and so drains) it.
+        // Test scaffolding: the queue runs beside the test until `close()` shuts it down (it drains).
         running = Task { try? await queue.run() }
         manager = TagManager(logger: logger)
         manager.add(try await ContainerLoader().load(path: container.path))
@@ -39,7 +39,7 @@ private struct Pipeline {
     }
 
     func close() async {
-        running.cancel()
+        queue.gracefulShutdown()
         await running.value
         server.stop()
         directory.remove()

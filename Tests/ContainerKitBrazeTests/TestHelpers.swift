@@ -102,16 +102,18 @@ final class RecordingClock: Clock, Sendable {
     }
 }
 
-/// Something with a `run()` that works until cancelled, then drains.
+/// Something with a `run()` that works until cancelled (then stops at once) or until
+/// `gracefulShutdown()` drained it.
 protocol RunnableComponent: Sendable {
     func run() async throws
+    func gracefulShutdown()
 }
 
 extension InMemoryQueue: RunnableComponent {}
 extension DurableQueue: RunnableComponent {}
 
-/// Runs `body` while `component.run()` runs beside it; then cancels the component (it drains) and
-/// waits for it to return.
+/// Runs `body` while `component.run()` runs beside it; then shuts the component down gracefully (it
+/// drains) and waits for it to return.
 func whileRunning<T: Sendable>(
     _ component: some RunnableComponent,
     _ body: () async throws -> T
@@ -125,7 +127,7 @@ func whileRunning<T: Sendable>(
             group.cancelAll()
             throw error
         }
-        group.cancelAll()
+        component.gracefulShutdown()
         try await group.waitForAll()
         return result
     }

@@ -156,6 +156,23 @@ struct RunCommandTests {
         #expect(try DurableQueue.pendingRecords(in: queue).isEmpty)
     }
 
+    @Test(arguments: [false, true])
+    func recordsDroppedAtDeliveryGiveTheirOwnExitCode(throughTheQueue: Bool) async throws {
+        let server = try BrazeTestServer()
+        defer { server.stop() }
+        server.fail(next: 10, with: .badRequest(message: "Invalid payload", errors: ["events[0] is bad"]))
+        let queue = Self.temporaryPath("queue")
+        defer { try? FileManager.default.removeItem(atPath: queue) }
+        let result = await run(
+            [Self.music, "--events", Self.session, "--format", "json", "--braze", Self.braze]
+                + ["--sink", "braze:\(server.endpoint.absoluteString)"] + (throughTheQueue ? ["--queue", queue] : []),
+            environment: ["BRAZE_REST_API_KEY": server.apiKey]
+        )
+        #expect(result.code == 3, "\(result.err)")
+        #expect(result.err.contains("dropped at delivery"))
+        #expect(server.acceptedObjectCount == 0)
+    }
+
     @Test func brazeSinkWithoutAnAPIKeyFailsBeforeRunning() async {
         let result = await run([Self.music, "--events", Self.session, "--sink", "braze:http://127.0.0.1:9/"])
         #expect(result.code == 1)

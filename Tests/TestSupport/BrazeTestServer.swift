@@ -42,6 +42,9 @@ public final class BrazeTestServer: Sendable {
         case rateLimited(retryAfter: String?)
         /// Answer 400 with this `message` and `errors`.
         case badRequest(message: String, errors: [String])
+        /// Answer this status (401, 403, 404, a 3xx with `Location` when given) with a message: a refusal
+        /// of the request, not of its records.
+        case refuse(status: Int, location: String?)
         /// Never answer (until the client gives up).
         case hang
         /// Close the connection without answering.
@@ -195,6 +198,10 @@ public final class BrazeTestServer: Sendable {
                 if let retryAfter { r.headers.add("Retry-After", retryAfter) }
                 response = r
             case .badRequest(let message, let errors): response = answer(400, message, errors: errors)
+            case .refuse(let status, let location):
+                var r = answer(status, "Request refused")
+                if let location { r.headers.add("Location", location) }
+                response = r
             case .hang: response = .fault(.hang)
             case .closeConnection: response = .fault(.closeWithoutResponse)
             case .garbage: response = .fault(.garbage(Data("\u{1}\u{2}not http at all\r\n\r\n".utf8)))

@@ -3,9 +3,9 @@ import ContainerKitBraze
 import ServiceLifecycle
 
 // ContainerKit's long-lived components already have the shape of a swift-service-lifecycle `Service`: a
-// `run()` that works until its task is cancelled, then drains and returns. One line each makes them
-// services of the application's group.
-extension DurableQueue: @retroactive Service {}
+// `run()` that works until its task is cancelled. One line each makes them services of the application's
+// group. The durable queue keeps the two signals apart (cancellation stops at once, `gracefulShutdown()`
+// drains), so it is bridged with `withGracefulShutdownHandler` in one line (`DurableQueue.service`).
 extension SessionStore: @retroactive Service {}
 extension TagManager: @retroactive Service {}
 
@@ -21,5 +21,19 @@ extension Service {
     /// other service, losing the order.
     func cancelledOnGracefulShutdown() -> ClosureService {
         ClosureService { try await cancelWhenGracefulShutdown { try await self.run() } }
+    }
+}
+
+extension DurableQueue {
+    /// The queue as a member of the group: graceful shutdown drains it (within its drain timeout);
+    /// cancellation stops it at once (what is durable stays on disk).
+    var service: ClosureService {
+        ClosureService {
+            try await withGracefulShutdownHandler {
+                try await self.run()
+            } onGracefulShutdown: {
+                self.gracefulShutdown()
+            }
+        }
     }
 }

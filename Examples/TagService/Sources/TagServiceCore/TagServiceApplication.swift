@@ -135,7 +135,7 @@ public struct TagServiceApplication: Sendable {
                 ClosureService {
                     readiness.queueRunning = true
                     defer { readiness.queueRunning = false }
-                    try await cancelWhenGracefulShutdown { try await queue.run() }
+                    try await queue.service.run()
                 },
                 sessions.cancelledOnGracefulShutdown(),
                 containers,

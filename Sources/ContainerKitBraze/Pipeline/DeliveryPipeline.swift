@@ -1,0 +1,518 @@
+import ContainerKit
+import Synchronization
+
+/// The one delivery engine: takes the provider's records into a ``RecordStore``, and delivers what the
+/// store committed to one ``AnalyticsDestination`` — in batches, in order, several at once if configured —
+/// applying the pipeline's one retry policy, and acknowledges each batch to the store once it and every
+/// batch before it are settled.
+///
+/// ```swift
+/// let pipeline = DeliveryPipeline(store: MemoryRecordStore(), destination: braze)
+/// BrazeTagProvider(sink: pipeline).register(on: tagManager)
+/// try await withGracefulShutdownHandler {         // swift-service-lifecycle, in the host
+///     try await pipeline.run()                    // delivers until cancelled (then stops at once)
+/// } onGracefulShutdown: {
+///     pipeline.gracefulShutdown()                 // drains within the deadline, then run() returns
+/// }
+/// ```
+///
+/// ## Parts and owners
+/// ``DeliveryPipelineMachine`` holds every state and decides; this class is the shell, one
+/// lock–run–act helper (``act(_:)``) around it. ``run()`` owns two child tasks: the store's own work
+/// (``RecordStore/run(reporting:)``: the segment log's writer thread, a database connection) and the
+/// delivery loop, whose child tasks each deliver one batch until it is settled. The drain deadline is the
+/// only deadline the pipeline adds; each request has the destination's own.
+///
+/// ## Stopping
+/// Cancelling ``run()``'s task stops at once: deliveries in flight are cancelled (a durable store keeps
+/// their records for the next run), waiters are answered `.closed`. ``gracefulShutdown()`` is the other
+/// signal: new records are refused, everything stored is delivered for at most
+/// ``Configuration/drainTimeout``, then ``run()`` returns by itself.
+public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, DurabilitySource {
+    /// The pipeline's tunables (one set for every store).
+    public struct Configuration: Sendable {
+        /// Records per delivery; `nil` uses the destination's preferred batch size.
+        public var batchSize: Int?
+        /// How many batches may be out to the destination at once (1); a crash re-delivers at most these.
+        public var maximumConcurrentDeliveries = 1
+        /// The backoff of failed deliveries and failed reads; ``DeliveryRetryPolicy/maximumAttempts``
+        /// bounds the attempts of a batch (`.max` for a durable store: durable records are never dropped).
+        public var retry = DeliveryRetryPolicy()
+        /// While fewer than ``lingerCount`` committed records wait, the loop waits up to this long for more
+        /// before it delivers (zero: at once). Never while a flush waits or during the drain.
+        public var linger: Duration = .zero
+        /// See ``linger`` (1).
+        public var lingerCount = 1
+        /// How long ``gracefulShutdown()`` may deliver (10 s).
+        public var drainTimeout: Duration = .seconds(10)
+        /// How often, at most, a repeated failure is logged again (60 s).
+        public var logInterval: Duration = .seconds(60)
+        /// Random numbers in `0..<1` for jitter (injectable for tests).
+        public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+        /// Where problems are reported; `nil`: the tag manager's logger once registered (standard error
+        /// until then).
+        public var logger: (any DiagnosticLogger)?
+        /// Where record counts and failures are reported (metrics); `nil`: the tag manager's observer.
+        public var observer: (any RuntimeObserver)?
+        /// Whether a retryable delivery failure ends the flushes waiting, with its error (`false`: they wait
+        /// until the records are settled). A store that never gives up on records sets it, so that a flush
+        /// does not wait for a destination that is down.
+        public var flushFailsOnRetry = false
+        /// How log messages name the pipeline (`queue`).
+        public var label = "queue"
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// Counters for monitoring and tests (one set for every store).
+    public struct Statistics: Sendable, Hashable {
+        /// Records the store took.
+        public var enqueuedRecords = 0
+        /// Records the store committed (durable for a durable store).
+        public var durableRecords = 0
+        /// Commits the store reported.
+        public var commits = 0
+        /// Records the destination accepted.
+        public var deliveredRecords = 0
+        /// Records the destination rejected (dropped).
+        public var rejectedRecords = 0
+        /// Records given up on (out of attempts) or refused (full, shut down, a failed commit).
+        public var droppedRecords = 0
+        /// Deliveries that failed in a retryable way (and were retried, or given up on).
+        public var failedDeliveries = 0
+        /// Deliveries repeated after a failure.
+        public var retries = 0
+        /// Acknowledgements given to the store.
+        public var acknowledgements = 0
+        /// Records the store skipped as provably bad.
+        public var skippedRecords = 0
+        /// Reads of the store that failed for the moment and were retried.
+        public var failedReads = 0
+    }
+
+    private typealias Machine = DeliveryPipelineMachine<Store.Position, Waiter>
+
+    /// What the machine stores for a waiting caller.
+    enum Waiter: Sendable {
+        case durability(CheckedContinuation<AnalyticsSinkError?, Never>)
+        case flush(CheckedContinuation<(any Error & Sendable)?, Never>)
+    }
+
+    private struct Shell {
+        var machine: Machine
+        var statistics = Statistics()
+    }
+
+    /// The store records are kept in.
+    public let store: Store
+    /// Where records are delivered.
+    public let destination: any AnalyticsDestination
+    /// The pipeline's tunables.
+    public let configuration: Configuration
+
+    private let shell: Mutex<Shell>
+    private let wakeup = Wakeup()
+    /// Opens when the drain starts: ends every delivery's backoff early.
+    private let drainStarted = Latch()
+    private let clock: DeliveryClock
+    private let logs: LogLimiter
+    private let diagnostics: FrontDiagnostics
+
+    /// Creates a pipeline over `store`. Starts nothing: call ``run()``.
+    public init<C: Clock>(
+        store: Store,
+        destination: any AnalyticsDestination,
+        configuration: Configuration = Configuration(),
+        clock: C = ContinuousClock()
+    ) where C.Duration == Duration {
+        self.store = store
+        self.destination = destination
+        self.configuration = configuration
+        self.clock = DeliveryClock(clock)
+        let diagnostics = FrontDiagnostics(logger: configuration.logger, observer: configuration.observer)
+        self.diagnostics = diagnostics
+        self.logs = LogLimiter(logger: diagnostics, interval: configuration.logInterval, elapsed: self.clock.elapsed)
+        shell = Mutex(
+            Shell(
+                machine: Machine(
+                    batchSize: configuration.batchSize ?? destination.preferredBatchSize,
+                    maximumInFlight: configuration.maximumConcurrentDeliveries,
+                    lingerCount: configuration.lingerCount,
+                    linger: configuration.linger
+                )
+            )
+        )
+    }
+
+    /// Counters for monitoring and tests.
+    public var statistics: Statistics { shell.withLock { $0.statistics } }
+
+    /// Flushes waiting (for tests).
+    var waitingFlushCount: Int { shell.withLock { $0.machine.waitingFlushCount } }
+
+    /// The ticket of the latest append (0 before the first).
+    public var lastTicket: UInt64 { shell.withLock { $0.machine.lastTicket } }
+
+    public func inherit(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?) {
+        diagnostics.inherit(logger: logger, observer: observer)
+    }
+
+    // MARK: The one lock–run–act helper
+
+    /// Runs `step` on the machine under the lock, then performs the actions it returned, outside it.
+    @discardableResult
+    private func act<T>(_ step: (inout Shell) -> (T, [Machine.Action])) -> T {
+        let (value, actions) = shell.withLock { step(&$0) }
+        for action in actions { perform(action) }
+        return value
+    }
+
+    private func perform(_ action: Machine.Action) {
+        switch action {
+        case .resumeDurability(let waiter, let error):
+            if case .durability(let continuation) = waiter { continuation.resume(returning: error) }
+        case .resumeFlush(let waiter, let error):
+            if case .flush(let continuation) = waiter { continuation.resume(returning: error) }
+        case .wakeDelivery:
+            wakeup.signal()
+        case .acknowledge, .deliver:
+            // Performed by the delivery loop, which asked for them.
+            break
+        }
+    }
+
+    // MARK: Appending
+
+    /// Encodes `records` once and hands them to the store; returns at once with the token to wait on.
+    /// - Throws: `.queueFull` or `.closed`; nothing is taken then.
+    @discardableResult
+    public func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? {
+        guard !records.isEmpty else { return nil }
+        return try append(EncodedRecords(records))
+    }
+
+    /// Hands encoded records to the store; returns the token to wait on.
+    /// - Throws: `.queueFull` or `.closed`; nothing is taken then.
+    public func append(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken {
+        let count = encoded.records.count
+        do throws(AnalyticsSinkError) {
+            guard shell.withLock({ $0.machine.acceptsRecords }) else {
+                throw AnalyticsSinkError(.closed, "the \(configuration.label) is shut down")
+            }
+            // The store's own lock orders tickets; the machine only learns the latest.
+            let ticket = try store.append(encoded)
+            shell.withLock {
+                $0.machine.appended(ticket: ticket)
+                $0.statistics.enqueuedRecords += count
+            }
+            diagnostics.observer?.observe(.recordsEnqueued(count: count))
+            return DurabilityToken(source: self, ticket: ticket)
+        } catch {
+            shell.withLock { $0.statistics.droppedRecords += count }
+            diagnostics.observer?.observe(.recordsRejected(count: count, reason: error.message))
+            logs.log(.error, key: "refused", "\(configuration.label): refused \(count) records: \(error.message)")
+            throw error
+        }
+    }
+
+    /// The store's commit reports, wired to the machine.
+    private var commitReporter: RecordStoreCommits {
+        RecordStoreCommits(
+            committed: { [weak self] ticket, records in
+                guard let self else { return }
+                // Reported before the waiters are answered: whoever waited sees the count include its records.
+                if self.store.isDurable { self.diagnostics.observer?.observe(.recordsDurable(count: records)) }
+                self.act { shell in
+                    shell.statistics.commits += 1
+                    shell.statistics.durableRecords += records
+                    return ((), shell.machine.committed(through: ticket, records: records))
+                }
+            },
+            failed: { [weak self] tickets, error in
+                guard let self else { return }
+                self.act { shell in ((), shell.machine.commitFailed(tickets, error: error)) }
+                self.logs.log(
+                    .error,
+                    key: "commit",
+                    "\(self.configuration.label): records not stored: \(error.message)"
+                )
+            }
+        )
+    }
+
+    /// Returns once the records of `ticket` are committed.
+    /// - Throws: the store's error when the commit holding `ticket` failed, `.closed` once stopped.
+    public func waitUntilDurable(ticket: UInt64) async throws(AnalyticsSinkError) {
+        let error: AnalyticsSinkError? = await withCheckedContinuation { continuation in
+            act { shell in
+                let action = shell.machine.waitUntilDurable(ticket: ticket, .durability(continuation))
+                return ((), action.map { [$0] } ?? [])
+            }
+        }
+        if let error { throw error }
+    }
+
+    /// Returns once every one of `tickets` is committed (or its commit failed).
+    /// - Throws: the error of the first commit holding one of `tickets` that failed.
+    public func waitUntilDurable(tickets: [UInt64]) async throws(AnalyticsSinkError) {
+        guard let highest = tickets.max() else { return }
+        try await waitUntilDurable(ticket: highest)
+        let error = shell.withLock { shell -> AnalyticsSinkError? in
+            for ticket in tickets { if let error = shell.machine.failure(for: ticket) { return error } }
+            return nil
+        }
+        if let error { throw error }
+    }
+
+    /// Returns once everything appended so far is durable and settled by the destination (delivered,
+    /// rejected, or given up on) and nothing more is committed (needs ``run()``).
+    /// - Throws: the first error that settled records without delivering them (a rejection, attempts used
+    ///   up).
+    public func flush() async throws {
+        let error: (any Error & Sendable)? = await withCheckedContinuation { continuation in
+            act { shell in ((), shell.machine.flush(.flush(continuation))) }
+        }
+        if let error { throw error }
+    }
+
+    // MARK: Running
+
+    /// Delivers until the task is cancelled (then stops at once) or ``gracefulShutdown()`` drained.
+    /// - Throws: `.closed` when called twice; the store's error if its work fails.
+    public func run() async throws {
+        try shell.withLock { shell throws(AnalyticsSinkError) in try shell.machine.start() }
+        let reporter = commitReporter
+        defer {
+            act { shell in ((), shell.machine.stop()) }
+            logs.flush()
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.store.run(reporting: reporter) }
+            group.addTask { await self.deliveryLoop() }
+            // The delivery loop ends first (cancellation or the end of the drain); then the store stops.
+            _ = try await group.next()
+            group.cancelAll()
+            try await group.waitForAll()
+        }
+    }
+
+    /// Starts the drain: new records are refused; what is stored is delivered for at most
+    /// ``Configuration/drainTimeout``; then ``run()`` returns. Safe to call at any time, and more than once.
+    public func gracefulShutdown() {
+        let deadline = clock.elapsed() + configuration.drainTimeout
+        act { shell in ((), shell.machine.drain(deadline: deadline)) }
+        drainStarted.open()
+    }
+
+    // MARK: Delivery loop
+
+    private enum LoopEvent: Sendable {
+        case settled(id: Int, error: (any Error & Sendable)?)
+        /// A delivery stopped unsettled (the drain deadline, or cancellation): its records stay in the store.
+        case abandoned
+        case woken
+    }
+
+    /// Reads batches from the store and hands each to a child task that delivers it until it is settled.
+    private func deliveryLoop() async {
+        await withTaskGroup(of: LoopEvent.self) { group in
+            var waking = false
+            loop: while !Task.isCancelled {
+                let step = act { shell in (shell.machine.nextStep(now: clock.elapsed()), []) }
+                switch step {
+                case .finish:
+                    break loop
+                case .read(let after, let limit):
+                    await read(after: after, limit: limit, into: &group)
+                    continue loop
+                case .wait(let until):
+                    if !waking {
+                        waking = true
+                        let wait = until.map { $0 - clock.elapsed() }
+                        group.addTask {
+                            if let wait {
+                                _ = await self.wakeup.sleep(max(wait, .zero), on: self.clock)
+                            } else {
+                                await self.wakeup.wait()
+                            }
+                            return .woken
+                        }
+                    }
+                }
+                guard let event = await group.next() else { break }
+                switch event {
+                case .woken:
+                    waking = false
+                case .abandoned:
+                    break
+                case .settled(let id, let error):
+                    // The store records the acknowledgement before a flush waiting for it is answered.
+                    let actions = shell.withLock { $0.machine.settled(id: id, error: error) }
+                    await acknowledge(actions)
+                    for action in actions { perform(action) }
+                }
+            }
+            if act({ shell in (shell.machine.state, []) }) != .stopped, !Task.isCancelled {
+                logs.log(.info, key: "drain", "\(configuration.label): drained")
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Performs a read the machine asked for and starts the delivery of what it found.
+    private func read(after: Store.Position?, limit: Int, into group: inout TaskGroup<LoopEvent>) async {
+        let batch: StoredBatch<Store.Position>
+        do {
+            batch = try await store.read(after: after, limit: limit)
+        } catch {
+            let delay = configuration.retry.backoff(
+                afterAttempt: shell.withLock { $0.machine.failedReads } + 1,
+                random: configuration.random()
+            )
+            act { shell in
+                shell.statistics.failedReads += 1
+                shell.machine.readFailed(retryAt: clock.elapsed() + delay)
+                return ((), [])
+            }
+            logs.log(
+                .warning,
+                key: "read-failed",
+                "\(configuration.label): \(error.message); retrying in \(delay), nothing after it is acknowledged"
+            )
+            return
+        }
+        for problem in batch.problems { logs.log(.warning, key: "skipped", "\(configuration.label): \(problem)") }
+        let actions = shell.withLock { shell in
+            shell.statistics.skippedRecords += batch.skipped
+            return shell.machine.readCompleted(batch)
+        }
+        for case .deliver(let id, let records) in actions {
+            group.addTask { await self.deliverUntilSettled(id: id, records: records) }
+        }
+        await acknowledge(actions)
+        for action in actions { perform(action) }
+    }
+
+    /// Gives the store the acknowledgements among `actions`.
+    private func acknowledge(_ actions: [Machine.Action]) async {
+        for case .acknowledge(let position) in actions {
+            do {
+                try await store.acknowledge(through: position)
+                shell.withLock { $0.statistics.acknowledgements += 1 }
+            } catch {
+                logs.log(
+                    .warning,
+                    key: "ack",
+                    "\(configuration.label): could not record delivery progress: \(error.message)"
+                )
+            }
+        }
+    }
+
+    /// Delivers one batch, retrying what is retryable until every record is settled, the attempts are used
+    /// up (the rest is dropped), or the drain deadline passes (the rest stays in the store).
+    private func deliverUntilSettled(id: Int, records batch: [AnalyticsRecord]) async -> LoopEvent {
+        var records = batch
+        var attempt = 0
+        var firstRejection: (any Error & Sendable)?
+        while !records.isEmpty {
+            if Task.isCancelled { return .abandoned }
+            attempt += 1
+            let result: DeliveryResult
+            let deadline = act { shell -> (Duration?, [Machine.Action]) in
+                if case .draining(let deadline) = shell.machine.state { return (deadline, []) }
+                return (nil, [])
+            }
+            if let deadline {
+                let (destination, sending) = (self.destination, records)
+                guard
+                    let answer = await withDeadline(
+                        deadline - clock.elapsed(),
+                        on: clock,
+                        { await destination.deliver(sending) }
+                    )
+                else { return abandon(id: id, records, error: firstRejection) }
+                result = answer
+            } else {
+                result = await destination.deliver(records)
+            }
+            // Cancelled meanwhile (run() stops at once): what the answer said is not acted on; the records stay.
+            if Task.isCancelled { return .abandoned }
+            report(result)
+            firstRejection = firstRejection ?? result.rejected.first?.error
+            guard let error = result.retryError, !result.retryable.isEmpty else { break }
+            records = result.retryable
+            act { shell in
+                shell.statistics.failedDeliveries += 1
+                return ((), configuration.flushFailsOnRetry ? shell.machine.deliveryFailed(error) : [])
+            }
+            diagnostics.observer?.observe(.deliveryFailed(message: error.message))
+            // A refusal of the request says nothing about the records: it uses up no attempt.
+            if error.code == .requestRefused { attempt -= 1 }
+            if error.code == .shutDown || attempt >= configuration.retry.maximumAttempts {
+                let dropped = DeliveryError(
+                    .retriesExhausted,
+                    "\(error.message) after \(attempt) attempts",
+                    status: error.status,
+                    errors: error.errors
+                )
+                drop(records, dropped)
+                return .settled(id: id, error: firstRejection ?? dropped)
+            }
+            shell.withLock { $0.statistics.retries += 1 }
+            let delay = configuration.retry.delay(
+                afterAttempt: max(attempt, 1),
+                error: error,
+                random: configuration.random()
+            )
+            logs.log(
+                error.code == .requestRefused ? .error : .warning,
+                key: error.code == .requestRefused ? "refused-request" : "retry",
+                "\(configuration.label): delivering \(records.count) records failed (attempt \(attempt)): \(error); "
+                    + (error.code == .requestRefused
+                        ? "records kept, delivery paused for \(delay)" : "retrying in \(delay)")
+            )
+            if let deadline = act({ shell -> (Duration?, [Machine.Action]) in
+                if case .draining(let deadline) = shell.machine.state { return (deadline, []) }
+                return (nil, [])
+            }) {
+                if clock.elapsed() + delay > deadline { return abandon(id: id, records, error: firstRejection) }
+                try? await clock.sleep(delay)
+            } else {
+                // The backoff ends early when the drain starts (which retries within its deadline).
+                let drainStarted = self.drainStarted
+                _ = await withDeadline(delay, on: clock) { await drainStarted.wait() }
+            }
+        }
+        return .settled(id: id, error: firstRejection)
+    }
+
+    /// The drain's deadline passed with `records` of flight `id` unsettled: they stay in the store (a
+    /// durable store delivers them on the next run); the flight is not acknowledged.
+    private func abandon(id: Int, _ records: [AnalyticsRecord], error: (any Error & Sendable)?) -> LoopEvent {
+        logs.log(
+            .warning,
+            key: "drain",
+            "\(configuration.label): the drain deadline passed; \(records.count) undelivered records stay in the store"
+        )
+        return .abandoned
+    }
+
+    private func drop(_ records: [AnalyticsRecord], _ error: DeliveryError) {
+        shell.withLock { $0.statistics.droppedRecords += records.count }
+        diagnostics.observer?.observe(.recordsRejected(count: records.count, reason: error.message))
+        logs.log(.error, key: "dropped", "\(configuration.label): dropped \(records.count) records: \(error)")
+    }
+
+    /// Counts and reports what one delivery did.
+    private func report(_ result: DeliveryResult) {
+        let backlog = shell.withLock { shell -> Int in
+            shell.statistics.deliveredRecords += result.accepted.count
+            shell.statistics.rejectedRecords += result.rejectedCount
+            let s = shell.statistics
+            return max(0, s.durableRecords - s.deliveredRecords - s.rejectedRecords - s.droppedRecords)
+        }
+        diagnostics.report(result, backlog: { (backlog, 0) }, logs: logs, label: configuration.label)
+    }
+}

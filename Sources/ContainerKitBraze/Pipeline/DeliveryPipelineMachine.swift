@@ -1,0 +1,303 @@
+/// The delivery pipeline's state, as a pure state machine: no I/O, no locks, no clock of its own (times
+/// come in as arguments). It owns the phase (``State``), the durability and flush waiters, the batches in
+/// flight and their acknowledgement order, and the counters; each step returns the ``Action``s the shell
+/// (``DeliveryPipeline``) performs, so every interleaving can be driven step by step in tests.
+///
+/// `Waiter` is what the shell resumes (a continuation); the machine only stores and returns it.
+struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waiter: Sendable>: Sendable {
+    /// The pipeline's phase.
+    enum State: Sendable, Equatable {
+        /// Made, ``DeliveryPipeline/run()`` not called yet: appends are taken, nothing is delivered.
+        case idle
+        /// Delivering.
+        case running
+        /// Refusing new records and delivering what is stored until `deadline` (on the shell's clock).
+        case draining(deadline: Duration)
+        /// Done: nothing is taken or delivered any more.
+        case stopped
+    }
+
+    /// A batch handed to the destination and not yet acknowledged.
+    struct Flight: Sendable {
+        var id: Int
+        var end: Position?
+        var settled: Bool
+    }
+
+    /// What the shell must do after a step.
+    enum Action: Sendable {
+        /// Resume a durability waiter (`nil`: its records are durable).
+        case resumeDurability(Waiter, AnalyticsSinkError?)
+        /// Resume a flush waiter (`nil`: everything it waited for is settled).
+        case resumeFlush(Waiter, (any Error & Sendable)?)
+        /// Tell the store that everything through this position is delivered.
+        case acknowledge(Position)
+        /// Hand this batch to the destination (flight `id`), retrying until it is settled.
+        case deliver(id: Int, records: [AnalyticsRecord])
+        /// Wake the delivery loop.
+        case wakeDelivery
+    }
+
+    /// What the delivery loop does next.
+    enum Step: Sendable, Equatable {
+        /// Read up to `limit` records after `after` from the store.
+        case read(after: Position?, limit: Int)
+        /// Nothing to do until woken, or until `until` (on the shell's clock) when set.
+        case wait(until: Duration?)
+        /// The drain is over (everything delivered, or its deadline passed): stop delivering.
+        case finish
+    }
+
+    let batchSize: Int
+    let maximumInFlight: Int
+    /// Fewer committed records than this wait up to ``linger`` for more before a read (1: never wait).
+    let lingerCount: Int
+    let linger: Duration
+
+    private(set) var state = State.idle
+    private var started = false
+    // Durability.
+    private(set) var lastTicket: UInt64 = 0
+    private(set) var resolvedTicket: UInt64 = 0
+    private var failedTickets: [(range: ClosedRange<UInt64>, error: AnalyticsSinkError)] = []
+    private var durabilityWaiters: [(ticket: UInt64, waiter: Waiter)] = []
+    // Delivery.
+    private var flights: [Flight] = []
+    private var nextFlight = 0
+    private var readAfter: Position?
+    private var reading = false
+    /// Whether the store may hold committed records not read yet (true at start: an earlier run's backlog).
+    private var mayHaveRecords = true
+    /// Committed records not read yet, as far as this run's commits tell (for the linger).
+    private var unreadCommitted = 0
+    private var lingerSince: Duration?
+    private var readAgainAt: Duration?
+    private(set) var failedReads = 0
+    private var flushWaiters: [(ticket: UInt64, waiter: Waiter, error: (any Error & Sendable)?)] = []
+
+    init(batchSize: Int, maximumInFlight: Int, lingerCount: Int = 1, linger: Duration = .zero) {
+        self.batchSize = max(1, batchSize)
+        self.maximumInFlight = max(1, maximumInFlight)
+        self.lingerCount = max(1, lingerCount)
+        self.linger = max(linger, .zero)
+    }
+
+    // MARK: Phase
+
+    /// ``DeliveryPipeline/run()`` began. Throws when it ran before.
+    mutating func start() throws(AnalyticsSinkError) {
+        guard !started else { throw AnalyticsSinkError(.closed, "the delivery pipeline already ran") }
+        started = true
+        // A graceful shutdown that came first leaves the pipeline draining: it delivers what is stored.
+        if state == .idle { state = .running }
+    }
+
+    /// Whether new records are taken.
+    var acceptsRecords: Bool {
+        switch state {
+        case .idle, .running: return true
+        case .draining, .stopped: return false
+        }
+    }
+
+    /// The graceful shutdown: refuse new records, deliver what is stored until `deadline`.
+    mutating func drain(deadline: Duration) -> [Action] {
+        switch state {
+        case .idle, .running:
+            state = .draining(deadline: deadline)
+            return [.wakeDelivery]
+        case .draining, .stopped:
+            return []
+        }
+    }
+
+    /// Stopped (cancelled, or the drain ended): every waiter is answered.
+    mutating func stop() -> [Action] {
+        state = .stopped
+        let stopped = AnalyticsSinkError(.closed, "the delivery pipeline stopped")
+        var actions: [Action] = durabilityWaiters.map { .resumeDurability($0.waiter, stopped) }
+        actions += flushWaiters.map { .resumeFlush($0.waiter, $0.error ?? stopped) }
+        durabilityWaiters.removeAll()
+        flushWaiters.removeAll()
+        return actions
+    }
+
+    // MARK: Durability
+
+    /// The store took an append as `ticket`.
+    mutating func appended(ticket: UInt64) { lastTicket = max(lastTicket, ticket) }
+
+    /// The store committed every ticket through `ticket` (`records` records in this commit).
+    mutating func committed(through ticket: UInt64, records: Int) -> [Action] {
+        resolvedTicket = max(resolvedTicket, ticket)
+        mayHaveRecords = true
+        unreadCommitted += records
+        return resolveDurability() + [.wakeDelivery]
+    }
+
+    /// The commit holding `tickets` failed.
+    mutating func commitFailed(_ tickets: ClosedRange<UInt64>, error: AnalyticsSinkError) -> [Action] {
+        failedTickets.append((tickets, error))
+        if failedTickets.count > 4096 { failedTickets.removeFirst(failedTickets.count - 4096) }
+        resolvedTicket = max(resolvedTicket, tickets.upperBound)
+        return resolveDurability() + [.wakeDelivery]
+    }
+
+    /// How `ticket`'s commit went: `nil` when durable (or not resolved yet).
+    func failure(for ticket: UInt64) -> AnalyticsSinkError? {
+        failedTickets.last { $0.range.contains(ticket) }?.error
+    }
+
+    /// Waits for `ticket`: answered at once when it is resolved or the pipeline stopped.
+    mutating func waitUntilDurable(ticket: UInt64, _ waiter: Waiter) -> Action? {
+        if ticket <= resolvedTicket { return .resumeDurability(waiter, failure(for: ticket)) }
+        if state == .stopped {
+            return .resumeDurability(waiter, AnalyticsSinkError(.closed, "the delivery pipeline stopped"))
+        }
+        durabilityWaiters.append((ticket, waiter))
+        return nil
+    }
+
+    private mutating func resolveDurability() -> [Action] {
+        var actions: [Action] = []
+        var waiting: [(ticket: UInt64, waiter: Waiter)] = []
+        for entry in durabilityWaiters {
+            if entry.ticket <= resolvedTicket {
+                actions.append(.resumeDurability(entry.waiter, failure(for: entry.ticket)))
+            } else {
+                waiting.append(entry)
+            }
+        }
+        durabilityWaiters = waiting
+        return actions
+    }
+
+    // MARK: Flush
+
+    /// Waits until everything appended so far is durable and settled: answered once every ticket up to
+    /// the latest is resolved and a read finds nothing more with no batch in flight.
+    mutating func flush(_ waiter: Waiter) -> [Action] {
+        if state == .stopped {
+            return [.resumeFlush(waiter, AnalyticsSinkError(.closed, "the delivery pipeline stopped"))]
+        }
+        flushWaiters.append((lastTicket, waiter, nil))
+        mayHaveRecords = true
+        return [.wakeDelivery]
+    }
+
+    /// Flushes waiting.
+    var waitingFlushCount: Int { flushWaiters.count }
+
+    /// Whether a flush or the drain waits (no lingering then).
+    private var hurried: Bool {
+        if !flushWaiters.isEmpty { return true }
+        if case .draining = state { return true }
+        return false
+    }
+
+    /// Whether everything committed is delivered and acknowledged.
+    var caughtUp: Bool { flights.isEmpty && !reading && !mayHaveRecords }
+
+    private mutating func endFlushes() -> [Action] {
+        guard caughtUp else { return [] }
+        var actions: [Action] = []
+        var waiting: [(ticket: UInt64, waiter: Waiter, error: (any Error & Sendable)?)] = []
+        for entry in flushWaiters {
+            if entry.ticket <= resolvedTicket {
+                actions.append(.resumeFlush(entry.waiter, entry.error))
+            } else {
+                waiting.append(entry)
+            }
+        }
+        flushWaiters = waiting
+        return actions
+    }
+
+    // MARK: Delivery
+
+    /// The delivery loop's next step at time `now`.
+    mutating func nextStep(now: Duration) -> Step {
+        if case .draining(let deadline) = state {
+            if now >= deadline || (caughtUp && lastTicket <= resolvedTicket) { return .finish }
+        }
+        if state == .stopped { return .finish }
+        guard !reading, flights.count < maximumInFlight, mayHaveRecords else { return .wait(until: drainDeadline) }
+        if let at = readAgainAt {
+            if now < at { return .wait(until: earliest(at, drainDeadline)) }
+            readAgainAt = nil
+        }
+        if linger > .zero, !hurried, unreadCommitted > 0, unreadCommitted < lingerCount {
+            let since = lingerSince ?? now
+            lingerSince = since
+            if now < since + linger { return .wait(until: earliest(since + linger, drainDeadline)) }
+        }
+        lingerSince = nil
+        reading = true
+        return .read(after: readAfter, limit: batchSize)
+    }
+
+    private var drainDeadline: Duration? {
+        if case .draining(let deadline) = state { return deadline }
+        return nil
+    }
+
+    private func earliest(_ a: Duration, _ b: Duration?) -> Duration { b.map { min(a, $0) } ?? a }
+
+    /// A read asked for by ``nextStep(now:)`` came back with `batch`.
+    mutating func readCompleted(_ batch: StoredBatch<Position>) -> [Action] {
+        reading = false
+        failedReads = 0
+        unreadCommitted = max(0, unreadCommitted - batch.records.count - batch.skipped)
+        guard let end = batch.end else {
+            // Nothing committed after the last batch: wait for a commit (or a flush).
+            mayHaveRecords = false
+            unreadCommitted = 0
+            return endFlushes()
+        }
+        readAfter = end
+        nextFlight += 1
+        let settled = batch.records.isEmpty
+        flights.append(Flight(id: nextFlight, end: end, settled: settled))
+        if settled { return acknowledgeSettled() + [.wakeDelivery] }
+        return [.deliver(id: nextFlight, records: batch.records), .wakeDelivery]
+    }
+
+    /// A read failed (the store cannot be read right now): read again at `retryAt`; nothing is
+    /// acknowledged meanwhile.
+    mutating func readFailed(retryAt: Duration) {
+        reading = false
+        failedReads += 1
+        readAgainAt = retryAt
+    }
+
+    /// The destination settled flight `id` (delivered or rejected every record); `error` is the first
+    /// rejection, for the flushes waiting.
+    mutating func settled(id: Int, error: (any Error & Sendable)?) -> [Action] {
+        guard let index = flights.firstIndex(where: { $0.id == id }) else { return [] }
+        flights[index].settled = true
+        if let error {
+            for i in flushWaiters.indices where flushWaiters[i].error == nil { flushWaiters[i].error = error }
+        }
+        return acknowledgeSettled() + [.wakeDelivery]
+    }
+
+    /// A delivery failed in a retryable way: the flushes waiting learn it at once (the records stay).
+    mutating func deliveryFailed(_ error: any Error & Sendable) -> [Action] {
+        defer { flushWaiters.removeAll() }
+        return flushWaiters.map { .resumeFlush($0.waiter, error) }
+    }
+
+    /// Acknowledges the end of the longest settled prefix of the flights.
+    private mutating func acknowledgeSettled() -> [Action] {
+        let count = flights.prefix { $0.settled }.count
+        guard count > 0 else { return [] }
+        let end = flights[count - 1].end
+        flights.removeFirst(count)
+        var actions: [Action] = []
+        if let end { actions.append(.acknowledge(end)) }
+        return actions + endFlushes()
+    }
+
+    /// The flights not settled yet (for tests).
+    var inFlight: Int { flights.filter { !$0.settled }.count }
+}

@@ -1,0 +1,175 @@
+import ContainerKit
+
+/// Where the delivery pipeline keeps records between the tag that made them and the destination that
+/// takes them: the one seam a new kind of storage plugs into. Two stores ship — ``MemoryRecordStore``
+/// (records are lost with the process) and the on-disk segment log behind ``DurableQueue`` — and a
+/// transactional database (PostgreSQL, one group commit per transaction) implements the same protocol
+/// outside this package.
+///
+/// ## The contract
+/// The pipeline (``DeliveryPipeline``) owns everything that is not storage: who waits for what, the
+/// delivery loop, retries and backoff, the number of batches in flight, their acknowledgement order, the
+/// drain and its deadline, statistics and logging. A store only stores, and guarantees this:
+///
+/// 1. **Append is prompt and ordered.** ``append(_:)`` returns at once (it is called inside event
+///    evaluation) with a ticket; tickets grow by one per accepted append, starting at 1 for each store
+///    instance. Records are kept in append order.
+/// 2. **Durability is reported per commit, in ticket order.** The store commits appended records in its
+///    ``run(reporting:)`` (a writer thread, a database connection) — as many appends per commit as it
+///    likes (group commit) — and reports each commit to the ``RecordStoreCommits`` it was given:
+///    ``RecordStoreCommits/committed(through:records:)`` once every ticket up to a number is durable, or
+///    ``RecordStoreCommits/failed(_:error:)`` for the tickets of a commit that failed: those records are
+///    not stored and will never be read. A failed commit does not fail earlier or later ones. Every
+///    accepted ticket is eventually reported, once, in ascending order.
+/// 3. **Reads return committed records in commit order.** ``read(after:limit:)`` returns at most `limit`
+///    records that are committed (never one whose commit was not reported, never one of a failed
+///    commit), in the order they were appended, starting right after `position` (`nil`: at the oldest
+///    record not acknowledged). Positions compare in that order: a record committed later never gets a
+///    position below one already returned — a database must not hand out positions that a transaction
+///    still open could undercut (one writer per partition, or read only below the oldest open
+///    transaction).
+/// 4. **Only provably bad data is skipped.** A record that cannot be decoded (a torn or corrupt line) may
+///    be skipped, counted in ``StoredBatch/skipped`` — its position is still inside the batch's range, so
+///    acknowledging the batch moves past it. A store that cannot be read right now (`EMFILE`, `EIO`, a
+///    lost connection) **throws**: the pipeline retries after a backoff and never acknowledges past it.
+/// 5. **Acknowledgement is per batch, in order, and durable enough.** ``acknowledge(through:)`` is called
+///    with the ``StoredBatch/end`` of a batch once it and every batch before it are settled; each call's
+///    position is above the previous one. After it returns, a restart must not deliver those records
+///    again — except that a store may keep the last few acknowledgements in a buffer that a power loss
+///    (not a process crash) rolls back. Several batches may be in flight at once; a crash re-delivers at
+///    most those not acknowledged. A failed acknowledgement throws; the pipeline logs it and goes on (the
+///    next one covers it).
+/// 6. **Nothing runs before ``run(reporting:)``.** Initializers open and recover; they start no thread
+///    or task. ``run(reporting:)`` works until its task is cancelled; then it stops at once: tickets not
+///    committed yet are reported failed (`.closed`), nothing committed is lost, and it returns.
+///
+/// ```swift
+/// final class ListStore: RecordStore {           // a store for tests, in memory
+///     let state = Mutex<(records: [AnalyticsRecord], acknowledged: Int, tickets: UInt64)>(([], 0, 0))
+///     let commits = Mutex<RecordStoreCommits?>(nil)
+///     func append(_ records: EncodedRecords) throws(AnalyticsSinkError) -> UInt64 {
+///         let ticket = state.withLock { $0.records += records.records; $0.tickets += 1; return $0.tickets }
+///         commits.withLock { $0 }?.committed(through: ticket, records: records.records.count)
+///         return ticket
+///     }
+///     func run(reporting commits: RecordStoreCommits) async throws {
+///         self.commits.withLock { $0 = commits }
+///         try await Task.sleepUntilCancelled()
+///     }
+///     func read(after position: Int?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<Int> { … }
+///     func acknowledge(through position: Int) async throws(AnalyticsSinkError) { … }
+/// }
+/// ```
+public protocol RecordStore: AnyObject, Sendable {
+    /// A place in the store's order of records: the segment log's is a segment and a byte offset, a
+    /// database's the sequence number of a row. Comparable in append (commit) order.
+    associatedtype Position: Comparable & Hashable & Sendable
+
+    /// Takes `records` (encoded once by the pipeline: the store may write ``EncodedRecords/bytes`` as
+    /// they are) and returns the append's ticket, at once. Must not wait for I/O.
+    /// - Throws: ``AnalyticsSinkError`` `.queueFull` when the store holds as much as it may (nothing is
+    ///   taken), `.closed` once the store stopped.
+    func append(_ records: EncodedRecords) throws(AnalyticsSinkError) -> UInt64
+
+    /// Commits what ``append(_:)`` took and reports every commit to `commits`, until the task is
+    /// cancelled; then reports the tickets not committed as failed and returns. Called once.
+    func run(reporting commits: RecordStoreCommits) async throws
+
+    /// Up to `limit` committed records after `position` (`nil`: from the oldest not acknowledged), in
+    /// order; an empty batch when nothing is committed after it. Must not block the caller's thread on
+    /// disk or network I/O for long (do it on a thread the store owns, or with non-blocking I/O).
+    /// - Throws: when the store cannot be read right now; nothing is skipped then.
+    func read(after position: Position?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<Position>
+
+    /// Records that everything up to and including `position` (a batch's ``StoredBatch/end``) is delivered.
+    /// Called in order; never with a position beyond what ``read(after:limit:)`` returned.
+    func acknowledge(through position: Position) async throws(AnalyticsSinkError)
+
+    /// Whether a commit survives the process (`true` by default): the pipeline reports commits of a
+    /// durable store as durable records to its observer.
+    var isDurable: Bool { get }
+}
+
+extension RecordStore {
+    public var isDurable: Bool { true }
+}
+
+/// Records as the pipeline encoded them, once: each record's segment line (`<json>\t<crc32c>\n`), one
+/// after the other in ``bytes``; ``lineEnds`` says where each record's line ends. A store that keeps
+/// JSON (a database's `jsonb` column) takes ``json(at:)``.
+public struct EncodedRecords: Sendable {
+    /// The records, in order.
+    public var records: [AnalyticsRecord]
+    /// Every record's line, one after the other.
+    public var bytes: [UInt8]
+    /// Where each record's line ends in ``bytes`` (just after its line feed).
+    public var lineEnds: [Int]
+
+    /// Encodes `records`: each once, as the segment log writes them.
+    public init(_ records: [AnalyticsRecord]) {
+        var json = JSONByteWriter(capacity: records.count * 200)
+        var ends: [Int] = []
+        ends.reserveCapacity(records.count)
+        for record in records {
+            SegmentLog.appendLine(record, to: &json)
+            ends.append(json.bytes.count)
+        }
+        self.records = records
+        self.bytes = json.bytes
+        self.lineEnds = ends
+    }
+
+    /// The JSON of record `index` (its line without the checksum and the line feed).
+    public func json(at index: Int) -> ArraySlice<UInt8> {
+        let start = index == 0 ? 0 : lineEnds[index - 1]
+        return bytes[start..<(lineEnds[index] - 10)]
+    }
+}
+
+/// What ``RecordStore/read(after:limit:)`` returns: committed records and the position after the last of
+/// them.
+public struct StoredBatch<Position: Comparable & Hashable & Sendable>: Sendable {
+    /// The records, in order (at most the `limit` asked for).
+    public var records: [AnalyticsRecord]
+    /// The position of the last record read or skipped (what ``RecordStore/acknowledge(through:)`` gets
+    /// once the batch is settled); `nil` when the batch is empty and nothing was skipped.
+    public var end: Position?
+    /// Records skipped as provably bad (torn, unparsable, a checksum mismatch), inside the batch's range.
+    public var skipped: Int
+    /// What was wrong with each skipped record (logged by the pipeline).
+    public var problems: [String]
+
+    /// Creates a batch.
+    public init(records: [AnalyticsRecord], end: Position?, skipped: Int = 0, problems: [String] = []) {
+        self.records = records
+        self.end = end
+        self.skipped = skipped
+        self.problems = problems
+    }
+
+    /// Nothing committed after the position asked for.
+    public static var empty: StoredBatch { StoredBatch(records: [], end: nil) }
+}
+
+/// Where a ``RecordStore`` reports its commits (the pipeline that runs it). Thread-safe; cheap to call
+/// from a writer thread.
+public struct RecordStoreCommits: Sendable {
+    private let onCommit: @Sendable (UInt64, Int) -> Void
+    private let onFailure: @Sendable (ClosedRange<UInt64>, AnalyticsSinkError) -> Void
+
+    /// Creates a reporter from its two callbacks.
+    public init(
+        committed: @escaping @Sendable (_ through: UInt64, _ records: Int) -> Void,
+        failed: @escaping @Sendable (_ tickets: ClosedRange<UInt64>, _ error: AnalyticsSinkError) -> Void
+    ) {
+        onCommit = committed
+        onFailure = failed
+    }
+
+    /// Every ticket up to and including `through` not reported failed is durable; the commit held
+    /// `records` records.
+    public func committed(through ticket: UInt64, records: Int) { onCommit(ticket, records) }
+
+    /// The commit holding `tickets` failed with `error`: those records are not stored.
+    public func failed(_ tickets: ClosedRange<UInt64>, error: AnalyticsSinkError) { onFailure(tickets, error) }
+}

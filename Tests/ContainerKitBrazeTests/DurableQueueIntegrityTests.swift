@@ -1,0 +1,304 @@
+import ContainerKit
+import Foundation
+import Synchronization
+import Testing
+
+@testable import ContainerKitBraze
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What the durable queue may and may not skip: a segment that cannot be read for a moment is retried and
+/// never acknowledged past; flipped bits are detected by each line's checksum; a segment deleted under the
+/// writer fails the commit; a full disk does not keep the queue from opening; the index range is never
+/// left by the writer; a fresh queue's restart finds its ack at a segment that is there.
+@Suite struct DurableQueueIntegrityTests {
+    func settings(logger: InMemoryLogger = InMemoryLogger(), faults: SegmentLogFaults? = nil)
+        -> DurableQueue.Configuration
+    {
+        var configuration = DurableQueue.Configuration()
+        configuration.logger = logger
+        configuration.random = { 1 }
+        configuration.retry = DeliveryRetryPolicy(
+            maximumAttempts: .max,
+            baseDelay: .milliseconds(1),
+            maximumDelay: .milliseconds(4)
+        )
+        configuration.faults = faults
+        return configuration
+    }
+
+    /// Writes segment `index` as the queue writes it now: each line with its checksum.
+    func writeSegment(_ directory: TemporaryDirectory, _ index: UInt64, _ records: [AnalyticsRecord]) throws {
+        var json = JSONByteWriter()
+        for record in records { SegmentLog.appendLine(record, to: &json) }
+        try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
+        try Data(json.bytes).write(to: URL(fileURLWithPath: directory.file(SegmentLog.segmentName(index))))
+    }
+
+    /// Fails the first `count` operations of the kinds in `failing` with `errorNumber`, then lets them run.
+    final class FlakyDisk: Sendable {
+        let left: Mutex<Int>
+        let failing: Set<SegmentLogFaults.Operation>
+        let errorNumber: Int32
+
+        init(failing: Set<SegmentLogFaults.Operation>, errorNumber: Int32, count: Int) {
+            self.failing = failing
+            self.errorNumber = errorNumber
+            self.left = Mutex(count)
+        }
+
+        var faults: SegmentLogFaults {
+            SegmentLogFaults { operation, _ in
+                guard self.failing.contains(operation) else { return nil }
+                return self.left.withLock { left -> Int32? in
+                    guard left > 0 else { return nil }
+                    left -= 1
+                    return self.errorNumber
+                }
+            }
+        }
+    }
+
+    @Test(arguments: [
+        (SegmentLogFaults.Operation.open, EMFILE), (.open, ENFILE), (.open, EACCES), (.open, EIO),
+        (.read, EIO), (.read, EACCES),
+    ])
+    func aSegmentThatCannotBeReadForAMomentIsRetriedAndNeverSkipped(
+        operation: SegmentLogFaults.Operation,
+        errorNumber: Int32
+    ) async throws {
+        let directory = TemporaryDirectory("flaky-read")
+        defer { directory.remove() }
+        let records = [event("a"), event("b"), event("c")]
+        try writeSegment(directory, 1, records)
+        let disk = FlakyDisk(failing: [operation], errorNumber: errorNumber, count: 3)
+        let logger = InMemoryLogger()
+        let destination = InMemoryAnalyticsSink()
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: destination,
+            configuration: settings(logger: logger, faults: disk.faults)
+        )
+        try await whileRunning(queue) { try await queue.flush() }
+        #expect(destination.records.map(\.id) == records.map(\.id))
+        #expect(queue.statistics.skippedLines == 0)
+        #expect(queue.statistics.failedReads == 3)
+        #expect(logger.messages(at: .warning).contains { $0.contains("cannot read segment") && $0.contains("retr") })
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aSegmentThatStaysUnreadableIsNeitherAcknowledgedNorDeleted() async throws {
+        let directory = TemporaryDirectory("unreadable-stays")
+        defer { directory.remove() }
+        let records = [event("a"), event("b")]
+        try writeSegment(directory, 1, records)
+        let (attempts, attempted) = AsyncStream.makeStream(of: Void.self)
+        let faults = SegmentLogFaults { operation, _ in
+            guard operation == .open else { return nil }
+            attempted.yield()
+            return EMFILE
+        }
+        var configuration = settings(faults: faults)
+        configuration.drainTimeout = .zero
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: InMemoryAnalyticsSink(),
+            configuration: configuration
+        )
+        // The run tries to read three times, then stops: the segment and its records are still there.
+        try await whileRunning(queue) {
+            var seen = 0
+            for await _ in attempts {
+                seen += 1
+                if seen == 3 { break }
+            }
+        }
+        attempted.finish()
+        #expect(queue.statistics.skippedLines == 0)
+        #expect(FileManager.default.fileExists(atPath: directory.file(SegmentLog.segmentName(1))))
+        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+    }
+
+    @Test func aFlippedBitIsDetectedByTheLinesChecksumAndSkippedWithACount() async throws {
+        let directory = TemporaryDirectory("flipped")
+        defer { directory.remove() }
+        let records = [event("a"), event("bb"), event("c")]
+        try writeSegment(directory, 1, records)
+        // Flip one bit inside the second record's event name ("bb" → "bc"): still valid JSON.
+        let path = directory.file(SegmentLog.segmentName(1))
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let secondLine = bytes.firstIndex(of: 0x0A)! + 1
+        let name = Array(#""bb""#.utf8)
+        let at = try #require(
+            (secondLine..<(bytes.count - name.count)).first { Array(bytes[$0..<($0 + name.count)]) == name }
+        )
+        bytes[at + 2] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let logger = InMemoryLogger()
+        let destination = InMemoryAnalyticsSink()
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: destination,
+            configuration: settings(logger: logger)
+        )
+        try await whileRunning(queue) { try await queue.flush() }
+        #expect(destination.records.map(\.id) == [records[0].id, records[2].id])
+        #expect(queue.statistics.corruptLines == 1)
+        #expect(queue.statistics.skippedLines == 1)
+        #expect(logger.messages(at: .warning).contains { $0.contains("checksum mismatch") })
+    }
+
+    @Test func linesWithoutAChecksumFromEarlierVersionsAreStillRead() throws {
+        let directory = TemporaryDirectory("legacy-lines")
+        defer { directory.remove() }
+        let records = [event("a"), event("b")]
+        try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
+        try records.map { $0.jsonLine + "\n" }.joined().write(
+            toFile: directory.file(SegmentLog.segmentName(1)),
+            atomically: true,
+            encoding: .utf8
+        )
+        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+    }
+
+    @Test func theQueueWritesAChecksumAfterEveryLine() async throws {
+        let directory = TemporaryDirectory("checksummed")
+        defer { directory.remove() }
+        var configuration = settings()
+        configuration.drainTimeout = .zero
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: NeverSettlingDestination(),
+            configuration: configuration
+        )
+        try await whileRunning(queue) { try await queue.append([event("a"), event("b")]) }
+        let text = try String(contentsOfFile: directory.file(SegmentLog.segmentName(1)), encoding: .utf8)
+        let lines = text.split(separator: "\n")
+        #expect(lines.count == 2)
+        for line in lines {
+            let parts = line.split(separator: "\t")
+            #expect(parts.count == 2 && parts[1].utf8.count == 8, "\(line)")
+        }
+    }
+
+    @Test func aSegmentDeletedUnderTheWriterFailsTheCommitAndTheNextCommitUsesANewSegment() async throws {
+        let directory = TemporaryDirectory("unlinked")
+        defer { directory.remove() }
+        let deleteNext = Mutex(false)
+        let faults = SegmentLogFaults { operation, path in
+            // Someone deletes the segment while the writer syncs it.
+            if operation == .sync,
+                deleteNext.withLock({ flag in
+                    defer { flag = false }; return flag
+                })
+            {
+                _ = unlink(path)
+            }
+            return nil
+        }
+        var configuration = settings(faults: faults)
+        configuration.drainTimeout = .zero
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: NeverSettlingDestination(),
+            configuration: configuration
+        )
+        let (a, b, c) = (event("a"), event("b"), event("c"))
+        try await whileRunning(queue) {
+            try await queue.append([a])
+            deleteNext.withLock { $0 = true }
+            do {
+                try await queue.append([b])
+                Issue.record("a commit to a deleted segment was reported durable")
+            } catch let error as AnalyticsSinkError {
+                #expect(error.message.contains("deleted"))
+            }
+            try await queue.append([c])
+        }
+        // The next commit went to a new segment, which a restart finds.
+        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == [c.id])
+    }
+
+    @Test func aQueueOpensAndDrainsOnAFullDisk() async throws {
+        let directory = TemporaryDirectory("full-open")
+        defer { directory.remove() }
+        let records = [event("a"), event("b")]
+        try writeSegment(directory, 3, records)
+        try SegmentLog.ackText(SegmentLog.Position(segment: 3, offset: 0)).write(
+            toFile: directory.file("ack"),
+            atomically: true,
+            encoding: .utf8
+        )
+        // No free block: creating any file and growing any file fail.
+        let full = SegmentLogFaults { operation, _ in operation == .create || operation == .write ? ENOSPC : nil }
+        let destination = InMemoryAnalyticsSink()
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: destination,
+            configuration: settings(faults: full)
+        )
+        try await whileRunning(queue) { try await queue.flush() }
+        #expect(destination.records.map(\.id) == records.map(\.id))
+        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+    }
+
+    @Test func anAckThatNeedsRewritingOnOpenIsWrittenInPlace() throws {
+        let directory = TemporaryDirectory("ack-in-place")
+        defer { directory.remove() }
+        try writeSegment(directory, 5, [event("a")])
+        // An ack from an earlier version (short numbers) that points at a deleted segment.
+        try "v1 2 10\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
+        let full = SegmentLogFaults { operation, _ in operation == .create || operation == .write ? ENOSPC : nil }
+        let log = try SegmentLog(directory: directory.path, faults: full)
+        log.close()
+        let ack = try String(contentsOfFile: directory.file("ack"), encoding: .utf8)
+        #expect(ack == SegmentLog.ackText(SegmentLog.Position(segment: 5, offset: 0)))
+    }
+
+    @Test func aSegmentIndexAtTheTopOfItsRangeRefusesNewRecordsInsteadOfWritingAFileItCannotOpen() async throws {
+        let directory = TemporaryDirectory("top-index")
+        defer { directory.remove() }
+        let a = event("a")
+        try writeSegment(directory, SegmentLog.maximumSegmentIndex, [a])
+        var configuration = settings()
+        configuration.drainTimeout = .zero
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: NeverSettlingDestination(),
+            configuration: configuration
+        )
+        try await whileRunning(queue) {
+            do {
+                try await queue.append([event("b")])
+                Issue.record("a segment past the index range was written")
+            } catch let error as AnalyticsSinkError {
+                #expect(error.code == .queueFull)
+            }
+        }
+        // The directory still opens.
+        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == [a.id])
+        _ = try DurableQueue(directory: directory.path, destination: NeverSettlingDestination())
+    }
+
+    @Test func aFreshQueuesRestartFindsItsAckAtASegmentThatIsThere() throws {
+        let directory = TemporaryDirectory("fresh-restart")
+        defer { directory.remove() }
+        let first = try SegmentLog(directory: directory.path)
+        var json = JSONByteWriter()
+        SegmentLog.appendLine(event("a"), to: &json)
+        try first.append(json.bytes, to: first.recovery.nextIndex, at: 0)
+        first.close()
+        let second = try SegmentLog(directory: directory.path)
+        defer { second.close() }
+        #expect(second.recovery.warnings.isEmpty, "\(second.recovery.warnings)")
+        #expect(second.recovery.cursor == SegmentLog.Position(segment: 1, offset: 0))
+    }
+}
+
+/// A destination that never settles anything: every delivery is retryable (records stay queued).
+struct NeverSettlingDestination: AnalyticsDestination {
+    func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
+        .retry(records, DeliveryError(.serverError, "unavailable"))
+    }
+}
