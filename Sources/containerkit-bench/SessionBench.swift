@@ -1,6 +1,5 @@
 import ContainerKit
 import Foundation
-import Synchronization
 
 /// Service figures (issue 8): how pushes scale over threads, what waiting for a busy session costs, how
 /// much memory a live session takes, and how fast sessions snapshot and restore. Every figure is a ratio
@@ -12,11 +11,12 @@ enum SessionBench {
             guard let container = try? await ContainerLoader().load(path: path) else { return }
             manager.add(container)
         }
-        let calls = Atomic<Int>(0)
         for classPath in [
             "com.appboy.googletagmanager.BrazeGtmTagProvider", "path.to.Braze", "com.fiftyfive.cargo.Tags",
         ] {
-            manager.register(tagHandler: ClosureTagHandler { _ in calls.add(1, ordering: .relaxed) }, for: classPath)
+            // The handler touches nothing shared: it used to count calls in one atomic, an add on one cache
+            // line from both threads per handler call, itself part of what kept `two_thread_scaling` under 2.
+            manager.register(tagHandler: ClosureTagHandler { _ in }, for: classPath)
         }
         let stream = EventStream.make(count: 20_000)
 
@@ -34,6 +34,7 @@ enum SessionBench {
         }
         print("two_thread_scaling=\(Harness.ratio(median(scaling)))")
         print("same_session_2_threads_vs_1=\(Harness.ratio(median(sameSession)))")
+        if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "scaling" { return }
 
         // Resident memory per live session after two typical events.
         let sessionCount = 100_000
@@ -66,7 +67,6 @@ enum SessionBench {
             benchmarkSink = restored
         }
         print("snapshot_restore_per_s=\(Harness.format(snapshotRate))")
-        benchmarkSink = calls.load(ordering: .relaxed)
     }
 
     /// Events per second when `threads` threads each push the whole stream into `session(thread)`.

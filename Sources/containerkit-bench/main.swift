@@ -19,7 +19,14 @@ guard FileManager.default.fileExists(atPath: brazePath), FileManager.default.fil
     exit(0)
 }
 
-let eventCount = 32_000
+// `CONTAINERKIT_BENCH_ONLY=scaling` runs the thread-scaling figures of the session section alone.
+if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "scaling" {
+    await SessionBench.run()
+    exit(0)
+}
+
+// `CONTAINERKIT_BENCH_EVENTS=n` shortens the stream (for quicker profiles).
+let eventCount = ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_EVENTS"].flatMap { Int($0) } ?? 32_000
 let events = EventStream.make(count: eventCount)
 
 // MARK: ContainerKit
@@ -103,8 +110,9 @@ if !same {
     }
 }
 
-if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_PROFILE"] != nil {
-    for _ in 0..<30 { runContainerKit() }
+// `CONTAINERKIT_BENCH_PROFILE=passes` (30 when not a number) runs ContainerKit alone, for a profiler.
+if let passes = ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_PROFILE"] {
+    for _ in 0..<(Int(passes) ?? 30) { runContainerKit() }
     exit(0)
 }
 
