@@ -39,9 +39,11 @@ if [ -z "$PG_BIN" ] || [ ! -x "$PG_BIN/initdb" ]; then
     PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 fi
 
-swift build -c release --product TagService >&2
-swift build -c release --product UsersTrackStandIn >&2
-BIN=$(swift build -c release --show-bin-path)
+# BENCH_CONFIGURATION=debug reuses a debug build (a quick functional run; its figures are not comparable).
+CONFIGURATION=${BENCH_CONFIGURATION:-release}
+swift build -c "$CONFIGURATION" --product TagService >&2
+swift build -c "$CONFIGURATION" --product UsersTrackStandIn >&2
+BIN=$(swift build -c "$CONFIGURATION" --show-bin-path)
 
 WORK=$(mktemp -d /tmp/bench-cluster-XXXXXX)
 chmod 755 "$WORK"
