@@ -11,6 +11,8 @@ struct OperationsController: Sendable {
     let metrics: ServiceMetrics
     /// The containers `/ready` waits for (`--open` mode); empty: any live container will do.
     let requiredIDs: [String]
+    /// `--postgres` mode: `/ready` also needs PostgreSQL, `/metrics` shows the store's figures.
+    var scaleOut: PostgresScaleOut? = nil
 
     /// The longest `GET /ready?wait=<seconds>`.
     static let maximumReadyWait: Double = 30
@@ -29,10 +31,12 @@ struct OperationsController: Sendable {
         }
         router.get("metrics") { _, _ in
             self.metrics.update(sessions: self.sessions.statistics, containers: self.manager.containers.count)
+            var text = self.metrics.render()
+            if let scaleOut = self.scaleOut { text += Array(await scaleOut.metricsText().utf8) }
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.metrics.render()))
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: text))
             )
         }
     }
@@ -50,11 +54,14 @@ struct OperationsController: Sendable {
         let missing = requiredIDs.filter { manager.container(id: $0) == nil }
         let containersReady = requiredIDs.isEmpty ? !live.isEmpty : missing.isEmpty
         let writable = FileManager.default.isWritableFile(atPath: queue.directory)
+        let postgres = scaleOut.map { $0.store.isAvailable }
+        let ready = containersReady && writable && postgres != false
         var body = ValueMap()
-        body["ready"] = .bool(containersReady && writable)
+        body["ready"] = .bool(ready)
         body["containers"] = .array(live.map(Value.string))
         if !missing.isEmpty { body["missing"] = .array(missing.map(Value.string)) }
         body["queue_writable"] = .bool(writable)
-        return Response.json(body, status: containersReady && writable ? .ok : .serviceUnavailable)
+        if let postgres { body["postgres_available"] = .bool(postgres) }
+        return Response.json(body, status: ready ? .ok : .serviceUnavailable)
     }
 }

@@ -39,6 +39,8 @@ public struct TagServiceApplication: Sendable {
     let sessions: SessionStore
     let queue: DurableQueue
     let metrics: ServiceMetrics
+    /// `--postgres`: the PostgreSQL record store, session loading and delivery.
+    let scaleOut: PostgresScaleOut?
 
     /// The swift-metrics factory of the service's `/metrics` page, for `MetricsSystem.bootstrap`.
     public var metricsFactory: any MetricsFactory { metrics.factory }
@@ -57,7 +59,9 @@ public struct TagServiceApplication: Sendable {
         let manager = TagManager(logger: SwiftLogAdapter(logger), defaultContext: .server, observer: metrics)
 
         let queue = try RecordQueue.open(configuration, observer: metrics, logger: logger)
-        BrazeTagProvider(sink: queue).register(on: manager)
+        // --postgres: the records travel in each push's result and are committed with its session instead.
+        BrazeTagProvider(sink: configuration.postgresURL == nil ? queue : AnswersOnlySink())
+            .register(on: manager)
 
         let sessions = SessionStore(
             tagManager: manager,
@@ -69,7 +73,12 @@ public struct TagServiceApplication: Sendable {
                 }
             )
         )
-        let snapshots = SessionSnapshots(store: sessions, file: configuration.sessionsFile, logger: logger)
+        let scaleOut = try PostgresScaleOut.make(configuration, sessions: sessions, logger: logger)
+        let snapshots = SessionSnapshots(
+            store: sessions,
+            file: scaleOut == nil ? configuration.sessionsFile : nil,
+            logger: logger
+        )
         snapshots.restore()
 
         let containers: any Service
@@ -98,18 +107,24 @@ public struct TagServiceApplication: Sendable {
 
         let router = Router()
         router.add(middleware: RequestMetricsMiddleware(counters: metrics.requestCounters))
-        EventsController(
-            sessions: sessions,
-            waitsForDurability: configuration.waitsForDurability,
-            maximumBodyBytes: configuration.maximumBodyBytes,
-            logger: logger
-        ).register(on: router)
+        if let scaleOut {
+            PostgresEventsController(scaleOut: scaleOut, maximumBodyBytes: configuration.maximumBodyBytes)
+                .register(on: router)
+        } else {
+            EventsController(
+                sessions: sessions,
+                waitsForDurability: configuration.waitsForDurability,
+                maximumBodyBytes: configuration.maximumBodyBytes,
+                logger: logger
+            ).register(on: router)
+        }
         OperationsController(
             manager: manager,
             sessions: sessions,
             queue: queue,
             metrics: metrics,
-            requiredIDs: configuration.openIDs
+            requiredIDs: configuration.openIDs,
+            scaleOut: scaleOut
         ).register(on: router)
 
         application = Application(
@@ -119,8 +134,7 @@ public struct TagServiceApplication: Sendable {
                 serverName: "TagService"
             ),
             // Shut down in reverse order, each after the next has returned (see the type's documentation).
-            services: [
-                queue.cancelledOnGracefulShutdown(),
+            services: [queue.cancelledOnGracefulShutdown()] + (scaleOut?.services ?? []) + [
                 snapshots,
                 sessions.cancelledOnGracefulShutdown(),
                 containers,
@@ -132,5 +146,6 @@ public struct TagServiceApplication: Sendable {
         self.sessions = sessions
         self.queue = queue
         self.metrics = metrics
+        self.scaleOut = scaleOut
     }
 }

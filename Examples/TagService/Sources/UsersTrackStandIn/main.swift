@@ -2,7 +2,10 @@
 // counts the objects it received, and answers `GET /stats` with the counts. It listens on 127.0.0.1 only
 // and exits by itself after `--max-seconds` (default 600).
 //
-//     UsersTrackStandIn --port 9090 [--max-seconds 600]
+//     UsersTrackStandIn --port 9090 [--max-seconds 600] [--log <file>]
+//
+// `--log <file>` appends the `title` property of every event it receives, one a line (`make bench-cluster`
+// gives each event a unique title, and compares what arrived with what the service acknowledged).
 import ContainerKit
 import Foundation
 import Hummingbird
@@ -19,15 +22,24 @@ struct Counts: Sendable {
 let counts = Mutex(Counts())
 var port = 9090
 var maximumSeconds = 600.0
+var logPath: String?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--port": port = arguments.next().flatMap(Int.init) ?? port
     case "--max-seconds": maximumSeconds = arguments.next().flatMap(Double.init) ?? maximumSeconds
+    case "--log": logPath = arguments.next()
     default:
-        FileHandle.standardError.write(Data("usage: UsersTrackStandIn --port <n> [--max-seconds <s>]\n".utf8))
+        FileHandle.standardError.write(
+            Data("usage: UsersTrackStandIn --port <n> [--max-seconds <s>] [--log <file>]\n".utf8)
+        )
         exit(64)
     }
+}
+
+let titleLog: FileHandle? = logPath.flatMap { path in
+    FileManager.default.createFile(atPath: path, contents: nil)
+    return FileHandle(forWritingAtPath: path)
 }
 
 let router = Router()
@@ -37,6 +49,17 @@ router.post("users/track") { request, _ -> Response in
     guard case .object(let body)? = try? Value(jsonBytes: bytes) else {
         counts.withLock { $0.unreadable += 1 }
         return Response(status: .badRequest)
+    }
+    if let titleLog {
+        var lines = ""
+        for event in body["events"]?.arrayValue ?? [] {
+            if case .object(let map) = event, case .object(let properties)? = map["properties"],
+                case .string(let title)? = properties["title"]
+            {
+                lines += title + "\n"
+            }
+        }
+        if !lines.isEmpty { counts.withLock { _ in titleLog.write(Data(lines.utf8)) } }
     }
     counts.withLock { counts in
         counts.requests += 1
