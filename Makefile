@@ -5,7 +5,7 @@ CONTAINER ?= Containers/GTM-MUSIC01.json
 EVENTS ?= Containers/events/music-session.jsonl
 BRAZE_CLASS_PATH := com.appboy.googletagmanager.BrazeGtmTagProvider
 
-.PHONY: all build run test bench bench-service test-example lint format format-check clean fuzz tsan soak hostile
+.PHONY: all build run test bench bench-service bench-cluster test-example test-postgres lint format format-check clean fuzz tsan soak hostile
 
 all: build
 
@@ -35,6 +35,17 @@ bench-service:
 # The example service's own tests (a separate package with its own dependencies).
 test-example:
 	$(SWIFT) test --package-path Examples/TagService --no-parallel
+
+# The PostgreSQL adapters (Examples/ContainerKitPostgres) against a throw-away PostgreSQL cluster that the tests
+# start themselves on 127.0.0.1 (Debian's postgresql package; the server runs as the postgres user when root).
+test-postgres:
+	$(SWIFT) test --package-path Examples/ContainerKitPostgres --no-parallel
+
+# Scale-out: PostgreSQL, nginx hashing the user id, three TagService instances (--postgres) and the /users/track
+# stand-in on 127.0.0.1; wrk through nginx, 20 kill -9 under load, an nginx reload, a 5-minute soak
+# (BENCH_SOAK_SECONDS). Prints cluster_events_per_s=, acked_lost=, session_continuity=, dead_tuples_after_soak=, …
+bench-cluster:
+	Examples/TagService/bench/bench-cluster.sh
 
 # libFuzzer + AddressSanitizer harnesses (Fuzz/, outside the package's targets): each runs FUZZ_SECONDS seconds;
 # fails on any crash, leak or timeout. FUZZ_TARGETS picks some of: loader push regex previewurl eventsline queuerecord.

@@ -9,6 +9,7 @@ let package = Package(
     ],
     dependencies: [
         .package(name: "ContainerKit", path: "../.."),
+        .package(name: "ContainerKitPostgres", path: "../ContainerKitPostgres"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -21,6 +22,7 @@ let package = Package(
             dependencies: [
                 .product(name: "ContainerKit", package: "ContainerKit"),
                 .product(name: "ContainerKitBraze", package: "ContainerKit"),
+                .product(name: "ContainerKitPostgres", package: "ContainerKitPostgres"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -42,6 +44,7 @@ let package = Package(
             dependencies: [
                 "TagServiceCore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "PostgresTestHarness", package: "ContainerKitPostgres"),
             ],
             resources: [.copy("Fixtures")]
         ),

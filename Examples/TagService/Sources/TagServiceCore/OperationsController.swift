@@ -12,6 +12,8 @@ struct OperationsController: Sendable {
     let readiness: Readiness
     /// The containers `/ready` waits for (`--open` mode); empty: any live container will do.
     let requiredIDs: [String]
+    /// `--postgres` mode: `/ready` also needs PostgreSQL, `/metrics` shows the store's figures.
+    var scaleOut: PostgresScaleOut? = nil
 
     /// The longest `GET /ready?wait=<seconds>`.
     static let maximumReadyWait: Double = 30
@@ -31,10 +33,12 @@ struct OperationsController: Sendable {
         router.get("metrics") { _, _ in
             self.metrics.update(sessions: self.sessions.statistics, containers: self.manager.containers.count)
             self.metrics.update(queue: self.queue.statistics)
+            var text = self.metrics.render()
+            if let scaleOut = self.scaleOut { text += Array(await scaleOut.metricsText().utf8) }
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.metrics.render()))
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: text))
             )
         }
     }
@@ -56,7 +60,8 @@ struct OperationsController: Sendable {
         let failed = readiness.lastCommitFailed
         let writable = !failed || Readiness.probe(queue.directory)
         let running = readiness.queueRunning
-        let ready = containersReady && writable && running
+        let postgres = scaleOut.map { $0.store.isAvailable }
+        let ready = containersReady && writable && running && postgres != false
         var body = ValueMap()
         body["ready"] = .bool(ready)
         body["containers"] = .array(live.map(Value.string))
@@ -64,6 +69,7 @@ struct OperationsController: Sendable {
         body["queue_running"] = .bool(running)
         body["last_commit"] = .string(failed ? "failed" : "ok")
         body["queue_writable"] = .bool(writable)
+        if let postgres { body["postgres_available"] = .bool(postgres) }
         return Response.json(body, status: ready ? .ok : .serviceUnavailable)
     }
 }

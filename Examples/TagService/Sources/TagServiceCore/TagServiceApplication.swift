@@ -40,6 +40,8 @@ public struct TagServiceApplication: Sendable {
     let sessions: SessionStore
     let queue: DurableQueue
     let metrics: ServiceMetrics
+    /// `--postgres`: the PostgreSQL record store, session loading and delivery.
+    let scaleOut: PostgresScaleOut?
 
     /// The swift-metrics factory of the service's `/metrics` page, for `MetricsSystem.bootstrap`.
     public var metricsFactory: any MetricsFactory { metrics.factory }
@@ -61,7 +63,9 @@ public struct TagServiceApplication: Sendable {
         // What a previous run left undelivered: the queue's own counts start at zero with each run.
         metrics.backlogAtStart = (try? DurableQueue.pendingRecords(in: configuration.queueDirectory).count) ?? 0
         let queue = try RecordQueue.open(configuration, observer: metrics, logger: logger)
-        BrazeTagProvider(sink: queue).register(on: manager)
+        // --postgres: the records travel in each push's result and are committed with its session instead.
+        BrazeTagProvider(sink: configuration.postgresURL == nil ? queue : AnswersOnlySink())
+            .register(on: manager)
 
         let sessions = SessionStore(
             tagManager: manager,
@@ -76,6 +80,7 @@ public struct TagServiceApplication: Sendable {
                 onSave: { count in logger.debug("sessions saved", metadata: ["count": "\(count)"]) }
             )
         )
+        let scaleOut = try PostgresScaleOut.make(configuration, sessions: sessions, logger: logger)
 
         let containers: any Service
         if configuration.openIDs.isEmpty {
@@ -105,21 +110,27 @@ public struct TagServiceApplication: Sendable {
         let router = Router()
         router.add(middleware: RequestMetricsMiddleware(counters: metrics.requestCounters))
         router.add(middleware: JSONErrorMiddleware())
-        EventsController(
-            sessions: sessions,
-            metrics: metrics,
-            readiness: readiness,
-            waitsForDurability: configuration.waitsForDurability,
-            maximumBodyBytes: configuration.maximumBodyBytes,
-            logger: logger
-        ).register(on: router)
+        if let scaleOut {
+            PostgresEventsController(scaleOut: scaleOut, maximumBodyBytes: configuration.maximumBodyBytes)
+                .register(on: router)
+        } else {
+            EventsController(
+                sessions: sessions,
+                metrics: metrics,
+                readiness: readiness,
+                waitsForDurability: configuration.waitsForDurability,
+                maximumBodyBytes: configuration.maximumBodyBytes,
+                logger: logger
+            ).register(on: router)
+        }
         OperationsController(
             manager: manager,
             sessions: sessions,
             queue: queue,
             metrics: metrics,
             readiness: readiness,
-            requiredIDs: configuration.openIDs
+            requiredIDs: configuration.openIDs,
+            scaleOut: scaleOut
         ).register(on: router)
 
         application = Application(
@@ -136,7 +147,8 @@ public struct TagServiceApplication: Sendable {
                     readiness.queueRunning = true
                     defer { readiness.queueRunning = false }
                     try await queue.service.run()
-                },
+                }
+            ] + (scaleOut?.services ?? []) + [
                 sessions.cancelledOnGracefulShutdown(),
                 containers,
             ],
@@ -147,5 +159,6 @@ public struct TagServiceApplication: Sendable {
         self.sessions = sessions
         self.queue = queue
         self.metrics = metrics
+        self.scaleOut = scaleOut
     }
 }

@@ -63,6 +63,16 @@ public struct TagServiceConfiguration: Sendable {
     public var sessionIdleTimeout: Duration = .seconds(30 * 60)
     /// The most sessions kept at once; the least recently used goes first.
     public var maximumSessions = 100_000
+    /// `--postgres <url>` (`CONTAINERKIT_POSTGRES_URL`): records and sessions in PostgreSQL, shared by every
+    /// instance that names the same database (Docs/Scaling.md); `nil`: the local queue and in-memory sessions.
+    public var postgresURL: String?
+    /// This instance's name in PostgreSQL's activity view and the delivery log (host:port by default).
+    public var instanceName = ProcessInfo.processInfo.hostName
+    /// Delivery partitions when this instance creates the PostgreSQL tables.
+    public var postgresPartitions = 16
+    /// Braze requests per second for the whole cluster (the limit of the API key), shared by the instances
+    /// in `--postgres` mode; `nil`: no limit.
+    public var brazeRequestsPerSecond: Double?
 
     /// Creates a configuration with the two required directories.
     public init(containersDirectory: String, queueDirectory: String) {
@@ -143,6 +153,15 @@ extension TagServiceConfiguration {
                                     (TAGSERVICE_MAX_SESSIONS)
           --log-level <level>       trace, debug, info, notice, warning, error, critical; default info
                                     (TAGSERVICE_LOG_LEVEL)
+          --postgres <url>          records and sessions in PostgreSQL, postgres://user@host:port/db, shared
+                                    by every instance (CONTAINERKIT_POSTGRES_URL); see Docs/Scaling.md
+          --instance-name <name>    this instance's name in PostgreSQL and the logs, default the host name
+                                    (TAGSERVICE_INSTANCE_NAME)
+          --postgres-partitions <n> delivery partitions when the tables are created, default 16
+                                    (TAGSERVICE_POSTGRES_PARTITIONS)
+          --braze-requests-per-second <n>
+                                    Braze requests a second for the whole cluster, shared by the instances
+                                    (TAGSERVICE_BRAZE_REQUESTS_PER_SECOND)
           --help                    show this text
 
         Braze:
@@ -152,6 +171,8 @@ extension TagServiceConfiguration {
 
         endpoints:
           POST /v1/events   {"user_id", "event", "parameters"?, "context"?} → fired tags and records
+                            (--postgres: the user id may come in an X-User-ID header instead, or in the
+                            path: POST /v1/users/<user_id>/events; a disagreeing body is refused)
           GET  /health      alive
           GET  /ready       a container is live and the queue is writable
           GET  /metrics     Prometheus text format
@@ -182,6 +203,9 @@ extension TagServiceConfiguration {
             "--commit-delay": "TAGSERVICE_COMMIT_DELAY", "--idle-timeout": "TAGSERVICE_IDLE_TIMEOUT",
             "--max-connections": "TAGSERVICE_MAX_CONNECTIONS",
             "--session-save-interval": "TAGSERVICE_SESSION_SAVE_INTERVAL",
+            "--postgres": "CONTAINERKIT_POSTGRES_URL", "--instance-name": "TAGSERVICE_INSTANCE_NAME",
+            "--postgres-partitions": "TAGSERVICE_POSTGRES_PARTITIONS",
+            "--braze-requests-per-second": "TAGSERVICE_BRAZE_REQUESTS_PER_SECOND",
         ]
         for (flag, variable) in valued {
             if let value = environment[variable], !value.isEmpty { values[flag] = value }
@@ -295,6 +319,7 @@ extension TagServiceConfiguration {
             }
             configuration.logLevel = level
         }
+        try parseScaleOut(values, into: &configuration)
         if let endpoint = environment["BRAZE_REST_ENDPOINT"], !endpoint.isEmpty {
             guard let url = httpURL(endpoint) else {
                 throw UsageError("BRAZE_REST_ENDPOINT needs an http(s) URL, not '\(endpoint)'")

@@ -1,0 +1,107 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Where a PostgreSQL server is and how to log in: parsed from a `postgres://user:password@host:port/database`
+/// URL (the form `psql` and libpq accept; `postgresql://` too).
+///
+/// ```swift
+/// let endpoint = try PostgresEndpoint(url: "postgres://tags@127.0.0.1:5432/tags")
+/// ```
+public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
+    /// The host name or address.
+    public var host: String
+    /// The TCP port (5432 unless the URL names one).
+    public var port: Int
+    /// The user to log in as.
+    public var user: String
+    /// The password, if the server asks for one.
+    public var password: String?
+    /// The database.
+    public var database: String
+
+    /// Creates an endpoint from its parts.
+    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.database = database
+    }
+
+    /// Parses a `postgres://` URL.
+    /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` naming the URL.
+    public init(url text: String) throws(PostgresStoreError) {
+        guard let components = URLComponents(string: text), let scheme = components.scheme,
+            scheme == "postgres" || scheme == "postgresql", let host = components.host, !host.isEmpty
+        else {
+            throw PostgresStoreError(
+                .invalidConfiguration,
+                "'\(Self.redacted(text))' is not a postgres://user@host:port/database url"
+            )
+        }
+        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        let user = components.user ?? "postgres"
+        self.init(
+            host: host,
+            port: components.port ?? 5432,
+            user: user,
+            password: components.password,
+            database: path.isEmpty ? user : path
+        )
+    }
+
+    /// The URL without its password.
+    public var description: String { "postgres://\(user)@\(host):\(port)/\(database)" }
+
+    /// The postgres-nio connection configuration (no TLS: meant for a server on a private network or
+    /// loopback; a deployment across networks puts TLS on the configuration itself).
+    public var connectionConfiguration: PostgresConnection.Configuration {
+        PostgresConnection.Configuration(
+            host: host,
+            port: port,
+            username: user,
+            password: password,
+            database: database,
+            tls: .disable
+        )
+    }
+
+    private static func redacted(_ text: String) -> String {
+        guard var components = URLComponents(string: text), components.password != nil else { return text }
+        components.password = "***"
+        return components.string ?? text
+    }
+}
+
+extension PostgresEndpoint {
+    /// Opens one connection.
+    /// - Throws: ``PostgresStoreError/Code/unavailable`` when the server cannot be reached.
+    func connect(logger: Logger, applicationName: String) async throws(PostgresStoreError) -> PostgresConnection {
+        var configuration = connectionConfiguration
+        configuration.options.additionalStartupParameters = [("application_name", applicationName)]
+        do {
+            return try await PostgresConnection.connect(
+                configuration: configuration,
+                id: Self.nextConnectionID(),
+                logger: logger
+            )
+        } catch {
+            throw PostgresStoreError(.unavailable, "cannot connect to '\(self)': \(String(reflecting: error))")
+        }
+    }
+
+    private static let counter = Counter()
+    private static func nextConnectionID() -> Int { counter.next() }
+}
+
+/// A process-wide counter for connection ids (postgres-nio's log metadata).
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    func next() -> Int {
+        value.withLock {
+            $0 += 1; return $0
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import ContainerKit
+import ContainerKitBraze
+import ContainerKitPostgres
+import Foundation
+import Logging
+import PostgresNIO
+import PostgresTestHarness
+import Synchronization
+
+/// One PostgreSQL cluster for the tests that do not stop their server; each test takes a fresh database of it.
+/// The cluster is removed when the test process exits.
+enum SharedCluster {
+    private static let cluster = Mutex<Task<PostgresTestCluster, any Error>?>(nil)
+
+    /// A fresh database's endpoint on the shared cluster.
+    static func freshDatabase() async throws -> PostgresEndpoint {
+        let task = cluster.withLock { slot in
+            if let slot { return slot }
+            let task = Task { () async throws -> PostgresTestCluster in
+                let started = try await PostgresTestCluster.start()
+                Remover.shared.add(started)
+                return started
+            }
+            slot = task
+            return task
+        }
+        let url = try await task.value.createDatabase()
+        return try PostgresEndpoint(url: url)
+    }
+}
+
+/// Removes clusters at process exit (Swift Testing has no suite-wide teardown).
+final class Remover: Sendable {
+    static let shared = Remover()
+    private let clusters = Mutex<[PostgresTestCluster]>([])
+
+    func add(_ cluster: PostgresTestCluster) {
+        let first = clusters.withLock { list -> Bool in
+            list.append(cluster)
+            return list.count == 1
+        }
+        if first { atexit { Remover.shared.removeAll() } }
+    }
+
+    func removeAll() {
+        for cluster in clusters.withLock({ $0 }) { cluster.remove() }
+    }
+}
+
+/// A destination that keeps what it accepted, and can hold deliveries until released.
+final class RecordingDestination: AnalyticsDestination {
+    private let accepted = Mutex<[AnalyticsRecord]>([])
+    let preferredBatchSize: Int
+
+    init(batchSize: Int = 50) { preferredBatchSize = batchSize }
+
+    var records: [AnalyticsRecord] { accepted.withLock { $0 } }
+
+    func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
+        accepted.withLock { $0.append(contentsOf: records) }
+        return .accepted(records)
+    }
+}
+
+/// Values a callback reports, awaited by a test in the order they came.
+final class Reports<Value: Sendable>: Sendable {
+    private struct State {
+        var buffer: [Value] = []
+        var waiter: CheckedContinuation<Value, Never>?
+    }
+    private let state = Mutex(State())
+
+    func report(_ value: Value) {
+        let waiter = state.withLock { state -> CheckedContinuation<Value, Never>? in
+            guard let waiter = state.waiter else {
+                state.buffer.append(value)
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: value)
+    }
+
+    /// The next reported value (one reported earlier and not yet taken comes first).
+    func next() async -> Value {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Value? in
+                if !state.buffer.isEmpty { return state.buffer.removeFirst() }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// Takes values until one satisfies `condition`, and returns it.
+    func first(where condition: (Value) -> Bool) async -> Value? {
+        while true {
+            let value = await next()
+            if condition(value) { return value }
+        }
+    }
+}
+
+func makeRecord(user: String, event: String = "played") -> AnalyticsRecord {
+    AnalyticsRecord(user: .externalID(user), payload: .customEvent(name: event, properties: ValueMap()))
+}
+
+/// Runs `body` with `services` running in the background; cancels them afterwards.
+func withRunning<T: Sendable>(
+    _ services: [@Sendable () async throws -> Void],
+    _ body: () async throws -> T
+) async throws -> T {
+    let tasks = services.map { service in Task { try await service() } }
+    defer { for task in tasks { task.cancel() } }
+    let result = try await body()
+    for task in tasks {
+        task.cancel()
+        _ = await task.result
+    }
+    return result
+}
+
+/// A logger that stays quiet.
+let testLogger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+
+/// One query's rows through a short-lived connection.
+func query<T: Sendable>(_ endpoint: PostgresEndpoint, _ sql: String, as type: T.Type) async throws -> [T]
+where T: PostgresDecodable {
+    let connection = try await PostgresConnection.connect(
+        configuration: endpoint.connectionConfiguration,
+        id: 1,
+        logger: testLogger
+    )
+    defer { Task { try? await connection.close() } }
+    var values: [T] = []
+    for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: testLogger).decode(T.self)
+    {
+        values.append(value)
+    }
+    return values
+}

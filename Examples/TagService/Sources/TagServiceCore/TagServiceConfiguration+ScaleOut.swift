@@ -1,0 +1,30 @@
+import ContainerKitPostgres
+
+extension TagServiceConfiguration {
+    /// Reads the `--postgres` flags (see ``postgresURL``).
+    static func parseScaleOut(_ values: [String: String], into configuration: inout TagServiceConfiguration)
+        throws(UsageError)
+    {
+        if let url = values["--postgres"] {
+            do {
+                _ = try PostgresEndpoint(url: url)
+            } catch {
+                throw UsageError("--postgres: \(error.message)")
+            }
+            configuration.postgresURL = url
+        }
+        if let name = values["--instance-name"] { configuration.instanceName = name }
+        if let count = values["--postgres-partitions"] {
+            guard let number = Int(count), (1...1024).contains(number) else {
+                throw UsageError("--postgres-partitions must be an integer from 1 to 1024, not '\(count)'")
+            }
+            configuration.postgresPartitions = number
+        }
+        if let rate = values["--braze-requests-per-second"] {
+            guard let number = Double(rate), number > 0, number <= 1e6 else {
+                throw UsageError("--braze-requests-per-second must be a positive number, not '\(rate)'")
+            }
+            configuration.brazeRequestsPerSecond = number
+        }
+    }
+}

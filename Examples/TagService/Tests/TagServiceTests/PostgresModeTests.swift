@@ -1,0 +1,123 @@
+import ContainerKit
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import PostgresTestHarness
+import Testing
+
+@testable import TagServiceCore
+
+/// `--postgres`: two instances over one throw-away PostgreSQL cluster on 127.0.0.1.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct PostgresModeTests {
+    private func instance(_ url: String, name: String) throws -> TestService {
+        var fixture = try TestService()
+        fixture.configuration.postgresURL = url
+        fixture.configuration.instanceName = name
+        fixture.configuration.postgresPartitions = 4
+        return fixture
+    }
+
+    private func userRequest(_ user: String, body: ByteBuffer) -> (HTTPFields, ByteBuffer) {
+        var headers = HTTPFields()
+        headers[HTTPField.Name("X-User-ID")!] = user
+        headers[.contentType] = "application/json"
+        return (headers, body)
+    }
+
+    @Test func aUsersSessionFollowsThemToAnotherInstance() async throws {
+        let cluster = try await PostgresTestCluster.start()
+        defer { cluster.remove() }
+        let url = try await cluster.createDatabase()
+        let first = try instance(url, name: "a")
+        let second = try instance(url, name: "b")
+        defer {
+            first.remove()
+            second.remove()
+        }
+        let a = try await first.make()
+        let b = try await second.make()
+        try await a.application.test(.live) { clientA in
+            let (headers, body) = userRequest("u1", body: eventBody(user: "u1"))
+            try await clientA.execute(uri: "/v1/events", method: .post, headers: headers, body: body) { response in
+                #expect(response.status == .ok)
+                let json1 = try response.json
+                #expect(json1.firedNames == ["Braze - played song", "Braze - first play"])
+            }
+        }
+        try await b.application.test(.live) { clientB in
+            // The path form, and no user_id in the body: the once-per-load tag does not fire again.
+            try await clientB.execute(
+                uri: "/v1/users/u1/events",
+                method: .post,
+                body: ByteBuffer(string: #"{"event": "played song", "parameters": {"title": "Blue in Green"}}"#)
+            ) { response in
+                #expect(response.status == .ok)
+                let json2 = try response.json
+                #expect(json2.firedNames == ["Braze - played song"])
+                let json3 = try response.json
+                #expect(json3["user_id"] == "u1")
+            }
+            #expect(b.sessions.existingSession(for: "u1")?.snapshot().eventNumber == 2)
+            try await clientB.execute(uri: "/metrics", method: .get) { response in
+                let text = String(buffer: response.body)
+                #expect(text.contains("containerkit_postgres_commits_total 1"))
+            }
+        }
+    }
+
+    @Test func aBodyWhoseUserDisagreesWithTheRoutedUserIsRefused() async throws {
+        let cluster = try await PostgresTestCluster.start()
+        defer { cluster.remove() }
+        let fixture = try instance(try await cluster.createDatabase(), name: "a")
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        try await service.application.test(.live) { client in
+            let (headers, body) = userRequest("u2", body: eventBody(user: "u1"))
+            try await client.execute(uri: "/v1/events", method: .post, headers: headers, body: body) { response in
+                #expect(response.status == .badRequest)
+                let json4 = try response.json
+                #expect(json4["error"]?.objectValue?["code"] == "user_id_mismatch")
+            }
+            try await client.execute(uri: "/v1/users/u2/events", method: .post, body: eventBody(user: "u1")) {
+                response in
+                #expect(response.status == .badRequest)
+            }
+        }
+        #expect(service.sessions.count == 0)
+    }
+
+    @Test func aLostPostgresGives503AndTheServiceRecoversByItself() async throws {
+        let cluster = try await PostgresTestCluster.start()
+        defer { cluster.remove() }
+        let fixture = try instance(try await cluster.createDatabase(), name: "a")
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        let scaleOut = try #require(service.scaleOut)
+        try await service.application.test(.live) { client in
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u1")) { response in
+                #expect(response.status == .ok)
+            }
+            try await cluster.crash()
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u1")) { response in
+                #expect(response.status == .serviceUnavailable)
+            }
+            try await client.execute(uri: "/ready", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+            }
+            try await cluster.startServer()
+            await scaleOut.store.waitUntilAvailable()
+            try await client.execute(uri: "/ready", method: .get) { response in
+                #expect(response.status == .ok)
+            }
+            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u1")) { response in
+                #expect(response.status == .ok)
+                // The refused event left no trace in the session: this is its second acknowledged event.
+                let json5 = try response.json
+                #expect(json5.firedNames == ["Braze - played song"])
+            }
+            #expect(service.sessions.existingSession(for: "u1")?.snapshot().eventNumber == 2)
+        }
+    }
+}

@@ -1,0 +1,46 @@
+-- wrk script for `make bench-cluster`: POST /v1/events through nginx, the user id in X-User-ID (what nginx
+-- hashes on) and in the body. Every event's title is unique (run-thread-counter); on a 200 answer the
+-- title is appended to <CLUSTER_ACK_LOG>-<thread>: the acknowledged events, compared later with what
+-- reached the /users/track stand-in. CLUSTER_USERS users (default 20000), walked with a stride.
+local counter = 0
+local thread_id = 0
+local log = nil
+local run = os.getenv("CLUSTER_RUN") or "r"
+local users = tonumber(os.getenv("CLUSTER_USERS") or "20000")
+local threads = {}
+
+function setup(thread)
+  thread:set("thread_id", #threads + 1)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  local path = os.getenv("CLUSTER_ACK_LOG")
+  if path then log = io.open(path .. "-" .. run .. "-" .. thread_id, "a") end
+end
+
+function request()
+  counter = counter + 1
+  local user = (thread_id * 7 + counter * 7919) % users
+  local body = string.format(
+    '{"user_id":"user-%d","event":"played song","parameters":{"title":"ev-%s-%d-%d"}}',
+    user, run, thread_id, counter)
+  return wrk.format("POST", "/v1/events",
+    { ["Content-Type"] = "application/json", ["X-User-ID"] = "user-" .. user }, body)
+end
+
+function response(status, headers, body)
+  if status == 200 and log then
+    for title in string.gmatch(body, '"title":"(ev%-[%w%-]+)"') do
+      log:write(title, "\n")
+    end
+    log:flush()
+  end
+end
+
+function done(summary, latency, requests)
+  io.write(string.format("wrk_p99_us=%d\n", latency:percentile(99)))
+  io.write(string.format("wrk_ok=%d\n", summary.requests - summary.errors.status))
+  io.write(string.format("wrk_errors=%d\n", summary.errors.status + summary.errors.connect +
+    summary.errors.read + summary.errors.write + summary.errors.timeout))
+end
