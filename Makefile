@@ -56,7 +56,7 @@ fuzz:
 # The concurrency tests under the thread sanitizer. CONTAINERKIT_TSAN swaps the package's Mutex for a pthread
 # mutex the sanitizer understands (it cannot see Synchronization.Mutex on Linux); any report fails the run.
 TSAN_FLAGS := --sanitize=thread -Xswiftc -DCONTAINERKIT_TSAN --build-path .build/tsan
-TSAN_FILTER ?= ConcurrencyTests|HTTPConnectionPoolTests|ContainerFileWatcherTests|SessionConcurrencyTests|SessionStoreTests|DataLayerTests|AtomicReplacementTests|RefreshScheduleTests|OpenTests|ContainerCallbackTests|DelayedInitializationTests|HTTPContainerSourceTests|BoundedHTTPRequestTests|URLSessionHTTPTransportTests|SavedContainerStoreTests|PreviewModeTests|DurableQueue|AnalyticsSinkTests|BrazeUsersTrackDestinationTests|InMemoryQueue|DrainTests|RunAndOperationsTests|RuntimeObserverTests|EmbeddingGuideTests|EndToEndTests|LoopbackHTTPServerTests|RunCommandTests|PreviewCommandTests
+TSAN_FILTER ?= ConcurrencyTests|DeliveryPipelineTests|SessionPersistenceTests|HTTPConnectionPoolTests|ContainerFileWatcherTests|SessionConcurrencyTests|SessionStoreTests|DataLayerTests|AtomicReplacementTests|RefreshScheduleTests|OpenTests|ContainerCallbackTests|DelayedInitializationTests|HTTPContainerSourceTests|BoundedHTTPRequestTests|URLSessionHTTPTransportTests|SavedContainerStoreTests|PreviewModeTests|DurableQueue|AnalyticsSinkTests|BrazeUsersTrackDestinationTests|InMemoryQueue|DrainTests|RunAndOperationsTests|RuntimeObserverTests|EmbeddingGuideTests|EndToEndTests|LoopbackHTTPServerTests|RunCommandTests|PreviewCommandTests
 tsan:
 	$(SWIFT) build --build-tests $(TSAN_FLAGS)
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(SWIFT) test --skip-build --no-parallel $(TSAN_FLAGS) --filter '$(TSAN_FILTER)'
