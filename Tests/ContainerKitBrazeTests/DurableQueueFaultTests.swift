@@ -26,12 +26,6 @@ import Testing
         try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("segment-") }.sorted()
     }
 
-    func writeSegment(_ directory: TemporaryDirectory, _ index: UInt64, _ records: [AnalyticsRecord]) throws {
-        let text = records.map { $0.jsonLine + "\n" }.joined()
-        try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
-        try text.write(toFile: directory.file(SegmentLog.segmentName(index)), atomically: true, encoding: .utf8)
-    }
-
     /// A disk that is full while `full` is set: every write fails with `ENOSPC` (and so does creating a
     /// segment, when `alsoCreate`).
     final class FullDisk: Sendable {
@@ -125,7 +119,7 @@ import Testing
     @Test func anAckOutOfRangeIsAClearErrorNamingTheFile() throws {
         let directory = TemporaryDirectory("ack-range")
         defer { directory.remove() }
-        try writeSegment(directory, 1, [event("a")])
+        try writeSegment(directory, 1, [event("a")], checksummed: false)
         try "v1 18446744073709551615 0\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
         for attempt in 0..<2 {
             do {
@@ -147,7 +141,7 @@ import Testing
     @Test func aSegmentIndexOutOfRangeIsAClearErrorNamingTheFile() throws {
         let directory = TemporaryDirectory("segment-range")
         defer { directory.remove() }
-        try writeSegment(directory, 1, [event("a")])
+        try writeSegment(directory, 1, [event("a")], checksummed: false)
         let name = "segment-18446744073709551615.jsonl"
         try "".write(toFile: directory.file(name), atomically: true, encoding: .utf8)
         do {
@@ -164,12 +158,12 @@ import Testing
         defer { directory.remove() }
         let before = [event("a"), event("b")]
         let after = [event("c")]
-        try writeSegment(directory, 1, before)
+        try writeSegment(directory, 1, before, checksummed: false)
         try FileManager.default.createDirectory(
             atPath: directory.file(SegmentLog.segmentName(2)),
             withIntermediateDirectories: true
         )
-        try writeSegment(directory, 3, after)
+        try writeSegment(directory, 3, after, checksummed: false)
         let logger = InMemoryLogger()
         let destination = InMemoryAnalyticsSink()
         let queue = try DurableQueue(
@@ -191,7 +185,7 @@ import Testing
         let directory = TemporaryDirectory("ack-past")
         defer { directory.remove() }
         let records = [event("a"), event("b")]
-        try writeSegment(directory, 4, records)
+        try writeSegment(directory, 4, records, checksummed: false)
         try "v1 4 999999\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
         let logger = InMemoryLogger()
         let destination = InMemoryAnalyticsSink()
@@ -215,7 +209,7 @@ import Testing
         let directory = TemporaryDirectory("ack-later")
         defer { directory.remove() }
         let records = [event("a")]
-        try writeSegment(directory, 2, records)
+        try writeSegment(directory, 2, records, checksummed: false)
         try "v1 7 0\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
         #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
         let logger = InMemoryLogger()
@@ -234,7 +228,7 @@ import Testing
         let directory = TemporaryDirectory("ack-v1")
         defer { directory.remove() }
         let records = [event("a"), event("b")]
-        try writeSegment(directory, 1, records)
+        try writeSegment(directory, 1, records, checksummed: false)
         let firstLine = records[0].jsonLine.utf8.count + 1
         try "v1 1 \(firstLine)\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
         #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == [records[1].id])

@@ -29,14 +29,6 @@ import Testing
         return configuration
     }
 
-    /// Writes segment `index` as the queue writes it now: each line with its checksum.
-    func writeSegment(_ directory: TemporaryDirectory, _ index: UInt64, _ records: [AnalyticsRecord]) throws {
-        var json = JSONByteWriter()
-        for record in records { SegmentLog.appendLine(record, to: &json) }
-        try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
-        try Data(json.bytes).write(to: URL(fileURLWithPath: directory.file(SegmentLog.segmentName(index))))
-    }
-
     /// Fails the first `count` operations of the kinds in `failing` with `errorNumber`, then lets them run.
     final class FlakyDisk: Sendable {
         let left: Mutex<Int>

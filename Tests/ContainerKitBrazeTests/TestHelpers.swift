@@ -1,7 +1,8 @@
 import ContainerKit
-import ContainerKitBraze
 import Foundation
 import Synchronization
+
+@testable import ContainerKitBraze
 
 /// A fresh directory under the system's temporary directory, removed by `remove()`.
 struct TemporaryDirectory {
@@ -188,4 +189,24 @@ final class GatedDestination: AnalyticsDestination {
         }
         if let (continuation, result) = answer { continuation.resume(returning: result) }
     }
+}
+
+/// Writes segment `index` of a queue in `directory` by hand: as the queue writes it now (each line with its
+/// checksum), or, with `checksummed: false`, as queues before the checksum did (plain JSON lines).
+func writeSegment(
+    _ directory: TemporaryDirectory,
+    _ index: UInt64,
+    _ records: [AnalyticsRecord],
+    checksummed: Bool = true
+) throws {
+    var json = JSONByteWriter()
+    for record in records {
+        if checksummed {
+            SegmentLog.appendLine(record, to: &json)
+        } else {
+            json.bytes += Array((record.jsonLine + "\n").utf8)
+        }
+    }
+    try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
+    try Data(json.bytes).write(to: URL(fileURLWithPath: directory.file(SegmentLog.segmentName(index))))
 }
