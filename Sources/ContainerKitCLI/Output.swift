@@ -1,3 +1,4 @@
+import ContainerKit
 import Foundation
 import Synchronization
 

@@ -1,3 +1,4 @@
+import ContainerKit
 import Dispatch
 import Foundation
 import Synchronization

@@ -48,11 +48,11 @@ import Synchronization
     }
 #else
     /// The package's mutex: `Synchronization.Mutex`, except in thread-sanitizer builds (`CONTAINERKIT_TSAN`),
-    /// where it is a `pthread_mutex_t` the sanitizer understands. Each module of the package declares
-    /// `typealias Mutex<Value> = ContainerKitMutex<Value>` once (in `Mutex.swift`), which shadows the
-    /// imported `Synchronization.Mutex`, so no call site names this type.
+    /// where it is a `pthread_mutex_t` the sanitizer understands. Call sites name it `Mutex` (below).
     package typealias ContainerKitMutex<Value> = Synchronization.Mutex<Value>
 #endif
-/// This module's `Mutex`: `Synchronization.Mutex`, or in thread-sanitizer builds a lock the sanitizer
-/// understands (see `ContainerKitMutex`). It shadows the imported `Synchronization.Mutex`.
-typealias Mutex<Value> = ContainerKitMutex<Value>
+/// The package's `Mutex`: `Synchronization.Mutex`, or in thread-sanitizer builds a lock the sanitizer
+/// understands (see `ContainerKitMutex`). Declared once, here: in every module of the package that imports
+/// `ContainerKit`, it shadows the `Synchronization.Mutex` a file may also import (a declaration of a module
+/// shadows one of a module it imports).
+package typealias Mutex<Value> = ContainerKitMutex<Value>

@@ -1,3 +1,4 @@
+import ContainerKit
 import Synchronization
 
 /// A ``RecordStore`` in memory: every append is committed at once, and records are lost when the process

@@ -1,3 +1,4 @@
+import ContainerKit
 import Synchronization
 
 /// A wake-up call between a front's producers and its delivery loop: ``signal()`` wakes the one waiter
