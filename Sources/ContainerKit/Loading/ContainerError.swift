@@ -21,8 +21,13 @@ public struct SourceLocation: Sendable, Hashable, Comparable, CustomStringConver
     public var description: String { "\(line):\(column)" }
 }
 
-/// An error that names what went wrong and where: a stable code, a message naming the offending value,
-/// the file, a JSON pointer into the document and, for JSON input, the line and column.
+/// The module's one error type: what went wrong and where. A stable code, a message naming the offending
+/// value, and where it happened as far as known: the file, a JSON pointer into the document and, for JSON
+/// input, the line and column; for an HTTP answer, its status.
+///
+/// Loading, fetching (``ContainerFetchError``) and preview URLs (``PreviewURLError``) all throw it; those
+/// names are aliases that say which codes to expect. Like swift-service-lifecycle's errors, the code is
+/// extensible: a library adds its own with `extension ContainerError.Code { static let … }`.
 public struct ContainerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code. Extensible: libraries may add their own.
     public struct Code: ErrorCode {
@@ -63,6 +68,8 @@ public struct ContainerError: Error, Sendable, Hashable, CustomStringConvertible
     public var pointer: String
     /// The line and column, when the input is JSON text.
     public var location: SourceLocation?
+    /// The HTTP status of the answer, for ``Code/httpStatus``.
+    public var status: Int?
 
     /// Creates an error.
     public init(
@@ -70,13 +77,15 @@ public struct ContainerError: Error, Sendable, Hashable, CustomStringConvertible
         _ message: String,
         file: String? = nil,
         pointer: String = "",
-        location: SourceLocation? = nil
+        location: SourceLocation? = nil,
+        status: Int? = nil
     ) {
         self.code = code
         self.message = message
         self.file = file
         self.pointer = pointer
         self.location = location
+        self.status = status
     }
 
     /// `file:line:col: message (code) at pointer`, leaving out what is unknown.

@@ -1,7 +1,11 @@
 import ContainerKit
 
-/// Why a destination did not take records: the reason of a ``DeliveryResult``'s rejected or retryable
-/// part.
+/// The module's one error type: why a destination did not take records (the reason of a ``DeliveryResult``'s
+/// rejected or retryable part), why a sink or store failed (``AnalyticsSinkError``) or why a record does not
+/// read (``AnalyticsRecordError``). Those names are aliases that say which codes to expect. A stable code,
+/// a lowercase message, and where it happened as far as known: the HTTP status and the server's `errors`
+/// for an answer, the system error number for a failed system call. The code is extensible:
+/// `extension DeliveryError.Code { static let … }`.
 public struct DeliveryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code.
     public struct Code: ErrorCode {
@@ -45,6 +49,8 @@ public struct DeliveryError: Error, Sendable, Hashable, CustomStringConvertible 
     public var errors: [String]
     /// How long the destination asked to wait before the next attempt (`Retry-After`), if it said.
     public var retryAfter: Duration?
+    /// The `errno` behind the error, when a system call failed.
+    public var errorNumber: Int32?
 
     /// Creates an error.
     public init(
@@ -52,16 +58,18 @@ public struct DeliveryError: Error, Sendable, Hashable, CustomStringConvertible 
         _ message: String,
         status: Int? = nil,
         errors: [String] = [],
-        retryAfter: Duration? = nil
+        retryAfter: Duration? = nil,
+        errorNumber: Int32? = nil
     ) {
         self.code = code
         self.message = message
         self.status = status
         self.errors = errors
         self.retryAfter = retryAfter
+        self.errorNumber = errorNumber
     }
 
-    /// Whether a later attempt may succeed.
+    /// Whether a later attempt to deliver may succeed (for a destination's answer).
     public var isRetryable: Bool { code != .rejected && code != .shutDown && code != .retriesExhausted }
 
     /// `message (code)`.
