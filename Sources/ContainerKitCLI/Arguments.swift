@@ -8,13 +8,21 @@ public struct UsageError: Error, Sendable, CustomStringConvertible {
 }
 
 /// A small command-line parser: positionals, `--name value`, `--name=value`, repeatable options, flags.
+/// Commands parse through their ``CommandSpec``, which knows the option names.
 struct Arguments {
     private(set) var positionals: [String] = []
     private var options: [String: [String]] = [:]
     private var flags: Set<String> = []
+    private var defaults: [String: String] = [:]
 
-    /// Parses `arguments` given the option names that take a value and the flags that do not.
-    init(_ arguments: [String], valued: Set<String>, flags knownFlags: Set<String>) throws(UsageError) {
+    /// Parses `arguments` given the option names that take a value and the flags that do not; an alias is
+    /// stored under its name in `canonicalNames`.
+    init(
+        _ arguments: [String],
+        valued: Set<String>,
+        flags knownFlags: Set<String>,
+        canonicalNames: [String: String] = [:]
+    ) throws(UsageError) {
         var i = 0
         var onlyPositionals = false
         while i < arguments.count {
@@ -34,15 +42,16 @@ struct Arguments {
                 name = String(argument[..<eq])
                 inlineValue = String(argument[argument.index(after: eq)...])
             }
+            let key = canonicalNames[name] ?? name
             if knownFlags.contains(name) {
                 guard inlineValue == nil else { throw UsageError("option '\(name)' takes no value") }
-                flags.insert(name)
+                flags.insert(key)
             } else if valued.contains(name) {
                 if let inlineValue {
-                    options[name, default: []].append(inlineValue)
+                    options[key, default: []].append(inlineValue)
                 } else {
                     guard i < arguments.count else { throw UsageError("option '\(name)' needs a value") }
-                    options[name, default: []].append(arguments[i])
+                    options[key, default: []].append(arguments[i])
                     i += 1
                 }
             } else {
@@ -51,17 +60,15 @@ struct Arguments {
         }
     }
 
-    func value(_ name: String) -> String? { options[name]?.last }
+    func value(_ name: String) -> String? { options[name]?.last ?? defaults[name] }
     func values(_ name: String) -> [String] { options[name] ?? [] }
     func flag(_ name: String) -> Bool { flags.contains(name) }
+    /// Whether the command line gave the option.
+    func given(_ name: String) -> Bool { options[name] != nil || flags.contains(name) }
 
-    /// The value of an option restricted to `choices`.
-    func choice(_ name: String, _ choices: [String], default defaultValue: String) throws(UsageError) -> String {
-        guard let value = value(name) else { return defaultValue }
-        guard choices.contains(value) else {
-            throw UsageError("option '\(name)' must be one of \(choices.joined(separator: ", ")), not '\(value)'")
-        }
-        return value
+    /// Sets the value of an option the command line did not give.
+    mutating func setDefault(_ name: String, _ value: String) {
+        if options[name] == nil { defaults[name] = value }
     }
 }
 

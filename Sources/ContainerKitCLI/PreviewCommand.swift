@@ -7,30 +7,45 @@ import Foundation
 /// Loads the draft a GTM preview URL names and runs data-layer pushes against it in debug mode, printing
 /// for each push what fired, what did not and why, the variables and the data layer.
 struct PreviewCommand {
-    static let usage = """
-        usage: containerkit preview <preview-url> (--server <base-url> | --drafts <dir>)
-                                    [--events <file.jsonl> | -] [--format text|json] [--log-level <level>]
-
-        Loads the draft container that a GTM preview URL names
-          tagmanager.c.<app id>://preview/p?id=GTM-XXXX&gtm_auth=<token>&gtm_preview=<digits>[&gtm_debug=x]
-        and runs data-layer pushes against it in debug mode, one JSON object per input line (default: standard
-        input). For every push it shows the tags that fired (with their parameters), the tags that did not fire
-        with the first condition that failed, the variables used, and the data layer after the push.
-        The auth token is sent to the server only; it is never printed.
-
-        options:
-          --server <base-url>      fetch the draft from <base-url>/r?id=…&gtm_auth=…&gtm_preview=… (http or
-                                   https; this is the only host contacted, redirects are not followed)
-          --drafts <dir>           read the draft from <dir>/<container id>.json or .plist instead
-          --events <path>|-        read pushes from a file (or - for standard input)
-          --format text|json       a timeline for people (default) or one JSON object per input line with
-                                   event, fired, not_fired, variables and data_layer
-          --log-level <level>      verbose, debug, info, warning (default), error, none
-
-        exit codes: 0 success, 1 the events file cannot be read, 2 some input lines failed,
-          3 malformed preview URL or container ID, 4 auth token refused (HTTP 401, 403, 404) or no such draft,
-          5 server unreachable or failing, 6 the draft does not load, 64 usage error
-        """
+    static let spec = CommandSpec(
+        name: "preview",
+        synopsis: [
+            "<preview-url> (--server <base-url> | --drafts <dir>)",
+            "[--events <file.jsonl> | -] [--format text|json] [--log-level <level>]",
+        ],
+        summary: """
+            Loads the draft container that a GTM preview URL names
+              tagmanager.c.<app id>://preview/p?id=GTM-XXXX&gtm_auth=<token>&gtm_preview=<digits>[&gtm_debug=x]
+            and runs data-layer pushes against it in debug mode, one JSON object per input line (default: standard
+            input). For every push it shows the tags that fired (with their parameters), the tags that did not fire
+            with the first condition that failed, the variables used, and the data layer after the push.
+            The auth token is sent to the server only; it is never printed.
+            """,
+        options: [
+            .valued(
+                "--server",
+                "<base-url>",
+                "fetch the draft from <base-url>/r?id=…&gtm_auth=…&gtm_preview=… (http or",
+                "https; this is the only host contacted, redirects are not followed)"
+            ),
+            .valued("--drafts", "<dir>", "read the draft from <dir>/<container id>.json or .plist instead"),
+            .events(),
+            .format(
+                ["text", "json"],
+                help: [
+                    "a timeline for people (default) or one JSON object per input line with",
+                    "event, fired, not_fired, variables and data_layer",
+                ]
+            ),
+            .logLevel(default: .warning),
+        ],
+        exitCodes: """
+            0 success, 1 the events file cannot be read, 2 some input lines failed,
+              3 malformed preview URL or container ID, 4 auth token refused (HTTP 401, 403, 404) or no such draft,
+              5 server unreachable or failing, 6 the draft does not load, 64 usage error
+            """
+    )
+    static var usage: String { spec.usage }
 
     /// The exit codes `preview` adds to ``ExitCode``.
     enum PreviewExitCode {
@@ -49,11 +64,7 @@ struct PreviewCommand {
     }
 
     static func parse(_ arguments: [String]) throws(UsageError) -> Options {
-        let args = try Arguments(
-            arguments,
-            valued: ["--server", "--drafts", "--events", "--format", "--log-level"],
-            flags: []
-        )
+        let args = try spec.parse(arguments)
         guard args.positionals.count == 1 else {
             throw UsageError(args.positionals.isEmpty ? "missing <preview-url>" : "expected one preview url")
         }
@@ -73,14 +84,12 @@ struct PreviewCommand {
         case (_?, _?):
             throw UsageError("give either --server or --drafts, not both")
         }
-        let levelName = args.value("--log-level") ?? "warning"
-        guard let level = LogLevel(name: levelName) else { throw UsageError("unknown log level '\(levelName)'") }
         return Options(
             url: args.positionals[0],
             source: source,
             eventsPath: args.value("--events") ?? "-",
-            json: try args.choice("--format", ["text", "json"], default: "text") == "json",
-            logLevel: level
+            json: args.format == "json",
+            logLevel: args.logLevel
         )
     }
 
@@ -146,7 +155,7 @@ struct PreviewCommand {
                 for text in step.timeline(line: lineNumber) { output.print(text) }
             }
         }
-        return failedLines > 0 ? ExitCode.findings : ExitCode.success
+        return failedLines > 0 ? ExitCode.failedInput : ExitCode.success
     }
 
     /// 4 for a refused token or a missing draft, 6 for a draft that does not load, 3 for a bad ID, else 5.

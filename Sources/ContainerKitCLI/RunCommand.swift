@@ -7,32 +7,50 @@ import Foundation
 /// Each input line is one data-layer push; with `--format json` exactly one JSON object is printed per line
 /// (a line that is not a push prints `{"line": n, "error": {"code", "message", "column"}}` in its place).
 struct RunCommand {
-    static let usage = """
-        usage: containerkit run <container-file> [--events <file.jsonl> | -] [--context key=value]...
-                                [--format text|json] [--log-level <level>]
-                                [--braze <class path>]... [--sink stdout|jsonl:<path>|braze:<endpoint>]
-                                [--queue <dir>]
-
-        Runs a container over data-layer pushes, one JSON object per input line (default: standard input).
-        The object's `event` names the event; its other keys are the event's parameters.
-
-        options:
-          --events <path>|-        read pushes from a file (or - for standard input)
-          --context key=value      set the client context (\(ClientContext.keys.joined(separator: ", ")))
-          --format text|json       output for people (default) or one JSON object per input line
-          --log-level <level>      verbose, debug, info, warning (default), error, none
-          --braze <class path>     register the Braze tag provider for this class path (repeatable;
-                                   --sink or --queue alone register Braze's default class paths)
-          --sink <sink>            where Braze records go: stdout (shown in this output, the default),
-                                   jsonl:<path>, or braze:<REST endpoint> (key from BRAZE_REST_API_KEY)
-          --queue <dir>            put a crash-safe queue in front of the sink: an event's output is
-                                   printed once its records are durable; pending records from an earlier
-                                   run with the same queue are delivered first
-
-        exit codes: 0 success, 1 the container could not be loaded, 2 some input lines failed,
-                    3 records were dropped at delivery (refused by the destination, or given up on),
-                    64 usage error
-        """
+    static let spec = CommandSpec(
+        name: "run",
+        synopsis: [
+            "<container-file> [--events <file.jsonl> | -] [--context key=value]...",
+            "[--format text|json] [--log-level <level>]",
+            "[--braze <class path>]... [--sink stdout|jsonl:<path>|braze:<endpoint>]",
+            "[--queue <dir>]",
+        ],
+        summary: """
+            Runs a container over data-layer pushes, one JSON object per input line (default: standard input).
+            The object's `event` names the event; its other keys are the event's parameters.
+            """,
+        options: [
+            .events(),
+            .context(),
+            .format(["text", "json"], help: ["output for people (default) or one JSON object per input line"]),
+            .logLevel(default: .warning),
+            .valued(
+                "--braze",
+                "<class path>",
+                "register the Braze tag provider for this class path (repeatable;",
+                "--sink or --queue alone register Braze's default class paths)"
+            ),
+            .valued(
+                "--sink",
+                "<sink>",
+                "where Braze records go: stdout (shown in this output, the default),",
+                "jsonl:<path>, or braze:<REST endpoint> (key from BRAZE_REST_API_KEY)"
+            ),
+            .valued(
+                "--queue",
+                "<dir>",
+                "put a crash-safe queue in front of the sink: an event's output is",
+                "printed once its records are durable; pending records from an earlier",
+                "run with the same queue are delivered first"
+            ),
+        ],
+        exitCodes: """
+            0 success, 1 the container could not be loaded, 2 some input lines failed,
+                        3 records were dropped at delivery (refused by the destination, or given up on),
+                        64 usage error
+            """
+    )
+    static var usage: String { spec.usage }
 
     struct Options {
         var containerPath: String
@@ -48,23 +66,16 @@ struct RunCommand {
     }
 
     static func parse(_ arguments: [String]) throws(UsageError) -> Options {
-        let args = try Arguments(
-            arguments,
-            valued: ["--events", "--context", "--format", "--log-level", "--braze", "--sink", "--queue"],
-            flags: []
-        )
+        let args = try spec.parse(arguments)
         guard args.positionals.count == 1 else {
             throw UsageError(args.positionals.isEmpty ? "missing <container-file>" : "expected one container file")
         }
-        let context = try args.context()
-        let levelName = args.value("--log-level") ?? "warning"
-        guard let level = LogLevel(name: levelName) else { throw UsageError("unknown log level '\(levelName)'") }
         var options = Options(
             containerPath: args.positionals[0],
             eventsPath: args.value("--events") ?? "-",
-            context: context,
-            json: try args.choice("--format", ["text", "json"], default: "text") == "json",
-            logLevel: level
+            context: try args.context(),
+            json: args.format == "json",
+            logLevel: args.logLevel
         )
         options.brazeClassPaths = args.values("--braze")
         if let sink = args.value("--sink") { options.sink = try BrazeSetup.SinkSpec(parsing: sink) }
@@ -209,7 +220,7 @@ struct RunCommand {
                 }
             }
         }
-        return failedLines > 0 ? ExitCode.findings : ExitCode.success
+        return failedLines > 0 ? ExitCode.failedInput : ExitCode.success
     }
 
     static func printText(line: Int, message: ValueMap, result: PushResult, output: CommandOutput) {
@@ -232,7 +243,10 @@ struct RunCommand {
 enum ExitCode {
     static let success: Int32 = 0
     static let failure: Int32 = 1
+    /// `lint` and `diff`: the report has findings (errors, or differences of the `--fail-on` kind).
     static let findings: Int32 = 2
+    /// `run` and `preview`: every line was read, but some input lines failed (not JSON, not a push).
+    static let failedInput: Int32 = 2
     /// `run`: every line was processed, but the delivery dropped records (rejected, or given up on).
     static let recordsDropped: Int32 = 3
     static let usage: Int32 = 64
