@@ -8,13 +8,31 @@ import Foundation
     import Darwin
 #endif
 
-/// A minimal Braze `/users/track` stand-in on 127.0.0.1 for `make bench` and `make soak` (counting the objects
-/// it accepts, and the `title` property of each event object): HTTP/1.1 with `Content-Length` bodies, keep-alive; answers 201
-/// `{"message":"success"}`. One thread accepts, one serves each connection; ``stop()`` joins them.
+/// A minimal Braze `/users/track` stand-in on 127.0.0.1 for `make bench`, `make soak` and the example service's
+/// load tests (the `users-track-stand-in` executable): counts the objects it accepts, and the `title` property of
+/// each event object; HTTP/1.1 with `Content-Length` bodies, keep-alive; answers 201 `{"message":"success"}` to
+/// a request with objects, and `GET /stats` with the counts as JSON. One thread accepts, one serves each
+/// connection; ``stop()`` joins them.
 public final class UsersTrackStandIn: Sendable {
+    /// What the stand-in has received so far.
+    public struct Counts: Sendable, Equatable {
+        /// Requests answered (`GET /stats` not counted).
+        public var requests = 0
+        /// Event objects received.
+        public var events = 0
+        /// Purchase objects received.
+        public var purchases = 0
+        /// Attribute objects received.
+        public var attributes = 0
+        /// Requests whose body was not a JSON object.
+        public var unreadable = 0
+        /// Every object received.
+        public var objects: Int { events + purchases + attributes }
+    }
+
     private struct State {
         var stopped = false
-        var objects = 0
+        var counts = Counts()
         var titles: [String: Int] = [:]
     }
 
@@ -25,23 +43,39 @@ public final class UsersTrackStandIn: Sendable {
     private let threads = DispatchGroup()
 
     /// Objects in every request answered so far.
-    public var objectCount: Int { state.withLock { $0.objects } }
+    public var objectCount: Int { state.withLock { $0.counts.objects } }
+
+    /// What the stand-in has received so far.
+    public var counts: Counts { state.withLock { $0.counts } }
 
     /// How many times each `title` property arrived in an event object.
     public var deliveredTitles: [String: Int] { state.withLock { $0.titles } }
 
-    public init() throws {
+    private let titlesFile: Mutex<FileHandle?>
+
+    /// Starts listening on 127.0.0.1.
+    /// - Parameters:
+    ///   - requestedPort: the port; 0 (the default) picks a free one (see ``port``).
+    ///   - titlesFile: a file the `title` property of every event received is appended to, one a line.
+    public init(port requestedPort: UInt16 = 0, titlesFile: String? = nil) throws {
+        self.titlesFile = Mutex(
+            titlesFile.flatMap { path in
+                FileManager.default.createFile(atPath: path, contents: nil) ? FileHandle(forWritingAtPath: path) : nil
+            }
+        )
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw StandInError("pipe failed: errno \(errno)") }
         stopPipe = (fds[0], fds[1])
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = requestedPort.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         var bound = fd >= 0
         if bound {
+            var reuse: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
             bound =
                 withUnsafePointer(to: &address) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
@@ -163,6 +197,7 @@ public final class UsersTrackStandIn: Sendable {
                 end = Self.headerEnd(buffer)
             }
             let lines = String(decoding: buffer[0..<end!], as: UTF8.self).components(separatedBy: "\r\n")
+            let isStats = lines.first?.hasPrefix("GET /stats") ?? false
             buffer.removeFirst(end! + 4)
             var length = 0
             var keepAlive = lines.first?.hasSuffix("HTTP/1.1") ?? false
@@ -184,12 +219,24 @@ public final class UsersTrackStandIn: Sendable {
             }
             let body = String(decoding: buffer[0..<length], as: UTF8.self)
             buffer.removeFirst(length)
-            var objects = 0
+            if isStats {
+                let current = counts
+                let text = """
+                    {"requests":\(current.requests),"events":\(current.events),"purchases":\(current.purchases),\
+                    "attributes":\(current.attributes),"objects":\(current.objects),"unreadable":\(current.unreadable)}
+                    """
+                let head =
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(text.utf8.count)\r\n"
+                    + "Connection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
+                guard sendAll(fd, head + text), keepAlive else { return }
+                continue
+            }
+            var received = Counts(requests: 1)
             var titles: [String] = []
             if case .object(let map)? = try? Value(json: body) {
-                for name in ["attributes", "events", "purchases"] {
-                    if case .array(let list)? = map[name] { objects += list.count }
-                }
+                received.events = map["events"]?.arrayValue?.count ?? 0
+                received.purchases = map["purchases"]?.arrayValue?.count ?? 0
+                received.attributes = map["attributes"]?.arrayValue?.count ?? 0
                 if case .array(let events)? = map["events"] {
                     for event in events {
                         if case .string(let title)? = event.objectValue?["properties"]?.objectValue?["title"] {
@@ -197,10 +244,21 @@ public final class UsersTrackStandIn: Sendable {
                         }
                     }
                 }
+            } else {
+                received.unreadable = 1
             }
+            let objects = received.objects
             state.withLock { state in
-                state.objects += objects
+                state.counts.requests += received.requests
+                state.counts.events += received.events
+                state.counts.purchases += received.purchases
+                state.counts.attributes += received.attributes
+                state.counts.unreadable += received.unreadable
                 for title in titles { state.titles[title, default: 0] += 1 }
+            }
+            if !titles.isEmpty {
+                let lines = titles.joined(separator: "\n") + "\n"
+                titlesFile.withLock { $0?.write(Data(lines.utf8)) }
             }
             let answer = objects > 0 ? #"{"message":"success"}"# : #"{"message":"no objects"}"#
             let status = objects > 0 ? "201 Created" : "400 Bad Request"
