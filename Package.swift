@@ -1,41 +1,74 @@
 // swift-tools-version:6.2
 import PackageDescription
 
+// Products by audience: a service links `ContainerKit` (the runtime) and, to send Braze calls,
+// `ContainerKitBraze` (which brings `ContainerKitDelivery`, the vendor-neutral delivery pipeline). Tools link
+// `ContainerKitDiff` and `ContainerKitLint` (+ `ContainerKitBrazeLint` for the Braze rules).
 let package = Package(
     name: "ContainerKit",
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "ContainerKit", targets: ["ContainerKit"]),
+        .library(name: "ContainerKitDelivery", targets: ["ContainerKitDelivery"]),
         .library(name: "ContainerKitBraze", targets: ["ContainerKitBraze"]),
+        .library(name: "ContainerKitDiff", targets: ["ContainerKitDiff"]),
         .library(name: "ContainerKitLint", targets: ["ContainerKitLint"]),
+        .library(name: "ContainerKitBrazeLint", targets: ["ContainerKitBrazeLint"]),
+        .library(name: "UsersTrackStandIn", targets: ["UsersTrackStandIn"]),
         .executable(name: "containerkit", targets: ["containerkit"]),
+        .executable(name: "users-track-stand-in", targets: ["users-track-stand-in"]),
     ],
     targets: [
+        // The runtime: loading, formats, evaluation, data layer, sessions, lifecycle, preview, HTTP.
         .target(name: "ContainerKit"),
-        .target(name: "ContainerKitBraze", dependencies: ["ContainerKit"]),
-        .target(name: "ContainerKitLint", dependencies: ["ContainerKit", "ContainerKitBraze"]),
-        .target(name: "ContainerKitCLI", dependencies: ["ContainerKit", "ContainerKitBraze", "ContainerKitLint"]),
+        // The vendor-neutral delivery pipeline: records, sinks, queues, record stores, destinations.
+        .target(name: "ContainerKitDelivery", dependencies: ["ContainerKit"]),
+        // The Braze tag provider, Braze's rules and the `/users/track` destination.
+        .target(name: "ContainerKitBraze", dependencies: ["ContainerKit", "ContainerKitDelivery"]),
+        // The structural diff of two containers and the replay of events through both.
+        .target(name: "ContainerKitDiff", dependencies: ["ContainerKit"]),
+        // The linter: vendor-free rules, reporters, configuration, and the regex risk analyser.
+        .target(name: "ContainerKitLint", dependencies: ["ContainerKit"]),
+        // The Braze lint rules, registered with the linter by whoever runs it.
+        .target(name: "ContainerKitBrazeLint", dependencies: ["ContainerKit", "ContainerKitLint", "ContainerKitBraze"]),
+        .target(
+            name: "ContainerKitCLI",
+            dependencies: [
+                "ContainerKit", "ContainerKitDelivery", "ContainerKitBraze", "ContainerKitDiff", "ContainerKitLint",
+                "ContainerKitBrazeLint",
+            ]
+        ),
         .executableTarget(name: "containerkit", dependencies: ["ContainerKitCLI"]),
         .executableTarget(
             name: "containerkit-bench",
             dependencies: [
-                "ContainerKit", "ContainerKitBraze", "ContainerKitLint", "ContainerKitCLI", "UsersTrackStandIn",
+                "ContainerKit", "ContainerKitDelivery", "ContainerKitBraze", "ContainerKitDiff", "ContainerKitLint",
+                "ContainerKitBrazeLint", "ContainerKitCLI", "UsersTrackStandIn",
             ]
         ),
-        // The loopback /users/track stand-in that `make bench` and `make soak` deliver to.
+        // The loopback /users/track stand-in that `make bench`, `make soak` and the example service's load
+        // tests deliver to.
         .target(name: "UsersTrackStandIn", dependencies: ["ContainerKit"]),
+        .executableTarget(name: "users-track-stand-in", dependencies: ["UsersTrackStandIn"]),
         // `make soak`: kill -9 cycles of `containerkit run --queue` against a /users/track stand-in on 127.0.0.1.
         .executableTarget(name: "containerkit-soak", dependencies: ["ContainerKit", "UsersTrackStandIn"]),
         .target(name: "TestSupport", dependencies: ["ContainerKit"], path: "Tests/TestSupport"),
         .testTarget(name: "ContainerKitTests", dependencies: ["ContainerKit", "TestSupport"]),
-        .testTarget(name: "ContainerKitBrazeTests", dependencies: ["ContainerKitBraze", "TestSupport"]),
+        .testTarget(name: "ContainerKitDiffTests", dependencies: ["ContainerKitDiff", "TestSupport"]),
+        .testTarget(
+            name: "ContainerKitBrazeTests",
+            dependencies: ["ContainerKitDelivery", "ContainerKitBraze", "TestSupport"]
+        ),
         .testTarget(
             name: "ContainerKitLintTests",
-            dependencies: ["ContainerKitLint", "ContainerKitBraze", "TestSupport"]
+            dependencies: ["ContainerKitLint", "ContainerKitBrazeLint", "ContainerKitBraze", "TestSupport"]
         ),
         .testTarget(
             name: "ContainerKitCLITests",
-            dependencies: ["ContainerKitCLI", "ContainerKitBraze", "ContainerKitLint", "TestSupport"],
+            dependencies: [
+                "ContainerKitCLI", "ContainerKitDelivery", "ContainerKitBraze", "ContainerKitDiff", "ContainerKitLint",
+                "ContainerKitBrazeLint", "TestSupport",
+            ],
             exclude: ["Golden"]
         ),
     ],

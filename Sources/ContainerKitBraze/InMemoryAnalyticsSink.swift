@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitDelivery
 import Synchronization
 
 /// Keeps every record in memory, in order: as the provider's sink in tests of code that uses the Braze tag

@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitBraze
+import ContainerKitLint
 
 /// The Function Call tags of a container whose class path is a configured Braze provider, with their
 /// arguments and where each argument's value is in the file. Shared by the Braze rules.

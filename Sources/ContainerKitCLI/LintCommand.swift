@@ -1,28 +1,43 @@
 import ContainerKit
+import ContainerKitBrazeLint
 import ContainerKitLint
 
 /// `containerkit lint [PATH...] [--reporter text|json|sarif|github] [--strict] [--config <file>] [--list-rules]`
 ///
 /// The report goes to standard output, the summary ("3 errors, 1 warning in 2 files") to standard error.
 struct LintCommand {
-    static let usage = """
-        usage: containerkit lint [<path>...] [--reporter text|json|sarif|github] [--strict] [--config <file>]
-                                 [--quiet]
-               containerkit lint --list-rules [--format text|markdown]
-
-        Checks container files (JSON and property lists in all three formats) without running them.
-        Directories are searched for *.json, *.plist and legacy GTM-XXXX / gtm_xxxx files (default: Containers/).
-
-        options:
-          --reporter <name>        text (default), json, sarif or github; --format is the same option
-          --strict                 report warnings as errors
-          --config <file>          use this configuration instead of the nearest .containerkit-lint.json
-          --quiet                  do not print the summary line on standard error
-          --list-rules             print the rule catalog (--format markdown gives Docs/LintRules.md)
-
-        exit codes: 0 no errors (warnings allowed), 2 at least one error, 1 a path could not be read,
-                    64 usage error
-        """
+    static let spec = CommandSpec(
+        name: "lint",
+        synopsis: [
+            "[<path>...] [--format text|json|sarif|github] [--strict] [--config <file>]",
+            "[--quiet]",
+            "--list-rules [--format text|markdown]",
+        ],
+        summary: """
+            Checks container files (JSON and property lists in all three formats) without running them.
+            Directories are searched for *.json, *.plist and legacy GTM-XXXX / gtm_xxxx files (default: Containers/).
+            """,
+        options: [
+            CommandOption(
+                name: "--format",
+                aliases: ["--reporter"],
+                value: "<name>",
+                help: [
+                    "text (default), json, sarif or github; with --list-rules, text (default) or",
+                    "markdown",
+                ]
+            ),
+            .flag("--strict", "report warnings as errors"),
+            .valued("--config", "<file>", "use this configuration instead of the nearest .containerkit-lint.json"),
+            .flag("--quiet", "do not print the summary line on standard error"),
+            .flag("--list-rules", "print the rule catalog (--format markdown gives Docs/LintRules.md)"),
+        ],
+        exitCodes: """
+            0 no errors (warnings allowed), 2 at least one error, 1 a path could not be read,
+                        64 usage error
+            """
+    )
+    static var usage: String { spec.usage }
 
     struct Options {
         var paths: [String]
@@ -35,12 +50,8 @@ struct LintCommand {
     }
 
     static func parse(_ arguments: [String]) throws(UsageError) -> Options {
-        let args = try Arguments(
-            arguments,
-            valued: ["--reporter", "--format", "--config"],
-            flags: ["--strict", "--list-rules", "--quiet"]
-        )
-        let reporterName = args.value("--reporter") ?? args.value("--format")
+        let args = try spec.parse(arguments)
+        let reporterName = args.value("--format")
         let listRules = args.flag("--list-rules")
         var catalogFormat = "text"
         var reporter: any LintReporter = TextReporter()
@@ -75,18 +86,25 @@ struct LintCommand {
             return ExitCode.usage
         }
         if options.listRules {
-            let catalog = options.catalogFormat == "markdown" ? LintRuleCatalog.markdown() : LintRuleCatalog.text()
+            let rules = Linter.allRules.map { $0.description }
+            let catalog =
+                options.catalogFormat == "markdown" ? LintRuleCatalog.markdown(rules) : LintRuleCatalog.text(rules)
             output.print(catalog.hasSuffix("\n") ? String(catalog.dropLast()) : catalog)
             return ExitCode.success
         }
         let resolver: LintConfigurationResolver
         if let configPath = options.configPath {
-            do { resolver = LintConfigurationResolver(fixed: try LintConfiguration.load(path: configPath)) } catch {
+            do {
+                resolver = LintConfigurationResolver(
+                    fixed: try LintConfiguration.load(path: configPath, catalog: Linter.allRules),
+                    catalog: Linter.allRules
+                )
+            } catch {
                 output.error("containerkit lint: cannot use configuration: \(error)")
                 return ExitCode.failure
             }
         } else {
-            resolver = LintConfigurationResolver()
+            resolver = LintConfigurationResolver(catalog: Linter.allRules)
         }
         let run = lint(options.paths, resolver: resolver)
         for message in run.problems { output.error("containerkit lint: \(message)") }
@@ -132,7 +150,7 @@ struct LintCommand {
                         problems.append("\(configuration.path ?? "configuration"): \(warning)")
                     }
                 }
-                let linter = linters[key] ?? Linter(configuration: configuration)
+                let linter = linters[key] ?? Linter(configuration: configuration, catalog: Linter.allRules)
                 linters[key] = linter
                 findings += try linter.lint(path: file)
                 linted.append(file)
@@ -141,6 +159,10 @@ struct LintCommand {
                 failed = true
             }
         }
-        return Run(report: LintReport(findings: findings, files: linted), problems: problems, failed: failed)
+        return Run(
+            report: LintReport(findings: findings, files: linted, rules: Linter.allRules.map { $0.description }),
+            problems: problems,
+            failed: failed
+        )
     }
 }

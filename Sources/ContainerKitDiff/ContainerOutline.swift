@@ -1,3 +1,5 @@
+import ContainerKit
+
 /// A container's tags, triggers (rules) and variables (macros) described field by field in words, from the
 /// compiled program: the common ground on which two versions — in the same format or not — are compared.
 /// Which rules fire or block a tag is a field of the tag (`firing_triggers`), as in the editor, so a change

@@ -1,3 +1,5 @@
+import ContainerKit
+
 /// Replays pushes through both versions of a ``ContainerDiff``, each in its own fresh session, and compares
 /// what fires.
 ///

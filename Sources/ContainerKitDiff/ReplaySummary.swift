@@ -1,3 +1,5 @@
+import ContainerKit
+
 /// One argument of a tag call that differs between the versions.
 public struct ArgumentChange: Sendable, Hashable {
     /// The argument's key.

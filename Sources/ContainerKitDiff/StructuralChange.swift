@@ -1,3 +1,5 @@
+import ContainerKit
+
 /// One tag, trigger (rule) or variable (macro) of a container version, as a diff names it.
 public struct DiffElement: Sendable, Hashable {
     /// What kind of element it is.

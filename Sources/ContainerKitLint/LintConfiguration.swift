@@ -51,9 +51,14 @@ public struct LintConfiguration: Sendable, Hashable {
     /// The default configuration: every rule that is not opt-in, at its default severity.
     public init() {}
 
-    /// Reads a configuration from JSON text. `path` names the file in errors and sets ``baseDirectory``.
+    /// Reads a configuration from JSON text. `path` names the file in errors and sets ``baseDirectory``; rule
+    /// ids that `catalog` does not know are ``warnings``.
     /// - Throws: ``ContainerError`` when the text is not JSON or a key has the wrong type.
-    public init(json text: String, path: String? = nil) throws(ContainerError) {
+    public init(
+        json text: String,
+        path: String? = nil,
+        catalog: [any LintRule.Type] = Linter.builtInRules
+    ) throws(ContainerError) {
         self.path = path
         baseDirectory = path.map { LintPaths.directory(of: LintPaths.absolute($0)) }
         let value: Value
@@ -63,7 +68,7 @@ public struct LintConfiguration: Sendable, Hashable {
         guard case .object(let map) = value else {
             throw ContainerError(.invalidStructure, "configuration must be a json object", file: path)
         }
-        let known = Set(Linter.allRules.map { $0.description.id })
+        let known = Set(catalog.map { $0.description.id })
         func ruleList(_ key: String) throws(ContainerError) -> Set<String> {
             let ids = try strings(map, key, path: path)
             for id in ids where !known.contains(id) { warnings.append("unknown rule '\(id)' in '\(key)'") }
@@ -109,9 +114,12 @@ public struct LintConfiguration: Sendable, Hashable {
 
     /// Reads the configuration file at `path`.
     /// - Throws: ``ContainerError`` when the file cannot be read or is not a valid configuration.
-    public static func load(path: String) throws(ContainerError) -> LintConfiguration {
+    public static func load(
+        path: String,
+        catalog: [any LintRule.Type] = Linter.builtInRules
+    ) throws(ContainerError) -> LintConfiguration {
         let bytes = try ContainerLoader.readFile(path, limit: 1024 * 1024)
-        return try LintConfiguration(json: String(decoding: bytes, as: UTF8.self), path: path)
+        return try LintConfiguration(json: String(decoding: bytes, as: UTF8.self), path: path, catalog: catalog)
     }
 
     /// Whether the rule runs under this configuration.

@@ -5,10 +5,15 @@ import Foundation
 /// `.containerkit-lint.json` once. Not thread-safe: use one per lint run.
 public final class LintConfigurationResolver {
     private let fixed: LintConfiguration?
+    private let catalog: [any LintRule.Type]
     private var byDirectory: [String: LintConfiguration] = [:]
 
-    /// Creates a resolver. With `fixed`, every file gets that configuration (the `--config` case).
-    public init(fixed: LintConfiguration? = nil) { self.fixed = fixed }
+    /// Creates a resolver. With `fixed`, every file gets that configuration (the `--config` case); files it
+    /// reads judge rule ids against `catalog`.
+    public init(fixed: LintConfiguration? = nil, catalog: [any LintRule.Type] = Linter.builtInRules) {
+        self.fixed = fixed
+        self.catalog = catalog
+    }
 
     /// The configuration for `file`: the nearest `.containerkit-lint.json` above it, else the defaults.
     /// - Throws: ``ContainerError`` when a configuration file exists but is invalid.
@@ -23,7 +28,7 @@ public final class LintConfigurationResolver {
             directory == "/" ? "/" + LintConfiguration.fileName : directory + "/" + LintConfiguration.fileName
         let found: LintConfiguration
         if FileManager.default.fileExists(atPath: candidate) {
-            found = try LintConfiguration.load(path: candidate)
+            found = try LintConfiguration.load(path: candidate, catalog: catalog)
         } else if directory == "/" || directory.isEmpty {
             found = LintConfiguration()
         } else {

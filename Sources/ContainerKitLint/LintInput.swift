@@ -21,7 +21,7 @@ public struct LintInput: Sendable {
     /// Whether the bytes look like a legacy v3/v4 binary (protobuf) container.
     let looksLikeLegacyBinary: Bool
     /// The raw document seen as one of the container formats.
-    let source: RawContainer
+    package let source: RawContainer
 
     init(
         file: String,
@@ -43,7 +43,7 @@ public struct LintInput: Sendable {
     }
 
     /// The compiled program, when the document compiled.
-    var program: Program? { container?.program }
+    package var program: Program? { container?.program }
 
     /// The line and column of the value at `pointer`, when the document has positions.
     public func location(of pointer: String) -> SourceLocation? {

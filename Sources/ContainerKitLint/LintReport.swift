@@ -13,7 +13,7 @@ public struct LintReport: Sendable {
     public init(
         findings: [LintFinding],
         files: [String],
-        rules: [RuleDescription] = Linter.allRules.map { $0.description }
+        rules: [RuleDescription] = Linter.builtInRules.map { $0.description }
     ) {
         self.findings = findings.sorted(by: LintFinding.reportOrder)
         self.files = files

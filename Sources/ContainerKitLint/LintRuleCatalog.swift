@@ -4,7 +4,7 @@ import ContainerKit
 /// (`containerkit lint --list-rules --format markdown`).
 public enum LintRuleCatalog {
     /// One line per rule: id, default severity, opt-in marker and description, in aligned columns.
-    public static func text(_ rules: [RuleDescription] = Linter.allRules.map { $0.description }) -> String {
+    public static func text(_ rules: [RuleDescription] = Linter.builtInRules.map { $0.description }) -> String {
         let idWidth = rules.map(\.id.count).max() ?? 0
         return rules.map { rule in
             let id = rule.id.padding(toLength: idWidth)
@@ -15,7 +15,7 @@ public enum LintRuleCatalog {
     }
 
     /// The Markdown document listing every rule with its severity, description and examples.
-    public static func markdown(_ rules: [RuleDescription] = Linter.allRules.map { $0.description }) -> String {
+    public static func markdown(_ rules: [RuleDescription] = Linter.builtInRules.map { $0.description }) -> String {
         var out = """
             # Lint rules
 

@@ -3,13 +3,19 @@ import ContainerKit
 /// Lints container files: reads each one once with the core loader (recording positions), compiles it
 /// once, runs every enabled rule over the result and returns the findings in report order.
 ///
+/// The linter knows its ``builtInRules``, which name no vendor. A module with rules of its own (such as
+/// `ContainerKitBrazeLint`) offers them as a list, and whoever runs the linter registers them by passing
+/// a catalog:
+///
 /// ```swift
-/// let linter = Linter(configuration: try LintConfiguration.load(path: ".containerkit-lint.json"))
+/// let catalog = Linter.builtInRules + BrazeLintRules.all
+/// let configuration = try LintConfiguration.load(path: ".containerkit-lint.json", catalog: catalog)
+/// let linter = Linter(configuration: configuration, catalog: catalog)
 /// for finding in try linter.lint(path: "Containers/GTM-5HM9ZRX.json") { print(finding) }
 /// ```
 public struct Linter: Sendable {
-    /// Every rule, in catalog order.
-    public static let allRules: [any LintRule.Type] = [
+    /// The rules that ship with the linter, in catalog order.
+    public static let builtInRules: [any LintRule.Type] = [
         SyntaxErrorRule.self,
         FileTooLargeRule.self,
         LegacyBinaryRule.self,
@@ -33,25 +39,32 @@ public struct Linter: Sendable {
         UnusedPredicateRule.self,
         MissingClassPathRule.self,
         UnsupportedTemplateRule.self,
-        BrazeActionRule.self,
-        BrazePropertyRule.self,
         PausedTagRule.self,
         ConsentCheckRule.self,
     ]
 
-    /// The rule with identifier `id`, if there is one.
-    public static func rule(id: String) -> (any LintRule.Type)? {
-        allRules.first { $0.description.id == id }
+    /// The rule with identifier `id` in `catalog`, if there is one.
+    public static func rule(id: String, in catalog: [any LintRule.Type] = builtInRules) -> (any LintRule.Type)? {
+        catalog.first { $0.description.id == id }
     }
 
     /// The configuration in force.
     public let configuration: LintConfiguration
     private let rules: [any LintRule]
 
-    /// Creates a linter that runs the rules `configuration` enables, or exactly `rules` when given.
-    public init(configuration: LintConfiguration = LintConfiguration(), rules: [any LintRule.Type]? = nil) {
+    /// Creates a linter that runs the rules of `catalog` that `configuration` enables, or exactly `rules` when
+    /// given.
+    /// - Parameters:
+    ///   - configuration: which rules run, at which severity.
+    ///   - rules: the rules to run, whatever the configuration enables.
+    ///   - catalog: every rule the linter knows: ``builtInRules`` and the rules other modules register.
+    public init(
+        configuration: LintConfiguration = LintConfiguration(),
+        rules: [any LintRule.Type]? = nil,
+        catalog: [any LintRule.Type] = Linter.builtInRules
+    ) {
         self.configuration = configuration
-        let selected = rules ?? Linter.allRules.filter { configuration.isEnabled($0.description) }
+        let selected = rules ?? catalog.filter { configuration.isEnabled($0.description) }
         self.rules = selected.map { $0.init() }
     }
 

@@ -9,7 +9,7 @@ extension Program {
     }
 
     /// `'Name'` of tag `index`, or `tag_id 12` / `tag 3` when it has no name.
-    func tagLabel(_ index: Int) -> String {
+    package func tagLabel(_ index: Int) -> String {
         let tag = tags[index]
         if let name = tag.name, !name.isEmpty { return "'\(name)'" }
         if let id = tag.tagID { return "tag_id \(id) ('\(tag.function)')" }
@@ -48,7 +48,7 @@ extension Program {
     /// `{{Name}}` template whose every part is constant (undefined parts render as `undefined`, as GTM
     /// does). Case conversion of a variable's format applies; other value conversions, escapes, regex tables,
     /// data-layer and event reads are not constant (`nil`).
-    func constantValue(of expr: Expr) -> Value? {
+    package func constantValue(of expr: Expr) -> Value? {
         var visiting = Set<Int>()
         return constantValue(of: expr, visiting: &visiting)
     }
@@ -122,5 +122,5 @@ extension Program {
 
 extension Expr {
     /// The literal string of a constant expression (`nil` for undefined, null and non-constant values).
-    var literalText: String? { TemplateCatalog.literalString(self) }
+    package var literalText: String? { TemplateCatalog.literalString(self) }
 }

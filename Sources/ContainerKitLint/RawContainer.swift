@@ -5,8 +5,8 @@ import ContainerKit
 ///
 /// It recognises the format the way the compiler does and hands out the format's lists with their JSON
 /// pointers; it never copies or re-parses the tree.
-struct RawContainer: Sendable {
-    enum Kind: Sendable {
+package struct RawContainer: Sendable {
+    package enum Kind: Sendable {
         /// `{resource: {macros, tags, predicates, rules}}` (v5 mobile, gtm.js).
         case resource
         /// `{exportFormatVersion, containerVersion: {tag, trigger, variable, builtInVariable}}`.
@@ -18,13 +18,13 @@ struct RawContainer: Sendable {
     }
 
     /// One entry of a list, with its pointer.
-    struct Entry {
-        var value: Value
-        var pointer: String
-        var map: ValueMap? { value.objectValue }
+    package struct Entry {
+        package var value: Value
+        package var pointer: String
+        package var map: ValueMap? { value.objectValue }
     }
 
-    let kind: Kind
+    package let kind: Kind
     let root: ValueMap
     /// `resource` for compiled resources, `containerVersion` for exports, the root for flat containers.
     let body: ValueMap
@@ -50,7 +50,7 @@ struct RawContainer: Sendable {
 
     /// The entries of the list `key` of the body (`macros`, `tags`, `tag`, `trigger`, …); empty when absent
     /// or not a list.
-    func list(_ key: String) -> [Entry] {
+    package func list(_ key: String) -> [Entry] {
         guard case .array(let items)? = body[key] else { return [] }
         let base = bodyPointer + "/" + JSONPointer.escape(key)
         var entries: [Entry] = []

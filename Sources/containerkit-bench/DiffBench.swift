@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitDiff
 import Foundation
 
 /// `diff_events_per_s`: `containerkit diff`'s replay of 100,000 pushes (the bundled traffic log, cycled)

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import ContainerKitBraze
+@testable import ContainerKitDelivery
 
 /// The one delivery engine: its pure machine driven step by step, and the shell over the memory store.
 @Suite struct DeliveryPipelineTests {

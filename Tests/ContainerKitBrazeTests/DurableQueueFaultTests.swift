@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import ContainerKitBraze
+@testable import ContainerKitDelivery
 
 #if canImport(Glibc)
     import Glibc

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import ContainerKitBraze
+@testable import ContainerKitDelivery
 
 /// The durable queue's state machine, driven step by step: no files, threads, clocks or polling. A
 /// simulated disk executes the machine's actions, and a "crash" after any step rebuilds a machine from

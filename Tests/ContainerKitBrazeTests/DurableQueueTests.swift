@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import ContainerKitBraze
+@testable import ContainerKitDelivery
 
 @Suite struct DurableQueueTests {
     func configuration(clock: RecordingClock? = nil) -> DurableQueue.Configuration {

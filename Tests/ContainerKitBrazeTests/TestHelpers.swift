@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 
 @testable import ContainerKitBraze
+@testable import ContainerKitDelivery
 
 /// A fresh directory under the system's temporary directory, removed by `remove()`.
 struct TemporaryDirectory {

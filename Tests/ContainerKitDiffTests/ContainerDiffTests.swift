@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitDiff
 import Foundation
 import TestSupport
 import Testing

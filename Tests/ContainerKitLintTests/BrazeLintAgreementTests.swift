@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitBraze
+import ContainerKitBrazeLint
 import ContainerKitLint
 import Testing
 
@@ -143,7 +144,7 @@ struct BrazeLintAgreementTests {
               "vtp_classPath": "BrazeGTMTagManager",
               "vtp_functionArgument": ["list", \(table.joined(separator: ", "))]}]}}
             """
-        let findings = Linter().lint(bytes: Array(json.utf8), file: "GTM-BRAZE.json")
+        let findings = Linter(catalog: Linter.allRules).lint(bytes: Array(json.utf8), file: "GTM-BRAZE.json")
         return Set(findings.filter { $0.ruleID.hasPrefix("braze_") }.compactMap { ruleCode($0.message) })
     }
 
@@ -172,7 +173,7 @@ struct BrazeLintAgreementTests {
                 ["map", "key", "productId", "value", "sku"], ["map", "key", "currency", "value", ["macro", 0]],
                 ["map", "key", "price", "value", 1], ["map", "key", "quantity", "value", 500]]}]}}
             """
-        let findings = Linter().lint(bytes: Array(json.utf8), file: "GTM-BRAZE.json")
+        let findings = Linter(catalog: Linter.allRules).lint(bytes: Array(json.utf8), file: "GTM-BRAZE.json")
         #expect(
             findings.filter { $0.ruleID.hasPrefix("braze_") }.compactMap { Self.ruleCode($0.message) } == [
                 "quantity_out_of_range"

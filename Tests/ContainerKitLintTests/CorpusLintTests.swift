@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import ContainerKit
+import ContainerKitBrazeLint
 @testable import ContainerKitLint
 
 /// Lints the 26 real container files of the shared research corpus (`../shared/research/corpus`).
@@ -24,7 +25,7 @@ struct CorpusLintTests {
     }
 
     private func lint(_ relativePath: String) throws -> [LintFinding] {
-        try Linter().lint(path: Self.corpus + "/" + relativePath)
+        try Linter(catalog: Linter.allRules).lint(path: Self.corpus + "/" + relativePath)
     }
 
     @Test(.enabled(if: corpusExists, "corpus not found at ../shared/research/corpus"))
@@ -32,7 +33,7 @@ struct CorpusLintTests {
         let files = Self.corpusFiles()
         #expect(files.count == 26)
         for file in files {
-            let findings = try Linter().lint(path: file)
+            let findings = try Linter(catalog: Linter.allRules).lint(path: file)
             #expect(findings.allSatisfy { $0.file == file && !$0.message.isEmpty })
         }
     }
@@ -42,7 +43,7 @@ struct CorpusLintTests {
         let binaries = Self.corpusFiles().filter { $0.hasSuffix(".binary") }
         #expect(binaries.count == 7)
         for file in binaries {
-            let findings = try Linter().lint(path: file)
+            let findings = try Linter(catalog: Linter.allRules).lint(path: file)
             #expect(findings.map(\.ruleID) == ["legacy_binary"], "\(file): \(findings)")
         }
     }
@@ -55,7 +56,7 @@ struct CorpusLintTests {
         // Its two `path.to.Braze` tags are not Braze tags until configured as such; then they lack actionType.
         var configuration = LintConfiguration()
         configuration.brazeClassPaths.append("path.to.Braze")
-        let configured = try Linter(configuration: configuration)
+        let configured = try Linter(configuration: configuration, catalog: Linter.allRules)
             .lint(path: Self.corpus + "/v5-mobile/Appboy__appboy-android-sdk__GTM-5HM9ZRX.json")
         #expect(
             configured.filter { $0.ruleID == "braze_action" }.map(\.message) == [

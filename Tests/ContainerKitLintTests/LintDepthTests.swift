@@ -1,9 +1,10 @@
 import ContainerKit
+import ContainerKitBrazeLint
 import ContainerKitLint
 import Testing
 
 private func lint(_ json: String, file: String = "GTM-DEPTH1.json") -> [LintFinding] {
-    Linter().lint(bytes: Array(json.utf8), file: file)
+    Linter(catalog: Linter.allRules).lint(bytes: Array(json.utf8), file: file)
 }
 
 /// Unused variables of compiled gtm.js resources, which have no names: reported by index and pointer.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import ContainerKit
+import ContainerKitBrazeLint
 @testable import ContainerKitLint
 
 /// Every rule's triggering and non-triggering examples are its tests.
@@ -14,7 +15,7 @@ struct LintRuleExampleTests {
 
     @Test(arguments: ruleIDs)
     func triggeringExamplesProduceAFinding(id: String) throws {
-        let rule = try #require(Linter.rule(id: id))
+        let rule = try #require(Linter.rule(id: id, in: Linter.allRules))
         #expect(!rule.description.triggeringExamples.isEmpty)
         for example in rule.description.triggeringExamples {
             let found = findings(of: rule, in: example)
@@ -25,7 +26,7 @@ struct LintRuleExampleTests {
 
     @Test(arguments: ruleIDs)
     func nonTriggeringExamplesProduceNoFinding(id: String) throws {
-        let rule = try #require(Linter.rule(id: id))
+        let rule = try #require(Linter.rule(id: id, in: Linter.allRules))
         #expect(!rule.description.nonTriggeringExamples.isEmpty)
         for example in rule.description.nonTriggeringExamples {
             let found = findings(of: rule, in: example)

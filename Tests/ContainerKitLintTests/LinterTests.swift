@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import ContainerKit
+import ContainerKitBrazeLint
 @testable import ContainerKitLint
 
 struct LinterTests {
@@ -10,7 +11,7 @@ struct LinterTests {
         file: String = "GTM-TEST.json",
         configuration: LintConfiguration = LintConfiguration()
     ) -> [LintFinding] {
-        Linter(configuration: configuration).lint(bytes: Array(text.utf8), file: file)
+        Linter(configuration: configuration, catalog: Linter.allRules).lint(bytes: Array(text.utf8), file: file)
     }
 
     /// Whether the JSON reader records positions (the placeholder reader does not).

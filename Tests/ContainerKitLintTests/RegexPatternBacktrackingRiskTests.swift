@@ -1,6 +1,7 @@
 import Testing
 
 @testable import ContainerKit
+import ContainerKitLint
 
 struct RegexPatternBacktrackingRiskTests {
     @Test(arguments: [
@@ -82,5 +83,19 @@ struct RegexPatternBacktrackingRiskTests {
         let long = String(repeating: "[a-z]", count: 300)
         #expect(RegexPattern.backtrackingRisk(in: long) == nil)
         #expect(RegexPattern.backtrackingRisk(in: long + "(b+)+") != nil)
+    }
+
+    /// Soups of pattern syntax (every pair of pieces) are analysed without trapping, whether or not they parse.
+    @Test func arbitraryPatternTextNeverTraps() {
+        let pieces = [
+            "(", ")", "(?:", "(?<n>", "(?=", "[", "]", "[^", "-", "\\", "\\d", "\\b", "\\u{1F600}", "{", "}", "{2}",
+            "{1,}", "*", "+", "?", "|", "^", "$", ".", "a", "é", "😀",
+        ]
+        for first in pieces {
+            for second in pieces {
+                _ = RegexPattern.backtrackingRisk(in: first + second + first)
+                _ = RegexPattern.backtrackingRisk(in: "(" + first + second + ")+")
+            }
+        }
     }
 }

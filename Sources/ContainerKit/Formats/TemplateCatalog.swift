@@ -28,7 +28,7 @@ package enum TemplateCatalog {
     ]
 
     /// The code without its `__` or `_` prefix: `__md` → `md`, `_func` → `func`.
-    static func bareCode(_ function: String) -> String {
+    package static func bareCode(_ function: String) -> String {
         if function.hasPrefix("__") { return String(function.dropFirst(2)) }
         if function.hasPrefix("_") { return String(function.dropFirst(1)) }
         return function

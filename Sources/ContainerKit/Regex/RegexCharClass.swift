@@ -2,19 +2,19 @@
 ///
 /// Negation is kept as a flag rather than applied to the ranges so that case-insensitive matching closes the
 /// positive set under case mapping before negating (`[^a-z]` with ignore case does not match `Q`).
-struct RegexCharClass: Sendable, Hashable {
+package struct RegexCharClass: Sendable, Hashable {
     /// Lower bounds of the ranges, ascending.
     private(set) var lows: [UInt32] = []
     /// Upper bounds of the ranges, parallel to `lows`.
     private(set) var highs: [UInt32] = []
     /// Whether the class matches the scalars outside the ranges.
-    var negated = false
+    package var negated = false
     /// Membership of the 128 ASCII scalars, with case closure and negation applied (see ``prepare(ignoreCase:)``).
     private var asciiLow: UInt64 = 0
     private var asciiHigh: UInt64 = 0
     private var ignoreCase = false
 
-    static let maxScalar: UInt32 = 0x10FFFF
+    package static let maxScalar: UInt32 = 0x10FFFF
 
     init() {}
 
@@ -36,7 +36,7 @@ struct RegexCharClass: Sendable, Hashable {
     var isEmpty: Bool { lows.isEmpty }
 
     /// The ranges, ascending.
-    var ranges: [ClosedRange<UInt32>] { zip(lows, highs).map { $0...$1 } }
+    package var ranges: [ClosedRange<UInt32>] { zip(lows, highs).map { $0...$1 } }
 
     /// Adds a range, keeping the ranges sorted and merged.
     mutating func insert(_ range: ClosedRange<UInt32>) {
@@ -68,7 +68,7 @@ struct RegexCharClass: Sendable, Hashable {
     }
 
     /// The complement of the ranges over all scalar values.
-    var complementRanges: [ClosedRange<UInt32>] {
+    package var complementRanges: [ClosedRange<UInt32>] {
         var result: [ClosedRange<UInt32>] = []
         var next: UInt32 = 0
         for index in lows.indices {

@@ -1,5 +1,5 @@
 /// A zero-width assertion.
-enum RegexAssertion: UInt8, Sendable {
+package enum RegexAssertion: UInt8, Sendable {
     /// `^`: the start of the input.
     case start
     /// `$`: the end of the input.
@@ -11,7 +11,7 @@ enum RegexAssertion: UInt8, Sendable {
 }
 
 /// The syntax tree of a parsed pattern.
-indirect enum RegexNode: Sendable {
+package indirect enum RegexNode: Sendable {
     /// Matches the empty string.
     case empty
     /// One scalar.
@@ -32,7 +32,7 @@ indirect enum RegexNode: Sendable {
     case repetition(RegexNode, min: Int, max: Int?, greedy: Bool, span: Range<Int>)
 
     /// Whether the node can match the empty string.
-    var isNullable: Bool {
+    package var isNullable: Bool {
         switch self {
         case .empty, .assertion: return true
         case .literal, .dot, .set: return false

@@ -7,7 +7,7 @@
 ///
 /// Valid JavaScript this engine does not run (lookaround, backreferences) is refused with
 /// ``RegexPatternError/isUnsupported`` set, so lint can tell it from a pattern GTM itself would refuse.
-struct RegexParser {
+package struct RegexParser {
     /// The longest accepted pattern, in scalars.
     static let maxPatternLength = 10_000
     /// The largest accepted repetition count in `{n,m}`.
@@ -16,7 +16,7 @@ struct RegexParser {
     static let maxNesting = 200
 
     /// The parsed tree.
-    private(set) var root: RegexNode = .empty
+    package private(set) var root: RegexNode = .empty
     /// The number of capturing groups.
     private(set) var captureCount = 0
     /// Whether the pattern starts with the inline flag `(?i)`.
@@ -33,7 +33,7 @@ struct RegexParser {
     private var hasNamedGroups: Bool { !groupNames.isEmpty }
 
     /// Parses `source`, throwing the first syntax error found.
-    init(_ source: String) throws(RegexPatternError) {
+    package init(_ source: String) throws(RegexPatternError) {
         scalars = Array(source.unicodeScalars)
         if scalars.count > Self.maxPatternLength {
             throw RegexPatternError(

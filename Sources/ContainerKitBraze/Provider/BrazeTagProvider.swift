@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitDelivery
 import Foundation
 
 /// The Braze tag provider: a Function Call tag handler that turns Braze tags into typed

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitDelivery
 
 /// Braze's rules for the values a tag sends, applied while turning parameters into typed values. Every
 /// broken rule is collected (not just the first), so one warning can list them all.
@@ -321,15 +322,5 @@ package struct BrazeRules {
 
     private static func isASCIILetter(_ byte: UInt8) -> Bool {
         (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-    }
-}
-
-extension String {
-    /// The string without leading and trailing spaces, tabs and line breaks.
-    var trimmingSpaces: String {
-        var scalars = Substring(self)
-        while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
-        while let last = scalars.last, last.isWhitespace { scalars.removeLast() }
-        return String(scalars)
     }
 }

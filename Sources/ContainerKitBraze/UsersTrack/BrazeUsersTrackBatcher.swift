@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitDelivery
 
 /// Turns records into `/users/track` request bodies, within Braze's per-request object limits.
 ///

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitDelivery
 import Foundation
 import Synchronization
 

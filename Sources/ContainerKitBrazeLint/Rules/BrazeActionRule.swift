@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitBraze
+import ContainerKitLint
 
 /// Braze provider tags (Function Call tags whose class path is configured as Braze) with a missing or
 /// unknown `actionType`, or without the arguments their action needs.

@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitBraze
+import ContainerKitLint
 
 /// Braze provider tags whose constant arguments break Braze's data rules — checked by the runtime's own rule
 /// checker in `ContainerKitBraze`, so lint warns about exactly what the provider would drop: keys longer than

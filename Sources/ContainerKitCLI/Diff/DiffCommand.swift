@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitDiff
 import ContainerKitBraze
 import Foundation
 
@@ -8,32 +9,58 @@ import Foundation
 /// Thin: parses arguments, loads both versions into a ``ContainerDiff``, feeds it the pushes, and hands the
 /// outcome to a ``DiffReporter``.
 struct DiffCommand {
-    static let usage = """
-        usage: containerkit diff <old-container> <new-container> [--events <file.jsonl> | -]
-                                 [--context key=value]... [--reporter text|json|github]
-                                 [--fail-on changes|removed|none] [--max-events <n>] [--seed <n>]
-                                 [--braze <class path>]...
-
-        Shows what a new container version changes: tags, triggers and variables added, removed or changed
-        (by id and name, with the changed fields), and, with --events, what fires differently when the same
-        pushes are replayed through both versions (each in its own fresh session).
-
-        options:
-          --events <path>|-        replay these pushes, one JSON object per line (- for standard input)
-          --context key=value      the client context of both sessions (\(ClientContext.keys.joined(separator: ", ")))
-          --reporter <name>        text (default), json, or github (workflow annotations)
-          --fail-on <kind>         which differences make the exit code 2: changes (any, the default),
-                                   removed (tags that no longer fire, removed tags/triggers/variables), none
-          --max-events <n>         how many differing events to show one by one (default 20; groups and
-                                   counts always cover every event)
-          --seed <n>               the seed of the random-number variable on both sides (default 0)
-          --braze <class path>     run the Braze tag provider for this class path on both sides (records
-                                   are discarded; what it produces and drops is compared)
-          --log-level <level>      verbose, debug, info, warning, error (default), none
-
-        exit codes: 0 no difference of the --fail-on kind, 2 differences, 1 a container or the events could
-        not be read, 64 usage error
-        """
+    static let spec = CommandSpec(
+        name: "diff",
+        synopsis: [
+            "<old-container> <new-container> [--events <file.jsonl> | -]",
+            "[--context key=value]... [--format text|json|github]",
+            "[--fail-on changes|removed|none] [--max-events <n>] [--seed <n>]",
+            "[--braze <class path>]... [--log-level <level>]",
+        ],
+        summary: """
+            Shows what a new container version changes: tags, triggers and variables added, removed or changed
+            (by id and name, with the changed fields), and, with --events, what fires differently when the same
+            pushes are replayed through both versions (each in its own fresh session).
+            """,
+        options: [
+            .events("replay these pushes, one JSON object per line (- for standard input)"),
+            .context("the client context of both sessions"),
+            .format(
+                DiffReporter.names,
+                help: ["text (default), json, or github (workflow annotations)"],
+                aliases: ["--reporter"]
+            ),
+            CommandOption(
+                name: "--fail-on",
+                value: "<kind>",
+                help: [
+                    "which differences make the exit code 2: changes (any, the default),",
+                    "removed (tags that no longer fire, removed tags/triggers/variables), none",
+                ],
+                choices: ["changes", "removed", "none"],
+                defaultValue: "changes"
+            ),
+            .valued(
+                "--max-events",
+                "<n>",
+                "how many differing events to show one by one (default 20; groups and",
+                "counts always cover every event)"
+            ),
+            .valued("--seed", "<n>", "the seed of the random-number variable on both sides (default 0)"),
+            .valued(
+                "--braze",
+                "<class path>",
+                "run the Braze tag provider for this class path on both sides (records",
+                "are discarded; what it produces and drops is compared)"
+            ),
+            .logLevel(default: .error),
+        ],
+        exitCodes: """
+            0 no difference of the --fail-on kind, 2 differences, 1 a container or the events could
+            not be read, 64 usage error
+            """
+    )
+    static var usage: String { spec.usage }
 
     /// Which differences fail the command.
     enum FailOn: String {
@@ -54,14 +81,7 @@ struct DiffCommand {
     }
 
     static func parse(_ arguments: [String]) throws(UsageError) -> Options {
-        let args = try Arguments(
-            arguments,
-            valued: [
-                "--events", "--context", "--reporter", "--fail-on", "--max-events", "--seed", "--log-level",
-                "--braze",
-            ],
-            flags: []
-        )
+        let args = try spec.parse(arguments)
         guard args.positionals.count == 2 else {
             throw UsageError(
                 args.positionals.count < 2
@@ -76,19 +96,16 @@ struct DiffCommand {
         }
         let seedText = args.value("--seed") ?? "0"
         guard let seed = UInt64(seedText) else { throw UsageError("--seed needs a number, not '\(seedText)'") }
-        let levelName = args.value("--log-level") ?? "error"
-        guard let level = LogLevel(name: levelName) else { throw UsageError("unknown log level '\(levelName)'") }
-        let failOn = try args.choice("--fail-on", ["changes", "removed", "none"], default: "changes")
         var options = Options(
             oldPath: args.positionals[0],
             newPath: args.positionals[1],
             eventsPath: args.value("--events"),
             context: context,
-            reporter: try args.choice("--reporter", DiffReporter.names, default: "text"),
-            failOn: FailOn(rawValue: failOn) ?? .changes,
+            reporter: args.format,
+            failOn: FailOn(rawValue: args.value("--fail-on") ?? "") ?? .changes,
             maximumEvents: maximum,
             seed: seed,
-            logLevel: level
+            logLevel: args.logLevel
         )
         options.brazeClassPaths = args.values("--braze")
         return options

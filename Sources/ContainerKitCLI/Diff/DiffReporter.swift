@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitDiff
 import Foundation
 
 /// The renderings of a diff: `text` for people, `json` for tools, `github` for workflow annotations.

@@ -5,7 +5,7 @@ import Foundation
 /// package's one JSON writer (ContainerKit's `JSONByteWriter`).
 extension JSONByteWriter {
     /// Appends `"yyyy-MM-ddTHH:mm:ss.SSSZ"` (quoted), like ``ISO8601Timestamp/string(from:)``.
-    mutating func time(_ date: Date) {
+    package mutating func time(_ date: Date) {
         raw(0x22)
         let (year, month, day, millisecondOfDay) = ISO8601Timestamp.components(of: date)
         padded(year, width: 4)
@@ -26,7 +26,7 @@ extension JSONByteWriter {
 
     /// Appends `,"product_id":…,"currency":…,"price":…,"quantity":…` (the record line and Braze's purchase
     /// object name them alike).
-    mutating func purchaseFields(productID: String, currency: String, price: Double, quantity: Int) {
+    package mutating func purchaseFields(productID: String, currency: String, price: Double, quantity: Int) {
         raw(",\"product_id\":")
         string(productID)
         raw(",\"currency\":")
@@ -38,7 +38,7 @@ extension JSONByteWriter {
     }
 
     /// Appends a user's identity member (`"external_id":"…"` and so on), without a separator.
-    mutating func identity(_ user: UserIdentity) {
+    package mutating func identity(_ user: UserIdentity) {
         switch user {
         case .externalID(let id):
             raw("\"external_id\":")

@@ -4,7 +4,7 @@ import Synchronization
 /// Rate-limits repeated messages: the first message of each key is logged at once; later ones within
 /// ``interval`` are counted, and the next one after it is logged with the count of those held back
 /// (a periodic summary). ``flush()`` logs the counts still held (at shutdown).
-final class LogLimiter: Sendable {
+package final class LogLimiter: Sendable {
     private struct Entry {
         var lastLogged: Duration
         var suppressed = 0
@@ -17,7 +17,7 @@ final class LogLimiter: Sendable {
     private let elapsed: @Sendable () -> Duration
     private let entries = Mutex<[String: Entry]>([:])
 
-    init(logger: any DiagnosticLogger, interval: Duration = .seconds(60), elapsed: @escaping @Sendable () -> Duration) {
+    package init(logger: any DiagnosticLogger, interval: Duration = .seconds(60), elapsed: @escaping @Sendable () -> Duration) {
         self.logger = logger
         self.interval = interval
         self.elapsed = elapsed
@@ -26,7 +26,7 @@ final class LogLimiter: Sendable {
     /// Logs `message` under `key` unless a message of that key was logged less than ``interval`` ago.
     /// - Returns: whether it was written.
     @discardableResult
-    func log(
+    package func log(
         _ level: LogLevel,
         key: String,
         _ message: @autoclosure () -> String,
@@ -66,7 +66,7 @@ final class LogLimiter: Sendable {
     }
 
     /// Logs, for each key with held-back messages, the last one with the count.
-    func flush() {
+    package func flush() {
         let pending = entries.withLock { entries -> [Entry] in
             defer { for key in entries.keys { entries[key]?.suppressed = 0 } }
             return entries.values.filter { $0.suppressed > 0 }

@@ -1,3 +1,5 @@
+import ContainerKit
+
 /// Finds patterns that take exponential time in backtracking engines (catastrophic backtracking).
 ///
 /// The pattern becomes a position automaton (one state per scalar-consuming atom) whose transitions remember

@@ -1,3 +1,5 @@
+import ContainerKit
+
 extension RegexPattern {
     /// Whether `source` would be dangerous for a backtracking regular-expression engine (such as a browser's):
     /// nil if it is safe, else a short lowercase description of the first risky part, e.g.

@@ -16,7 +16,6 @@ struct RegexPatternRobustnessTests {
             let source = (0..<Int.random(in: 1...12, using: &random)).map { _ in
                 pieces.randomElement(using: &random)!
             }.joined()
-            _ = RegexPattern.backtrackingRisk(in: source)
             for options: RegexPattern.Options in [[], .ignoreCase] {
                 guard let pattern = try? RegexPattern(source, options: options) else { continue }
                 compiled += 1
