@@ -22,7 +22,7 @@ let package = Package(
             name: "ContainerKitPostgres",
             dependencies: [
                 .product(name: "ContainerKit", package: "ContainerKit"),
-                .product(name: "ContainerKitBraze", package: "ContainerKit"),
+                .product(name: "ContainerKitDelivery", package: "ContainerKit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

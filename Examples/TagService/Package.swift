@@ -32,13 +32,6 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "TagService", dependencies: ["TagServiceCore"]),
-        .executableTarget(
-            name: "UsersTrackStandIn",
-            dependencies: [
-                .product(name: "ContainerKit", package: "ContainerKit"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-            ]
-        ),
         .testTarget(
             name: "TagServiceTests",
             dependencies: [

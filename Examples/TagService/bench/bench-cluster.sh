@@ -42,7 +42,9 @@ fi
 # BENCH_CONFIGURATION=debug reuses a debug build (a quick functional run; its figures are not comparable).
 CONFIGURATION=${BENCH_CONFIGURATION:-release}
 swift build -c "$CONFIGURATION" --product TagService >&2
-swift build -c "$CONFIGURATION" --product UsersTrackStandIn >&2
+# The /users/track stand-in is the root package's users-track-stand-in (the same one make bench and make soak use).
+swift build --package-path ../.. -c "$CONFIGURATION" --product users-track-stand-in >&2
+TRACK_BIN=$(swift build --package-path ../.. -c "$CONFIGURATION" --show-bin-path)/users-track-stand-in
 BIN=$(swift build -c "$CONFIGURATION" --show-bin-path)
 
 WORK=$(mktemp -d /tmp/bench-cluster-XXXXXX)
@@ -90,7 +92,7 @@ wait_ready() {   # port, pid
     return 1
 }
 
-"$BIN/UsersTrackStandIn" --port "$TRACK_PORT" --max-seconds 7200 --titles "$WORK/delivered.log" &
+"$TRACK_BIN" --port "$TRACK_PORT" --max-seconds 7200 --titles "$WORK/delivered.log" &
 PID[track]=$!
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$TRACK_PORT/stats" > /dev/null 2>&1 && break; sleep 0.1; done
 export BRAZE_REST_ENDPOINT="http://127.0.0.1:$TRACK_PORT" BRAZE_REST_API_KEY=bench

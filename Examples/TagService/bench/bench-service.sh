@@ -38,7 +38,9 @@ if ! command -v wrk > /dev/null; then
 fi
 
 swift build -c release --product TagService >&2
-swift build -c release --product UsersTrackStandIn >&2
+# The /users/track stand-in is the root package's users-track-stand-in (the same one make bench and make soak use).
+swift build --package-path ../.. -c release --product users-track-stand-in >&2
+TRACK_BIN=$(swift build --package-path ../.. -c release --show-bin-path)/users-track-stand-in
 BIN=$(swift build -c release --show-bin-path)
 SERVICE_BIN=${BENCH_SERVICE_BIN:-$BIN/TagService}   # another build of the service, to compare two versions
 
@@ -66,7 +68,7 @@ wait_for() {   # url, seconds, pid of the process that must be the one answering
     return 1
 }
 
-"$BIN/UsersTrackStandIn" --port "$TRACK_PORT" --max-seconds $((DURATION * (2 * ROUNDS + 2) + 120)) \
+"$TRACK_BIN" --port "$TRACK_PORT" --max-seconds $((DURATION * (2 * ROUNDS + 2) + 120)) \
     --titles "$WORK/arrived-titles" &
 TRACK_PID=$!
 PIDS+=("$TRACK_PID")

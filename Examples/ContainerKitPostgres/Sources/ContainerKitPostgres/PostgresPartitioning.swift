@@ -1,4 +1,4 @@
-import ContainerKitBraze
+import ContainerKitDelivery
 
 /// Which delivery partition a record belongs to: `fnv1a64(user key) % count`, so all of a user's records are
 /// in one partition (delivered in order by one instance at a time). Records without a user go to partition 0.

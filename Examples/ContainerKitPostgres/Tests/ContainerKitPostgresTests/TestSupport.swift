@@ -1,5 +1,5 @@
 import ContainerKit
-import ContainerKitBraze
+import ContainerKitDelivery
 import ContainerKitPostgres
 import Foundation
 import Logging
