@@ -30,7 +30,10 @@ let package = Package(
         // The linter: vendor-free rules, reporters, configuration, and the regex risk analyser.
         .target(name: "ContainerKitLint", dependencies: ["ContainerKit"]),
         // The Braze lint rules, registered with the linter by whoever runs it.
-        .target(name: "ContainerKitBrazeLint", dependencies: ["ContainerKit", "ContainerKitLint", "ContainerKitBraze"]),
+        .target(
+            name: "ContainerKitBrazeLint",
+            dependencies: ["ContainerKit", "ContainerKitLint", "ContainerKitBraze"]
+        ),
         .target(
             name: "ContainerKitCLI",
             dependencies: [

@@ -37,8 +37,11 @@ build_module() {  # name, sources directory, libraries it needs
 }
 
 build_module ContainerKit Sources/ContainerKit
+build_module ContainerKitDelivery Sources/ContainerKitDelivery
 build_module ContainerKitBraze Sources/ContainerKitBraze
+build_module ContainerKitDiff Sources/ContainerKitDiff
 build_module ContainerKitLint Sources/ContainerKitLint
+build_module ContainerKitBrazeLint Sources/ContainerKitBrazeLint
 build_module ContainerKitCLI Sources/ContainerKitCLI
 
 corpus_dirs() {  # seed directories for a harness
@@ -58,7 +61,8 @@ for target in $TARGETS; do
     if [ ! -x "$binary" ] || [ -n "$(find Fuzz/Harnesses "$OUT"/*.a -newer "$binary" 2>/dev/null)" ]; then
         echo "fuzz: building harness $target" >&2
         "$SWIFTC" "${FLAGS[@]}" Fuzz/Harnesses/FuzzSupport.swift "Fuzz/Harnesses/$target.swift" \
-            -L "$OUT" -lContainerKitCLI -lContainerKitLint -lContainerKitBraze -lContainerKit -o "$binary" 2>&1 | quiet
+            -L "$OUT" -lContainerKitCLI -lContainerKitBrazeLint -lContainerKitLint -lContainerKitDiff \
+            -lContainerKitBraze -lContainerKitDelivery -lContainerKit -o "$binary" 2>&1 | quiet
         [ -x "$binary" ] || { echo "fuzz: building harness $target failed" >&2; exit 1; }
     fi
     mkdir -p "$OUT/corpus/$target"

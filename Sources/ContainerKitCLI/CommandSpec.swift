@@ -74,6 +74,8 @@ struct CommandSpec {
     var name: String
     /// What follows `containerkit <name>` on the usage lines; each entry a line.
     var synopsis: [String]
+    /// Other forms of the command, each a line after `containerkit <name>` (`--list-rules …`).
+    var otherForms: [String] = []
     /// What the command does, a paragraph.
     var summary: String
     /// The options, in the order the help lists them.
@@ -86,13 +88,17 @@ struct CommandSpec {
         let prefix = "usage: containerkit \(name) "
         var lines = [prefix + (synopsis.first ?? "")]
         lines += synopsis.dropFirst().map { String(repeating: " ", count: prefix.count) + $0 }
+        lines += otherForms.map { "       containerkit \(name) " + $0 }
         lines += ["", summary, "", "options:"]
         let width = 25
         for option in options + [.flag("--help", "show this help")] {
             let names = ([option.name] + option.aliases).joined(separator: ", ")
             let head = "  " + names + (option.value.map { " " + $0 } ?? "")
-            let pad = head.count < width + 2 ? String(repeating: " ", count: width + 2 - head.count) : "\n"
-                + String(repeating: " ", count: width + 2)
+            let pad =
+                head.count < width + 2
+                ? String(repeating: " ", count: width + 2 - head.count)
+                : "\n"
+                    + String(repeating: " ", count: width + 2)
             lines.append(head + pad + (option.help.first ?? ""))
             lines += option.help.dropFirst().map { String(repeating: " ", count: width + 2) + $0 }
         }

@@ -11,8 +11,8 @@ struct LintCommand {
         synopsis: [
             "[<path>...] [--format text|json|sarif|github] [--strict] [--config <file>]",
             "[--quiet]",
-            "--list-rules [--format text|markdown]",
         ],
+        otherForms: ["--list-rules [--format text|markdown]"],
         summary: """
             Checks container files (JSON and property lists in all three formats) without running them.
             Directories are searched for *.json, *.plist and legacy GTM-XXXX / gtm_xxxx files (default: Containers/).

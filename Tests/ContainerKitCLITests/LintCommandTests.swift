@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitBrazeLint
 import ContainerKitLint
 import Foundation
 import Testing
@@ -111,7 +112,7 @@ struct LintCommandTests {
         #expect(catalog.code == 0)
         #expect(catalog.out.split(separator: "\n").count == Linter.allRules.count)
         let markdown = await run(["--list-rules", "--format", "markdown"])
-        #expect(markdown.out == LintRuleCatalog.markdown())
+        #expect(markdown.out == LintRuleCatalog.markdown(Linter.allRules.map { $0.description }))
     }
 
     @Test func configurationFileChangesWhatRuns() async throws {
@@ -176,7 +177,8 @@ struct LintCommandTests {
                 pointer: "/resource/tags/2"
             ),
         ],
-        files: ["Containers/GTM-A1B2.json", "Containers/my app/GTM-C3.plist"]
+        files: ["Containers/GTM-A1B2.json", "Containers/my app/GTM-C3.plist"],
+        rules: Linter.allRules.map { $0.description }
     )
 
     @Test(arguments: ["text", "json", "sarif", "github"])

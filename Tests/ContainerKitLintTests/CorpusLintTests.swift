@@ -1,8 +1,8 @@
+import ContainerKitBrazeLint
 import Foundation
 import Testing
 
 @testable import ContainerKit
-import ContainerKitBrazeLint
 @testable import ContainerKitLint
 
 /// Lints the 26 real container files of the shared research corpus (`../shared/research/corpus`).

@@ -1,7 +1,7 @@
+import ContainerKitBrazeLint
 import Testing
 
 @testable import ContainerKit
-import ContainerKitBrazeLint
 @testable import ContainerKitLint
 
 /// Every rule's triggering and non-triggering examples are its tests.

@@ -1,8 +1,8 @@
+import ContainerKitBrazeLint
 import Foundation
 import Testing
 
 @testable import ContainerKit
-import ContainerKitBrazeLint
 @testable import ContainerKitLint
 
 struct LinterTests {

@@ -1,7 +1,7 @@
+import ContainerKitLint
 import Testing
 
 @testable import ContainerKit
-import ContainerKitLint
 
 struct RegexPatternBacktrackingRiskTests {
     @Test(arguments: [

@@ -1,6 +1,6 @@
 import ContainerKit
-import ContainerKitDiff
 import ContainerKitBraze
+import ContainerKitDiff
 import Foundation
 
 /// `containerkit diff <old> <new> [--events <file.jsonl>|-] [--context key=value]... [--reporter text|json|github]

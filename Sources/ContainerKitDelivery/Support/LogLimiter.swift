@@ -17,7 +17,11 @@ package final class LogLimiter: Sendable {
     private let elapsed: @Sendable () -> Duration
     private let entries = Mutex<[String: Entry]>([:])
 
-    package init(logger: any DiagnosticLogger, interval: Duration = .seconds(60), elapsed: @escaping @Sendable () -> Duration) {
+    package init(
+        logger: any DiagnosticLogger,
+        interval: Duration = .seconds(60),
+        elapsed: @escaping @Sendable () -> Duration
+    ) {
         self.logger = logger
         self.interval = interval
         self.elapsed = elapsed
