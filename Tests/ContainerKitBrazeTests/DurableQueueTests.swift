@@ -425,10 +425,13 @@ import Testing
 
 /// The observer hooks: what a service's metrics see.
 @Suite struct RuntimeObserverTests {
-    final class Recorder: RuntimeObserver {
+    final class Recorder: RuntimeObserver, DeliveryObserver {
         let events = Mutex<[RuntimeEvent]>([])
+        let deliveryEvents = Mutex<[DeliveryEvent]>([])
         func observe(_ event: RuntimeEvent) { events.withLock { $0.append(event) } }
+        func observe(_ event: DeliveryEvent) { deliveryEvents.withLock { $0.append(event) } }
         var all: [RuntimeEvent] { events.withLock { $0 } }
+        var delivery: [DeliveryEvent] { deliveryEvents.withLock { $0 } }
     }
 
     @Test func theDurableQueueReportsEnqueuedDurableDeliveredAndBacklog() async throws {
@@ -442,7 +445,7 @@ import Testing
             try await queue.append((0..<4).map { event("e\($0)") })
             try await queue.flush()
         }
-        let events = recorder.all
+        let events = recorder.delivery
         #expect(events.contains(.recordsEnqueued(count: 4)))
         #expect(events.contains(.recordsDurable(count: 4)))
         #expect(events.contains(.recordsDelivered(count: 4)))
@@ -466,9 +469,9 @@ import Testing
             try await queue.append([event("e")])
             await #expect(throws: (any Error).self) { try await queue.flush() }
         }
-        #expect(recorder.all.contains(.recordsEnqueued(count: 1)))
-        #expect(recorder.all.contains(.recordsDurable(count: 1)))
-        #expect(recorder.all.contains { if case .deliveryFailed = $0 { return true } else { return false } })
+        #expect(recorder.delivery.contains(.recordsEnqueued(count: 1)))
+        #expect(recorder.delivery.contains(.recordsDurable(count: 1)))
+        #expect(recorder.delivery.contains { if case .deliveryFailed = $0 { return true } else { return false } })
         #expect(managerLogger.messages(at: .warning).contains { $0.contains("scripted downstream failure") })
     }
 
@@ -481,8 +484,8 @@ import Testing
         let queue = InMemoryQueue(destination: ScriptedDownstream(), configuration: settings)
         BrazeTagProvider(sink: queue).register(on: manager)
         _ = try queue.enqueue([event("e")])
-        #expect(ownRecorder.all == [.recordsEnqueued(count: 1)])
-        #expect(managerRecorder.all.isEmpty)
+        #expect(ownRecorder.delivery == [.recordsEnqueued(count: 1)])
+        #expect(managerRecorder.delivery.isEmpty)
     }
 
     @Test func theTagManagerReportsEventsAndEachTagsStatus() async throws {

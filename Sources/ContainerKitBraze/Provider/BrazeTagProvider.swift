@@ -91,7 +91,7 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
 
     /// Registers this provider on `tagManager` for each of `classPaths`.
     public func register(on tagManager: TagManager, classPaths: [String] = BrazeTagProvider.defaultClassPaths) {
-        sink.inherit(logger: tagManager.logger, observer: tagManager.observer)
+        sink.inherit(logger: tagManager.logger, observer: tagManager.observer as? any DeliveryObserver)
         for path in classPaths { tagManager.register(tagHandler: self, for: path) }
     }
 

@@ -53,7 +53,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         /// until then).
         public var logger: (any DiagnosticLogger)?
         /// Where record counts and failures are reported (metrics); `nil`: the tag manager's observer.
-        public var observer: (any RuntimeObserver)?
+        public var observer: (any DeliveryObserver)?
         /// Whether a retryable delivery failure ends the flushes waiting, with its error (`false`: they wait
         /// until the records are settled). A store that never gives up on records sets it, so that a flush
         /// does not wait for a destination that is down.
@@ -154,7 +154,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     /// The ticket of the latest append (0 before the first).
     public var lastTicket: UInt64 { shell.withLock { $0.machine.lastTicket } }
 
-    public func inherit(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?) {
+    public func inherit(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?) {
         diagnostics.inherit(logger: logger, observer: observer)
     }
 

@@ -109,8 +109,8 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         public var logger: (any DiagnosticLogger)?
         /// Where enqueued, durable, delivered and rejected records, the backlog and delivery failures are
         /// reported (for metrics); `nil` (the default): the observer of the tag manager the queue's provider
-        /// is registered on, if it has one.
-        public var observer: (any RuntimeObserver)?
+        /// is registered on, if it has one that is a ``DeliveryObserver``.
+        public var observer: (any DeliveryObserver)?
         /// Injected file-system faults (tests only).
         package var faults: SegmentLogFaults?
 
@@ -248,7 +248,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
 
     /// Reports to `logger` and `observer` from now on, for what ``Configuration/logger`` and
     /// ``Configuration/observer`` leave unset (the Braze provider passes its tag manager's on registration).
-    public func inherit(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?) {
+    public func inherit(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?) {
         diagnostics.inherit(logger: logger, observer: observer)
         pipeline.inherit(logger: logger, observer: observer)
     }

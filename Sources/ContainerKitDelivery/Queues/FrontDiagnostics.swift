@@ -8,12 +8,12 @@ import Synchronization
 /// It is itself the front's logger, forwarding to whichever logger applies at the time of each message.
 final class FrontDiagnostics: DiagnosticLogger {
     private let configuredLogger: (any DiagnosticLogger)?
-    private let configuredObserver: (any RuntimeObserver)?
-    private let inherited = Mutex<(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?)>(
+    private let configuredObserver: (any DeliveryObserver)?
+    private let inherited = Mutex<(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?)>(
         (StandardErrorLogger(), nil)
     )
 
-    init(logger: (any DiagnosticLogger)?, observer: (any RuntimeObserver)?) {
+    init(logger: (any DiagnosticLogger)?, observer: (any DeliveryObserver)?) {
         configuredLogger = logger
         configuredObserver = observer
     }
@@ -22,13 +22,13 @@ final class FrontDiagnostics: DiagnosticLogger {
     var logger: any DiagnosticLogger { configuredLogger ?? inherited.withLock { $0.logger } }
 
     /// The observer events go to now, if any.
-    var observer: (any RuntimeObserver)? {
+    var observer: (any DeliveryObserver)? {
         if let configuredObserver { return configuredObserver }
         return inherited.withLock { $0.observer }
     }
 
     /// Takes the manager's logger and observer for what the configuration left unset.
-    func inherit(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?) {
+    func inherit(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?) {
         inherited.withLock { $0 = (logger, observer) }
     }
 

@@ -64,8 +64,8 @@ public final class InMemoryQueue: AnalyticsSink {
         public var logger: (any DiagnosticLogger)?
         /// Where enqueued, delivered and rejected records, the backlog and delivery failures are reported
         /// (for metrics); `nil` (the default): the observer of the tag manager the queue's provider is
-        /// registered on, if it has one.
-        public var observer: (any RuntimeObserver)?
+        /// registered on, if it has one that is a ``DeliveryObserver``.
+        public var observer: (any DeliveryObserver)?
 
         /// The defaults, with any of the common settings changed.
         public init(
@@ -125,7 +125,7 @@ public final class InMemoryQueue: AnalyticsSink {
 
     /// Reports to `logger` and `observer` from now on, for what ``Configuration/logger`` and
     /// ``Configuration/observer`` leave unset (the Braze provider passes its tag manager's on registration).
-    public func inherit(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?) {
+    public func inherit(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?) {
         pipeline.inherit(logger: logger, observer: observer)
     }
 

@@ -23,12 +23,13 @@ public protocol AnalyticsSink: Sendable {
     /// - Throws: ``AnalyticsSinkError`` when the records were refused (queue full, shut down).
     func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken?
 
-    /// Called by ``BrazeTagProvider/register(on:classPaths:)`` with the tag manager's logger and observer:
-    /// a sink configured without its own reports to these from then on, so one service-wide logger and
-    /// one metrics observer see the whole pipeline. The default ignores them.
-    func inherit(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?)
+    /// Called by ``BrazeTagProvider/register(on:classPaths:)`` with the tag manager's logger and observer
+    /// (when that is also a ``DeliveryObserver``): a sink configured without its own reports to these from
+    /// then on, so one service-wide logger and one metrics observer see the whole pipeline. The default
+    /// ignores them.
+    func inherit(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?)
 }
 
 extension AnalyticsSink {
-    public func inherit(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?) {}
+    public func inherit(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?) {}
 }

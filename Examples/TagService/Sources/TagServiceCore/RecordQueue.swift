@@ -13,7 +13,7 @@ enum RecordQueue {
     /// Opens the queue of `configuration`, reporting to `observer`.
     static func open(
         _ configuration: TagServiceConfiguration,
-        observer: any RuntimeObserver,
+        observer: any DeliveryObserver,
         logger: Logging.Logger
     ) throws -> DurableQueue {
         let destination: any AnalyticsDestination

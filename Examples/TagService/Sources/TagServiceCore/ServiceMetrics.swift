@@ -5,8 +5,8 @@ import Metrics
 import Prometheus
 import Synchronization
 
-/// The service's metrics: ContainerKit's ``RuntimeObserver`` hooks mapped onto swift-metrics, rendered by
-/// `GET /metrics` in Prometheus text format.
+/// The service's metrics: ContainerKit's ``RuntimeObserver`` and ``DeliveryObserver`` hooks mapped onto
+/// swift-metrics, rendered by `GET /metrics` in Prometheus text format.
 ///
 /// The tag manager reports evaluated events and fired tags, the durable queue reports records enqueued,
 /// durable, delivered and rejected, its backlog and failed deliveries; each report increments a counter
@@ -17,7 +17,7 @@ import Synchronization
 /// Each service instance has its own registry (tests run several in one process); `main` also bootstraps
 /// the global `MetricsSystem` with the same factory, so libraries that use it (Hummingbird's
 /// `MetricsMiddleware`, for one) show up in the same page.
-final class ServiceMetrics: RuntimeObserver, Sendable {
+final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
     /// The registry `GET /metrics` renders.
     let registry: PrometheusCollectorRegistry
     /// The swift-metrics factory over ``registry``.
@@ -108,13 +108,19 @@ final class ServiceMetrics: RuntimeObserver, Sendable {
     /// Counts an event refused before it was pushed (`tagservice_events_refused_total{reason}`).
     func refusedEvent(reason: String) { refusedEvents[reason]?.increment() }
 
-    /// Maps one ContainerKit report onto the metrics.
+    /// Maps one report of the runtime onto the metrics.
     func observe(_ event: RuntimeEvent) {
         switch event {
         case .eventEvaluated: events.increment()
         case .tagFired(_, _, _, let status):
             let name = status == .ok ? "fired" : status.name
             tags[name]?.increment()
+        }
+    }
+
+    /// Maps one report of the delivery pipeline onto the metrics.
+    func observe(_ event: DeliveryEvent) {
+        switch event {
         case .recordsEnqueued(let count): recordsEnqueued.increment(by: count)
         case .recordsDurable(let count): recordsDurable.increment(by: count)
         case .recordsDelivered(let count): recordsDelivered.increment(by: count)
