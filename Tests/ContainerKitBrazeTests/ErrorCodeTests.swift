@@ -26,3 +26,47 @@ struct ErrorCodeTests {
         #expect(Self.shape(ContainerError.Code(rawValue: "my_code")) == "my_code")
     }
 }
+
+/// Each module has one error type with an extensible code; the older names are aliases of it, so their
+/// codes, messages and descriptions read as before.
+struct OneErrorTypePerModuleTests {
+    @Test func theOlderErrorNamesAreAliasesOfTheirModulesErrorType() {
+        #expect(ContainerFetchError.self == ContainerError.self)
+        #expect(PreviewURLError.self == ContainerError.self)
+        #expect(AnalyticsSinkError.self == DeliveryError.self)
+        #expect(AnalyticsRecordError.self == DeliveryError.self)
+    }
+
+    @Test func codesKeepTheirText() {
+        let container: [(ContainerError.Code, String)] = [
+            (.noNetwork, "no_network"), (.networkError, "network_error"), (.httpStatus, "http_status"),
+            (.badResponse, "bad_response"), (.notFound, "not_found"), (.invalidContainer, "invalid_container"),
+            (.invalidURL, "invalid_url"), (.notConfigured, "not_configured"), (.unknown, "unknown"),
+            (.malformed, "malformed_preview_url"), (.io, "io_error"), (.tooLarge, "too_large"),
+            (.invalidContainerID, "invalid_container_id"),
+        ]
+        for (code, text) in container { #expect(code.rawValue == text) }
+        let delivery: [(DeliveryError.Code, String)] = [
+            (.unwritable, "unwritable"), (.diskFull, "disk_full"), (.queueFull, "queue_full"), (.locked, "locked"),
+            (.closed, "closed"), (.corruptFile, "corrupt_file"), (.malformedJSON, "malformed_json"),
+            (.invalidRecord, "invalid_record"), (.io, "io_error"), (.rejected, "rejected"),
+        ]
+        for (code, text) in delivery { #expect(code.rawValue == text) }
+    }
+
+    @Test func whereItHappenedIsKeptAndDescribedAsBefore() {
+        let fetch = ContainerFetchError(.httpStatus, "server answered 503", status: 503)
+        #expect(fetch.status == 503 && fetch.isRefusal == false && fetch.refreshFailure == .serverError)
+        #expect(fetch.description == "server answered 503 (http_status)")
+        let sink = AnalyticsSinkError(.diskFull, "no space left for 'queue'", errorNumber: 28)
+        #expect(sink.errorNumber == 28)
+        #expect(sink.description == "no space left for 'queue' (disk_full)")
+        let load = ContainerError(
+            .syntax,
+            "unexpected '}'",
+            file: "a.json",
+            location: SourceLocation(line: 2, column: 3)
+        )
+        #expect(load.description == "a.json:2:3: unexpected '}' (syntax_error)")
+    }
+}
