@@ -148,7 +148,6 @@ struct RunCommand {
                 session: session,
                 options: options,
                 showsRecords: braze != nil,
-                clear: { braze?.clearShownRecords() },
                 output: output
             )
             front?.gracefulShutdown()
@@ -169,7 +168,6 @@ struct RunCommand {
         session: DataLayer,
         options: Options,
         showsRecords: Bool,
-        clear: () -> Void,
         output: CommandOutput
     ) async -> Int32 {
         var failedLines = 0
@@ -194,7 +192,6 @@ struct RunCommand {
                 output.error("containerkit run: line \(lineNumber): records are not durable: \(error)")
                 return ExitCode.failure
             }
-            clear()
             if options.json {
                 guard case .object(var object) = result.jsonValue else { continue }
                 if !showsRecords { object["records"] = nil }

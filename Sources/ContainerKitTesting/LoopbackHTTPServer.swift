@@ -78,6 +78,14 @@ public final class LoopbackHTTPServer: Sendable {
         /// The value of query parameter `name` (percent-decoded), or `nil`.
         public func query(_ name: String) -> String? { queryItems[name] }
 
+        /// The names of the query's parameters, percent-decoded, in the order they were sent.
+        public var queryNames: [String] {
+            query.split(separator: "&").map {
+                let name = String($0.prefix { $0 != "=" }).replacingOccurrences(of: "+", with: " ")
+                return name.removingPercentEncoding ?? name
+            }
+        }
+
         /// The query's `name=value` pairs, percent-decoded.
         public var queryItems: [String: String] {
             var items: [String: String] = [:]
@@ -128,7 +136,8 @@ public final class LoopbackHTTPServer: Sendable {
     public struct Response: Sendable {
         /// The status code.
         public var status: Int
-        /// Header fields (`Content-Length` and `Connection` are added).
+        /// Header fields (`Content-Length` and `Connection` are added; `Connection: close` here closes the
+        /// connection after the answer).
         public var headers: Headers
         /// The body.
         public var body: Data
@@ -457,8 +466,9 @@ private final class Core: Sendable {
                 head += "\(field.name): \(field.value)\r\n"
             }
             head += "Content-Length: \(response.body.count)\r\n"
-            head += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
-            guard sendAll(fd, Data(head.utf8) + response.body), keepAlive else { return }
+            let keepsAlive = keepAlive && response.headers["Connection"]?.lowercased() != "close"
+            head += keepsAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
+            guard sendAll(fd, Data(head.utf8) + response.body), keepsAlive else { return }
         }
     }
 
