@@ -101,8 +101,8 @@ import Testing
         let flush = Task.immediate { try await second.flush() }
         #expect(second.waitingFlushCount == 1)
         try await whileRunning(second) {
-            // The flush ends while the queue runs (without the fix it waits until the queue stops, where it is
-            // answered with an error).
+            // The flush ends while the queue runs (a flush that kept waiting for a record that is not there
+            // would keep this test waiting).
             await #expect(throws: Never.self) { try await flush.value }
         }
         #expect(downstream.attempts == 0)
