@@ -15,6 +15,9 @@ let package = Package(
         .library(name: "ContainerKitLint", targets: ["ContainerKitLint"]),
         .library(name: "ContainerKitBrazeLint", targets: ["ContainerKitBrazeLint"]),
         .library(name: "UsersTrackStandIn", targets: ["UsersTrackStandIn"]),
+        // For the tests of code that embeds ContainerKit: a manual clock, an in-memory logger and sink, a
+        // loopback HTTP server and awaitable progress.
+        .library(name: "ContainerKitTesting", targets: ["ContainerKitTesting"]),
         .executable(name: "containerkit", targets: ["containerkit"]),
         .executable(name: "users-track-stand-in", targets: ["users-track-stand-in"]),
     ],
@@ -55,22 +58,33 @@ let package = Package(
         .executableTarget(name: "users-track-stand-in", dependencies: ["UsersTrackStandIn"]),
         // `make soak`: kill -9 cycles of `containerkit run --queue` against a /users/track stand-in on 127.0.0.1.
         .executableTarget(name: "containerkit-soak", dependencies: ["ContainerKit", "UsersTrackStandIn"]),
-        .target(name: "TestSupport", dependencies: ["ContainerKit"], path: "Tests/TestSupport"),
-        .testTarget(name: "ContainerKitTests", dependencies: ["ContainerKit", "TestSupport"]),
-        .testTarget(name: "ContainerKitDiffTests", dependencies: ["ContainerKitDiff", "TestSupport"]),
+        .target(name: "ContainerKitTesting", dependencies: ["ContainerKit", "ContainerKitDelivery"]),
+        // This package's own fixtures and stand-ins (Braze's /users/track, hostile answers), on ContainerKitTesting.
+        .target(
+            name: "TestSupport",
+            dependencies: ["ContainerKit", "ContainerKitTesting"],
+            path: "Tests/TestSupport"
+        ),
+        .testTarget(name: "ContainerKitTests", dependencies: ["ContainerKit", "ContainerKitTesting", "TestSupport"]),
+        .testTarget(
+            name: "ContainerKitDiffTests",
+            dependencies: ["ContainerKitDiff", "ContainerKitTesting", "TestSupport"]
+        ),
         .testTarget(
             name: "ContainerKitBrazeTests",
-            dependencies: ["ContainerKitDelivery", "ContainerKitBraze", "TestSupport"]
+            dependencies: ["ContainerKitDelivery", "ContainerKitBraze", "ContainerKitTesting", "TestSupport"]
         ),
         .testTarget(
             name: "ContainerKitLintTests",
-            dependencies: ["ContainerKitLint", "ContainerKitBrazeLint", "ContainerKitBraze", "TestSupport"]
+            dependencies: [
+                "ContainerKitLint", "ContainerKitBrazeLint", "ContainerKitBraze", "ContainerKitTesting", "TestSupport",
+            ]
         ),
         .testTarget(
             name: "ContainerKitCLITests",
             dependencies: [
                 "ContainerKitCLI", "ContainerKitDelivery", "ContainerKitBraze", "ContainerKitDiff", "ContainerKitLint",
-                "ContainerKitBrazeLint", "TestSupport",
+                "ContainerKitBrazeLint", "ContainerKitTesting", "TestSupport",
             ],
             exclude: ["Golden"]
         ),

@@ -36,6 +36,7 @@ let package = Package(
             name: "TagServiceTests",
             dependencies: [
                 "TagServiceCore",
+                .product(name: "ContainerKitTesting", package: "ContainerKit"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "PostgresTestHarness", package: "ContainerKitPostgres"),
             ],

@@ -6,7 +6,7 @@ import ContainerKit
 public func fuzzPush(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let (containerBytes, pushBytes) = splitAtNUL(fuzzBytes(data, size))
     guard let container = try? ContainerLoader().load(bytes: containerBytes, file: "GTM-FUZZ.json") else { return 0 }
-    let manager = TagManager(logger: InMemoryLogger())
+    let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .none))
     manager.add(container)
     let layer = manager.makeDataLayer(debug: true)
     if let pushBytes, case .object(let message)? = try? Value(jsonBytes: pushBytes) {

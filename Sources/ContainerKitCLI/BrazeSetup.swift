@@ -39,24 +39,22 @@ final class BrazeSetup: Sendable {
     static let apiKeyVariable = "BRAZE_REST_API_KEY"
 
     /// What the provider hands records to: a front (`InMemoryQueue`, `DurableQueue`) or, for `--sink
-    /// stdout` without a queue, memory that `run` empties after each line (the records are printed from
-    /// the push's result).
+    /// stdout` without a queue, a sink that takes them and keeps nothing (the records are printed from the
+    /// push's result).
     let sink: any AnalyticsSink
     /// The front to run while events are processed (none for `--sink stdout` without `--queue`).
     let front: (any Runnable)?
-    private let memory: InMemoryAnalyticsSink?
 
     init(sink spec: SinkSpec, queueDirectory: String?, environment: [String: String], logger: any DiagnosticLogger)
         throws
     {
         let destination: any AnalyticsDestination
-        var memory: InMemoryAnalyticsSink?
+        var shown: ShownRecordsSink?
         switch spec {
         case .standardOutput:
             // The records are shown in the run's own output; the destination only has to take them.
-            let kept = InMemoryAnalyticsSink()
-            memory = kept
-            destination = kept
+            shown = ShownRecordsSink()
+            destination = shown!
         case .jsonLines(let path):
             do {
                 destination = try JSONLinesDestination(destination: .file(path: path), synchronizes: true)
@@ -69,7 +67,6 @@ final class BrazeSetup: Sendable {
             }
             destination = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: key)
         }
-        self.memory = memory
         if let queueDirectory {
             var configuration = DurableQueue.Configuration()
             configuration.logger = logger
@@ -84,8 +81,8 @@ final class BrazeSetup: Sendable {
             } catch {
                 throw SetupError(description: "cannot open queue '\(queueDirectory)': \(error)")
             }
-        } else if let memory {
-            sink = memory
+        } else if let shown {
+            sink = shown
             front = nil
         } else {
             let queue = InMemoryQueue(destination: destination, configuration: .init(logger: logger))
@@ -93,9 +90,14 @@ final class BrazeSetup: Sendable {
             front = queue
         }
     }
+}
 
-    /// Forgets the records kept for `--sink stdout` (they were printed).
-    func clearShownRecords() { memory?.removeAll() }
+/// The sink and destination of `--sink stdout`: takes every record and keeps none, since `run` prints them
+/// from each push's result.
+private struct ShownRecordsSink: AnalyticsSink, AnalyticsDestination {
+    func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? { nil }
+
+    func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult { .accepted(records) }
 }
 
 /// A long-lived pipeline component: works in ``run()`` until its task is cancelled (then stops at once)

@@ -159,7 +159,6 @@ struct RunCommand {
                 session: session,
                 options: options,
                 showsRecords: braze != nil,
-                clear: { braze?.clearShownRecords() },
                 output: output
             )
             front?.gracefulShutdown()
@@ -180,7 +179,6 @@ struct RunCommand {
         session: DataLayer,
         options: Options,
         showsRecords: Bool,
-        clear: () -> Void,
         output: CommandOutput
     ) async -> Int32 {
         var failedLines = 0
@@ -205,7 +203,6 @@ struct RunCommand {
                 output.error("containerkit run: line \(lineNumber): records are not durable: \(error)")
                 return ExitCode.failure
             }
-            clear()
             if options.json {
                 guard case .object(var object) = result.jsonValue else { continue }
                 if !showsRecords { object["records"] = nil }

@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitBraze
+import ContainerKitTesting
 import Foundation
 import Synchronization
 import Testing
@@ -7,31 +8,16 @@ import Testing
 /// A destination whose deliveries hang until they are cancelled (a server that never answers); it tells
 /// the test when a delivery started.
 final class HangingDestination: AnalyticsDestination {
-    private let started = Mutex<(count: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+    private let started = ProgressCounter()
 
     func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
-        let waiters = started.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.count += 1
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-        // Hang until cancelled.
-        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        started.advance()
+        await Gate().wait()  // never opened: returns when the task is cancelled
         return .retry(records, DeliveryError(.shutDown, "cancelled"))
     }
 
     /// Returns once a delivery has started.
-    func waitForDelivery() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = started.withLock { state -> Bool in
-                if state.count > 0 { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
+    func waitForDelivery() async { await started.reach(1) }
 }
 
 /// The drain after a graceful shutdown is bounded by `drainTimeout` on the injected clock, even when a delivery
@@ -84,7 +70,7 @@ final class HangingDestination: AnalyticsDestination {
         #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
     }
 
-    @Test(.timeLimit(.minutes(1))) func cancellingADurableQueueStopsAtOnceAndKeepsTheRecords() async throws {
+    @Test func cancellingADurableQueueStopsAtOnceAndKeepsTheRecords() async throws {
         let directory = TemporaryDirectory("cancel")
         defer { directory.remove() }
         let destination = HangingDestination()

@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitBraze
+import ContainerKitTesting
 import Foundation
 import Synchronization
 import Testing
@@ -66,6 +67,8 @@ private struct PrintingDestination: AnalyticsDestination {
         let output = Pipe()
         child.standardOutput = output
         child.standardError = FileHandle.nullDevice
+        let exited = Gate()
+        child.terminationHandler = { _ in exited.open() }
         try child.run()
         let reader = output.fileHandleForReading
         // Blocking reads run on their own thread, never on one of the few cooperative threads.
@@ -91,9 +94,9 @@ private struct PrintingDestination: AnalyticsDestination {
                 }
             }
             if !killed { kill(child.processIdentifier, SIGKILL) }
-            child.waitUntilExit()
             return (ids, delivered)
         }
+        await exited.wait()
         #expect(child.terminationReason == .uncaughtSignal)
         #expect(acknowledged.count >= 600, "the child acknowledged only \(acknowledged.count) records")
 

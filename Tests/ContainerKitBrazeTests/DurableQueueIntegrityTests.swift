@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import Synchronization
 import Testing
@@ -81,7 +82,7 @@ import Testing
         #expect(logger.messages(at: .warning).contains { $0.contains("cannot read segment") && $0.contains("retr") })
     }
 
-    @Test(.timeLimit(.minutes(1))) func aSegmentThatStaysUnreadableIsNeitherAcknowledgedNorDeleted() async throws {
+    @Test func aSegmentThatStaysUnreadableIsNeitherAcknowledgedNorDeleted() async throws {
         let directory = TemporaryDirectory("unreadable-stays")
         defer { directory.remove() }
         let records = [event("a"), event("b")]

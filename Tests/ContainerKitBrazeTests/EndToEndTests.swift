@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitBraze
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing

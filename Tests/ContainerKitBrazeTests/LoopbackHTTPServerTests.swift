@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import Synchronization
 import TestSupport
@@ -110,20 +111,35 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         #expect(rawExchange(port: server.port, request) == "\u{0}junk")
     }
 
-    @Test func delayedAndHangingAnswersEndWhenTheServerStops() async throws {
+    @Test func heldAndHangingAnswersEndWhenTheServerStops() async throws {
+        let never = Gate()
         let server = try LoopbackHTTPServer { request in
             request.path == "/hang"
-                ? .fault(.hang) : LoopbackHTTPServer.Response(body: Data("late".utf8), delay: .seconds(3600))
+                ? .fault(.hang) : LoopbackHTTPServer.Response(body: Data("late".utf8), answerAfter: { await never.wait() })
         }
         let port = server.port
         async let hung = onThread { rawExchange(port: port, "GET /hang HTTP/1.1\r\nHost: x\r\n\r\n") }
         async let delayed = onThread { rawExchange(port: port, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n") }
-        #expect(await eventually { server.requestCount == 2 })
+        await server.waitForRequests(2)
         server.stop()
         #expect(await hung == "")
         #expect(await delayed == "")
         // Refused (or, if a parallel test's server got the port meanwhile, answered by that one).
         #expect(rawExchange(port: port, "GET /slow HTTP/1.1\r\n\r\n")?.contains("late") != true)
+    }
+
+    @Test func aHeldAnswerIsSentOnceItsGateOpens() async throws {
+        let gate = Gate()
+        let server = try LoopbackHTTPServer { _ in
+            LoopbackHTTPServer.Response(body: Data("released".utf8), answerAfter: { await gate.wait() })
+        }
+        defer { server.stop() }
+        let port = server.port
+        async let answer = onThread { rawExchange(port: port, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n") }
+        await server.waitForRequests(1)
+        gate.open()
+        #expect(await answer?.hasSuffix("\r\n\r\nreleased") == true)
+        #expect(server.requests.map(\.path) == ["/"])
     }
 
     @Test func withStopsTheServerAfterTheBody() async throws {

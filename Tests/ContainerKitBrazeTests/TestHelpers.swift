@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import Synchronization
 
@@ -18,18 +19,6 @@ struct TemporaryDirectory {
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
-/// Polls `condition` until it holds or `timeout` passes; for waiting on background work without timing
-/// assertions (the deadline is generous, the condition is what is checked).
-func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while clock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
-
 /// A destination that accepts or fails deliveries as a test tells it to.
 final class ScriptedDownstream: AnalyticsDestination {
     enum Mode: Sendable { case confirm, fail }
@@ -40,24 +29,30 @@ final class ScriptedDownstream: AnalyticsDestination {
         var attempts = 0
     }
 
-    private let state: Mutex<State>
+    private let state: AwaitableState<State>
     let preferredBatchSize: Int
 
     init(mode: Mode = .confirm, batchSize: Int = 500) {
-        state = Mutex(State(mode: mode))
+        state = AwaitableState(State(mode: mode))
         preferredBatchSize = batchSize
     }
 
     var mode: Mode {
-        get { state.withLock { $0.mode } }
-        set { state.withLock { $0.mode = newValue } }
+        get { state.value.mode }
+        set { state.update { $0.mode = newValue } }
     }
 
-    var delivered: [AnalyticsRecord] { state.withLock { $0.delivered } }
-    var attempts: Int { state.withLock { $0.attempts } }
+    var delivered: [AnalyticsRecord] { state.value.delivered }
+    var attempts: Int { state.value.attempts }
+
+    /// Returns once at least `count` deliveries were attempted.
+    func waitForAttempts(_ count: Int) async { await state.wait { $0.attempts >= count } }
+
+    /// Returns once at least `count` records were delivered.
+    func waitForDelivered(_ count: Int) async { await state.wait { $0.delivered.count >= count } }
 
     func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
-        state.withLock { state in
+        state.update { state in
             state.attempts += 1
             if state.mode == .fail {
                 return .retry(records, DeliveryError(.serverError, "scripted downstream failure", status: 503))
@@ -68,40 +63,11 @@ final class ScriptedDownstream: AnalyticsDestination {
     }
 }
 
-/// A clock whose short sleeps (at most `instantLimit`) are recorded and pass at once (after a real
-/// millisecond, so a retrying loop cannot spin); longer ones (deadlines, flush intervals) wait for real,
-/// which in a test means until they are cancelled.
-final class RecordingClock: Clock, Sendable {
-    struct Instant: InstantProtocol {
-        var offset: Duration
-        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        func duration(to other: Instant) -> Duration { other.offset - offset }
-        static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
-    }
-
-    private let state = Mutex<(now: Duration, delays: [Duration])>((.zero, []))
-    let instantLimit: Duration
-
-    init(instantLimit: Duration = .seconds(600)) { self.instantLimit = instantLimit }
-
-    var now: Instant { Instant(offset: state.withLock { $0.now }) }
-    var minimumResolution: Duration { .nanoseconds(1) }
-    /// Every short sleep, in order.
-    var delays: [Duration] { state.withLock { $0.delays } }
-
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
-        let delay = deadline.offset - state.withLock { $0.now }
-        guard delay <= instantLimit else {
-            try await Task.sleep(for: delay)
-            return
-        }
-        try Task.checkCancellation()
-        state.withLock {
-            $0.delays.append(delay)
-            $0.now += max(delay, .zero)
-        }
-        try await Task.sleep(for: .milliseconds(1))
-    }
+extension ManualClock {
+    /// A clock on which retry back-offs, pauses, lingers and drains of up to 10 minutes pass at once (recorded
+    /// in ``ManualClock/autoAdvancedSleeps``); longer sleeps (flush intervals, deadlines) wait for
+    /// ``ManualClock/advance(by:)``, which in most tests means until they are cancelled.
+    static func skippingShortSleeps() -> ManualClock { ManualClock(autoAdvance: .seconds(600)) }
 }
 
 /// Something with a `run()` that works until cancelled (then stops at once) or until

@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitCLI
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
@@ -23,7 +24,7 @@ struct OutOfRangeNumberCommandTests {
     }
 
     func files() throws -> String {
-        try ContainerTestServer.Fixtures.directory([
+        try Fixtures.directory([
             "GTM-K1T5.json": Self.container, "events.jsonl": Array(#"{"event": "go"}"#.utf8),
         ])
     }

@@ -1,11 +1,11 @@
 import ContainerKit
 import ContainerKitCLI
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
 
 @Suite struct PreviewCommandTests {
-    typealias Fixtures = ContainerTestServer.Fixtures
     static let token = "Tok3n-_x"
     static let url = "tagmanager.c.com.example.app://preview/p?id=GTM-K1T5&gtm_auth=\(token)&gtm_preview=7"
     static let events = """
@@ -32,8 +32,8 @@ import Testing
     }
 
     /// A server that answers the draft only to the right token and preview number.
-    func draftServer() throws -> ContainerTestServer {
-        try ContainerTestServer { request in
+    func draftServer() throws -> LoopbackHTTPServer {
+        try LoopbackHTTPServer { request in
             guard request.path == "/r", request.query("id") == "GTM-K1T5" else { return .status(404) }
             guard request.query("gtm_auth") == Self.token, request.query("gtm_preview") == "7" else {
                 return .status(403)
@@ -74,7 +74,7 @@ import Testing
         #expect(outcome.out.contains("line 3: event \"skipped\"\n  fired: none\n"))
         #expect(outcome.out.contains("    tag 4 'Skipped' __funct [blocked]: blocked by rule 3"))
         #expect(server.requests.count == 1)
-        #expect(server.requests.first?.queryItems.map(\.name) == ["id", "gtm_auth", "gtm_preview"])
+        #expect(server.requests.first?.queryNames == ["id", "gtm_auth", "gtm_preview"])
         expectNoToken(outcome)
     }
 
@@ -136,7 +136,7 @@ import Testing
         #expect(outcome.lines.first?.contains(", gtm_debug: 3 tags") == true)
     }
 
-    static let serverFailures: [(String, ContainerTestServer.Response, Int32)] = [
+    static let serverFailures: [(String, LoopbackHTTPServer.Response, Int32)] = [
         ("403 refuses the token", .status(403), 4),
         ("404 refuses the token", .status(404), 4),
         ("401 refuses the token", .status(401), 4),
@@ -151,10 +151,10 @@ import Testing
     @Test(arguments: serverFailures)
     func exitsWithADistinctCodeWhenTheDraftCannotBeFetched(
         _ name: String,
-        response: ContainerTestServer.Response,
+        response: LoopbackHTTPServer.Response,
         code: Int32
     ) async throws {
-        let server = try ContainerTestServer { _ in response }
+        let server = try LoopbackHTTPServer { _ in response }
         defer { server.stop() }
         let outcome = await run(["preview", Self.url, "--server", server.baseURL.absoluteString, "--events", "-"])
         #expect(outcome.code == code, "\(name): \(outcome.err)")
@@ -166,7 +166,7 @@ import Testing
     }
 
     @Test func exitsWithFiveWhenTheServerIsUnreachable() async throws {
-        let server = try ContainerTestServer { _ in .status(200) }
+        let server = try LoopbackHTTPServer { _ in .status(200) }
         let base = server.baseURL.absoluteString
         server.stop()
         let outcome = await run(["preview", Self.url, "--server", base, "--events", "-"])

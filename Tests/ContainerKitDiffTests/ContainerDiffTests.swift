@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitDiff
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing

@@ -2,6 +2,7 @@ import ContainerKit
 import ContainerKitBraze
 import ContainerKitBrazeLint
 import ContainerKitLint
+import ContainerKitTesting
 import Testing
 
 /// Lint's Braze rules and the runtime's Braze tag provider give the same verdict on the same arguments: the

@@ -1,6 +1,6 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
-import Synchronization
 
 /// A stand-in for Braze's `POST /users/track` on 127.0.0.1 that checks the request contract and answers
 /// as Braze does, for testing clients without the network.
@@ -20,7 +20,7 @@ import Synchronization
 /// defer { braze.stop() }
 /// braze.fail(next: 1, with: .rateLimited(retryAfter: "2"))
 /// // … point the client at braze.endpoint …
-/// #expect(await braze.waitForAcceptedObjects(10))
+/// await braze.waitForAcceptedObjects(10)
 /// #expect(braze.violations.isEmpty)
 /// ```
 public final class BrazeTestServer: Sendable {
@@ -76,7 +76,7 @@ public final class BrazeTestServer: Sendable {
         public var objectCount: Int { attributes + events + purchases }
     }
 
-    private struct State {
+    private struct State: Sendable {
         var script: [Failure] = []
         var requests: [RecordedRequest] = []
         var attributes: [Value] = []
@@ -89,12 +89,8 @@ public final class BrazeTestServer: Sendable {
     public let apiKey: String
     /// The object limit enforced.
     public let objectLimit: ObjectLimit
-    /// The state the connection threads and the test share.
-    private final class Storage: Sendable {
-        let mutex = Mutex(State())
-    }
-
-    private let storage = Storage()
+    /// The state the connection threads and the test share; tests wait on it.
+    private let storage = AwaitableState(State())
     private let server: LoopbackHTTPServer
 
     /// The REST endpoint to give clients (`http://127.0.0.1:<port>`); requests go to `/users/track`.
@@ -117,42 +113,35 @@ public final class BrazeTestServer: Sendable {
 
     /// Makes the next `count` requests fail with `failure` (after failures already scripted).
     public func fail(next count: Int = 1, with failure: Failure) {
-        storage.mutex.withLock { $0.script.append(contentsOf: Array(repeating: failure, count: count)) }
+        storage.update { $0.script.append(contentsOf: Array(repeating: failure, count: count)) }
     }
 
     /// Every request so far, in arrival order.
-    public var requests: [RecordedRequest] { storage.mutex.withLock { $0.requests } }
+    public var requests: [RecordedRequest] { storage.value.requests }
     /// Accepted attribute objects.
-    public var acceptedAttributes: [Value] { storage.mutex.withLock { $0.attributes } }
+    public var acceptedAttributes: [Value] { storage.value.attributes }
     /// Accepted event objects.
-    public var acceptedEvents: [Value] { storage.mutex.withLock { $0.events } }
+    public var acceptedEvents: [Value] { storage.value.events }
     /// Accepted purchase objects.
-    public var acceptedPurchases: [Value] { storage.mutex.withLock { $0.purchases } }
+    public var acceptedPurchases: [Value] { storage.value.purchases }
     /// Accepted objects of every kind.
     public var acceptedObjectCount: Int {
-        storage.mutex.withLock { $0.attributes.count + $0.events.count + $0.purchases.count }
+        let state = storage.value
+        return state.attributes.count + state.events.count + state.purchases.count
     }
     /// Contract violations found (each was answered with 400 or listed in `errors`); empty for a correct client.
-    public var violations: [String] { storage.mutex.withLock { $0.violations } }
+    public var violations: [String] { storage.value.violations }
 
-    /// Waits (polling, up to `timeout`) until at least `count` objects were accepted.
-    public func waitForAcceptedObjects(_ count: Int, timeout: Duration = .seconds(20)) async -> Bool {
-        await waitUntil(timeout: timeout) { self.acceptedObjectCount >= count }
+    /// Returns once at least `count` objects were accepted (at once if they were), or when the calling task is
+    /// cancelled.
+    public func waitForAcceptedObjects(_ count: Int) async {
+        await storage.wait { $0.attributes.count + $0.events.count + $0.purchases.count >= count }
     }
 
-    /// Waits (polling, up to `timeout`) until at least `count` requests arrived.
-    public func waitForRequests(_ count: Int, timeout: Duration = .seconds(20)) async -> Bool {
-        await waitUntil(timeout: timeout) { self.requests.count >= count }
-    }
-
-    private func waitUntil(timeout: Duration, _ condition: () -> Bool) async -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while clock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition()
+    /// Returns once at least `count` requests were answered (at once if they were), or when the calling task
+    /// is cancelled.
+    public func waitForRequests(_ count: Int) async {
+        await storage.wait { $0.requests.count >= count }
     }
 
     // MARK: Handling
@@ -168,7 +157,7 @@ public final class BrazeTestServer: Sendable {
         _ request: LoopbackHTTPServer.Request,
         apiKey: String,
         limit: ObjectLimit,
-        storage: Storage
+        storage: AwaitableState<State>
     ) -> LoopbackHTTPServer.Response {
         var record = RecordedRequest(
             status: 0,
@@ -182,7 +171,7 @@ public final class BrazeTestServer: Sendable {
             record.events = (body["events"] as? [Any])?.count ?? 0
             record.purchases = (body["purchases"] as? [Any])?.count ?? 0
         }
-        let failure = storage.mutex.withLock { state -> Failure? in
+        let failure = storage.update { state -> Failure? in
             guard request.method == "POST", request.path == "/users/track", !state.script.isEmpty else { return nil }
             return state.script.removeFirst()
         }
@@ -276,7 +265,7 @@ public final class BrazeTestServer: Sendable {
             response = answer(400, "Invalid JSON body")
         }
         record.status = response.fault == nil ? response.status : 0
-        storage.mutex.withLock { state in
+        storage.update { state in
             state.requests.append(record)
             state.attributes += accepted.attributes
             state.events += accepted.events

@@ -23,14 +23,14 @@ public struct LifecycleConfiguration: Sendable {
     /// Where preview drafts come from; without one, ``TagManager/preview(url:)`` refuses to enter preview.
     public var preview: (any PreviewSource)?
     /// The time source of open timeouts, the refresh schedule and throttle, and the age of saved containers
-    /// (`ContinuousClock` by default; ``ManualClock`` in tests). Fixed when the configuration is made: the
+    /// (`ContinuousClock` by default; `ManualClock` from `ContainerKitTesting` in tests). Fixed when the configuration is made: the
     /// configuration reads the clock once then, and measures every interval from that reading.
     public let clock: any Clock<Duration>
     /// The wall-clock time at which the configuration read ``clock`` (by default `Date()` then).
     ///
     /// Saved containers carry the wall-clock time they were fetched, which survives restarts; the lifecycle
     /// computes wall-clock time as this anchor plus the time elapsed on ``clock`` since, so that a
-    /// ``ManualClock`` also moves the age of saved containers, and so that no second time source is needed.
+    /// `ManualClock` also moves the age of saved containers, and so that no second time source is needed.
     /// The fetch times it records (``OpenedContainer/lastRefresh``, ``SavedContainer/fetchedAt``) and
     /// ``ContainerHolder/nextRefresh`` are on this scale. With `ContinuousClock`, a wall-clock step (NTP, a
     /// manual change) after the configuration was made is not seen.

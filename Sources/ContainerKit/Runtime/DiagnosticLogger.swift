@@ -112,35 +112,3 @@ public struct StandardErrorLogger: DiagnosticLogger {
         }
     }
 }
-
-/// Keeps messages in memory, for tests and for callers that show diagnostics themselves.
-public final class InMemoryLogger: DiagnosticLogger {
-    /// One logged message.
-    public struct Entry: Sendable, Hashable {
-        public var level: LogLevel
-        public var message: String
-        /// The message's structured context.
-        public var metadata: LogMetadata = [:]
-    }
-
-    public let minimumLevel: LogLevel
-    private let storage = Mutex<[Entry]>([])
-
-    /// Creates a logger that keeps messages at `minimumLevel` and above.
-    public init(minimumLevel: LogLevel = .verbose) { self.minimumLevel = minimumLevel }
-
-    public func write(_ level: LogLevel, _ message: String, metadata: LogMetadata) {
-        storage.withLock { $0.append(Entry(level: level, message: message, metadata: metadata)) }
-    }
-
-    /// The messages kept so far, oldest first.
-    public var entries: [Entry] { storage.withLock { $0 } }
-
-    /// The messages at `level`.
-    public func messages(at level: LogLevel) -> [String] {
-        entries.filter { $0.level == level }.map(\.message)
-    }
-
-    /// Forgets every kept message.
-    public func clear() { storage.withLock { $0.removeAll() } }
-}

@@ -1,6 +1,6 @@
 /// Where a front (``InMemoryQueue`` or ``DurableQueue``) delivers records: Braze's `/users/track`
 /// (``BrazeUsersTrackDestination``), a JSON-lines file or standard output (``JSONLinesDestination``), or
-/// memory (``InMemoryAnalyticsSink``).
+/// memory (`InMemoryAnalyticsSink`, in `ContainerKitTesting`).
 ///
 /// A destination makes **one attempt** per ``deliver(_:)`` and says how it went, record by record, in a
 /// ``DeliveryResult``: what it accepted, what it refused for good (and why), and what may succeed later.

@@ -1,7 +1,8 @@
 import ContainerKit
 
 /// The synchronous entry of the delivery pipeline: the Braze tag provider hands every record it makes
-/// to one sink — a front (``InMemoryQueue``, ``DurableQueue``) or, in tests, ``InMemoryAnalyticsSink``.
+/// to one sink — a front (``InMemoryQueue``, ``DurableQueue``) or, in tests, `InMemoryAnalyticsSink` (from
+/// `ContainerKitTesting`).
 ///
 /// ``enqueue(_:)`` is called from tag handlers, inside event evaluation, so it only buffers (or does a
 /// short, bounded write) and never waits for the network or for `fsync`. It returns the

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Testing
 
 /// One container whose single tag fires when predicate `function(arg0: event parameter "v", arg1)` holds.

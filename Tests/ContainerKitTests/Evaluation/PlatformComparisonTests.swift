@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Testing
 
 /// An export whose one tag fires on event `e` when `{{Cookie}} <type> <value>` holds; `Cookie` reads the

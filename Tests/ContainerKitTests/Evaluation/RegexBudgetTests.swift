@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Testing
 
 /// Bounded work per evaluation: a pattern that would need more than the step budget on a value does not

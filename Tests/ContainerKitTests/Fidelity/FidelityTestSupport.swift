@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Testing
 
 /// The suite of the tests that check ContainerKit against GTM's own runtime (`swift test --filter Fidelity`).

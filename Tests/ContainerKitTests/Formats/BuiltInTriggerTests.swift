@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Testing
 
 /// Built-in trigger ids in exports: tags refer to them in `firingTriggerId` with no trigger object.

@@ -1,3 +1,4 @@
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
@@ -14,7 +15,7 @@ import Testing
 /// usable, and never one that the answer, a failure or the server ended.
 @Suite struct HTTPConnectionPoolTests {
     static func post(_ url: URL, _ body: String = "{}") -> BoundedHTTPRequest {
-        var request = BoundedHTTPRequest(url: url, maximumResponseBytes: 64 << 10, deadline: .seconds(30))
+        var request = BoundedHTTPRequest(url: url, maximumResponseBytes: 64 << 10, deadline: .seconds(3600))
         request.method = "POST"
         request.body = Array(body.utf8)
         return request
@@ -64,8 +65,9 @@ import Testing
     }
 
     @Test func anAnswerThatClosesItsConnectionIsNotKept() async throws {
-        // This server always answers `Connection: close`.
-        let server = try ContainerTestServer { _ in .container(Array("{}".utf8)) }
+        let server = try LoopbackHTTPServer { _ in
+            LoopbackHTTPServer.Response(headers: .init([("Connection", "close")]), body: Data("{}".utf8))
+        }
         defer { server.stop() }
         let pool = Self.pool()
         for _ in 1...2 { #expect(try await Self.post(server.baseURL).send(through: pool).body == Array("{}".utf8)) }
@@ -83,7 +85,7 @@ import Testing
         "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbodyHTTP/1.1 200 OK\r\n",
     ])
     func anAnswerWithoutAKnownEndOrWithBytesAfterItIsNotKept(answer: String) async throws {
-        let server = try ContainerTestServer { _ in .garbage(Array(answer.utf8)) }
+        let server = try LoopbackHTTPServer { _ in .garbage(Array(answer.utf8)) }
         defer { server.stop() }
         let pool = Self.pool()
         let response = try await Self.post(server.baseURL).send(through: pool)
@@ -154,8 +156,11 @@ import Testing
     }
 
     @Test func concurrentRequestsOpenConnectionsOfTheirOwnAndAtMostTheLimitIsKept() async throws {
+        // Every answer waits until all four requests arrived: the four are in flight at once.
+        let arrived = ProgressCounter()
         let server = try LoopbackHTTPServer { _ in
-            LoopbackHTTPServer.Response(status: 200, body: Data("ok".utf8), delay: .milliseconds(50))
+            arrived.advance()
+            return LoopbackHTTPServer.Response(status: 200, body: Data("ok".utf8), answerAfter: { await arrived.reach(4) })
         }
         defer { server.stop() }
         let pool = Self.pool(maximumIdlePerHost: 2)

@@ -1,3 +1,4 @@
+import ContainerKitTesting
 import Foundation
 import Synchronization
 import TestSupport
@@ -102,14 +103,14 @@ import Testing
     // MARK: The transport on loopback
 
     func send(
-        _ response: ContainerTestServer.Response,
+        _ response: LoopbackHTTPServer.Response,
         maximumBytes: Int = 64 * 1024
-    ) async throws -> (Result<BoundedHTTPResponse, BoundedHTTPError>, ContainerTestServer) {
-        let server = try ContainerTestServer { _ in response }
+    ) async throws -> (Result<BoundedHTTPResponse, BoundedHTTPError>, LoopbackHTTPServer) {
+        let server = try LoopbackHTTPServer { _ in response }
         let request = BoundedHTTPRequest(
             url: server.baseURL.appendingPathComponent("r"),
             maximumResponseBytes: maximumBytes,
-            deadline: .seconds(60)
+            deadline: .seconds(3600)
         )
         do throws(BoundedHTTPError) {
             return (.success(try await URLSessionHTTPTransport.send(request)), server)
@@ -128,7 +129,7 @@ import Testing
     }
 
     @Test func theTransportCutsAnEndlessBodyOffAtTheLimit() async throws {
-        let (result, server) = try await send(ContainerTestServer.Hostile.endless(limit: 256 << 20))
+        let (result, server) = try await send(LoopbackHTTPServer.Response.endless(limit: 256 << 20))
         #expect(server.bytesStreamed < 256 << 20)
         defer { server.stop() }
         if case .failure(let error) = result {
@@ -139,7 +140,7 @@ import Testing
     }
 
     @Test func theTransportRefusesAGzipBomb() async throws {
-        let (result, server) = try await send(ContainerTestServer.Hostile.gzipBomb(limit: 64 << 20))
+        let (result, server) = try await send(LoopbackHTTPServer.Response.gzipBomb(limit: 64 << 20))
         // The refusal answers at once: FoundationNetworking's cancellation (which can wait for libcurl to let
         // go of the session's queue) no longer holds the answer until the whole bomb has been inflated.
         #expect(server.bytesStreamed < 64 << 20)

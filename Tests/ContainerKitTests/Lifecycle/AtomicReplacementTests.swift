@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Dispatch
 import Foundation
 import Synchronization
@@ -7,7 +8,6 @@ import Testing
 
 extension LifecycleTests {
     @Suite struct AtomicReplacementTests {
-        typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let clock = ManualClock()
         let callbacks = CallbackRecorder()
@@ -42,13 +42,13 @@ extension LifecycleTests {
 
         @Test func aPushInFlightFinishesOnTheVersionItStartedWith() async throws {
             let (manager, holder) = try await open(["1", "2"])
-            let entered = Arrivals()
-            let finished = Arrivals()
+            let entered = ProgressCounter()
+            let finished = ProgressCounter()
             let release = DispatchSemaphore(value: 0)
             manager.register(
                 tagHandler: ClosureTagHandler { _ in
-                    entered.arrive()
-                    _ = release.wait(timeout: .now() + 30)
+                    entered.advance()
+                    release.wait()  // on the pushing thread, not a task
                 },
                 for: "com.example.Played1"
             )
@@ -57,13 +57,13 @@ extension LifecycleTests {
             Thread.detachNewThread {
                 let pushed = session.push(event: "played", parameters: ["song": "a"])
                 result.withLock { $0 = pushed }
-                finished.arrive()
+                finished.advance()
             }
-            await entered.wait()
+            await entered.reach(1)
 
             await refresh(holder, manager, to: "2")
             release.signal()
-            await finished.wait()
+            await finished.reach(1)
             let inFlight = try #require(result.withLock { $0 })
             #expect(inFlight.fired.map(\.classPath) == ["com.example.Played1"])
             #expect(inFlight.fired.map(\.status) == [.ok])
@@ -75,7 +75,7 @@ extension LifecycleTests {
             let (manager, holder) = try await open(versions)
             let stop = Gate()
             let outcomes = Mutex<[(pushes: Int, bad: Int, seen: Set<String>)]>([])
-            let done = Arrivals()
+            let done = ProgressCounter()
             for _ in 0..<4 {
                 // Threads, not tasks: synchronous pushes in a loop would starve the cooperative pool.
                 Thread.detachNewThread {
@@ -93,12 +93,12 @@ extension LifecycleTests {
                         if let path = result.fired.first?.classPath { seen.insert(path) }
                     }
                     outcomes.withLock { $0.append((pushes, bad, seen)) }
-                    done.arrive()
+                    done.advance()
                 }
             }
             for version in versions.dropFirst() { await refresh(holder, manager, to: version) }
             stop.open()
-            await done.wait(for: 4)
+            await done.reach(4)
             var seen = Set<String>()
             for outcome in outcomes.withLock({ $0 }) {
                 #expect(outcome.bad == 0)

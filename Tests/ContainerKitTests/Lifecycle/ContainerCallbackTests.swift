@@ -1,11 +1,11 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
 
 extension LifecycleTests {
     @Suite struct ContainerCallbackTests {
-        typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let clock = ManualClock()
         let runner = Runner()
@@ -57,7 +57,7 @@ extension LifecycleTests {
             #expect(callbacks.events == [.began(.saved), .failed(.saved, .ioError)])
         }
 
-        static let serverFailures: [(String, ContainerTestServer.Response, RefreshFailure)] = [
+        static let serverFailures: [(String, LoopbackHTTPServer.Response, RefreshFailure)] = [
             ("404", .status(404), .serverError),
             ("403", .status(403), .serverError),
             ("500", .status(500, body: Array("oops".utf8)), .serverError),
@@ -69,24 +69,26 @@ extension LifecycleTests {
                 "truncated body", .truncated(Array(Fixtures.live().prefix(50)), declaredLength: Fixtures.live().count),
                 .networkError
             ),
-            ("slow answer", .delayed(30, .container(Fixtures.live())), .networkError),
+            ("slow answer", .hang, .networkError),
         ]
 
         @Test(arguments: serverFailures)
         func mapsServerAnswersToRefreshFailures(
             _ name: String,
-            response: ContainerTestServer.Response,
+            response: LoopbackHTTPServer.Response,
             failure: RefreshFailure
         ) async throws {
-            let server = try ContainerTestServer { _ in response }
+            let server = try LoopbackHTTPServer { _ in response }
             defer { server.stop() }
-            let source = try HTTPContainerSource(base: server.baseURL, timeout: .seconds(1))
+            // The source's timeout runs on the wall clock: short only where it is what ends the request.
+            let timeout: Duration = response.fault == .hang ? .seconds(1) : .seconds(3600)
+            let source = try HTTPContainerSource(base: server.baseURL, timeout: timeout)
             let callbacks = try await open(source, saved: nil)
             #expect(callbacks.events == [.began(.network), .failed(.network, failure)], "\(name)")
         }
 
         @Test func mapsARefusedConnectionToNoNetwork() async throws {
-            let server = try ContainerTestServer { _ in .status(200) }
+            let server = try LoopbackHTTPServer { _ in .status(200) }
             let base = server.baseURL
             server.stop()
             let callbacks = try await open(try HTTPContainerSource(base: base), saved: nil)

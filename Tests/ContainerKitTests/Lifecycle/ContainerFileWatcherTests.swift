@@ -1,3 +1,4 @@
+import ContainerKitTesting
 import Foundation
 import Glibc
 import TestSupport
@@ -9,11 +10,10 @@ extension LifecycleTests {
     /// Real files in a temporary directory, checked on a manual clock: each `tick()` lets exactly one check
     /// run, so nothing sleeps or polls.
     @Suite struct ContainerFileWatcherTests {
-        typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let clock = ManualClock()
         let runner = Runner()
-        let logger = WaitingLogger()
+        let logger = InMemoryLogger()
         let callbacks = CallbackRecorder()
         let directory: String
         let path: String

@@ -1,11 +1,11 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
 
 extension LifecycleTests {
     @Suite struct DelayedInitializationTests {
-        typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let clock = ManualClock()
         let tags = TagRecorder()

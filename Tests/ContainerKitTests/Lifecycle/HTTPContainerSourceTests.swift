@@ -1,19 +1,19 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
 
 extension LifecycleTests {
     @Suite struct HTTPContainerSourceTests {
-        typealias Fixtures = ContainerTestServer.Fixtures
 
         func fetch(
-            _ response: ContainerTestServer.Response,
+            _ response: LoopbackHTTPServer.Response,
             etag: String? = nil,
             maximumBytes: Int = 1 << 20,
-            timeout: Duration = .seconds(30)
-        ) async throws -> (Result<ContainerFetchResult, ContainerFetchError>, ContainerTestServer) {
-            let server = try ContainerTestServer { _ in response }
+            timeout: Duration = .seconds(3600)
+        ) async throws -> (Result<ContainerFetchResult, ContainerFetchError>, LoopbackHTTPServer) {
+            let server = try LoopbackHTTPServer { _ in response }
             let source = try HTTPContainerSource(base: server.baseURL, maximumBytes: maximumBytes, timeout: timeout)
             do throws(ContainerFetchError) {
                 return (.success(try await source.fetch(id: Fixtures.containerID, ifNoneMatch: etag)), server)
@@ -28,7 +28,7 @@ extension LifecycleTests {
             #expect(try result.get() == .container(bytes: Fixtures.live(), etag: "\"v1\""))
             let request = try #require(server.requests.first)
             #expect(request.path == "/r")
-            #expect(request.queryItems == [.init(name: "id", value: Fixtures.containerID)])
+            #expect(request.queryItems == ["id": Fixtures.containerID])
             #expect(request.headers["if-none-match"] == nil)
         }
 
@@ -71,7 +71,7 @@ extension LifecycleTests {
         }
 
         @Test func mapsARefusedConnectionToNoNetwork() async throws {
-            let server = try ContainerTestServer { _ in .status(200) }
+            let server = try LoopbackHTTPServer { _ in .status(200) }
             let base = server.baseURL
             server.stop()
             let source = try HTTPContainerSource(base: base)
@@ -99,7 +99,7 @@ extension LifecycleTests {
         }
 
         @Test func refusesAGzipAnswerBeforeInflatingIt() async throws {
-            let (result, server) = try await fetch(ContainerTestServer.Hostile.gzipBomb(limit: 64 << 20))
+            let (result, server) = try await fetch(LoopbackHTTPServer.Response.gzipBomb(limit: 64 << 20))
             defer { server.stop() }
             #expect(result.failure?.code == .badResponse)
             #expect(
@@ -109,7 +109,7 @@ extension LifecycleTests {
         }
 
         @Test func stopsReadingAnEndlessAnswerAtTheLimit() async throws {
-            let (result, server) = try await fetch(ContainerTestServer.Hostile.endless(), maximumBytes: 64 * 1024)
+            let (result, server) = try await fetch(LoopbackHTTPServer.Response.endless(), maximumBytes: 64 * 1024)
             defer { server.stop() }
             #expect(result.failure?.code == .tooLarge)
             #expect(result.failure?.message.hasSuffix("sent more than the limit of 65536 bytes") == true)
@@ -118,7 +118,7 @@ extension LifecycleTests {
 
         @Test func endsADrippingAnswerAtTheTimeout() async throws {
             let (result, server) = try await fetch(
-                ContainerTestServer.Hostile.drip(limit: 2000),
+                LoopbackHTTPServer.Response.drip(),
                 timeout: .milliseconds(250)
             )
             defer { server.stop() }
@@ -140,15 +140,15 @@ extension LifecycleTests {
         }
 
         @Test func fillsAURLTemplate() async throws {
-            let server = try ContainerTestServer { _ in .container(Fixtures.live()) }
+            let server = try LoopbackHTTPServer { _ in .container(Fixtures.live()) }
             defer { server.stop() }
             let source = try HTTPContainerSource(template: "\(server.baseURL.absoluteString)/containers/{id}.json?v=2")
             _ = try await source.fetch(id: Fixtures.containerID, ifNoneMatch: nil)
-            #expect(server.requests.first?.target == "/containers/GTM-K1T5.json?v=2")
+            #expect(server.requests.first.map { "\($0.path)?\($0.query)" } == "/containers/GTM-K1T5.json?v=2")
         }
 
         @Test func refusesAnIDThatBreaksThePatternWithoutARequest() async throws {
-            let server = try ContainerTestServer { _ in .container(Fixtures.live()) }
+            let server = try LoopbackHTTPServer { _ in .container(Fixtures.live()) }
             defer { server.stop() }
             let source = try HTTPContainerSource(base: server.baseURL)
             for id in ["../etc/passwd", "GTM-abc", "GTM-X&gtm_auth=1", ""] {
@@ -167,7 +167,7 @@ extension LifecycleTests {
         }
 
         @Test func fetchesADraftWithTheTokenButNeverShowsIt() async throws {
-            let server = try ContainerTestServer { _ in .status(403) }
+            let server = try LoopbackHTTPServer { _ in .status(403) }
             defer { server.stop() }
             let source = try HTTPContainerSource(base: server.baseURL)
             let request = PreviewRequest(
@@ -184,7 +184,7 @@ extension LifecycleTests {
                 #expect(error.message.contains("gtm_auth=<redacted>"))
             }
             let sent = try #require(server.requests.first)
-            #expect(sent.queryItems.map(\.name) == ["id", "gtm_auth", "gtm_preview"])
+            #expect(sent.queryNames == ["id", "gtm_auth", "gtm_preview"])
             #expect(sent.query("gtm_auth") == "s3cret-TOKEN")
             #expect(sent.query("gtm_preview") == "7")
         }

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import Synchronization
 import TestSupport
@@ -45,41 +46,17 @@ extension LifecycleConfiguration {
 
 /// Records refresh events; tests wait for events without polling.
 final class CallbackRecorder: ContainerCallback {
-    private struct State {
-        var events: [ContainerRefreshEvent] = []
-        var waiters:
-            [(ready: @Sendable ([ContainerRefreshEvent]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
-    }
-
-    private let storage = Mutex(State())
+    private let recorded = AwaitableState<[ContainerRefreshEvent]>([])
 
     func containerRefresh(_ containerID: String, _ event: ContainerRefreshEvent) {
-        let ready = storage.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.events.append(event)
-            let events = state.events
-            var ready: [CheckedContinuation<Void, Never>] = []
-            state.waiters.removeAll { waiter in
-                guard waiter.ready(events) else { return false }
-                ready.append(waiter.continuation)
-                return true
-            }
-            return ready
-        }
-        for continuation in ready { continuation.resume() }
+        recorded.update { $0.append(event) }
     }
 
-    var events: [ContainerRefreshEvent] { storage.withLock { $0.events } }
+    var events: [ContainerRefreshEvent] { recorded.value }
 
     /// Returns once `ready` holds for the events so far (at once if it does).
     func wait(until ready: @escaping @Sendable ([ContainerRefreshEvent]) -> Bool) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = storage.withLock { state -> Bool in
-                if ready(state.events) { return true }
-                state.waiters.append((ready, continuation))
-                return false
-            }
-            if now { continuation.resume() }
-        }
+        await recorded.wait(until: ready)
     }
 
     /// Returns once at least `count` events arrived.
@@ -115,33 +92,6 @@ final class TagRecorder: Sendable {
     var songs: [String] { calls.compactMap(\.song) }
 }
 
-/// A one-shot gate an async source waits on until the test opens it.
-final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let resume = state.withLock { state -> Bool in
-                if state.open { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if resume { continuation.resume() }
-        }
-    }
-
-    var isOpen: Bool { state.withLock { $0.open } }
-
-    func open() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.open = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-}
-
 /// A network source that answers from a script, counting requests and optionally waiting on a gate first.
 final class ScriptedSource: ContainerSource {
     typealias Answer = Result<ContainerFetchResult, ContainerFetchError>
@@ -168,7 +118,7 @@ final class ScriptedSource: ContainerSource {
     }
 
     static func container(_ version: String, etag: String? = nil) -> Answer {
-        .success(.container(bytes: ContainerTestServer.Fixtures.live(version: version), etag: etag))
+        .success(.container(bytes: Fixtures.live(version: version), etag: etag))
     }
 
     static func failure(_ code: ContainerFetchError.Code, status: Int? = nil) -> Answer {
@@ -183,7 +133,7 @@ func temporaryDirectory() -> String {
 
 extension TagManager {
     /// The version of the live container `id`.
-    func liveVersion(_ id: String = ContainerTestServer.Fixtures.containerID) -> String? { container(id: id)?.version }
+    func liveVersion(_ id: String = Fixtures.containerID) -> String? { container(id: id)?.version }
 }
 
 /// The namespace of the lifecycle suites (so that `swift test --filter Lifecycle` selects them).
@@ -206,90 +156,5 @@ final class Runner: Sendable {
 
     deinit {
         for task in tasks.withLock({ $0 }) { task.cancel() }
-    }
-}
-
-/// Counts arrivals; a test waits (without polling) until a number of them happened.
-final class Arrivals: Sendable {
-    private let state = Mutex<(count: Int, waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)])>(
-        (0, [])
-    )
-
-    /// Records one arrival.
-    func arrive() {
-        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.count += 1
-            let count = state.count
-            var ready: [CheckedContinuation<Void, Never>] = []
-            state.waiters.removeAll { waiter in
-                guard waiter.count <= count else { return false }
-                ready.append(waiter.continuation)
-                return true
-            }
-            return ready
-        }
-        for continuation in ready { continuation.resume() }
-    }
-
-    /// Returns once at least `count` arrivals happened.
-    func wait(for count: Int = 1) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
-                if state.count >= count { return true }
-                state.waiters.append((count, continuation))
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-}
-
-/// An ``InMemoryLogger`` a test can wait on: ``waitFor(_:)`` returns once an entry matches.
-final class WaitingLogger: DiagnosticLogger {
-    let minimumLevel: LogLevel
-    private let recorded: InMemoryLogger
-    private let waiters = Mutex<
-        [(match: @Sendable (LogLevel, String) -> Bool, continuation: CheckedContinuation<Void, Never>)]
-    >([])
-
-    init(minimumLevel: LogLevel = .verbose) {
-        self.minimumLevel = minimumLevel
-        self.recorded = InMemoryLogger(minimumLevel: minimumLevel)
-    }
-
-    func write(_ level: LogLevel, _ message: String, metadata: LogMetadata) {
-        recorded.write(level, message, metadata: metadata)
-        let ready = waiters.withLock { waiters -> [CheckedContinuation<Void, Never>] in
-            var ready: [CheckedContinuation<Void, Never>] = []
-            waiters.removeAll { waiter in
-                guard waiter.match(level, message) else { return false }
-                ready.append(waiter.continuation)
-                return true
-            }
-            return ready
-        }
-        for continuation in ready { continuation.resume() }
-    }
-
-    var entries: [InMemoryLogger.Entry] { recorded.entries }
-
-    func messages(at level: LogLevel) -> [String] { recorded.messages(at: level) }
-
-    /// Returns once an entry (logged before or after the call) matches.
-    func waitFor(_ match: @escaping @Sendable (LogLevel, String) -> Bool) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            // The lock is held while the past entries are checked, so no entry is missed in between.
-            let now = waiters.withLock { waiters -> Bool in
-                if recorded.entries.contains(where: { match($0.level, $0.message) }) { return true }
-                waiters.append((match, continuation))
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
-    /// Returns once a message at `level` contains `text`.
-    func waitFor(_ level: LogLevel, containing text: String) async {
-        await waitFor { $0 == level && $1.contains(text) }
     }
 }

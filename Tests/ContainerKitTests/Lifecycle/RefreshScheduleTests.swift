@@ -1,11 +1,11 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
 
 extension LifecycleTests {
     @Suite struct RefreshScheduleTests {
-        typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let clock = ManualClock()
         let runner = Runner()
@@ -112,7 +112,7 @@ extension LifecycleTests {
         }
 
         @Test func notModifiedKeepsTheContainerAndRecordsTheRefresh() async throws {
-            let server = try ContainerTestServer { request in
+            let server = try LoopbackHTTPServer { request in
                 request.headers["if-none-match"] == "\"e1\""
                     ? .notModified(etag: "\"e1\"") : .container(Fixtures.live(version: "1"), etag: "\"e1\"")
             }

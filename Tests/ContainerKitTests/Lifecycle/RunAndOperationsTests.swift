@@ -1,11 +1,11 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
 
 extension LifecycleTests {
     @Suite struct RunAndOperationsTests {
-        typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let clock = ManualClock()
         let runner = Runner()

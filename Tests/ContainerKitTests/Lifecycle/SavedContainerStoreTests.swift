@@ -1,11 +1,11 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
 
 extension LifecycleTests {
     @Suite struct SavedContainerStoreTests {
-        typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let store = SavedContainerStore(directory: temporaryDirectory())
         let fetchedAt = Date(timeIntervalSince1970: 1_700_000_000.25)

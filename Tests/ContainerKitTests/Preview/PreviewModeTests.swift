@@ -1,14 +1,14 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
 
 extension PreviewTests {
     @Suite struct PreviewModeTests {
-        typealias Fixtures = ContainerTestServer.Fixtures
         let id = Fixtures.containerID
         let token = "s3cret-Token_1"
-        let logger = WaitingLogger(minimumLevel: .verbose)
+        let logger = InMemoryLogger(minimumLevel: .verbose)
         let runner = Runner()
 
         var enterURL: String { "tagmanager.c.com.example://preview/p?id=\(id)&gtm_auth=\(token)&gtm_preview=7" }
@@ -38,19 +38,19 @@ extension PreviewTests {
         }
 
         @Test func enteringPreviewMakesTheDraftLiveAndTheExitURLRestoresTheLiveVersion() async throws {
-            let server = try ContainerTestServer { request in
+            let server = try LoopbackHTTPServer { request in
                 request.query("gtm_auth") == "s3cret-Token_1" && request.query("gtm_preview") == "7"
                     ? .container(Fixtures.draft()) : .status(403)
             }
             defer { server.stop() }
             let manager = try await manager(preview: try HTTPContainerSource(base: server.baseURL))
             #expect(manager.preview(url: enterURL))
-            await logger.waitFor(.info, containing: "previewing '\(id)'")
+            await logger.waitForMessage(at: .info, containing: "previewing '\(id)'")
             #expect(manager.liveVersion() == "7")
             #expect(manager.previewContainerID == id)
             #expect(!manager.isDebugMode)
             #expect(server.requests.map(\.path) == ["/r"])
-            #expect(server.requests.first?.queryItems.map(\.name) == ["id", "gtm_auth", "gtm_preview"])
+            #expect(server.requests.first?.queryNames == ["id", "gtm_auth", "gtm_preview"])
 
             #expect(manager.preview(url: exitURL))
             #expect(manager.liveVersion() == "1")
@@ -60,7 +60,7 @@ extension PreviewTests {
         }
 
         @Test func aRefusedTokenKeepsTheLiveVersionAndIsLoggedWithoutTheToken() async throws {
-            let server = try ContainerTestServer { _ in .status(403) }
+            let server = try LoopbackHTTPServer { _ in .status(403) }
             defer { server.stop() }
             let manager = try await manager(preview: try HTTPContainerSource(base: server.baseURL))
             let request = PreviewRequest(containerID: id, authToken: token, previewNumber: "7")
@@ -73,7 +73,7 @@ extension PreviewTests {
                 }
             }
             #expect(manager.preview(url: enterURL))
-            await logger.waitFor(.error, containing: "cannot preview")
+            await logger.waitForMessage(at: .error, containing: "cannot preview")
             #expect(manager.liveVersion() == "1")
             #expect(manager.previewContainerID == nil)
             expectNoToken()
@@ -122,7 +122,7 @@ extension PreviewTests {
         @Test func debugModeRecordsATraceForEveryEvent() async throws {
             let manager = try await manager(preview: try drafts())
             #expect(manager.preview(url: enterURL + "&gtm_debug=x"))
-            await logger.waitFor(.info, containing: "previewing '\(id)'")
+            await logger.waitForMessage(at: .info, containing: "previewing '\(id)'")
             #expect(manager.liveVersion() == "7" && manager.isDebugMode)
             let session = manager.makeDataLayer()
             #expect(session.debug)

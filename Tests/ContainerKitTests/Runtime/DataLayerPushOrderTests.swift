@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Testing
 
 /// GTM's web runtime applies a push key by key, in order — each key expanded on its dots and merged before

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import Synchronization
 import TestSupport
@@ -25,24 +26,24 @@ struct SessionConcurrencyTests {
         )
     }
 
-    /// Runs `body(i)` on `count` threads of their own, all started together; returns when all are done.
-    static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-        let done = DispatchGroup()
+    /// Runs `body(i)` on `count` threads of their own, all started together; returns when all are done
+    /// (suspending meanwhile: no thread of the cooperative pool is blocked).
+    static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+        let done = ProgressCounter()
         let start = DispatchSemaphore(value: 0)
         for i in 0..<count {
-            done.enter()
             let thread = Thread {
                 start.wait()
                 body(i)
-                done.leave()
+                done.advance()
             }
             thread.start()
         }
         for _ in 0..<count { start.signal() }
-        done.wait()
+        await done.reach(count)
     }
 
-    @Test func everyThreadGetsItsOwnResultsAndNothingIsDropped() throws {
+    @Test func everyThreadGetsItsOwnResultsAndNothingIsDropped() async throws {
         let manager = TagManager(logger: InMemoryLogger())
         manager.add(try Self.tickContainer())
         let handled = Mutex<[Int: [Int64]]>([:])
@@ -59,7 +60,7 @@ struct SessionConcurrencyTests {
         let threads = 8
         let pushes = 1_000
         let wrong = Atomic<Int>(0)
-        Self.onThreads(threads) { caller in
+        await Self.onThreads(threads) { caller in
             for n in 0..<pushes {
                 let result = session.push(
                     event: "tick",
@@ -254,7 +255,7 @@ struct SessionConcurrencyTests {
                 }
             }
         }
-        Self.onThreads(4) { caller in
+        await Self.onThreads(4) { caller in
             for n in 0..<500 {
                 session.push(event: "tick", parameters: ["caller": .int(Int64(100 + caller)), "n": .int(Int64(n))])
             }
@@ -263,7 +264,7 @@ struct SessionConcurrencyTests {
         #expect(calls.load(ordering: .relaxed) == 4_000)
     }
 
-    @Test func handlerPushesStayNestedInTheirOwnCallersResult() throws {
+    @Test func handlerPushesStayNestedInTheirOwnCallersResult() async throws {
         let manager = TagManager(logger: InMemoryLogger())
         manager.add(try Self.tickContainer())
         manager.register(
@@ -279,7 +280,7 @@ struct SessionConcurrencyTests {
         )
         let session = manager.makeDataLayer()
         let wrong = Atomic<Int>(0)
-        Self.onThreads(6) { caller in
+        await Self.onThreads(6) { caller in
             for n in 0..<300 {
                 let result = session.push(
                     event: "tick",
@@ -295,14 +296,14 @@ struct SessionConcurrencyTests {
         #expect(wrong.load(ordering: .relaxed) == 0)
     }
 
-    @Test func concurrentCallersNeverTripTheLoopGuard() throws {
+    @Test func concurrentCallersNeverTripTheLoopGuard() async throws {
         let manager = TagManager(logger: InMemoryLogger())
         manager.add(try Self.tickContainer())
         manager.register(tagHandler: ClosureTagHandler { _ in }, for: "com.example.Tick")
         let session = manager.makeDataLayer()
         let tripped = Atomic<Int>(0)
         // Far more pushes than the guard's 500, all from other callers at once.
-        Self.onThreads(4) { caller in
+        await Self.onThreads(4) { caller in
             for n in 0..<(2 * DataLayer.maximumNestedPushes) {
                 let result = session.push(
                     event: "tick",
@@ -331,13 +332,13 @@ struct SessionConcurrencyTests {
         #expect(!next.loopGuardTripped && next.fired.count == 1)
     }
 
-    @Test func manyThreadsOnManySessionsKeepEachSessionsOwnModel() throws {
+    @Test func manyThreadsOnManySessionsKeepEachSessionsOwnModel() async throws {
         let manager = TagManager(logger: InMemoryLogger())
         manager.add(try Self.tickContainer())
         manager.register(tagHandler: ClosureTagHandler { _ in }, for: "com.example.Tick")
         let sessions = (0..<4).map { manager.makeDataLayer(sessionID: "user-\($0)") }
         let wrong = Atomic<Int>(0)
-        Self.onThreads(8) { caller in
+        await Self.onThreads(8) { caller in
             let session = sessions[caller % sessions.count]
             for n in 0..<400 {
                 let result = session.push(

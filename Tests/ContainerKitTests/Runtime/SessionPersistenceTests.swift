@@ -1,3 +1,4 @@
+import ContainerKitTesting
 import Foundation
 import Synchronization
 import Testing
@@ -80,7 +81,7 @@ struct SessionPersistenceTests {
         let store = try Self.store(persistence)
         async let slow1 = store.loadSession(for: "slow")
         async let slow2 = store.loadSession(for: "slow")
-        await persistence.waitUntilLoading("slow")
+        await persistence.waitForLoad(of: "slow")
         // Another user is served while slow's load is in progress.
         let fast = try await store.loadSession(for: "fast")
         #expect(fast.sessionID == "fast")
@@ -262,7 +263,7 @@ final class GatedPersistence: SessionPersistence, Sendable {
     func save(_ changes: [SessionChange]) async throws(ContainerError) -> SessionSaveResult { SessionSaveResult() }
 
     /// Waits until a load of `userID` is in progress.
-    func waitUntilLoading(_ userID: String) async {
+    func waitForLoad(of userID: String) async {
         await withCheckedContinuation { continuation in
             let loading = state.withLock { state in
                 if state.loads[userID] != nil { return true }

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Foundation
 import Synchronization
 import Testing
@@ -216,9 +217,9 @@ struct SessionStoreTests {
         #expect(store.statistics.evicted == 1)
     }
 
-    @Test func manyThreadsFindSessionsConcurrently() throws {
+    @Test func manyThreadsFindSessionsConcurrently() async throws {
         let store = SessionStore(tagManager: try Self.manager(), configuration: .init(maximumSessions: 2_000))
-        SessionConcurrencyTests.onThreads(8) { thread in
+        await SessionConcurrencyTests.onThreads(8) { thread in
             for i in 0..<2_000 {
                 let session = store.session(for: "user-\((i * 7 + thread) % 500)")
                 session.push(event: "tick", parameters: ["caller": .int(Int64(thread)), "n": .int(Int64(i))])

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Testing
 
 /// GTM (JavaScript) compares strings by code units; Swift's `String ==` by Unicode canonical equivalence.

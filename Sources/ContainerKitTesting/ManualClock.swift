@@ -1,11 +1,16 @@
-import Synchronization
+import ContainerKit
 
 /// A `Clock` whose time moves only when told to: tests advance it by 12 hours in an instant, and wait (without
 /// polling) until the code under test is asleep on it.
 ///
-/// Inject it wherever ContainerKit takes a clock (``LifecycleConfiguration``, ``SessionStore``, the
+/// Inject it wherever ContainerKit takes a clock (`LifecycleConfiguration`, `SessionStore`, the
 /// delivery queues of `ContainerKitBraze`). A sleeper wakes when ``advance(by:)`` reaches its deadline, or
 /// with `CancellationError` when its task is cancelled (at once if it already was).
+///
+/// A clock made with `autoAdvance` lets short sleeps (retry back-offs, lingers) pass at once: the clock moves
+/// to their deadline and records their length in ``autoAdvancedSleeps``, so a test of a retrying loop needs
+/// neither real time nor a step for each retry; longer sleeps (intervals, deadlines) still wait for
+/// ``advance(by:)``.
 ///
 /// ```swift
 /// let clock = ManualClock()
@@ -35,7 +40,7 @@ public final class ManualClock: Clock, Sendable {
 
     private struct Sleeper {
         var deadline: Instant
-        var continuation: CheckedContinuation<Void, any Error>
+        var continuation: CheckedContinuation<Bool, any Error>
     }
 
     private struct Watcher {
@@ -56,6 +61,15 @@ public final class ManualClock: Clock, Sendable {
             return ready.values.map(\.continuation)
         }
 
+        /// Moves the time to `instant` (never back); removes and returns the sleepers due by then, earliest
+        /// first.
+        mutating func moveTime(to instant: Instant) -> [Sleeper] {
+            now = max(now, instant)
+            let due = sleepers.filter { $0.value.deadline <= now }
+            for id in due.keys { sleepers.removeValue(forKey: id) }
+            return due.values.sorted { $0.deadline < $1.deadline }
+        }
+
         mutating func makeID() -> Int {
             defer { nextID += 1 }
             return nextID
@@ -63,9 +77,24 @@ public final class ManualClock: Clock, Sendable {
     }
 
     private let state = Mutex(State())
+    private let autoAdvanceLimit: Duration?
+    private let autoAdvanced = AwaitableState<[Duration]>([])
 
     /// Creates a clock that reads ``Instant/offset`` zero until it is advanced.
-    public init() {}
+    ///
+    /// - Parameter autoAdvance: sleeps of at most this long pass at once, moving the clock to their deadline
+    ///   (which wakes every other sleeper due by then); `nil`, the default: every sleep waits for
+    ///   ``advance(by:)``.
+    public init(autoAdvance: Duration? = nil) { autoAdvanceLimit = autoAdvance }
+
+    /// The length of every sleep that passed at once (see `init(autoAdvance:)`), in order.
+    public var autoAdvancedSleeps: [Duration] { autoAdvanced.value }
+
+    /// Returns once at least `count` sleeps passed at once (see `init(autoAdvance:)`), or when the calling
+    /// task is cancelled.
+    public func waitForAutoAdvancedSleeps(_ count: Int) async {
+        await autoAdvanced.wait { $0.count >= count }
+    }
 
     /// The current time.
     public var now: Instant { state.withLock { $0.now } }
@@ -83,24 +112,38 @@ public final class ManualClock: Clock, Sendable {
     /// cancelled, before or during the sleep. `tolerance` is ignored.
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         let id = state.withLock { $0.makeID() }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let (due, watchers) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
-                    if Task.isCancelled || deadline <= state.now { return (true, []) }
+        let skipped = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+                enum Outcome { case due, skipped(Duration, [Sleeper]), asleep([CheckedContinuation<Void, Never>]) }
+                let outcome = state.withLock { state -> Outcome in
+                    if Task.isCancelled || deadline <= state.now { return .due }
+                    let delay = state.now.duration(to: deadline)
+                    if let limit = autoAdvanceLimit, delay <= limit {
+                        return .skipped(delay, state.moveTime(to: deadline))
+                    }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
-                    return (false, state.takeReadyWatchers())
+                    return .asleep(state.takeReadyWatchers())
                 }
-                for watcher in watchers { watcher.resume() }
-                guard due else { return }
-                if Task.isCancelled {
-                    continuation.resume(throwing: CancellationError())
-                } else {
-                    continuation.resume()
+                switch outcome {
+                case .due:
+                    if Task.isCancelled {
+                        continuation.resume(throwing: CancellationError())
+                    } else {
+                        continuation.resume(returning: false)
+                    }
+                case .skipped(let delay, let due):
+                    autoAdvanced.update { $0.append(delay) }
+                    for sleeper in due { sleeper.continuation.resume(returning: false) }
+                    continuation.resume(returning: true)
+                case .asleep(let watchers):
+                    for watcher in watchers { watcher.resume() }
                 }
             }
         } onCancel: {
             state.withLock { $0.sleepers.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())
         }
+        // A loop that retries at once on a skipped sleep still lets other tasks run between its turns.
+        if skipped { await Task.yield() }
     }
 
     /// Moves the time forward by `duration` and wakes every sleeper whose deadline has come, earliest first.
@@ -111,14 +154,8 @@ public final class ManualClock: Clock, Sendable {
     /// Moves the time forward to `instant` (never back) and wakes every sleeper whose deadline has come,
     /// earliest first.
     public func advance(to instant: Instant) {
-        let due = state.withLock { state -> [Sleeper] in
-            state.now = max(state.now, instant)
-            let now = state.now
-            let due = state.sleepers.filter { $0.value.deadline <= now }
-            for id in due.keys { state.sleepers.removeValue(forKey: id) }
-            return due.values.sorted { $0.deadline < $1.deadline }
-        }
-        for sleeper in due { sleeper.continuation.resume() }
+        let due = state.withLock { $0.moveTime(to: instant) }
+        for sleeper in due { sleeper.continuation.resume(returning: false) }
     }
 
     /// Returns once at least `count` tasks are asleep on the clock (at once if they are), without polling;

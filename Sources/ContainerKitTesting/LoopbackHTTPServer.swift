@@ -1,7 +1,6 @@
 import ContainerKit
 import Dispatch
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -14,7 +13,9 @@ import Synchronization
 ///
 /// It reads requests with `Content-Length` or chunked bodies (answering `Expect: 100-continue`), keeps
 /// connections alive, sets `TCP_NODELAY`, and calls a `@Sendable` handler for each request. A response
-/// can be delayed, or replaced by a ``Fault`` to test clients' error handling.
+/// can wait for the test to let it go (``Response/answerAfter``), or be replaced by a ``Fault`` to test
+/// clients' error handling. Every request is recorded; ``waitForRequests(_:)`` returns once a number of them
+/// arrived, without polling.
 ///
 /// ```swift
 /// let server = try LoopbackHTTPServer { request in
@@ -74,6 +75,17 @@ public final class LoopbackHTTPServer: Sendable {
         /// The body (decoded from chunks when chunked).
         public var body: Data
 
+        /// The value of query parameter `name` (percent-decoded), or `nil`.
+        public func query(_ name: String) -> String? { queryItems[name] }
+
+        /// The names of the query's parameters, percent-decoded, in the order they were sent.
+        public var queryNames: [String] {
+            query.split(separator: "&").map {
+                let name = String($0.prefix { $0 != "=" }).replacingOccurrences(of: "+", with: " ")
+                return name.removingPercentEncoding ?? name
+            }
+        }
+
         /// The query's `name=value` pairs, percent-decoded.
         public var queryItems: [String: String] {
             var items: [String: String] = [:]
@@ -96,6 +108,9 @@ public final class LoopbackHTTPServer: Sendable {
         case closeWithoutResponse
         /// Send the status line, headers with the full `Content-Length` and only half the body, then close.
         case truncatedBody
+        /// Send the status line, headers declaring `declaredLength` body bytes, then the response's body (which
+        /// is shorter), then close.
+        case truncated(declaredLength: Int)
         /// Send these bytes instead of a response, then close.
         case garbage(Data)
         /// Never answer; hold the connection until the client closes it or the server stops.
@@ -111,18 +126,24 @@ public final class LoopbackHTTPServer: Sendable {
         /// Send the status line and headers (`Content-Length: 1000`), then one body byte per interval,
         /// until the client closes the connection or the server stops.
         case trickle(Duration)
+        /// Send `200 OK` with `headers` (no length: the body runs to the end of the connection), then `prefix`,
+        /// then `chunk` again and again until `limit` bytes were sent, the client goes away or the server
+        /// stops. ``LoopbackHTTPServer/bytesStreamed`` counts the chunks sent.
+        case stream(headers: Headers, prefix: Data, chunk: Data, limit: Int)
     }
 
     /// One response.
     public struct Response: Sendable {
         /// The status code.
         public var status: Int
-        /// Header fields (`Content-Length` and `Connection` are added).
+        /// Header fields (`Content-Length` and `Connection` are added; `Connection: close` here closes the
+        /// connection after the answer).
         public var headers: Headers
         /// The body.
         public var body: Data
-        /// How long to wait before answering.
-        public var delay: Duration?
+        /// Awaited before answering (a ``Gate`` the test opens, say); when the server stops first, the
+        /// connection closes without an answer.
+        public var answerAfter: (@Sendable () async -> Void)?
         /// Misbehave instead of answering.
         public var fault: Fault?
 
@@ -131,13 +152,13 @@ public final class LoopbackHTTPServer: Sendable {
             status: Int = 200,
             headers: Headers = Headers(),
             body: Data = Data(),
-            delay: Duration? = nil,
+            answerAfter: (@Sendable () async -> Void)? = nil,
             fault: Fault? = nil
         ) {
             self.status = status
             self.headers = headers
             self.body = body
-            self.delay = delay
+            self.answerAfter = answerAfter
             self.fault = fault
         }
 
@@ -177,7 +198,19 @@ public final class LoopbackHTTPServer: Sendable {
     public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// Requests answered or faulted so far.
-    public var requestCount: Int { core.state.withLock { $0.requestCount } }
+    public var requestCount: Int { core.requests.value.count }
+
+    /// Every request answered or faulted so far, in order.
+    public var requests: [Request] { core.requests.value }
+
+    /// Body bytes sent so far by ``Fault/stream(headers:prefix:chunk:limit:)`` answers (their chunks).
+    public var bytesStreamed: Int { core.state.withLock { $0.bytesStreamed } }
+
+    /// Returns once at least `count` requests were answered or faulted (at once if they were), or when the
+    /// calling task is cancelled.
+    public func waitForRequests(_ count: Int) async {
+        await core.requests.wait { $0.count >= count }
+    }
 
     /// Connections accepted so far.
     public var connectionCount: Int { core.state.withLock { $0.connectionCount } }
@@ -221,7 +254,7 @@ private final class Core: Sendable {
     struct State {
         var connections: Set<Int32> = []
         var stopped = false
-        var requestCount = 0
+        var bytesStreamed = 0
         var connectionCount = 0
     }
 
@@ -230,6 +263,7 @@ private final class Core: Sendable {
     private let stopPipe: (read: Int32, write: Int32)
     private let handler: @Sendable (Request) -> Response
     let state = Mutex(State())
+    let requests = AwaitableState<[Request]>([])
     private let threads = DispatchGroup()
 
     init(port: UInt16, handler: @escaping @Sendable (Request) -> Response) throws(StartError) {
@@ -357,19 +391,8 @@ private final class Core: Sendable {
         while true {
             guard let (request, keepAlive) = readRequest(fd, &buffer) else { return }
             let response = handler(request)
-            state.withLock { $0.requestCount += 1 }
-            if let delay = response.delay {
-                let milliseconds =
-                    delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
-                // Wait out the delay unless the server stops.
-                var stop = pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
-                while true {
-                    let n = poll(&stop, 1, Int32(clamping: milliseconds))
-                    if n < 0 && errno == EINTR { continue }
-                    if n != 0 { return }
-                    break
-                }
-            }
+            requests.update { $0.append(request) }
+            if let answerAfter = response.answerAfter, !awaitUnlessStopped(answerAfter) { return }
             if let fault = response.fault {
                 switch fault {
                 case .closeWithoutResponse:
@@ -379,6 +402,11 @@ private final class Core: Sendable {
                     head += "Connection: close\r\n\r\n"
                     let half = response.body.isEmpty ? Data("{".utf8) : response.body.prefix(response.body.count / 2)
                     _ = sendAll(fd, Data(head.utf8) + half)
+                    return
+                case .truncated(let declaredLength):
+                    var head = statusLine(response.status) + "Content-Length: \(declaredLength)\r\n"
+                    head += "Connection: close\r\n\r\n"
+                    _ = sendAll(fd, Data(head.utf8) + response.body)
                     return
                 case .garbage(let bytes):
                     _ = sendAll(fd, bytes)
@@ -418,6 +446,18 @@ private final class Core: Sendable {
                         if wait(for: fd, events: 0x2000, timeoutMilliseconds: milliseconds) || stopping { return }
                     }
                     return
+                case .stream(let headers, let prefix, let chunk, let limit):
+                    var head = statusLine(200)
+                    for field in headers { head += "\(field.name): \(field.value)\r\n" }
+                    head += "Connection: close\r\n\r\n"
+                    guard sendAll(fd, Data(head.utf8) + prefix) else { return }
+                    var sent = prefix.count
+                    while sent < limit, !chunk.isEmpty, sendAll(fd, chunk) {
+                        sent += chunk.count
+                        state.withLock { $0.bytesStreamed += chunk.count }
+                        if wait(for: fd, events: 0x2000, timeoutMilliseconds: 0) || stopping { return }
+                    }
+                    return
                 }
             }
             var head = statusLine(response.status)
@@ -426,9 +466,35 @@ private final class Core: Sendable {
                 head += "\(field.name): \(field.value)\r\n"
             }
             head += "Content-Length: \(response.body.count)\r\n"
-            head += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
-            guard sendAll(fd, Data(head.utf8) + response.body), keepAlive else { return }
+            let keepsAlive = keepAlive && response.headers["Connection"]?.lowercased() != "close"
+            head += keepsAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
+            guard sendAll(fd, Data(head.utf8) + response.body), keepsAlive else { return }
         }
+    }
+
+    /// Runs `body` in a task and waits for it on this thread; `false` (and the task cancelled) when the server
+    /// stops first.
+    private func awaitUnlessStopped(_ body: @escaping @Sendable () async -> Void) -> Bool {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return false }
+        defer {
+            close(fds[0])
+            close(fds[1])
+        }
+        let done = fds[1]
+        let finished = DispatchSemaphore(value: 0)
+        // The pipe outlives the task: this thread waits for the task (cancelled first when stopping) before it
+        // closes the pipe.
+        let task = Task {
+            await body()
+            var byte: UInt8 = 1
+            _ = write(done, &byte, 1)
+            finished.signal()
+        }
+        let answered = wait(for: fds[0], events: Int16(POLLIN))
+        if !answered { task.cancel() }
+        finished.wait()
+        return answered
     }
 
     private func statusLine(_ status: Int) -> String {
