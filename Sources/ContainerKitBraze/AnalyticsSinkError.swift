@@ -25,6 +25,11 @@ public struct AnalyticsSinkError: Error, Sendable, Hashable, CustomStringConvert
         /// A queue file holds something no queue writes (an index or offset out of range); the message
         /// names the file.
         public static let corruptFile = Code(rawValue: "corrupt_file")
+        /// A store shared by several instances refused a session written with the records (another
+        /// instance holds a newer version of it): nothing of the append was stored.
+        public static let superseded = Code(rawValue: "superseded")
+        /// The store's server cannot be reached now (a database): nothing of the append was stored.
+        public static let unavailable = Code(rawValue: "unavailable")
     }
 
     /// What kind of error this is.
