@@ -121,6 +121,31 @@ import Testing
         #expect(pipeline.statistics.deliveredRecords == 5)
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func recordsAnotherInstanceCommittedAreReadWhenTheStoreSaysSo() async throws {
+        let store = SharedListStore()
+        let (delivered, deliveries) = AsyncStream<[AnalyticsRecord]>.makeStream()
+        var configuration = DeliveryPipeline<SharedListStore>.Configuration()
+        configuration.logger = InMemoryLogger()
+        let pipeline = DeliveryPipeline(
+            store: store,
+            destination: StreamDestination(deliveries),
+            configuration: configuration
+        )
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await pipeline.run() }
+            // Nothing stored yet: the read is empty, and no commit of this pipeline will wake it again.
+            let commits = await store.running()
+            try await pipeline.flush()
+            let elsewhere = event("elsewhere")
+            store.addCommittedElsewhere([elsewhere])
+            commits.recordsAvailable()
+            var iterator = delivered.makeAsyncIterator()
+            #expect(await iterator.next()?.map(\.id) == [elsewhere.id])
+            group.cancelAll()
+        }
+    }
+
     @Test func cancellingRunStopsAtOnceWithoutDelivering() async throws {
         let destination = AnnouncingHangingDestination()
         var configuration = DeliveryPipeline<MemoryRecordStore>.Configuration()
@@ -150,5 +175,68 @@ final class AnnouncingHangingDestination: AnalyticsDestination {
         arrived.yield(records)
         await Latch().wait()
         return .retry(records, DeliveryError(.shutDown, "cancelled"))
+    }
+}
+
+/// A store whose records another instance committed: ``addCommittedElsewhere(_:)`` adds them without a commit
+/// report of this store.
+private final class SharedListStore: RecordStore {
+    private struct State {
+        var records: [AnalyticsRecord] = []
+        var acknowledged = 0
+        var commits: RecordStoreCommits?
+        var waiters: [CheckedContinuation<RecordStoreCommits, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    func append(_ records: EncodedRecords) throws(AnalyticsSinkError) -> UInt64 {
+        throw AnalyticsSinkError(.closed, "records are committed elsewhere")
+    }
+
+    func run(reporting commits: RecordStoreCommits) async throws {
+        let waiters = state.withLock { state in
+            state.commits = commits
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: commits) }
+        try? await Task.sleep(for: .seconds(86_400))  // until cancelled
+    }
+
+    /// The reporter, once ``run(reporting:)`` started.
+    func running() async -> RecordStoreCommits {
+        await withCheckedContinuation { continuation in
+            let commits = state.withLock { state -> RecordStoreCommits? in
+                if let commits = state.commits { return commits }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let commits { continuation.resume(returning: commits) }
+        }
+    }
+
+    func addCommittedElsewhere(_ records: [AnalyticsRecord]) { state.withLock { $0.records += records } }
+
+    func read(after position: Int?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<Int> {
+        state.withLock { state in
+            let start = position ?? state.acknowledged
+            let end = min(state.records.count, start + limit)
+            guard end > start else { return .empty }
+            return StoredBatch(records: Array(state.records[start..<end]), end: end)
+        }
+    }
+
+    func acknowledge(through position: Int) async throws(AnalyticsSinkError) {
+        state.withLock { $0.acknowledged = position }
+    }
+}
+
+/// A destination that accepts everything and yields each delivered batch.
+private struct StreamDestination: AnalyticsDestination {
+    let batches: AsyncStream<[AnalyticsRecord]>.Continuation
+    init(_ batches: AsyncStream<[AnalyticsRecord]>.Continuation) { self.batches = batches }
+    func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
+        batches.yield(records)
+        return .accepted(records)
     }
 }

@@ -40,12 +40,19 @@ if [ -z "$PG_BIN" ] || [ ! -x "$PG_BIN/initdb" ]; then
 fi
 
 # BENCH_CONFIGURATION=debug reuses a debug build (a quick functional run; its figures are not comparable).
+# BENCH_BIN=<dir> uses the TagService and users-track-stand-in binaries in that directory as they are
+# (TRACK_BIN=<file> names another stand-in binary).
 CONFIGURATION=${BENCH_CONFIGURATION:-release}
-swift build -c "$CONFIGURATION" --product TagService >&2
-# The /users/track stand-in is the root package's users-track-stand-in (the same one make bench and make soak use).
-swift build --package-path ../.. -c "$CONFIGURATION" --product users-track-stand-in >&2
-TRACK_BIN=$(swift build --package-path ../.. -c "$CONFIGURATION" --show-bin-path)/users-track-stand-in
-BIN=$(swift build -c "$CONFIGURATION" --show-bin-path)
+if [ -n "${BENCH_BIN:-}" ]; then
+    BIN=$BENCH_BIN
+    TRACK_BIN=${TRACK_BIN:-$BENCH_BIN/users-track-stand-in}
+else
+    swift build -c "$CONFIGURATION" --product TagService >&2
+    # The /users/track stand-in is the root package's users-track-stand-in (the same one make bench and make soak use).
+    swift build --package-path ../.. -c "$CONFIGURATION" --product users-track-stand-in >&2
+    TRACK_BIN=$(swift build --package-path ../.. -c "$CONFIGURATION" --show-bin-path)/users-track-stand-in
+    BIN=$(swift build -c "$CONFIGURATION" --show-bin-path)
+fi
 
 WORK=$(mktemp -d /tmp/bench-cluster-XXXXXX)
 chmod 755 "$WORK"
@@ -231,14 +238,26 @@ acked_count=$(wc -l < "$WORK/acked.sorted")
 acked_lost=$(comm -23 "$WORK/acked.sorted" "$WORK/delivered.sorted" | wc -l)
 duplicates=$(($(grep -c '^ev-' "$WORK/delivered.all" || true) - $(grep -c '^ev-' "$WORK/delivered.sorted" || true)))
 
-# (5) The soak: dead tuples of the store's tables before and after.
+# (5) The soak: dead tuples of the tables updated in place (sessions and cursors, with their TOAST tables),
+# sampled every 30 seconds, and of every store table before and after.
 dead() { psql_ "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables WHERE relname LIKE 'ck_%'"; }
+dead_updated() {
+    psql_ "SELECT coalesce(sum(s.n_dead_tup), 0) FROM pg_stat_all_tables s WHERE s.relid IN (
+        SELECT oid FROM pg_class WHERE relname IN ('ck_sessions', 'ck_cursors')
+        UNION ALL SELECT reltoastrelid FROM pg_class WHERE relname IN ('ck_sessions', 'ck_cursors'))"
+}
 live_rows() { psql_ "SELECT count(*) FROM ck_records"; }
 dead_before=$(dead)
+: > "$WORK/dead.samples"
+( while sleep 30; do dead_updated >> "$WORK/dead.samples"; done ) &
+SAMPLER=$!
 if [ "$SOAK" -gt 0 ]; then run_wrk "$NGINX/v1/events" "$SOAK" soak > "$WORK/soak.out" 2>&1 || true; fi
+kill "$SAMPLER" 2> /dev/null || true
 sleep 3
 soak_events=$(field wrk_ok < "$WORK/soak.out" || echo 0)
 dead_after=$(dead)
+dead_updated_after=$(dead_updated)
+session_rows=$(psql_ "SELECT count(*) FROM ck_sessions")
 generations=$(psql_ "SELECT count(*) FROM pg_inherits WHERE inhparent = 'ck_records'::regclass")
 
 echo "cluster_events_per_s=$cluster_rps"
@@ -256,6 +275,9 @@ echo "session_continuity=${continuity% *}"
 echo "session_continuity_users=${continuity#* }"
 echo "dead_tuples_before_soak=$dead_before"
 echo "dead_tuples_after_soak=$dead_after"
+echo "dead_tuples_sessions_cursors_after_soak=$dead_updated_after"
+echo "dead_tuples_sessions_cursors_every_30s=$(paste -sd, "$WORK/dead.samples")"
+echo "session_rows_after_soak=$session_rows"
 echo "soak_seconds=$SOAK"
 echo "soak_events=$soak_events"
 echo "record_generations_after_soak=$generations"

@@ -74,6 +74,11 @@ public final class SessionStore: Sendable {
         /// How often ``SessionStore/run()`` saves the changed sessions into the ``persistence``: what a crash
         /// may lose at most.
         public var saveInterval: Duration
+        /// Whether the host writes each session's change itself, with the records of its push
+        /// (``SessionStore/checkpoint(_:)``, a transactional store such as PostgreSQL): then handing a
+        /// session out does not mark it changed, and the store's own saves only remove sessions that ended
+        /// and keep what ``SessionStore/didChange(_:)`` reports (`false`).
+        public var checkpointsWithRecords = false
         /// Called after each save into the ``persistence`` that kept something, with how many changes it
         /// kept (for a log line or a metric).
         public var onSave: (@Sendable (_ saved: Int) -> Void)?
@@ -356,7 +361,7 @@ public final class SessionStore: Sendable {
                     shard.departed[key] = nil
                     departed.entry.lastUsed = time
                     insert(departed.entry, into: &shard, evicted: &evicted)
-                    shard.markDirty(departed.entry)
+                    markHandedOut(departed.entry, in: &shard)
                     return .found(departed.entry.session)
                 }
                 // It ended (idle): a new session, whose versions continue above the ended one's.
@@ -396,7 +401,7 @@ public final class SessionStore: Sendable {
                         let session = made ?? tagManager.makeDataLayer(context: context, sessionID: userID)
                         let entry = Entry(userID: userID, session: session, now: now(), version: stored?.version ?? 0)
                         insert(entry, into: &shard, evicted: &evicted)
-                        shard.markDirty(entry)
+                        markHandedOut(entry, in: &shard)
                         if stored == nil { shard.created += 1 } else { shard.loaded += 1 }
                         return session
                     }
@@ -424,6 +429,11 @@ public final class SessionStore: Sendable {
         }
     }
 
+    /// Marks `entry`, just handed out, as changed (to be saved), unless the host checkpoints its changes.
+    private func markHandedOut(_ entry: Entry, in shard: inout Shard) {
+        if !configuration.checkpointsWithRecords { shard.markDirty(entry) }
+    }
+
     /// The live session of `key`, marked as used (and changed); an expired one is evicted (and `nil`).
     private func liveSession(
         _ key: SessionKey,
@@ -438,7 +448,7 @@ public final class SessionStore: Sendable {
                 shard.unlink(entry)
                 shard.link(entry)
             }
-            shard.markDirty(entry)
+            markHandedOut(entry, in: &shard)
             return entry.session
         }
         shard.remove(entry, .idle)
@@ -459,7 +469,7 @@ public final class SessionStore: Sendable {
         let session = tagManager.makeDataLayer(context: context, sessionID: userID)
         let entry = Entry(userID: userID, session: session, now: time, version: shard.departed[key]?.entry.version ?? 0)
         insert(entry, into: &shard, evicted: &evicted)
-        shard.markDirty(entry)
+        markHandedOut(entry, in: &shard)
         shard.created += 1
         return session
     }
@@ -473,15 +483,51 @@ public final class SessionStore: Sendable {
     /// Removes the session of `userID` (the eviction hook sees reason `removed`); returns it.
     @discardableResult
     public func remove(_ userID: String) -> DataLayer? {
+        remove(userID, reason: .removed)
+    }
+
+    /// Drops the session of `userID` because the persistence holds a newer version of it (another instance
+    /// wrote it: the eviction hook sees reason `superseded`), or because a write of it may or may not have
+    /// been kept. Nothing is saved or removed for it; its user's next ``loadSession(for:context:)`` loads
+    /// the stored one.
+    @discardableResult
+    public func invalidate(_ userID: String) -> DataLayer? {
+        remove(userID, reason: .superseded)
+    }
+
+    private func remove(_ userID: String, reason: EvictionReason) -> DataLayer? {
         let key = SessionKey(userID)
         let entry = shard(for: key).withLock { shard -> Entry? in
             guard let entry = shard.entries[key] else { return nil }
-            shard.remove(entry, .removed)
+            shard.remove(entry, reason)
             return entry
         }
         guard let entry else { return nil }
-        report([(entry, .removed)])
+        report([(entry, reason)])
         return entry.session
+    }
+
+    /// Takes the change of `session` out of the store's own saves, for the host to write it elsewhere —
+    /// with the records its push produced, in one transaction (``EncodedRecords/sessions``): returns its
+    /// snapshot with the next version, and counts that version as used. The store's next saves skip it
+    /// until it changes again.
+    ///
+    /// When that write fails, call ``invalidate(_:)`` (the write may have been kept after all: the next
+    /// request loads whatever is stored); when it is refused because a newer version is stored, too.
+    /// - Returns: `nil` when `session` is not the store's live session of its user (it was dropped
+    ///   meanwhile: push again on the one ``loadSession(for:context:)`` returns).
+    public func checkpoint(_ session: DataLayer) -> StoredSession? {
+        let key = SessionKey(session.sessionID)
+        guard
+            let version = shard(for: key).withLock({ shard -> Int64? in
+                guard let entry = shard.entries[key], entry.session === session else { return nil }
+                entry.dirty = false
+                entry.version += 1
+                return entry.version
+            })
+        else { return nil }
+        // The snapshot is taken outside the shard's lock (it takes the session's own).
+        return StoredSession(snapshot: session.snapshot(), version: version)
     }
 
     /// Adds `entry`, first evicting the shard's least recently used session when it is full.
@@ -630,7 +676,9 @@ public final class SessionStore: Sendable {
             lock.withLock { shard in
                 for entry in shard.dirty where entry.dirty {
                     entry.dirty = false
-                    live.append((lock, entry, entry.version + 1))
+                    // Counted as used now: a ``checkpoint(_:)`` meanwhile writes a higher one.
+                    entry.version += 1
+                    live.append((lock, entry, entry.version))
                 }
                 shard.dirty.removeAll(keepingCapacity: true)
                 for (key, gone) in shard.departed { departed.append((lock, key, gone)) }

@@ -237,6 +237,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                     key: "commit",
                     "\(self.configuration.label): records not stored: \(error.message)"
                 )
+            },
+            available: { [weak self] in
+                // A commit of nothing: the delivery loop reads again.
+                self?.act { shell in ((), shell.machine.committed(through: 0, records: 0)) }
             }
         )
     }

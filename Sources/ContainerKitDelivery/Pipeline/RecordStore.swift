@@ -97,6 +97,12 @@ extension RecordStore {
 /// Records as the pipeline encoded them, once: each record's segment line (`<json>\t<crc32c>\n`), one
 /// after the other in ``bytes``; ``lineEnds`` says where each record's line ends. A store that keeps
 /// JSON (a database's `jsonb` column) takes ``json(at:)``.
+///
+/// A transactional store also takes ``sessions``: the snapshots of the sessions whose push produced the
+/// records, to be committed **in the same transaction** (so an acknowledged event's records and the session
+/// state it produced are durable together). A store that keeps only records (memory, the segment log)
+/// ignores them; a store that keeps them refuses the whole append's commit when a session's version is
+/// fenced (``RecordStoreCommits/failed(_:error:)`` with ``AnalyticsSinkError/Code/superseded``).
 public struct EncodedRecords: Sendable {
     /// The records, in order.
     public var records: [AnalyticsRecord]
@@ -104,9 +110,12 @@ public struct EncodedRecords: Sendable {
     public var bytes: [UInt8]
     /// Where each record's line ends in ``bytes`` (just after its line feed).
     public var lineEnds: [Int]
+    /// Session snapshots to commit with the records, each with its fencing version (see
+    /// ``SessionPersistence``); empty for records alone.
+    public var sessions: [StoredSession]
 
-    /// Encodes `records`: each once, as the segment log writes them.
-    public init(_ records: [AnalyticsRecord]) {
+    /// Encodes `records`: each once, as the segment log writes them; `sessions` travel with them.
+    public init(_ records: [AnalyticsRecord], sessions: [StoredSession] = []) {
         var json = JSONByteWriter(capacity: records.count * 200)
         var ends: [Int] = []
         ends.reserveCapacity(records.count)
@@ -117,6 +126,7 @@ public struct EncodedRecords: Sendable {
         self.records = records
         self.bytes = json.bytes
         self.lineEnds = ends
+        self.sessions = sessions
     }
 
     /// The JSON of record `index` (its line without the checksum and the line feed).
@@ -156,15 +166,23 @@ public struct StoredBatch<Position: Comparable & Hashable & Sendable>: Sendable 
 public struct RecordStoreCommits: Sendable {
     private let onCommit: @Sendable (UInt64, Int) -> Void
     private let onFailure: @Sendable (ClosedRange<UInt64>, AnalyticsSinkError) -> Void
+    private let onAvailable: @Sendable () -> Void
 
-    /// Creates a reporter from its two callbacks.
+    /// Creates a reporter from its callbacks.
     public init(
         committed: @escaping @Sendable (_ through: UInt64, _ records: Int) -> Void,
-        failed: @escaping @Sendable (_ tickets: ClosedRange<UInt64>, _ error: AnalyticsSinkError) -> Void
+        failed: @escaping @Sendable (_ tickets: ClosedRange<UInt64>, _ error: AnalyticsSinkError) -> Void,
+        available: @escaping @Sendable () -> Void = {}
     ) {
         onCommit = committed
         onFailure = failed
+        onAvailable = available
     }
+
+    /// Records may be readable that no commit of this store reported: a store shared by several
+    /// instances saw another instance's commits, or took over a partition of records. The pipeline reads
+    /// again (after an empty read it otherwise waits for the next commit).
+    public func recordsAvailable() { onAvailable() }
 
     /// Every ticket up to and including `through` not reported failed is durable; the commit held
     /// `records` records.

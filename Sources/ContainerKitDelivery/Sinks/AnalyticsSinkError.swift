@@ -17,5 +17,10 @@ extension DeliveryError.Code {
     /// A queue file holds something no queue writes (an index or offset out of range); the message names
     /// the file.
     public static let corruptFile = DeliveryError.Code(rawValue: "corrupt_file")
+    /// A store shared by several instances refused a session written with the records (another instance
+    /// holds a newer version of it): nothing of the append was stored.
+    public static let superseded = DeliveryError.Code(rawValue: "superseded")
+    /// The store's server cannot be reached now (a database): nothing of the append was stored.
+    public static let unavailable = DeliveryError.Code(rawValue: "unavailable")
     // Shared with destinations: `io` ("io_error", another I/O failure).
 }

@@ -76,6 +76,49 @@ struct SessionPersistenceTests {
         #expect(try await a.loadSession(for: "ada").snapshot().eventNumber == 2)
     }
 
+    @Test func aCheckpointTakesTheChangeOutOfTheStoresOwnSaves() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let persistence = FileSessionPersistence(directory: directory)
+        var configuration = SessionStore.Configuration(persistence: persistence)
+        configuration.checkpointsWithRecords = true
+        let store = SessionStore(tagManager: try SessionStoreTests.manager(), configuration: configuration)
+        let ada = try await store.loadSession(for: "ada")
+        await Self.tick(ada)
+        // The host writes the change itself (with the push's records): the next version, counted as used.
+        let first = try #require(store.checkpoint(ada))
+        #expect(first.version == 1)
+        #expect(first.snapshot == ada.snapshot())
+        _ = try await persistence.save([.save(first)])
+        // Handed out again: nothing for the store's own saves, and the next checkpoint continues the versions.
+        await Self.tick(try await store.loadSession(for: "ada"))
+        #expect(try await store.saveChanges() == 0)
+        #expect(store.checkpoint(ada)?.version == 2)
+        // A change the host reports is still saved by the store, above the checkpointed version.
+        store.didChange(ada)
+        #expect(try await store.saveChanges() == 1)
+        #expect(try await persistence.load(userID: "ada")?.version == 3)
+    }
+
+    @Test func anInvalidatedSessionIsLoadedAgainAndNothingIsSavedOrRemovedForIt() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let persistence = FileSessionPersistence(directory: directory)
+        let dropped = Mutex<[String]>([])
+        let store = try Self.store(persistence) { user, _, reason in dropped.withLock { $0.append("\(user):\(reason)") }
+        }
+        let ada = try await store.loadSession(for: "ada")
+        await Self.tick(ada)
+        let saved = try #require(store.checkpoint(ada))
+        _ = try await persistence.save([.save(saved)])
+        await Self.tick(ada)  // a change whose write failed: the host invalidates the session
+        #expect(store.invalidate("ada") === ada)
+        #expect(store.checkpoint(ada) == nil)
+        #expect(dropped.withLock { $0 } == ["ada:superseded"])
+        #expect(try await store.saveChanges() == 0)
+        #expect(try await store.loadSession(for: "ada").snapshot() == saved.snapshot)
+    }
+
     @Test func aUserWaitsForTheirOwnLoadOnlyAndItHappensOnce() async throws {
         let persistence = GatedPersistence(gated: ["slow"])
         let store = try Self.store(persistence)

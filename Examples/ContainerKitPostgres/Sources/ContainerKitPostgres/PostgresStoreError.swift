@@ -1,7 +1,8 @@
 import ContainerKit
 
-/// A failure of a PostgreSQL adapter: the server cannot be reached, a commit failed (nothing of it was
-/// acknowledged), a stale owner's session write was refused, or a URL is malformed.
+/// A failure of a PostgreSQL adapter's connection (the server cannot be reached) or configuration (a malformed
+/// URL). What the pipeline sees of a commit is an ``AnalyticsSinkError``: `unavailable` (nothing of it
+/// acknowledged) or `superseded` (a stale owner's session write was refused).
 public struct PostgresStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code.
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
@@ -14,16 +15,6 @@ public struct PostgresStoreError: Error, Sendable, Hashable, CustomStringConvert
 
         /// PostgreSQL cannot be reached (no connection, or the connection was lost).
         public static let unavailable = Code(rawValue: "postgres_unavailable")
-        /// The transaction failed; nothing of it was acknowledged (it may or may not have committed when the
-        /// connection broke during `COMMIT`, so its records may still be delivered: at least once).
-        public static let commitFailed = Code(rawValue: "commit_failed")
-        /// A session write was refused: PostgreSQL holds a newer version of the session, written by the
-        /// instance that owns the user now. The session must be loaded again.
-        public static let fenced = Code(rawValue: "session_fenced")
-        /// The store was stopped before the write was committed.
-        public static let closed = Code(rawValue: "closed")
-        /// A stored row cannot be read back (a snapshot or record that does not parse).
-        public static let corruptRow = Code(rawValue: "corrupt_row")
         /// A connection URL or setting is malformed.
         public static let invalidConfiguration = Code(rawValue: "invalid_configuration")
     }

@@ -6,99 +6,70 @@ import Testing
 
 @Suite(.timeLimit(.minutes(2)))
 struct PostgresDeliveryTests {
-    private func deliveryConfiguration(
-        _ endpoint: PostgresEndpoint,
-        _ name: String,
-        leases: Reports<[Int]>? = nil,
-        acknowledged: Reports<[AnalyticsRecord]>? = nil
-    ) -> PostgresDelivery.Configuration {
-        var configuration = PostgresDelivery.Configuration(endpoint: endpoint, instanceName: name)
-        configuration.partitions = 4
-        configuration.pollInterval = .milliseconds(20)
-        configuration.leaseInterval = .milliseconds(200)
-        configuration.reconnectDelay = .milliseconds(200)
-        if let leases { configuration.onLeasesChanged = { leases.report($0) } }
-        if let acknowledged { configuration.onAcknowledged = { _, records in acknowledged.report(records) } }
-        return configuration
-    }
-
-    private func storeConfiguration(_ endpoint: PostgresEndpoint) -> PostgresRecordStore.Configuration {
-        var configuration = PostgresRecordStore.Configuration(endpoint: endpoint)
-        configuration.partitions = 4
-        return configuration
-    }
-
     @Test func everyCommittedBatchIsDeliveredAndAcknowledgedExactlyOnce() async throws {
         let endpoint = try await SharedCluster.freshDatabase()
-        let store = PostgresRecordStore(configuration: storeConfiguration(endpoint))
         let destination = RecordingDestination(batchSize: 7)
-        let acknowledged = Reports<[AnalyticsRecord]>()
-        let delivery = PostgresDelivery(
-            configuration: deliveryConfiguration(endpoint, "a", acknowledged: acknowledged),
-            destination: destination
-        )
+        let instance = Instance(endpoint, destination: destination)
         var committed: [AnalyticsRecord] = []
-        try await withRunning([{ try await store.run() }, { try await delivery.run() }]) {
+        try await withRunning([instance.run]) {
             for round in 0..<30 {
                 let records = (0..<5).map { makeRecord(user: "user-\(($0 + round) % 11)", event: "e\(round)") }
                 committed += records
-                try await store.commit(records, session: nil)
+                try await instance.commit(records)
             }
-            var acknowledgedIDs: [String] = []
-            while acknowledgedIDs.count < committed.count, let batch = await acknowledged.first(where: { _ in true }) {
-                acknowledgedIDs += batch.map(\.id)
-            }
-            #expect(acknowledgedIDs.count == committed.count)
-            #expect(Set(acknowledgedIDs) == Set(committed.map(\.id)))
-            #expect(try await store.undeliveredRows() == 0)
+            await destination.waitForDelivery(of: Set(committed.map(\.id)))
+            try await instance.pipeline.flush()
+            #expect(try await instance.store.undeliveredRows() == 0)
         }
+        // Each record was sent once, and each batch acknowledged once: the cursors count every row once.
         #expect(destination.records.count == committed.count)
-        #expect(Set(destination.records.map(\.id)).count == committed.count)
+        #expect(Set(destination.records.map(\.id)) == Set(committed.map(\.id)))
         let acknowledgedRows = try await query(
             endpoint,
             "SELECT sum(acknowledged)::bigint FROM ck_cursors",
             as: Int64.self
         )
         #expect(acknowledgedRows == [Int64(committed.count)])
+        #expect(instance.store.statistics.acknowledgedRows == committed.count)
+        #expect(instance.pipeline.statistics.deliveredRecords == committed.count)
         // A user's records arrive in the order they were committed.
         let user3 = destination.records.filter { $0.user == .externalID("user-3") }.map(\.id)
         #expect(user3 == committed.filter { $0.user == .externalID("user-3") }.map(\.id))
     }
 
+    @Test func recordsAnotherInstanceCommittedAreDeliveredByTheLeaseHolder() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let destination = RecordingDestination()
+        let writer = Instance(endpoint, name: "writer") { $0.delivers = false }
+        let deliverer = Instance(endpoint, name: "deliverer", destination: destination)
+        try await withRunning([writer.run, deliverer.run]) {
+            let records = (0..<25).map { makeRecord(user: "u\($0)") }
+            try await writer.commit(records)
+            await destination.waitForDelivery(of: Set(records.map(\.id)))
+        }
+        #expect(destination.records.count == 25)
+    }
+
     @Test func aDeadInstancesPartitionsAreTakenOver() async throws {
         let endpoint = try await SharedCluster.freshDatabase()
-        let store = PostgresRecordStore(configuration: storeConfiguration(endpoint))
         let leasesA = Reports<[Int]>()
         let leasesB = Reports<[Int]>()
-        let acknowledged = Reports<[AnalyticsRecord]>()
         let destination = RecordingDestination()
-        let a = PostgresDelivery(
-            configuration: deliveryConfiguration(endpoint, "a", leases: leasesA),
-            destination: destination
-        )
-        let b = PostgresDelivery(
-            configuration: deliveryConfiguration(endpoint, "b", leases: leasesB, acknowledged: acknowledged),
-            destination: destination
-        )
-        try await withRunning([{ try await store.run() }]) {
-            let runA = Task { try await a.run() }
-            #expect(await leasesA.first { $0.count == 4 } == [0, 1, 2, 3])
-            try await withRunning([{ try await b.run() }]) {
-                // B joins: A gives back half, B takes it.
-                _ = await leasesB.first { $0.count == 2 }
-                #expect(a.leasedPartitions.count + b.leasedPartitions.count <= 4)
-                // A dies: its connection closes and its leases with it.
-                runA.cancel()
-                _ = await runA.result
-                #expect(await leasesB.first { $0.count == 4 } == [0, 1, 2, 3])
-                let records = (0..<12).map { makeRecord(user: "u\($0)") }
-                try await store.commit(records, session: nil)
-                var seen = 0
-                while seen < records.count, let batch = await acknowledged.first(where: { _ in true }) {
-                    seen += batch.count
-                }
-                #expect(seen == records.count)
-            }
+        let a = Instance(endpoint, name: "a", destination: destination) { $0.onLeasesChanged = { leasesA.report($0) } }
+        let b = Instance(endpoint, name: "b", destination: destination) { $0.onLeasesChanged = { leasesB.report($0) } }
+        let runA = Task { try await a.pipeline.run() }
+        #expect(await leasesA.first { $0.count == 4 } == [0, 1, 2, 3])
+        try await withRunning([b.run]) {
+            // B joins: A gives back half, B takes it.
+            _ = await leasesB.first { $0.count == 2 }
+            #expect(a.store.leasedPartitions.count + b.store.leasedPartitions.count <= 4)
+            // A dies: its connections close and its leases with them.
+            runA.cancel()
+            _ = await runA.result
+            #expect(await leasesB.first { $0.count == 4 } == [0, 1, 2, 3])
+            let records = (0..<12).map { makeRecord(user: "u\($0)") }
+            try await b.commit(records)
+            await destination.waitForDelivery(of: Set(records.map(\.id)))
         }
     }
 
@@ -107,40 +78,30 @@ struct PostgresDeliveryTests {
         defer { cluster.remove() }
         let endpoint = try PostgresEndpoint(url: try await cluster.createDatabase())
         let availability = Reports<Bool>()
-        var configuration = storeConfiguration(endpoint)
-        configuration.healthInterval = .milliseconds(200)
-        configuration.onAvailabilityChanged = { availability.report($0) }
-        let store = PostgresRecordStore(configuration: configuration)
-        let acknowledged = Reports<[AnalyticsRecord]>()
         let destination = RecordingDestination()
-        let delivery = PostgresDelivery(
-            configuration: deliveryConfiguration(endpoint, "a", acknowledged: acknowledged),
-            destination: destination
-        )
+        let instance = Instance(endpoint, destination: destination) { configuration in
+            configuration.healthInterval = .milliseconds(200)
+            configuration.onAvailabilityChanged = { availability.report($0) }
+        }
         var committed: Set<String> = []
-        try await withRunning([{ try await store.run() }, { try await delivery.run() }]) {
+        try await withRunning([instance.run]) {
             let before = (0..<20).map { makeRecord(user: "u\($0)") }
-            try await store.commit(before, session: nil)
+            try await instance.commit(before)
             committed.formUnion(before.map(\.id))
 
             try await cluster.crash()
-            while store.isAvailable { _ = await availability.next() }
-            let refused = await #expect(throws: PostgresStoreError.self) {
-                try await store.commit([makeRecord(user: "lost")], session: nil)
+            while instance.store.isAvailable { _ = await availability.next() }
+            let refused = await #expect(throws: AnalyticsSinkError.self) {
+                try await instance.commit([makeRecord(user: "lost")])
             }
-            #expect(refused?.code == .unavailable || refused?.code == .commitFailed)
+            #expect(refused?.code == .unavailable)
 
             try await cluster.startServer()
-            while !store.isAvailable { _ = await availability.next() }
+            while !instance.store.isAvailable { _ = await availability.next() }
             let after = (0..<20).map { makeRecord(user: "v\($0)") }
-            try await store.commit(after, session: nil)
+            try await instance.commit(after)
             committed.formUnion(after.map(\.id))
-
-            var delivered: Set<String> = []
-            while !committed.isSubset(of: delivered), let batch = await acknowledged.first(where: { _ in true }) {
-                delivered.formUnion(batch.map(\.id))
-            }
-            #expect(committed.isSubset(of: delivered))
+            await destination.waitForDelivery(of: committed)
         }
         #expect(!destination.records.contains { $0.user == .externalID("lost") })
     }

@@ -10,17 +10,17 @@ import Testing
 struct PostgresRecordStoreTests {
     @Test func appendsGatheredWhileNoCommitRunsShareOneTransaction() async throws {
         let endpoint = try await SharedCluster.freshDatabase()
-        let store = PostgresRecordStore(configuration: .init(endpoint: endpoint))
+        let instance = Instance(endpoint) { $0.delivers = false }
         var tickets: [UInt64] = []
         for index in 0..<200 {
-            tickets.append(try store.append([makeRecord(user: "u\(index % 17)")], session: nil))
+            tickets.append(try instance.pipeline.append(EncodedRecords([makeRecord(user: "u\(index % 17)")])).ticket)
         }
-        try await withRunning([{ try await store.run() }]) {
-            try await store.waitUntilDurable(ticket: tickets.last!)
-            for ticket in tickets { try await store.waitUntilDurable(ticket: ticket) }
+        try await withRunning([instance.run]) {
+            try await instance.pipeline.waitUntilDurable(tickets: tickets)
         }
-        #expect(store.statistics.commits == 1)
-        #expect(store.statistics.committedRows == 200)
+        #expect(instance.store.statistics.commits == 1)
+        #expect(instance.store.statistics.committedRows == 200)
+        #expect(instance.pipeline.statistics.commits == 1)
         #expect(try await query(endpoint, "SELECT count(*) FROM ck_records", as: Int64.self) == [200])
     }
 
@@ -35,17 +35,13 @@ struct PostgresRecordStoreTests {
     @Test func aCommitCutOffByALostConnectionAcknowledgesNothingAndTheStoreRecovers() async throws {
         let endpoint = try await SharedCluster.freshDatabase()
         let availability = Reports<Bool>()
-        var configuration = PostgresRecordStore.Configuration(endpoint: endpoint)
-        configuration.healthInterval = .milliseconds(200)
-        configuration.onAvailabilityChanged = { availability.report($0) }
-        let store = PostgresRecordStore(configuration: configuration)
-        try await withRunning([{ try await store.run() }]) {
-            // Creates the tables and the user's row.
-            _ = try await store.loadSession(userID: "u1")
-            try await store.commit(
-                [makeRecord(user: "u1")],
-                session: .init(userID: "u1", snapshot: SessionSnapshot(sessionID: "s1"))
-            )
+        let instance = Instance(endpoint) { configuration in
+            configuration.delivers = false
+            configuration.healthInterval = .milliseconds(200)
+            configuration.onAvailabilityChanged = { availability.report($0) }
+        }
+        try await withRunning([instance.run]) {
+            try await instance.commit([makeRecord(user: "u1")], sessions: [stored("u1", version: 1)])
 
             // Another connection holds the sessions table, so the writer's transaction stops in the middle.
             let blocker = try await PostgresConnection.connect(
@@ -55,9 +51,8 @@ struct PostgresRecordStoreTests {
             )
             try await blocker.query("BEGIN", logger: testLogger)
             try await blocker.query("LOCK TABLE ck_sessions IN EXCLUSIVE MODE", logger: testLogger)
-            let ticket = try store.append(
-                [makeRecord(user: "u1", event: "cut")],
-                session: .init(userID: "u1", snapshot: SessionSnapshot(sessionID: "s1", eventNumber: 2))
+            let token = try instance.pipeline.append(
+                EncodedRecords([makeRecord(user: "u1", event: "cut")], sessions: [stored("u1", event: 2, version: 2)])
             )
             // Waits (in the server, bounded) until the writer waits for the lock, then ends its backend.
             try await blocker.query(
@@ -77,10 +72,10 @@ struct PostgresRecordStoreTests {
             try await blocker.query("ROLLBACK", logger: testLogger)
             try await blocker.close()
 
-            let error = await #expect(throws: PostgresStoreError.self) {
-                try await store.waitUntilDurable(ticket: ticket)
+            let error = await #expect(throws: AnalyticsSinkError.self) {
+                try await instance.pipeline.waitUntilDurable(ticket: token.ticket)
             }
-            #expect(error?.code == .commitFailed)
+            #expect(error?.code == .unavailable)
             let cut = try await query(
                 endpoint,
                 "SELECT count(*) FROM ck_records WHERE payload LIKE '%\"cut\"%'",
@@ -89,11 +84,10 @@ struct PostgresRecordStoreTests {
             #expect(cut == [0])
 
             // It recovers by itself: the next commits go through once the store is available again.
-            while !store.isAvailable { _ = await availability.next() }
-            _ = try await store.loadSession(userID: "u1")
-            try await store.commit(
+            while !instance.store.isAvailable { _ = await availability.next() }
+            try await instance.commit(
                 [makeRecord(user: "u1", event: "after")],
-                session: .init(userID: "u1", snapshot: SessionSnapshot(sessionID: "s1", eventNumber: 2))
+                sessions: [stored("u1", event: 2, version: 2)]
             )
         }
         #expect(try await query(endpoint, "SELECT count(*) FROM ck_records", as: Int64.self) == [2])
@@ -102,35 +96,32 @@ struct PostgresRecordStoreTests {
 
     @Test func rotationDropsOnlyGenerationsWhoseRowsAreAllAcknowledged() async throws {
         let endpoint = try await SharedCluster.freshDatabase()
-        var configuration = PostgresRecordStore.Configuration(endpoint: endpoint)
-        configuration.partitions = 4
-        configuration.rotationInterval = .seconds(3600)
-        let store = PostgresRecordStore(configuration: configuration)
+        let writer = Instance(endpoint, name: "writer") { configuration in
+            configuration.delivers = false
+            configuration.rotationInterval = .seconds(3600)
+        }
         let destination = RecordingDestination()
-        let acknowledged = Reports<Int>()
-        var deliveryConfiguration = PostgresDelivery.Configuration(endpoint: endpoint, instanceName: "a")
-        deliveryConfiguration.partitions = 4
-        deliveryConfiguration.pollInterval = .milliseconds(20)
-        deliveryConfiguration.onAcknowledged = { _, records in acknowledged.report(records.count) }
-        let delivery = PostgresDelivery(configuration: deliveryConfiguration, destination: destination)
+        let deliverer = Instance(endpoint, name: "deliverer", destination: destination) {
+            $0.rotationInterval = .seconds(3600)
+        }
         let tables = "SELECT count(*) FROM pg_inherits WHERE inhparent = 'ck_records'::regclass"
-
-        try await withRunning([{ try await store.run() }]) {
-            try await store.commit((0..<40).map { makeRecord(user: "u\($0)") }, session: nil)
-            try await store.rotate()  // generation 2 starts; generation 1 is not acknowledged yet
-            try await store.rotate()
+        let records = (0..<40).map { makeRecord(user: "u\($0)") }
+        try await withRunning([writer.run]) {
+            try await writer.commit(records)
+            try await writer.store.rotate()  // generation 2 starts; generation 1 is not acknowledged yet
+            try await writer.store.rotate()
             #expect(try await query(endpoint, tables, as: Int64.self) == [2])
-            #expect(store.statistics.droppedGenerations == 0)
+            #expect(writer.store.statistics.droppedGenerations == 0)
 
-            try await withRunning([{ try await delivery.run() }]) {
-                var count = 0
-                while count < 40, let batch = await acknowledged.first(where: { _ in true }) { count += batch }
+            try await withRunning([deliverer.run]) {
+                await destination.waitForDelivery(of: Set(records.map(\.id)))
+                try await deliverer.pipeline.flush()
             }
-            try await store.rotate()
-            #expect(store.statistics.droppedGenerations == 1)
+            try await writer.store.rotate()
+            #expect(writer.store.statistics.droppedGenerations == 1)
             #expect(try await query(endpoint, tables, as: Int64.self) == [1])
             // Rows leave with their table: nothing was ever deleted row by row.
-            #expect(try await store.undeliveredRows() == 0)
+            #expect(try await writer.store.undeliveredRows() == 0)
         }
         #expect(Set(destination.records.map(\.id)).count == 40)
     }

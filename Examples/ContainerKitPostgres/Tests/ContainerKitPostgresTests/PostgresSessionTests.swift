@@ -7,75 +7,148 @@ import Testing
 struct PostgresSessionTests {
     @Test func aSessionIsLoadedOnAMissFromWhatAnotherInstanceCommitted() async throws {
         let endpoint = try await SharedCluster.freshDatabase()
-        let first = PostgresRecordStore(configuration: .init(endpoint: endpoint))
-        let second = PostgresRecordStore(configuration: .init(endpoint: endpoint))
+        let first = Instance(endpoint, name: "first") { $0.delivers = false }
+        let second = Instance(endpoint, name: "second") { $0.delivers = false }
         let snapshot = SessionSnapshot(
-            sessionID: "s",
+            sessionID: "u",
             model: ["plan": "gold"],
             firedOncePerLoad: ["welcome"],
             eventNumber: 7
         )
-        try await withRunning([{ try await first.run() }, { try await second.run() }]) {
-            #expect(try await first.loadSession(userID: "u") == nil)
-            try await first.commit([makeRecord(user: "u")], session: .init(userID: "u", snapshot: snapshot))
-            #expect(try await second.loadSession(userID: "u") == snapshot)
+        try await withRunning([first.run, second.run]) {
+            #expect(try await first.store.sessions.load(userID: "u") == nil)
+            try await first.commit([makeRecord(user: "u")], sessions: [StoredSession(snapshot: snapshot, version: 1)])
+            #expect(try await second.store.sessions.load(userID: "u") == StoredSession(snapshot: snapshot, version: 1))
         }
     }
 
     @Test func aStaleOwnersWriteIsRefusedAndNothingOfItIsCommitted() async throws {
         let endpoint = try await SharedCluster.freshDatabase()
-        let invalidated = Reports<[String]>()
-        var staleConfiguration = PostgresRecordStore.Configuration(endpoint: endpoint)
-        staleConfiguration.onSessionsInvalidated = { invalidated.report($0) }
-        let stale = PostgresRecordStore(configuration: staleConfiguration)
-        let owner = PostgresRecordStore(configuration: .init(endpoint: endpoint))
-        try await withRunning([{ try await stale.run() }, { try await owner.run() }]) {
-            _ = try await stale.loadSession(userID: "u")
-            try await stale.commit(
-                [makeRecord(user: "u", event: "one")],
-                session: .init(userID: "u", snapshot: SessionSnapshot(sessionID: "s", eventNumber: 1))
-            )
+        let stale = Instance(endpoint, name: "stale") { $0.delivers = false }
+        let owner = Instance(endpoint, name: "owner") { $0.delivers = false }
+        try await withRunning([stale.run, owner.run]) {
+            try await stale.commit([makeRecord(user: "u", event: "one")], sessions: [stored("u", event: 1, version: 1)])
             // The user moved: the new owner loads version 1 and writes version 2.
-            _ = try await owner.loadSession(userID: "u")
-            try await owner.commit(
-                [makeRecord(user: "u", event: "two")],
-                session: .init(userID: "u", snapshot: SessionSnapshot(sessionID: "s", eventNumber: 2))
+            let loaded = try #require(try await owner.store.sessions.load(userID: "u"))
+            #expect(loaded.version == 1)
+            try await owner.commit([makeRecord(user: "u", event: "two")], sessions: [stored("u", event: 2, version: 2)])
+            // The old owner still believes version 1 is the latest: its version 2 is refused, and its records with
+            // it, while another append of the same group commits.
+            let refused = try stale.pipeline.append(
+                EncodedRecords([makeRecord(user: "u", event: "stale")], sessions: [stored("u", event: 2, version: 2)])
             )
-            // The old owner still believes version 1 is the latest.
-            let error = await #expect(throws: PostgresStoreError.self) {
-                try await stale.commit(
-                    [makeRecord(user: "u", event: "stale")],
-                    session: .init(userID: "u", snapshot: SessionSnapshot(sessionID: "s", eventNumber: 2))
-                )
+            let other = try stale.pipeline.append(EncodedRecords([makeRecord(user: "v", event: "other")]))
+            let error = await #expect(throws: AnalyticsSinkError.self) {
+                try await stale.pipeline.waitUntilDurable(ticket: refused.ticket)
             }
-            #expect(error?.code == .fenced)
-            #expect(await invalidated.first { $0.contains("u") } == ["u"])
-            // A user it never loaded cannot be overwritten either.
-            let blind = await #expect(throws: PostgresStoreError.self) {
-                try await owner.commit(
-                    [],
-                    session: .init(userID: "u-seen-elsewhere", snapshot: SessionSnapshot(sessionID: "x"))
-                )
-                try await stale.commit(
-                    [],
-                    session: .init(userID: "u-seen-elsewhere", snapshot: SessionSnapshot(sessionID: "y"))
-                )
+            #expect(error?.code == .superseded)
+            try await stale.pipeline.waitUntilDurable(ticket: other.ticket)
+            // A user it never loaded cannot be overwritten either (a first version where a row exists).
+            try await owner.commit([], sessions: [stored("w", version: 1)])
+            let blind = await #expect(throws: AnalyticsSinkError.self) {
+                try await stale.commit([], sessions: [stored("w", event: 5, version: 1)])
             }
-            #expect(blind?.code == .fenced)
+            #expect(blind?.code == .superseded)
             // After loading again, the old owner continues from the newest state.
-            let reloaded = try await stale.loadSession(userID: "u")
-            #expect(reloaded?.eventNumber == 2)
+            let reloaded = try await stale.store.sessions.load(userID: "u")
+            #expect(reloaded?.snapshot.eventNumber == 2)
             try await stale.commit(
                 [makeRecord(user: "u", event: "three")],
-                session: .init(userID: "u", snapshot: SessionSnapshot(sessionID: "s", eventNumber: 3))
+                sessions: [stored("u", event: 3, version: reloaded!.version + 1)]
             )
+            #expect(stale.store.statistics.fencedSessions == 2)
         }
-        let events = try await query(
-            endpoint,
-            "SELECT payload FROM ck_records ORDER BY xid, seq",
-            as: String.self
-        )
-        #expect(events.map { $0.contains("\"stale\"") } == [false, false, false])
+        let events = try await query(endpoint, "SELECT payload FROM ck_records ORDER BY xid, seq", as: String.self)
+        #expect(events.count == 4)
+        #expect(!events.contains { $0.contains("\"stale\"") })
         #expect(try await query(endpoint, "SELECT version FROM ck_sessions WHERE user_id = 'u'", as: Int64.self) == [3])
     }
+
+    @Test func theSessionStoresOwnSavesAreFencedAndReportSupersededUsers() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let instance = Instance(endpoint) { $0.delivers = false }
+        let persistence = instance.store.sessions
+        try await withRunning([instance.run]) {
+            var result = try await persistence.save([.save(stored("a", version: 1)), .save(stored("b", version: 1))])
+            #expect(result.superseded.isEmpty)
+            // b's version 1 is stored: another version 1, or a version 3 (skipping 2), is refused; a's 2 is kept.
+            result = try await persistence.save([
+                .save(stored("a", event: 2, version: 2)), .save(stored("b", event: 9, version: 1)),
+            ])
+            #expect(result.superseded == ["b"])
+            result = try await persistence.save([.save(stored("b", event: 9, version: 3))])
+            #expect(result.superseded == ["b"])
+            #expect(try await persistence.load(userID: "a")?.version == 2)
+            // A removal deletes only the version it names or an older one.
+            _ = try await persistence.save([.remove(userID: "a", version: 1), .remove(userID: "b", version: 1)])
+            #expect(try await persistence.load(userID: "a")?.version == 2)
+            #expect(try await persistence.load(userID: "b") == nil)
+        }
+    }
+
+    @Test func aSessionStoreOverThePersistenceLoadsOnAMissAndCheckpointsWithRecords() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let first = Instance(endpoint, name: "first") { $0.delivers = false }
+        let second = Instance(endpoint, name: "second") { $0.delivers = false }
+        let manager = TagManager()
+        let sessionsA = SessionStore(tagManager: manager, configuration: checkpointing(first.store.sessions))
+        let sessionsB = SessionStore(tagManager: manager, configuration: checkpointing(second.store.sessions))
+        try await withRunning([first.run, second.run]) {
+            let a = try await sessionsA.loadSession(for: "u")
+            _ = await a.push(["plan": "gold"])
+            try await first.commit([makeRecord(user: "u")], sessions: [try #require(sessionsA.checkpoint(a))])
+            // The user's next request lands on the other instance: it continues the session.
+            let b = try await sessionsB.loadSession(for: "u")
+            #expect(b.get("plan") == "gold")
+            try await second.commit([], sessions: [try #require(sessionsB.checkpoint(b))])
+            // The first instance's copy is stale now: its write is refused; invalidated, it loads the newest.
+            let refused = await #expect(throws: AnalyticsSinkError.self) {
+                try await first.commit([], sessions: [try #require(sessionsA.checkpoint(a))])
+            }
+            #expect(refused?.code == .superseded)
+            sessionsA.invalidate("u")
+            #expect(sessionsA.existingSession(for: "u") == nil)
+            let again = try await sessionsA.loadSession(for: "u")
+            try await first.commit([], sessions: [try #require(sessionsA.checkpoint(again))])
+        }
+        #expect(try await query(endpoint, "SELECT version FROM ck_sessions WHERE user_id = 'u'", as: Int64.self) == [3])
+    }
+
+    @Test func sessionsEvictedUnderTheCapContinueFromPostgresWithNothingKeptPerUser() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let instance = Instance(endpoint) { $0.delivers = false }
+        let sessions = SessionStore(
+            tagManager: TagManager(),
+            configuration: checkpointing(instance.store.sessions, maximumSessions: 4)
+        )
+        let users = (0..<20).map { "user-\($0)" }
+        try await withRunning([instance.run]) {
+            for round in 1...2 {
+                for user in users {
+                    let session = try await sessions.loadSession(for: user)
+                    _ = await session.push(event: "e\(round)")
+                    try await instance.commit(
+                        [makeRecord(user: user)],
+                        sessions: [try #require(sessions.checkpoint(session))]
+                    )
+                }
+                #expect(sessions.count <= 4)
+            }
+        }
+        // Every user was evicted between its two requests and loaded again: versions continue, nothing fenced.
+        let versions = try await query(endpoint, "SELECT DISTINCT version FROM ck_sessions", as: Int64.self)
+        #expect(versions == [2])
+        #expect(instance.store.statistics.fencedSessions == 0)
+        #expect(sessions.statistics.loaded == 20)
+    }
+}
+
+/// A session store configuration whose host commits each session's change with its records.
+private func checkpointing(
+    _ persistence: PostgresSessionPersistence,
+    maximumSessions: Int = 100_000
+) -> SessionStore.Configuration {
+    var configuration = SessionStore.Configuration(maximumSessions: maximumSessions, persistence: persistence)
+    configuration.checkpointsWithRecords = true
+    return configuration
 }

@@ -47,10 +47,12 @@ final class Remover: Sendable {
     }
 }
 
-/// A destination that keeps what it accepted, and can hold deliveries until released.
+/// A destination that keeps what it accepted and reports each delivered batch.
 final class RecordingDestination: AnalyticsDestination {
     private let accepted = Mutex<[AnalyticsRecord]>([])
     let preferredBatchSize: Int
+    /// Every delivered batch, in order.
+    let batches = Reports<[AnalyticsRecord]>()
 
     init(batchSize: Int = 50) { preferredBatchSize = batchSize }
 
@@ -58,8 +60,67 @@ final class RecordingDestination: AnalyticsDestination {
 
     func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
         accepted.withLock { $0.append(contentsOf: records) }
+        batches.report(records)
         return .accepted(records)
     }
+
+    /// Waits until the records of `ids` were all delivered (at least once).
+    func waitForDelivery(of ids: Set<String>) async {
+        var delivered = Set(records.map(\.id))
+        while !ids.isSubset(of: delivered) {
+            delivered.formUnion(await batches.next().map(\.id))
+        }
+    }
+}
+
+/// One service instance: a PostgreSQL record store and the delivery pipeline that runs it.
+struct Instance: Sendable {
+    let store: PostgresRecordStore
+    let pipeline: DeliveryPipeline<PostgresRecordStore>
+
+    init(
+        _ endpoint: PostgresEndpoint,
+        name: String = "a",
+        destination: any AnalyticsDestination = RecordingDestination(),
+        configure: (inout PostgresRecordStore.Configuration) -> Void = { _ in }
+    ) {
+        var configuration = PostgresRecordStore.Configuration(endpoint: endpoint, instanceName: name)
+        configuration.partitions = 4
+        configuration.pollInterval = .milliseconds(20)
+        configuration.leaseInterval = .milliseconds(200)
+        configuration.reconnectDelay = .milliseconds(200)
+        configuration.logger = testLogger
+        configure(&configuration)
+        store = PostgresRecordStore(configuration: configuration)
+        var pipelineConfiguration = DeliveryPipeline<PostgresRecordStore>.Configuration()
+        pipelineConfiguration.retry = DeliveryRetryPolicy(
+            maximumAttempts: .max,
+            baseDelay: .milliseconds(20),
+            maximumDelay: .milliseconds(200)
+        )
+        pipelineConfiguration.logger = QuietLogger()
+        pipeline = DeliveryPipeline(store: store, destination: destination, configuration: pipelineConfiguration)
+    }
+
+    /// Appends `records` and `sessions` and returns once they are committed together.
+    func commit(_ records: [AnalyticsRecord], sessions: [StoredSession] = []) async throws {
+        let token = try pipeline.append(EncodedRecords(records, sessions: sessions))
+        try await pipeline.waitUntilDurable(ticket: token.ticket)
+    }
+
+    /// The pipeline's run, for ``withRunning(_:_:)``.
+    var run: @Sendable () async throws -> Void { { [pipeline] in try await pipeline.run() } }
+}
+
+/// A diagnostic logger that drops everything.
+struct QuietLogger: DiagnosticLogger {
+    var minimumLevel: LogLevel { .error }
+    func write(_ level: LogLevel, _ message: String, metadata: LogMetadata) {}
+}
+
+/// A session snapshot of `userID` at `event` events, stored as `version`.
+func stored(_ userID: String, event: Int = 1, version: Int64) -> StoredSession {
+    StoredSession(snapshot: SessionSnapshot(sessionID: userID, eventNumber: event), version: version)
 }
 
 /// Values a callback reports, awaited by a test in the order they came.

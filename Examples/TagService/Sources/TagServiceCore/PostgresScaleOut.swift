@@ -12,58 +12,59 @@ import Synchronization
 /// `--postgres <url>`: records and sessions in PostgreSQL, so that several instances behind a load balancer
 /// share them (Docs/Scaling.md).
 ///
-/// A request's push runs on the user's session — loaded from PostgreSQL on a miss — and its records are
-/// committed together with the session's new snapshot in the store's next group commit; the client is
-/// answered after that commit. A write fenced by a newer snapshot (the user was served elsewhere meanwhile)
-/// drops the stale session, loads the newest one and pushes once more; any other failure answers 503 with
-/// nothing acknowledged, and the session is loaded again on the user's next request.
+/// The library's seams carry it: the ``SessionStore`` loads a session it does not hold through
+/// ``PostgresSessionPersistence``, and the one ``DeliveryPipeline`` runs over the ``PostgresRecordStore``. A
+/// request's push runs on the user's session; its records and the session's checkpoint (the snapshot with its
+/// next version) are appended together and committed in the store's next group commit; the client is answered
+/// after that commit. A write refused because another instance stored a newer version (the user was served
+/// elsewhere meanwhile) drops the stale session, loads the newest one and pushes once more; any other failure
+/// answers 503 with nothing acknowledged, and the session is loaded again on the user's next request.
 final class PostgresScaleOut: Sendable {
     let store: PostgresRecordStore
-    let delivery: PostgresDelivery
+    let pipeline: DeliveryPipeline<PostgresRecordStore>
     let sessions: SessionStore
     private let users = KeyedSerialization()
 
-    /// The scale-out of `configuration`, or `nil` without `--postgres`.
-    static func make(
-        _ configuration: TagServiceConfiguration,
-        sessions: SessionStore,
-        logger: Logging.Logger
-    ) throws -> PostgresScaleOut? {
+    /// The record store of `configuration`, or `nil` without `--postgres`.
+    static func store(_ configuration: TagServiceConfiguration, logger: Logging.Logger) throws -> PostgresRecordStore? {
         guard let url = configuration.postgresURL else { return nil }
         let endpoint = try PostgresEndpoint(url: url)
-        return PostgresScaleOut(
+        var storeConfiguration = PostgresRecordStore.Configuration(
             endpoint: endpoint,
-            configuration: configuration,
-            destination: try destination(configuration),
-            sessions: sessions,
-            logger: logger
+            instanceName: configuration.instanceName
         )
-    }
-
-    private init(
-        endpoint: PostgresEndpoint,
-        configuration: TagServiceConfiguration,
-        destination: any AnalyticsDestination,
-        sessions: SessionStore,
-        logger: Logging.Logger
-    ) {
-        var storeConfiguration = PostgresRecordStore.Configuration(endpoint: endpoint)
         storeConfiguration.partitions = configuration.postgresPartitions
         storeConfiguration.logger = logger
-        storeConfiguration.onSessionsInvalidated = { users in
-            for user in users { sessions.remove(user) }
-        }
-        store = PostgresRecordStore(configuration: storeConfiguration)
-        var deliveryConfiguration = PostgresDelivery.Configuration(
-            endpoint: endpoint,
-            instanceName: configuration.instanceName,
-            requestsPerSecond: configuration.brazeRequestsPerSecond
-        )
-        deliveryConfiguration.partitions = configuration.postgresPartitions
-        deliveryConfiguration.logger = logger
-        delivery = PostgresDelivery(configuration: deliveryConfiguration, destination: destination)
-        self.sessions = sessions
         logger.info("records and sessions go to postgresql", metadata: ["postgres": "\(endpoint)"])
+        return PostgresRecordStore(configuration: storeConfiguration)
+    }
+
+    init(
+        store: PostgresRecordStore,
+        configuration: TagServiceConfiguration,
+        sessions: SessionStore,
+        diagnostics: any DiagnosticLogger,
+        observer: any RuntimeObserver
+    ) throws {
+        var destination = try Self.destination(configuration)
+        if let limit = configuration.brazeRequestsPerSecond {
+            destination = SharedRateLimitDestination(destination, requestsPerSecond: limit, store: store)
+        }
+        var pipelineConfiguration = DeliveryPipeline<PostgresRecordStore>.Configuration()
+        // Committed records are never given up on; a flush does not wait for a destination that is down.
+        pipelineConfiguration.retry = DeliveryRetryPolicy(
+            maximumAttempts: .max,
+            baseDelay: .milliseconds(100),
+            maximumDelay: .seconds(30)
+        )
+        pipelineConfiguration.flushFailsOnRetry = true
+        pipelineConfiguration.maximumConcurrentDeliveries = 2
+        pipelineConfiguration.logger = diagnostics
+        pipelineConfiguration.observer = observer
+        pipelineConfiguration.label = "postgres delivery"
+        self.store = store
+        self.pipeline = DeliveryPipeline(store: store, destination: destination, configuration: pipelineConfiguration)
+        self.sessions = sessions
     }
 
     /// Where delivered records go: Braze's `/users/track`, or without an endpoint the JSON-lines file.
@@ -74,10 +75,23 @@ final class PostgresScaleOut: Sendable {
         return try JSONLinesDestination(destination: .file(path: configuration.recordsFile), synchronizes: true)
     }
 
-    /// The store and the delivery as members of the application's service group.
+    /// The pipeline as a member of the application's service group: graceful shutdown drains it (within its
+    /// drain timeout), cancellation stops it at once (what is committed stays in PostgreSQL).
     var services: [any Service] {
-        [delivery.cancelledOnGracefulShutdown(), store.cancelledOnGracefulShutdown()]
+        let pipeline = self.pipeline
+        return [
+            ClosureService {
+                try await withGracefulShutdownHandler {
+                    try await pipeline.run()
+                } onGracefulShutdown: {
+                    pipeline.gracefulShutdown()
+                }
+            }
+        ]
     }
+
+    /// Why a push is tried once more on a freshly loaded session.
+    private struct StaleSession: Error {}
 
     /// Pushes `event` into its user's session and returns once its records and the session are committed.
     func push(_ event: EventRequest) async throws(APIError) -> PushResult {
@@ -85,13 +99,15 @@ final class PostgresScaleOut: Sendable {
             return try await users.serialize(event.userID) { () async throws(APIError) -> PushResult in
                 do {
                     return try await pushOnce(event)
-                } catch let error as PostgresStoreError where error.code == .fenced {
-                    // Served elsewhere meanwhile: the stale copy is gone (invalidated); push on the newest one.
+                } catch is StaleSession {
+                    // Served elsewhere meanwhile: the stale copy is gone; push on the newest one.
                     do {
                         return try await pushOnce(event)
                     } catch {
                         throw APIError(.notDurable, "the event could not be committed: \(error)")
                     }
+                } catch let error as APIError {
+                    throw error
                 } catch {
                     throw APIError(.notDurable, "the event could not be committed: \(error)")
                 }
@@ -104,7 +120,10 @@ final class PostgresScaleOut: Sendable {
     }
 
     private func pushOnce(_ event: EventRequest) async throws -> PushResult {
-        let session = try await session(of: event)
+        let session = try await sessions.loadSession(for: event.userID, context: event.context)
+        if BrazeTagProvider.user(of: session) == nil {
+            BrazeTagProvider.setUser(.externalID(event.userID), on: session)
+        }
         let result = await session.push(event: event.event, parameters: event.parameters)
         var records: [AnalyticsRecord] = []
         for tag in result.fired {
@@ -112,28 +131,24 @@ final class PostgresScaleOut: Sendable {
                 if let record = record as? AnalyticsRecord { records.append(record) }
             }
         }
-        try await store.commit(records, session: .init(userID: event.userID, snapshot: session.snapshot()))
+        // Dropped meanwhile (evicted, or superseded by a save): push again on the one loaded now.
+        guard let checkpoint = sessions.checkpoint(session) else { throw StaleSession() }
+        do {
+            let token = try pipeline.append(EncodedRecords(records, sessions: [checkpoint]))
+            try await pipeline.waitUntilDurable(ticket: token.ticket)
+        } catch {
+            // Refused, or perhaps kept after all (a commit cut off): the next request loads what is stored.
+            sessions.invalidate(event.userID)
+            if error.code == .superseded { throw StaleSession() }
+            throw error
+        }
         return result
-    }
-
-    /// The user's live session, else the one PostgreSQL holds, else a new one (named after the user).
-    private func session(of event: EventRequest) async throws -> DataLayer {
-        if sessions.existingSession(for: event.userID) == nil {
-            if let snapshot = try await store.loadSession(userID: event.userID) {
-                sessions.restore([snapshot])
-            }
-        }
-        let session = sessions.session(for: event.userID, context: event.context)
-        if BrazeTagProvider.user(of: session) == nil {
-            BrazeTagProvider.setUser(.externalID(event.userID), on: session)
-        }
-        return session
     }
 
     /// The `/metrics` lines of the store and the delivery (Prometheus text format).
     func metricsText() async -> String {
         let store = self.store.statistics
-        let delivery = self.delivery.statistics
+        let delivery = self.pipeline.statistics
         var lines = [
             "# TYPE containerkit_postgres_commits_total counter",
             "containerkit_postgres_commits_total \(store.commits)",
@@ -152,13 +167,13 @@ final class PostgresScaleOut: Sendable {
             "# TYPE containerkit_postgres_available gauge",
             "containerkit_postgres_available \(self.store.isAvailable ? 1 : 0)",
             "# TYPE containerkit_postgres_leases_held gauge",
-            "containerkit_postgres_leases_held \(delivery.leasesHeld)",
+            "containerkit_postgres_leases_held \(store.leasesHeld)",
             "# TYPE containerkit_postgres_instances gauge",
-            "containerkit_postgres_instances \(delivery.instances)",
+            "containerkit_postgres_instances \(store.instances)",
             "# TYPE containerkit_postgres_delivered_records_total counter",
             "containerkit_postgres_delivered_records_total \(delivery.deliveredRecords)",
             "# TYPE containerkit_postgres_acknowledged_batches_total counter",
-            "containerkit_postgres_acknowledged_batches_total \(delivery.acknowledgedBatches)",
+            "containerkit_postgres_acknowledged_batches_total \(store.acknowledgedBatches)",
         ]
         if let undelivered = try? await self.store.undeliveredRows() {
             lines += [
@@ -169,9 +184,6 @@ final class PostgresScaleOut: Sendable {
         return lines.joined(separator: "\n") + "\n"
     }
 }
-
-extension PostgresRecordStore: @retroactive Service {}
-extension PostgresDelivery: @retroactive Service {}
 
 /// Runs the work of one key at a time, first come first served (a user's push and its commit, so the snapshot
 /// committed with a push's records holds that push and no later one).

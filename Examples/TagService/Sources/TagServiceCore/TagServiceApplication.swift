@@ -67,20 +67,31 @@ public struct TagServiceApplication: Sendable {
         BrazeTagProvider(sink: configuration.postgresURL == nil ? queue : AnswersOnlySink())
             .register(on: manager)
 
-        let sessions = SessionStore(
-            tagManager: manager,
-            configuration: SessionStore.Configuration(
-                idleTimeout: configuration.sessionIdleTimeout,
-                maximumSessions: configuration.maximumSessions,
-                onEvict: { userID, _, reason in
-                    logger.debug("session evicted", metadata: ["user_id": "\(userID)", "reason": "\(reason.rawValue)"])
-                },
-                persistence: configuration.sessionsDirectory.map { FileSessionPersistence(directory: $0) },
-                saveInterval: configuration.sessionSaveInterval,
-                onSave: { count in logger.debug("sessions saved", metadata: ["count": "\(count)"]) }
-            )
+        // --postgres: the sessions load from and save to PostgreSQL, and the records go through its store.
+        let postgres = try PostgresScaleOut.store(configuration, logger: logger)
+        var sessionConfiguration = SessionStore.Configuration(
+            idleTimeout: configuration.sessionIdleTimeout,
+            maximumSessions: configuration.maximumSessions,
+            onEvict: { userID, _, reason in
+                logger.debug("session evicted", metadata: ["user_id": "\(userID)", "reason": "\(reason.rawValue)"])
+            },
+            persistence: postgres?.sessions
+                ?? configuration.sessionsDirectory.map { FileSessionPersistence(directory: $0) },
+            saveInterval: configuration.sessionSaveInterval,
+            onSave: { count in logger.debug("sessions saved", metadata: ["count": "\(count)"]) }
         )
-        let scaleOut = try PostgresScaleOut.make(configuration, sessions: sessions, logger: logger)
+        // Each push's session change is committed with its records (PostgresScaleOut.push).
+        sessionConfiguration.checkpointsWithRecords = postgres != nil
+        let sessions = SessionStore(tagManager: manager, configuration: sessionConfiguration)
+        let scaleOut = try postgres.map { store in
+            try PostgresScaleOut(
+                store: store,
+                configuration: configuration,
+                sessions: sessions,
+                diagnostics: SwiftLogAdapter(logger),
+                observer: metrics
+            )
+        }
 
         let containers: any Service
         if configuration.openIDs.isEmpty {

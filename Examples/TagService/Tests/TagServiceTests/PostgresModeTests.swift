@@ -120,4 +120,31 @@ struct PostgresModeTests {
             #expect(service.sessions.existingSession(for: "u1")?.snapshot().eventNumber == 2)
         }
     }
+
+    @Test func sessionsStayUnderTheCapAndEvictedUsersContinueFromPostgres() async throws {
+        let cluster = try await PostgresTestCluster.start()
+        defer { cluster.remove() }
+        var fixture = try instance(try await cluster.createDatabase(), name: "a")
+        fixture.configuration.maximumSessions = 2
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        let users = (1...6).map { "user-\($0)" }
+        try await service.application.test(.live) { client in
+            for round in 1...2 {
+                for user in users {
+                    try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: user)) {
+                        response in
+                        #expect(response.status == .ok)
+                        // The once-per-load tag fires on a user's first event only, though the session was
+                        // evicted in between and loaded again.
+                        let fired = try response.json.firedNames
+                        #expect(fired.contains("Braze - first play") == (round == 1))
+                    }
+                    #expect(service.sessions.count <= 2)
+                }
+            }
+        }
+        #expect(service.sessions.statistics.loaded >= 4)
+        #expect(try #require(service.scaleOut).store.statistics.fencedSessions == 0)
+    }
 }

@@ -1,0 +1,320 @@
+import ContainerKit
+import ContainerKitBraze
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+extension PostgresRecordStore {
+    // MARK: Reading and acknowledging (called by the pipeline's delivery loop)
+
+    /// Up to `limit` committed rows of the leased partitions, after what was read of each (`nil`: after what
+    /// each has acknowledged); an empty batch when none is leased or nothing is committed after the cursors.
+    /// - Throws: `.unavailable` when the lease connection is down (the pipeline retries after a backoff).
+    public func read(after position: Position?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<Position> {
+        let plan = state.withLock { state -> (PostgresConnection?, [(Int, Cursor)], UInt64) in
+            if position == nil {
+                // The pipeline starts over: everything not acknowledged is read again.
+                state.batches = [:]
+                for key in state.leases.keys {
+                    state.leases[key]!.read = state.leases[key]!.acknowledged
+                    state.leases[key]!.inFlight = 0
+                }
+            }
+            // A partition with a batch in flight waits for its acknowledgement: a user's records go out in order.
+            let readable = state.leases.filter { !$0.value.releasing && $0.value.inFlight <= 0 }.keys.sorted()
+            state.waitingForAcknowledgement = readable.count < state.leases.count
+            guard let connection = state.leaseConnection, !readable.isEmpty else {
+                state.idle = true
+                return (state.leaseConnection, [], state.epoch)
+            }
+            // Partitions take turns at coming first, so a busy one cannot starve the others.
+            state.readOffset = (state.readOffset + 1) % readable.count
+            let turned = Array(readable[state.readOffset...] + readable[..<state.readOffset])
+            return (connection, turned.map { ($0, state.leases[$0]!.read) }, state.epoch)
+        }
+        let (connection, cursors, epoch) = plan
+        // Nothing leased (or the lease connection is down, and its leases with it): the lease loop says when
+        // there is something to read.
+        guard let connection, !cursors.isEmpty else { return .empty }
+        let parts = cursors.map { Int32($0.0) }
+        let xids = cursors.map { $0.1.xid }
+        let seqs = cursors.map { $0.1.seq }
+        let rowLimit = Int32(max(1, limit))
+        var rows: [(Int32, Int64, Int64, String)] = []
+        do {
+            rows = try await connection.guarded(
+                """
+                SELECT c.part, r.xid, r.seq, r.payload
+                FROM unnest(\(parts)::int[], \(xids)::bigint[], \(seqs)::bigint[]) WITH ORDINALITY AS c(part, xid, seq, o)
+                CROSS JOIN LATERAL (
+                    SELECT xid, seq, payload FROM ck_records
+                    WHERE part = c.part AND (xid, seq) > (c.xid, c.seq)
+                      AND xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+                    ORDER BY xid, seq LIMIT \(rowLimit)) r
+                ORDER BY c.o, r.xid, r.seq
+                LIMIT \(rowLimit)
+                """,
+                logger: configuration.logger
+            ) { sequence in
+                var rows: [(Int32, Int64, Int64, String)] = []
+                for try await row in sequence.decode((Int32, Int64, Int64, String).self) { rows.append(row) }
+                return rows
+            }
+        } catch {
+            throw AnalyticsSinkError(
+                .unavailable,
+                "cannot read the records of partitions \(parts): \(PostgresStoreError.describe(error))"
+            )
+        }
+        guard !rows.isEmpty else {
+            state.withLock { $0.idle = true }
+            return .empty
+        }
+        var records: [AnalyticsRecord] = []
+        records.reserveCapacity(rows.count)
+        var problems: [String] = []
+        var ends: [Int: Cursor] = [:]
+        var counts: [Int: Int] = [:]
+        for (part, xid, seq, payload) in rows {
+            ends[Int(part)] = Cursor(xid: xid, seq: seq)
+            counts[Int(part), default: 0] += 1
+            do {
+                records.append(try AnalyticsRecord(jsonLine: payload))
+            } catch {
+                problems.append("skipped record row \(seq) of partition \(part): \(error)")
+            }
+        }
+        let number = state.withLock { state -> UInt64 in
+            state.idle = false
+            state.nextBatch += 1
+            state.batches[state.nextBatch] = Batch(epoch: epoch, ends: ends, rows: counts)
+            for (part, end) in ends where state.leases[part]?.epoch == epoch {
+                state.leases[part]!.read = end
+                state.leases[part]!.inFlight += 1
+            }
+            return state.nextBatch
+        }
+        return StoredBatch(
+            records: records,
+            end: Position(batch: number),
+            skipped: problems.count,
+            problems: problems
+        )
+    }
+
+    /// Moves the cursors of the partitions in the batches up to `position` — only those still leased on the
+    /// connection that read them — on the lease connection, and gives back leases being released once
+    /// nothing of them is in flight.
+    public func acknowledge(through position: Position) async throws(AnalyticsSinkError) {
+        let plan = state.withLock { state -> (PostgresConnection?, [Int: Cursor], [Int: Int]) in
+            var ends: [Int: Cursor] = [:]
+            var rows: [Int: Int] = [:]
+            for number in state.batches.keys.sorted() where number <= position.batch {
+                let batch = state.batches.removeValue(forKey: number)!
+                for (part, end) in batch.ends {
+                    guard let lease = state.leases[part], lease.epoch == batch.epoch else { continue }
+                    state.leases[part]!.inFlight -= 1
+                    ends[part] = max(ends[part] ?? end, end)
+                    rows[part, default: 0] += batch.rows[part] ?? 0
+                }
+            }
+            return (state.leaseConnection, ends, rows)
+        }
+        let (connection, ends, rows) = plan
+        guard !ends.isEmpty else { return }
+        guard let connection else {
+            throw AnalyticsSinkError(.unavailable, "the lease connection is lost; the partitions' next holder re-sends")
+        }
+        let parts = ends.keys.sorted()
+        let xids = parts.map { ends[$0]!.xid }
+        let seqs = parts.map { ends[$0]!.seq }
+        let counts = parts.map { Int64(rows[$0] ?? 0) }
+        do {
+            // A cursor only moves forward.
+            try await connection.execute(
+                """
+                UPDATE ck_cursors c SET xid = a.xid, seq = a.seq, acknowledged = c.acknowledged + a.n
+                FROM unnest(\(parts.map { Int32($0) })::int[], \(xids)::bigint[], \(seqs)::bigint[], \(counts)::bigint[])
+                    AS a(part, xid, seq, n)
+                WHERE c.part = a.part AND (c.xid, c.seq) < (a.xid, a.seq)
+                """,
+                logger: configuration.logger
+            )
+        } catch {
+            throw AnalyticsSinkError(
+                .unavailable,
+                "cannot acknowledge partitions \(parts): \(PostgresStoreError.describe(error))"
+            )
+        }
+        let commits = state.withLock { state -> RecordStoreCommits? in
+            for part in parts where state.leases[part] != nil {
+                state.leases[part]!.acknowledged = max(state.leases[part]!.acknowledged, ends[part]!)
+            }
+            state.statistics.acknowledgedBatches += 1
+            state.statistics.acknowledgedRows += counts.reduce(0) { $0 + Int($1) }
+            defer { state.waitingForAcknowledgement = false }
+            return state.waitingForAcknowledgement ? state.commits : nil
+        }
+        await releaseIdleLeases(on: connection)
+        // A read passed over these partitions while they were in flight: read them now.
+        commits?.recordsAvailable()
+    }
+
+    /// Unlocks the partitions marked for release that have nothing in flight.
+    private func releaseIdleLeases(on connection: PostgresConnection) async {
+        let free = state.withLock { state in
+            state.leases.filter { $0.value.releasing && $0.value.inFlight <= 0 }.keys.sorted()
+        }
+        guard !free.isEmpty else { return }
+        for partition in free {
+            do {
+                try await connection.execute(
+                    "SELECT pg_advisory_unlock(\(configuration.lockNamespace), \(Int32(partition + 1)))",
+                    logger: configuration.logger
+                )
+            } catch {
+                return
+            }
+            state.withLock { _ = $0.leases.removeValue(forKey: partition) }
+        }
+        configuration.onLeasesChanged?(leasedPartitions)
+    }
+
+    // MARK: Leases
+
+    /// Keeps a lease connection: joins the delivering instances, balances leases every lease interval, and
+    /// tells an idle pipeline to read again every poll interval; reconnects when the connection is lost (its
+    /// leases are gone then, and taken again if still free).
+    func leaseLoop() async {
+        let logger = configuration.logger
+        while state.withLock({ $0.phase == .running }) {
+            do {
+                let connection = try await configuration.endpoint.connect(
+                    logger: logger,
+                    applicationName: "containerkit-lease \(configuration.instanceName)"
+                )
+                do {
+                    try await lease(on: connection)
+                } catch {
+                    try? await connection.close()
+                    throw error
+                }
+                try? await connection.close()
+            } catch {
+                if state.withLock({ $0.phase != .running }) { break }
+                logger.warning("postgres delivery lost its lease connection: \(PostgresStoreError.describe(error))")
+            }
+            dropLeases()
+            try? await Task.sleep(for: configuration.reconnectDelay)
+        }
+        dropLeases()
+    }
+
+    private func dropLeases() {
+        let changed = state.withLock { state -> Bool in
+            defer {
+                state.leases = [:]
+                state.leaseConnection = nil
+                state.epoch += 1
+            }
+            return !state.leases.isEmpty
+        }
+        if changed { configuration.onLeasesChanged?([]) }
+    }
+
+    /// One lease connection's life, until the store stops or a statement fails (the connection is gone).
+    private func lease(on connection: PostgresConnection) async throws {
+        let logger = configuration.logger
+        try await ensureSchema(on: connection)
+        let partitions = state.withLock { $0.partitions }
+        try await connection.execute(
+            "SELECT pg_advisory_lock_shared(\(configuration.lockNamespace), \(PostgresSchema.memberLockKey))",
+            logger: logger
+        )
+        state.withLock { state in
+            state.epoch += 1
+            state.leaseConnection = connection
+        }
+        var lastBalance: ContinuousClock.Instant?
+        while state.withLock({ $0.phase == .running }) {
+            if connection.isClosed { throw PostgresStoreError(.unavailable, "the lease connection closed") }
+            if lastBalance.map({ ContinuousClock.now - $0 >= configuration.leaseInterval }) ?? true {
+                lastBalance = ContinuousClock.now
+                if try await balance(on: connection, partitions: partitions) {
+                    state.withLock { $0.idle = true }
+                }
+            }
+            let (idle, commits) = state.withLock { ($0.idle && !$0.leases.isEmpty, $0.commits) }
+            if idle { commits?.recordsAvailable() }
+            try? await Task.sleep(for: configuration.pollInterval)
+        }
+    }
+
+    /// Counts the delivering instances, takes free partitions up to this instance's share and marks those above
+    /// it for release. Returns whether a partition was taken.
+    private func balance(on connection: PostgresConnection, partitions: Int) async throws -> Bool {
+        let logger = configuration.logger
+        let namespace = configuration.lockNamespace
+        let offset = Int(PostgresPartitioning.partition(ofKey: configuration.instanceName, count: partitions))
+        var taken: Set<Int> = []
+        var members = 0
+        let rows = try await connection.rows(
+            """
+            SELECT objid::text::bigint, mode FROM pg_locks
+            WHERE locktype = 'advisory' AND granted AND classid::text::bigint = \(Int64(namespace)) AND objsubid = 2
+              AND objid::text::bigint <= \(Int64(partitions))
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            """,
+            logger: logger
+        )
+        for try await (key, mode) in rows.decode((Int, String).self) {
+            if key == Int(PostgresSchema.memberLockKey) && mode == "ShareLock" {
+                members += 1
+            } else if key > 0 {
+                taken.insert(key - 1)
+            }
+        }
+        let instances = max(1, members)
+        let target = (partitions + instances - 1) / instances
+        let (held, epoch) = state.withLock { state -> ([Int: Lease], UInt64) in
+            state.statistics.instances = instances
+            return (state.leases, state.epoch)
+        }
+        var changed = false
+        if held.count < target {
+            var wanted = target - held.count
+            for step in 0..<partitions where wanted > 0 {
+                let partition = (offset + step) % partitions
+                if held[partition] != nil || taken.contains(partition) { continue }
+                var locked = false
+                for try await value in try await connection.rows(
+                    "SELECT pg_try_advisory_lock(\(namespace), \(Int32(partition + 1)))",
+                    logger: logger
+                ).decode(Bool.self) { locked = value }
+                guard locked else { continue }
+                // The cursor is read after the lock is held: it is the latest the previous holder acknowledged.
+                var cursor = Cursor(xid: 0, seq: 0)
+                for try await (xid, seq) in try await connection.rows(
+                    "SELECT xid, seq FROM ck_cursors WHERE part = \(Int32(partition))",
+                    logger: logger
+                ).decode((Int64, Int64).self) { cursor = Cursor(xid: xid, seq: seq) }
+                state.withLock { state in
+                    state.leases[partition] = Lease(epoch: epoch, read: cursor, acknowledged: cursor)
+                    state.statistics.leasesTaken += 1
+                }
+                wanted -= 1
+                changed = true
+                logger.debug("leased partition \(partition) at \(cursor)")
+            }
+        } else if held.count > target {
+            let extra = held.filter { !$0.value.releasing }.keys.sorted(by: >).prefix(held.count - target)
+            state.withLock { state in
+                for partition in extra { state.leases[partition]?.releasing = true }
+            }
+            await releaseIdleLeases(on: connection)
+        }
+        if changed { configuration.onLeasesChanged?(leasedPartitions) }
+        return changed
+    }
+}
