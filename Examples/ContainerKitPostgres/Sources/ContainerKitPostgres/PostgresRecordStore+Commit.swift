@@ -1,5 +1,5 @@
 import ContainerKit
-import ContainerKitBraze
+import ContainerKitDelivery
 import Foundation
 import Logging
 import PostgresNIO

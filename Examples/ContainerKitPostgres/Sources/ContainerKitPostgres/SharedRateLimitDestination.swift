@@ -1,5 +1,5 @@
 import ContainerKit
-import ContainerKitBraze
+import ContainerKitDelivery
 import Synchronization
 
 /// A destination whose request rate is this instance's share of a limit for the whole cluster (Braze's
