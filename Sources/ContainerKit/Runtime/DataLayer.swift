@@ -56,6 +56,9 @@ public final class DataLayer: Sendable {
         var eventNumber = 0
         var firedOncePerLoad = Set<String>()
         var attributes = ValueMap()
+        /// Typed values extensions keep (see ``SessionExtensionKey``), by key type; each is also saved in
+        /// ``attributes``.
+        var extensions: [ObjectIdentifier: ExtensionEntry] = [:]
         /// Whether some caller holds the turn (is processing a push).
         var busy = false
         /// The number of the turn being processed while `busy` (each turn gets a new one): a push made
@@ -488,7 +491,10 @@ public final class DataLayer: Sendable {
 
     /// Stores (or with `nil`, removes) a session attribute.
     public func setAttribute(_ value: Value?, forKey key: String) {
-        state.withLock { $0.attributes[key] = value }
+        state.withLock { state in
+            state.attributes[key] = value
+            state.attributeChanged(key)
+        }
     }
 
     // MARK: Merge semantics

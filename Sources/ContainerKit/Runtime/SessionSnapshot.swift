@@ -183,6 +183,7 @@ extension DataLayer {
             state.rawValues = snapshot.rawValues
             state.userProperties = snapshot.userProperties
             state.attributes = snapshot.attributes
+            state.extensions = [:]
             state.firedOncePerLoad = Set(snapshot.firedOncePerLoad)
             state.eventNumber = snapshot.eventNumber
             state.context = snapshot.context

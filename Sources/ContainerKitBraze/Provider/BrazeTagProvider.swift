@@ -100,13 +100,23 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
     /// Sets (or with `nil`, clears) the user of `dataLayer`'s session: typically a `braze_id` or user alias
     /// before the app knows who the user is. `changeUser` tags replace it with an `external_id`.
     public static func setUser(_ user: UserIdentity?, on dataLayer: DataLayer) {
-        dataLayer.setAttribute(user?.jsonValue, forKey: userAttributeKey)
+        dataLayer.setExtensionValue(user, for: UserKey.self)
     }
 
-    /// The current user of `dataLayer`'s session, if any.
+    /// The current user of `dataLayer`'s session, if any (kept typed on the session; saved in snapshots as
+    /// the ``userAttributeKey`` attribute).
     public static func user(of dataLayer: DataLayer) -> UserIdentity? {
-        guard case .object(let members)? = dataLayer.attribute(userAttributeKey) else { return nil }
-        return UserIdentity(members: members)
+        dataLayer.extensionValue(UserKey.self)
+    }
+
+    /// The session's user, stored once as a ``UserIdentity`` (not parsed from its attribute by every tag).
+    enum UserKey: SessionExtensionKey {
+        static var attributeKey: String { BrazeTagProvider.userAttributeKey }
+        static func attribute(for user: UserIdentity) -> Value { user.jsonValue }
+        static func stored(fromAttribute attribute: Value) -> UserIdentity? {
+            guard case .object(let members) = attribute else { return nil }
+            return UserIdentity(members: members)
+        }
     }
 
     // MARK: Running tags

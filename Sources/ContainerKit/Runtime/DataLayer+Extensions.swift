@@ -1,0 +1,64 @@
+/// A typed value an extension keeps on each session (a tag provider's user, say), stored once in its own
+/// type instead of being parsed again from a ``Value`` by every tag that reads it.
+///
+/// The value is saved in snapshots through a session attribute: ``attributeKey`` names it, and the two
+/// conversions turn the typed value into that attribute and back (after a restore, or when a host sets the
+/// attribute directly, the typed value is decoded from it once, on the next read).
+///
+/// ```swift
+/// enum CartKey: SessionExtensionKey {
+///     static let attributeKey = "shop.cart"
+///     static func attribute(for cart: Cart) -> Value { cart.jsonValue }
+///     static func stored(fromAttribute value: Value) -> Cart? { Cart(json: value) }
+/// }
+/// session.setExtensionValue(cart, for: CartKey.self)
+/// let cart = session.extensionValue(CartKey.self)
+/// ```
+public protocol SessionExtensionKey {
+    /// The type of the value the session keeps.
+    associatedtype Stored: Sendable
+    /// The session attribute that holds the value in snapshots.
+    static var attributeKey: String { get }
+    /// The attribute that saves `stored`.
+    static func attribute(for stored: Stored) -> Value
+    /// The typed value an attribute holds; `nil` when it holds none.
+    static func stored(fromAttribute attribute: Value) -> Stored?
+}
+
+extension DataLayer {
+    /// One typed value of ``State/extensions``, with the attribute it is saved under.
+    struct ExtensionEntry: Sendable {
+        var attributeKey: String
+        /// `nil`: the attribute holds nothing this key can read.
+        var value: (any Sendable)?
+    }
+
+    /// The value `key` keeps on this session; `nil` when none was set.
+    public func extensionValue<Key: SessionExtensionKey>(_ key: Key.Type) -> Key.Stored? {
+        let id = ObjectIdentifier(key)
+        return state.withLock { state -> Key.Stored? in
+            if let entry = state.extensions[id] { return entry.value as? Key.Stored }
+            // Not read since it was set as an attribute (a restore, a host's `setAttribute`): decode it once.
+            let decoded = state.attributes[Key.attributeKey].flatMap(Key.stored(fromAttribute:))
+            state.extensions[id] = ExtensionEntry(attributeKey: Key.attributeKey, value: decoded)
+            return decoded
+        }
+    }
+
+    /// Stores (or with `nil`, removes) the value `key` keeps on this session, and its attribute.
+    public func setExtensionValue<Key: SessionExtensionKey>(_ value: Key.Stored?, for key: Key.Type) {
+        let attribute = value.map(Key.attribute(for:))
+        state.withLock { state in
+            state.extensions[ObjectIdentifier(key)] = ExtensionEntry(attributeKey: Key.attributeKey, value: value)
+            state.attributes[Key.attributeKey] = attribute
+        }
+    }
+}
+
+extension DataLayer.State {
+    /// Forgets the typed values saved under attribute `key` (the attribute changed underneath them).
+    mutating func attributeChanged(_ key: String) {
+        guard !extensions.isEmpty else { return }
+        for (id, entry) in extensions where entry.attributeKey.hasSameBytes(as: key) { extensions[id] = nil }
+    }
+}
