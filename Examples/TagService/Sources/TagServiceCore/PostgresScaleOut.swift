@@ -44,7 +44,7 @@ final class PostgresScaleOut: Sendable {
         configuration: TagServiceConfiguration,
         sessions: SessionStore,
         diagnostics: any DiagnosticLogger,
-        observer: any RuntimeObserver
+        observer: any DeliveryObserver
     ) throws {
         var destination = try Self.destination(configuration)
         if let limit = configuration.brazeRequestsPerSecond {
