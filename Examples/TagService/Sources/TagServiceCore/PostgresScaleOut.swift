@@ -20,6 +20,8 @@ import Synchronization
 final class PostgresScaleOut: Sendable {
     let store: PostgresRecordStore
     let delivery: PostgresDelivery
+    /// Where the delivery sends: its `run()` (Braze's HTTP client and its I/O thread) is a service too.
+    let destination: any AnalyticsDestination
     let sessions: SessionStore
     private let users = KeyedSerialization()
 
@@ -62,6 +64,7 @@ final class PostgresScaleOut: Sendable {
         deliveryConfiguration.partitions = configuration.postgresPartitions
         deliveryConfiguration.logger = logger
         delivery = PostgresDelivery(configuration: deliveryConfiguration, destination: destination)
+        self.destination = destination
         self.sessions = sessions
         logger.info("records and sessions go to postgresql", metadata: ["postgres": "\(endpoint)"])
     }
@@ -74,9 +77,10 @@ final class PostgresScaleOut: Sendable {
         return try JSONLinesDestination(destination: .file(path: configuration.recordsFile), synchronizes: true)
     }
 
-    /// The store and the delivery as members of the application's service group.
+    /// The destination, the store and the delivery as members of the application's service group (the
+    /// destination first: the group stops it after the delivery that sends through it).
     var services: [any Service] {
-        [delivery.cancelledOnGracefulShutdown(), store.cancelledOnGracefulShutdown()]
+        [destination.service, delivery.cancelledOnGracefulShutdown(), store.cancelledOnGracefulShutdown()]
     }
 
     /// Pushes `event` into its user's session and returns once its records and the session are committed.
