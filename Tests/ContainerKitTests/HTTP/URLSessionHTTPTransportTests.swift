@@ -111,7 +111,8 @@ import Testing
             maximumResponseBytes: maximumBytes,
             deadline: .seconds(60)
         )
-        let result = await HTTPClient.withClientForOneRequest { client -> Result<BoundedHTTPResponse, BoundedHTTPError> in
+        let result = await HTTPClient.withClientForOneRequest {
+            client -> Result<BoundedHTTPResponse, BoundedHTTPError> in
             do throws(BoundedHTTPError) {
                 return .success(try await URLSessionHTTPTransport.send(request, client: client))
             } catch {
