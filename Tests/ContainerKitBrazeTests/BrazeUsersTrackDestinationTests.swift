@@ -430,8 +430,8 @@ extension InMemoryQueue {
         let server = try BrazeTestServer()
         defer { server.stop() }
         let destination = BrazeUsersTrackDestination(endpoint: server.endpoint, apiKey: server.apiKey)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await destination.run() }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await destination.run() }
             for index in 0..<4 {
                 #expect(await destination.deliver([event("e\(index)")]).accepted.count == 1)
             }
