@@ -1,6 +1,7 @@
 // A loopback stand-in for Braze's `POST /users/track`, for `make bench-service`: accepts every request,
 // counts the objects it received, and answers `GET /stats` with the counts. It listens on 127.0.0.1 only
-// and exits by itself after `--max-seconds` (default 600).
+// and exits by itself after `--max-seconds` (default 600). Once it listens it writes
+// `[users-track-stand-in] listening port=<n>` to standard error (`--port 0` picks a free port).
 //
 //     UsersTrackStandIn --port 9090 [--max-seconds 600] [--titles <file>]
 //
@@ -91,7 +92,11 @@ let app = Application(
     configuration: ApplicationConfiguration(
         address: .hostname("127.0.0.1", port: port),
         serverName: "users-track-stand-in"
-    )
+    ),
+    onServerRunning: { channel in
+        let port = channel.localAddress?.port ?? 0
+        FileHandle.standardError.write(Data("[users-track-stand-in] listening port=\(port)\n".utf8))
+    }
 )
 try await withThrowingTaskGroup(of: Void.self) { group in
     group.addTask { try await app.runService() }
