@@ -103,7 +103,7 @@ struct BatchAnswer {
     }
 
     /// The `200` response.
-    consuming func response() -> Response {
+    mutating func response() -> Response {
         bytes.append(contentsOf: #"],"accepted":"#.utf8)
         bytes.append(contentsOf: String(accepted).utf8)
         bytes.append(contentsOf: #","refused":"#.utf8)

@@ -125,7 +125,10 @@ final class PostgresScaleOut: Sendable {
     func push(_ items: [Result<EventRequest, APIError>]) async -> [Result<PushResult, APIError>] {
         let held = await users.acquire(items.compactMap { try? $0.get().userID })
         defer { for user in held { users.release(user) } }
-        var outcomes = items.map { item in item.map { _ in PushResult() } }
+        // Each readable event's outcome is set when it is pushed (the placeholder is never answered).
+        var outcomes = items.map { item -> Result<PushResult, APIError> in
+            item.flatMap { _ in .failure(APIError(.notDurable, "the event was not pushed")) }
+        }
         var pending = Array(items.indices.filter { (try? items[$0].get()) != nil })
         for attempt in 0..<2 {
             // Every push first (a session load may wait for PostgreSQL), then every append at once, so that
@@ -137,9 +140,8 @@ final class PostgresScaleOut: Sendable {
                     let session = try await session(of: event)
                     let result = await session.push(event: event.event, parameters: event.parameters)
                     outcomes[index] = .success(result)
-                    prepared.append(
-                        (index, Self.records(of: result), .init(userID: event.userID, snapshot: session.snapshot()))
-                    )
+                    let write = PostgresRecordStore.SessionWrite(userID: event.userID, snapshot: session.snapshot())
+                    prepared.append((index, Self.records(of: result), write))
                 } catch {
                     outcomes[index] = .failure(APIError(.notDurable, "the event could not be committed: \(error)"))
                 }
