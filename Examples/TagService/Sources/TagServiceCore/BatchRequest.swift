@@ -12,6 +12,9 @@ import NIOCore
 struct BatchRequest: Sendable {
     /// Each event in order: the request, or why it is refused.
     var items: [Result<EventRequest, APIError>]
+    /// The user each event names (for one without `user_id`, the routed user), for its item in the answer —
+    /// also when the event is refused.
+    var userIDs: [String?]
 
     /// Reads a batch body; `routedUser` as in ``EventRequest/init(body:routedUser:)``, for every event.
     init(body: [UInt8], limits: BatchLimits, routedUser: String? = nil) throws(APIError) {
@@ -36,6 +39,10 @@ struct BatchRequest: Sendable {
                 .tooManyEvents,
                 "the batch holds \(events.count) events; the most is \(limits.maximumEvents)"
             )
+        }
+        userIDs = events.map { event in
+            if case .string(let user)? = event.objectValue?["user_id"] { return user }
+            return routedUser.flatMap { $0.isEmpty ? nil : $0 }
         }
         items = events.map { event -> Result<EventRequest, APIError> in
             guard case .object(let object) = event else {
@@ -67,13 +74,30 @@ struct BatchAnswer {
     private var accepted = 0
     private var refused = 0
 
-    init(capacity: Int) {
+    /// The answer of a batch whose events had `outcomes` (in order), naming `userIDs` (the request's
+    /// ``BatchRequest/userIDs``).
+    static func response(
+        _ outcomes: [Result<PushResult, APIError>],
+        userIDs: [String?],
+        durable: Bool
+    ) -> Response {
+        var answer = BatchAnswer(capacity: 1024 * outcomes.count)
+        for (outcome, userID) in zip(outcomes, userIDs) {
+            switch outcome {
+            case .success(let result): answer.appendPushed(result, userID: userID ?? "", durable: durable)
+            case .failure(let error): answer.appendRefused(error, userID: userID)
+            }
+        }
+        return answer.response()
+    }
+
+    private init(capacity: Int) {
         bytes.reserveCapacity(capacity)
         bytes.append(contentsOf: #"{"results":["#.utf8)
     }
 
     /// Appends a pushed event's item.
-    mutating func appendPushed(_ result: PushResult, userID: String, durable: Bool) {
+    private mutating func appendPushed(_ result: PushResult, userID: String, durable: Bool) {
         separate()
         accepted += 1
         appendEventAnswerMembers(result, userID: userID, durable: durable, to: &bytes)
@@ -81,7 +105,7 @@ struct BatchAnswer {
     }
 
     /// Appends a refused event's item.
-    mutating func appendRefused(_ error: APIError, userID: String?) {
+    private mutating func appendRefused(_ error: APIError, userID: String?) {
         separate()
         refused += 1
         bytes.append(contentsOf: #"{"error":{"code":"#.utf8)
@@ -103,7 +127,7 @@ struct BatchAnswer {
     }
 
     /// The `200` response.
-    mutating func response() -> Response {
+    private mutating func response() -> Response {
         bytes.append(contentsOf: #"],"accepted":"#.utf8)
         bytes.append(contentsOf: String(accepted).utf8)
         bytes.append(contentsOf: #","refused":"#.utf8)

@@ -69,7 +69,7 @@ struct EventsController: Sendable {
             limits: batchLimits
         )
         try requireContainer(events: batch.items.count)
-        var outcomes: [Result<(PushResult, String), APIError>] = []
+        var outcomes: [Result<PushResult, APIError>] = []
         outcomes.reserveCapacity(batch.items.count)
         var tokens: [DurabilityToken] = []
         for item in batch.items {
@@ -82,7 +82,7 @@ struct EventsController: Sendable {
                     let result = await session.push(event: event.event, parameters: event.parameters)
                     sessions.didChange(session)
                     tokens += result.durability
-                    outcomes.append(.success((result, event.userID)))
+                    outcomes.append(.success(result))
                 } catch {
                     outcomes.append(.failure(error))
                 }
@@ -97,7 +97,7 @@ struct EventsController: Sendable {
                 logger.error("records of a batch not durable", metadata: ["error": "\(error)"])
                 let notDurable = APIError(.notDurable, "the event's records could not be made durable now; retry later")
                 for index in outcomes.indices {
-                    guard case .success((let result, _)) = outcomes[index] else { continue }
+                    guard case .success(let result) = outcomes[index] else { continue }
                     do {
                         try await result.waitUntilDurable()
                     } catch {
@@ -106,16 +106,7 @@ struct EventsController: Sendable {
                 }
             }
         }
-        var answer = BatchAnswer(capacity: 1024 * batch.items.count)
-        for (outcome, item) in zip(outcomes, batch.items) {
-            switch outcome {
-            case .success((let result, let userID)):
-                answer.appendPushed(result, userID: userID, durable: waitsForDurability)
-            case .failure(let error):
-                answer.appendRefused(error, userID: try? item.get().userID)
-            }
-        }
-        return answer.response()
+        return BatchAnswer.response(outcomes, userIDs: batch.userIDs, durable: waitsForDurability)
     }
 
     /// Without a live container nothing would be evaluated: the answer would say "no tag fired, durable"

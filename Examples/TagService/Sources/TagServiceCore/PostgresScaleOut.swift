@@ -335,14 +335,7 @@ struct PostgresEventsController: Sendable {
             let body = try await requestBody(of: request, limit: batchLimits.maximumBytes)
             let batch = try BatchRequest(body: body, limits: batchLimits, routedUser: routedUser)
             let outcomes = await scaleOut.push(batch.items)
-            var answer = BatchAnswer(capacity: 1024 * batch.items.count)
-            for (outcome, item) in zip(outcomes, batch.items) {
-                switch outcome {
-                case .success(let result): answer.appendPushed(result, userID: try item.get().userID, durable: true)
-                case .failure(let error): answer.appendRefused(error, userID: try? item.get().userID)
-                }
-            }
-            return answer.response()
+            return BatchAnswer.response(outcomes, userIDs: batch.userIDs, durable: true)
         } catch {
             return error.response
         }
