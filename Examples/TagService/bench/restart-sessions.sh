@@ -19,8 +19,9 @@ cd "$(dirname "$0")/.."
 SESSIONS=${BENCH_SESSIONS:-1000000}
 PORT=${BENCH_SERVICE_PORT:-18490}
 
-swift build -c release ${BENCH_SWIFT_FLAGS:-} --product TagService >&2
-BIN=$(swift build -c release ${BENCH_SWIFT_FLAGS:-} --show-bin-path)
+CONFIGURATION=${BENCH_CONFIGURATION:-release}   # debug: a quick look only; the figures are release figures
+swift build -c "$CONFIGURATION" ${BENCH_SWIFT_FLAGS:-} --product TagService >&2
+BIN=$(swift build -c "$CONFIGURATION" ${BENCH_SWIFT_FLAGS:-} --show-bin-path)
 
 WORK=$(mktemp -d)
 SERVICE_PID=""
