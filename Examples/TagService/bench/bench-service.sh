@@ -2,20 +2,26 @@
 # Load test of the example service (`make bench-service` runs it from the repository root).
 #
 # Builds TagService and the /users/track stand-in in release mode, starts both on 127.0.0.1, runs wrk for
-# a bounded time against POST /v1/events (many distinct users, durable acknowledgement on) and then
-# against GET /health of the same server — BENCH_ROUNDS times, reporting the median round — stops the
-# service with SIGTERM (it drains its queue into the stand-in) and checks that every acknowledged record
-# arrived.
+# a bounded time against POST /v1/events (many distinct users, durable acknowledgement on), then against
+# GET /health of the same server, then against POST /v1/batch (batches of BENCH_BATCH_SIZE events, 50 by
+# default, of distinct users) — BENCH_ROUNDS times, reporting the median round — stops the service with
+# SIGTERM (it drains its queue into the stand-in) and checks that every acknowledged record arrived.
 #
 # Prints: service_events_req_per_s=, service_p99_ms=, service_health_req_per_s=, service_vs_health=, service_rounds=,
 # service_cpu_us_per_event=, service_cpu_us_per_health=, service_cpu_health_vs_event=, standin_cpu_us_per_event=,
+# service_batch_size=, service_batch_events_per_s=, service_batch_p99_ms=, service_batch_vs_health=,
+# service_batch_cpu_us_per_event=, service_batch_cpu_health_vs_event=,
 # service_acknowledged_answers=, service_durable_records=, service_delivered_records=, service_arrival_checked_ids=,
-# service_arrival_missing_ids=, service_all_acknowledged_arrived=yes|no.
+# service_arrival_missing_ids=, service_batch_arrival_checked_ids=, service_batch_arrival_missing_ids=,
+# service_all_acknowledged_arrived=yes|no.
 #
-# Arrival is checked by id: a last round (events-ids.lua) gives every event a unique song title and logs the
-# title of every acknowledged answer; the stand-in logs the title of every event it receives; after the
-# drain each acknowledged id must be among them (a count of answers against records would pass with some
-# records lost and others duplicated).
+# service_batch_vs_health is the batch round's events per second over the health round's requests per
+# second of the same round (the same stretch of the machine's time).
+#
+# Arrival is checked by id: two last rounds (events-ids.lua, batch.lua with BENCH_ACK_FILE) give every event a
+# unique song title and log the title of every acknowledged answer (every acknowledged item of a batch); the
+# stand-in logs the title of every event it receives; after the drain each acknowledged id must be among
+# them (a count of answers against records would pass with some records lost and others duplicated).
 #
 # The CPU figures are the service's (and the stand-in's) user + system time per answered request, read from
 # /proc around each wrk run: on a shared host whose speed drifts they move far less than the rates do, and
@@ -28,6 +34,8 @@ DURATION=${BENCH_DURATION:-6}
 ROUNDS=${BENCH_ROUNDS:-5}
 CONNECTIONS=${BENCH_CONNECTIONS:-64}
 THREADS=${BENCH_THREADS:-2}
+BATCH_SIZE=${BENCH_BATCH_SIZE:-50}
+export BENCH_BATCH_SIZE=$BATCH_SIZE
 SERVICE_PORT=${BENCH_SERVICE_PORT:-18480}
 TRACK_PORT=${BENCH_TRACK_PORT:-18481}
 
@@ -37,12 +45,14 @@ if ! command -v wrk > /dev/null; then
     $SUDO apt-get install -y wrk > /dev/null 2>&1 || { $SUDO apt-get update > /dev/null && $SUDO apt-get install -y wrk > /dev/null; }
 fi
 
-swift build -c release --product TagService >&2
+swift build -c release ${BENCH_SWIFT_FLAGS:-} --product TagService >&2
 # The /users/track stand-in is the root package's users-track-stand-in (the same one make bench and make soak use).
-swift build --package-path ../.. -c release --product users-track-stand-in >&2
-TRACK_BIN=$(swift build --package-path ../.. -c release --show-bin-path)/users-track-stand-in
-BIN=$(swift build -c release --show-bin-path)
+swift build --package-path ../.. -c release ${BENCH_SWIFT_FLAGS:-} --product users-track-stand-in >&2
+TRACK_BIN=$(swift build --package-path ../.. -c release ${BENCH_SWIFT_FLAGS:-} --show-bin-path)/users-track-stand-in
+BIN=$(swift build -c release ${BENCH_SWIFT_FLAGS:-} --show-bin-path)
 SERVICE_BIN=${BENCH_SERVICE_BIN:-$BIN/TagService}   # another build of the service, to compare two versions
+# BENCH_SWIFT_FLAGS passes flags to the builds (for example "--scratch-path .build-release", to keep the
+# release build apart from a debug build running at the same time).
 
 WORK=$(mktemp -d)
 PIDS=()
@@ -68,7 +78,7 @@ wait_for() {   # url, seconds, pid of the process that must be the one answering
     return 1
 }
 
-"$TRACK_BIN" --port "$TRACK_PORT" --max-seconds $((DURATION * (2 * ROUNDS + 2) + 120)) \
+"$TRACK_BIN" --port "$TRACK_PORT" --max-seconds $((DURATION * (3 * ROUNDS + 3) + 120)) \
     --titles "$WORK/arrived-titles" &
 TRACK_PID=$!
 PIDS+=("$TRACK_PID")
@@ -92,21 +102,27 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
 WARMUP=$(run_wrk /v1/events events.lua 2)    # warm-up: code paths, sessions, allocator
+BATCH_WARMUP=$(run_wrk /v1/batch batch.lua 2)
 
 # BENCH_ROUNDS rounds of events then health, back to back: the ratio of each round is taken over the same
 # stretch of the machine's (shared, noisy) time, and the median round is reported.
 acknowledged=$(echo "$WARMUP" | awk -F= '/^wrk_ok=/ { print $2 }')
+acknowledged=$((acknowledged + BATCH_SIZE * $(echo "$BATCH_WARMUP" | awk -F= '/^wrk_ok=/ { print $2 }')))
 event_errors=0
 ROUNDS_FILE="$WORK/rounds"
 CPU_FILE="$WORK/cpu"
+BATCH_FILE="$WORK/batch-rounds"
 for round in $(seq 1 "$ROUNDS"); do
     s0=$(cpu_ticks "$SERVICE_PID"); t0=$(cpu_ticks "$TRACK_PID")
     EVENTS=$(run_wrk /v1/events events.lua "$DURATION")
     s1=$(cpu_ticks "$SERVICE_PID"); t1=$(cpu_ticks "$TRACK_PID")
     HEALTH=$(run_wrk /health health.lua "$DURATION")
     s2=$(cpu_ticks "$SERVICE_PID")
+    BATCH=$(run_wrk /v1/batch batch.lua "$DURATION")
+    s3=$(cpu_ticks "$SERVICE_PID")
     echo "$EVENTS" >&2
     echo "$HEALTH" >&2
+    echo "$BATCH" >&2
     e=$(echo "$EVENTS" | awk '/^Requests\/sec:/ { print $2 }')
     h=$(echo "$HEALTH" | awk '/^Requests\/sec:/ { print $2 }')
     p=$(echo "$EVENTS" | awk -F= '/^wrk_p99_us=/ { print $2 }')
@@ -122,13 +138,27 @@ for round in $(seq 1 "$ROUNDS"); do
         'BEGIN { ce = se * us / ne; ch = sh * us / (h * d); printf "%.4f %.1f %.1f %.1f\n", ch / ce, ce, ch, te * us / ne;
                  printf "bench-service: round %d: service CPU %.1f us/event, %.1f us/health, ratio %.3f\n", r, ce, ch, ch / ce > "/dev/stderr" }' \
         >> "$CPU_FILE"
+    # The batch round: events per second (batches × size) over this round's health rate; CPU per event.
+    b=$(echo "$BATCH" | awk '/^Requests\/sec:/ { print $2 }')
+    bok=$(echo "$BATCH" | awk -F= '/^wrk_ok=/ { print $2 }')
+    bp=$(echo "$BATCH" | awk -F= '/^wrk_p99_us=/ { print $2 }')
+    acknowledged=$((acknowledged + BATCH_SIZE * bok))
+    event_errors=$((event_errors + $(echo "$BATCH" | awk -F= '/^wrk_errors=/ { print $2 }')))
+    awk -v b="$b" -v n="$BATCH_SIZE" -v h="$h" -v p="$bp" -v sb=$((s3 - s2)) -v sh=$((s2 - s1)) -v bok="$bok" \
+        -v d="$DURATION" -v us="$TICK_US" -v r="$round" \
+        'BEGIN { be = b * n; cb = sb * us / (bok * n); ch = sh * us / (h * d);
+                 printf "%.4f %.1f %s %.1f %.4f\n", be / h, be, p, cb, ch / cb;
+                 printf "bench-service: round %d: batch events %.0f/s, health %s/s, ratio %.3f, CPU %.1f us/event\n", r, be, h, be / h, cb > "/dev/stderr" }' \
+        >> "$BATCH_FILE"
 done
 # The median round (by ratio): its events and health rates and its p99; the same for the CPU figures.
 read -r ratio events_rps health_rps p99_us < <(sort -n "$ROUNDS_FILE" | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)')
 read -r cpu_ratio cpu_event_us cpu_health_us standin_event_us < <(sort -n "$CPU_FILE" | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)')
+read -r batch_ratio batch_eps batch_p99_us batch_cpu_us batch_cpu_ratio < <(sort -n "$BATCH_FILE" | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)')
 
 # The arrival round: unique ids, each acknowledged one logged.
 BENCH_ACK_FILE="$WORK/acknowledged" run_wrk /v1/events events-ids.lua "$DURATION" > /dev/null
+BENCH_ACK_FILE="$WORK/batch-acknowledged" run_wrk /v1/batch batch.lua "$DURATION" > /dev/null
 
 sleep 1   # requests wrk gave up on at its deadline finish
 durable=$(curl -fs "http://127.0.0.1:$SERVICE_PORT/metrics" | awk '/^tagservice_records_durable_total / { print $2 }')
@@ -145,9 +175,13 @@ cat "$WORK"/acknowledged-* 2> /dev/null | sort -u > "$WORK/acknowledged-ids"
 sort -u "$WORK/arrived-titles" > "$WORK/arrived-ids"
 checked=$(wc -l < "$WORK/acknowledged-ids")
 missing=$(comm -23 "$WORK/acknowledged-ids" "$WORK/arrived-ids" | wc -l)
+cat "$WORK"/batch-acknowledged-* 2> /dev/null | sort -u > "$WORK/batch-acknowledged-ids"
+batch_checked=$(wc -l < "$WORK/batch-acknowledged-ids")
+batch_missing=$(comm -23 "$WORK/batch-acknowledged-ids" "$WORK/arrived-ids" | wc -l)
 arrived=no
 if [ "$service_exit" = 0 ] && [ "${durable:-0}" -ge "$acknowledged" ] && [ "$acknowledged" -gt 0 ] \
-    && [ "${delivered:-0}" -ge "${durable:-0}" ] && [ "$checked" -gt 0 ] && [ "$missing" = 0 ]; then arrived=yes; fi
+    && [ "${delivered:-0}" -ge "${durable:-0}" ] && [ "$checked" -gt 0 ] && [ "$missing" = 0 ] \
+    && [ "$batch_checked" -gt 0 ] && [ "$batch_missing" = 0 ]; then arrived=yes; fi
 
 echo "service_events_req_per_s=$events_rps"
 awk -v us="$p99_us" 'BEGIN { printf "service_p99_ms=%.2f\n", us / 1000 }'
@@ -157,6 +191,12 @@ echo "service_cpu_us_per_event=$cpu_event_us"
 echo "service_cpu_us_per_health=$cpu_health_us"
 printf "service_cpu_health_vs_event=%.3f\n" "$cpu_ratio"
 echo "standin_cpu_us_per_event=$standin_event_us"
+echo "service_batch_size=$BATCH_SIZE"
+echo "service_batch_events_per_s=$batch_eps"
+awk -v us="$batch_p99_us" 'BEGIN { printf "service_batch_p99_ms=%.2f\n", us / 1000 }'
+printf "service_batch_vs_health=%.3f\n" "$batch_ratio"
+echo "service_batch_cpu_us_per_event=$batch_cpu_us"
+printf "service_batch_cpu_health_vs_event=%.3f\n" "$batch_cpu_ratio"
 echo "service_rounds=$ROUNDS"
 echo "service_event_errors=$event_errors"
 echo "service_acknowledged_answers=$acknowledged"
@@ -165,4 +205,6 @@ echo "service_delivered_records=$delivered"
 echo "service_exit_code=$service_exit"
 echo "service_arrival_checked_ids=$checked"
 echo "service_arrival_missing_ids=$missing"
+echo "service_batch_arrival_checked_ids=$batch_checked"
+echo "service_batch_arrival_missing_ids=$batch_missing"
 echo "service_all_acknowledged_arrived=$arrived"

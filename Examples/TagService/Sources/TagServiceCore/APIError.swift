@@ -24,6 +24,10 @@ struct APIError: Error, Sendable {
         static let noContainer = Code(rawValue: "no_container")
         /// The user's saved session cannot be loaded now; the client should retry (503).
         static let sessionsUnavailable = Code(rawValue: "sessions_unavailable")
+        /// `--postgres`: the body's `user_id` differs from the one in the `X-User-ID` header or the path (400).
+        static let userMismatch = Code(rawValue: "user_id_mismatch")
+        /// A batch holds more events than `--max-batch-events` (413).
+        static let tooManyEvents = Code(rawValue: "too_many_events")
     }
 
     var code: Code
@@ -36,7 +40,7 @@ struct APIError: Error, Sendable {
 
     var status: HTTPResponse.Status {
         switch code {
-        case .bodyTooLarge: .contentTooLarge
+        case .bodyTooLarge, .tooManyEvents: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
         case .notDurable, .noContainer, .sessionsUnavailable: .serviceUnavailable
         default: .badRequest

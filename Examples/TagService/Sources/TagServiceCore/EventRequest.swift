@@ -1,4 +1,6 @@
 import ContainerKit
+import Hummingbird
+import NIOCore
 
 /// The body of `POST /v1/events`: `{"user_id", "event", "parameters"?, "context"?}`.
 struct EventRequest: Sendable {
@@ -14,16 +16,43 @@ struct EventRequest: Sendable {
     /// The longest `user_id` accepted, in UTF-8 bytes (Braze's limit for an `external_id`).
     static let maximumUserIDBytes = 997
 
-    /// Reads a request body.
-    init(body: [UInt8]) throws(APIError) {
+    /// The deepest nesting a body may have (a batch's bodies may be two levels deeper: the batch object and
+    /// its array).
+    static let maximumDepth = 64
+
+    /// Reads a request body; with `routedUser` (the `X-User-ID` header or the path in `--postgres` mode), a
+    /// body without `user_id` is this user's and a body naming another user is refused.
+    init(body: [UInt8], routedUser: String? = nil) throws(APIError) {
         let value: Value
         do {
-            value = try Value(jsonBytes: body, maximumDepth: 64)
+            value = try Value(jsonBytes: body, maximumDepth: Self.maximumDepth)
         } catch {
             throw APIError(.malformedJSON, "the body is not JSON: \(error.message)")
         }
         guard case .object(let object) = value else {
             throw APIError(.malformedJSON, "the body must be a JSON object")
+        }
+        try self.init(object: object, routedUser: routedUser)
+    }
+
+    /// Reads one event object (a request's body, or an item of a batch).
+    init(object: ValueMap, routedUser: String? = nil) throws(APIError) {
+        var object = object
+        if let routedUser, !routedUser.isEmpty {
+            switch object["user_id"] {
+            case .string(let bodyUser)?:
+                // Compared as bytes: "café" composed and decomposed are two users.
+                guard bodyUser.utf8.elementsEqual(routedUser.utf8) else {
+                    throw APIError(
+                        .userMismatch,
+                        "the body's 'user_id' '\(bodyUser)' is not the routed user '\(routedUser)'"
+                    )
+                }
+            case nil, .null?:
+                object["user_id"] = .string(routedUser)
+            default:
+                break  // refused below as an invalid field
+            }
         }
         guard let user = object["user_id"], !user.isUndefined, user != .null else {
             throw APIError(.missingField, "'user_id' is required")
@@ -63,5 +92,20 @@ struct EventRequest: Sendable {
         self.event = event
         self.parameters = parameters
         self.context = context
+    }
+}
+
+/// The body of `request`, refused with 413 `body_too_large` when it is larger than `limit` bytes (by its
+/// `Content-Length` before anything is read, else while it is read).
+func requestBody(of request: Request, limit: Int) async throws(APIError) -> [UInt8] {
+    let tooLarge = APIError(.bodyTooLarge, "the body is larger than \(limit) bytes")
+    if let length = request.headers[.contentLength].flatMap(Int.init), length > limit { throw tooLarge }
+    do {
+        let buffer = try await request.body.collect(upTo: limit)
+        return Array(buffer.readableBytesView)
+    } catch is NIOTooManyBytesError {
+        throw tooLarge
+    } catch {
+        throw APIError(.malformedJSON, "the body could not be read: \(error)")
     }
 }

@@ -6,7 +6,8 @@ import NIOCore
 
 /// `POST /v1/events`: one push into the user's session, answered with the tags that fired and the
 /// records they made — once those records are durable, unless the service was started with
-/// `--no-durable-wait`.
+/// `--no-durable-wait`. `POST /v1/batch`: many of them in one request (``BatchRequest``), with one wait
+/// for the durability of all their records.
 ///
 /// A request that cannot be read (not JSON, a missing `user_id` or `event`, a body over the limit) is
 /// refused with 400 or 413 and a JSON error before anything is pushed, so nothing is enqueued for it.
@@ -18,6 +19,7 @@ struct EventsController: Sendable {
     let readiness: Readiness
     let waitsForDurability: Bool
     let maximumBodyBytes: Int
+    let batchLimits: BatchLimits
     let logger: Logging.Logger
 
     func register(on router: Router<BasicRequestContext>) {
@@ -28,16 +30,18 @@ struct EventsController: Sendable {
                 return error.response
             }
         }
+        router.post("v1/batch") { request, context in
+            do throws(APIError) {
+                return try await self.handleBatch(request)
+            } catch {
+                return error.response
+            }
+        }
     }
 
     func handle(_ request: Request) async throws(APIError) -> Response {
-        let event = try EventRequest(body: try await body(of: request))
-        // Without a live container nothing would be evaluated: the answer would say "no tag fired, durable"
-        // about an event no container saw. Refuse it (nothing is pushed) so that the client retries.
-        guard !sessions.tagManager.containers.isEmpty else {
-            metrics.refusedEvent(reason: "no_container")
-            throw APIError(.noContainer, "no container is live; the event was not evaluated, retry later")
-        }
+        let event = try EventRequest(body: try await requestBody(of: request, limit: maximumBodyBytes))
+        try requireContainer(events: 1)
         let session = try await self.session(of: event)
         let result = await session.push(event: event.event, parameters: event.parameters)
         sessions.didChange(session)
@@ -52,18 +56,65 @@ struct EventsController: Sendable {
                 throw APIError(.notDurable, "the event's records could not be made durable now; retry later")
             }
         }
-        // {"fired":[…],"records":[…],…,"user_id":…,"durable":…}, written straight to bytes.
-        var answer: [UInt8] = []
-        answer.reserveCapacity(1024)
-        result.appendJSONMembers(to: &answer)
-        answer.append(contentsOf: #","user_id":"#.utf8)
-        JSONWriter.writeString(event.userID, into: &answer)
-        answer.append(contentsOf: waitsForDurability ? #","durable":true}"#.utf8 : #","durable":false}"#.utf8)
-        return Response(
-            status: .ok,
-            headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer))
+        return eventAnswer(result, userID: event.userID, durable: waitsForDurability)
+    }
+
+    /// `POST /v1/batch`: each readable event pushed in order (so a user's events in the order they are
+    /// listed), then one wait until every record of the batch is durable, then one answer with an item per
+    /// event. When that wait fails, each event's own writes tell which events are durable (they have all
+    /// ended by then, so this waits no more).
+    func handleBatch(_ request: Request) async throws(APIError) -> Response {
+        let batch = try BatchRequest(
+            body: try await requestBody(of: request, limit: batchLimits.maximumBytes),
+            limits: batchLimits
         )
+        try requireContainer(events: batch.items.count)
+        var outcomes: [Result<PushResult, APIError>] = []
+        outcomes.reserveCapacity(batch.items.count)
+        var tokens: [DurabilityToken] = []
+        for item in batch.items {
+            switch item {
+            case .failure(let error):
+                outcomes.append(.failure(error))
+            case .success(let event):
+                do throws(APIError) {
+                    let session = try await self.session(of: event)
+                    let result = await session.push(event: event.event, parameters: event.parameters)
+                    sessions.didChange(session)
+                    tokens += result.durability
+                    outcomes.append(.success(result))
+                } catch {
+                    outcomes.append(.failure(error))
+                }
+            }
+        }
+        if waitsForDurability, !tokens.isEmpty {
+            do {
+                try await DurabilityToken.waitUntilDurable(tokens)
+                readiness.commit(succeeded: true)
+            } catch {
+                readiness.commit(succeeded: false)
+                logger.error("records of a batch not durable", metadata: ["error": "\(error)"])
+                let notDurable = APIError(.notDurable, "the event's records could not be made durable now; retry later")
+                for index in outcomes.indices {
+                    guard case .success(let result) = outcomes[index] else { continue }
+                    do {
+                        try await result.waitUntilDurable()
+                    } catch {
+                        outcomes[index] = .failure(notDurable)
+                    }
+                }
+            }
+        }
+        return BatchAnswer.response(outcomes, userIDs: batch.userIDs, durable: waitsForDurability)
+    }
+
+    /// Without a live container nothing would be evaluated: the answer would say "no tag fired, durable"
+    /// about an event no container saw. Refuse it (nothing is pushed) so that the client retries.
+    private func requireContainer(events: Int) throws(APIError) {
+        guard sessions.tagManager.containers.isEmpty else { return }
+        for _ in 0..<events { metrics.refusedEvent(reason: "no_container") }
+        throw APIError(.noContainer, "no container is live; the event was not evaluated, retry later")
     }
 
     /// The user's session: the live one, the saved one (loaded now; other users do not wait for it), or a
@@ -85,21 +136,5 @@ struct EventsController: Sendable {
             BrazeTagProvider.setUser(.externalID(event.userID), on: session)
         }
         return session
-    }
-
-    /// The body, refused when it is larger than ``maximumBodyBytes``.
-    private func body(of request: Request) async throws(APIError) -> [UInt8] {
-        let tooLarge = APIError(.bodyTooLarge, "the body is larger than \(maximumBodyBytes) bytes")
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > maximumBodyBytes {
-            throw tooLarge
-        }
-        do {
-            var buffer = try await request.body.collect(upTo: maximumBodyBytes)
-            return buffer.readBytes(length: buffer.readableBytes) ?? []
-        } catch is NIOTooManyBytesError {
-            throw tooLarge
-        } catch {
-            throw APIError(.malformedJSON, "the body could not be read: \(error)")
-        }
     }
 }

@@ -125,24 +125,115 @@ final class PostgresScaleOut: Sendable {
             BrazeTagProvider.setUser(.externalID(event.userID), on: session)
         }
         let result = await session.push(event: event.event, parameters: event.parameters)
+        try await commit(Self.records(of: result), of: session, user: event.userID)
+        return result
+    }
+
+    /// Appends a push's records with its session's checkpoint and waits for their commit.
+    private func commit(_ records: [AnalyticsRecord], of session: DataLayer, user: String) async throws {
+        let token = try append(records, of: session, user: user)
+        do {
+            try await pipeline.waitUntilDurable(ticket: token.ticket)
+        } catch {
+            throw refused(error, user: user)
+        }
+    }
+
+    /// Appends a push's records with its session's checkpoint (the snapshot with its next version).
+    private func append(_ records: [AnalyticsRecord], of session: DataLayer, user: String) throws -> DurabilityToken {
+        // Dropped meanwhile (evicted, or superseded by a save): push again on the one loaded now.
+        guard let checkpoint = sessions.checkpoint(session) else { throw StaleSession() }
+        do {
+            return try pipeline.append(EncodedRecords(records, sessions: [checkpoint]))
+        } catch {
+            throw refused(error, user: user)
+        }
+    }
+
+    /// A refused (or perhaps cut-off) commit: the next request loads what is stored.
+    private func refused(_ error: AnalyticsSinkError, user: String) -> any Error {
+        sessions.invalidate(user)
+        return error.code == .superseded ? StaleSession() : error
+    }
+
+    /// Pushes each event of a batch into its user's session, in order, and returns once their records and
+    /// sessions are committed: one result per item (a refused item stays refused).
+    ///
+    /// The turnstiles of every user of the batch are held throughout (acquired in one order, so that two
+    /// batches cannot wait for each other), as a single push holds its user's. Once every event is pushed,
+    /// each push's records and its session's checkpoint are appended one after the other without a suspension
+    /// between them, so they join one group commit, and the batch waits once, for its last ticket (tickets
+    /// resolve in order, so every earlier one is settled then). Pushes refused because another instance stored
+    /// a newer session are pushed once more on the newest one, in order, with one more wait.
+    func push(_ items: [Result<EventRequest, APIError>]) async -> [Result<PushResult, APIError>] {
+        let held = await users.acquire(items.compactMap { try? $0.get().userID })
+        defer { for user in held { users.release(user) } }
+        // Each readable event's outcome is set when it is pushed (the placeholder is never answered).
+        var outcomes = items.map { item -> Result<PushResult, APIError> in
+            item.flatMap { _ in .failure(APIError(.notDurable, "the event was not pushed")) }
+        }
+        func failed(_ error: any Error) -> Result<PushResult, APIError> {
+            .failure(APIError(.notDurable, "the event could not be committed: \(error)"))
+        }
+        var pending = Array(items.indices.filter { (try? items[$0].get()) != nil })
+        for attempt in 0..<2 {
+            // Every push first (a session load may wait for PostgreSQL), then every append at once, so that
+            // the batch joins one group and commits in one transaction.
+            var prepared: [(index: Int, user: String, records: [AnalyticsRecord], session: DataLayer)] = []
+            var retry: [Int] = []
+            for index in pending {
+                guard case .success(let event) = items[index] else { continue }
+                do {
+                    let session = try await sessions.loadSession(for: event.userID, context: event.context)
+                    if BrazeTagProvider.user(of: session) == nil {
+                        BrazeTagProvider.setUser(.externalID(event.userID), on: session)
+                    }
+                    let result = await session.push(event: event.event, parameters: event.parameters)
+                    outcomes[index] = .success(result)
+                    prepared.append((index, event.userID, Self.records(of: result), session))
+                } catch {
+                    outcomes[index] = failed(error)
+                }
+            }
+            var tickets: [(index: Int, user: String, ticket: UInt64)] = []
+            for entry in prepared {
+                do {
+                    let token = try append(entry.records, of: entry.session, user: entry.user)
+                    tickets.append((entry.index, entry.user, token.ticket))
+                } catch is StaleSession where attempt == 0 {
+                    retry.append(entry.index)
+                } catch {
+                    outcomes[entry.index] = failed(error)
+                }
+            }
+            // One wait: the highest ticket first; the others are settled by then and answer at once.
+            for (index, user, ticket) in tickets.sorted(by: { $0.ticket > $1.ticket }) {
+                do {
+                    try await pipeline.waitUntilDurable(ticket: ticket)
+                } catch {
+                    let refusal = refused(error, user: user)
+                    if refusal is StaleSession && attempt == 0 {
+                        retry.append(index)
+                    } else {
+                        outcomes[index] = failed(refusal)
+                    }
+                }
+            }
+            // Served elsewhere meanwhile: the stale copies are gone (invalidated); push on the newest ones.
+            if retry.isEmpty { break }
+            pending = retry.sorted()
+        }
+        return outcomes
+    }
+
+    private static func records(of result: PushResult) -> [AnalyticsRecord] {
         var records: [AnalyticsRecord] = []
         for tag in result.fired {
             for record in tag.output?.records ?? [] {
                 if let record = record as? AnalyticsRecord { records.append(record) }
             }
         }
-        // Dropped meanwhile (evicted, or superseded by a save): push again on the one loaded now.
-        guard let checkpoint = sessions.checkpoint(session) else { throw StaleSession() }
-        do {
-            let token = try pipeline.append(EncodedRecords(records, sessions: [checkpoint]))
-            try await pipeline.waitUntilDurable(ticket: token.ticket)
-        } catch {
-            // Refused, or perhaps kept after all (a commit cut off): the next request loads what is stored.
-            sessions.invalidate(event.userID)
-            if error.code == .superseded { throw StaleSession() }
-            throw error
-        }
-        return result
+        return records
     }
 
     /// The `/metrics` lines of the store and the delivery (Prometheus text format).
@@ -186,11 +277,20 @@ final class PostgresScaleOut: Sendable {
 }
 
 /// Runs the work of one key at a time, first come first served (a user's push and its commit, so the snapshot
-/// committed with a push's records holds that push and no later one).
+/// committed with a push's records holds that push and no later one): a turnstile per key.
 final class KeyedSerialization: Sendable {
     private let waiting = Mutex<[String: [CheckedContinuation<Void, Never>]]>([:])
 
     func serialize<T: Sendable>(_ key: String, _ body: () async throws -> T) async throws -> T {
+        await acquire(key)
+        defer { release(key) }
+        return try await body()
+    }
+
+    /// Passes the turnstile of `key` (waits until the work ahead of it released it). Work that needs several
+    /// keys acquires them in one global order (`acquire(_:)` with all of them), so that two such
+    /// works cannot each hold a key the other waits for.
+    func acquire(_ key: String) async {
         await withCheckedContinuation { continuation in
             let runNow = waiting.withLock { waiting -> Bool in
                 if waiting[key] == nil {
@@ -202,33 +302,39 @@ final class KeyedSerialization: Sendable {
             }
             if runNow { continuation.resume() }
         }
-        defer {
-            let next = waiting.withLock { waiting -> CheckedContinuation<Void, Never>? in
-                guard var queue = waiting[key], !queue.isEmpty else {
-                    waiting[key] = nil
-                    return nil
-                }
-                let first = queue.removeFirst()
-                waiting[key] = queue
-                return first
-            }
-            next?.resume()
-        }
-        return try await body()
     }
-}
 
-extension APIError.Code {
-    /// The body's `user_id` differs from the one in the `X-User-ID` header or the path (400).
-    static let userMismatch = APIError.Code(rawValue: "user_id_mismatch")
+    /// Acquires every one of `keys` (repeats once), in the order of their UTF-8 bytes; returns them, to
+    /// release each.
+    func acquire(_ keys: some Collection<String>) async -> [String] {
+        let ordered = Set(keys).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        for key in ordered { await acquire(key) }
+        return ordered
+    }
+
+    /// Lets the next work waiting for `key` in.
+    func release(_ key: String) {
+        let next = waiting.withLock { waiting -> CheckedContinuation<Void, Never>? in
+            guard var queue = waiting[key], !queue.isEmpty else {
+                waiting[key] = nil
+                return nil
+            }
+            let first = queue.removeFirst()
+            waiting[key] = queue
+            return first
+        }
+        next?.resume()
+    }
 }
 
 /// `POST /v1/events` and `POST /v1/users/{user_id}/events` in `--postgres` mode: the user id may come in the
 /// `X-User-ID` header or the path (what a load balancer hashes on to send a user's requests to the instance
 /// that holds their session); a body whose `user_id` disagrees is refused with 400 `user_id_mismatch`.
+/// `POST /v1/batch` and `POST /v1/users/{user_id}/batch` the same for each event of a batch.
 struct PostgresEventsController: Sendable {
     let scaleOut: PostgresScaleOut
     let maximumBodyBytes: Int
+    let batchLimits: BatchLimits
 
     /// The header a load balancer routes on.
     static let userHeader = HTTPField.Name("X-User-ID")!
@@ -240,58 +346,33 @@ struct PostgresEventsController: Sendable {
         router.post("v1/users/:user_id/events") { request, context in
             await self.answer(request, routedUser: context.parameters.get("user_id"))
         }
+        router.post("v1/batch") { request, _ in
+            await self.answerBatch(request, routedUser: request.headers[Self.userHeader])
+        }
+        router.post("v1/users/:user_id/batch") { request, context in
+            await self.answerBatch(request, routedUser: context.parameters.get("user_id"))
+        }
     }
 
     private func answer(_ request: Request, routedUser: String?) async -> Response {
         do throws(APIError) {
-            let event = try EventRequest(body: try await body(of: request, routedUser: routedUser))
+            let body = try await requestBody(of: request, limit: maximumBodyBytes)
+            let event = try EventRequest(body: body, routedUser: routedUser)
             let result = try await scaleOut.push(event)
-            var answer: [UInt8] = []
-            answer.reserveCapacity(1024)
-            result.appendJSONMembers(to: &answer)
-            answer.append(contentsOf: #","user_id":"#.utf8)
-            JSONWriter.writeString(event.userID, into: &answer)
-            answer.append(contentsOf: #","durable":true}"#.utf8)
-            return Response(
-                status: .ok,
-                headers: [.contentType: "application/json; charset=utf-8"],
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer))
-            )
+            return eventAnswer(result, userID: event.userID, durable: true)
         } catch {
             return error.response
         }
     }
 
-    /// The body, with the routed user id filled in when the body has none; refused when they disagree.
-    private func body(of request: Request, routedUser: String?) async throws(APIError) -> [UInt8] {
-        let tooLarge = APIError(.bodyTooLarge, "the body is larger than \(maximumBodyBytes) bytes")
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > maximumBodyBytes { throw tooLarge }
-        var bytes: [UInt8]
-        do {
-            var buffer = try await request.body.collect(upTo: maximumBodyBytes)
-            bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-        } catch is NIOTooManyBytesError {
-            throw tooLarge
+    private func answerBatch(_ request: Request, routedUser: String?) async -> Response {
+        do throws(APIError) {
+            let body = try await requestBody(of: request, limit: batchLimits.maximumBytes)
+            let batch = try BatchRequest(body: body, limits: batchLimits, routedUser: routedUser)
+            let outcomes = await scaleOut.push(batch.items)
+            return BatchAnswer.response(outcomes, userIDs: batch.userIDs, durable: true)
         } catch {
-            throw APIError(.malformedJSON, "the body could not be read: \(error)")
-        }
-        guard let routedUser, !routedUser.isEmpty else { return bytes }
-        guard case .object(var object)? = try? Value(jsonBytes: bytes, maximumDepth: 64) else { return bytes }
-        switch object["user_id"] {
-        case .string(let bodyUser)?:
-            // Compared as bytes: "café" composed and decomposed are two users.
-            guard Array(bodyUser.utf8) == Array(routedUser.utf8) else {
-                throw APIError(
-                    .userMismatch,
-                    "the body's 'user_id' '\(bodyUser)' is not the routed user '\(routedUser)'"
-                )
-            }
-            return bytes
-        case nil, .null?:
-            object["user_id"] = .string(routedUser)
-            return JSONWriter.bytes(.object(object))
-        default:
-            return bytes
+            return error.response
         }
     }
 }

@@ -118,12 +118,19 @@ public struct TagServiceApplication: Sendable {
         }
 
         let readiness = Readiness()
+        let batchLimits = BatchLimits(
+            maximumEvents: configuration.maximumBatchEvents,
+            maximumBytes: configuration.maximumBatchBytes
+        )
         let router = Router()
         router.add(middleware: RequestMetricsMiddleware(counters: metrics.requestCounters))
         router.add(middleware: JSONErrorMiddleware())
         if let scaleOut {
-            PostgresEventsController(scaleOut: scaleOut, maximumBodyBytes: configuration.maximumBodyBytes)
-                .register(on: router)
+            PostgresEventsController(
+                scaleOut: scaleOut,
+                maximumBodyBytes: configuration.maximumBodyBytes,
+                batchLimits: batchLimits
+            ).register(on: router)
         } else {
             EventsController(
                 sessions: sessions,
@@ -131,6 +138,7 @@ public struct TagServiceApplication: Sendable {
                 readiness: readiness,
                 waitsForDurability: configuration.waitsForDurability,
                 maximumBodyBytes: configuration.maximumBodyBytes,
+                batchLimits: batchLimits,
                 logger: logger
             ).register(on: router)
         }

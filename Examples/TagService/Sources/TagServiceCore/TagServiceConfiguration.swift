@@ -40,6 +40,11 @@ public struct TagServiceConfiguration: Sendable {
     public var openTimeout: Duration = .seconds(2)
     /// The largest request body accepted, in bytes.
     public var maximumBodyBytes = 64 * 1024
+    /// The most events in one `POST /v1/batch` (Braze's `/users/track` takes 75 of each kind, Segment's
+    /// batch about 500 KB).
+    public var maximumBatchEvents = 100
+    /// The largest `POST /v1/batch` body, in bytes.
+    public var maximumBatchBytes = 1024 * 1024
     /// A connection with nothing read for this long is closed: an idle keep-alive connection, and a client
     /// that has not finished sending a request's headers (a slowloris) within this time of connecting or of
     /// its previous request.
@@ -123,8 +128,8 @@ extension TagServiceConfiguration {
           --session-save-interval <s>
                                     seconds between saves of changed sessions, default 1: what a crash
                                     loses at most (TAGSERVICE_SESSION_SAVE_INTERVAL)
-          --no-durable-wait         answer POST /v1/events without waiting until its records are durable
-                                    (TAGSERVICE_NO_DURABLE_WAIT=1)
+          --no-durable-wait         answer POST /v1/events and /v1/batch without waiting until their records
+                                    are durable (TAGSERVICE_NO_DURABLE_WAIT=1)
           --delivery-linger <s>     seconds a partial batch of records waits for more before it is sent to
                                     Braze, default 0.2; 0 sends at once (TAGSERVICE_DELIVERY_LINGER)
           --commit-delay <s>        seconds the queue lets records gather after each commit while requests
@@ -133,6 +138,9 @@ extension TagServiceConfiguration {
                                     batches of records on their way to Braze at once, default 4; a crash
                                     re-delivers at most this many (TAGSERVICE_CONCURRENT_DELIVERIES)
           --max-body-bytes <n>      largest request body, default 65536 (TAGSERVICE_MAX_BODY_BYTES)
+          --max-batch-events <n>    most events in one POST /v1/batch, default 100
+                                    (TAGSERVICE_MAX_BATCH_EVENTS)
+          --max-batch-bytes <n>     largest POST /v1/batch body, default 1048576 (TAGSERVICE_MAX_BATCH_BYTES)
           --idle-timeout <s>        close a connection that sent nothing for this long, also one that has
                                     not finished its request headers, default 30 (TAGSERVICE_IDLE_TIMEOUT)
           --max-connections <n>     most connections at once, default 512; keep it well below ulimit -n
@@ -173,6 +181,9 @@ extension TagServiceConfiguration {
           POST /v1/events   {"user_id", "event", "parameters"?, "context"?} → fired tags and records
                             (--postgres: the user id may come in an X-User-ID header instead, or in the
                             path: POST /v1/users/<user_id>/events; a disagreeing body is refused)
+          POST /v1/batch    {"events": [event, …]} → {"results": [one answer per event, in order],
+                            "accepted", "refused"}; one durable wait for the whole batch (--postgres:
+                            X-User-ID or POST /v1/users/<user_id>/batch as for a single event)
           GET  /health      alive
           GET  /ready       a container is live and the queue is writable
           GET  /metrics     Prometheus text format
@@ -195,7 +206,8 @@ extension TagServiceConfiguration {
         let valued: [String: String] = [
             "--containers": "TAGSERVICE_CONTAINERS", "--queue": "TAGSERVICE_QUEUE", "--host": "TAGSERVICE_HOST",
             "--port": "TAGSERVICE_PORT", "--sessions": "TAGSERVICE_SESSIONS",
-            "--max-body-bytes": "TAGSERVICE_MAX_BODY_BYTES", "--reload-interval": "TAGSERVICE_RELOAD_INTERVAL",
+            "--max-body-bytes": "TAGSERVICE_MAX_BODY_BYTES", "--max-batch-events": "TAGSERVICE_MAX_BATCH_EVENTS",
+            "--max-batch-bytes": "TAGSERVICE_MAX_BATCH_BYTES", "--reload-interval": "TAGSERVICE_RELOAD_INTERVAL",
             "--container-url": "TAGSERVICE_CONTAINER_URL", "--saved-containers": "TAGSERVICE_SAVED_CONTAINERS",
             "--session-idle": "TAGSERVICE_SESSION_IDLE", "--max-sessions": "TAGSERVICE_MAX_SESSIONS",
             "--log-level": "TAGSERVICE_LOG_LEVEL", "--delivery-linger": "TAGSERVICE_DELIVERY_LINGER",
@@ -262,6 +274,18 @@ extension TagServiceConfiguration {
                 throw UsageError("--max-body-bytes must be a positive integer, not '\(bytes)'")
             }
             configuration.maximumBodyBytes = number
+        }
+        if let count = values["--max-batch-events"] {
+            guard let number = Int(count), (1...10_000).contains(number) else {
+                throw UsageError("--max-batch-events must be an integer from 1 to 10000, not '\(count)'")
+            }
+            configuration.maximumBatchEvents = number
+        }
+        if let bytes = values["--max-batch-bytes"] {
+            guard let number = Int(bytes), number > 0 else {
+                throw UsageError("--max-batch-bytes must be a positive integer, not '\(bytes)'")
+            }
+            configuration.maximumBatchBytes = number
         }
         if let seconds = values["--idle-timeout"] {
             configuration.idleTimeout = try duration(seconds, flag: "--idle-timeout")

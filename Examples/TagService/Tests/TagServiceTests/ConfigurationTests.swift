@@ -18,8 +18,10 @@ import Testing
             "--containers", "c", "--queue", "/var/q/", "--host", "0.0.0.0", "--port=9000", "--sessions", "s.json",
             "--no-durable-wait", "--max-body-bytes", "100", "--open", "GTM-A1", "--open", "GTM-B2",
             "--delivery-linger", "0.05", "--open-timeout", "7", "--concurrent-deliveries", "8",
-            "--commit-delay", "0.001",
+            "--commit-delay", "0.001", "--max-batch-events", "50", "--max-batch-bytes=4096",
         ])
+        #expect(configuration.maximumBatchEvents == 50)
+        #expect(configuration.maximumBatchBytes == 4096)
         #expect(configuration.deliveryLinger == .milliseconds(50))
         #expect(configuration.concurrentDeliveries == 8)
         #expect(configuration.commitDelay == .milliseconds(1))
@@ -58,6 +60,8 @@ import Testing
         (["--containers"], "--containers"),
         (["--containers", "c", "--queue", "q", "--session-idle", "1e300"], "--session-idle"),
         (["--containers", "c", "--queue", "q", "--commit-delay", "1e13"], "--commit-delay"),
+        (["--containers", "c", "--queue", "q", "--max-batch-events", "0"], "--max-batch-events"),
+        (["--containers", "c", "--queue", "q", "--max-batch-bytes", "-1"], "--max-batch-bytes"),
         (["--containers", "c", "--queue", "q", "--open-timeout", "1e300"], "--open-timeout"),
         (["--containers", "c", "--queue", "q", "--delivery-linger", "nan"], "--delivery-linger"),
     ])

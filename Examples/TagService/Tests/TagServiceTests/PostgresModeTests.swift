@@ -19,14 +19,10 @@ struct PostgresModeTests {
         return fixture
     }
 
-    private func userRequest(_ user: String, body: ByteBuffer) -> (HTTPFields, ByteBuffer) {
-        var headers = HTTPFields()
-        headers[HTTPField.Name("X-User-ID")!] = user
-        headers[.contentType] = "application/json"
-        return (headers, body)
-    }
-
-    @Test func aUsersSessionFollowsThemToAnotherInstance() async throws {
+    /// Runs `body` with instances "a" and "b" over one database of a throw-away cluster.
+    private func withTwoInstances(
+        _ body: (TagServiceApplication, TagServiceApplication) async throws -> Void
+    ) async throws {
         let cluster = try await PostgresTestCluster.start()
         defer { cluster.remove() }
         let url = try await cluster.createDatabase()
@@ -36,33 +32,44 @@ struct PostgresModeTests {
             first.remove()
             second.remove()
         }
-        let a = try await first.make()
-        let b = try await second.make()
-        try await a.application.test(.live) { clientA in
-            let (headers, body) = userRequest("u1", body: eventBody(user: "u1"))
-            try await clientA.execute(uri: "/v1/events", method: .post, headers: headers, body: body) { response in
-                #expect(response.status == .ok)
-                let json1 = try response.json
-                #expect(json1.firedNames == ["Braze - played song", "Braze - first play"])
+        try await body(try await first.make(), try await second.make())
+    }
+
+    private func userRequest(_ user: String, body: ByteBuffer) -> (HTTPFields, ByteBuffer) {
+        var headers = HTTPFields()
+        headers[HTTPField.Name("X-User-ID")!] = user
+        headers[.contentType] = "application/json"
+        return (headers, body)
+    }
+
+    @Test func aUsersSessionFollowsThemToAnotherInstance() async throws {
+        try await withTwoInstances { a, b in
+            try await a.application.test(.live) { clientA in
+                let (headers, body) = userRequest("u1", body: eventBody(user: "u1"))
+                try await clientA.execute(uri: "/v1/events", method: .post, headers: headers, body: body) { response in
+                    #expect(response.status == .ok)
+                    let json1 = try response.json
+                    #expect(json1.firedNames == ["Braze - played song", "Braze - first play"])
+                }
             }
-        }
-        try await b.application.test(.live) { clientB in
-            // The path form, and no user_id in the body: the once-per-load tag does not fire again.
-            try await clientB.execute(
-                uri: "/v1/users/u1/events",
-                method: .post,
-                body: ByteBuffer(string: #"{"event": "played song", "parameters": {"title": "Blue in Green"}}"#)
-            ) { response in
-                #expect(response.status == .ok)
-                let json2 = try response.json
-                #expect(json2.firedNames == ["Braze - played song"])
-                let json3 = try response.json
-                #expect(json3["user_id"] == "u1")
-            }
-            #expect(b.sessions.existingSession(for: "u1")?.snapshot().eventNumber == 2)
-            try await clientB.execute(uri: "/metrics", method: .get) { response in
-                let text = String(buffer: response.body)
-                #expect(text.contains("containerkit_postgres_commits_total 1"))
+            try await b.application.test(.live) { clientB in
+                // The path form, and no user_id in the body: the once-per-load tag does not fire again.
+                try await clientB.execute(
+                    uri: "/v1/users/u1/events",
+                    method: .post,
+                    body: ByteBuffer(string: #"{"event": "played song", "parameters": {"title": "Blue in Green"}}"#)
+                ) { response in
+                    #expect(response.status == .ok)
+                    let json2 = try response.json
+                    #expect(json2.firedNames == ["Braze - played song"])
+                    let json3 = try response.json
+                    #expect(json3["user_id"] == "u1")
+                }
+                #expect(b.sessions.existingSession(for: "u1")?.snapshot().eventNumber == 2)
+                try await clientB.execute(uri: "/metrics", method: .get) { response in
+                    let text = String(buffer: response.body)
+                    #expect(text.contains("containerkit_postgres_commits_total 1"))
+                }
             }
         }
     }
@@ -146,5 +153,84 @@ struct PostgresModeTests {
         }
         #expect(service.sessions.statistics.loaded >= 4)
         #expect(try #require(service.scaleOut).store.statistics.fencedSessions == 0)
+    }
+
+    @Test func aBatchFollowsTheRoutedUserRulesAndCommitsEachUsersEventsInOrder() async throws {
+        try await withTwoInstances { a, b in
+            try await a.application.test(.live) { client in
+                // Routed to u1 by the header: an event without user_id is u1's, one naming u2 is refused alone.
+                let routed = batchBody([
+                    batchEvent(user: "u1", title: "a"),
+                    #"{"event": "played song", "parameters": {"title": "b"}}"#,
+                    batchEvent(user: "u2", title: "c"),
+                    batchEvent(user: "u1", title: "d"),
+                ])
+                let (headers, body) = userRequest("u1", body: routed)
+                try await client.execute(uri: "/v1/batch", method: .post, headers: headers, body: body) { response in
+                    #expect(response.status == .ok)
+                    let results = try response.json.batchResults
+                    #expect(results.map { $0["status"] } == [200, 200, 400, 200])
+                    #expect(results[2]["error"]?.objectValue?["code"] == "user_id_mismatch")
+                    #expect(results.map { $0.recordTitles.first } == ["a", "b", nil, "d"])
+                    #expect(results.map { $0["durable"] } == [true, true, nil, true])
+                }
+                // Many users, without routing.
+                let mixed = batchBody([
+                    batchEvent(user: "u2", title: "x"), batchEvent(user: "u3", title: "y"),
+                    batchEvent(user: "u2", title: "z"),
+                ])
+                try await client.execute(uri: "/v1/batch", method: .post, body: mixed) { response in
+                    #expect(response.status == .ok)
+                    let results = try response.json.batchResults
+                    #expect(results.map { $0["user_id"]?.stringValue } == ["u2", "u3", "u2"])
+                    #expect(results.map { $0.firedNames.count } == [2, 2, 1])
+                }
+            }
+            // Another instance finds every user's session as the batches left it.
+            try await b.application.test(.live) { client in
+                try await client.execute(
+                    uri: "/v1/users/u1/batch",
+                    method: .post,
+                    body: batchBody([#"{"event": "played song", "parameters": {"title": "e"}}"#])
+                ) { response in
+                    #expect(response.status == .ok)
+                    let answer = try response.json
+                    #expect(answer.batchResults.first?.firedNames == ["Braze - played song"])
+                }
+                let mixed = batchBody([batchEvent(user: "u2", title: "w"), batchEvent(user: "u3", title: "v")])
+                try await client.execute(uri: "/v1/batch", method: .post, body: mixed) { response in
+                    #expect(response.status == .ok)
+                }
+            }
+            #expect(b.sessions.existingSession(for: "u1")?.snapshot().eventNumber == 4)
+            #expect(b.sessions.existingSession(for: "u2")?.snapshot().eventNumber == 3)
+            #expect(b.sessions.existingSession(for: "u3")?.snapshot().eventNumber == 2)
+        }
+    }
+
+    @Test func aBatchOnAStaleSessionIsPushedAgainOnTheNewestOne() async throws {
+        try await withTwoInstances { a, b in
+            try await a.application.test(.live) { clientA in
+                try await clientA.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u1")) { response in
+                    #expect(response.status == .ok)
+                }
+                // Meanwhile u1 is served by b: a's copy of the session is one event behind.
+                try await b.application.test(.live) { clientB in
+                    try await clientB.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u1")) {
+                        response in
+                        #expect(response.status == .ok)
+                    }
+                }
+                let body = batchBody([batchEvent(user: "u1", title: "a"), batchEvent(user: "u1", title: "b")])
+                try await clientA.execute(uri: "/v1/batch", method: .post, body: body) { response in
+                    #expect(response.status == .ok)
+                    let results = try response.json.batchResults
+                    #expect(results.map { $0["status"] } == [200, 200])
+                    #expect(results.map { $0.recordTitles.first } == ["a", "b"])
+                }
+            }
+            // Both events were pushed on the newest session: it holds all four.
+            #expect(a.sessions.existingSession(for: "u1")?.snapshot().eventNumber == 4)
+        }
     }
 }

@@ -34,12 +34,14 @@ final class ServiceProcess: @unchecked Sendable {
     }
 
     /// Starts the service with `arguments` (and `--port 0`, `--log-level debug` unless given) and
-    /// `environment` added to this process's.
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = Self.executable
+    /// `environment` added to this process's; or, with `program`, another executable of the package built
+    /// beside it (the `/users/track` stand-in: `--port 0` is added, it writes the same `listening` line).
+    init(_ arguments: [String], environment: [String: String] = [:], program: String? = nil) throws {
+        process.executableURL =
+            program.map { Self.executable.deletingLastPathComponent().appendingPathComponent($0) } ?? Self.executable
         var arguments = arguments
         if !arguments.contains("--port") { arguments += ["--port", "0"] }
-        if !arguments.contains("--log-level") { arguments += ["--log-level", "debug"] }
+        if program == nil, !arguments.contains("--log-level") { arguments += ["--log-level", "debug"] }
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let pipe = Pipe()
@@ -95,10 +97,15 @@ final class ServiceProcess: @unchecked Sendable {
 
     /// `POST /v1/events` for `user`; the status and the body as JSON.
     func postEvent(user: String, event: String = "played song") async throws -> (Int, [String: Any]) {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/events")!)
+        try await post("/v1/events", body: #"{"user_id": "\#(user)", "event": "\#(event)", "parameters": {"n": 1}}"#)
+    }
+
+    /// `POST path` with `body`; the status and the body as JSON.
+    func post(_ path: String, body: String) async throws -> (Int, [String: Any]) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(#"{"user_id": "\#(user)", "event": "\#(event)", "parameters": {"n": 1}}"#.utf8)
+        request.httpBody = Data(body.utf8)
         return try await send(request)
     }
 
