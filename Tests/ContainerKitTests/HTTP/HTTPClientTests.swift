@@ -1,3 +1,4 @@
+import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
@@ -80,8 +81,7 @@ import Testing
     }
 
     @Test func anAnswerThatClosesItsConnectionIsNotKept() async throws {
-        // This server always answers `Connection: close`.
-        let server = try ContainerTestServer { _ in .container(Array("{}".utf8)) }
+        let server = try LoopbackHTTPServer { _ in .json("{}", headers: [("Connection", "close")]) }
         defer { server.stop() }
         let client = Self.client()
         try await Self.whileRunning(client) {
@@ -104,7 +104,7 @@ import Testing
         "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbodyHTTP/1.1 200 OK\r\n",
     ])
     func anAnswerWithoutAKnownEndOrWithBytesAfterItIsNotKept(answer: String) async throws {
-        let server = try ContainerTestServer { _ in .garbage(Array(answer.utf8)) }
+        let server = try LoopbackHTTPServer { _ in .garbage(Array(answer.utf8)) }
         defer { server.stop() }
         let client = Self.client()
         try await Self.whileRunning(client) {
@@ -185,8 +185,15 @@ import Testing
     }
 
     @Test func concurrentRequestsOpenConnectionsOfTheirOwnAndAtMostTheLimitIsKept() async throws {
+        // No answer leaves before all four requests arrived, so each needs a connection of its own.
+        let arrived = ProgressCounter()
         let server = try LoopbackHTTPServer { _ in
-            LoopbackHTTPServer.Response(status: 200, body: Data("ok".utf8), delay: .milliseconds(50))
+            arrived.advance()
+            return LoopbackHTTPServer.Response(
+                status: 200,
+                body: Data("ok".utf8),
+                answerAfter: { await arrived.reach(4) }
+            )
         }
         defer { server.stop() }
         let client = Self.client(maximumIdlePerHost: 2)
