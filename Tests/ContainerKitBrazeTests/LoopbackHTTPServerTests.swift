@@ -114,8 +114,8 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     @Test func heldAndHangingAnswersEndWhenTheServerStops() async throws {
         let never = Gate()
         let server = try LoopbackHTTPServer { request in
-            request.path == "/hang"
-                ? .fault(.hang) : LoopbackHTTPServer.Response(body: Data("late".utf8), answerAfter: { await never.wait() })
+            if request.path == "/hang" { return .fault(.hang) }
+            return LoopbackHTTPServer.Response(body: Data("late".utf8), answerAfter: { await never.wait() })
         }
         let port = server.port
         async let hung = onThread { rawExchange(port: port, "GET /hang HTTP/1.1\r\nHost: x\r\n\r\n") }
