@@ -20,12 +20,27 @@ public final class ContainerHolder: Sendable {
         var lastRefresh: Date?
     }
 
-    /// The holder's state machine: a waiting task is resumed through its continuation.
-    typealias Machine = ContainerHolderMachine<Candidate, CheckedContinuation<Void, Never>>
-
     private struct State {
-        var machine = Machine()
+        var defaultCandidate: Candidate?
+        var loaded: Candidate?
+        var etag: String?
+        var resolved = false
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiterID = 0
         var callbacks: [any ContainerCallback] = []
+        /// When the last network refresh started, as elapsed time of the configured clock.
+        var lastNetworkAttempt: Duration?
+        /// When the next network refresh is due, as elapsed time of the configured clock.
+        var nextRefresh: Duration?
+        var lastFailure: RefreshFailure?
+        var manualRequested = false
+        /// The refresh loop waiting for its next deadline; resumed early by a manual refresh or `close()`.
+        var wake: CheckedContinuation<Void, Never>?
+        /// Whether the initial load (default, saved, first network fetch) has been claimed by a task.
+        var initialLoadClaimed = false
+        /// Whether a ``ContainerHolder/run()`` is running for this holder.
+        var running = false
+        var closed = false
     }
 
     private weak let tagManager: TagManager?
@@ -46,7 +61,7 @@ public final class ContainerHolder: Sendable {
     /// The best version so far and where it came from; `container` is `nil` until something loaded.
     public var opened: OpenedContainer {
         state.withLock { state in
-            let best = state.machine.best
+            let best = state.loaded ?? state.defaultCandidate
             return OpenedContainer(
                 containerID: containerID,
                 container: best?.container,
@@ -60,37 +75,11 @@ public final class ContainerHolder: Sendable {
     /// ``LifecycleConfiguration/wallClockAnchor``); `nil` before the first one is scheduled, without a
     /// network source, and after ``close()``.
     public var nextRefresh: Date? {
-        state.withLock { $0.machine.isClosed ? nil : $0.machine.nextRefresh }.map(configuration.time.wallTime(at:))
+        state.withLock { $0.closed ? nil : $0.nextRefresh }.map(configuration.time.wallTime(at:))
     }
 
     /// Why the last network refresh failed; `nil` after a success.
-    public var lastFailure: RefreshFailure? { state.withLock { $0.machine.lastFailure } }
-
-    /// Runs one transition of the machine under the lock and performs its actions: `publish` before the
-    /// lock is released (versions go live in the order they were loaded), the rest after it.
-    private func act<R: Sendable>(_ transition: (inout Machine) -> (R, [Machine.Action])) -> R {
-        let (result, later) = state.withLock { state -> (R, [Machine.Action]) in
-            let (result, actions) = transition(&state.machine)
-            var later: [Machine.Action] = []
-            for action in actions {
-                if case .publish(let candidate) = action {
-                    tagManager?.lifecycle.publish(candidate.container, on: tagManager)
-                } else {
-                    later.append(action)
-                }
-            }
-            return (result, later)
-        }
-        for action in later {
-            switch action {
-            case .publish: break
-            case .resume(let waiters): for waiter in waiters { waiter.resume() }
-            case .openFinished: if let tagManager { tagManager.lifecycle.deferral.openFinished(tagManager) }
-            case .replayDeferred: if let tagManager { tagManager.lifecycle.deferral.replayIfDue(tagManager) }
-            }
-        }
-        return result
-    }
+    public var lastFailure: RefreshFailure? { state.withLock { $0.lastFailure } }
 
     /// Asks for a network refresh now. Refused (`false`, logged at info level) when there is no network
     /// source, the holder is closed, a refresh is already requested, or the last network refresh started
@@ -109,10 +98,17 @@ public final class ContainerHolder: Sendable {
         guard configuration.network != nil else { return false }
         let now = configuration.time.now
         let minimum = configuration.refreshPolicy.minimumManualInterval
-        let accepted = act { machine in
-            machine.requestRefresh(now: now, minimumInterval: minimum, force: force)
+        let (accepted, wake) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            if state.closed || state.manualRequested { return (false, nil) }
+            if !force, let last = state.lastNetworkAttempt, now - last < minimum {
+                return (false, nil)
+            }
+            state.manualRequested = true
+            defer { state.wake = nil }
+            return (true, state.wake)
         }
         if accepted {
+            wake?.resume()
             logger.info("refresh of '\(containerID)' requested\(force ? " (forced)" : "")")
         } else {
             logger.info("refresh of '\(containerID)' ignored: at most one refresh every \(minimum)")
@@ -123,7 +119,13 @@ public final class ContainerHolder: Sendable {
     /// Stops refreshing. The live container stays live until ``TagManager/remove(id:)``; opening the ID
     /// again starts a new holder.
     public func close() {
-        act { machine in ((), machine.close()) }
+        let wake = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.closed = true
+            defer { state.wake = nil }
+            return state.wake
+        }
+        wake?.resume()
+        resolve()
         tagManager?.lifecycle.removeHolder(self)
     }
 
@@ -151,16 +153,25 @@ public final class ContainerHolder: Sendable {
         }
     }
 
-    private var isResolved: Bool { state.withLock { $0.machine.isResolved } }
+    private var isResolved: Bool { state.withLock { $0.resolved } }
 
-    private func claimInitialLoad() -> Bool { state.withLock { $0.machine.claimInitialLoad() } }
+    private func claimInitialLoad() -> Bool {
+        state.withLock { state -> Bool in
+            defer { state.initialLoadClaimed = true }
+            return !state.initialLoadClaimed
+        }
+    }
 
     /// Loads and refreshes this container until the calling task is cancelled or the holder is closed:
     /// the initial load (unless an `open` already did it), then the refresh schedule. Run by
     /// ``TagManager/run()``; returns at once if another `run()` is already running this holder.
     func run() async {
-        guard state.withLock({ $0.machine.startRun() }) else { return }
-        defer { state.withLock { $0.machine.endRun() } }
+        let first = state.withLock { state -> Bool in
+            defer { state.running = true }
+            return !state.running
+        }
+        guard first else { return }
+        defer { state.withLock { $0.running = false } }
         if claimInitialLoad() { await initialLoad() }
         await refreshLoop()
     }
@@ -168,7 +179,11 @@ public final class ContainerHolder: Sendable {
     /// Waits until the open is resolved (the open type is satisfied) or `timeout` passes on the clock,
     /// whichever comes first; a timeout resolves the open with the best version loaded so far.
     func waitUntilResolved(timeout: Duration) async {
-        let waiterID = state.withLock { $0.machine.makeWaiterID() }
+        let waiterID = state.withLock { state -> Int? in
+            guard !state.resolved else { return nil }
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
         guard let waiterID else { return }
         let time = configuration.time
         let deadline = time.now + max(.zero, timeout)
@@ -180,13 +195,15 @@ public final class ContainerHolder: Sendable {
             group.addTask {
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                        let waiting = self.state.withLock { state -> Bool in
-                            !Task.isCancelled && state.machine.wait(continuation, id: waiterID)
+                        let resumeNow = self.state.withLock { state -> Bool in
+                            if state.resolved || Task.isCancelled { return true }
+                            state.waiters[waiterID] = continuation
+                            return false
                         }
-                        if !waiting { continuation.resume() }
+                        if resumeNow { continuation.resume() }
                     }
                 } onCancel: {
-                    self.state.withLock { $0.machine.stopWaiting(id: waiterID) }?.resume()
+                    self.state.withLock { $0.waiters.removeValue(forKey: waiterID) }?.resume()
                 }
             }
             _ = await group.next()
@@ -195,12 +212,38 @@ public final class ContainerHolder: Sendable {
     }
 
     /// Makes the best version loaded so far live and wakes the waiting opens. Only the first call does
-    /// anything (but replay the deferred pushes that are due).
-    private func resolve() { act { machine in ((), machine.resolve()) } }
+    /// anything.
+    private func resolve() {
+        let (waiters, first) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
+            guard !state.resolved else { return ([], false) }
+            state.resolved = true
+            if let best = state.loaded ?? state.defaultCandidate { publish(best.container) }
+            defer { state.waiters.removeAll() }
+            return (Array(state.waiters.values), true)
+        }
+        for waiter in waiters { waiter.resume() }
+        if first, let tagManager { tagManager.lifecycle.deferral.openFinished(tagManager) }
+        replayDeferredPushes()
+    }
+
+    /// Replays the pushes that waited for a container, in this task, now that no lock is held.
+    private func replayDeferredPushes() {
+        if let tagManager { tagManager.lifecycle.deferral.replayIfDue(tagManager) }
+    }
+
+    /// Must be called with the state locked, so that versions go live in the order they were loaded.
+    private func publish(_ container: Container) {
+        tagManager?.lifecycle.publish(container, on: tagManager)
+    }
 
     /// Records a newly loaded version; once the open is resolved it goes live at once.
     private func offer(_ candidate: Candidate, etag: String?) {
-        act { machine in ((), machine.offer(candidate, etag: etag)) }
+        state.withLock { state in
+            state.loaded = candidate
+            state.etag = etag
+            if state.resolved { publish(candidate.container) }
+        }
+        replayDeferredPushes()
     }
 
     private func emit(_ event: ContainerRefreshEvent) {
@@ -223,7 +266,7 @@ public final class ContainerHolder: Sendable {
         if fresh, let age, configuration.network != nil {
             // Scheduled before the open resolves, so that the open's caller sees it.
             let due = now + (configuration.refreshPolicy.afterSuccess - age)
-            state.withLock { $0.machine.nextRefresh = due }
+            state.withLock { $0.nextRefresh = due }
         }
         if saved != nil && (openType == .preferNonDefault || fresh) { resolve() }
         guard configuration.network != nil else {
@@ -233,7 +276,7 @@ public final class ContainerHolder: Sendable {
         if fresh {
             // Refreshed on schedule by the refresh loop.
         } else if Task.isCancelled {
-            state.withLock { $0.machine.nextRefresh = now }
+            state.withLock { $0.nextRefresh = now }
         } else {
             await refreshFromNetwork()
         }
@@ -247,9 +290,7 @@ public final class ContainerHolder: Sendable {
                 return
             }
             let container = try configuration.compile(bytes, id: containerID, origin: "default")
-            state.withLock {
-                $0.machine.defaultCandidate = Candidate(container: container, origin: .default, lastRefresh: nil)
-            }
+            state.withLock { $0.defaultCandidate = Candidate(container: container, origin: .default, lastRefresh: nil) }
         } catch  where error.code == .notFound {
             logger.info("no default container for '\(containerID)'")
         } catch {
@@ -280,16 +321,17 @@ public final class ContainerHolder: Sendable {
     /// on the clock for ``nextRefresh``, or (with none scheduled) until a manual refresh wakes it.
     private func refreshLoop() async {
         while true {
-            if Task.isCancelled || tagManager == nil || configuration.network == nil { return }
-            let now = configuration.time.now
-            switch state.withLock({ $0.machine.loopStep(now: now) }) {
-            case .stop:
-                return
-            case .refresh:
-                await refreshFromNetwork()
-            case .sleep(let until):
-                await waitForWake(until: until)
+            let (target, manual, closed) = state.withLock { ($0.nextRefresh, $0.manualRequested, $0.closed) }
+            if closed || Task.isCancelled || tagManager == nil || configuration.network == nil { return }
+            if !manual {
+                if let target, configuration.time.now >= target {
+                    await refreshFromNetwork()
+                } else {
+                    await waitForWake(until: target)
+                }
+                continue
             }
+            await refreshFromNetwork()
         }
     }
 
@@ -302,13 +344,18 @@ public final class ContainerHolder: Sendable {
             group.addTask {
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                        let sleeping = self.state.withLock { state -> Bool in
-                            !Task.isCancelled && state.machine.sleep(continuation)
+                        let resumeNow = self.state.withLock { state -> Bool in
+                            if state.manualRequested || state.closed || Task.isCancelled { return true }
+                            state.wake = continuation
+                            return false
                         }
-                        if !sleeping { continuation.resume() }
+                        if resumeNow { continuation.resume() }
                     }
                 } onCancel: {
-                    self.state.withLock { $0.machine.endSleep() }?.resume()
+                    self.state.withLock { state -> CheckedContinuation<Void, Never>? in
+                        defer { state.wake = nil }
+                        return state.wake
+                    }?.resume()
                 }
             }
             _ = await group.next()
@@ -320,8 +367,11 @@ public final class ContainerHolder: Sendable {
     private func refreshFromNetwork() async {
         guard let network = configuration.network else { return }
         let time = configuration.time
-        let started = time.now
-        let etag = state.withLock { $0.machine.startNetworkRefresh(now: started) }
+        let etag = state.withLock { state -> String? in
+            state.manualRequested = false
+            state.lastNetworkAttempt = time.now
+            return state.loaded == nil ? nil : state.etag
+        }
         emit(.began(.network))
         do throws(ContainerFetchError) {
             switch try await network.fetch(id: containerID, ifNoneMatch: etag) {
@@ -333,10 +383,10 @@ public final class ContainerHolder: Sendable {
             case .notModified:
                 let fetchedAt = time.wallNow
                 let cached = state.withLock { state -> Bool in
-                    state.machine.updateLoaded { loaded in
-                        loaded.origin = .network
-                        loaded.lastRefresh = fetchedAt
-                    }
+                    guard state.loaded != nil else { return false }
+                    state.loaded?.origin = .network
+                    state.loaded?.lastRefresh = fetchedAt
+                    return true
                 }
                 guard cached else {
                     throw ContainerFetchError(.badResponse, "'\(containerID)' is not modified, but nothing is cached")
@@ -345,18 +395,18 @@ public final class ContainerHolder: Sendable {
             }
             let due = time.now + configuration.refreshPolicy.afterSuccess
             state.withLock { state in
-                state.machine.nextRefresh = due
-                state.machine.lastFailure = nil
+                state.nextRefresh = due
+                state.lastFailure = nil
             }
             emit(.succeeded(.network))
         } catch  where Task.isCancelled {
-            state.withLock { $0.machine.nextRefresh = time.now }
+            state.withLock { $0.nextRefresh = time.now }
             logger.info("refreshing '\(containerID)' from the network was cancelled; it is due again")
         } catch {
             let due = time.now + configuration.refreshPolicy.afterFailure
             state.withLock { state in
-                state.machine.nextRefresh = due
-                state.machine.lastFailure = error.refreshFailure
+                state.nextRefresh = due
+                state.lastFailure = error.refreshFailure
             }
             logger.warning("refreshing '\(containerID)' from the network failed: \(error.message)")
             emit(.failed(.network, error.refreshFailure))

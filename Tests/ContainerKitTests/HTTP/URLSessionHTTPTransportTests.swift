@@ -112,15 +112,11 @@ import Testing
             maximumResponseBytes: maximumBytes,
             deadline: .seconds(3600)
         )
-        let result = await HTTPClient.withClientForOneRequest {
-            client -> Result<BoundedHTTPResponse, BoundedHTTPError> in
-            do throws(BoundedHTTPError) {
-                return .success(try await URLSessionHTTPTransport.send(request, client: client))
-            } catch {
-                return .failure(error)
-            }
+        do throws(BoundedHTTPError) {
+            return (.success(try await URLSessionHTTPTransport.send(request)), server)
+        } catch {
+            return (.failure(error), server)
         }
-        return (result, server)
     }
 
     @Test func theTransportReadsAnAnswerWithinTheLimit() async throws {
