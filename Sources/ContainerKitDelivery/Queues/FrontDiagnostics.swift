@@ -1,5 +1,4 @@
 import ContainerKit
-import Synchronization
 
 /// Where a front (``InMemoryQueue``, ``DurableQueue``) reports: the logger and observer its configuration
 /// names, or else those of the tag manager its provider is registered on (``AnalyticsSink/inherit(logger:observer:)``);

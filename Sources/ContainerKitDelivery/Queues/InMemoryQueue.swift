@@ -1,5 +1,4 @@
 import ContainerKit
-import Synchronization
 
 /// The in-memory front of the delivery pipeline: buffers the provider's records and delivers them, in
 /// batches and in order, to one ``AnalyticsDestination``, applying the pipeline's one retry policy.

@@ -1,6 +1,5 @@
 import ContainerKit
 import Foundation
-import Synchronization
 import Testing
 
 /// A stand-in for a service's shared snapshot store (Redis, a database), for the guide's example.
