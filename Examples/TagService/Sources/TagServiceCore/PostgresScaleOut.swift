@@ -120,13 +120,19 @@ final class PostgresScaleOut: Sendable {
     }
 
     private func pushOnce(_ event: EventRequest) async throws -> PushResult {
+        let (session, result) = try await pushed(event)
+        try await commit(Self.records(of: result), of: session, user: event.userID)
+        return result
+    }
+
+    /// Pushes `event` into its user's session (loaded from PostgreSQL on a miss; a new one names the user for
+    /// Braze), without committing anything yet.
+    private func pushed(_ event: EventRequest) async throws -> (session: DataLayer, result: PushResult) {
         let session = try await sessions.loadSession(for: event.userID, context: event.context)
         if BrazeTagProvider.user(of: session) == nil {
             BrazeTagProvider.setUser(.externalID(event.userID), on: session)
         }
-        let result = await session.push(event: event.event, parameters: event.parameters)
-        try await commit(Self.records(of: result), of: session, user: event.userID)
-        return result
+        return (session, await session.push(event: event.event, parameters: event.parameters))
     }
 
     /// Appends a push's records with its session's checkpoint and waits for their commit.
@@ -184,11 +190,7 @@ final class PostgresScaleOut: Sendable {
             for index in pending {
                 guard case .success(let event) = items[index] else { continue }
                 do {
-                    let session = try await sessions.loadSession(for: event.userID, context: event.context)
-                    if BrazeTagProvider.user(of: session) == nil {
-                        BrazeTagProvider.setUser(.externalID(event.userID), on: session)
-                    }
-                    let result = await session.push(event: event.event, parameters: event.parameters)
+                    let (session, result) = try await pushed(event)
                     outcomes[index] = .success(result)
                     prepared.append((index, event.userID, Self.records(of: result), session))
                 } catch {
