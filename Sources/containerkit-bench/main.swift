@@ -110,9 +110,11 @@ if !same {
     }
 }
 
-// `CONTAINERKIT_BENCH_PROFILE=passes` (30 when not a number) runs ContainerKit alone, for a profiler.
+// `CONTAINERKIT_BENCH_PROFILE=passes` (30 when not a number) runs ContainerKit alone, for a profiler;
+// with `CONTAINERKIT_BENCH_PROFILE_TARGET=ideal` it runs the ideal instead (to count its instructions).
 if let passes = ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_PROFILE"] {
-    for _ in 0..<(Int(passes) ?? 30) { runContainerKit() }
+    let idealTarget = ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_PROFILE_TARGET"] == "ideal"
+    for _ in 0..<(Int(passes) ?? 30) { if idealTarget { runIdeal() } else { runContainerKit() } }
     exit(0)
 }
 

@@ -1,14 +1,21 @@
 /// One event evaluated in one container: macros (lazily, at most once each), predicates, rules, then the
 /// selected tags fired in priority order. Synchronous and pure but for the handlers it calls.
+///
+/// One evaluation serves every container of a push: ``run(container:tagHandlers:candidates:)`` moves it to
+/// the next container, so the message, the model and the session are retained once per push, not once
+/// per container; ``finish()`` hands the memo tables back to the session.
 struct Evaluation: MacroResolver {
     /// The container, by reference: the hot path reads its program in place and never copies a definition.
-    let storage: Container.Storage
+    private(set) var storage: Container.Storage
     let message: ValueMap
     let model: ValueMap
     let eventName: String?
     let eventNumber: Int
     let dataLayer: DataLayer
     let handlers: TagManager.Handlers
+    /// The registry's handler of each tag with a call plan (see ``TagManager/Snapshot/tagHandlers``); empty
+    /// when the caller resolved none (every call then looks its handler up by name).
+    private(set) var tagHandlers: [TagManager.ResolvedTagHandler?]
     let recordTrace: Bool
     /// Buffers reused across events of one session, so an event allocates no memo tables.
     private let scratch: EvaluationScratch?
@@ -42,6 +49,7 @@ struct Evaluation: MacroResolver {
         eventNumber: Int,
         dataLayer: DataLayer,
         handlers: TagManager.Handlers,
+        tagHandlers: [TagManager.ResolvedTagHandler?] = [],
         recordTrace: Bool,
         scratch: EvaluationScratch? = nil,
         reportedEventName: Value? = nil
@@ -53,17 +61,31 @@ struct Evaluation: MacroResolver {
         self.eventNumber = eventNumber
         self.dataLayer = dataLayer
         self.handlers = handlers
+        self.tagHandlers = tagHandlers
         self.recordTrace = recordTrace
         self.scratch = scratch
         self.reportedEventName = reportedEventName ?? Evaluation.reportedName(eventName)
         if let scratch {
-            scratch.nextGeneration()
             generation = scratch.generation
             swap(&macroValues, &scratch.macroValues)
             swap(&macroMarks, &scratch.macroMarks)
             swap(&predicateMarks, &scratch.predicateMarks)
             swap(&tagState, &scratch.tagState)
         }
+        startContainer()
+    }
+
+    /// Starts the evaluation of ``storage``: a new memo generation (stale marks no longer match), tables
+    /// large enough for its program, no tag state.
+    private mutating func startContainer() {
+        if generation >= UInt32.max / 2 - 1 {
+            generation = 1
+            for i in macroMarks.indices { macroMarks[i] = 0 }
+            for i in predicateMarks.indices { predicateMarks[i] = 0 }
+        } else {
+            generation += 1
+        }
+        tagState.removeAll(keepingCapacity: true)
         let macroCount = storage.program.macros.count
         if macroMarks.count < macroCount {
             macroMarks.append(contentsOf: repeatElement(0, count: macroCount - macroMarks.count))
@@ -90,28 +112,42 @@ struct Evaluation: MacroResolver {
 
     /// Evaluates the event: the candidate rules (see ``CandidateRules``), then fires the selected tags.
     mutating func run(candidates: [Int]? = nil) -> EventReport {
-        defer { returnScratch() }
         if case .string(let name) = reportedEventName {
             for r in candidates ?? storage.candidates.rules(for: name, in: storage) { applyRule(r) }
             if !tagState.isEmpty {
                 for t in storage.program.tagOrder where tagState[t] & 0b11 == 0b01 { _ = fire(t) }
             }
         }
-        var report = EventReport(
+        let trace = recordTrace ? makeTrace() : nil
+        var firedTags: [FiredTag] = []
+        swap(&firedTags, &fired)  // moved into the report, not copied
+        return EventReport(
             containerID: storage.id,
             eventName: eventName,
             message: message,
-            fired: fired,
-            trace: nil
+            fired: firedTags,
+            trace: trace
         )
-        if recordTrace { report.trace = makeTrace() }
-        return report
     }
 
-    /// Hands the (emptied) buffers back to the session for its next event.
-    private mutating func returnScratch() {
+    /// Evaluates the same event in another container (after ``run(candidates:)`` returned for the last one).
+    mutating func run(
+        container: Container.Storage,
+        tagHandlers: [TagManager.ResolvedTagHandler?],
+        candidates: [Int]?
+    ) -> EventReport {
+        storage = container
+        self.tagHandlers = tagHandlers
+        evaluatedOrder.removeAll(keepingCapacity: true)
+        startContainer()
+        return run(candidates: candidates)
+    }
+
+    /// Hands the buffers back to the session for its next push.
+    mutating func finish() {
         guard let scratch else { return }
         tagState.removeAll(keepingCapacity: true)
+        scratch.generation = generation
         swap(&macroValues, &scratch.macroValues)
         swap(&macroMarks, &scratch.macroMarks)
         swap(&predicateMarks, &scratch.predicateMarks)
@@ -174,26 +210,36 @@ struct Evaluation: MacroResolver {
         var parameters = ValueMap()
         var status = FiredTag.Status.unsupported
         var output: TagOutput?
-        switch storage.program.tags[t].kind {
-        case .functionCall(let classPathExpr, let argumentsExpr):
-            let path: String
-            if case .literal(.string(let literal)) = classPathExpr {
-                path = literal
+        if let plan = storage.callPlans[t] {
+            classPath = plan.name
+            parameters = evaluateArguments(plan)
+            if t < tagHandlers.count, let resolved = tagHandlers[t] {
+                (status, output) = perform(resolved.handler, named: plan.name, t, parameters)
             } else {
-                path = evaluate(classPathExpr).jsString
+                (status, output) = invoke(handlerNamed: plan.name, t, parameters)
             }
-            classPath = path
-            parameters = evaluateArguments(argumentsExpr)
-            (status, output) = invoke(handlerNamed: path, t, parameters)
-        case .legacyFunctionCall(let name, let argumentsExpr):
-            classPath = name
-            parameters = evaluateArguments(argumentsExpr)
-            (status, output) = invoke(handlerNamed: name, t, parameters)
-        case .paused:
-            return false
-        case .unsupported:
-            if recordTrace {
-                for (key, expr) in storage.program.tags[t].parameters { parameters[key] = evaluate(expr) }
+        } else {
+            switch storage.program.tags[t].kind {
+            case .functionCall(let classPathExpr, let argumentsExpr):
+                let path: String
+                if case .literal(.string(let literal)) = classPathExpr {
+                    path = literal
+                } else {
+                    path = evaluate(classPathExpr).jsString
+                }
+                classPath = path
+                parameters = evaluateArguments(argumentsExpr)
+                (status, output) = invoke(handlerNamed: path, t, parameters)
+            case .legacyFunctionCall(let name, let argumentsExpr):
+                classPath = name
+                parameters = evaluateArguments(argumentsExpr)
+                (status, output) = invoke(handlerNamed: name, t, parameters)
+            case .paused:
+                return false
+            case .unsupported:
+                if recordTrace {
+                    for (key, expr) in storage.program.tags[t].parameters { parameters[key] = evaluate(expr) }
+                }
             }
         }
         let succeeded = if case .ok = status { true } else { false }
@@ -227,6 +273,16 @@ struct Evaluation: MacroResolver {
             }
             return (.unhandled, nil)
         }
+        return perform(handler, named: name, t, arguments)
+    }
+
+    /// Calls `handler` for tag `t` with `arguments`; a throwing handler is logged and reported as failed.
+    private mutating func perform(
+        _ handler: any FunctionCallTagHandler,
+        named name: String,
+        _ t: Int,
+        _ arguments: ValueMap
+    ) -> (FiredTag.Status, TagOutput?) {
         let tagID = storage.program.tags[t].tagID
         let call = FunctionCall(
             name: name,
@@ -249,6 +305,21 @@ struct Evaluation: MacroResolver {
             logger.error("\(label) handler '\(name)' threw: \(error)", metadata: metadata)
             return (.failed(String(describing: error)), nil)
         }
+    }
+
+    /// The argument map of a planned call: each slot read in order, undefined values left out.
+    private mutating func evaluateArguments(_ plan: CallPlan) -> ValueMap {
+        var map = ValueMap(minimumCapacity: plan.keys.count)
+        for i in plan.slots.indices {
+            let value: Value
+            switch plan.slots[i] {
+            case .literal(let literal): value = literal
+            case .macro(let index): value = resolve(macro: index)
+            case .expression(let expr): value = evaluate(expr)
+            }
+            if !value.isUndefined { map.appendNew(plan.keys[i], value) }
+        }
+        return map
     }
 
     mutating func evaluateArguments(_ expr: Expr) -> ValueMap {
@@ -716,20 +787,10 @@ struct Evaluation: MacroResolver {
 
 /// Memo tables one session reuses from event to event (only the thread processing its pushes touches them).
 final class EvaluationScratch: @unchecked Sendable {
+    /// The memo generation of the last evaluation (see ``Evaluation``); the next one starts above it.
     var generation: UInt32 = 1
     var macroValues: [Value] = []
     var macroMarks: [UInt32] = []
     var predicateMarks: [UInt32] = []
     var tagState: [UInt8] = []
-
-    /// Starts a new evaluation; stale marks from earlier ones no longer match.
-    func nextGeneration() {
-        if generation >= UInt32.max / 2 - 1 {
-            generation = 1
-            for i in macroMarks.indices { macroMarks[i] = 0 }
-            for i in predicateMarks.indices { predicateMarks[i] = 0 }
-        } else {
-            generation += 1
-        }
-    }
 }

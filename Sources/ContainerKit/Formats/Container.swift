@@ -43,6 +43,8 @@ public struct Container: Sendable {
         let program: Program
         /// The rules each event name can pass, filled as names are seen.
         let candidates = CandidateRules()
+        /// Each tag's precomputed call (see ``CallPlan``), by tag index.
+        let callPlans: [CallPlan?]
 
         init(
             id: String,
@@ -60,6 +62,7 @@ public struct Container: Sendable {
             self.file = file
             self.unsupported = unsupported
             self.program = program
+            self.callPlans = CallPlan.plans(for: program)
         }
     }
 

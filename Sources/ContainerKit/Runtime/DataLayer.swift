@@ -395,37 +395,52 @@ public final class DataLayer: Sendable {
         result.events.reserveCapacity(result.events.count + containers.count)
         let reportedName = Evaluation.reportedName(eventName)
         let firstReport = result.events.count
-        for container in containers {
-            var candidates: [Int]?
-            if !debug, case .string(let name) = reportedName {
-                let rules = container.storage.candidates.rules(for: name, in: container.storage)
-                if rules.isEmpty {
-                    // No rule of this container can pass for this event name: nothing to evaluate.
-                    result.events.append(
-                        EventReport(containerID: container.id, eventName: eventName, message: message, fired: [])
-                    )
-                    continue
-                }
-                candidates = rules
-            }
+        // The containers no rule of which can pass for this event name get an empty report without an
+        // evaluation; one evaluation then serves the first container that needs one and every later one.
+        var first = 0
+        var firstCandidates: [Int]?
+        while first < containers.count {
+            firstCandidates = candidates(containers[first], reportedName)
+            if firstCandidates?.isEmpty != true { break }
+            result.events.append(
+                EventReport(containerID: containers[first].id, eventName: eventName, message: message, fired: [])
+            )
+            first += 1
+        }
+        if first < containers.count {
             var evaluation = Evaluation(
-                container: container,
+                container: containers[first],
                 message: message,
                 model: model,
                 eventName: eventName,
                 eventNumber: eventNumber,
                 dataLayer: self,
                 handlers: handlers,
+                tagHandlers: runtime.tagHandlers[first],
                 recordTrace: debug,
                 scratch: scratch,
                 reportedEventName: reportedName
             )
+            result.events.append(evaluation.run(candidates: firstCandidates))
+            for c in (first + 1)..<containers.count {
+                let rules = candidates(containers[c], reportedName)
+                if rules?.isEmpty == true {
+                    result.events.append(
+                        EventReport(containerID: containers[c].id, eventName: eventName, message: message, fired: [])
+                    )
+                    continue
+                }
+                result.events.append(
+                    evaluation.run(
+                        container: containers[c].storage,
+                        tagHandlers: runtime.tagHandlers[c],
+                        candidates: rules
+                    )
+                )
+            }
+            evaluation.finish()
             if debug {
-                var report = evaluation.run()
-                report.trace?.dataLayer = .object(model)
-                result.events.append(report)
-            } else {
-                result.events.append(evaluation.run(candidates: candidates))
+                for i in firstReport..<result.events.count { result.events[i].trace?.dataLayer = .object(model) }
             }
         }
         if let observer = tagManager.observer {
@@ -443,6 +458,13 @@ public final class DataLayer: Sendable {
                 }
             }
         }
+    }
+
+    /// The rules of `container` that can pass for the event (empty: none can, so nothing to evaluate);
+    /// `nil` when every rule is to be evaluated (debug traces explain every tag, and a push without a name).
+    private func candidates(_ container: Container, _ reportedName: Value) -> [Int]? {
+        guard !debug, case .string(let name) = reportedName else { return nil }
+        return container.storage.candidates.rules(for: name, in: container.storage)
     }
 
     // MARK: Reading

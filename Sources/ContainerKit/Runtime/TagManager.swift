@@ -35,6 +35,13 @@ public final class TagManager: Sendable {
         }
     }
 
+    /// A registered tag handler behind one reference: a call borrows it from the snapshot for the cost of one
+    /// retain, instead of copying the existential (and retaining what it holds) per call.
+    final class ResolvedTagHandler: Sendable {
+        let handler: any FunctionCallTagHandler
+        init(_ handler: any FunctionCallTagHandler) { self.handler = handler }
+    }
+
     /// What a push reads from the runtime: the live containers and the handlers, immutable. Writers (adding
     /// a container, registering a handler) publish a new one; see ``published``.
     final class Snapshot: Sendable {
@@ -43,11 +50,19 @@ public final class TagManager: Sendable {
         /// Whether a live container reads data-layer variables of version 1 (sessions then keep the last
         /// raw value of every pushed key).
         let readsRawValues: Bool
+        /// Per container (in ``containers``' order), the handler of each tag with a ``CallPlan``, resolved
+        /// once per publication so a call does not look its class path up; `nil` where none is registered.
+        let tagHandlers: [[ResolvedTagHandler?]]
 
         init(containers: [Container], handlers: Handlers) {
             self.containers = containers
             self.handlers = handlers
             self.readsRawValues = containers.contains { $0.storage.program.readsRawDataLayerValues }
+            self.tagHandlers = containers.map { container in
+                container.storage.callPlans.map { plan in
+                    plan.flatMap { handlers.tags[$0.name] }.map(ResolvedTagHandler.init)
+                }
+            }
         }
     }
 
