@@ -9,8 +9,9 @@ import Foundation
 /// so a small compressed body can never inflate to gigabytes. Redirects are never followed (a 3xx answer is
 /// returned as it is), nothing is cached, and no cookies are kept.
 ///
-/// `http://` URLs are served by a small HTTP/1.1 client over a socket that reads the body in 16 KiB steps
-/// and stops at the limit (it never reads more than the limit plus one step). `https://` URLs go through
+/// `http://` URLs are served by a small HTTP/1.1 client (``HTTPClient``: non-blocking sockets on one I/O
+/// thread its `run()` owns) that reads the body in 16 KiB steps and stops at the limit (it never reads more
+/// than the limit plus one step). `https://` URLs go through
 /// FoundationNetworking, with the same encoding refusal, limit and deadline: the body it keeps never exceeds
 /// the limit (the block that would pass it is dropped and the transfer cancelled at once), but blocks that
 /// libcurl has already read and queued for delivery before the cancellation takes effect (16 KiB each) are
@@ -49,22 +50,21 @@ package struct BoundedHTTPRequest: Sendable {
         self.deadline = deadline
     }
 
-    /// Sends the request and reads the whole answer within the limits. Cancelling the calling task ends the
-    /// exchange with ``BoundedHTTPError/Kind/cancelled``.
+    /// Sends the request and reads the whole answer within the limits and its one deadline. Cancelling the
+    /// calling task ends the exchange with ``BoundedHTTPError/Kind/cancelled``.
     ///
-    /// - Parameter pool: where to take a kept connection from and leave it after the answer (see
-    ///   ``HTTPConnectionPool``); `nil`, the default, connects for this request alone.
-    package func send(through pool: HTTPConnectionPool? = nil) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
+    /// - Parameter client: the running ``HTTPClient`` whose I/O thread and kept connections serve the
+    ///   request; `nil`, the default (or a client whose `run()` is not running), serves it with a client of
+    ///   its own for this request alone (its own connection, closed after the answer).
+    package func send(through client: HTTPClient? = nil) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = url.host, !host.isEmpty
         else { throw BoundedHTTPError(.invalidURL, "not an http or https url with a host") }
         guard maximumResponseBytes >= 0, deadline > .zero else {
             throw BoundedHTTPError(.deadlineExceeded, "no time left")
         }
-        if scheme == "http" {
-            return try await SocketHTTPTransport.send(self, pool: pool)
-        }
-        return try await URLSessionHTTPTransport.send(self, pool: pool)
+        guard let client else { return try await HTTPClient.sendAlone(self) }
+        return try await client.send(self)
     }
 
     /// The header fields this client sends, with the ones it owns removed.

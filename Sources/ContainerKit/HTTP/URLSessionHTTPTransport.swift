@@ -9,7 +9,7 @@ import Synchronization
 /// an answer with a content encoding is refused when its header arrives (FoundationNetworking holds the
 /// transfer until the delegate decides, so no compressed byte is inflated); a declared length over the limit
 /// is refused before any body byte; the body is kept up to the limit and the transfer cancelled the moment a
-/// block would pass it; a timer cancels it at the deadline.
+/// block would pass it; the ``HTTPClient``'s I/O loop fails it at its deadline (no timer task per request).
 ///
 /// What is bounded, exactly (see ``BoundedHTTPDelegate``): the body this client keeps never exceeds
 /// ``BoundedHTTPRequest/maximumResponseBytes`` — the block that would pass the limit is dropped, not
@@ -20,11 +20,11 @@ import Synchronization
 /// blocks may be read and queued (they are freed as they are dropped). `http://` has no such slack: its
 /// socket client reads nothing past the limit but the last 16 KiB step.
 enum URLSessionHTTPTransport {
-    /// Sends `request`, on `pool`'s shared session when there is one (kept connections), otherwise on a
-    /// session of its own.
+    /// Sends `request`, on the shared session of `client`'s pool when the client keeps connections,
+    /// otherwise on a session of its own; `client`'s loop keeps the deadline.
     static func send(
         _ request: BoundedHTTPRequest,
-        pool: HTTPConnectionPool? = nil
+        client: HTTPClient
     ) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
         // FoundationNetworking counts its own (idle) timeouts in whole seconds; the deadline below is exact.
         let seconds = Double(request.deadline.components.seconds) + 1
@@ -41,7 +41,7 @@ enum URLSessionHTTPTransport {
         let task: URLSessionDataTask
         var ownSession: URLSession?
         defer { ownSession?.finishTasksAndInvalidate() }
-        if let shared = pool?.urlSession() {
+        if client.keepsConnections, let shared = client.pool.urlSession() {
             task = shared.dataTask(with: urlRequest, delegate: delegate)
         } else {
             let session = URLSession(
@@ -52,12 +52,10 @@ enum URLSessionHTTPTransport {
             task = session.dataTask(with: urlRequest)
             ownSession = session
         }
-        let deadline = request.deadline
-        let timer = Task {
-            try await Task.sleep(for: deadline)
-            delegate.fail(BoundedHTTPError(.deadlineExceeded), cancelling: task)
-        }
-        defer { timer.cancel() }
+        guard
+            let timer = client.schedule(at: .now + request.deadline, { delegate.fail($0, cancelling: task) })
+        else { throw BoundedHTTPError(.cancelled, "the http client stopped") }
+        defer { client.cancelTimer(timer) }
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 delegate.start(task, continuation: continuation)
