@@ -42,6 +42,23 @@ package struct BoundedHTTPRequest: Sendable {
     /// The longest the whole exchange may take; when it passes the request fails with
     /// ``BoundedHTTPError/Kind/deadlineExceeded``.
     package var deadline: Duration
+    /// The clock ``deadline`` runs on; `nil`, the default, is the monotonic clock, kept by the I/O loop of the
+    /// ``HTTPClient`` that serves the request (no timer task). A test gives its manual clock here and passes
+    /// the deadline without waiting: the request then waits on that clock alone (see ``DeadlineClock``).
+    package var deadlineClock: DeadlineClock?
+
+    /// The clock a request's one deadline runs on when it is not the monotonic one: the caller's task
+    /// sleeps on it beside the exchange (a child task of that request, ended with it), and the exchange is
+    /// ended when the sleep ends first; the I/O loop then keeps no deadline for the request.
+    package struct DeadlineClock: Sendable {
+        /// Sleeps `duration` on the clock; throws when the calling task is cancelled.
+        let sleep: @Sendable (Duration) async throws -> Void
+
+        /// Deadlines on `clock`.
+        package init<C: Clock>(_ clock: C) where C.Duration == Duration {
+            sleep = { duration in try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil) }
+        }
+    }
 
     /// A `GET` of `url`.
     package init(url: URL, maximumResponseBytes: Int, deadline: Duration) {

@@ -25,8 +25,9 @@ import Foundation
 /// ```
 ///
 /// A request sent while no ``run()`` is running (before it starts, after it ended, or to a client nobody
-/// runs) is not refused: it is served by a client made for it alone, whose own `run()` lives for the
-/// duration of that request inside the caller's task (one connection, closed after the answer).
+/// runs) is not refused and never waits for one: it is served by a client made for it alone, whose I/O
+/// thread starts at once in the caller's task and is joined when the request ends (one connection, closed
+/// after the answer).
 ///
 /// Cancelling ``run()`` stops the loop: requests in flight end with ``BoundedHTTPError/Kind/cancelled``, the
 /// thread is joined, and the kept connections and the `https` session are closed before `run()` returns.
@@ -70,7 +71,8 @@ package final class HTTPClient: Sendable {
         keepsConnections = true
     }
 
-    /// A client for one request: it accepts work before its `run()` starts and keeps no connection.
+    /// A client for one request (``withClientForOneRequest(_:)`` starts and stops its loop): it keeps no
+    /// connection.
     private init(forOneRequest: Void) {
         pool = HTTPConnectionPool()
         keepsConnections = false
@@ -89,6 +91,20 @@ package final class HTTPClient: Sendable {
     /// once when the client already runs or ran.
     /// - Throws: when the loop's wake-up pipe cannot be made.
     package func run() async throws {
+        guard let loop = try startLoop() else { return }
+        await untilCancelled()
+        await stop(loop)
+    }
+
+    /// The I/O thread of a started loop and its wake-up pipe.
+    private struct RunningLoop: Sendable {
+        var thread: OwnedThread
+        var read: Int32
+        var write: Int32
+    }
+
+    /// Starts the I/O thread at once, on the calling thread; `nil` when the client already runs or ran.
+    private func startLoop() throws(BoundedHTTPError) -> RunningLoop? {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else {
             let failure = BoundedHTTPError(.connectionFailed, "pipe failed: errno \(errno)")
@@ -109,18 +125,23 @@ package final class HTTPClient: Sendable {
         guard let waiters else {
             close(read)
             close(write)
-            return
+            return nil
         }
         for waiter in waiters { waiter.resume() }
         let thread = OwnedThread.start(name: "containerkit.http-client") { [self] in
             HTTPClientLoop(client: self, wake: read).run()
         }
-        await untilCancelled()
+        return RunningLoop(thread: thread, read: read, write: write)
+    }
+
+    /// Stops the loop: requests in flight end `cancelled`, the thread is joined, then the wake-up pipe, the
+    /// kept connections and the `https` session are closed.
+    private func stop(_ loop: RunningLoop) async {
         inbox.withLock { $0.phase = .stopped }
-        wakeLoop(write)
-        await thread.join()
-        close(read)
-        close(write)
+        wakeLoop(loop.write)
+        await loop.thread.join()
+        close(loop.read)
+        close(loop.write)
         pool.close()
     }
 
@@ -165,8 +186,7 @@ package final class HTTPClient: Sendable {
         }
     }
 
-    /// Hands `command` to the loop; `false` when the client does not run (a one-request client also takes
-    /// work before its run starts).
+    /// Hands `command` to the loop; `false` when the client does not run.
     private func submit(_ command: Command) -> Bool {
         let wake = inbox.withLock { inbox -> Int32?? in
             switch inbox.phase {
@@ -174,9 +194,6 @@ package final class HTTPClient: Sendable {
                 inbox.commands.append(command)
                 // One wake-up byte per batch of commands: the loop drains the pipe when it takes them.
                 return inbox.commands.count == 1 ? .some(wake) : .some(nil)
-            case .notStarted where !keepsConnections:
-                inbox.commands.append(command)
-                return .some(nil)
             case .notStarted, .stopped:
                 return nil
             }
@@ -198,8 +215,7 @@ package final class HTTPClient: Sendable {
         inbox.withLock { inbox in
             switch inbox.phase {
             case .running: return true
-            case .notStarted: return !keepsConnections
-            case .stopped: return false
+            case .notStarted, .stopped: return false
             }
         }
     }
@@ -208,12 +224,57 @@ package final class HTTPClient: Sendable {
 
     /// Sends `request` within its limits and its one deadline (see ``BoundedHTTPRequest``).
     package func send(_ request: BoundedHTTPRequest) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
-        guard accepts else { return try await Self.sendAlone(request) }
+        try await Self.keepingDeadline(of: request) { end throws(BoundedHTTPError) in
+            try await self.exchange(request, end: end)
+        }
+    }
+
+    /// Runs `body` within `request`'s one deadline: on the monotonic clock `body` gets the instant, for the
+    /// loop to keep; on a ``BoundedHTTPRequest/DeadlineClock`` it gets `nil`, and a child task sleeping on
+    /// that clock ends it (cancelled, reported as `deadlineExceeded`) when the sleep ends first.
+    static func keepingDeadline(
+        of request: BoundedHTTPRequest,
+        _ body: @escaping @Sendable (ContinuousClock.Instant?) async throws(BoundedHTTPError) -> BoundedHTTPResponse
+    ) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
+        guard let clock = request.deadlineClock else { return try await body(.now + request.deadline) }
+        let outcome = await withTaskGroup(of: SocketExchange.Outcome?.self) { group in
+            group.addTask {
+                do throws(BoundedHTTPError) {
+                    return .success(try await body(nil))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask {
+                do { try await clock.sleep(request.deadline) } catch { return nil }
+                return .failure(BoundedHTTPError(.deadlineExceeded))
+            }
+            var first: SocketExchange.Outcome?
+            while let next = await group.next() {
+                guard first == nil, let next else { continue }
+                first = next
+                group.cancelAll()
+            }
+            return first ?? .failure(BoundedHTTPError(.cancelled))
+        }
+        return try outcome.get()
+    }
+
+    /// One exchange on this client's loop (or on a client made for it when this one does not run), ended by
+    /// the loop at `end` when given.
+    private func exchange(
+        _ request: BoundedHTTPRequest,
+        end: ContinuousClock.Instant?
+    ) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
+        guard accepts else {
+            // A client made for one request whose loop did not start (or stopped) fails at once.
+            guard keepsConnections else { throw BoundedHTTPError(.cancelled, "the http client stopped") }
+            return try await Self.sendAlone(request, end: end)
+        }
         if request.url.scheme?.lowercased() == "https" {
-            return try await URLSessionHTTPTransport.send(request, client: self)
+            return try await URLSessionHTTPTransport.send(request, end: end, client: self)
         }
         let id = makeID()
-        let end = ContinuousClock.now + request.deadline
         let keep = keepsConnections
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<SocketExchange.Outcome, Never>) in
@@ -244,9 +305,18 @@ package final class HTTPClient: Sendable {
 
     /// Serves `request` with a client of its own, run for the request's duration in the caller's task.
     static func sendAlone(_ request: BoundedHTTPRequest) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
+        try await keepingDeadline(of: request) { end throws(BoundedHTTPError) in
+            try await sendAlone(request, end: end)
+        }
+    }
+
+    private static func sendAlone(
+        _ request: BoundedHTTPRequest,
+        end: ContinuousClock.Instant?
+    ) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
         let outcome = await withClientForOneRequest { client -> SocketExchange.Outcome in
             do throws(BoundedHTTPError) {
-                return .success(try await client.send(request))
+                return .success(try await client.exchange(request, end: end))
             } catch {
                 return .failure(error)
             }
@@ -254,13 +324,17 @@ package final class HTTPClient: Sendable {
         return try outcome.get()
     }
 
-    /// Runs `body` with a client that keeps no connection and whose `run()` — its I/O thread — lasts as long
-    /// as `body`, in a child of the calling task.
+    /// Runs `body` with a client that keeps no connection and whose I/O thread lasts as long as `body`: the
+    /// thread starts at once on the calling thread — a request's I/O never waits for a thread of the
+    /// cooperative pool, which CPU-bound work may hold while the request's deadline runs — and is joined
+    /// before the result is returned.
     package static func withClientForOneRequest<T>(_ body: (HTTPClient) async -> T) async -> T {
         let client = HTTPClient(forOneRequest: ())
-        // Cancelled and awaited when this scope ends: the thread is joined before the result is returned.
-        async let _: Void? = try? client.run()
-        return await body(client)
+        // Without its loop (no pipe), the client fails what it was given: `body` gets typed failures.
+        let loop = try? client.startLoop()
+        let result = await body(client)
+        if let loop { await client.stop(loop) }
+        return result
     }
 }
 
@@ -354,7 +428,7 @@ private final class HTTPClientLoop {
     /// Ends the exchanges whose deadline passed and fires the due timers.
     private func expire() {
         let now = ContinuousClock.now
-        for (id, exchange) in exchanges where exchange.submission.end <= now {
+        for (id, exchange) in exchanges where exchange.submission.end.map({ $0 <= now }) ?? false {
             exchange.abandon()
             finish(id, .failure(BoundedHTTPError(.deadlineExceeded)))
         }
@@ -367,7 +441,7 @@ private final class HTTPClientLoop {
     /// Milliseconds until the next deadline (rounded up), or -1 without one.
     private func timeout() -> Int32 {
         var next: ContinuousClock.Instant?
-        for exchange in exchanges.values { next = min(next ?? exchange.submission.end, exchange.submission.end) }
+        for end in exchanges.values.compactMap(\.submission.end) { next = min(next ?? end, end) }
         for timer in timers.values { next = min(next ?? timer.end, timer.end) }
         guard let next else { return -1 }
         let left = next - .now

@@ -195,7 +195,12 @@ final class PooledURLSession: Sendable {
         return task
     }
 
-    func invalidate() { session.finishTasksAndInvalidate() }
+    /// Lets the tasks finish, then ends the session (on a Dispatch worker: FoundationNetworking may wait for
+    /// its work queue, which must never hold a thread of the cooperative pool).
+    func invalidate() {
+        let session = self.session
+        DispatchQueue.global().async { session.finishTasksAndInvalidate() }
+    }
 }
 
 /// A session delegate that forwards each task's callbacks to the delegate registered for it

@@ -21,8 +21,8 @@ final class SocketExchange {
     /// A request handed to the loop, and how its caller learns the outcome.
     struct Submission: Sendable {
         var request: BoundedHTTPRequest
-        /// The request's one deadline.
-        var end: ContinuousClock.Instant
+        /// The request's one deadline, kept by the loop (`nil`: kept on the request's own clock, by its caller).
+        var end: ContinuousClock.Instant?
         /// Whether the connection may be kept for the next request.
         var keep: Bool
         /// Resumes the caller (called once, on the loop's thread).

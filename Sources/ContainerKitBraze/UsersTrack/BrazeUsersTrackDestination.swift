@@ -114,6 +114,9 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     /// The HTTP client: its I/O thread (run by ``run()``) and the connections requests keep for the next one.
     private let client = HTTPClient()
 
+    /// The clock of request deadlines when it is not the monotonic one the HTTP client's loop keeps.
+    private let deadlineClock: BoundedHTTPRequest.DeadlineClock?
+
     /// Creates a destination (it starts nothing: ``run()`` runs its HTTP client, ``deliver(_:)`` sends).
     /// - Parameters:
     ///   - endpoint: Braze's REST endpoint for the workspace.
@@ -128,18 +131,32 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
             limit: configuration.objectLimit,
             createsAliasOnlyProfiles: configuration.createsAliasOnlyProfiles
         )
+        self.deadlineClock = nil
     }
 
-    /// Creates a destination; `clock` is not used any more: a request's one deadline is kept by the HTTP
-    /// client's I/O loop on the monotonic clock.
-    @available(*, deprecated, message: "request deadlines run on the HTTP client's monotonic clock; drop 'clock:'")
-    public convenience init<C: Clock>(
+    /// Creates a destination whose request deadlines run on `clock` (a test's manual clock passes them
+    /// without waiting); each request's one deadline is then a sleep on `clock` in the delivering task
+    /// instead of the HTTP client's loop. `ContinuousClock` is the default behaviour.
+    /// - Parameters:
+    ///   - endpoint: Braze's REST endpoint for the workspace.
+    ///   - apiKey: a REST API key with the `users.track` permission.
+    ///   - configuration: request limits.
+    ///   - clock: the clock of ``Configuration/requestTimeout``.
+    public init<C: Clock>(
         endpoint: URL,
         apiKey: String,
         configuration: Configuration = Configuration(),
         clock: C
     ) where C.Duration == Duration {
-        self.init(endpoint: endpoint, apiKey: apiKey, configuration: configuration)
+        self.endpoint = endpoint
+        self.apiKey = apiKey
+        self.configuration = configuration
+        self.url = endpoint.appendingPathComponent("users/track")
+        self.batcher = BrazeUsersTrackBatcher(
+            limit: configuration.objectLimit,
+            createsAliasOnlyProfiles: configuration.createsAliasOnlyProfiles
+        )
+        self.deadlineClock = clock is ContinuousClock ? nil : BoundedHTTPRequest.DeadlineClock(clock)
     }
 
     /// Runs the destination's HTTP client — its one I/O thread — until the calling task is cancelled; then
@@ -190,6 +207,7 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
             maximumResponseBytes: max(0, configuration.maximumResponseBytes),
             deadline: configuration.requestTimeout
         )
+        http.deadlineClock = deadlineClock
         http.method = "POST"
         http.headers = [
             ("Content-Type", "application/json"), ("Accept", "application/json"), ("Authorization", "Bearer \(apiKey)"),

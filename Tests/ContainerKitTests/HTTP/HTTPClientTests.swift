@@ -40,6 +40,16 @@ import Testing
         }
     }
 
+    /// How sending `request` failed, or `nil` when it was answered.
+    static func failure(of request: BoundedHTTPRequest, through client: HTTPClient) async -> BoundedHTTPError? {
+        do throws(BoundedHTTPError) {
+            _ = try await request.send(through: client)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
     /// A connected pair of local sockets: `kept` stands for a kept connection, `server` for its other end.
     static func socketPair() throws -> (kept: Int32, server: Int32) {
         var fds: [Int32] = [0, 0]
@@ -78,6 +88,28 @@ import Testing
         #expect(server.connectionCount == 2)
         #expect(connectionHeaders.withLock { $0 } == ["close", "close"])
         #expect(notRunning.statistics.connectionsOpened == 0)
+    }
+
+    /// A request sent with no running client starts its I/O at once on a thread of its own, never waiting for
+    /// a thread of the cooperative pool: it reaches the server even while the thread that sent it — here the
+    /// only thread of its executor, standing for a pool busy with CPU-bound work — is held until the server
+    /// has it. (The hold is bounded only so that a client that waits for the pool fails instead of hanging.)
+    @Test func aRequestWithoutARunningClientIsSentWhileEveryThreadOfItsExecutorIsHeld() async throws {
+        let arrived = DispatchSemaphore(value: 0)
+        let server = try LoopbackHTTPServer { _ in
+            arrived.signal()
+            return .text("ok")
+        }
+        defer { server.stop() }
+        let request = Self.post(server.baseURL)
+        let (received, failure) = await SmallTaskExecutor.run(threads: 1) { executor in
+            // Queued behind this task: it takes the executor's one thread as soon as the send suspends.
+            let holder = Task(executorPreference: executor) { arrived.wait(timeout: .now() + 60) == .success }
+            let failure = await Self.failure(of: request, through: HTTPClient())
+            return (await holder.value, failure)
+        }
+        #expect(received)
+        #expect(failure == nil)
     }
 
     @Test func anAnswerThatClosesItsConnectionIsNotKept() async throws {
@@ -265,6 +297,30 @@ import Testing
             await #expect(throws: BoundedHTTPError(.deadlineExceeded)) { try await request.send(through: client) }
             #expect(client.idleCount == 0)
         }
+    }
+
+    /// A request whose deadline runs on a test's clock ends when that clock passes it, with or without a
+    /// running client, and never on the wall clock (the deadline is an hour): the test drives it.
+    @Test(arguments: [true, false])
+    func aRequestsDeadlineOnItsOwnClockEndsTheExchangeWhenThatClockPassesIt(running: Bool) async throws {
+        let server = try LoopbackHTTPServer { _ in .fault(.hang) }
+        defer { server.stop() }
+        let clock = ManualClock()
+        var request = Self.post(server.baseURL)
+        request.deadline = .seconds(3600)
+        request.deadlineClock = BoundedHTTPRequest.DeadlineClock(clock)
+        let client = Self.client()
+        let prepared = request
+        let send = { () async -> BoundedHTTPError? in
+            async let failure = Self.failure(of: prepared, through: client)
+            await server.waitForRequests(1)
+            await clock.waitForSleepers(1)
+            clock.advance(by: .seconds(3600))
+            return await failure
+        }
+        let failure = running ? try await Self.whileRunning(client) { await send() } : await send()
+        #expect(failure?.kind == .deadlineExceeded)
+        #expect(client.idleCount == 0)
     }
 
     @Test func httpsRequestsShareOneSessionThatKeepsItsConnections() async throws {
