@@ -122,16 +122,8 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     ///   - endpoint: Braze's REST endpoint for the workspace.
     ///   - apiKey: a REST API key with the `users.track` permission.
     ///   - configuration: request limits.
-    public init(endpoint: URL, apiKey: String, configuration: Configuration = Configuration()) {
-        self.endpoint = endpoint
-        self.apiKey = apiKey
-        self.configuration = configuration
-        self.url = endpoint.appendingPathComponent("users/track")
-        self.batcher = BrazeUsersTrackBatcher(
-            limit: configuration.objectLimit,
-            createsAliasOnlyProfiles: configuration.createsAliasOnlyProfiles
-        )
-        self.deadlineClock = nil
+    public convenience init(endpoint: URL, apiKey: String, configuration: Configuration = Configuration()) {
+        self.init(endpoint: endpoint, apiKey: apiKey, configuration: configuration, deadlineClock: nil)
     }
 
     /// Creates a destination whose request deadlines run on `clock` (a test's manual clock passes them
@@ -142,12 +134,26 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     ///   - apiKey: a REST API key with the `users.track` permission.
     ///   - configuration: request limits.
     ///   - clock: the clock of ``Configuration/requestTimeout``.
-    public init<C: Clock>(
+    public convenience init<C: Clock>(
         endpoint: URL,
         apiKey: String,
         configuration: Configuration = Configuration(),
         clock: C
     ) where C.Duration == Duration {
+        self.init(
+            endpoint: endpoint,
+            apiKey: apiKey,
+            configuration: configuration,
+            deadlineClock: clock is ContinuousClock ? nil : BoundedHTTPRequest.DeadlineClock(clock)
+        )
+    }
+
+    private init(
+        endpoint: URL,
+        apiKey: String,
+        configuration: Configuration,
+        deadlineClock: BoundedHTTPRequest.DeadlineClock?
+    ) {
         self.endpoint = endpoint
         self.apiKey = apiKey
         self.configuration = configuration
@@ -156,13 +162,19 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
             limit: configuration.objectLimit,
             createsAliasOnlyProfiles: configuration.createsAliasOnlyProfiles
         )
-        self.deadlineClock = clock is ContinuousClock ? nil : BoundedHTTPRequest.DeadlineClock(clock)
+        self.deadlineClock = deadlineClock
     }
 
     /// Runs the destination's HTTP client — its one I/O thread — until the calling task is cancelled; then
     /// requests in flight end (retryable, `shutDown`) and the kept connections close. The fronts run it.
     public func run() async throws {
         try await client.run()
+    }
+
+    /// Returns once ``run()`` started its HTTP client (or the client stopped, or the calling task is
+    /// cancelled): from then on requests share its kept connections.
+    package func started() async {
+        await client.started()
     }
 
     /// Counters for monitoring and tests.
