@@ -474,26 +474,30 @@ private final class Core: Sendable {
 
     /// Runs `body` in a task and waits for it on this thread; `false` (and the task cancelled) when the server
     /// stops first.
+    ///
+    /// A stopping server does not wait for the task: the task may need a thread of the cooperative pool, and
+    /// ``stop()`` may be holding one (it is called from tests' `defer`) — waiting would let a few stops starve
+    /// the pool. The task signals through `done`, which is emptied before the pipe is closed, so a task that
+    /// ends later never writes to a closed (or reused) descriptor.
     private func awaitUnlessStopped(_ body: @escaping @Sendable () async -> Void) -> Bool {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { return false }
+        let done = Mutex<Int32?>(fds[1])
         defer {
+            done.withLock { $0 = nil }
             close(fds[0])
             close(fds[1])
         }
-        let done = fds[1]
-        let finished = DispatchSemaphore(value: 0)
-        // The pipe outlives the task: this thread waits for the task (cancelled first when stopping) before it
-        // closes the pipe.
         let task = Task {
             await body()
-            var byte: UInt8 = 1
-            _ = write(done, &byte, 1)
-            finished.signal()
+            done.withLock { fd in
+                guard let fd else { return }
+                var byte: UInt8 = 1
+                _ = write(fd, &byte, 1)
+            }
         }
         let answered = wait(for: fds[0], events: Int16(POLLIN))
         if !answered { task.cancel() }
-        finished.wait()
         return answered
     }
 
@@ -507,15 +511,19 @@ private final class Core: Sendable {
         return "HTTP/1.1 \(status) \(reasons[status] ?? "Status")\r\n"
     }
 
+    /// Sends all of `data`; `false` when the client went away or the server stops. It never blocks in
+    /// `send`: a client that stops reading (an endless answer it gave up on) cannot hold ``stop()``.
     private func sendAll(_ fd: Int32, _ data: Data) -> Bool {
         data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Bool in
             var offset = 0
             while offset < raw.count {
-                let n = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                let n = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
                 if n > 0 {
                     offset += n
                 } else if n < 0 && errno == EINTR {
                     continue
+                } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    guard wait(for: fd, events: Int16(POLLOUT)) else { return false }
                 } else {
                     return false
                 }

@@ -418,24 +418,36 @@ extension InMemoryQueue {
         #expect(server.requestCount == 1)
     }
 
-    @Test func aTricklingAnswerEndsAtTheRequestDeadline() async throws {
-        let server = try LoopbackHTTPServer { _ in .fault(.trickle(.milliseconds(200))) }
+    @Test func aTricklingAnswerEndsAtTheRequestsOneDeadline() async throws {
+        let server = try LoopbackHTTPServer { _ in .fault(.trickle(.milliseconds(100))) }
         defer { server.stop() }
-        let clock = ManualClock()
+        // The server sends a byte every 100 ms for ever: only the request's deadline, kept by the client's
+        // I/O loop, ends it.
         let destination = BrazeUsersTrackDestination(
             endpoint: server.baseURL,
             apiKey: "k",
-            configuration: .init(requestTimeout: .seconds(30)),
-            clock: clock
+            configuration: .init(requestTimeout: .milliseconds(300))
         )
-        async let delivery = destination.deliver([event("e")])
-        // The request's deadline sleeps on the injected clock; passing it ends the request, although the
-        // server is still sending a byte every 200 ms.
-        await clock.waitForSleepers(1)
-        clock.advance(by: .seconds(30))
-        let result = await delivery
+        let result = await destination.deliver([event("e")])
         #expect(result.retryable.count == 1)
         #expect(result.retryError?.code == .timeout)
+    }
+
+    @Test func aRunningDestinationKeepsItsConnectionAndStopsWithItsRun() async throws {
+        let server = try BrazeTestServer()
+        defer { server.stop() }
+        let destination = BrazeUsersTrackDestination(endpoint: server.endpoint, apiKey: server.apiKey)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await destination.run() }
+            await destination.started()
+            for index in 0..<4 {
+                #expect(await destination.deliver([event("e\(index)")]).accepted.count == 1)
+            }
+            group.cancelAll()
+        }
+        #expect(server.requests.count == 4)
+        // All four share the connection the first one opened.
+        #expect(server.connectionCount == 1)
     }
 
     @Test func durableQueueDeliversThroughBrazeAtLeastOnce() async throws {

@@ -4,9 +4,6 @@ import Foundation
 import TestSupport
 import Testing
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -55,19 +52,28 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
             return .json(#"{"echo":"\#(request.bodyText)"}"#, status: 201, headers: [("X-Test", "yes")])
         }
         defer { server.stop() }
-        let session = URLSession(configuration: .ephemeral)
-        for i in 0..<20 {
-            var request = URLRequest(url: URL(string: "\(server.baseURL.absoluteString)/path/\(i)?a=1&b=two%20words")!)
-            request.httpMethod = "POST"
-            request.setValue("text/plain", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data("body\(i)".utf8)
-            let (data, response) = try await session.data(for: request)
-            let http = try #require(response as? HTTPURLResponse)
-            #expect(http.statusCode == 201)
-            #expect(http.value(forHTTPHeaderField: "x-test") == "yes")
-            #expect(String(decoding: data, as: UTF8.self) == #"{"echo":"body\#(i)"}"#)
+        // The package's client, not FoundationNetworking: `URLSession.data(for:)` waits on the cooperative
+        // pool for FoundationNetworking's work queue, which another test's endless answer can hold.
+        let client = HTTPClient()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await client.run() }
+            await client.started()
+            defer { group.cancelAll() }
+            for i in 0..<20 {
+                var request = BoundedHTTPRequest(
+                    url: URL(string: "\(server.baseURL.absoluteString)/path/\(i)?a=1&b=two%20words")!,
+                    maximumResponseBytes: 1 << 16,
+                    deadline: .seconds(3600)
+                )
+                request.method = "POST"
+                request.headers = [("Content-Type", "text/plain")]
+                request.body = Array("body\(i)".utf8)
+                let response = try await request.send(through: client)
+                #expect(response.status == 201)
+                #expect(response.header("x-test") == "yes")
+                #expect(String(decoding: response.body, as: UTF8.self) == #"{"echo":"body\#(i)"}"#)
+            }
         }
-        session.finishTasksAndInvalidate()
         let requests = seen.withLock { $0 }
         #expect(requests.count == 20)
         #expect(requests[3].method == "POST" && requests[3].path == "/path/3")

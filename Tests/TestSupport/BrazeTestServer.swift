@@ -96,6 +96,9 @@ public final class BrazeTestServer: Sendable {
     /// The REST endpoint to give clients (`http://127.0.0.1:<port>`); requests go to `/users/track`.
     public var endpoint: URL { server.baseURL }
 
+    /// Connections accepted so far.
+    public var connectionCount: Int { server.connectionCount }
+
     /// Starts the server.
     public init(apiKey: String = "test-rest-api-key", objectLimit: ObjectLimit = .total(75)) throws {
         self.apiKey = apiKey

@@ -9,8 +9,9 @@ import Foundation
 /// so a small compressed body can never inflate to gigabytes. Redirects are never followed (a 3xx answer is
 /// returned as it is), nothing is cached, and no cookies are kept.
 ///
-/// `http://` URLs are served by a small HTTP/1.1 client over a socket that reads the body in 16 KiB steps
-/// and stops at the limit (it never reads more than the limit plus one step). `https://` URLs go through
+/// `http://` URLs are served by a small HTTP/1.1 client (``HTTPClient``: non-blocking sockets on one I/O
+/// thread its `run()` owns) that reads the body in 16 KiB steps and stops at the limit (it never reads more
+/// than the limit plus one step). `https://` URLs go through
 /// FoundationNetworking, with the same encoding refusal, limit and deadline: the body it keeps never exceeds
 /// the limit (the block that would pass it is dropped and the transfer cancelled at once), but blocks that
 /// libcurl has already read and queued for delivery before the cancellation takes effect (16 KiB each) are
@@ -41,6 +42,23 @@ package struct BoundedHTTPRequest: Sendable {
     /// The longest the whole exchange may take; when it passes the request fails with
     /// ``BoundedHTTPError/Kind/deadlineExceeded``.
     package var deadline: Duration
+    /// The clock ``deadline`` runs on; `nil`, the default, is the monotonic clock, kept by the I/O loop of the
+    /// ``HTTPClient`` that serves the request (no timer task). A test gives its manual clock here and passes
+    /// the deadline without waiting: the request then waits on that clock alone (see ``DeadlineClock``).
+    package var deadlineClock: DeadlineClock?
+
+    /// The clock a request's one deadline runs on when it is not the monotonic one: the caller's task
+    /// sleeps on it beside the exchange (a child task of that request, ended with it), and the exchange is
+    /// ended when the sleep ends first; the I/O loop then keeps no deadline for the request.
+    package struct DeadlineClock: Sendable {
+        /// Sleeps `duration` on the clock; throws when the calling task is cancelled.
+        let sleep: @Sendable (Duration) async throws -> Void
+
+        /// Deadlines on `clock`.
+        package init<C: Clock>(_ clock: C) where C.Duration == Duration {
+            sleep = { duration in try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil) }
+        }
+    }
 
     /// A `GET` of `url`.
     package init(url: URL, maximumResponseBytes: Int, deadline: Duration) {
@@ -49,22 +67,21 @@ package struct BoundedHTTPRequest: Sendable {
         self.deadline = deadline
     }
 
-    /// Sends the request and reads the whole answer within the limits. Cancelling the calling task ends the
-    /// exchange with ``BoundedHTTPError/Kind/cancelled``.
+    /// Sends the request and reads the whole answer within the limits and its one deadline. Cancelling the
+    /// calling task ends the exchange with ``BoundedHTTPError/Kind/cancelled``.
     ///
-    /// - Parameter pool: where to take a kept connection from and leave it after the answer (see
-    ///   ``HTTPConnectionPool``); `nil`, the default, connects for this request alone.
-    package func send(through pool: HTTPConnectionPool? = nil) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
+    /// - Parameter client: the running ``HTTPClient`` whose I/O thread and kept connections serve the
+    ///   request; `nil`, the default (or a client whose `run()` is not running), serves it with a client of
+    ///   its own for this request alone (its own connection, closed after the answer).
+    package func send(through client: HTTPClient? = nil) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = url.host, !host.isEmpty
         else { throw BoundedHTTPError(.invalidURL, "not an http or https url with a host") }
         guard maximumResponseBytes >= 0, deadline > .zero else {
             throw BoundedHTTPError(.deadlineExceeded, "no time left")
         }
-        if scheme == "http" {
-            return try await SocketHTTPTransport.send(self, pool: pool)
-        }
-        return try await URLSessionHTTPTransport.send(self, pool: pool)
+        guard let client else { return try await HTTPClient.sendAlone(self) }
+        return try await client.send(self)
     }
 
     /// The header fields this client sends, with the ones it owns removed.

@@ -9,9 +9,9 @@ import Foundation
     import Darwin
 #endif
 
-/// Connections that ``BoundedHTTPRequest``s sent through it keep open for the next request to the same
-/// host: a client that sends to one server again and again (a delivery destination) pays for a connection
-/// — and for `https`, a TLS handshake — once, not per request.
+/// The connections an ``HTTPClient`` keeps open for the next request to the same host: a client that sends
+/// to one server again and again (a delivery destination) pays for a connection — and for `https`, a TLS
+/// handshake — once, not per request.
 ///
 /// - `http://`: after an answer that leaves the connection usable (HTTP/1.1, no `Connection: close`, a
 ///   body delimited by its `Content-Length` or chunks and read to its end, nothing after it), the socket is
@@ -23,9 +23,10 @@ import Foundation
 /// - `https://`: the requests share one FoundationNetworking session (made at the first such request),
 ///   whose connection cache does the same.
 ///
-/// The pool starts nothing: it holds what requests leave behind. ``close()`` (also run when it is released)
-/// closes every idle socket and ends the session; requests in flight finish, and their connections are
-/// closed after them. It is safe to use from many tasks at once.
+/// The pool starts nothing: it holds what requests leave behind; its client's I/O thread takes and keeps
+/// connections (never waiting: the idle check is a zero-timeout `poll`). ``close()`` (run when the client's
+/// `run()` ends, and when the pool is released) closes every idle socket and ends the session. It is safe
+/// to use from many threads at once.
 package final class HTTPConnectionPool: Sendable {
     /// How many connections are kept, and for how long.
     package struct Configuration: Sendable {
@@ -194,7 +195,12 @@ final class PooledURLSession: Sendable {
         return task
     }
 
-    func invalidate() { session.finishTasksAndInvalidate() }
+    /// Lets the tasks finish, then ends the session (on a Dispatch worker: FoundationNetworking may wait for
+    /// its work queue, which must never hold a thread of the cooperative pool).
+    func invalidate() {
+        let session = self.session
+        DispatchQueue.global().async { session.finishTasksAndInvalidate() }
+    }
 }
 
 /// A session delegate that forwards each task's callbacks to the delegate registered for it

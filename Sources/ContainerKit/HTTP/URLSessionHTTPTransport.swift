@@ -9,7 +9,7 @@ import Synchronization
 /// an answer with a content encoding is refused when its header arrives (FoundationNetworking holds the
 /// transfer until the delegate decides, so no compressed byte is inflated); a declared length over the limit
 /// is refused before any body byte; the body is kept up to the limit and the transfer cancelled the moment a
-/// block would pass it; a timer cancels it at the deadline.
+/// block would pass it; the ``HTTPClient``'s I/O loop fails it at its deadline (no timer task per request).
 ///
 /// What is bounded, exactly (see ``BoundedHTTPDelegate``): the body this client keeps never exceeds
 /// ``BoundedHTTPRequest/maximumResponseBytes`` — the block that would pass the limit is dropped, not
@@ -20,11 +20,21 @@ import Synchronization
 /// blocks may be read and queued (they are freed as they are dropped). `http://` has no such slack: its
 /// socket client reads nothing past the limit but the last 16 KiB step.
 enum URLSessionHTTPTransport {
-    /// Sends `request`, on `pool`'s shared session when there is one (kept connections), otherwise on a
-    /// session of its own.
+    /// Sends `request` with its deadline kept by `client`'s loop from now.
     static func send(
         _ request: BoundedHTTPRequest,
-        pool: HTTPConnectionPool? = nil
+        client: HTTPClient
+    ) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
+        try await send(request, end: .now + request.deadline, client: client)
+    }
+
+    /// Sends `request`, on the shared session of `client`'s pool when the client keeps connections,
+    /// otherwise on a session of its own; `client`'s loop keeps the deadline at `end` (`nil`: the caller keeps
+    /// it on the request's clock and cancels the task).
+    static func send(
+        _ request: BoundedHTTPRequest,
+        end: ContinuousClock.Instant?,
+        client: HTTPClient
     ) async throws(BoundedHTTPError) -> BoundedHTTPResponse {
         // FoundationNetworking counts its own (idle) timeouts in whole seconds; the deadline below is exact.
         let seconds = Double(request.deadline.components.seconds) + 1
@@ -38,33 +48,43 @@ enum URLSessionHTTPTransport {
         urlRequest.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         if !request.body.isEmpty || request.method != "GET" { urlRequest.httpBody = Data(request.body) }
         let delegate = BoundedHTTPDelegate(maximumBytes: request.maximumResponseBytes)
-        let task: URLSessionDataTask
-        var ownSession: URLSession?
-        defer { ownSession?.finishTasksAndInvalidate() }
-        if let shared = pool?.urlSession() {
-            task = shared.dataTask(with: urlRequest, delegate: delegate)
-        } else {
-            let session = URLSession(
-                configuration: configuration(timeout: seconds),
-                delegate: delegate,
-                delegateQueue: nil
-            )
-            task = session.dataTask(with: urlRequest)
-            ownSession = session
-        }
-        let deadline = request.deadline
-        let timer = Task {
-            try await Task.sleep(for: deadline)
-            delegate.fail(BoundedHTTPError(.deadlineExceeded), cancelling: task)
-        }
-        defer { timer.cancel() }
+        let timer = Mutex<UInt64?>(nil)
+        let prepared = urlRequest
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                delegate.start(task, continuation: continuation)
+                // FoundationNetworking's calls (`dataTask`, `resume`, `cancel`) wait for its work queue, which
+                // libcurl can hold for as long as some server keeps a socket of any session readable (an
+                // endless or inflating answer). Made here, on a Dispatch worker, they never hold a thread of
+                // the cooperative pool: two such waits would stall every task of a two-core process.
+                DispatchQueue.global().async {
+                    let task: URLSessionDataTask
+                    if client.keepsConnections, let shared = client.pool.urlSession() {
+                        task = shared.dataTask(with: prepared, delegate: delegate)
+                    } else {
+                        let session = URLSession(
+                            configuration: configuration(timeout: seconds),
+                            delegate: delegate,
+                            delegateQueue: nil
+                        )
+                        task = session.dataTask(with: prepared)
+                        // Lets the task finish, then releases the session.
+                        session.finishTasksAndInvalidate()
+                    }
+                    if let end {
+                        guard let id = client.schedule(at: end, { delegate.fail($0) }) else {
+                            delegate.fail(BoundedHTTPError(.cancelled, "the http client stopped"))
+                            delegate.start(task, continuation: continuation)
+                            return
+                        }
+                        timer.withLock { $0 = id }
+                    }
+                    delegate.start(task, continuation: continuation)
+                }
             }
         } onCancel: {
-            delegate.fail(BoundedHTTPError(.cancelled), cancelling: task)
+            delegate.fail(BoundedHTTPError(.cancelled))
         }
+        if let id = timer.withLock({ $0 }) { client.cancelTimer(id) }
         return try outcome.get()
     }
 
@@ -103,6 +123,8 @@ final class BoundedHTTPDelegate: NSObject, URLSessionDataDelegate, Sendable {
         var finished: Outcome?
         /// Whether the task's cancellation was asked for (once is enough).
         var cancelRequested = false
+        /// The task, once started.
+        var task: URLSessionTask?
     }
 
     private let maximumBytes: Int
@@ -124,17 +146,33 @@ final class BoundedHTTPDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// The outcome, once there is one.
     var outcome: Outcome? { state.withLock { $0.finished } }
 
+    /// Starts `task` for `continuation`, unless the exchange already failed: then the task is cancelled
+    /// unstarted and `continuation` gets the failure. Called off the cooperative pool (it may wait for
+    /// FoundationNetworking).
     func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<Outcome, Never>) {
         let finished = state.withLock { state -> Outcome? in
+            state.task = task
             if let finished = state.finished { return finished }
             state.continuation = continuation
             return nil
         }
         if let finished {
             continuation.resume(returning: finished)
+            cancelOnce(task)
         } else {
             task.resume()
         }
+    }
+
+    /// Records the first failure, answers at once and cancels the task once it is started (see
+    /// ``fail(_:cancelling:)``).
+    func fail(_ error: BoundedHTTPError) {
+        state.withLock { state in
+            if state.failure == nil { state.failure = error }
+        }
+        finish(.failure(error))
+        // A task started by now is cancelled here; one started later finds the outcome and `start` cancels it.
+        if let task = state.withLock({ $0.task }) { cancelOnce(task) }
     }
 
     /// Records the first failure, cancels the task and answers at once (the delegate queue may still hold
@@ -149,6 +187,11 @@ final class BoundedHTTPDelegate: NSObject, URLSessionDataDelegate, Sendable {
             if state.failure == nil { state.failure = error }
         }
         finish(.failure(error))
+        cancelOnce(task)
+    }
+
+    /// Cancels `task` on a Dispatch worker, once.
+    private func cancelOnce(_ task: URLSessionTask) {
         let cancelled = state.withLock { state -> Bool in
             defer { state.cancelRequested = true }
             return state.cancelRequested

@@ -20,27 +20,12 @@ public final class ContainerHolder: Sendable {
         var lastRefresh: Date?
     }
 
+    /// The holder's state machine: a waiting task is resumed through its continuation.
+    typealias Machine = ContainerHolderMachine<Candidate, CheckedContinuation<Void, Never>>
+
     private struct State {
-        var defaultCandidate: Candidate?
-        var loaded: Candidate?
-        var etag: String?
-        var resolved = false
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        var nextWaiterID = 0
+        var machine = Machine()
         var callbacks: [any ContainerCallback] = []
-        /// When the last network refresh started, as elapsed time of the configured clock.
-        var lastNetworkAttempt: Duration?
-        /// When the next network refresh is due, as elapsed time of the configured clock.
-        var nextRefresh: Duration?
-        var lastFailure: RefreshFailure?
-        var manualRequested = false
-        /// The refresh loop waiting for its next deadline; resumed early by a manual refresh or `close()`.
-        var wake: CheckedContinuation<Void, Never>?
-        /// Whether the initial load (default, saved, first network fetch) has been claimed by a task.
-        var initialLoadClaimed = false
-        /// Whether a ``ContainerHolder/run()`` is running for this holder.
-        var running = false
-        var closed = false
     }
 
     private weak let tagManager: TagManager?
@@ -61,7 +46,7 @@ public final class ContainerHolder: Sendable {
     /// The best version so far and where it came from; `container` is `nil` until something loaded.
     public var opened: OpenedContainer {
         state.withLock { state in
-            let best = state.loaded ?? state.defaultCandidate
+            let best = state.machine.best
             return OpenedContainer(
                 containerID: containerID,
                 container: best?.container,
@@ -75,11 +60,37 @@ public final class ContainerHolder: Sendable {
     /// ``LifecycleConfiguration/wallClockAnchor``); `nil` before the first one is scheduled, without a
     /// network source, and after ``close()``.
     public var nextRefresh: Date? {
-        state.withLock { $0.closed ? nil : $0.nextRefresh }.map(configuration.time.wallTime(at:))
+        state.withLock { $0.machine.isClosed ? nil : $0.machine.nextRefresh }.map(configuration.time.wallTime(at:))
     }
 
     /// Why the last network refresh failed; `nil` after a success.
-    public var lastFailure: RefreshFailure? { state.withLock { $0.lastFailure } }
+    public var lastFailure: RefreshFailure? { state.withLock { $0.machine.lastFailure } }
+
+    /// Runs one transition of the machine under the lock and performs its actions: `publish` before the
+    /// lock is released (versions go live in the order they were loaded), the rest after it.
+    private func act<R: Sendable>(_ transition: (inout Machine) -> (R, [Machine.Action])) -> R {
+        let (result, later) = state.withLock { state -> (R, [Machine.Action]) in
+            let (result, actions) = transition(&state.machine)
+            var later: [Machine.Action] = []
+            for action in actions {
+                if case .publish(let candidate) = action {
+                    tagManager?.lifecycle.publish(candidate.container, on: tagManager)
+                } else {
+                    later.append(action)
+                }
+            }
+            return (result, later)
+        }
+        for action in later {
+            switch action {
+            case .publish: break
+            case .resume(let waiters): for waiter in waiters { waiter.resume() }
+            case .openFinished: if let tagManager { tagManager.lifecycle.deferral.openFinished(tagManager) }
+            case .replayDeferred: if let tagManager { tagManager.lifecycle.deferral.replayIfDue(tagManager) }
+            }
+        }
+        return result
+    }
 
     /// Asks for a network refresh now. Refused (`false`, logged at info level) when there is no network
     /// source, the holder is closed, a refresh is already requested, or the last network refresh started
@@ -98,17 +109,10 @@ public final class ContainerHolder: Sendable {
         guard configuration.network != nil else { return false }
         let now = configuration.time.now
         let minimum = configuration.refreshPolicy.minimumManualInterval
-        let (accepted, wake) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
-            if state.closed || state.manualRequested { return (false, nil) }
-            if !force, let last = state.lastNetworkAttempt, now - last < minimum {
-                return (false, nil)
-            }
-            state.manualRequested = true
-            defer { state.wake = nil }
-            return (true, state.wake)
+        let accepted = act { machine in
+            machine.requestRefresh(now: now, minimumInterval: minimum, force: force)
         }
         if accepted {
-            wake?.resume()
             logger.info("refresh of '\(containerID)' requested\(force ? " (forced)" : "")")
         } else {
             logger.info("refresh of '\(containerID)' ignored: at most one refresh every \(minimum)")
@@ -119,13 +123,7 @@ public final class ContainerHolder: Sendable {
     /// Stops refreshing. The live container stays live until ``TagManager/remove(id:)``; opening the ID
     /// again starts a new holder.
     public func close() {
-        let wake = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.closed = true
-            defer { state.wake = nil }
-            return state.wake
-        }
-        wake?.resume()
-        resolve()
+        act { machine in ((), machine.close()) }
         tagManager?.lifecycle.removeHolder(self)
     }
 
@@ -153,25 +151,16 @@ public final class ContainerHolder: Sendable {
         }
     }
 
-    private var isResolved: Bool { state.withLock { $0.resolved } }
+    private var isResolved: Bool { state.withLock { $0.machine.isResolved } }
 
-    private func claimInitialLoad() -> Bool {
-        state.withLock { state -> Bool in
-            defer { state.initialLoadClaimed = true }
-            return !state.initialLoadClaimed
-        }
-    }
+    private func claimInitialLoad() -> Bool { state.withLock { $0.machine.claimInitialLoad() } }
 
     /// Loads and refreshes this container until the calling task is cancelled or the holder is closed:
     /// the initial load (unless an `open` already did it), then the refresh schedule. Run by
     /// ``TagManager/run()``; returns at once if another `run()` is already running this holder.
     func run() async {
-        let first = state.withLock { state -> Bool in
-            defer { state.running = true }
-            return !state.running
-        }
-        guard first else { return }
-        defer { state.withLock { $0.running = false } }
+        guard state.withLock({ $0.machine.startRun() }) else { return }
+        defer { state.withLock { $0.machine.endRun() } }
         if claimInitialLoad() { await initialLoad() }
         await refreshLoop()
     }
@@ -179,11 +168,7 @@ public final class ContainerHolder: Sendable {
     /// Waits until the open is resolved (the open type is satisfied) or `timeout` passes on the clock,
     /// whichever comes first; a timeout resolves the open with the best version loaded so far.
     func waitUntilResolved(timeout: Duration) async {
-        let waiterID = state.withLock { state -> Int? in
-            guard !state.resolved else { return nil }
-            defer { state.nextWaiterID += 1 }
-            return state.nextWaiterID
-        }
+        let waiterID = state.withLock { $0.machine.makeWaiterID() }
         guard let waiterID else { return }
         let time = configuration.time
         let deadline = time.now + max(.zero, timeout)
@@ -195,15 +180,13 @@ public final class ContainerHolder: Sendable {
             group.addTask {
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                        let resumeNow = self.state.withLock { state -> Bool in
-                            if state.resolved || Task.isCancelled { return true }
-                            state.waiters[waiterID] = continuation
-                            return false
+                        let waiting = self.state.withLock { state -> Bool in
+                            !Task.isCancelled && state.machine.wait(continuation, id: waiterID)
                         }
-                        if resumeNow { continuation.resume() }
+                        if !waiting { continuation.resume() }
                     }
                 } onCancel: {
-                    self.state.withLock { $0.waiters.removeValue(forKey: waiterID) }?.resume()
+                    self.state.withLock { $0.machine.stopWaiting(id: waiterID) }?.resume()
                 }
             }
             _ = await group.next()
@@ -212,38 +195,12 @@ public final class ContainerHolder: Sendable {
     }
 
     /// Makes the best version loaded so far live and wakes the waiting opens. Only the first call does
-    /// anything.
-    private func resolve() {
-        let (waiters, first) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
-            guard !state.resolved else { return ([], false) }
-            state.resolved = true
-            if let best = state.loaded ?? state.defaultCandidate { publish(best.container) }
-            defer { state.waiters.removeAll() }
-            return (Array(state.waiters.values), true)
-        }
-        for waiter in waiters { waiter.resume() }
-        if first, let tagManager { tagManager.lifecycle.deferral.openFinished(tagManager) }
-        replayDeferredPushes()
-    }
-
-    /// Replays the pushes that waited for a container, in this task, now that no lock is held.
-    private func replayDeferredPushes() {
-        if let tagManager { tagManager.lifecycle.deferral.replayIfDue(tagManager) }
-    }
-
-    /// Must be called with the state locked, so that versions go live in the order they were loaded.
-    private func publish(_ container: Container) {
-        tagManager?.lifecycle.publish(container, on: tagManager)
-    }
+    /// anything (but replay the deferred pushes that are due).
+    private func resolve() { act { machine in ((), machine.resolve()) } }
 
     /// Records a newly loaded version; once the open is resolved it goes live at once.
     private func offer(_ candidate: Candidate, etag: String?) {
-        state.withLock { state in
-            state.loaded = candidate
-            state.etag = etag
-            if state.resolved { publish(candidate.container) }
-        }
-        replayDeferredPushes()
+        act { machine in ((), machine.offer(candidate, etag: etag)) }
     }
 
     private func emit(_ event: ContainerRefreshEvent) {
@@ -266,7 +223,7 @@ public final class ContainerHolder: Sendable {
         if fresh, let age, configuration.network != nil {
             // Scheduled before the open resolves, so that the open's caller sees it.
             let due = now + (configuration.refreshPolicy.afterSuccess - age)
-            state.withLock { $0.nextRefresh = due }
+            state.withLock { $0.machine.nextRefresh = due }
         }
         if saved != nil && (openType == .preferNonDefault || fresh) { resolve() }
         guard configuration.network != nil else {
@@ -276,7 +233,7 @@ public final class ContainerHolder: Sendable {
         if fresh {
             // Refreshed on schedule by the refresh loop.
         } else if Task.isCancelled {
-            state.withLock { $0.nextRefresh = now }
+            state.withLock { $0.machine.nextRefresh = now }
         } else {
             await refreshFromNetwork()
         }
@@ -290,7 +247,9 @@ public final class ContainerHolder: Sendable {
                 return
             }
             let container = try configuration.compile(bytes, id: containerID, origin: "default")
-            state.withLock { $0.defaultCandidate = Candidate(container: container, origin: .default, lastRefresh: nil) }
+            state.withLock {
+                $0.machine.defaultCandidate = Candidate(container: container, origin: .default, lastRefresh: nil)
+            }
         } catch  where error.code == .notFound {
             logger.info("no default container for '\(containerID)'")
         } catch {
@@ -321,17 +280,16 @@ public final class ContainerHolder: Sendable {
     /// on the clock for ``nextRefresh``, or (with none scheduled) until a manual refresh wakes it.
     private func refreshLoop() async {
         while true {
-            let (target, manual, closed) = state.withLock { ($0.nextRefresh, $0.manualRequested, $0.closed) }
-            if closed || Task.isCancelled || tagManager == nil || configuration.network == nil { return }
-            if !manual {
-                if let target, configuration.time.now >= target {
-                    await refreshFromNetwork()
-                } else {
-                    await waitForWake(until: target)
-                }
-                continue
+            if Task.isCancelled || tagManager == nil || configuration.network == nil { return }
+            let now = configuration.time.now
+            switch state.withLock({ $0.machine.loopStep(now: now) }) {
+            case .stop:
+                return
+            case .refresh:
+                await refreshFromNetwork()
+            case .sleep(let until):
+                await waitForWake(until: until)
             }
-            await refreshFromNetwork()
         }
     }
 
@@ -344,18 +302,13 @@ public final class ContainerHolder: Sendable {
             group.addTask {
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                        let resumeNow = self.state.withLock { state -> Bool in
-                            if state.manualRequested || state.closed || Task.isCancelled { return true }
-                            state.wake = continuation
-                            return false
+                        let sleeping = self.state.withLock { state -> Bool in
+                            !Task.isCancelled && state.machine.sleep(continuation)
                         }
-                        if resumeNow { continuation.resume() }
+                        if !sleeping { continuation.resume() }
                     }
                 } onCancel: {
-                    self.state.withLock { state -> CheckedContinuation<Void, Never>? in
-                        defer { state.wake = nil }
-                        return state.wake
-                    }?.resume()
+                    self.state.withLock { $0.machine.endSleep() }?.resume()
                 }
             }
             _ = await group.next()
@@ -367,11 +320,8 @@ public final class ContainerHolder: Sendable {
     private func refreshFromNetwork() async {
         guard let network = configuration.network else { return }
         let time = configuration.time
-        let etag = state.withLock { state -> String? in
-            state.manualRequested = false
-            state.lastNetworkAttempt = time.now
-            return state.loaded == nil ? nil : state.etag
-        }
+        let started = time.now
+        let etag = state.withLock { $0.machine.startNetworkRefresh(now: started) }
         emit(.began(.network))
         do throws(ContainerFetchError) {
             switch try await network.fetch(id: containerID, ifNoneMatch: etag) {
@@ -383,10 +333,10 @@ public final class ContainerHolder: Sendable {
             case .notModified:
                 let fetchedAt = time.wallNow
                 let cached = state.withLock { state -> Bool in
-                    guard state.loaded != nil else { return false }
-                    state.loaded?.origin = .network
-                    state.loaded?.lastRefresh = fetchedAt
-                    return true
+                    state.machine.updateLoaded { loaded in
+                        loaded.origin = .network
+                        loaded.lastRefresh = fetchedAt
+                    }
                 }
                 guard cached else {
                     throw ContainerFetchError(.badResponse, "'\(containerID)' is not modified, but nothing is cached")
@@ -395,18 +345,18 @@ public final class ContainerHolder: Sendable {
             }
             let due = time.now + configuration.refreshPolicy.afterSuccess
             state.withLock { state in
-                state.nextRefresh = due
-                state.lastFailure = nil
+                state.machine.nextRefresh = due
+                state.machine.lastFailure = nil
             }
             emit(.succeeded(.network))
         } catch  where Task.isCancelled {
-            state.withLock { $0.nextRefresh = time.now }
+            state.withLock { $0.machine.nextRefresh = time.now }
             logger.info("refreshing '\(containerID)' from the network was cancelled; it is due again")
         } catch {
             let due = time.now + configuration.refreshPolicy.afterFailure
             state.withLock { state in
-                state.nextRefresh = due
-                state.lastFailure = error.refreshFailure
+                state.machine.nextRefresh = due
+                state.machine.lastFailure = error.refreshFailure
             }
             logger.warning("refreshing '\(containerID)' from the network failed: \(error.message)")
             emit(.failed(.network, error.refreshFailure))

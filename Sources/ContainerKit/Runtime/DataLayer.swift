@@ -59,17 +59,10 @@ public final class DataLayer: Sendable {
         /// Typed values extensions keep (see ``SessionExtensionKey``), by key type; each is also saved in
         /// ``attributes``.
         var extensions: [ObjectIdentifier: ExtensionEntry] = [:]
-        /// Whether some caller holds the turn (is processing a push).
-        var busy = false
-        /// The number of the turn being processed while `busy` (each turn gets a new one): a push made
-        /// inside that turn's processing carries it (``enclosingTurns``) and is nested.
-        var turn: UInt64 = 0
-        /// Handler-nested pushes of the push being processed.
-        var nested: [Pending] = []
-        var nestedHead = 0
-        /// Callers waiting for their turn, first come first served.
-        var waiters: [Waiter] = []
-        var waitersHead = 0
+        /// Who holds the turn, the handler-nested pushes of the push being processed, and the callers
+        /// waiting for their turn, first come first served. A push made inside a turn's processing carries
+        /// the turn's number (``enclosingTurns``) and is nested.
+        var turnstile = SessionTurnstile<Pending, Waiter>()
         /// The runtime snapshot this session last read (see ``TagManager/snapshot(cached:)``).
         var runtime: (generation: UInt64, snapshot: TagManager.Snapshot)?
 
@@ -204,10 +197,10 @@ public final class DataLayer: Sendable {
         await push(Pending(message: parameters, event: .string(event)))
     }
 
-    private enum Turn {
-        case acquired(UInt64)
-        case nested
-        case wait(ThreadWakeup)
+    /// Runs one transition of the session's turnstile under the lock; the caller acts on what it returns
+    /// (resumes a waiter, processes a push) after the lock is released.
+    private func turnstile<R: Sendable>(_ transition: (inout SessionTurnstile<Pending, Waiter>) -> R) -> R {
+        state.withLock { transition(&$0.turnstile) }
     }
 
     /// The turn of this session the current call runs inside, if any: its pushes are nested.
@@ -216,67 +209,41 @@ public final class DataLayer: Sendable {
     private func push(_ pending: Pending) -> PushResult {
         if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
         let enclosing = enclosingTurn
-        let turn = state.withLock { state -> Turn in
-            if !state.busy {
-                state.busy = true
-                state.turn &+= 1
-                return .acquired(state.turn)
-            }
-            if let enclosing, enclosing == state.turn {
-                state.nested.append(pending)
-                return .nested
-            }
+        let turn = turnstile { turnstile -> (SessionTurnstile<Pending, Waiter>.Arrival, ThreadWakeup?) in
+            let arrival = turnstile.arrive(pending, enclosing: enclosing)
+            guard arrival == .busy else { return (arrival, nil) }
             let wakeup = ThreadWakeup()
-            state.waiters.append(.thread(wakeup))
-            return .wait(wakeup)
+            _ = turnstile.wait(.thread(wakeup))  // busy: queued
+            return (arrival, wakeup)
         }
         switch turn {
-        case .nested:
+        case (.nested, _):
             return PushResult()
-        case .wait(let wakeup):
-            return processTurn(pending, turn: wakeup.wait())
-        case .acquired(let number):
+        case (.acquired(let number), _):
             return processTurn(pending, turn: number)
+        case (.busy, let wakeup):
+            return processTurn(pending, turn: wakeup!.wait())
         }
     }
 
     private func push(_ pending: Pending) async -> PushResult {
         if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
         let enclosing = enclosingTurn
-        let acquired = state.withLock { state -> UInt64?? in
-            if !state.busy {
-                state.busy = true
-                state.turn &+= 1
-                return .some(state.turn)
-            }
-            // A task started by a handler of the push being processed (it inherits the mark): nested.
-            if let enclosing, enclosing == state.turn {
-                state.nested.append(pending)
-                return nil
-            }
-            return .some(nil)
-        }
-        guard let acquired else { return PushResult() }
-        if let number = acquired { return processTurn(pending, turn: number) }
-        let number = await withCheckedContinuation { (continuation: CheckedContinuation<UInt64, Never>) in
-            let now = state.withLock { state -> UInt64? in
-                if !state.busy {
-                    state.busy = true
-                    state.turn &+= 1
-                    return state.turn
+        // A task started by a handler of the push being processed inherits the mark: nested.
+        switch turnstile({ $0.arrive(pending, enclosing: enclosing) }) {
+        case .nested:
+            return PushResult()
+        case .acquired(let number):
+            return processTurn(pending, turn: number)
+        case .busy:
+            let number = await withCheckedContinuation { (continuation: CheckedContinuation<UInt64, Never>) in
+                if let now = turnstile({ $0.wait(.task(TaskWakeup(continuation))) }) {
+                    continuation.resume(returning: now)
                 }
-                state.waiters.append(.task(TaskWakeup(continuation)))
-                return nil
             }
-            if let now { continuation.resume(returning: now) }
+            // The turn was handed over; this task processes it on whichever thread it resumed on.
+            return processTurn(pending, turn: number)
         }
-        // The turn was handed over; this task processes it on whichever thread it resumed on.
-        return processTurn(pending, turn: number)
-    }
-
-    private enum TurnStep {
-        case nested(Pending)
-        case ended(next: Waiter?, turn: UInt64)
     }
 
     /// Processes `pending` (turn number `turn`) and the pushes its handlers nest, in order, until none is
@@ -293,38 +260,9 @@ public final class DataLayer: Sendable {
         process(pending, into: &result)
         var processed = 0
         while true {
-            let step = state.withLock { state -> TurnStep in
-                if state.nestedHead < state.nested.count {
-                    let pending = state.nested[state.nestedHead]
-                    state.nestedHead += 1
-                    return .nested(pending)
-                }
-                if !state.nested.isEmpty {
-                    state.nested.removeAll(keepingCapacity: false)
-                    state.nestedHead = 0
-                }
-                guard state.waitersHead < state.waiters.count else {
-                    state.busy = false
-                    if !state.waiters.isEmpty {
-                        state.waiters.removeAll(keepingCapacity: false)
-                        state.waitersHead = 0
-                    }
-                    return .ended(next: nil, turn: 0)
-                }
-                // Hand the turn over directly: `busy` stays set, so nobody can overtake the first waiter, and
-                // the new number ends this turn for any push still carrying it.
-                state.turn &+= 1
-                let waiter = state.waiters[state.waitersHead]
-                state.waitersHead += 1
-                if state.waitersHead == state.waiters.count {
-                    state.waiters.removeAll(keepingCapacity: true)
-                    state.waitersHead = 0
-                }
-                return .ended(next: waiter, turn: state.turn)
-            }
-            switch step {
-            case .ended(let next, let turn):
-                next?.resume(turn: turn)
+            switch turnstile({ $0.next() }) {
+            case .ended(let handOver):
+                if let handOver { handOver.waiter.resume(turn: handOver.turn) }
                 return result
             case .nested(let nested):
                 processed += 1
@@ -339,12 +277,7 @@ public final class DataLayer: Sendable {
 
     /// Drops the nested pushes still queued (the one just taken included) and says so.
     private func tripLoopGuard(into result: inout PushResult) {
-        let dropped = state.withLock { state -> Int in
-            let count = state.nested.count - state.nestedHead + 1
-            state.nested.removeAll()
-            state.nestedHead = 0
-            return count
-        }
+        let dropped = turnstile { $0.dropNested() } + 1
         tagManager.logger.error(
             "session \(sessionID): seems like an infinite loop of pushing to the data layer; "
                 + "dropped \(dropped) queued pushes after \(DataLayer.maximumNestedPushes) nested pushes",

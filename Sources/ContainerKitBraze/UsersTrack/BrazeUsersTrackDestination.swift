@@ -9,7 +9,7 @@ import Foundation
 /// let braze = BrazeUsersTrackDestination(endpoint: URL(string: "https://rest.iad-01.braze.com")!, apiKey: key)
 /// let queue = InMemoryQueue(destination: braze)      // or a DurableQueue
 /// BrazeTagProvider(sink: queue).register(on: tagManager)
-/// try await queue.run()                               // in the service's task group
+/// try await queue.run()                               // runs braze.run() too (its HTTP client)
 /// ```
 ///
 /// ## Requests
@@ -21,13 +21,19 @@ import Foundation
 ///
 /// ## One attempt, bounded
 /// Each request makes one attempt — the front in front of the destination owns retries. Each request has
-/// a wall-clock deadline (``Configuration/requestTimeout``, whatever the server trickles) and its answer
+/// one wall-clock deadline (``Configuration/requestTimeout``, whatever the server trickles), kept by the
+/// HTTP client's I/O loop, and its answer
 /// is read with a hard cap (``Configuration/maximumResponseBytes``, 64 KiB; `Accept-Encoding: identity`
 /// is asked for, an encoded answer is refused and a larger or endless answer is cut off), so memory and
 /// time stay bounded whatever the server sends. Requests go through the package's one bounded HTTP client
-/// (ContainerKit's `BoundedHTTPRequest`, the one container fetches use), and keep their connections for the
-/// next request (its `HTTPConnectionPool`): a busy queue does not connect — or shake hands over TLS — per
-/// request. The destination's connections close when it is released.
+/// (ContainerKit's `HTTPClient`, the one container fetches use), and keep their connections for the
+/// next request: a busy queue does not connect — or shake hands over TLS — per request.
+///
+/// ## Running
+/// ``run()`` runs the destination's HTTP client: one I/O thread, owned by that `run()`, does the I/O of
+/// every request (non-blocking sockets; no thread or timer task per request). The fronts run it beside
+/// their delivery loop, so a destination given to a front needs nothing more. A ``deliver(_:)`` made while
+/// it is not running still works, on a connection of its own for each request.
 ///
 /// ## Outcomes
 /// 2xx accepts the request's records (a 2xx with `errors`, a partial success, adds a warning). 429 (with
@@ -103,24 +109,51 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     public let configuration: Configuration
     private let apiKey: String
     private let url: URL
-    private let clock: DeliveryClock
     private let batcher: BrazeUsersTrackBatcher
     private let counters = Mutex(Statistics())
-    /// The connections requests keep for the next one.
-    private let connections = HTTPConnectionPool()
+    /// The HTTP client: its I/O thread (run by ``run()``) and the connections requests keep for the next one.
+    private let client = HTTPClient()
 
-    /// Creates a destination (it starts nothing: requests are made by ``deliver(_:)``).
+    /// The clock of request deadlines when it is not the monotonic one the HTTP client's loop keeps.
+    private let deadlineClock: BoundedHTTPRequest.DeadlineClock?
+
+    /// Creates a destination (it starts nothing: ``run()`` runs its HTTP client, ``deliver(_:)`` sends).
     /// - Parameters:
     ///   - endpoint: Braze's REST endpoint for the workspace.
     ///   - apiKey: a REST API key with the `users.track` permission.
     ///   - configuration: request limits.
-    ///   - clock: the clock of request deadlines.
-    public init<C: Clock>(
+    public convenience init(endpoint: URL, apiKey: String, configuration: Configuration = Configuration()) {
+        self.init(endpoint: endpoint, apiKey: apiKey, configuration: configuration, deadlineClock: nil)
+    }
+
+    /// Creates a destination whose request deadlines run on `clock` (a test's manual clock passes them
+    /// without waiting); each request's one deadline is then a sleep on `clock` in the delivering task
+    /// instead of the HTTP client's loop. `ContinuousClock` is the default behaviour.
+    /// - Parameters:
+    ///   - endpoint: Braze's REST endpoint for the workspace.
+    ///   - apiKey: a REST API key with the `users.track` permission.
+    ///   - configuration: request limits.
+    ///   - clock: the clock of ``Configuration/requestTimeout``.
+    public convenience init<C: Clock>(
         endpoint: URL,
         apiKey: String,
         configuration: Configuration = Configuration(),
-        clock: C = ContinuousClock()
+        clock: C
     ) where C.Duration == Duration {
+        self.init(
+            endpoint: endpoint,
+            apiKey: apiKey,
+            configuration: configuration,
+            deadlineClock: clock is ContinuousClock ? nil : BoundedHTTPRequest.DeadlineClock(clock)
+        )
+    }
+
+    private init(
+        endpoint: URL,
+        apiKey: String,
+        configuration: Configuration,
+        deadlineClock: BoundedHTTPRequest.DeadlineClock?
+    ) {
         self.endpoint = endpoint
         self.apiKey = apiKey
         self.configuration = configuration
@@ -129,7 +162,19 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
             limit: configuration.objectLimit,
             createsAliasOnlyProfiles: configuration.createsAliasOnlyProfiles
         )
-        self.clock = DeliveryClock(clock)
+        self.deadlineClock = deadlineClock
+    }
+
+    /// Runs the destination's HTTP client — its one I/O thread — until the calling task is cancelled; then
+    /// requests in flight end (retryable, `shutDown`) and the kept connections close. The fronts run it.
+    public func run() async throws {
+        try await client.run()
+    }
+
+    /// Returns once ``run()`` started its HTTP client (or the client stopped, or the calling task is
+    /// cancelled): from then on requests share its kept connections.
+    package func started() async {
+        await client.started()
     }
 
     /// Counters for monitoring and tests.
@@ -174,6 +219,7 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
             maximumResponseBytes: max(0, configuration.maximumResponseBytes),
             deadline: configuration.requestTimeout
         )
+        http.deadlineClock = deadlineClock
         http.method = "POST"
         http.headers = [
             ("Content-Type", "application/json"), ("Accept", "application/json"), ("Authorization", "Bearer \(apiKey)"),
@@ -268,36 +314,12 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
         }
     }
 
-    /// Sends one request: the client bounds the answer's size and the wall-clock time; the deadline also
-    /// runs on the injected clock, so a test can pass it without waiting.
+    /// Sends one request: the client bounds the answer's size and keeps the request's one deadline.
     private func exchange(_ http: BoundedHTTPRequest) async -> Result<BoundedHTTPResponse, DeliveryError> {
-        let clock = self.clock
-        let deadline = http.deadline
-        let limit = http.maximumResponseBytes
-        let connections = self.connections
-        return await withTaskGroup(of: Result<BoundedHTTPResponse, DeliveryError>?.self) { group in
-            group.addTask {
-                do throws(BoundedHTTPError) {
-                    return .success(try await http.send(through: connections))
-                } catch {
-                    return .failure(Self.deliveryError(error, limit: limit, deadline: deadline))
-                }
-            }
-            group.addTask {
-                do {
-                    try await clock.sleep(deadline)
-                } catch {
-                    return nil
-                }
-                return .failure(DeliveryError(.timeout, "no complete answer within the \(deadline) deadline"))
-            }
-            while let next = await group.next() {
-                if let outcome = next {
-                    group.cancelAll()
-                    return outcome
-                }
-            }
-            return .failure(DeliveryError(.shutDown, "braze request cancelled"))
+        do throws(BoundedHTTPError) {
+            return .success(try await http.send(through: client))
+        } catch {
+            return .failure(Self.deliveryError(error, limit: http.maximumResponseBytes, deadline: http.deadline))
         }
     }
 

@@ -21,11 +21,18 @@ public protocol AnalyticsDestination: Sendable {
     /// How many records one ``deliver(_:)`` call should carry (for Braze, one request's worth, so a
     /// failure repeats as little as possible). 500 unless the destination says otherwise.
     var preferredBatchSize: Int { get }
+    /// Runs what the destination owns (for Braze, its HTTP client's I/O thread) until the calling task is
+    /// cancelled. The front that delivers to it runs it beside its delivery loop and cancels it after the
+    /// loop ended; a destination with nothing to run returns at once (the default).
+    func run() async throws
 }
 
 extension AnalyticsDestination {
     /// 500 records.
     public var preferredBatchSize: Int { 500 }
+
+    /// Nothing to run: returns at once.
+    public func run() async throws {}
 }
 
 /// What one ``AnalyticsDestination/deliver(_:)`` attempt did with its records. Every record of the

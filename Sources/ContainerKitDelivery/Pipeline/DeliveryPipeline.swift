@@ -292,8 +292,14 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.store.run(reporting: reporter) }
+            // The destination's own work (an HTTP client's I/O thread) runs until the group is cancelled.
+            group.addTask {
+                try await self.destination.run()
+                await untilCancelled()
+            }
             group.addTask { await self.deliveryLoop() }
-            // The delivery loop ends first (cancellation or the end of the drain); then the store stops.
+            // The delivery loop ends first (cancellation or the end of the drain); then the store and the
+            // destination stop.
             _ = try await group.next()
             group.cancelAll()
             try await group.waitForAll()

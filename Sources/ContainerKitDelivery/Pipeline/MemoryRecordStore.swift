@@ -6,11 +6,10 @@ import ContainerKit
 /// Positions are record counts: a record's position is how many records were appended before it, plus one.
 public final class MemoryRecordStore: RecordStore {
     private struct State {
-        var records: [AnalyticsRecord] = []
+        /// The records not acknowledged yet, oldest first.
+        var records = HeadIndexQueue<AnalyticsRecord>()
         /// The position of `records[0]` minus one (what was acknowledged and dropped).
         var base: UInt64 = 0
-        /// Records acknowledged but still at the front of `records` (compacted in chunks).
-        var acknowledgedInBuffer = 0
         var ticket: UInt64 = 0
         var commits: RecordStoreCommits?
         var stopped = false
@@ -27,13 +26,13 @@ public final class MemoryRecordStore: RecordStore {
     public var isDurable: Bool { false }
 
     /// Records taken and not acknowledged yet.
-    public var count: Int { state.withLock { $0.records.count - $0.acknowledgedInBuffer } }
+    public var count: Int { state.withLock { $0.records.count } }
 
     public func append(_ records: EncodedRecords) throws(AnalyticsSinkError) -> UInt64 {
         let (ticket, commits) = try state.withLock {
             state throws(AnalyticsSinkError) -> (UInt64, RecordStoreCommits?) in
             guard !state.stopped else { throw AnalyticsSinkError(.closed, "the queue is shut down") }
-            let held = state.records.count - state.acknowledgedInBuffer
+            let held = state.records.count
             guard held + records.records.count <= maximumRecords else {
                 throw AnalyticsSinkError(.queueFull, "the queue holds \(held) records")
             }
@@ -62,23 +61,19 @@ public final class MemoryRecordStore: RecordStore {
 
     public func read(after position: UInt64?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<UInt64> {
         state.withLock { state in
-            let start = Int((position ?? state.base) - state.base)
-            let first = max(start, state.acknowledgedInBuffer)
+            let first = position.map { $0 > state.base ? Int($0 - state.base) : 0 } ?? 0
             guard first < state.records.count else { return .empty }
             let end = min(state.records.count, first + max(1, limit))
-            return StoredBatch(records: Array(state.records[first..<end]), end: state.base + UInt64(end))
+            let records = (first..<end).map { state.records[$0] }
+            return StoredBatch(records: records, end: state.base + UInt64(end))
         }
     }
 
     public func acknowledge(through position: UInt64) async throws(AnalyticsSinkError) {
         state.withLock { state in
             let done = Int(min(position - min(position, state.base), UInt64(state.records.count)))
-            state.acknowledgedInBuffer = max(state.acknowledgedInBuffer, done)
-            if state.acknowledgedInBuffer > 4096 && state.acknowledgedInBuffer * 2 > state.records.count {
-                state.records.removeFirst(state.acknowledgedInBuffer)
-                state.base += UInt64(state.acknowledgedInBuffer)
-                state.acknowledgedInBuffer = 0
-            }
+            state.records.removeFirst(done)
+            state.base += UInt64(done)
         }
     }
 }

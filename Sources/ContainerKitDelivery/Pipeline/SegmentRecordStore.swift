@@ -105,20 +105,8 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
 
     func run(reporting commits: RecordStoreCommits) async throws {
         state.withLock { $0.commits = commits }
-        let writer = ThreadExit()
-        let reader = ThreadExit()
-        let writerThread = Thread { [self] in
-            writerLoop()
-            writer.exited()
-        }
-        writerThread.name = "containerkit.segment-store.writer"
-        writerThread.start()
-        let readerThread = Thread { [self] in
-            readerLoop()
-            reader.exited()
-        }
-        readerThread.name = "containerkit.segment-store.reader"
-        readerThread.start()
+        let writer = OwnedThread.start(name: "containerkit.segment-store.writer") { [self] in writerLoop() }
+        let reader = OwnedThread.start(name: "containerkit.segment-store.reader") { [self] in readerLoop() }
         // Until cancelled.
         await Latch().wait()
         // Stop: refuse new lines; the writer commits what is pending and exits; the reader finishes its jobs.
@@ -129,8 +117,8 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         perform(actions)
         writerWakeup.signal()
         readerWakeup.signal()
-        await writer.wait()
-        await reader.wait()
+        await writer.join()
+        await reader.join()
         state.withLock { $0.commits = nil }
         do {
             try log.syncAck()
@@ -302,33 +290,5 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
         var remaining = timespec()
         while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
-    }
-}
-
-/// A thread's exit, awaited by the task that started it (not earlier on cancellation: a thread that was
-/// started is always joined).
-private final class ThreadExit: Sendable {
-    private let state = Mutex<(exited: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-
-    /// Called by the thread as its last step.
-    func exited() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.exited = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
-    }
-
-    /// Returns once the thread exited.
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state -> Bool in
-                if state.exited { return true }
-                state.waiter = continuation
-                return false
-            }
-            if done { continuation.resume() }
-        }
     }
 }

@@ -96,8 +96,8 @@ struct DurableQueueMachine: Sendable {
     /// The batches handed out and not yet acknowledged, in log order; `settled` once confirmed (a settled
     /// batch waits here until every batch before it is settled too).
     private var flights: [(batch: Batch, settled: Bool)] = []
-    private var memory: [Delivered] = []
-    private var memoryHead = 0
+    /// Committed records not yet handed out, kept in memory while there is no disk backlog.
+    private var memory = HeadIndexQueue<Delivered>()
     private(set) var diskBacklog: Bool
 
     /// A machine over what ``SegmentLog`` recovered: `segments` (sealed) and the acknowledged `cursor`.
@@ -211,7 +211,7 @@ struct DurableQueueMachine: Sendable {
         segments[segments.count - 1].size = commit.offset + commit.bytes.count
         resolvedTicket = commit.tickets.upperBound
         var actions: [Action] = [.resolveDurability(through: resolvedTicket)]
-        if !diskBacklog && memory.count - memoryHead + commit.records.count <= maximumBufferedRecords {
+        if !diskBacklog && memory.count + commit.records.count <= maximumBufferedRecords {
             for (record, end) in zip(commit.records, commit.lineEnds) {
                 memory.append(
                     Delivered(record: record, end: Position(segment: commit.segment, offset: commit.offset + end))
@@ -262,7 +262,7 @@ struct DurableQueueMachine: Sendable {
     }
 
     /// Whether everything committed is delivered.
-    var caughtUp: Bool { flights.isEmpty && memory.count == memoryHead && !diskBacklog && cursor >= durableEnd }
+    var caughtUp: Bool { flights.isEmpty && memory.isEmpty && !diskBacklog && cursor >= durableEnd }
 
     /// The batches handed out by ``nextBatch()`` and not yet confirmed, oldest first.
     var inFlight: [Batch] { flights.filter { !$0.settled }.map(\.batch) }
@@ -273,8 +273,7 @@ struct DurableQueueMachine: Sendable {
     /// Whether the next batch would be a partial one from memory: a delivery slot is free, no disk backlog,
     /// and fewer committed records waiting than a batch holds (the delivery loop may linger for more).
     var holdsPartialBatch: Bool {
-        flights.count < maximumInFlight && !diskBacklog && memoryHead < memory.count
-            && memory.count - memoryHead < batchSize
+        flights.count < maximumInFlight && !diskBacklog && !memory.isEmpty && memory.count < batchSize
     }
 
     /// The delivery loop's next step: a new batch to deliver (in flight until ``confirm(_:)``; the shell
@@ -282,15 +281,9 @@ struct DurableQueueMachine: Sendable {
     /// committed or `maximumInFlight` batches are already out.
     mutating func nextBatch() -> DeliveryStep {
         guard flights.count < maximumInFlight else { return .wait }
-        if memoryHead < memory.count {
-            let end = min(memory.count, memoryHead + batchSize)
-            let taken = memory[memoryHead..<end]
+        if !memory.isEmpty {
+            let taken = memory.popFirst(upTo: batchSize)
             let batch = Batch(records: taken.map(\.record), end: taken.last!.end)
-            memoryHead = end
-            if memoryHead > 4096 && memoryHead * 2 > memory.count {
-                memory.removeFirst(memoryHead)
-                memoryHead = 0
-            }
             flights.append((batch, false))
             return .deliver(batch)
         }

@@ -111,11 +111,15 @@ import Testing
             maximumResponseBytes: maximumBytes,
             deadline: .seconds(3600)
         )
-        do throws(BoundedHTTPError) {
-            return (.success(try await URLSessionHTTPTransport.send(request)), server)
-        } catch {
-            return (.failure(error), server)
+        let result = await HTTPClient.withClientForOneRequest {
+            client -> Result<BoundedHTTPResponse, BoundedHTTPError> in
+            do throws(BoundedHTTPError) {
+                return .success(try await URLSessionHTTPTransport.send(request, client: client))
+            } catch {
+                return .failure(error)
+            }
         }
+        return (result, server)
     }
 
     @Test func theTransportReadsAnAnswerWithinTheLimit() async throws {

@@ -45,6 +45,9 @@ public final class SharedRateLimitDestination: AnalyticsDestination {
 
     public var preferredBatchSize: Int { destination.preferredBatchSize }
 
+    /// Runs the wrapped destination's own work (for Braze, its HTTP client), so its connections are kept.
+    public func run() async throws { try await destination.run() }
+
     public func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
         let rate = max(requestsPerSecond * share(), requestsPerSecond / 1000)
         let wait = bucket.withLock { bucket -> Duration in

@@ -37,3 +37,18 @@ extension DurableQueue {
         }
     }
 }
+
+extension AnalyticsDestination {
+    /// The destination's own work (Braze's HTTP client and its I/O thread) as a member of the group, for a
+    /// host that delivers to it itself (the fronts run their destination already): it runs until the
+    /// group's graceful shutdown reaches it; list it before the component that delivers to it.
+    var service: ClosureService {
+        ClosureService {
+            try await cancelWhenGracefulShutdown {
+                try await self.run()
+                // A destination with nothing to run returns at once; the service still lasts until shutdown.
+                try? await gracefulShutdown()
+            }
+        }
+    }
+}

@@ -1,0 +1,237 @@
+import Foundation
+
+/// Reads one HTTP/1.x answer from bytes as they arrive, without I/O: ``HTTPClient``'s I/O thread feeds it
+/// what each `recv` returned and asks ``advance()`` whether the answer is complete.
+///
+/// Limits hold as bytes arrive: a header over 64 KiB, a body over the request's limit (declared or sent), a
+/// chunk-size line over 1 KiB and trailers over 64 KiB fail the answer; bytes read but not consumed stay
+/// under one header or line plus one `recv` step.
+struct HTTPResponseParser {
+    /// What the bytes fed so far make.
+    enum Progress {
+        /// More bytes are needed.
+        case needMore
+        /// The answer is complete; `reusable` when the connection can carry another request (an HTTP/1.1
+        /// answer without `Connection: close` whose body had a known end, read to it, with nothing after it).
+        case complete(BoundedHTTPResponse, reusable: Bool)
+    }
+
+    static let headLimit = 64 * 1024
+
+    private enum Stage {
+        case head
+        case fixed(expected: Int)
+        case untilClose
+        case chunkSize
+        case chunkData(left: Int)
+        case chunkEnd
+        case trailers(bytes: Int)
+        case done
+    }
+
+    private let method: String
+    private let limit: Int
+    private var bytes: [UInt8] = []
+    private var start = 0
+    private var closed = false
+    /// How far the current search for a terminator got (so a slow answer is not searched again and again).
+    private var searched = 0
+    private var stage = Stage.head
+    private var status = 0
+    private var headers: [String: String] = [:]
+    private var keepsAlive = false
+    private var body: [UInt8] = []
+
+    /// A parser for the answer to a `method` request whose body may hold at most `limit` bytes.
+    init(method: String, limit: Int) {
+        self.method = method
+        self.limit = limit
+    }
+
+    private var available: Int { bytes.count - start }
+
+    /// Adds bytes read from the connection.
+    mutating func feed(_ chunk: UnsafeRawBufferPointer) {
+        if start > 0 && start == bytes.count {
+            bytes.removeAll(keepingCapacity: true)
+            start = 0
+        } else if start > 4096 && start * 2 > bytes.count {
+            bytes.removeSubrange(0..<start)
+            start = 0
+        }
+        bytes.append(contentsOf: chunk)
+    }
+
+    /// Adds bytes read from the connection.
+    mutating func feed(_ chunk: [UInt8]) { chunk.withUnsafeBytes { feed($0) } }
+
+    /// Records that the server closed its side.
+    mutating func endOfStream() { closed = true }
+
+    /// Consumes what it can; throws when the answer is broken or over a limit.
+    mutating func advance() throws(BoundedHTTPError) -> Progress {
+        while true {
+            switch stage {
+            case .done:
+                return .needMore
+            case .head:
+                guard let end = findHeadEnd() else {
+                    guard available <= Self.headLimit else {
+                        throw BoundedHTTPError(.badResponse, "the header is longer than \(Self.headLimit) bytes")
+                    }
+                    guard !closed else {
+                        if available == 0 { throw BoundedHTTPError(.connectionFailed, "closed without an answer") }
+                        throw BoundedHTTPError(.badResponse, "the answer ends inside its header")
+                    }
+                    return .needMore
+                }
+                try parseHead(upTo: end)
+                if (100..<200).contains(status) && status != 101 { continue }
+                if let progress = try startBody() { return progress }
+            case .fixed(let expected):
+                let taken = min(available, expected - body.count)
+                body += take(taken)
+                if body.count == expected { return complete() }
+                guard !closed else { throw BoundedHTTPError(.truncated(received: body.count, expected: expected)) }
+                return .needMore
+            case .untilClose:
+                guard body.count + available <= limit else { throw BoundedHTTPError(.tooLarge(declared: nil)) }
+                body += take(available)
+                guard closed else { return .needMore }
+                stage = .done
+                return .complete(BoundedHTTPResponse(status: status, headers: headers, body: body), reusable: false)
+            case .chunkSize:
+                guard let line = try readLine(limit: 1024) else { return .needMore }
+                let digits = line.prefix { $0 != 59 && $0 != 32 && $0 != 9 }  // up to ';' or blanks
+                guard !digits.isEmpty, digits.count <= 15,
+                    let size = Int(String(decoding: digits, as: UTF8.self), radix: 16)
+                else { throw BoundedHTTPError(.badResponse, "invalid chunk size") }
+                if size == 0 {
+                    stage = .trailers(bytes: 0)
+                } else {
+                    guard body.count + size <= limit else { throw BoundedHTTPError(.tooLarge(declared: nil)) }
+                    stage = .chunkData(left: size)
+                }
+            case .chunkData(let left):
+                let taken = min(left, available)
+                body += take(taken)
+                if taken == left {
+                    stage = .chunkEnd
+                } else {
+                    guard !closed else {
+                        throw BoundedHTTPError(.truncated(received: body.count, expected: body.count + left - taken))
+                    }
+                    stage = .chunkData(left: left - taken)
+                    return .needMore
+                }
+            case .chunkEnd:
+                guard let line = try readLine(limit: 2) else { return .needMore }
+                guard line.isEmpty else { throw BoundedHTTPError(.badResponse, "chunk data is longer than its size") }
+                stage = .chunkSize
+            case .trailers(let total):
+                guard let line = try readLine(limit: Self.headLimit) else { return .needMore }
+                let sum = total + line.count
+                guard sum <= Self.headLimit else { throw BoundedHTTPError(.badResponse, "trailer too long") }
+                if line.isEmpty { return complete() }
+                stage = .trailers(bytes: sum)
+            }
+        }
+    }
+
+    // MARK: Steps
+
+    private mutating func take(_ count: Int) -> ArraySlice<UInt8> {
+        defer { start += count }
+        return bytes[start..<(start + count)]
+    }
+
+    private mutating func complete() -> Progress {
+        stage = .done
+        let response = BoundedHTTPResponse(status: status, headers: headers, body: body)
+        return .complete(response, reusable: keepsAlive && available == 0 && !closed)
+    }
+
+    /// The index just past the header's blank line, if it arrived.
+    private mutating func findHeadEnd() -> Int? {
+        let terminator: [UInt8] = [13, 10, 13, 10]
+        let from = start + max(0, searched - 3)
+        if let range = bytes[from...].firstRange(of: terminator) {
+            searched = 0
+            return range.upperBound
+        }
+        searched = available
+        return nil
+    }
+
+    /// One line (for chunk sizes and trailers) without its CRLF, or `nil` until it arrived.
+    private mutating func readLine(limit: Int) throws(BoundedHTTPError) -> [UInt8]? {
+        let window = bytes[(start + searched)...]
+        guard let newline = window.firstIndex(of: 10) else {
+            searched = available
+            guard available <= limit else { throw BoundedHTTPError(.badResponse, "a line is too long") }
+            guard !closed else { throw BoundedHTTPError(.truncated(received: 0, expected: 1), "cut short") }
+            return nil
+        }
+        searched = 0
+        var line = Array(take(newline - start + 1).dropLast())
+        if line.last == 13 { line.removeLast() }
+        return line
+    }
+
+    private mutating func parseHead(upTo end: Int) throws(BoundedHTTPError) {
+        let text = String(decoding: take(end - start).dropLast(4), as: UTF8.self)
+        var lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)
+        let statusLine = lines.removeFirst().split(separator: " ", maxSplits: 2)
+        guard statusLine.count >= 2, statusLine[0].hasPrefix("HTTP/1."), statusLine[1].count == 3,
+            let status = Int(statusLine[1]), status >= 100
+        else { throw BoundedHTTPError(.badResponse, "not an http status line") }
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { throw BoundedHTTPError(.badResponse, "bad header line") }
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            if name == "content-length", let previous = headers[name], previous != value {
+                throw BoundedHTTPError(.badResponse, "conflicting content-length")
+            }
+            if let previous = headers[name], name != "content-length" {
+                headers[name] = previous + ", " + value
+            } else {
+                headers[name] = value
+            }
+        }
+        self.status = status
+        self.headers = headers
+        keepsAlive =
+            statusLine[0] == "HTTP/1.1" && status != 101
+            && !(headers["connection"]?.lowercased().split(separator: ",").contains {
+                $0.trimmingCharacters(in: .whitespaces) == "close"
+            } ?? false)
+    }
+
+    /// Chooses how the body ends; the finished answer when it has none.
+    private mutating func startBody() throws(BoundedHTTPError) -> Progress? {
+        if let encoding = headers["content-encoding"]?.trimmingCharacters(in: .whitespaces).lowercased(),
+            !encoding.isEmpty, encoding != "identity"
+        {
+            throw BoundedHTTPError(.unsupportedEncoding(encoding))
+        }
+        if method == "HEAD" || status == 204 || status == 304 { return complete() }
+        if let transfer = headers["transfer-encoding"]?.lowercased() {
+            let codings = transfer.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard codings == ["chunked"] else { throw BoundedHTTPError(.unsupportedEncoding(transfer)) }
+            stage = .chunkSize
+            return nil
+        }
+        if let declared = headers["content-length"] {
+            guard let length = Int64(declared.trimmingCharacters(in: .whitespaces)), length >= 0 else {
+                throw BoundedHTTPError(.badResponse, "invalid content-length '\(declared)'")
+            }
+            guard length <= Int64(limit) else { throw BoundedHTTPError(.tooLarge(declared: length)) }
+            body.reserveCapacity(Int(length))
+            stage = .fixed(expected: Int(length))
+            return nil
+        }
+        stage = .untilClose
+        return nil
+    }
+}
