@@ -44,3 +44,19 @@ public struct AnalyticsSinkError: Error, Sendable, Hashable, CustomStringConvert
     /// `message (code)`.
     public var description: String { "\(message) (\(code.rawValue))" }
 }
+
+extension DurabilityError {
+    /// The durability error of a store's failure `error`: the one conversion of a failed commit's error
+    /// (a full disk stays `.diskFull`; a shut-down sink is `.stopped`; a full queue `.full`).
+    public init(_ error: AnalyticsSinkError) {
+        let code: Code
+        switch error.code {
+        case .diskFull: code = .diskFull
+        case .unwritable: code = .unwritable
+        case .queueFull: code = .full
+        case .closed: code = .stopped
+        default: code = .io
+        }
+        self.init(code, error.message, errorNumber: error.errorNumber)
+    }
+}

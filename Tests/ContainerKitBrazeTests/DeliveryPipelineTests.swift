@@ -87,7 +87,7 @@ import Testing
         #expect(answers.map(\.0) == ["w1", "w2"])
         #expect(answers.map(\.1) == [true, false])
         let stopped = machine.stop().compactMap { action -> String? in
-            if case .resumeDurability(let waiter, let error) = action, error?.code == .closed { return waiter }
+            if case .resumeDurability(let waiter, let error) = action, error?.code == .stopped { return waiter }
             return nil
         }
         #expect(stopped == ["w3"])

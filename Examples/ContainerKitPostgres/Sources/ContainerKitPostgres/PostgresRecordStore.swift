@@ -251,9 +251,11 @@ public final class PostgresRecordStore: AnalyticsSink, DurabilitySource, Sendabl
         if let error = await outcome(of: ticket) { throw error }
     }
 
-    /// Returns once `ticket`'s transaction committed; throws if it failed.
-    public func waitUntilDurable(ticket: UInt64) async throws {
-        if let error = await outcome(of: ticket) { throw error }
+    /// Returns once `ticket`'s transaction committed; throws if it failed (`.stopped` once the store
+    /// stopped, `.io` for any other failure; ``commit(_:session:)`` keeps ``PostgresStoreError``'s code).
+    public func waitUntilDurable(ticket: UInt64) async throws(DurabilityError) {
+        guard let error = await outcome(of: ticket) else { return }
+        throw DurabilityError(error.code == .closed ? .stopped : .io, error.message)
     }
 
     private func outcome(of ticket: UInt64) async -> PostgresStoreError? {

@@ -46,10 +46,13 @@ struct EventsController: Sendable {
                 try await result.waitUntilDurable()
                 readiness.commit(succeeded: true)
             } catch {
-                readiness.commit(succeeded: false)
-                // The detail (with the segment's path) goes to the log only; the client learns what to do.
-                logger.error("records not durable", metadata: ["user_id": "\(event.userID)", "error": "\(error)"])
-                throw APIError(.notDurable, "the event's records could not be made durable now; retry later")
+                // `error` is a DurabilityError: answered by its code, never by its text. The detail (with the
+                // segment's path) goes to the log only; the client learns what to do.
+                logger.error(
+                    "records not durable",
+                    metadata: ["user_id": "\(event.userID)", "code": "\(error.code)", "error": "\(error.message)"]
+                )
+                throw APIError(durability: error, readiness: readiness)
             }
         }
         // {"fired":[…],"records":[…],…,"user_id":…,"durable":…}, written straight to bytes.
