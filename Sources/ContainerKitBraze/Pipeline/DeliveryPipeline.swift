@@ -339,46 +339,24 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
 
     private enum LoopEvent: Sendable {
         case settled(id: Int, error: (any Error & Sendable)?)
-        /// The store recorded the acknowledgements among these actions; the rest (flushes to answer) follow.
-        case acknowledged([Machine.Action])
         /// A delivery stopped unsettled (the drain deadline, or cancellation): its records stay in the store.
         case abandoned
         case woken
     }
 
     /// Reads batches from the store and hands each to a child task that delivers it until it is settled.
-    ///
-    /// Acknowledgements are written by one child task at a time, beside the deliveries: the next batch is
-    /// read and sent while the store records the last one (off the batch-to-batch critical path). Those that
-    /// settle meanwhile are folded into one (acknowledging a position covers every batch before it), and a
-    /// flush is answered only once the acknowledgement covering its records is recorded.
     private func deliveryLoop() async {
         await withTaskGroup(of: LoopEvent.self) { group in
             var waking = false
-            var acknowledging = false
-            var unacknowledged: [Machine.Action] = []
-            func startAcknowledging(_ actions: [Machine.Action]) {
-                acknowledging = true
-                group.addTask {
-                    await self.acknowledge(actions)
-                    return .acknowledged(actions)
-                }
-            }
             loop: while !Task.isCancelled {
                 let step = act { shell in (shell.machine.nextStep(now: clock.elapsed()), []) }
                 switch step {
                 case .finish:
-                    // Done once the last acknowledgement is recorded (its flushes are answered then).
-                    if !acknowledging { break loop }
+                    break loop
                 case .read(let after, let limit):
                     let actions = await read(after: after, limit: limit, into: &group)
-                    if acknowledging {
-                        unacknowledged = Self.folded(unacknowledged + actions)
-                    } else if actions.contains(where: { if case .acknowledge = $0 { true } else { false } }) {
-                        startAcknowledging(actions)
-                    } else {
-                        for action in actions { perform(action) }
-                    }
+                    await acknowledge(actions)
+                    for action in actions { perform(action) }
                     continue loop
                 case .wait(let until):
                     if !waking {
@@ -403,18 +381,8 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 case .settled(let id, let error):
                     // The store records the acknowledgement before a flush waiting for it is answered.
                     let actions = shell.withLock { $0.machine.settled(id: id, error: error) }
-                    if acknowledging {
-                        unacknowledged = Self.folded(unacknowledged + actions)
-                    } else {
-                        startAcknowledging(actions)
-                    }
-                case .acknowledged(let actions):
+                    await acknowledge(actions)
                     for action in actions { perform(action) }
-                    acknowledging = false
-                    if !unacknowledged.isEmpty {
-                        startAcknowledging(unacknowledged)
-                        unacknowledged = []
-                    }
                 }
             }
             if act({ shell in (shell.machine.state, []) }) != .stopped, !Task.isCancelled {
@@ -460,17 +428,6 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             group.addTask { await self.deliverUntilSettled(id: id, records: records) }
         }
         return actions.filter { if case .deliver = $0 { false } else { true } }
-    }
-
-    /// `actions` with only their last acknowledgement (it covers the earlier ones), in order otherwise.
-    private static func folded(_ actions: [Machine.Action]) -> [Machine.Action] {
-        guard let last = actions.lastIndex(where: { if case .acknowledge = $0 { true } else { false } }) else {
-            return actions
-        }
-        return actions.enumerated().compactMap { index, action in
-            if case .acknowledge = action, index != last { return nil }
-            return action
-        }
     }
 
     /// Gives the store the acknowledgements among `actions`.
