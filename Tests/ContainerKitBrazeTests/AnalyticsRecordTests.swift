@@ -27,6 +27,64 @@ import Testing
         #expect(!result.fired.isEmpty)
     }
 
+    @Test func aPushAnswerReusesTheBytesTheSinkStoredForEachRecord() async throws {
+        // Each record is encoded once, by the provider: the sink stores those bytes and the answer copies them.
+        final class KeepingSink: AnalyticsSink {
+            let kept = Mutex<[EncodedRecords]>([])
+            func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? {
+                Issue.record("the provider handed over records to encode again")
+                return nil
+            }
+            func enqueue(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken? {
+                kept.withLock { $0.append(encoded) }
+                return nil
+            }
+        }
+        let manager = TagManager(logger: InMemoryLogger())
+        let sink = KeepingSink()
+        BrazeTagProvider(sink: sink).register(on: manager)
+        manager.add(
+            try await ContainerLoader().load(
+                path: Fixtures.packageRoot.appendingPathComponent("Containers/GTM-MUSIC01.json").path
+            )
+        )
+        let session = manager.makeDataLayer()
+        BrazeTagProvider.setUser(.externalID("u-1"), on: session)
+        let result = await session.push(
+            event: "played song",
+            parameters: ["title": "So What", "genre": "jazz", "duration": 545]
+        )
+        let tag = try #require(result.fired.first { $0.output?.records.isEmpty == false })
+        let output = try #require(tag.output)
+        let json = try #require(output.recordsJSON)
+        let stored = try #require(sink.kept.withLock { $0.first })
+        // The very buffer the sink stored, not a second encoding.
+        #expect(
+            json.bytes.withUnsafeBufferPointer { $0.baseAddress }
+                == stored.bytes.withUnsafeBufferPointer { $0.baseAddress }
+        )
+        #expect(json.count == output.records.count)
+        for index in 0..<json.count {
+            #expect(Array(json[index]) == Array(stored.json(at: index)))
+            #expect(
+                String(decoding: json[index], as: UTF8.self) == (output.records[index] as? AnalyticsRecord)?.jsonLine
+            )
+        }
+        // The answer copies the stored bytes: a tag whose stored JSON reads otherwise is answered with it.
+        let marker = Array(#"{"stored":1}"#.utf8)
+        var replaced = tag
+        replaced.output = TagOutput(
+            records: output.records,
+            recordsJSON: RecordsJSON(
+                bytes: marker,
+                ranges: Array(repeating: 0..<marker.count, count: output.records.count)
+            )
+        )
+        var bytes: [UInt8] = []
+        replaced.appendJSON(to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self).contains(#""records":[{"stored":1}"#))
+    }
+
     @Test func aPushAnswerListsTheRecordsOfEveryTagInOrder() async throws {
         // Two Braze tags on one event: the push's own list is copied from the tags' encodings, in order.
         let classPath = "com.appboy.googletagmanager.BrazeGtmTagProvider"
