@@ -247,6 +247,14 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     ///   `ticket` failed; `.stopped` once the pipeline stopped; `.notRunning` when ``run()`` did not begin
     ///   within ``Configuration/startTimeout``.
     public func waitUntilDurable(ticket: UInt64) async throws(DurabilityError) {
+        // Settled already: answered without a suspension.
+        let settled = shell.withLock { shell -> DurabilityError?? in
+            ticket <= shell.machine.resolvedTicket ? .some(shell.machine.failure(for: ticket)) : .none
+        }
+        if case .some(let error) = settled {
+            if let error { throw error }
+            return
+        }
         let error: DurabilityError? = await waitingForRun {
             await withCheckedContinuation { continuation in
                 self.act { shell in
@@ -283,29 +291,25 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         if let error { throw error }
     }
 
-    /// Runs `wait` (which registers a waiter with the machine); while ``run()`` has not begun, at most for
-    /// ``Configuration/startTimeout``: then every waiter is answered `.notRunning`. Once ``run()`` began,
-    /// `wait` runs alone (the hot path adds nothing).
-    private func waitingForRun<T: Sendable>(_ wait: @escaping @Sendable () async -> T) async -> T {
+    /// Runs `wait` (which registers a waiter with the machine, before its first suspension); while
+    /// ``run()`` has not begun, at most for ``Configuration/startTimeout``: then every waiter is answered
+    /// `.notRunning`, and so is every later one until ``run()`` begins. Once ``run()`` began, `wait` runs
+    /// alone (the hot path adds nothing).
+    private func waitingForRun<T: Sendable>(_ wait: () async -> T) async -> T {
         if shell.withLock({ $0.machine.hasStarted }) { return await wait() }
         let timeout = configuration.startTimeout
-        return await withTaskGroup(of: T?.self) { group in
-            group.addTask { await wait() }
+        return await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 // The caller's own timer (a child of its task), cancelled as soon as its wait is answered; on
                 // the continuous clock (a wall-clock safety net, not a step of the delivery schedule).
-                guard (try? await Task.sleep(for: timeout)) != nil else { return nil }
+                guard (try? await Task.sleep(for: timeout)) != nil else { return }
                 self.act { shell in ((), shell.machine.notRunning()) }
-                return nil
             }
-            var answer: T?
-            while let next = await group.next() {
-                if let next {
-                    answer = next
-                    group.cancelAll()
-                }
-            }
-            return answer!
+            // In this task: the waiter is registered before anything suspends (a caller that starts the wait
+            // with `Task.immediate` finds it registered).
+            let answer = await wait()
+            group.cancelAll()
+            return answer
         }
     }
 

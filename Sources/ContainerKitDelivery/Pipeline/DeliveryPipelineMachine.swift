@@ -58,6 +58,8 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
 
     private(set) var state = State.idle
     private var started = false
+    /// A start timeout passed (or a graceful shutdown came) before ``DeliveryPipeline/run()`` began.
+    private var startMissed = false
     // Durability.
     private(set) var lastTicket: UInt64 = 0
     private(set) var resolvedTicket: UInt64 = 0
@@ -129,8 +131,13 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     /// once it began.
     mutating func notRunning() -> [Action] {
         guard !started else { return [] }
+        startMissed = true
         return answerWaiters(Self.notRunningError)
     }
+
+    /// Whether a wait must fail at once: ``DeliveryPipeline/run()`` has not begun and a start timeout (or a
+    /// graceful shutdown) already found it missing — later waits do not wait for it again.
+    private var answersNotRunning: Bool { !started && startMissed }
 
     static var notRunningError: DurabilityError {
         DurabilityError(.notRunning, "the delivery pipeline's run() is not running; nothing stores or delivers records")
@@ -173,6 +180,7 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     /// Waits for `ticket`: answered at once when it is resolved or the pipeline stopped.
     mutating func waitUntilDurable(ticket: UInt64, _ waiter: Waiter) -> Action? {
         if ticket <= resolvedTicket { return .resumeDurability(waiter, failure(for: ticket)) }
+        if answersNotRunning { return .resumeDurability(waiter, Self.notRunningError) }
         if state == .stopped {
             return .resumeDurability(waiter, DurabilityError(.stopped, "the delivery pipeline stopped"))
         }
@@ -199,6 +207,7 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     /// Waits until everything appended so far is durable and settled: answered once every ticket up to
     /// the latest is resolved and a read finds nothing more with no batch in flight.
     mutating func flush(_ waiter: Waiter) -> [Action] {
+        if answersNotRunning { return [.resumeFlush(waiter, Self.notRunningError)] }
         if state == .stopped {
             return [.resumeFlush(waiter, DurabilityError(.stopped, "the delivery pipeline stopped"))]
         }
