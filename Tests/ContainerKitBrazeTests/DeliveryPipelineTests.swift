@@ -148,17 +148,24 @@ import Testing
     // A transactional store's refusal (a fenced session, a database that cannot be reached) reaches the
     // waiter as a typed DurabilityError with its own code, converted once where the commit failed; the
     // tickets of other commits are not affected.
-    @Test(.timeLimit(.minutes(1)), arguments: [
-        (AnalyticsSinkError.Code.superseded, DurabilityError.Code.superseded),
-        (.unavailable, .unavailable), (.diskFull, .diskFull),
-    ])
+    @Test(
+        .timeLimit(.minutes(1)),
+        arguments: [
+            (AnalyticsSinkError.Code.superseded, DurabilityError.Code.superseded),
+            (.unavailable, .unavailable), (.diskFull, .diskFull),
+        ]
+    )
     func aStoreRefusalReachesTheWaiterWithItsCode(refusal: AnalyticsSinkError.Code, expected: DurabilityError.Code)
         async throws
     {
         let store = FencingStore(refusal: refusal)
         var configuration = DeliveryPipeline<FencingStore>.Configuration()
         configuration.logger = InMemoryLogger()
-        let pipeline = DeliveryPipeline(store: store, destination: InMemoryAnalyticsSink(), configuration: configuration)
+        let pipeline = DeliveryPipeline(
+            store: store,
+            destination: InMemoryAnalyticsSink(),
+            configuration: configuration
+        )
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await pipeline.run() }
             await store.running()

@@ -404,7 +404,11 @@ import Testing
             batches.append(batch)
             _ = machine.confirm(batch)
         }
-        #expect(batches.map { $0.records.map(\.id) } == [["r1", "r2", "r3"], ["r4", "r5", "r6"], ["r7", "r8", "r9"], ["r10"]])
+        #expect(
+            batches.map { $0.records.map(\.id) } == [
+                ["r1", "r2", "r3"], ["r4", "r5", "r6"], ["r7", "r8", "r9"], ["r10"],
+            ]
+        )
         #expect(batches.map(\.end.offset) == [ends[2], ends[5], ends[8], ends[9]])
         #expect(batches.last?.end == Position(segment: 1, offset: commit.bytes.count))
         #expect(machine.caughtUp)
