@@ -25,9 +25,10 @@ import Testing
             logger: TestService.logger,
             onServerRunning: { port in listening.yield(port) }
         )
-        var application = service.application
-        application.services.removeAll { $0 is RecordQueueService }
-        #expect(application.services.count == service.application.services.count - 1)
+        var withoutQueue = service.application
+        withoutQueue.services.removeAll { $0 is RecordQueueService }
+        #expect(withoutQueue.services.count == service.application.services.count - 1)
+        let application = withoutQueue
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             // The application's own service group, with its SIGTERM handler, as in `main.swift`.
