@@ -6,9 +6,9 @@ import TestSupport
 import Testing
 
 @Suite struct AnalyticsRecordTests {
-    @Test func aPushAnswerWrittenToBytesMatchesItsJSONValue() async throws {
+    /// A session of `user` over the music fixture container, whose Braze tags write to `sink`.
+    static func musicSession(sink: any AnalyticsSink, user: String) async throws -> DataLayer {
         let manager = TagManager(logger: InMemoryLogger())
-        let sink = InMemoryAnalyticsSink()
         BrazeTagProvider(sink: sink).register(on: manager)
         manager.add(
             try await ContainerLoader().load(
@@ -16,7 +16,12 @@ import Testing
             )
         )
         let session = manager.makeDataLayer()
-        BrazeTagProvider.setUser(.externalID("ada \"l\""), on: session)
+        BrazeTagProvider.setUser(.externalID(user), on: session)
+        return session
+    }
+
+    @Test func aPushAnswerWrittenToBytesMatchesItsJSONValue() async throws {
+        let session = try await Self.musicSession(sink: InMemoryAnalyticsSink(), user: "ada \"l\"")
         let result = await session.push(
             event: "played song",
             parameters: ["title": "So \"What\"\n", "genre": "jazz", "duration": 545]
@@ -40,16 +45,8 @@ import Testing
                 return nil
             }
         }
-        let manager = TagManager(logger: InMemoryLogger())
         let sink = KeepingSink()
-        BrazeTagProvider(sink: sink).register(on: manager)
-        manager.add(
-            try await ContainerLoader().load(
-                path: Fixtures.packageRoot.appendingPathComponent("Containers/GTM-MUSIC01.json").path
-            )
-        )
-        let session = manager.makeDataLayer()
-        BrazeTagProvider.setUser(.externalID("u-1"), on: session)
+        let session = try await Self.musicSession(sink: sink, user: "u-1")
         let result = await session.push(
             event: "played song",
             parameters: ["title": "So What", "genre": "jazz", "duration": 545]
