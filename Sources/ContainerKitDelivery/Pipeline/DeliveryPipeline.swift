@@ -44,8 +44,9 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         public var lingerCount = 1
         /// How long a durability wait or a ``flush()`` waits for ``run()`` to begin before it fails with
         /// ``DurabilityError/Code-swift.struct/notRunning`` (1 s): a host that never runs the pipeline gets an
-        /// error, not a request that hangs (and a shutdown that waits for it). A host that starts ``run()``
-        /// beside its first pushes, as usual, is not affected.
+        /// error, not a request that hangs (and a shutdown that waits for it). Once a wait timed out, later
+        /// waits fail at once until ``run()`` begins. A host that starts ``run()`` beside its first pushes, as
+        /// usual, is not affected.
         public var startTimeout: Duration = .seconds(1)
         /// How long ``gracefulShutdown()`` may deliver (10 s).
         public var drainTimeout: Duration = .seconds(10)
