@@ -10,6 +10,12 @@ if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "diff" {
     exit(0)
 }
 
+// `CONTAINERKIT_BENCH_ONLY=queue` runs the Braze queue figures alone (durable enqueue, end to end).
+if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "queue" {
+    await BrazeBench.run()
+    exit(0)
+}
+
 let corpus = "../shared/research/corpus/v5-mobile"
 let brazePath = "\(corpus)/Appboy__appboy-android-sdk__GTM-5HM9ZRX.json"
 let cargoPath = "\(corpus)/fifty-five__Cargo-android__GTM-NFJ2XRG.json"

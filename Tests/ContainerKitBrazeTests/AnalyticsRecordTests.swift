@@ -6,9 +6,9 @@ import TestSupport
 import Testing
 
 @Suite struct AnalyticsRecordTests {
-    @Test func aPushAnswerWrittenToBytesMatchesItsJSONValue() async throws {
+    /// A session of `user` over the music fixture container, whose Braze tags write to `sink`.
+    static func musicSession(sink: any AnalyticsSink, user: String) async throws -> DataLayer {
         let manager = TagManager(logger: InMemoryLogger())
-        let sink = InMemoryAnalyticsSink()
         BrazeTagProvider(sink: sink).register(on: manager)
         manager.add(
             try await ContainerLoader().load(
@@ -16,7 +16,12 @@ import Testing
             )
         )
         let session = manager.makeDataLayer()
-        BrazeTagProvider.setUser(.externalID("ada \"l\""), on: session)
+        BrazeTagProvider.setUser(.externalID(user), on: session)
+        return session
+    }
+
+    @Test func aPushAnswerWrittenToBytesMatchesItsJSONValue() async throws {
+        let session = try await Self.musicSession(sink: InMemoryAnalyticsSink(), user: "ada \"l\"")
         let result = await session.push(
             event: "played song",
             parameters: ["title": "So \"What\"\n", "genre": "jazz", "duration": 545]
@@ -25,6 +30,56 @@ import Testing
         result.appendJSON(to: &bytes)
         #expect(String(decoding: bytes, as: UTF8.self) == JSONWriter.string(result.jsonValue))
         #expect(!result.fired.isEmpty)
+    }
+
+    @Test func aPushAnswerReusesTheBytesTheSinkStoredForEachRecord() async throws {
+        // Each record is encoded once, by the provider: the sink stores those bytes and the answer copies them.
+        final class KeepingSink: AnalyticsSink {
+            let kept = Mutex<[EncodedRecords]>([])
+            func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? {
+                Issue.record("the provider handed over records to encode again")
+                return nil
+            }
+            func enqueue(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken? {
+                kept.withLock { $0.append(encoded) }
+                return nil
+            }
+        }
+        let sink = KeepingSink()
+        let session = try await Self.musicSession(sink: sink, user: "u-1")
+        let result = await session.push(
+            event: "played song",
+            parameters: ["title": "So What", "genre": "jazz", "duration": 545]
+        )
+        let tag = try #require(result.fired.first { $0.output?.records.isEmpty == false })
+        let output = try #require(tag.output)
+        let json = try #require(output.recordsJSON)
+        let stored = try #require(sink.kept.withLock { $0.first })
+        // The very buffer the sink stored, not a second encoding.
+        #expect(
+            json.bytes.withUnsafeBufferPointer { $0.baseAddress }
+                == stored.bytes.withUnsafeBufferPointer { $0.baseAddress }
+        )
+        #expect(json.count == output.records.count)
+        for index in 0..<json.count {
+            #expect(Array(json[index]) == Array(stored.json(at: index)))
+            #expect(
+                String(decoding: json[index], as: UTF8.self) == (output.records[index] as? AnalyticsRecord)?.jsonLine
+            )
+        }
+        // The answer copies the stored bytes: a tag whose stored JSON reads otherwise is answered with it.
+        let marker = Array(#"{"stored":1}"#.utf8)
+        var replaced = tag
+        replaced.output = TagOutput(
+            records: output.records,
+            recordsJSON: RecordsJSON(
+                bytes: marker,
+                ranges: Array(repeating: 0..<marker.count, count: output.records.count)
+            )
+        )
+        var bytes: [UInt8] = []
+        replaced.appendJSON(to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self).contains(#""records":[{"stored":1}"#))
     }
 
     @Test func aPushAnswerListsTheRecordsOfEveryTagInOrder() async throws {

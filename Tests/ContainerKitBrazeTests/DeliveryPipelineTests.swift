@@ -88,7 +88,7 @@ import Testing
         #expect(answers.map(\.0) == ["w1", "w2"])
         #expect(answers.map(\.1) == [true, false])
         let stopped = machine.stop().compactMap { action -> String? in
-            if case .resumeDurability(let waiter, let error) = action, error?.code == .closed { return waiter }
+            if case .resumeDurability(let waiter, let error) = action, error?.code == .stopped { return waiter }
             return nil
         }
         #expect(stopped == ["w3"])
@@ -143,6 +143,48 @@ import Testing
             #expect(await iterator.next()?.map(\.id) == [elsewhere.id])
             group.cancelAll()
         }
+    }
+
+    // A transactional store's refusal (a fenced session, a database that cannot be reached) reaches the
+    // waiter as a typed DurabilityError with its own code, converted once where the commit failed; the
+    // tickets of other commits are not affected.
+    @Test(
+        .timeLimit(.minutes(1)),
+        arguments: [
+            (AnalyticsSinkError.Code.superseded, DurabilityError.Code.superseded),
+            (.unavailable, .unavailable), (.diskFull, .diskFull),
+        ]
+    )
+    func aStoreRefusalReachesTheWaiterWithItsCode(refusal: AnalyticsSinkError.Code, expected: DurabilityError.Code)
+        async throws
+    {
+        let store = FencingStore(refusal: refusal)
+        var configuration = DeliveryPipeline<FencingStore>.Configuration()
+        configuration.logger = InMemoryLogger()
+        let pipeline = DeliveryPipeline(
+            store: store,
+            destination: InMemoryAnalyticsSink(),
+            configuration: configuration
+        )
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await pipeline.run() }
+            await store.running()
+            let refused = try #require(try pipeline.enqueue([event("stale-1")]))
+            let kept = try #require(try pipeline.enqueue([event("fresh-1")]))
+            do throws(DurabilityError) {
+                try await refused.wait()
+                Issue.record("a refused commit was reported durable")
+            } catch {
+                #expect(error.code == expected)
+                #expect(error.message.contains("stale-"))
+            }
+            try await kept.wait()
+            await #expect(throws: DurabilityError.self) {
+                try await pipeline.waitUntilDurable(tickets: [kept.ticket, refused.ticket])
+            }
+            group.cancelAll()
+        }
+        #expect(pipeline.statistics.droppedRecords == 1)
     }
 
     @Test func cancellingRunStopsAtOnceWithoutDelivering() async throws {
@@ -238,4 +280,68 @@ private struct StreamDestination: AnalyticsDestination {
         batches.yield(records)
         return .accepted(records)
     }
+}
+
+/// A store that commits at once and refuses every append whose first record names `stale-` with
+/// `refusal` (as a transactional store refuses a fenced session), converted once to a ``DurabilityError``.
+private final class FencingStore: RecordStore {
+    private struct State {
+        var records: [AnalyticsRecord] = []
+        var tickets: UInt64 = 0
+        var commits: RecordStoreCommits?
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+    let refusal: AnalyticsSinkError.Code
+
+    init(refusal: AnalyticsSinkError.Code) { self.refusal = refusal }
+
+    func append(_ records: EncodedRecords) throws(AnalyticsSinkError) -> UInt64 {
+        let stale = !records.records.isEmpty && String(decoding: records.json(at: 0), as: UTF8.self).contains("stale-")
+        let (ticket, commits) = state.withLock { state in
+            state.tickets += 1
+            if !stale { state.records += records.records }
+            return (state.tickets, state.commits)
+        }
+        if stale {
+            let error = AnalyticsSinkError(refusal, "the session of a \"stale-\" push is refused")
+            commits?.failed(ticket...ticket, records: records.records.count, error: DurabilityError(error))
+        } else {
+            commits?.committed(through: ticket, records: records.records.count)
+        }
+        return ticket
+    }
+
+    func run(reporting commits: RecordStoreCommits) async throws {
+        let waiters = state.withLock { state in
+            state.commits = commits
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+        try? await Task.sleep(for: .seconds(86_400))  // until cancelled
+    }
+
+    /// Returns once ``run(reporting:)`` started.
+    func running() async {
+        await withCheckedContinuation { continuation in
+            let started = state.withLock { state in
+                if state.commits != nil { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if started { continuation.resume() }
+        }
+    }
+
+    func read(after position: Int?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<Int> {
+        state.withLock { state in
+            let start = position ?? 0
+            let end = min(state.records.count, start + limit)
+            guard end > start else { return .empty }
+            return StoredBatch(records: Array(state.records[start..<end]), end: end)
+        }
+    }
+
+    func acknowledge(through position: Int) async throws(AnalyticsSinkError) {}
 }

@@ -60,7 +60,7 @@ import Testing
             if failing.contains(.create) {
                 // The very first commit creates the segment: its failure leaves no empty segment behind.
                 disk.full.withLock { $0 = true }
-                await #expect(throws: AnalyticsSinkError.self) { try await queue.append([b]) }
+                await #expect(throws: DurabilityError.self) { try await queue.append([b]) }
                 #expect(try segmentFiles(directory).isEmpty)
                 disk.full.withLock { $0 = false }
                 try await queue.append([a])
@@ -70,7 +70,7 @@ import Testing
                 do {
                     try await queue.append([b])
                     Issue.record("expected the commit to fail")
-                } catch let error as AnalyticsSinkError {
+                } catch let error as DurabilityError {
                     #expect(error.code == .diskFull)
                     #expect(error.message.contains("segment-"))
                 }
@@ -101,16 +101,16 @@ import Testing
         try await whileRunning(queue) {
             disk.full.withLock { $0 = true }
             let lost = try #require(try queue.enqueue([event("lost")]))
-            await #expect(throws: AnalyticsSinkError.self) { try await lost.wait() }
+            await #expect(throws: DurabilityError.self) { try await lost.wait() }
             disk.full.withLock { $0 = false }
             let kept = try #require(try queue.enqueue([event("kept")]))
             try await kept.wait()
             #expect(lost.ticket < kept.ticket)
             // Waiting for the highest ticket alone would say "durable"; each ticket is checked on its own.
-            await #expect(throws: AnalyticsSinkError.self) {
+            await #expect(throws: DurabilityError.self) {
                 try await queue.waitUntilDurable(tickets: [kept.ticket, lost.ticket])
             }
-            await #expect(throws: AnalyticsSinkError.self) {
+            await #expect(throws: DurabilityError.self) {
                 try await DurabilityToken.waitUntilDurable([lost, kept])
             }
             try await DurabilityToken.waitUntilDurable([kept, kept])

@@ -76,7 +76,7 @@ import Testing
         )
         try await whileRunning(queue) { try await queue.flush() }
         #expect(destination.records.map(\.id) == records.map(\.id))
-        #expect(queue.statistics.skippedLines == 0)
+        #expect(queue.statistics.skippedRecords == 0)
         #expect(queue.statistics.failedReads == 3)
         #expect(logger.messages(at: .warning).contains { $0.contains("cannot read segment") && $0.contains("retr") })
     }
@@ -108,7 +108,7 @@ import Testing
             }
         }
         attempted.finish()
-        #expect(queue.statistics.skippedLines == 0)
+        #expect(queue.statistics.skippedRecords == 0)
         #expect(FileManager.default.fileExists(atPath: directory.file(SegmentLog.segmentName(1))))
         #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
     }
@@ -137,8 +137,8 @@ import Testing
         )
         try await whileRunning(queue) { try await queue.flush() }
         #expect(destination.records.map(\.id) == [records[0].id, records[2].id])
-        #expect(queue.statistics.corruptLines == 1)
-        #expect(queue.statistics.skippedLines == 1)
+        #expect(queue.statistics.corruptRecords == 1)
+        #expect(queue.statistics.skippedRecords == 1)
         #expect(logger.messages(at: .warning).contains { $0.contains("checksum mismatch") })
     }
 
@@ -204,7 +204,8 @@ import Testing
             do {
                 try await queue.append([b])
                 Issue.record("a commit to a deleted segment was reported durable")
-            } catch let error as AnalyticsSinkError {
+            } catch let error as DurabilityError {
+                #expect(error.code == .io)
                 #expect(error.message.contains("deleted"))
             }
             try await queue.append([c])
@@ -265,8 +266,8 @@ import Testing
             do {
                 try await queue.append([event("b")])
                 Issue.record("a segment past the index range was written")
-            } catch let error as AnalyticsSinkError {
-                #expect(error.code == .queueFull)
+            } catch let error as DurabilityError {
+                #expect(error.code == .full)
             }
         }
         // The directory still opens.

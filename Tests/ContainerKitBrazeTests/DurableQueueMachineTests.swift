@@ -382,6 +382,74 @@ import Testing
         #expect(machine.nextBatch() == .wait)
     }
 
+    // The memory buffer keeps each append's records as one chunk: batches cross chunk boundaries in order,
+    // each batch ends where its last record's line ends, and a batch that is exactly one append's records
+    // is that append's own array (no record is copied).
+    @Test func batchesCrossTheAppendsKeptInMemoryInOrderWithTheirLineEnds() throws {
+        var machine = Self.machine(batchSize: 3)
+        let appends = [[1, 2, 3], [4], [5, 6, 7, 8], [9, 10]].map { $0.map(Self.record) }
+        var ends: [Int] = []
+        var offset = 0
+        for records in appends {
+            let (bytes, lineEnds) = Self.lines(records)
+            _ = try machine.enqueue(bytes, records: records, lineEnds: lineEnds)
+            ends += lineEnds.map { $0 + offset }
+            offset += bytes.count
+        }
+        let commit = try Self.take(&machine)
+        #expect(commit.recordCount == 10)
+        _ = machine.committed(commit)
+        var batches: [Machine.Batch] = []
+        while case .deliver(let batch) = machine.nextBatch() {
+            batches.append(batch)
+            _ = machine.confirm(batch)
+        }
+        #expect(
+            batches.map { $0.records.map(\.id) } == [
+                ["r1", "r2", "r3"], ["r4", "r5", "r6"], ["r7", "r8", "r9"], ["r10"],
+            ]
+        )
+        #expect(batches.map(\.end.offset) == [ends[2], ends[5], ends[8], ends[9]])
+        #expect(batches.last?.end == Position(segment: 1, offset: commit.bytes.count))
+        #expect(machine.caughtUp)
+
+        // One append, one batch: the batch is the append's array itself.
+        var whole = Self.machine(batchSize: 3)
+        let records = [11, 12, 13].map(Self.record)
+        _ = try Self.enqueue(&whole, records)
+        _ = whole.committed(try Self.take(&whole))
+        guard case .deliver(let batch) = whole.nextBatch() else {
+            Issue.record("expected a batch")
+            return
+        }
+        #expect(
+            batch.records.withUnsafeBufferPointer { $0.baseAddress }
+                == records.withUnsafeBufferPointer { $0.baseAddress }
+        )
+    }
+
+    // Thousands of one-record appends (one commit each) are delivered in order while the consumed chunks at
+    // the front are dropped in bulk now and then, never one by one.
+    @Test func manySmallAppendsAreDeliveredInOrderAcrossTheBufferCompactions() throws {
+        var machine = Self.machine(batchSize: 7, buffered: 10_000)
+        var delivered: [String] = []
+        var lastEnd = Position(segment: 1, offset: 0)
+        for n in 1...3000 {
+            _ = try Self.enqueue(&machine, [Self.record(n)])
+            _ = machine.committed(try Self.take(&machine))
+            if n % 500 == 0 {
+                while case .deliver(let batch) = machine.nextBatch() {
+                    #expect(batch.end > lastEnd)
+                    lastEnd = batch.end
+                    delivered += batch.records.map(\.id)
+                    _ = machine.confirm(batch)
+                }
+            }
+        }
+        #expect(delivered == (1...3000).map { "r\($0)" })
+        #expect(machine.caughtUp)
+    }
+
     @Test func refusesWhenFullOrClosed() throws {
         var machine = Machine(
             segments: [],

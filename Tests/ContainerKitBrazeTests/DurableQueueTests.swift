@@ -139,7 +139,7 @@ import Testing
         try await whileRunning(second) {
             try await second.flush()
             #expect(downstream.delivered == records)
-            #expect(second.statistics.skippedLines == 1)
+            #expect(second.statistics.skippedRecords == 1)
             #expect(logger.messages(at: .warning).contains { $0.contains("torn last line") })
             try await second.append([event("after")])
             try await second.flush()
@@ -329,21 +329,21 @@ import Testing
         let queue = try open(directory, ScriptedDownstream(mode: .fail), settings)
         var accepted = 0
         try await whileRunning(queue) {
-            var refusal: AnalyticsSinkError?
+            var refusal: DurabilityError?
             for i in 0..<100 {
                 do {
                     try await queue.append([event("e\(i)")])
                     accepted += 1
                 } catch {
-                    refusal = error as? AnalyticsSinkError
+                    refusal = error as? DurabilityError
                     break
                 }
             }
-            #expect(refusal?.code == .queueFull)
+            #expect(refusal?.code == .full)
             #expect(accepted > 0)
             #expect(throws: AnalyticsSinkError.self) { try queue.enqueue([event("dropped")]) }
             #expect(logger.messages(at: .error).contains { $0.contains("refused 1 records") })
-            #expect(queue.statistics.refusedRecords == 2)
+            #expect(queue.statistics.droppedRecords == 2)
         }
         #expect(try DurableQueue.pendingRecords(in: directory.path).count == accepted)
     }
@@ -360,6 +360,84 @@ import Testing
             #expect(error.code == .closed)
         }
         await #expect(throws: AnalyticsSinkError.self) { try await queue.run() }
+    }
+
+    // Issue 22: without run() nothing commits; a wait must end with `.notRunning`, not hang forever.
+    @Test(.timeLimit(.minutes(1))) func waitingWithoutRunFailsFastAsNotRunning() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = configuration()
+        settings.startTimeout = .zero
+        let queue = try open(directory, ScriptedDownstream(), settings)
+        let token = try #require(try queue.enqueue([event("a")]))
+        do {
+            try await token.wait()
+            Issue.record("records were reported durable without run()")
+        } catch {
+            #expect(error.code == .notRunning)
+        }
+        do {
+            try await queue.flush()
+            Issue.record("a flush ended without run()")
+        } catch let error as DurabilityError {
+            #expect(error.code == .notRunning)
+        }
+        // The record is kept (not dropped): a run() started later stores and delivers it.
+        #expect(queue.statistics.enqueuedRecords == 1)
+        #expect(queue.statistics.droppedRecords == 0)
+    }
+
+    // Issue 22: SIGTERM reaches a host whose queue never ran: its graceful shutdown answers the waits at once.
+    @Test(.timeLimit(.minutes(1))) func aGracefulShutdownWithoutRunEndsTheWaits() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = configuration()
+        settings.startTimeout = .seconds(3600)
+        let queue = try open(directory, ScriptedDownstream(), settings)
+        let token = try #require(try queue.enqueue([event("a")]))
+        await withTaskGroup(of: DurabilityError.Code?.self) { group in
+            group.addTask {
+                do {
+                    try await token.wait()
+                    return nil
+                } catch let error as DurabilityError {
+                    return error.code
+                } catch {
+                    return nil
+                }
+            }
+            queue.gracefulShutdown()
+            #expect(await group.next() == .notRunning)
+        }
+    }
+
+    // Issue 22: a push whose queue does not run answers with a typed error the service maps by its code.
+    @Test(.timeLimit(.minutes(1))) func aPushWaitingWithoutRunGetsNotRunning() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = configuration()
+        settings.startTimeout = .zero
+        let queue = try open(directory, ScriptedDownstream(), settings)
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(
+            try await ContainerLoader().load(
+                path: Fixtures.packageRoot.appendingPathComponent("Containers/GTM-MUSIC01.json").path
+            )
+        )
+        BrazeTagProvider(sink: queue).register(on: manager)
+        let session = manager.makeDataLayer()
+        BrazeTagProvider.setUser(.externalID("u-1"), on: session)
+        let result = await session.push(
+            event: "played song",
+            parameters: ["title": "So What", "genre": "jazz", "duration": 545]
+        )
+        #expect(!result.durability.isEmpty)
+        do {
+            try await result.waitUntilDurable()
+            Issue.record("a push was reported durable without run()")
+        } catch {
+            #expect(error.code == .notRunning)
+        }
     }
 
     @Test func aPartialBatchLingersBeforeItIsDelivered() async throws {

@@ -70,3 +70,29 @@ struct OneErrorTypePerModuleTests {
         #expect(load.description == "a.json:2:3: unexpected '}' (syntax_error)")
     }
 }
+
+/// A store's failure becomes a ``DurabilityError`` once, keeping what it means; the codes' text is stable
+/// (a service answers by it).
+struct DurabilityErrorTests {
+    @Test(arguments: [
+        (AnalyticsSinkError.Code.diskFull, DurabilityError.Code.diskFull), (.unwritable, .unwritable),
+        (.queueFull, .full), (.closed, .stopped), (.shutDown, .stopped), (.superseded, .superseded),
+        (.unavailable, .unavailable), (.io, .io), (.corruptFile, .io), (.locked, .io),
+    ])
+    func aStoreFailureIsConvertedOnceKeepingItsMeaning(store: AnalyticsSinkError.Code, expected: DurabilityError.Code) {
+        let error = DurabilityError(AnalyticsSinkError(store, "cannot write \"segment-1\"", errorNumber: 28))
+        #expect(error.code == expected)
+        #expect(error.message == "cannot write \"segment-1\"")
+        #expect(error.errorNumber == 28)
+    }
+
+    @Test func codesKeepTheirText() {
+        let codes: [(DurabilityError.Code, String)] = [
+            (.diskFull, "disk_full"), (.io, "io_error"), (.unwritable, "unwritable"), (.full, "full"),
+            (.stopped, "stopped"), (.notRunning, "not_running"), (.superseded, "superseded"),
+            (.unavailable, "unavailable"),
+        ]
+        for (code, text) in codes { #expect(code.rawValue == text) }
+        #expect(ErrorCodeTests.shape(DurabilityError.Code.notRunning) == "not_running")
+    }
+}

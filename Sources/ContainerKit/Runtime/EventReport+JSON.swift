@@ -49,7 +49,12 @@ extension FiredTag {
         if let output {
             if !output.records.isEmpty {
                 append(",\"records\":", to: &bytes)
-                FiredTag.appendJSON(records: output.records, to: &bytes, copyingTo: &records)
+                FiredTag.appendJSON(
+                    records: output.records,
+                    encoded: output.recordsJSON,
+                    to: &bytes,
+                    copyingTo: &records
+                )
             }
             if !output.problems.isEmpty {
                 append(",\"problems\":", to: &bytes)
@@ -62,23 +67,28 @@ extension FiredTag {
     /// Appends `records` as a JSON array.
     public static func appendJSON(records: some Sequence<any TagRecord>, to bytes: inout [UInt8]) {
         var unused: [UInt8]? = nil
-        appendJSON(records: records, to: &bytes, copyingTo: &unused)
+        appendJSON(records: Array(records), encoded: nil, to: &bytes, copyingTo: &unused)
     }
 
     /// Appends `records` as a JSON array and, when `copies` is not `nil`, each record's JSON to it too,
-    /// comma-separated (each record is encoded once).
+    /// comma-separated. Each record's JSON is taken from `encoded` (what the sink stored) when it covers
+    /// them, else encoded here — once either way.
     static func appendJSON(
-        records: some Sequence<any TagRecord>,
+        records: [any TagRecord],
+        encoded: RecordsJSON?,
         to bytes: inout [UInt8],
         copyingTo copies: inout [UInt8]?
     ) {
         bytes.append(0x5B)
-        var first = true
-        for record in records {
-            if !first { bytes.append(0x2C) }
-            first = false
+        let encoded = encoded?.count == records.count ? encoded : nil
+        for index in records.indices {
+            if index > 0 { bytes.append(0x2C) }
             let start = bytes.count
-            record.appendJSON(to: &bytes)
+            if let encoded {
+                bytes.append(contentsOf: encoded[index])
+            } else {
+                records[index].appendJSON(to: &bytes)
+            }
             if copies?.isEmpty == false { copies?.append(0x2C) }
             copies?.append(contentsOf: bytes[start...])
         }

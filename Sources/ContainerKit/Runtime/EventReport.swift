@@ -118,8 +118,10 @@ public struct PushResult: Sendable {
     /// Each write is checked on its own: when one tag's records were lost to a failed write (a full disk)
     /// while a later tag's were written, this still throws.
     ///
-    /// - Throws: the error of the write that held one of this push's records, if that write failed.
-    public func waitUntilDurable() async throws {
+    /// - Throws: ``DurabilityError``: the error of the write that held one of this push's records, if that
+    ///   write failed (`.diskFull`, `.io`, …); `.notRunning` at once when the queue's `run()` is not running;
+    ///   `.stopped` when it stopped before the records were written.
+    public func waitUntilDurable() async throws(DurabilityError) {
         try await DurabilityToken.waitUntilDurable(events.lazy.flatMap(\.fired).compactMap { $0.output?.durability })
     }
 }

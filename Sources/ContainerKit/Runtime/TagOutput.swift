@@ -28,12 +28,20 @@ public struct TagOutput: Sendable {
         let problems: [String]
         let dropReason: String?
         let durability: DurabilityToken?
+        let recordsJSON: RecordsJSON?
 
-        init(records: [any TagRecord], problems: [String], dropReason: String?, durability: DurabilityToken?) {
+        init(
+            records: [any TagRecord],
+            problems: [String],
+            dropReason: String?,
+            durability: DurabilityToken?,
+            recordsJSON: RecordsJSON?
+        ) {
             self.records = records
             self.problems = problems
             self.dropReason = dropReason
             self.durability = durability
+            self.recordsJSON = recordsJSON
         }
     }
 
@@ -60,18 +68,32 @@ public struct TagOutput: Sendable {
         get { fields?.durability }
         set { self = TagOutput(records: records, problems: problems, dropReason: dropReason, durability: newValue) }
     }
+    /// The JSON of ``records`` as the handler's sink encoded it (the bytes it stored), which answers reuse
+    /// instead of encoding each record again; `nil` when the handler did not keep it. Dropped when
+    /// ``records`` is replaced.
+    public var recordsJSON: RecordsJSON? { fields?.recordsJSON }
 
     /// Creates an output.
+    /// - Parameter recordsJSON: each record's JSON, already encoded (it must be what
+    ///   ``TagRecord/appendJSON(to:)`` writes for the record at the same index); ignored unless it holds
+    ///   as many records as `records`.
     public init(
         records: [any TagRecord] = [],
         problems: [String] = [],
         dropReason: String? = nil,
-        durability: DurabilityToken? = nil
+        durability: DurabilityToken? = nil,
+        recordsJSON: RecordsJSON? = nil
     ) {
         if records.isEmpty && problems.isEmpty && dropReason == nil && durability == nil {
             fields = nil
         } else {
-            fields = Fields(records: records, problems: problems, dropReason: dropReason, durability: durability)
+            fields = Fields(
+                records: records,
+                problems: problems,
+                dropReason: dropReason,
+                durability: durability,
+                recordsJSON: recordsJSON?.count == records.count ? recordsJSON : nil
+            )
         }
     }
 
@@ -100,24 +122,50 @@ extension TagOutput: Hashable {
     }
 }
 
+/// The JSON of a list of records, encoded once: one buffer and each record's range in it. A sink that
+/// encodes records to store them (the durable queue's segment lines) hands the bytes back through
+/// ``TagOutput/recordsJSON``, so a push's answer copies them instead of encoding every record again.
+public struct RecordsJSON: Sendable {
+    /// The buffer (it may hold more than the records' JSON, such as each line's checksum).
+    public let bytes: [UInt8]
+    /// Where each record's JSON is in ``bytes``, in order.
+    public let ranges: [Range<Int>]
+
+    /// Creates the JSON of `ranges.count` records, each `bytes[ranges[i]]`.
+    public init(bytes: [UInt8], ranges: [Range<Int>]) {
+        self.bytes = bytes
+        self.ranges = ranges
+    }
+
+    /// How many records.
+    public var count: Int { ranges.count }
+
+    /// The JSON of record `index`.
+    public subscript(index: Int) -> ArraySlice<UInt8> { bytes[ranges[index]] }
+}
+
 /// Something that makes records durable in order and can tell when a position is: a durable queue.
 ///
 /// Positions (tickets) grow with every write. A write can fail on its own (a full disk) while earlier and
 /// later writes succeed, so whether a ticket's records are durable is known per ticket: waiting for the
 /// highest ticket of a push tells when all of its writes ended, not that all of them succeeded.
+///
+/// A source converts its own failure into a ``DurabilityError`` once, where the write failed; waiters get
+/// that value. A source whose `run()` is not running answers at once with
+/// ``DurabilityError/Code-swift.struct/notRunning`` instead of letting the waiter hang.
 public protocol DurabilitySource: AnyObject, Sendable {
     /// Returns once everything up to and including `ticket` is durable; throws if the write holding it
     /// failed.
-    func waitUntilDurable(ticket: UInt64) async throws
+    func waitUntilDurable(ticket: UInt64) async throws(DurabilityError)
 
     /// Returns once everything up to and including the highest of `tickets` is written; throws the error
     /// of the first write that held one of `tickets` and failed. The default waits for each ticket,
     /// highest first (so that the later waits return at once).
-    func waitUntilDurable(tickets: [UInt64]) async throws
+    func waitUntilDurable(tickets: [UInt64]) async throws(DurabilityError)
 }
 
 extension DurabilitySource {
-    public func waitUntilDurable(tickets: [UInt64]) async throws {
+    public func waitUntilDurable(tickets: [UInt64]) async throws(DurabilityError) {
         for ticket in tickets.sorted(by: >) { try await waitUntilDurable(ticket: ticket) }
     }
 }
@@ -137,7 +185,7 @@ public struct DurabilityToken: Sendable, Hashable {
     }
 
     /// Waits until the token's records are durable.
-    public func wait() async throws { try await source.waitUntilDurable(ticket: ticket) }
+    public func wait() async throws(DurabilityError) { try await source.waitUntilDurable(ticket: ticket) }
 
     public static func == (lhs: DurabilityToken, rhs: DurabilityToken) -> Bool {
         lhs.source === rhs.source && lhs.ticket == rhs.ticket
@@ -152,7 +200,7 @@ public struct DurabilityToken: Sendable, Hashable {
     /// per source, with all of that source's tickets (each may have failed on its own).
     ///
     /// - Throws: the error of a write that held one of the tokens' records, if one failed.
-    public static func waitUntilDurable(_ tokens: some Sequence<DurabilityToken>) async throws {
+    public static func waitUntilDurable(_ tokens: some Sequence<DurabilityToken>) async throws(DurabilityError) {
         var bySource: [(source: any DurabilitySource, tickets: [UInt64])] = []
         for token in tokens {
             if let i = bySource.firstIndex(where: { $0.source === token.source }) {

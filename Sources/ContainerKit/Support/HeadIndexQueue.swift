@@ -41,6 +41,9 @@ package struct HeadIndexQueue<Element> {
         elements.append(contentsOf: newElements)
     }
 
+    /// The first element, if any, left in place.
+    package var first: Element? { head < elements.count ? elements[head] : nil }
+
     /// Takes the first element, if any.
     package mutating func popFirst() -> Element? {
         guard head < elements.count else { return nil }

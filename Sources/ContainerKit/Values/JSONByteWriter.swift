@@ -117,6 +117,14 @@ package struct JSONByteWriter {
             if keepsNumberTypes { raw(".0") }
             return
         }
+        // Swift's shortest round-trip digits in fixed notation ("4.5", "-0.001") are JavaScript's form
+        // too: written as they are, without `jsNumberString`'s rewriting (its two buffers and a string).
+        // Only an exponent form ("1e-05", "1.5e+20") needs JavaScript's rules.
+        let plain = value.description
+        if value != value.rounded(), !plain.utf8.contains(where: { $0 == 0x65 || $0 == 0x45 }) {
+            bytes.append(contentsOf: plain.utf8)
+            return
+        }
         let text = Value.jsNumberString(value)
         bytes.append(contentsOf: text.utf8)
         if keepsNumberTypes, !text.utf8.contains(where: { $0 == 0x2E || $0 == 0x65 || $0 == 0x45 }) {

@@ -173,8 +173,10 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
             Self.setUser(.externalID(externalID), on: call.dataLayer)
         }
         guard !records.isEmpty else { return .none }
-        let token = try sink.enqueue(records)
-        return TagOutput(records: records, durability: token)
+        // Encoded once: the sink stores these bytes and the push's answer copies them.
+        let encoded = EncodedRecords(records)
+        let token = try sink.enqueue(encoded)
+        return TagOutput(records: records, durability: token, recordsJSON: encoded.recordsJSON)
     }
 
     /// The structured context of a warning about `call`: container, session, tag and class path.

@@ -42,6 +42,12 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         public var linger: Duration = .zero
         /// See ``linger`` (1).
         public var lingerCount = 1
+        /// How long a durability wait or a ``flush()`` waits for ``run()`` to begin before it fails with
+        /// ``DurabilityError/Code-swift.struct/notRunning`` (1 s): a host that never runs the pipeline gets an
+        /// error, not a request that hangs (and a shutdown that waits for it). Once a wait timed out, later
+        /// waits fail at once until ``run()`` begins. A host that starts ``run()`` beside its first pushes, as
+        /// usual, is not affected.
+        public var startTimeout: Duration = .seconds(1)
         /// How long ``gracefulShutdown()`` may deliver (10 s).
         public var drainTimeout: Duration = .seconds(10)
         /// How often, at most, a repeated failure is logged again (60 s).
@@ -64,37 +70,14 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         public init() {}
     }
 
-    /// Counters for monitoring and tests (one set for every store).
-    public struct Statistics: Sendable, Hashable {
-        /// Records the store took.
-        public var enqueuedRecords = 0
-        /// Records the store committed (durable for a durable store).
-        public var durableRecords = 0
-        /// Commits the store reported.
-        public var commits = 0
-        /// Records the destination accepted.
-        public var deliveredRecords = 0
-        /// Records the destination rejected (dropped).
-        public var rejectedRecords = 0
-        /// Records given up on (out of attempts) or refused (full, shut down, a failed commit).
-        public var droppedRecords = 0
-        /// Deliveries that failed in a retryable way (and were retried, or given up on).
-        public var failedDeliveries = 0
-        /// Deliveries repeated after a failure.
-        public var retries = 0
-        /// Acknowledgements given to the store.
-        public var acknowledgements = 0
-        /// Records the store skipped as provably bad.
-        public var skippedRecords = 0
-        /// Reads of the store that failed for the moment and were retried.
-        public var failedReads = 0
-    }
+    /// Counters for monitoring and tests: the one ``DeliveryStatistics`` of every store.
+    public typealias Statistics = DeliveryStatistics
 
     private typealias Machine = DeliveryPipelineMachine<Store.Position, Waiter>
 
     /// What the machine stores for a waiting caller.
     enum Waiter: Sendable {
-        case durability(CheckedContinuation<AnalyticsSinkError?, Never>)
+        case durability(CheckedContinuation<DurabilityError?, Never>)
         case flush(CheckedContinuation<(any Error & Sendable)?, Never>)
     }
 
@@ -144,8 +127,12 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         )
     }
 
-    /// Counters for monitoring and tests.
-    public var statistics: Statistics { shell.withLock { $0.statistics } }
+    /// Counters for monitoring and tests: the pipeline's, and the store's own (``RecordStore/addCounters(to:)``).
+    public var statistics: Statistics {
+        var statistics = shell.withLock { $0.statistics }
+        store.addCounters(to: &statistics)
+        return statistics
+    }
 
     /// Flushes waiting (for tests).
     var waitingFlushCount: Int { shell.withLock { $0.machine.waitingFlushCount } }
@@ -191,6 +178,15 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         return try append(EncodedRecords(records))
     }
 
+    /// Hands records the provider encoded to the store; returns the token to wait on (`nil` when
+    /// `encoded` holds none).
+    /// - Throws: `.queueFull` or `.closed`; nothing is taken then.
+    @discardableResult
+    public func enqueue(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken? {
+        guard !encoded.records.isEmpty else { return nil }
+        return try append(encoded)
+    }
+
     /// Hands encoded records to the store; returns the token to wait on.
     /// - Throws: `.queueFull` or `.closed`; nothing is taken then.
     public func append(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken {
@@ -228,9 +224,12 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                     return ((), shell.machine.committed(through: ticket, records: records))
                 }
             },
-            failed: { [weak self] tickets, error in
+            failed: { [weak self] tickets, records, error in
                 guard let self else { return }
-                self.act { shell in ((), shell.machine.commitFailed(tickets, error: error)) }
+                self.act { shell in
+                    shell.statistics.droppedRecords += records
+                    return ((), shell.machine.commitFailed(tickets, error: error))
+                }
                 self.logs.log(
                     .error,
                     key: "commit",
@@ -245,12 +244,24 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     }
 
     /// Returns once the records of `ticket` are committed.
-    /// - Throws: the store's error when the commit holding `ticket` failed, `.closed` once stopped.
-    public func waitUntilDurable(ticket: UInt64) async throws(AnalyticsSinkError) {
-        let error: AnalyticsSinkError? = await withCheckedContinuation { continuation in
-            act { shell in
-                let action = shell.machine.waitUntilDurable(ticket: ticket, .durability(continuation))
-                return ((), action.map { [$0] } ?? [])
+    /// - Throws: the store's error (converted once, where the commit failed) when the commit holding
+    ///   `ticket` failed; `.stopped` once the pipeline stopped; `.notRunning` when ``run()`` did not begin
+    ///   within ``Configuration/startTimeout``.
+    public func waitUntilDurable(ticket: UInt64) async throws(DurabilityError) {
+        // Settled already: answered without a suspension.
+        let settled = shell.withLock { shell -> DurabilityError?? in
+            ticket <= shell.machine.resolvedTicket ? .some(shell.machine.failure(for: ticket)) : .none
+        }
+        if case .some(let error) = settled {
+            if let error { throw error }
+            return
+        }
+        let error: DurabilityError? = await waitingForRun {
+            await withCheckedContinuation { continuation in
+                self.act { shell in
+                    let action = shell.machine.waitUntilDurable(ticket: ticket, .durability(continuation))
+                    return ((), action.map { [$0] } ?? [])
+                }
             }
         }
         if let error { throw error }
@@ -258,10 +269,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
 
     /// Returns once every one of `tickets` is committed (or its commit failed).
     /// - Throws: the error of the first commit holding one of `tickets` that failed.
-    public func waitUntilDurable(tickets: [UInt64]) async throws(AnalyticsSinkError) {
+    public func waitUntilDurable(tickets: [UInt64]) async throws(DurabilityError) {
         guard let highest = tickets.max() else { return }
         try await waitUntilDurable(ticket: highest)
-        let error = shell.withLock { shell -> AnalyticsSinkError? in
+        let error = shell.withLock { shell -> DurabilityError? in
             for ticket in tickets { if let error = shell.machine.failure(for: ticket) { return error } }
             return nil
         }
@@ -273,10 +284,34 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     /// - Throws: the first error that settled records without delivering them (a rejection, attempts used
     ///   up).
     public func flush() async throws {
-        let error: (any Error & Sendable)? = await withCheckedContinuation { continuation in
-            act { shell in ((), shell.machine.flush(.flush(continuation))) }
+        let error: (any Error & Sendable)? = await waitingForRun {
+            await withCheckedContinuation { continuation in
+                self.act { shell in ((), shell.machine.flush(.flush(continuation))) }
+            }
         }
         if let error { throw error }
+    }
+
+    /// Runs `wait` (which registers a waiter with the machine, before its first suspension); while
+    /// ``run()`` has not begun, at most for ``Configuration/startTimeout``: then every waiter is answered
+    /// `.notRunning`, and so is every later one until ``run()`` begins. Once ``run()`` began, `wait` runs
+    /// alone (the hot path adds nothing).
+    private func waitingForRun<T: Sendable>(_ wait: () async -> T) async -> T {
+        if shell.withLock({ $0.machine.hasStarted }) { return await wait() }
+        let timeout = configuration.startTimeout
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // The caller's own timer (a child of its task), cancelled as soon as its wait is answered; on
+                // the continuous clock (a wall-clock safety net, not a step of the delivery schedule).
+                guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                self.act { shell in ((), shell.machine.notRunning()) }
+            }
+            // In this task: the waiter is registered before anything suspends (a caller that starts the wait
+            // with `Task.immediate` finds it registered).
+            let answer = await wait()
+            group.cancelAll()
+            return answer
+        }
     }
 
     // MARK: Running
@@ -333,7 +368,9 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 case .finish:
                     break loop
                 case .read(let after, let limit):
-                    await read(after: after, limit: limit, into: &group)
+                    let actions = await read(after: after, limit: limit, into: &group)
+                    await acknowledge(actions)
+                    for action in actions { perform(action) }
                     continue loop
                 case .wait(let until):
                     if !waking {
@@ -369,8 +406,13 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         }
     }
 
-    /// Performs a read the machine asked for and starts the delivery of what it found.
-    private func read(after: Store.Position?, limit: Int, into group: inout TaskGroup<LoopEvent>) async {
+    /// Performs a read the machine asked for and starts the delivery of what it found; returns the other
+    /// actions of the step (an acknowledgement of skipped records, flushes to answer) for the loop.
+    private func read(
+        after: Store.Position?,
+        limit: Int,
+        into group: inout TaskGroup<LoopEvent>
+    ) async -> [Machine.Action] {
         let batch: StoredBatch<Store.Position>
         do {
             batch = try await store.read(after: after, limit: limit)
@@ -389,7 +431,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 key: "read-failed",
                 "\(configuration.label): \(error.message); retrying in \(delay), nothing after it is acknowledged"
             )
-            return
+            return []
         }
         for problem in batch.problems { logs.log(.warning, key: "skipped", "\(configuration.label): \(problem)") }
         let actions = shell.withLock { shell in
@@ -399,8 +441,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         for case .deliver(let id, let records) in actions {
             group.addTask { await self.deliverUntilSettled(id: id, records: records) }
         }
-        await acknowledge(actions)
-        for action in actions { perform(action) }
+        return actions.filter { if case .deliver = $0 { false } else { true } }
     }
 
     /// Gives the store the acknowledgements among `actions`.

@@ -1,3 +1,5 @@
+import ContainerKit
+
 /// The delivery pipeline's state, as a pure state machine: no I/O, no locks, no clock of its own (times
 /// come in as arguments). It owns the phase (``State``), the durability and flush waiters, the batches in
 /// flight and their acknowledgement order, and the counters; each step returns the ``Action``s the shell
@@ -27,7 +29,7 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     /// What the shell must do after a step.
     enum Action: Sendable {
         /// Resume a durability waiter (`nil`: its records are durable).
-        case resumeDurability(Waiter, AnalyticsSinkError?)
+        case resumeDurability(Waiter, DurabilityError?)
         /// Resume a flush waiter (`nil`: everything it waited for is settled).
         case resumeFlush(Waiter, (any Error & Sendable)?)
         /// Tell the store that everything through this position is delivered.
@@ -56,10 +58,12 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
 
     private(set) var state = State.idle
     private var started = false
+    /// A start timeout passed (or a graceful shutdown came) before ``DeliveryPipeline/run()`` began.
+    private var startMissed = false
     // Durability.
     private(set) var lastTicket: UInt64 = 0
     private(set) var resolvedTicket: UInt64 = 0
-    private var failedTickets: [(range: ClosedRange<UInt64>, error: AnalyticsSinkError)] = []
+    private var failedTickets: [(range: ClosedRange<UInt64>, error: DurabilityError)] = []
     private var durabilityWaiters: [(ticket: UInt64, waiter: Waiter)] = []
     // Delivery.
     private var flights: [Flight] = []
@@ -100,12 +104,14 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         }
     }
 
-    /// The graceful shutdown: refuse new records, deliver what is stored until `deadline`.
+    /// The graceful shutdown: refuse new records, deliver what is stored until `deadline`. Before
+    /// ``DeliveryPipeline/run()`` began, whoever waits is answered `.notRunning` at once (a host shutting
+    /// down must not wait for a run that never came).
     mutating func drain(deadline: Duration) -> [Action] {
         switch state {
         case .idle, .running:
             state = .draining(deadline: deadline)
-            return [.wakeDelivery]
+            return notRunning() + [.wakeDelivery]
         case .draining, .stopped:
             return []
         }
@@ -114,9 +120,32 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     /// Stopped (cancelled, or the drain ended): every waiter is answered.
     mutating func stop() -> [Action] {
         state = .stopped
-        let stopped = AnalyticsSinkError(.closed, "the delivery pipeline stopped")
-        var actions: [Action] = durabilityWaiters.map { .resumeDurability($0.waiter, stopped) }
-        actions += flushWaiters.map { .resumeFlush($0.waiter, $0.error ?? stopped) }
+        return answerWaiters(DurabilityError(.stopped, "the delivery pipeline stopped before the records were stored"))
+    }
+
+    /// Whether ``DeliveryPipeline/run()`` began.
+    var hasStarted: Bool { started }
+
+    /// ``DeliveryPipeline/run()`` has not begun within the time the shell gives it: nothing commits or
+    /// delivers, so every waiter is answered `.notRunning` (instead of waiting forever). Nothing happens
+    /// once it began.
+    mutating func notRunning() -> [Action] {
+        guard !started else { return [] }
+        startMissed = true
+        return answerWaiters(Self.notRunningError)
+    }
+
+    /// Whether a wait must fail at once: ``DeliveryPipeline/run()`` has not begun and a start timeout (or a
+    /// graceful shutdown) already found it missing — later waits do not wait for it again.
+    private var answersNotRunning: Bool { !started && startMissed }
+
+    static var notRunningError: DurabilityError {
+        DurabilityError(.notRunning, "the delivery pipeline's run() is not running; nothing stores or delivers records")
+    }
+
+    private mutating func answerWaiters(_ error: DurabilityError) -> [Action] {
+        var actions: [Action] = durabilityWaiters.map { .resumeDurability($0.waiter, error) }
+        actions += flushWaiters.map { .resumeFlush($0.waiter, $0.error ?? error) }
         durabilityWaiters.removeAll()
         flushWaiters.removeAll()
         return actions
@@ -136,7 +165,7 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     }
 
     /// The commit holding `tickets` failed.
-    mutating func commitFailed(_ tickets: ClosedRange<UInt64>, error: AnalyticsSinkError) -> [Action] {
+    mutating func commitFailed(_ tickets: ClosedRange<UInt64>, error: DurabilityError) -> [Action] {
         failedTickets.append((tickets, error))
         if failedTickets.count > 4096 { failedTickets.removeFirst(failedTickets.count - 4096) }
         resolvedTicket = max(resolvedTicket, tickets.upperBound)
@@ -144,15 +173,16 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     }
 
     /// How `ticket`'s commit went: `nil` when durable (or not resolved yet).
-    func failure(for ticket: UInt64) -> AnalyticsSinkError? {
+    func failure(for ticket: UInt64) -> DurabilityError? {
         failedTickets.last { $0.range.contains(ticket) }?.error
     }
 
     /// Waits for `ticket`: answered at once when it is resolved or the pipeline stopped.
     mutating func waitUntilDurable(ticket: UInt64, _ waiter: Waiter) -> Action? {
         if ticket <= resolvedTicket { return .resumeDurability(waiter, failure(for: ticket)) }
+        if answersNotRunning { return .resumeDurability(waiter, Self.notRunningError) }
         if state == .stopped {
-            return .resumeDurability(waiter, AnalyticsSinkError(.closed, "the delivery pipeline stopped"))
+            return .resumeDurability(waiter, DurabilityError(.stopped, "the delivery pipeline stopped"))
         }
         durabilityWaiters.append((ticket, waiter))
         return nil
@@ -177,8 +207,9 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     /// Waits until everything appended so far is durable and settled: answered once every ticket up to
     /// the latest is resolved and a read finds nothing more with no batch in flight.
     mutating func flush(_ waiter: Waiter) -> [Action] {
+        if answersNotRunning { return [.resumeFlush(waiter, Self.notRunningError)] }
         if state == .stopped {
-            return [.resumeFlush(waiter, AnalyticsSinkError(.closed, "the delivery pipeline stopped"))]
+            return [.resumeFlush(waiter, DurabilityError(.stopped, "the delivery pipeline stopped"))]
         }
         flushWaiters.append((lastTicket, waiter, nil))
         mayHaveRecords = true

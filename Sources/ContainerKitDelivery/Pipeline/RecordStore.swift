@@ -18,9 +18,11 @@ import ContainerKit
 ///    ``run(reporting:)`` (a writer thread, a database connection) — as many appends per commit as it
 ///    likes (group commit) — and reports each commit to the ``RecordStoreCommits`` it was given:
 ///    ``RecordStoreCommits/committed(through:records:)`` once every ticket up to a number is durable, or
-///    ``RecordStoreCommits/failed(_:error:)`` for the tickets of a commit that failed: those records are
-///    not stored and will never be read. A failed commit does not fail earlier or later ones. Every
-///    accepted ticket is eventually reported, once, in ascending order.
+///    ``RecordStoreCommits/failed(_:records:error:)`` for the tickets of a commit that failed: those
+///    records are not stored and will never be read. The store converts its failure into a
+///    ``DurabilityError`` there, once (a full disk is `.diskFull`, whatever the store's own error type);
+///    every waiter of those tickets gets that value. A failed commit does not fail earlier or later ones.
+///    Every accepted ticket is eventually reported, once, in ascending order.
 /// 3. **Reads return committed records in commit order.** ``read(after:limit:)`` returns at most `limit`
 ///    records that are committed (never one whose commit was not reported, never one of a failed
 ///    commit), in the order they were appended, starting right after `position` (`nil`: at the oldest
@@ -88,10 +90,16 @@ public protocol RecordStore: AnyObject, Sendable {
     /// Whether a commit survives the process (`true` by default): the pipeline reports commits of a
     /// durable store as durable records to its observer.
     var isDurable: Bool { get }
+
+    /// Adds the store's own counters to the pipeline's (``DeliveryStatistics/recordsReadFromDisk``,
+    /// ``DeliveryStatistics/corruptRecords``, ``DeliveryStatistics/segmentCount``,
+    /// ``DeliveryStatistics/queueBytes``). The default adds nothing.
+    func addCounters(to statistics: inout DeliveryStatistics)
 }
 
 extension RecordStore {
     public var isDurable: Bool { true }
+    public func addCounters(to statistics: inout DeliveryStatistics) {}
 }
 
 /// Records as the pipeline encoded them, once: each record's segment line (`<json>\t<crc32c>\n`), one
@@ -102,7 +110,7 @@ extension RecordStore {
 /// records, to be committed **in the same transaction** (so an acknowledged event's records and the session
 /// state it produced are durable together). A store that keeps only records (memory, the segment log)
 /// ignores them; a store that keeps them refuses the whole append's commit when a session's version is
-/// fenced (``RecordStoreCommits/failed(_:error:)`` with ``AnalyticsSinkError/Code/superseded``).
+/// fenced (``RecordStoreCommits/failed(_:records:error:)`` with ``DurabilityError/Code-swift.struct/superseded``).
 public struct EncodedRecords: Sendable {
     /// The records, in order.
     public var records: [AnalyticsRecord]
@@ -133,6 +141,18 @@ public struct EncodedRecords: Sendable {
     public func json(at index: Int) -> ArraySlice<UInt8> {
         let start = index == 0 ? 0 : lineEnds[index - 1]
         return bytes[start..<(lineEnds[index] - 10)]
+    }
+
+    /// Every record's JSON in these bytes (no copy), for a push's answer (``TagOutput/recordsJSON``).
+    public var recordsJSON: RecordsJSON {
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(lineEnds.count)
+        var start = 0
+        for end in lineEnds {
+            ranges.append(start..<(end - 10))
+            start = end
+        }
+        return RecordsJSON(bytes: bytes, ranges: ranges)
     }
 }
 
@@ -165,13 +185,13 @@ public struct StoredBatch<Position: Comparable & Hashable & Sendable>: Sendable 
 /// from a writer thread.
 public struct RecordStoreCommits: Sendable {
     private let onCommit: @Sendable (UInt64, Int) -> Void
-    private let onFailure: @Sendable (ClosedRange<UInt64>, AnalyticsSinkError) -> Void
+    private let onFailure: @Sendable (ClosedRange<UInt64>, Int, DurabilityError) -> Void
     private let onAvailable: @Sendable () -> Void
 
     /// Creates a reporter from its callbacks.
     public init(
         committed: @escaping @Sendable (_ through: UInt64, _ records: Int) -> Void,
-        failed: @escaping @Sendable (_ tickets: ClosedRange<UInt64>, _ error: AnalyticsSinkError) -> Void,
+        failed: @escaping @Sendable (_ tickets: ClosedRange<UInt64>, _ records: Int, _ error: DurabilityError) -> Void,
         available: @escaping @Sendable () -> Void = {}
     ) {
         onCommit = committed
@@ -188,6 +208,8 @@ public struct RecordStoreCommits: Sendable {
     /// `records` records.
     public func committed(through ticket: UInt64, records: Int) { onCommit(ticket, records) }
 
-    /// The commit holding `tickets` failed with `error`: those records are not stored.
-    public func failed(_ tickets: ClosedRange<UInt64>, error: AnalyticsSinkError) { onFailure(tickets, error) }
+    /// The commit holding `tickets` (`records` records) failed with `error`: those records are not stored.
+    public func failed(_ tickets: ClosedRange<UInt64>, records: Int, error: DurabilityError) {
+        onFailure(tickets, records, error)
+    }
 }

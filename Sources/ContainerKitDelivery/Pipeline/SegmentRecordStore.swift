@@ -90,6 +90,14 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         }
     }
 
+    func addCounters(to statistics: inout DeliveryStatistics) {
+        let counters = self.counters
+        statistics.recordsReadFromDisk = counters.recordsReadFromDisk
+        statistics.corruptRecords = counters.corruptLines
+        statistics.segmentCount = counters.segmentCount
+        statistics.queueBytes = counters.queueBytes
+    }
+
     /// The ticket of the latest append.
     var lastTicket: UInt64 { state.withLock { $0.machine.lastTicket } }
 
@@ -269,16 +277,16 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
                     state.counters.commits += 1
                     return state.machine.committed(commit)
                 }
-                commits?.committed(through: commit.tickets.upperBound, records: commit.records.count)
+                commits?.committed(through: commit.tickets.upperBound, records: commit.recordCount)
                 perform(actions)
             } catch {
                 let usable: Bool
                 if case .clean = error { usable = true } else { usable = false }
                 let actions = state.withLock { state in
-                    state.counters.failedCommitRecords += commit.records.count
+                    state.counters.failedCommitRecords += commit.recordCount
                     return state.machine.commitFailed(commit, error.error, segmentUsable: usable)
                 }
-                commits?.failed(commit.tickets, error: error.error)
+                commits?.failed(commit.tickets, records: commit.recordCount, error: DurabilityError(error.error))
                 perform(actions)
             }
         }

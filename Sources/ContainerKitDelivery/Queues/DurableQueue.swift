@@ -94,8 +94,11 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         /// the price of up to that much more time before a record is durable (PostgreSQL's `commit_delay`
         /// is the same idea).
         public var commitDelay: Duration = .zero
-        /// How long the drain's deliveries may take after cancellation (10 s).
+        /// How long the drain's deliveries may take after ``gracefulShutdown()`` (10 s).
         public var drainTimeout: Duration = .seconds(10)
+        /// How long a durability wait or a ``flush()`` waits for ``run()`` to begin before it fails with
+        /// ``DurabilityError/Code-swift.struct/notRunning`` (1 s; see ``DeliveryPipeline/Configuration/startTimeout``).
+        public var startTimeout: Duration = .seconds(1)
         /// How often, at most, a repeated failure is logged again (60 s).
         public var logInterval: Duration = .seconds(60)
         /// How often, at most, the ack file is `fdatasync`ed (1 s; also before a segment is deleted and at
@@ -118,36 +121,9 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         public init() {}
     }
 
-    /// Counters for monitoring and tests.
-    public struct Statistics: Sendable, Hashable {
-        /// Group commits made: each is one `write` and one `fsync` of a segment.
-        public var commits = 0
-        /// Records made durable by this queue.
-        public var durableRecords = 0
-        /// Records the destination accepted.
-        public var deliveredRecords = 0
-        /// Records the destination rejected (dropped).
-        public var rejectedRecords = 0
-        /// Deliveries that failed in a retryable way (and were retried).
-        public var failedDeliveries = 0
-        /// Acknowledgements written (one per settled batch).
-        public var acknowledgements = 0
-        /// Records read back from disk (a previous run's, or a backlog beyond the memory buffer).
-        public var recordsReadFromDisk = 0
-        /// Torn, unparsable or corrupt lines ignored (only provably bad data is ever skipped).
-        public var skippedLines = 0
-        /// Of ``skippedLines``, the lines whose checksum did not match their bytes (flipped bits on disk).
-        public var corruptLines = 0
-        /// Reads of the backlog that failed for the moment (a segment that could not be opened or read:
-        /// `EMFILE`, `EIO`, `EACCES`, …) and were retried after a backoff; nothing after them is acknowledged.
-        public var failedReads = 0
-        /// Records refused: the queue was full or shut down, or their commit failed.
-        public var refusedRecords = 0
-        /// Segment files on disk.
-        public var segmentCount = 0
-        /// Bytes in segments and pending lines.
-        public var queueBytes = 0
-    }
+    /// Counters for monitoring and tests: the pipeline's one ``DeliveryStatistics`` (with the segment
+    /// log's own: records read from disk, corrupt lines, segments and bytes on disk).
+    public typealias Statistics = DeliveryStatistics
 
     /// The queue's directory.
     public let directory: String
@@ -210,6 +186,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         settings.linger = configuration.deliveryLinger
         settings.lingerCount = batchSize
         settings.drainTimeout = configuration.drainTimeout
+        settings.startTimeout = configuration.startTimeout
         settings.logInterval = configuration.logInterval
         settings.random = configuration.random
         settings.logger = configuration.logger
@@ -220,25 +197,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     }
 
     /// Counters for monitoring and tests.
-    public var statistics: Statistics {
-        let engine = pipeline.statistics
-        let files = store.counters
-        var statistics = Statistics()
-        statistics.commits = files.commits
-        statistics.durableRecords = engine.durableRecords
-        statistics.deliveredRecords = engine.deliveredRecords
-        statistics.rejectedRecords = engine.rejectedRecords
-        statistics.failedDeliveries = engine.failedDeliveries
-        statistics.acknowledgements = files.acknowledgements
-        statistics.recordsReadFromDisk = files.recordsReadFromDisk
-        statistics.skippedLines = files.skippedLines
-        statistics.corruptLines = files.corruptLines
-        statistics.failedReads = engine.failedReads
-        statistics.refusedRecords = engine.droppedRecords + files.failedCommitRecords
-        statistics.segmentCount = files.segmentCount
-        statistics.queueBytes = files.queueBytes
-        return statistics
-    }
+    public var statistics: Statistics { pipeline.statistics }
 
     /// The ticket of the latest enqueue (0 before the first).
     public var lastTicket: UInt64 { store.lastTicket }
@@ -257,19 +216,37 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     /// - Throws: `.queueFull` or `.closed`; nothing is enqueued then.
     @discardableResult
     public func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? {
-        guard let token = try pipeline.enqueue(records) else { return nil }
+        guard !records.isEmpty else { return nil }
+        return try enqueue(EncodedRecords(records))
+    }
+
+    /// Hands records the provider encoded to the writer, as they are; returns at once with the token.
+    /// - Throws: `.queueFull` or `.closed`; nothing is enqueued then.
+    @discardableResult
+    public func enqueue(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken? {
+        guard let token = try pipeline.enqueue(encoded) else { return nil }
         return DurabilityToken(source: self, ticket: token.ticket)
     }
 
     /// Enqueues `records` and returns once they are durable (needs ``run()``).
-    public func append(_ records: [AnalyticsRecord]) async throws(AnalyticsSinkError) {
-        guard let token = try enqueue(records) else { return }
+    /// - Throws: ``DurabilityError``: `.full` or `.stopped` when the queue refused them (nothing is
+    ///   enqueued then), or the error of their commit (see ``waitUntilDurable(ticket:)``).
+    public func append(_ records: [AnalyticsRecord]) async throws(DurabilityError) {
+        let token: DurabilityToken?
+        do {
+            token = try enqueue(records)
+        } catch {
+            throw DurabilityError(error)
+        }
+        guard let token else { return }
         try await waitUntilDurable(ticket: token.ticket)
     }
 
     /// Returns once the records of `ticket` are written and `fsync`ed (needs ``run()``).
-    /// - Throws: the write error if the commit holding `ticket` failed (its records are not queued).
-    public func waitUntilDurable(ticket: UInt64) async throws(AnalyticsSinkError) {
+    /// - Throws: ``DurabilityError``: the write error if the commit holding `ticket` failed (its records
+    ///   are not queued: `.diskFull`, `.io`, …); `.stopped` when the queue stopped first; `.notRunning` when
+    ///   ``run()`` did not begin within ``Configuration/startTimeout``.
+    public func waitUntilDurable(ticket: UInt64) async throws(DurabilityError) {
         try await pipeline.waitUntilDurable(ticket: ticket)
     }
 
@@ -277,13 +254,13 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     /// failed).
     /// - Throws: the error of the first commit that held one of `tickets` and failed, although later
     ///   commits (and so later tickets) may have succeeded.
-    public func waitUntilDurable(tickets: [UInt64]) async throws(AnalyticsSinkError) {
+    public func waitUntilDurable(tickets: [UInt64]) async throws(DurabilityError) {
         try await pipeline.waitUntilDurable(tickets: tickets)
     }
 
     /// Returns once everything enqueued so far has been written and `fsync`ed.
     /// - Throws: the error of the latest commit if it failed.
-    public func waitUntilDurable() async throws(AnalyticsSinkError) {
+    public func waitUntilDurable() async throws(DurabilityError) {
         try await waitUntilDurable(ticket: lastTicket)
     }
 

@@ -24,13 +24,19 @@ struct DurableQueueMachine: Sendable {
     /// Lines for the writer to append with one `write` and one `fsync`.
     struct Commit: Sendable {
         var bytes: [UInt8]
-        var records: [AnalyticsRecord]
+        /// The records, as the appends handed them over (one array per append: taking them copies no record).
+        var chunks: [[AnalyticsRecord]]
+        /// How many records ``chunks`` hold.
+        var recordCount: Int
         var lineEnds: [Int]
         var tickets: ClosedRange<UInt64>
         /// The segment to append to (a new one when it is not the active segment).
         var segment: UInt64
         /// Where in it the commit starts (its good size).
         var offset: Int
+
+        /// The records, in order (a copy: for tests and diagnostics).
+        var records: [AnalyticsRecord] { chunks.flatMap { $0 } }
     }
 
     /// Records to deliver and the position after the last of them.
@@ -64,9 +70,18 @@ struct DurableQueueMachine: Sendable {
         case wait
     }
 
-    private struct Delivered: Sendable {
-        var record: AnalyticsRecord
-        var end: Position
+    /// The records of one append, committed and kept for delivery: the append's own array (never copied
+    /// record by record until a batch takes them), where each line ends, and where the commit was written.
+    private struct MemoryChunk: Sendable {
+        var records: [AnalyticsRecord]
+        /// Each record's line end, relative to ``offset``.
+        var lineEnds: ArraySlice<Int>
+        var segment: UInt64
+        var offset: Int
+
+        func end(of index: Int) -> Position {
+            Position(segment: segment, offset: offset + lineEnds[lineEnds.startIndex + index])
+        }
     }
 
     let maximumSegmentBytes: Int
@@ -79,7 +94,8 @@ struct DurableQueueMachine: Sendable {
     // Appending.
     private(set) var lastTicket: UInt64 = 0
     private var pendingBytes: [UInt8] = []
-    private var pendingRecords: [AnalyticsRecord] = []
+    private var pendingChunks: [[AnalyticsRecord]] = []
+    private var pendingRecordCount = 0
     private var pendingLineEnds: [Int] = []
     private var pendingFirstTicket: UInt64 = 1
     private(set) var writing: Commit?
@@ -96,8 +112,12 @@ struct DurableQueueMachine: Sendable {
     /// The batches handed out and not yet acknowledged, in log order; `settled` once confirmed (a settled
     /// batch waits here until every batch before it is settled too).
     private var flights: [(batch: Batch, settled: Bool)] = []
-    /// Committed records not yet handed out, kept in memory while there is no disk backlog.
-    private var memory = HeadIndexQueue<Delivered>()
+    /// Committed records not handed out yet, one chunk per commit, from the first chunk's record
+    /// ``memoryRecordHead`` on.
+    private var memory = HeadIndexQueue<MemoryChunk>()
+    private var memoryRecordHead = 0
+    /// How many records ``memory`` holds that were not handed out.
+    private var bufferedRecords = 0
     private(set) var diskBacklog: Bool
 
     /// A machine over what ``SegmentLog`` recovered: `segments` (sealed) and the acknowledged `cursor`.
@@ -142,11 +162,13 @@ struct DurableQueueMachine: Sendable {
             )
         }
         lastTicket += 1
-        if pendingRecords.isEmpty { pendingFirstTicket = lastTicket }
+        if pendingRecordCount == 0 { pendingFirstTicket = lastTicket }
         let base = pendingBytes.count
         pendingBytes.append(contentsOf: bytes)
-        pendingRecords.append(contentsOf: records)
-        pendingLineEnds.append(contentsOf: lineEnds.map { $0 + base })
+        // The append's array is kept as it is (one reference), not copied record by record.
+        pendingChunks.append(records)
+        pendingRecordCount += records.count
+        for end in lineEnds { pendingLineEnds.append(end + base) }
         queueBytes += bytes.count
         var actions: [Action] = []
         if writerWaiting {
@@ -171,7 +193,7 @@ struct DurableQueueMachine: Sendable {
     /// nothing is pending.
     mutating func takeCommit() -> Commit? {
         guard writing == nil else { return nil }
-        guard !pendingRecords.isEmpty else {
+        guard pendingRecordCount > 0 else {
             writerWaiting = true
             return nil
         }
@@ -186,14 +208,16 @@ struct DurableQueueMachine: Sendable {
         }
         let commit = Commit(
             bytes: pendingBytes,
-            records: pendingRecords,
+            chunks: pendingChunks,
+            recordCount: pendingRecordCount,
             lineEnds: pendingLineEnds,
             tickets: pendingFirstTicket...lastTicket,
             segment: target.0,
             offset: target.1
         )
         pendingBytes = []
-        pendingRecords = []
+        pendingChunks = []
+        pendingRecordCount = 0
         pendingLineEnds = []
         pendingFirstTicket = lastTicket + 1
         writing = commit
@@ -211,18 +235,26 @@ struct DurableQueueMachine: Sendable {
         segments[segments.count - 1].size = commit.offset + commit.bytes.count
         resolvedTicket = commit.tickets.upperBound
         var actions: [Action] = [.resolveDurability(through: resolvedTicket)]
-        if !diskBacklog && memory.count + commit.records.count <= maximumBufferedRecords {
-            for (record, end) in zip(commit.records, commit.lineEnds) {
+        if !diskBacklog && bufferedRecords + commit.recordCount <= maximumBufferedRecords {
+            var index = 0
+            for records in commit.chunks where !records.isEmpty {
                 memory.append(
-                    Delivered(record: record, end: Position(segment: commit.segment, offset: commit.offset + end))
+                    MemoryChunk(
+                        records: records,
+                        lineEnds: commit.lineEnds[index..<(index + records.count)],
+                        segment: commit.segment,
+                        offset: commit.offset
+                    )
                 )
+                index += records.count
             }
+            bufferedRecords += commit.recordCount
         } else {
             diskBacklog = true
         }
         normalizeCursor()
         actions.append(.wakeDelivery)
-        if !pendingRecords.isEmpty { actions.append(.wakeWriter) }
+        if pendingRecordCount > 0 { actions.append(.wakeWriter) }
         return actions
     }
 
@@ -240,7 +272,7 @@ struct DurableQueueMachine: Sendable {
         if failedTickets.count > 4096 { failedTickets.removeFirst(failedTickets.count - 4096) }
         resolvedTicket = commit.tickets.upperBound
         var actions: [Action] = [.resolveDurability(through: resolvedTicket)]
-        if !pendingRecords.isEmpty { actions.append(.wakeWriter) }
+        if pendingRecordCount > 0 { actions.append(.wakeWriter) }
         return actions
     }
 
@@ -251,7 +283,7 @@ struct DurableQueueMachine: Sendable {
     }
 
     /// Whether every enqueued line has been committed (or failed).
-    var everythingResolved: Bool { pendingRecords.isEmpty && writing == nil }
+    var everythingResolved: Bool { pendingRecordCount == 0 && writing == nil }
 
     // MARK: Delivery
 
@@ -262,7 +294,7 @@ struct DurableQueueMachine: Sendable {
     }
 
     /// Whether everything committed is delivered.
-    var caughtUp: Bool { flights.isEmpty && memory.isEmpty && !diskBacklog && cursor >= durableEnd }
+    var caughtUp: Bool { flights.isEmpty && bufferedRecords == 0 && !diskBacklog && cursor >= durableEnd }
 
     /// The batches handed out by ``nextBatch()`` and not yet confirmed, oldest first.
     var inFlight: [Batch] { flights.filter { !$0.settled }.map(\.batch) }
@@ -273,7 +305,7 @@ struct DurableQueueMachine: Sendable {
     /// Whether the next batch would be a partial one from memory: a delivery slot is free, no disk backlog,
     /// and fewer committed records waiting than a batch holds (the delivery loop may linger for more).
     var holdsPartialBatch: Bool {
-        flights.count < maximumInFlight && !diskBacklog && !memory.isEmpty && memory.count < batchSize
+        flights.count < maximumInFlight && !diskBacklog && bufferedRecords > 0 && bufferedRecords < batchSize
     }
 
     /// The delivery loop's next step: a new batch to deliver (in flight until ``confirm(_:)``; the shell
@@ -281,9 +313,8 @@ struct DurableQueueMachine: Sendable {
     /// committed or `maximumInFlight` batches are already out.
     mutating func nextBatch() -> DeliveryStep {
         guard flights.count < maximumInFlight else { return .wait }
-        if !memory.isEmpty {
-            let taken = memory.popFirst(upTo: batchSize)
-            let batch = Batch(records: taken.map(\.record), end: taken.last!.end)
+        if bufferedRecords > 0 {
+            let batch = takeFromMemory()
             flights.append((batch, false))
             return .deliver(batch)
         }
@@ -295,6 +326,32 @@ struct DurableQueueMachine: Sendable {
             )
         }
         return .wait
+    }
+
+    /// Up to a batch of the committed records in memory, in order. A batch that is exactly one append's
+    /// records reuses that append's array; otherwise each record is copied once, here.
+    private mutating func takeFromMemory() -> Batch {
+        var taken: [AnalyticsRecord] = []
+        var end = cursor
+        var remaining = batchSize
+        while remaining > 0, let chunk = memory.first {
+            let count = min(chunk.records.count - memoryRecordHead, remaining)
+            if taken.isEmpty && memoryRecordHead == 0 && count == chunk.records.count {
+                taken = chunk.records
+            } else {
+                taken.reserveCapacity(min(batchSize, taken.count + bufferedRecords))
+                taken.append(contentsOf: chunk.records[memoryRecordHead..<(memoryRecordHead + count)])
+            }
+            end = chunk.end(of: memoryRecordHead + count - 1)
+            remaining -= count
+            bufferedRecords -= count
+            memoryRecordHead += count
+            if memoryRecordHead == chunk.records.count {
+                _ = memory.popFirst()
+                memoryRecordHead = 0
+            }
+        }
+        return Batch(records: taken, end: end)
     }
 
     /// A disk read asked for by ``nextBatch()`` came back. Returns the batch to deliver, or `nil` (ask

@@ -52,8 +52,11 @@ public final class InMemoryQueue: AnalyticsSink {
         public var maximumBufferedRecords = 50_000
         /// When and how often to retry.
         public var retry = DeliveryRetryPolicy()
-        /// How long the drain after cancellation may take (10 s).
+        /// How long the drain after ``gracefulShutdown()`` may take (10 s).
         public var drainTimeout: Duration = .seconds(10)
+        /// How long a ``flush()`` waits for ``run()`` to begin before it fails with
+        /// ``DurabilityError/Code-swift.struct/notRunning`` (1 s).
+        public var startTimeout: Duration = .seconds(1)
         /// How often, at most, a repeated failure is logged again (60 s).
         public var logInterval: Duration = .seconds(60)
         /// Random numbers in `0..<1` for jitter (injectable for tests).
@@ -80,8 +83,8 @@ public final class InMemoryQueue: AnalyticsSink {
         }
     }
 
-    /// Counters for monitoring and tests: the pipeline's (``DeliveryPipeline/Statistics``).
-    public typealias Statistics = DeliveryPipeline<MemoryRecordStore>.Statistics
+    /// Counters for monitoring and tests: the pipeline's one ``DeliveryStatistics``.
+    public typealias Statistics = DeliveryStatistics
 
     /// Where records are delivered.
     public let destination: any AnalyticsDestination
@@ -106,6 +109,7 @@ public final class InMemoryQueue: AnalyticsSink {
         settings.linger = configuration.flushInterval
         settings.lingerCount = configuration.flushCount
         settings.drainTimeout = configuration.drainTimeout
+        settings.startTimeout = configuration.startTimeout
         settings.logInterval = configuration.logInterval
         settings.random = configuration.random
         settings.logger = configuration.logger
@@ -133,6 +137,13 @@ public final class InMemoryQueue: AnalyticsSink {
     public func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? {
         guard !records.isEmpty else { return nil }
         _ = try pipeline.append(EncodedRecords(records))
+        return nil
+    }
+
+    /// Buffers records the provider encoded (the memory store keeps the records, not the bytes).
+    public func enqueue(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken? {
+        guard !encoded.records.isEmpty else { return nil }
+        _ = try pipeline.append(encoded)
         return nil
     }
 

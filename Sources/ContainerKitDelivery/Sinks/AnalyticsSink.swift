@@ -24,6 +24,11 @@ public protocol AnalyticsSink: Sendable {
     /// - Throws: ``AnalyticsSinkError`` when the records were refused (queue full, shut down).
     func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken?
 
+    /// Takes records the provider already encoded (``EncodedRecords``: each record's segment line), so a
+    /// sink that stores bytes writes these and the push's answer reuses them: each record is encoded
+    /// once. The default passes ``EncodedRecords/records`` to ``enqueue(_:)-([AnalyticsRecord])``.
+    func enqueue(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken?
+
     /// Called by ``BrazeTagProvider/register(on:classPaths:)`` with the tag manager's logger and observer
     /// (when that is also a ``DeliveryObserver``): a sink configured without its own reports to these from
     /// then on, so one service-wide logger and one metrics observer see the whole pipeline. The default
@@ -32,5 +37,9 @@ public protocol AnalyticsSink: Sendable {
 }
 
 extension AnalyticsSink {
+    public func enqueue(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken? {
+        try enqueue(encoded.records)
+    }
+
     public func inherit(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?) {}
 }

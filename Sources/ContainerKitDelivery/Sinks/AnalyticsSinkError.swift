@@ -1,3 +1,5 @@
+import ContainerKit
+
 /// A failure of a sink or a file-backed destination (``JSONLinesDestination``, ``DurableQueue``): a
 /// ``DeliveryError`` (the module's one error type) with one of the codes below and, when a system call
 /// failed, its ``DeliveryError/errorNumber``.
@@ -23,4 +25,23 @@ extension DeliveryError.Code {
     /// The store's server cannot be reached now (a database): nothing of the append was stored.
     public static let unavailable = DeliveryError.Code(rawValue: "unavailable")
     // Shared with destinations: `io` ("io_error", another I/O failure).
+}
+
+extension DurabilityError {
+    /// The durability error of a store's failure `error`: the one conversion of a failed commit's error
+    /// (a full disk stays `.diskFull`; a shut-down sink is `.stopped`; a full queue `.full`; a fenced
+    /// session `.superseded`; an unreachable database `.unavailable`; anything else `.io`).
+    public init(_ error: AnalyticsSinkError) {
+        let code: Code
+        switch error.code {
+        case .diskFull: code = .diskFull
+        case .unwritable: code = .unwritable
+        case .queueFull: code = .full
+        case .closed, .shutDown: code = .stopped
+        case .superseded: code = .superseded
+        case .unavailable: code = .unavailable
+        default: code = .io
+        }
+        self.init(code, error.message, errorNumber: error.errorNumber)
+    }
 }

@@ -11,6 +11,19 @@ struct ValueTests {
         #expect(value.jsString == expected)
     }
 
+    // The byte writer's fast path (Swift's own digits when they are in fixed notation) must print every
+    // number as JavaScript does, like the slow path.
+    @Test(arguments: [
+        4.5, -0.001, 0.0001, 0.00001, 1e-7, 123.456, 0.1 + 0.2, 4503599627370495.5, 1e15, 2e15, 1.5e20, 1e21,
+        -1e-300, Double.leastNonzeroMagnitude, Double.greatestFiniteMagnitude, 3, -0.5,
+    ])
+    func theByteWriterPrintsNumbersAsJavaScript(number: Double) {
+        var writer = JSONByteWriter()
+        writer.keepsNumberTypes = false
+        writer.double(number)
+        #expect(writer.text == Value.double(number).jsString)
+    }
+
     @Test(arguments: [
         (Value.string("42"), 42.0 as Double?), (.string(" -1.5 "), -1.5), (.string("1e3"), 1000), (.int(7), 7),
         (.string(""), nil), (.string("abc"), nil), (.string("nan"), nil), (.string("0x10"), nil), (.bool(true), nil),

@@ -249,7 +249,11 @@ extension PostgresRecordStore {
                 while end + 1 < group.count && outcomes[end + 1] == outcomes[index] { end += 1 }
                 let tickets = group[index].ticket...group[end].ticket
                 if let error = outcomes[index] {
-                    commits.failed(tickets, error: error)
+                    commits.failed(
+                        tickets,
+                        records: group[index...end].reduce(0) { $0 + $1.payloads.count },
+                        error: DurabilityError(error)
+                    )
                 } else {
                     commits.committed(
                         through: tickets.upperBound,

@@ -373,7 +373,13 @@ public final class PostgresRecordStore: RecordStore {
             defer { state.waiters = [] }
             return (left, state.waiters)
         }
-        if let first = left.first?.ticket, let last = left.last?.ticket { commits.failed(first...last, error: closed) }
+        if let first = left.first?.ticket, let last = left.last?.ticket {
+            commits.failed(
+                first...last,
+                records: left.reduce(0) { $0 + $1.payloads.count },
+                error: DurabilityError(closed)
+            )
+        }
         for (ticket, waiter) in waiters {
             waiter.resume(returning: state.withLock { $0.failures[ticket] })
         }

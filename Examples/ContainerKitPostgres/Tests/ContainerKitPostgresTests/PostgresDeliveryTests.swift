@@ -91,7 +91,7 @@ struct PostgresDeliveryTests {
 
             try await cluster.crash()
             while instance.store.isAvailable { _ = await availability.next() }
-            let refused = await #expect(throws: AnalyticsSinkError.self) {
+            let refused = await #expect(throws: DurabilityError.self) {
                 try await instance.commit([makeRecord(user: "lost")])
             }
             #expect(refused?.code == .unavailable)

@@ -72,7 +72,7 @@ struct PostgresRecordStoreTests {
             try await blocker.query("ROLLBACK", logger: testLogger)
             try await blocker.close()
 
-            let error = await #expect(throws: AnalyticsSinkError.self) {
+            let error = await #expect(throws: DurabilityError.self) {
                 try await instance.pipeline.waitUntilDurable(ticket: token.ticket)
             }
             #expect(error?.code == .unavailable)

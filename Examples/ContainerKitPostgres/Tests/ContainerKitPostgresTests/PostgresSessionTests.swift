@@ -38,14 +38,14 @@ struct PostgresSessionTests {
                 EncodedRecords([makeRecord(user: "u", event: "stale")], sessions: [stored("u", event: 2, version: 2)])
             )
             let other = try stale.pipeline.append(EncodedRecords([makeRecord(user: "v", event: "other")]))
-            let error = await #expect(throws: AnalyticsSinkError.self) {
+            let error = await #expect(throws: DurabilityError.self) {
                 try await stale.pipeline.waitUntilDurable(ticket: refused.ticket)
             }
             #expect(error?.code == .superseded)
             try await stale.pipeline.waitUntilDurable(ticket: other.ticket)
             // A user it never loaded cannot be overwritten either (a first version where a row exists).
             try await owner.commit([], sessions: [stored("w", version: 1)])
-            let blind = await #expect(throws: AnalyticsSinkError.self) {
+            let blind = await #expect(throws: DurabilityError.self) {
                 try await stale.commit([], sessions: [stored("w", event: 5, version: 1)])
             }
             #expect(blind?.code == .superseded)
@@ -102,7 +102,7 @@ struct PostgresSessionTests {
             #expect(b.get("plan") == "gold")
             try await second.commit([], sessions: [try #require(sessionsB.checkpoint(b))])
             // The first instance's copy is stale now: its write is refused; invalidated, it loads the newest.
-            let refused = await #expect(throws: AnalyticsSinkError.self) {
+            let refused = await #expect(throws: DurabilityError.self) {
                 try await first.commit([], sessions: [try #require(sessionsA.checkpoint(a))])
             }
             #expect(refused?.code == .superseded)

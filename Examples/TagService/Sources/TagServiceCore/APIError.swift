@@ -28,6 +28,9 @@ struct APIError: Error, Sendable {
         static let userMismatch = Code(rawValue: "user_id_mismatch")
         /// A batch holds more events than `--max-batch-events` (413).
         static let tooManyEvents = Code(rawValue: "too_many_events")
+        /// The record queue is not running (not started yet, or stopping), so nothing would store the
+        /// event's records; the client should retry (503).
+        static let queueNotRunning = Code(rawValue: "queue_not_running")
     }
 
     var code: Code
@@ -42,8 +45,24 @@ struct APIError: Error, Sendable {
         switch code {
         case .bodyTooLarge, .tooManyEvents: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
-        case .notDurable, .noContainer, .sessionsUnavailable: .serviceUnavailable
+        case .notDurable, .noContainer, .sessionsUnavailable, .queueNotRunning: .serviceUnavailable
         default: .badRequest
+        }
+    }
+
+    /// The refusal of a push whose records are not durable, by the ``DurabilityError``'s code (503 either
+    /// way): a failed commit (`disk_full`, `io_error`, …) marks the last commit failed for `/ready`; a queue
+    /// that is not running or stopped says so, and leaves the commit history alone.
+    init(durability error: DurabilityError, readiness: Readiness) {
+        switch error.code {
+        case .notRunning, .stopped:
+            self.init(
+                .queueNotRunning,
+                "the record queue is not running; the event's records were not stored, retry later"
+            )
+        default:
+            readiness.commit(succeeded: false)
+            self.init(.notDurable, "the event's records could not be made durable now; retry later")
         }
     }
 

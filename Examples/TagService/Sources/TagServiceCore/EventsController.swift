@@ -50,10 +50,13 @@ struct EventsController: Sendable {
                 try await result.waitUntilDurable()
                 readiness.commit(succeeded: true)
             } catch {
-                readiness.commit(succeeded: false)
-                // The detail (with the segment's path) goes to the log only; the client learns what to do.
-                logger.error("records not durable", metadata: ["user_id": "\(event.userID)", "error": "\(error)"])
-                throw APIError(.notDurable, "the event's records could not be made durable now; retry later")
+                // `error` is a DurabilityError: answered by its code, never by its text. The detail (with the
+                // segment's path) goes to the log only; the client learns what to do.
+                logger.error(
+                    "records not durable",
+                    metadata: ["user_id": "\(event.userID)", "code": "\(error.code)", "error": "\(error.message)"]
+                )
+                throw APIError(durability: error, readiness: readiness)
             }
         }
         return eventAnswer(result, userID: event.userID, durable: waitsForDurability)
@@ -93,15 +96,24 @@ struct EventsController: Sendable {
                 try await DurabilityToken.waitUntilDurable(tokens)
                 readiness.commit(succeeded: true)
             } catch {
-                readiness.commit(succeeded: false)
-                logger.error("records of a batch not durable", metadata: ["error": "\(error)"])
-                let notDurable = APIError(.notDurable, "the event's records could not be made durable now; retry later")
+                // `error` is a DurabilityError, answered by its code (as for one event).
+                logger.error(
+                    "records of a batch not durable",
+                    metadata: ["code": "\(error.code)", "error": "\(error.message)"]
+                )
+                let refusal = APIError(durability: error, readiness: readiness)
                 for index in outcomes.indices {
                     guard case .success(let result) = outcomes[index] else { continue }
+                    // A queue that does not run stored none of them; otherwise each event's own writes have
+                    // ended by now and tell at once which events are durable.
+                    guard refusal.code != .queueNotRunning else {
+                        outcomes[index] = .failure(refusal)
+                        continue
+                    }
                     do {
                         try await result.waitUntilDurable()
                     } catch {
-                        outcomes[index] = .failure(notDurable)
+                        outcomes[index] = .failure(refusal)
                     }
                 }
             }

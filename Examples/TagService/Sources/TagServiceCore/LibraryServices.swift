@@ -52,3 +52,19 @@ extension AnalyticsDestination {
         }
     }
 }
+
+/// The record queue as the application's first service: `/ready` reports it running while its `run()` runs.
+///
+/// Without it nothing commits the records: each request waiting for durability fails after the queue's
+/// start timeout (1 s) with `503 queue_not_running`, and SIGTERM still stops the process (no request waits
+/// for a queue that never ran).
+struct RecordQueueService: Service {
+    let queue: DurableQueue
+    let readiness: Readiness
+
+    func run() async throws {
+        readiness.queueRunning = true
+        defer { readiness.queueRunning = false }
+        try await queue.service.run()
+    }
+}

@@ -152,12 +152,12 @@ final class PostgresScaleOut: Sendable {
         do {
             return try pipeline.append(EncodedRecords(records, sessions: [checkpoint]))
         } catch {
-            throw refused(error, user: user)
+            throw refused(DurabilityError(error), user: user)
         }
     }
 
     /// A refused (or perhaps cut-off) commit: the next request loads what is stored.
-    private func refused(_ error: AnalyticsSinkError, user: String) -> any Error {
+    private func refused(_ error: DurabilityError, user: String) -> any Error {
         sessions.invalidate(user)
         return error.code == .superseded ? StaleSession() : error
     }

@@ -162,11 +162,7 @@ public struct TagServiceApplication: Sendable {
             ),
             // Shut down in reverse order, each after the next has returned (see the type's documentation).
             services: [
-                ClosureService {
-                    readiness.queueRunning = true
-                    defer { readiness.queueRunning = false }
-                    try await queue.service.run()
-                }
+                RecordQueueService(queue: queue, readiness: readiness)
             ] + (scaleOut?.services ?? []) + [
                 sessions.cancelledOnGracefulShutdown(),
                 containers,
