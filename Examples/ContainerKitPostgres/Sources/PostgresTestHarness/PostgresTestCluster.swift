@@ -200,8 +200,8 @@ public final class PostgresTestCluster: Sendable {
 
     private static func userExists(_ name: String) -> Bool { getpwnam(name) != nil }
 
-    /// A port on 127.0.0.1 that nothing listens on right now.
-    static func freePort() throws -> Int {
+    /// A TCP port on 127.0.0.1 that nothing listens on right now (for other loopback servers a test starts too).
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed: errno \(errno)") }
         defer { close(fd) }

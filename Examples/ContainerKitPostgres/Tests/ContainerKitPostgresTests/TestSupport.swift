@@ -82,6 +82,7 @@ struct Instance: Sendable {
         _ endpoint: PostgresEndpoint,
         name: String = "a",
         destination: any AnalyticsDestination = RecordingDestination(),
+        concurrentDeliveries: Int = 1,
         configure: (inout PostgresRecordStore.Configuration) -> Void = { _ in }
     ) {
         var configuration = PostgresRecordStore.Configuration(endpoint: endpoint, instanceName: name)
@@ -98,6 +99,7 @@ struct Instance: Sendable {
             baseDelay: .milliseconds(20),
             maximumDelay: .milliseconds(200)
         )
+        pipelineConfiguration.maximumConcurrentDeliveries = concurrentDeliveries
         pipelineConfiguration.logger = QuietLogger()
         pipeline = DeliveryPipeline(store: store, destination: destination, configuration: pipelineConfiguration)
     }

@@ -95,36 +95,88 @@ struct PostgresModeTests {
         #expect(service.sessions.count == 0)
     }
 
-    @Test func aLostPostgresGives503AndTheServiceRecoversByItself() async throws {
+    /// Runs `body` with instance "a" over a database of its own throw-away cluster.
+    private func withOneInstance(
+        _ body: (PostgresTestCluster, TestService, TagServiceApplication, PostgresScaleOut) async throws -> Void
+    ) async throws {
         let cluster = try await PostgresTestCluster.start()
         defer { cluster.remove() }
         let fixture = try instance(try await cluster.createDatabase(), name: "a")
         defer { fixture.remove() }
         let service = try await fixture.make()
-        let scaleOut = try #require(service.scaleOut)
-        try await service.application.test(.live) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u1")) { response in
-                #expect(response.status == .ok)
+        try await body(cluster, fixture, service, try #require(service.scaleOut))
+    }
+
+    @Test func aLostPostgresGives503AndTheServiceRecoversByItself() async throws {
+        try await withOneInstance { cluster, fixture, service, scaleOut in
+            @Sendable func titled(_ title: String) -> ByteBuffer {
+                eventBody(user: "u1", parameters: #"{"title": "\#(title)"}"#)
             }
-            try await cluster.crash()
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u1")) { response in
-                #expect(response.status == .serviceUnavailable)
+            try await service.application.test(.live) { client in
+                try await client.execute(uri: "/v1/events", method: .post, body: titled("before")) { response in
+                    #expect(response.status == .ok)
+                }
+                try await client.execute(uri: "/ready", method: .get) { response in
+                    #expect(response.status == .ok)
+                }
+                try await cluster.crash()
+                try await client.execute(uri: "/v1/events", method: .post, body: titled("refused")) { response in
+                    #expect(response.status == .serviceUnavailable)
+                }
+                try await client.execute(uri: "/ready", method: .get) { response in
+                    #expect(response.status == .serviceUnavailable)
+                }
+                try await cluster.startServer()
+                await scaleOut.store.waitUntilAvailable()
+                try await client.execute(uri: "/ready", method: .get) { response in
+                    #expect(response.status == .ok)
+                }
+                try await client.execute(uri: "/v1/events", method: .post, body: titled("after")) { response in
+                    #expect(response.status == .ok)
+                    // The refused event left no trace in the session: this is its second acknowledged event.
+                    let json5 = try response.json
+                    #expect(json5.firedNames == ["Braze - played song"])
+                }
+                #expect(service.sessions.existingSession(for: "u1")?.snapshot().eventNumber == 2)
             }
-            try await client.execute(uri: "/ready", method: .get) { response in
-                #expect(response.status == .serviceUnavailable)
+            // What PostgreSQL holds is what was acknowledged: the refused event's records are not there.
+            let database = try #require(fixture.configuration.postgresURL?.split(separator: "/").last.map(String.init))
+            let payloads = try await cluster.psql("SELECT payload FROM ck_records", database: database)
+            #expect(!payloads.contains(#""refused""#))
+            #expect(payloads.contains(#""before""#) && payloads.contains(#""after""#))
+        }
+    }
+
+    @Test func metricsShowTheStoresCommitsLatencyUndeliveredRowsAndLeases() async throws {
+        try await withOneInstance { _, _, service, scaleOut in
+            try await service.application.test(.live) { client in
+                for user in ["u1", "u2", "u1"] {
+                    try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: user)) {
+                        response in
+                        #expect(response.status == .ok)
+                    }
+                }
+                // Delivered and acknowledged: the partitions are leased, nothing is left undelivered.
+                try await scaleOut.pipeline.flush()
+                let statistics = scaleOut.store.statistics
+                try await client.execute(uri: "/metrics", method: .get) { response in
+                    var values: [String: Double] = [:]
+                    for line in String(buffer: response.body).split(separator: "\n") where !line.hasPrefix("#") {
+                        let parts = line.split(separator: " ")
+                        if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0])] = value }
+                    }
+                    #expect(values["containerkit_postgres_commits_total"] == Double(statistics.commits))
+                    #expect(statistics.commits >= 1)
+                    #expect(values["containerkit_postgres_committed_rows_total"] == Double(statistics.committedRows))
+                    #expect(statistics.committedRows >= 3)
+                    #expect(values["containerkit_postgres_rows_per_commit"] == statistics.rowsPerCommit)
+                    #expect((values["containerkit_postgres_commit_seconds_total"] ?? 0) > 0)
+                    #expect((values["containerkit_postgres_commit_seconds_max"] ?? 0) > 0)
+                    #expect(values["containerkit_postgres_undelivered_rows"] == 0)
+                    #expect(values["containerkit_postgres_leases_held"] == 4)
+                    #expect(values["containerkit_postgres_available"] == 1)
+                }
             }
-            try await cluster.startServer()
-            await scaleOut.store.waitUntilAvailable()
-            try await client.execute(uri: "/ready", method: .get) { response in
-                #expect(response.status == .ok)
-            }
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u1")) { response in
-                #expect(response.status == .ok)
-                // The refused event left no trace in the session: this is its second acknowledged event.
-                let json5 = try response.json
-                #expect(json5.firedNames == ["Braze - played song"])
-            }
-            #expect(service.sessions.existingSession(for: "u1")?.snapshot().eventNumber == 2)
         }
     }
 

@@ -1,0 +1,174 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import PostgresTestHarness
+import Testing
+
+/// The shipped nginx configuration (`deploy/nginx-consistent-hash.conf`), run by the nginx of Debian's package
+/// on 127.0.0.1 in front of three stand-in instances that answer their own name.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct NginxRoutingTests {
+    /// The configuration as shipped, beside the tests.
+    static let shipped = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("deploy/nginx-consistent-hash.conf")
+
+    @Test func theShippedConfigurationPassesNginxsOwnCheck() async throws {
+        let nginx = try NginxRun(configuration: try String(contentsOf: Self.shipped, encoding: .utf8))
+        defer { nginx.remove() }
+        let output = try await runProgram(try NginxRun.program, ["-t"] + nginx.arguments)
+        #expect(output.contains("test is successful"))
+    }
+
+    /// nginx cannot read a JSON body: a user's id comes in the `X-User-ID` header or in the path, and every
+    /// form of a user's request (one event or a batch) must reach the one instance that holds the user.
+    @Test func aUsersRequestsReachOneInstanceWhetherTheIdIsInTheHeaderOrThePath() async throws {
+        try await withInstances(["a", "b", "c"]) { ports in
+            var configuration = try String(contentsOf: Self.shipped, encoding: .utf8)
+            let shippedPorts = ["18581", "18582", "18583"]
+            for (shippedPort, port) in zip(shippedPorts, ports) {
+                #expect(configuration.contains("server 127.0.0.1:\(shippedPort) "))
+                configuration = configuration.replacingOccurrences(
+                    of: "server 127.0.0.1:\(shippedPort) ",
+                    with: "server 127.0.0.1:\(port) "
+                )
+            }
+            let nginx = try NginxRun(configuration: configuration)
+            defer { nginx.remove() }
+            try await nginx.start()
+            defer { nginx.stop() }
+            let header = HTTPField.Name("X-User-ID")!
+            let owners = try await TestClient.withClient(host: "127.0.0.1", port: nginx.port) { client in
+                var owners: [String: String] = [:]
+                for index in 0..<40 {
+                    let user = "user-\(index)"
+                    let body = ByteBuffer(string: #"{"event": "played song"}"#)
+                    var seen: [String] = []
+                    for (path, routedByHeader) in [
+                        ("/v1/events", true), ("/v1/users/\(user)/events", false),
+                        ("/v1/batch", true), ("/v1/users/\(user)/batch", false),
+                    ] {
+                        let headers: HTTPFields = routedByHeader ? [header: user] : [:]
+                        let response = try await client.post(path, headers: headers, body: body)
+                        #expect(response.status == .ok, "\(path)")
+                        seen.append(response.body.map { String(buffer: $0) } ?? "")
+                    }
+                    #expect(Set(seen).count == 1, "\(user): \(seen)")
+                    owners[user] = seen.first
+                }
+                return owners
+            }
+            // The users are spread over the instances (not all hashed to one).
+            #expect(Set(owners.values).count > 1)
+        }
+    }
+
+    /// Runs `body` with one stand-in instance per name on 127.0.0.1, each answering every event request with
+    /// its name; `body` gets their ports.
+    private func withInstances(
+        _ names: [String],
+        _ body: @escaping @Sendable ([Int]) async throws -> Void
+    ) async throws {
+        @Sendable func nest(_ index: Int, _ ports: [Int]) async throws {
+            guard index < names.count else { return try await body(ports) }
+            let router = Router()
+            let name = names[index]
+            for path in ["v1/events", "v1/batch", "v1/users/:user_id/events", "v1/users/:user_id/batch"] {
+                router.post(RouterPath(path)) { _, _ in name }
+            }
+            let application = Application(
+                router: router,
+                configuration: .init(address: .hostname("127.0.0.1", port: 0))
+            )
+            try await application.test(.live) { client in
+                try await nest(index + 1, ports + [try #require(client.port)])
+            }
+        }
+        try await nest(0, [])
+    }
+}
+
+/// One nginx master of the configuration `configuration` (its `listen` port replaced by a free one on 127.0.0.1,
+/// one worker) in a temporary prefix directory; stopped by its own pid file.
+struct NginxRun {
+    /// Debian's nginx.
+    static var program: String {
+        get throws {
+            guard let path = ["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: FileManager.default.fileExists)
+            else { throw ProgramFailure(description: "nginx is not installed (apt-get install nginx)") }
+            return path
+        }
+    }
+
+    let directory: URL
+    let port: Int
+
+    init(configuration: String) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = try PostgresTestCluster.freePort()
+        let text =
+            configuration
+            .replacingOccurrences(of: "listen 127.0.0.1:18580;", with: "listen 127.0.0.1:\(port);")
+            .replacingOccurrences(of: "worker_processes auto;", with: "worker_processes 1;")
+        try text.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+    }
+
+    /// `-c` and `-p` of this run; errors on standard error (not the system's log directory).
+    var arguments: [String] {
+        ["-e", "stderr", "-c", directory.appendingPathComponent("nginx.conf").path, "-p", directory.path]
+    }
+
+    /// Starts nginx; it listens once the command returned (it opens its sockets before it detaches).
+    func start() async throws {
+        try await runProgram(try Self.program, arguments)
+    }
+
+    /// Stops this run's nginx (by its pid file).
+    func stop() {
+        guard let program = try? Self.program else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = ["-s", "stop"] + arguments
+        try? process.run()
+        process.waitUntilExit()
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// Runs `program` to its end; returns its standard output and error, or throws them if it failed.
+@discardableResult
+func runProgram(_ program: String, _ arguments: [String]) async throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: program)
+    process.arguments = arguments
+    let output = FileManager.default.temporaryDirectory.appendingPathComponent("program-\(UUID().uuidString)")
+    _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+    defer { try? FileManager.default.removeItem(at: output) }
+    let handle = try FileHandle(forWritingTo: output)
+    process.standardOutput = handle
+    process.standardError = handle
+    process.standardInput = FileHandle.nullDevice
+    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+        do {
+            try process.run()
+        } catch {
+            process.terminationHandler = nil
+            continuation.resume(throwing: error)
+        }
+    }
+    try handle.close()
+    let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+    guard status == 0 else {
+        throw ProgramFailure(description: "\(program) \(arguments.joined(separator: " ")) failed (\(status)): \(text)")
+    }
+    return text
+}
+
+struct ProgramFailure: Error, CustomStringConvertible {
+    var description: String
+}

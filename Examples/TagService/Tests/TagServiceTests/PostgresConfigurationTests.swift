@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+
+@testable import TagServiceCore
+
+@Suite struct PostgresConfigurationTests {
+    private func parse(_ arguments: [String], _ environment: [String: String] = [:]) throws -> TagServiceConfiguration {
+        guard case .run(let configuration) = try TagServiceConfiguration.parse(arguments, environment: environment)
+        else { throw UsageError("expected a configuration") }
+        return configuration
+    }
+
+    @Test func postgresFlagsSwitchRecordsAndSessionsToPostgres() throws {
+        let configuration = try parse([
+            "--containers", "c", "--postgres", "postgres://tags@db.internal:5433/tags", "--instance-name", "tags-2",
+            "--postgres-partitions", "32", "--braze-requests-per-second", "250",
+        ])
+        #expect(configuration.postgresURL == "postgres://tags@db.internal:5433/tags")
+        #expect(configuration.instanceName == "tags-2")
+        #expect(configuration.postgresPartitions == 32)
+        #expect(configuration.brazeRequestsPerSecond == 250)
+        // Without the flag the embedded default stays: no PostgreSQL.
+        #expect(try parse(["--containers", "c"]).postgresURL == nil)
+    }
+
+    @Test func theEnvironmentVariableSwitchesToPostgresAndTheFlagWins() throws {
+        let environment = [
+            "CONTAINERKIT_POSTGRES_URL": "postgres://env@127.0.0.1/tags", "TAGSERVICE_INSTANCE_NAME": "from-env",
+            "TAGSERVICE_POSTGRES_PARTITIONS": "8",
+        ]
+        let fromEnvironment = try parse(["--containers", "c"], environment)
+        #expect(fromEnvironment.postgresURL == "postgres://env@127.0.0.1/tags")
+        #expect(fromEnvironment.instanceName == "from-env")
+        #expect(fromEnvironment.postgresPartitions == 8)
+        let flagged = try parse(["--containers", "c", "--postgres", "postgres://flag@127.0.0.1/tags"], environment)
+        #expect(flagged.postgresURL == "postgres://flag@127.0.0.1/tags")
+    }
+
+    @Test(arguments: [
+        ["--postgres", "mysql://db/tags"], ["--postgres", "not a url"], ["--postgres-partitions", "0"],
+        ["--postgres-partitions", "many"], ["--braze-requests-per-second", "-1"],
+    ])
+    func invalidPostgresFlagsAreUsageErrors(_ flags: [String]) throws {
+        #expect(throws: UsageError.self) { try parse(["--containers", "c"] + flags) }
+    }
+}
