@@ -3,7 +3,8 @@
 -- title is appended to <CLUSTER_ACK_LOG>-<thread>: the acknowledged events, compared later with what
 -- reached the /users/track stand-in. CLUSTER_USERS users (default 20000), walked with a stride.
 local counter = 0
-local thread_id = 0
+thread_id = 0   -- a global: thread:set() sets it in each thread (a local would hide it, and every
+                 -- thread would send the same titles for the same users)
 local log = nil
 local run = os.getenv("CLUSTER_RUN") or "r"
 local users = tonumber(os.getenv("CLUSTER_USERS") or "20000")
