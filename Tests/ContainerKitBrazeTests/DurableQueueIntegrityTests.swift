@@ -175,6 +175,28 @@ import Testing
         }
     }
 
+    @Test func theLineChecksumIsCRC32CAtEveryLengthAndAlignment() {
+        // The standard check value of CRC-32C.
+        #expect(CRC32C.checksum(Array("123456789".utf8)[...]) == 0xE306_9283)
+        // Against the bit-by-bit definition, for lengths around the eight-byte rounds and slices that do not
+        // start at an array's start.
+        func reference(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+            var crc: UInt32 = 0xFFFF_FFFF
+            for byte in bytes {
+                crc ^= UInt32(byte)
+                for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+            }
+            return crc ^ 0xFFFF_FFFF
+        }
+        let bytes = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 151 &+ 7) }
+        for start in 0..<9 {
+            for end in start...min(start + 40, bytes.count) {
+                #expect(CRC32C.checksum(bytes[start..<end]) == reference(bytes[start..<end]))
+            }
+            #expect(CRC32C.checksum(bytes[start...]) == reference(bytes[start...]))
+        }
+    }
+
     @Test func aSegmentDeletedUnderTheWriterFailsTheCommitAndTheNextCommitUsesANewSegment() async throws {
         let directory = TemporaryDirectory("unlinked")
         defer { directory.remove() }
