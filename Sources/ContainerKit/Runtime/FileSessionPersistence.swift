@@ -455,20 +455,30 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
     // MARK: Lines
 
     /// `{"v":<version>,"u":<user ID>,"c":"<checksum>","s":<snapshot>}` and a newline.
+    ///
+    /// Written in one buffer: the snapshot goes straight after a 16-byte hole that its checksum fills
+    /// once it is written (no separate snapshot array, hex array or version string).
     static func line(for stored: StoredSession) -> [UInt8] {
-        let snapshot = JSONWriter.bytes(stored.snapshot.jsonValue, keepsNumberTypes: true)
-        var line: [UInt8] = []
-        line.reserveCapacity(snapshot.count + stored.userID.utf8.count + 64)
-        line.append(contentsOf: #"{"v":"#.utf8)
-        line.append(contentsOf: String(stored.version).utf8)
-        line.append(contentsOf: #","u":"#.utf8)
-        JSONWriter.writeString(stored.userID, into: &line)
-        line.append(contentsOf: #","c":""#.utf8)
-        line.append(contentsOf: hex(checksum(snapshot[...])))
-        line.append(contentsOf: #"","s":"#.utf8)
-        line.append(contentsOf: snapshot)
-        line.append(contentsOf: "}\n".utf8)
-        return line
+        var writer = JSONByteWriter(capacity: 1024 + stored.userID.utf8.count)
+        writer.raw(#"{"v":"#)
+        writer.integer(stored.version)
+        writer.raw(#","u":"#)
+        writer.string(stored.userID)
+        writer.raw(#","c":""#)
+        let hole = writer.bytes.count
+        writer.raw("0000000000000000")
+        writer.raw(#"","s":"#)
+        let start = writer.bytes.count
+        writer.value(stored.snapshot.jsonValue)
+        let sum = checksum(writer.bytes[start...])
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { digits in
+            for index in 0..<16 {
+                writer.bytes[hole + index] = digits[Int((sum >> UInt64((15 - index) * 4)) & 0xF)]
+            }
+        }
+        writer.raw("}\n")
+        return writer.bytes
     }
 
     /// `{"v":<version>,"u":<user ID>,"r":1}` and a newline.

@@ -43,6 +43,11 @@ package struct JSONByteWriter {
         bytes.append(0x22)
         var copy = text
         copy.withUTF8 { utf8 in
+            // Most strings (keys, IDs, names) need no escape: found by one scan, appended in one copy.
+            guard utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else {
+                bytes.append(contentsOf: utf8)
+                return
+            }
             var start = 0
             for (i, byte) in utf8.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))

@@ -221,6 +221,19 @@ struct SessionPersistenceTests {
         #expect(FileSessionPersistence.parse(flipped[...]) == nil)
     }
 
+    @Test func aSessionLineFramesTheSnapshotsJSONWithItsChecksum() throws {
+        let snapshot = SessionSnapshot(sessionID: "a\"da\n", eventNumber: 7)
+        let line = FileSessionPersistence.line(for: StoredSession(snapshot: snapshot, version: 12))
+        let json = JSONWriter.bytes(snapshot.jsonValue, keepsNumberTypes: true)
+        let sum = String(FileSessionPersistence.checksum(json[...]), radix: 16)
+        let checksum = String(repeating: "0", count: 16 - sum.count) + sum
+        let expected =
+            #"{"v":12,"u":"a\"da\n","c":""# + checksum + #"","s":"# + String(decoding: json, as: UTF8.self) + "}\n"
+        #expect(String(decoding: line, as: UTF8.self) == expected)
+        let parsed = try #require(FileSessionPersistence.parse(line[...]))
+        #expect(parsed.version == 12 && parsed.userID == "a\"da\n")
+    }
+
     @Test func filesArePrivateAndCompactionKeepsTheNewestVersions() async throws {
         let directory = Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
