@@ -384,7 +384,11 @@ struct HostileContainerTests {
         let layer = manager.makeDataLayer()
         #expect(layer.value(forKey: "m0") == .undefined)
         #expect(layer.value(forKey: "m19950") == "bottom")
-        #expect(logger.messages(at: .error).contains { $0.contains("nest deeper than 100") })
+        #expect(
+            logger.entries.contains {
+                $0.message.contains("nest deeper than the limit") && $0.metadata["limit"] == "100"
+            }
+        )
     }
 }
 

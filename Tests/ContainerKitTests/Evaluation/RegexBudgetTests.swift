@@ -83,8 +83,8 @@ struct RegexBudgetTests {
         let layer = manager.makeDataLayer()
         #expect(layer.push(event: "e", parameters: ["v": "x"]).fired.isEmpty)
         #expect(layer.push(event: "e", parameters: ["v": "y"]).fired.isEmpty)
-        let warnings = logger.messages(at: .warning).filter { $0.contains("invalid regular expression '(unclosed'") }
+        let warnings = logger.entries.filter { $0.level == .warning && $0.metadata["pattern"] == "(unclosed" }
         #expect(warnings.count == 1)
-        #expect(warnings.first?.hasSuffix("the condition is false") == true)
+        #expect(warnings.first?.message == "invalid regular expression; the condition is false")
     }
 }
