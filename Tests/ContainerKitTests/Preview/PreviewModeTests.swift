@@ -94,7 +94,7 @@ extension PreviewTests {
         @Test func theExitURLOfAContainerNotInPreviewIsRejected() async throws {
             let manager = try await manager(preview: try drafts())
             #expect(!manager.preview(url: exitURL))
-            #expect(logger.messages(at: .warning).contains { $0.contains("it is not in preview") })
+            #expect(logger.messages(at: .warning).contains { $0.contains("is not in preview") })
             try await manager.enterPreview(PreviewRequest(containerID: id, authToken: token, previewNumber: "7"))
             #expect(!manager.preview(url: "tagmanager.c.com.example://preview/p?id=GTM-OTHER1&gtm_preview="))
             #expect(manager.liveVersion() == "7")
