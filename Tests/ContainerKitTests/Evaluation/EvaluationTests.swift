@@ -131,7 +131,7 @@ struct RuleTests {
         #expect(fired.first { $0.tagID == 2 }?.status.name == "failed")
         #expect(fired.first { $0.tagID == 1 }?.status == .ok)
         #expect(ok.calls.count == 1)
-        #expect(logger.messages(at: .error).contains { $0.contains("Boom") })
+        #expect(logger.entries.contains { $0.level == .error && $0.metadata["error"]?.contains("Boom") == true })
     }
 
     @Test func setupAndTeardownTagsRunAroundTheMainTag() throws {
