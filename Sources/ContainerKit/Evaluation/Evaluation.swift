@@ -17,8 +17,6 @@ struct Evaluation: MacroResolver {
     /// when the caller resolved none (every call then looks its handler up by name).
     private(set) var tagHandlers: [TagManager.ResolvedTagHandler?]
     let recordTrace: Bool
-    /// Buffers reused across events of one session, so an event allocates no memo tables.
-    private let scratch: EvaluationScratch?
 
     /// The event name as `__e` reports it (Firebase short names expanded).
     let reportedEventName: Value
@@ -29,9 +27,8 @@ struct Evaluation: MacroResolver {
     private var macroValues: [Value] = []
     private var macroMarks: [UInt32] = []
     private var predicateMarks: [UInt32] = []
-    /// Per tag: bit 0 added, bit 1 blocked, bit 2 attempted this event, bit 3 skipped (once per load),
-    /// bit 4 ran, bit 5 succeeded.
-    private var tagState: [UInt8] = []
+    /// What happened to each tag this event (empty until a rule adds or blocks one).
+    private var tagState: [TagState] = []
     private var fired: [FiredTag] = []
     /// How many macro evaluations are in progress (macros reading macros).
     private var nesting = 0
@@ -51,7 +48,7 @@ struct Evaluation: MacroResolver {
         handlers: TagManager.Handlers,
         tagHandlers: [TagManager.ResolvedTagHandler?] = [],
         recordTrace: Bool,
-        scratch: EvaluationScratch? = nil,
+        scratch: consuming EvaluationScratch = EvaluationScratch(),
         reportedEventName: Value? = nil
     ) {
         self.storage = container.storage
@@ -63,15 +60,12 @@ struct Evaluation: MacroResolver {
         self.handlers = handlers
         self.tagHandlers = tagHandlers
         self.recordTrace = recordTrace
-        self.scratch = scratch
         self.reportedEventName = reportedEventName ?? Evaluation.reportedName(eventName)
-        if let scratch {
-            generation = scratch.generation
-            swap(&macroValues, &scratch.macroValues)
-            swap(&macroMarks, &scratch.macroMarks)
-            swap(&predicateMarks, &scratch.predicateMarks)
-            swap(&tagState, &scratch.tagState)
-        }
+        generation = scratch.generation
+        swap(&macroValues, &scratch.macroValues)
+        swap(&macroMarks, &scratch.macroMarks)
+        swap(&predicateMarks, &scratch.predicateMarks)
+        swap(&tagState, &scratch.tagState)
         startContainer()
     }
 
@@ -115,7 +109,9 @@ struct Evaluation: MacroResolver {
         if case .string(let name) = reportedEventName {
             for r in candidates ?? storage.candidates.rules(for: name, in: storage) { applyRule(r) }
             if !tagState.isEmpty {
-                for t in storage.program.tagOrder where tagState[t] & 0b11 == 0b01 { _ = fire(t) }
+                for t in storage.program.tagOrder where tagState[t].intersection(.selection) == .added {
+                    _ = fire(t)
+                }
             }
         }
         let trace = recordTrace ? makeTrace() : nil
@@ -143,22 +139,25 @@ struct Evaluation: MacroResolver {
         return run(candidates: candidates)
     }
 
-    /// Hands the buffers back to the session for its next push.
-    mutating func finish() {
-        guard let scratch else { return }
+    /// The buffers, moved out for the session's next push (the evaluation is done with them).
+    mutating func finish() -> EvaluationScratch {
+        var scratch = EvaluationScratch()
         tagState.removeAll(keepingCapacity: true)
         scratch.generation = generation
         swap(&macroValues, &scratch.macroValues)
         swap(&macroMarks, &scratch.macroMarks)
         swap(&predicateMarks, &scratch.predicateMarks)
         swap(&tagState, &scratch.tagState)
+        return scratch
     }
 
     private mutating func applyRule(_ r: Int) {
         guard rulePasses(r) else { return }
-        if tagState.isEmpty { tagState.append(contentsOf: repeatElement(0, count: storage.program.tags.count)) }
-        for t in storage.program.rules[r].add { tagState[t] |= 0b01 }
-        for t in storage.program.rules[r].block { tagState[t] |= 0b10 }
+        if tagState.isEmpty {
+            tagState.append(contentsOf: repeatElement(TagState(), count: storage.program.tags.count))
+        }
+        for t in storage.program.rules[r].add { tagState[t].formUnion(.added) }
+        for t in storage.program.rules[r].block { tagState[t].formUnion(.blocked) }
     }
 
     mutating func rulePasses(_ r: Int) -> Bool {
@@ -172,15 +171,18 @@ struct Evaluation: MacroResolver {
     /// measurable on the hot path; the status is in ``fired``.)
     @discardableResult
     private mutating func fire(_ t: Int) -> Bool? {
-        if tagState.isEmpty { tagState.append(contentsOf: repeatElement(0, count: storage.program.tags.count)) }
-        if tagState[t] & 0b100 != 0 { return tagState[t] & 0b1_0000 == 0 ? nil : tagState[t] & 0b10_0000 != 0 }
-        tagState[t] |= 0b100
+        if tagState.isEmpty {
+            tagState.append(contentsOf: repeatElement(TagState(), count: storage.program.tags.count))
+        }
+        let state = tagState[t]
+        if state.contains(.attempted) { return state.contains(.ran) ? state.contains(.succeeded) : nil }
+        tagState[t].formUnion(.attempted)
         if case .paused = storage.program.tags[t].kind { return nil }
         if storage.program.tags[t].oncePerLoad {
             let key = storage.id + "#" + String(t)
             let first = dataLayer.state.withLock { $0.firedOncePerLoad.insert(key).inserted }
             if !first {
-                tagState[t] |= 0b1000
+                tagState[t].formUnion(.skippedOncePerLoad)
                 return nil
             }
         }
@@ -189,7 +191,7 @@ struct Evaluation: MacroResolver {
             if setup.stopOnFailure, succeeded != true { return nil }
         }
         let succeeded = call(t)
-        tagState[t] |= succeeded ? 0b11_0000 : 0b1_0000
+        tagState[t].formUnion(succeeded ? [.ran, .succeeded] : .ran)
         for teardown in storage.program.tags[t].teardownTags where !teardown.stopOnFailure || succeeded {
             fire(teardown.tag)
         }
@@ -198,7 +200,7 @@ struct Evaluation: MacroResolver {
 
     /// The status of a tag that already ran this event.
     private func recordedStatus(_ t: Int) -> FiredTag.Status? {
-        if tagState[t] & 0b10_0000 != 0 { return .ok }
+        if tagState[t].contains(.succeeded) { return .ok }
         return fired.last { $0.index == t }?.status
     }
 
@@ -268,9 +270,10 @@ struct Evaluation: MacroResolver {
             handler = found
             lastHandler = (name, found)
         } else {
-            dataLayer.tagManager.reportOnce("unhandled-tag:\(name)") {
-                "no function-call tag handler is registered for '\(name)' (container \(storage.id))"
-            }
+            dataLayer.tagManager.reportOnce(
+                "unhandled-tag:\(name)",
+                metadata: ["container": storage.id, "class_path": name]
+            ) { "no function-call tag handler is registered for the class path" }
             return (.unhandled, nil)
         }
         return perform(handler, named: name, t, arguments)
@@ -299,10 +302,12 @@ struct Evaluation: MacroResolver {
             return (output.dropReason.map(FiredTag.Status.dropped) ?? .ok, output)
         } catch {
             let tag = storage.program.tags[t]
-            let label = tagID.map { "tag \($0)" } ?? "tag '\(tag.name ?? tag.function)'"
-            var metadata: LogMetadata = ["container": storage.id, "session": dataLayer.sessionID, "class_path": name]
-            if let tagID { metadata["tag"] = String(tagID) }
-            logger.error("\(label) handler '\(name)' threw: \(error)", metadata: metadata)
+            var metadata: LogMetadata = [
+                "container": storage.id, "session": dataLayer.sessionID, "class_path": name,
+                "error": String(describing: error),
+            ]
+            if let tagID { metadata["tag"] = String(tagID) } else { metadata["tag_name"] = tag.name ?? tag.function }
+            logger.error("a tag handler threw", metadata: metadata)
             return (.failed(String(describing: error)), nil)
         }
     }
@@ -341,18 +346,22 @@ struct Evaluation: MacroResolver {
         if mark == 2 &* generation &+ 1 { return macroValues[index] }
         if mark == 2 &* generation {
             let macro = storage.program.macros[index]
-            dataLayer.tagManager.reportOnce("cycle:\(storage.id):\(index)", level: .error) {
-                "macro cycle detected at '\(macro.name ?? macro.function)' (macro \(index)) in \(storage.id); "
-                    + "it evaluates to undefined"
-            }
+            dataLayer.tagManager.reportOnce(
+                "cycle:\(storage.id):\(index)",
+                level: .error,
+                metadata: ["container": storage.id, "variable": macro.name ?? macro.function, "macro": String(index)]
+            ) { "macro cycle detected; the variable evaluates to undefined" }
             return .undefined
         }
         if nesting >= Evaluation.maximumMacroNesting {
             // A chain of thousands of macros (hostile or generated) must not exhaust the stack.
-            dataLayer.tagManager.reportOnce("nesting:\(storage.id)", level: .error) {
-                "macros in \(storage.id) nest deeper than \(Evaluation.maximumMacroNesting) at macro \(index); "
-                    + "the innermost evaluates to undefined"
-            }
+            dataLayer.tagManager.reportOnce(
+                "nesting:\(storage.id)",
+                level: .error,
+                metadata: [
+                    "container": storage.id, "macro": String(index), "limit": String(Evaluation.maximumMacroNesting),
+                ]
+            ) { "macros nest deeper than the limit; the innermost evaluates to undefined" }
             return .undefined
         }
         macroMarks[index] = 2 &* generation
@@ -528,18 +537,24 @@ struct Evaluation: MacroResolver {
     }
 
     private func reportBudgetExceeded(_ pattern: RegexPattern, _ subject: String, _ place: String) {
-        dataLayer.tagManager.reportOnce("regex-budget:\(storage.id):\(pattern.source)") {
-            "regular expression '\(pattern.source)' (\(place) in \(storage.id)) needed more than "
-                + "\(RegexPattern.defaultStepBudget) steps on a \(subject.utf8.count)-byte value and was stopped; "
-                + "it counts as not matching (warned once per pattern)"
+        dataLayer.tagManager.reportOnce(
+            "regex-budget:\(storage.id):\(pattern.source)",
+            metadata: [
+                "container": storage.id, "pattern": pattern.source, "place": place,
+                "steps": String(RegexPattern.defaultStepBudget), "bytes": String(subject.utf8.count),
+            ]
+        ) {
+            "a regular expression needed more steps than its budget and was stopped; it counts as not matching "
+                + "(warned once per pattern)"
         }
     }
 
     private func callMacro(named name: String, arguments: ValueMap, _ macro: MacroDef) -> Value {
         guard let handler = handlers.macros[name] else {
-            dataLayer.tagManager.reportOnce("unhandled-macro:\(name)") {
-                "no function-call macro handler is registered for '\(name)' (container \(storage.id))"
-            }
+            dataLayer.tagManager.reportOnce(
+                "unhandled-macro:\(name)",
+                metadata: ["container": storage.id, "class_path": name]
+            ) { "no function-call macro handler is registered for the class path" }
             return .undefined
         }
         let call = FunctionCall(
@@ -554,7 +569,13 @@ struct Evaluation: MacroResolver {
         do {
             return try handler.value(for: call)
         } catch {
-            logger.error("variable '\(macro.name ?? macro.function)' handler '\(name)' threw: \(error)")
+            logger.error(
+                "a variable handler threw",
+                metadata: [
+                    "container": storage.id, "session": dataLayer.sessionID, "variable": macro.name ?? macro.function,
+                    "class_path": name, "error": String(describing: error),
+                ]
+            )
             return .undefined
         }
     }
@@ -644,18 +665,22 @@ struct Evaluation: MacroResolver {
             if constantRight, let pattern = storage.program.predicates[p].pattern { return budgetedMatches(pattern, a) }
             if constantRight, let error = storage.program.predicates[p].patternError {
                 let pointer = storage.program.predicates[p].origin.pointer
-                dataLayer.tagManager.reportOnce("bad-regex:\(storage.id):\(pointer)") {
-                    "invalid regular expression '\(right.jsString)' in \(storage.id) (\(pointer)): \(error); "
-                        + "the condition is false"
-                }
+                dataLayer.tagManager.reportOnce(
+                    "bad-regex:\(storage.id):\(pointer)",
+                    metadata: [
+                        "container": storage.id, "pattern": right.jsString, "pointer": pointer,
+                        "error": String(describing: error),
+                    ]
+                ) { "invalid regular expression; the condition is false" }
                 return false
             }
             let source = right.jsString
             guard let pattern = try? RegexPattern(source, options: ignoreCase ? .ignoreCase : []) else {
                 let pointer = storage.program.predicates[p].origin.pointer
-                dataLayer.tagManager.reportOnce("bad-regex:\(storage.id):\(source)") {
-                    "invalid regular expression '\(source)' in \(storage.id) (\(pointer)); the condition is false"
-                }
+                dataLayer.tagManager.reportOnce(
+                    "bad-regex:\(storage.id):\(source)",
+                    metadata: ["container": storage.id, "pattern": source, "pointer": pointer]
+                ) { "invalid regular expression; the condition is false" }
                 return false
             }
             return budgetedMatches(pattern, a)
@@ -695,7 +720,7 @@ struct Evaluation: MacroResolver {
         var trace = EvaluationTrace()
         for t in program.tags.indices {
             let tag = program.tags[t]
-            let state = tagState.isEmpty ? 0 : tagState[t]
+            let state = tagState.isEmpty ? [] : tagState[t]
             var outcome = EvaluationTrace.TagOutcome(
                 index: t,
                 tagID: tag.tagID,
@@ -707,15 +732,15 @@ struct Evaluation: MacroResolver {
             if case .paused = tag.kind {
                 outcome.kind = .paused
                 outcome.reason = "the tag is paused"
-            } else if state & 0b1000 != 0 {
+            } else if state.contains(.skippedOncePerLoad) {
                 outcome.kind = .alreadyFired
                 outcome.reason = "once per load: already fired in this session"
-            } else if state & 0b1_0000 != 0 {
+            } else if state.contains(.ran) {
                 outcome.kind = .fired
                 if case .failed(let why)? = recordedStatus(t) { outcome.reason = "fired, but failed: \(why)" }
-            } else if state & 0b100 != 0 {
+            } else if state.contains(.attempted) {
                 outcome.reason = "a setup tag it needs did not succeed"
-            } else if state & 0b10 != 0 {
+            } else if state.contains(.blocked) {
                 outcome.kind = .blocked
                 outcome.reason = blockingReason(t)
             } else {
@@ -785,12 +810,41 @@ struct Evaluation: MacroResolver {
     }
 }
 
-/// Memo tables one session reuses from event to event (only the thread processing its pushes touches them).
-final class EvaluationScratch: @unchecked Sendable {
+/// What happened to one tag in one event's evaluation.
+struct TagState: OptionSet, Sendable {
+    let rawValue: UInt8
+
+    /// A passing rule adds the tag.
+    static let added = TagState(rawValue: 1 << 0)
+    /// A passing rule blocks the tag (blocking wins over adding).
+    static let blocked = TagState(rawValue: 1 << 1)
+    /// The tag was considered for firing (as selected, or as a setup or teardown tag).
+    static let attempted = TagState(rawValue: 1 << 2)
+    /// A once-per-load tag that had already fired in this session.
+    static let skippedOncePerLoad = TagState(rawValue: 1 << 3)
+    /// The tag's call ran.
+    static let ran = TagState(rawValue: 1 << 4)
+    /// The tag's call ran and succeeded.
+    static let succeeded = TagState(rawValue: 1 << 5)
+
+    /// The rule outcome: a tag fires when this is exactly ``added``.
+    static let selection: TagState = [.added, .blocked]
+}
+
+/// Memo tables one session reuses from event to event: kept in the session's state and moved out, under
+/// its lock, by the caller holding the session's turn, then moved back when the push is evaluated.
+struct EvaluationScratch: Sendable {
     /// The memo generation of the last evaluation (see ``Evaluation``); the next one starts above it.
     var generation: UInt32 = 1
     var macroValues: [Value] = []
     var macroMarks: [UInt32] = []
     var predicateMarks: [UInt32] = []
-    var tagState: [UInt8] = []
+    var tagState: [TagState] = []
+
+    /// The buffers, leaving empty ones in their place (moved, so they stay uniquely referenced).
+    mutating func moved() -> EvaluationScratch {
+        var taken = EvaluationScratch()
+        swap(&taken, &self)
+        return taken
+    }
 }

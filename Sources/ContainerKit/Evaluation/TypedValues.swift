@@ -24,7 +24,10 @@ extension Container {
             return evaluation.value(ofMacro: index)
         }
         if let flat = program.flatValues[key] { return flat }
-        session.tagManager.logger.error("invalid macro: '\(key)' is not a variable of \(id)")
+        session.tagManager.logger.error(
+            "invalid macro: the container has no such variable",
+            metadata: ["container": id, "variable": key]
+        )
         return .undefined
     }
 

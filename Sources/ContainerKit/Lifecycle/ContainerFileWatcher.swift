@@ -190,8 +190,8 @@ public final class ContainerFileWatcher: Sendable {
             return try fail(error)
         }
         logger.info(
-            "loaded the container file '\(path)' (version \(container.version))",
-            metadata: ["container": container.id, "path": path]
+            "loaded the container file",
+            metadata: ["container": container.id, "path": path, "version": container.version]
         )
         emit(.succeeded(.file))
         return true

@@ -113,9 +113,12 @@ public final class ContainerHolder: Sendable {
             machine.requestRefresh(now: now, minimumInterval: minimum, force: force)
         }
         if accepted {
-            logger.info("refresh of '\(containerID)' requested\(force ? " (forced)" : "")")
+            logger.info("refresh requested", metadata: ["container": containerID, "forced": "\(force)"])
         } else {
-            logger.info("refresh of '\(containerID)' ignored: at most one refresh every \(minimum)")
+            logger.info(
+                "refresh ignored: at most one refresh per minimum interval",
+                metadata: ["container": containerID, "minimum_interval": "\(minimum)"]
+            )
         }
         return accepted
     }
@@ -204,7 +207,7 @@ public final class ContainerHolder: Sendable {
     }
 
     private func emit(_ event: ContainerRefreshEvent) {
-        logger.debug("\(containerID): refresh \(event)")
+        logger.debug("refresh", metadata: ["container": containerID, "event": "\(event)"])
         for callback in state.withLock({ $0.callbacks }) { callback.containerRefresh(containerID, event) }
     }
 
@@ -251,9 +254,9 @@ public final class ContainerHolder: Sendable {
                 $0.machine.defaultCandidate = Candidate(container: container, origin: .default, lastRefresh: nil)
             }
         } catch  where error.code == .notFound {
-            logger.info("no default container for '\(containerID)'")
+            logger.info("no default container", metadata: ["container": containerID])
         } catch {
-            logger.warning("the default container '\(containerID)' cannot be used: \(error.message)")
+            logger.warning("the default container cannot be used", metadata: Self.metadata(containerID, error))
         }
     }
 
@@ -270,7 +273,7 @@ public final class ContainerHolder: Sendable {
             emit(.succeeded(.saved))
             return saved
         } catch {
-            logger.warning("the saved container '\(containerID)' cannot be used: \(error.message)")
+            logger.warning("the saved container cannot be used", metadata: Self.metadata(containerID, error))
             emit(.failed(.saved, error.code == .invalidContainer ? .ioError : error.refreshFailure))
             return nil
         }
@@ -351,14 +354,17 @@ public final class ContainerHolder: Sendable {
             emit(.succeeded(.network))
         } catch  where Task.isCancelled {
             state.withLock { $0.machine.nextRefresh = time.now }
-            logger.info("refreshing '\(containerID)' from the network was cancelled; it is due again")
+            logger.info(
+                "refreshing from the network was cancelled; it is due again",
+                metadata: ["container": containerID]
+            )
         } catch {
             let due = time.now + configuration.refreshPolicy.afterFailure
             state.withLock { state in
                 state.machine.nextRefresh = due
                 state.machine.lastFailure = error.refreshFailure
             }
-            logger.warning("refreshing '\(containerID)' from the network failed: \(error.message)")
+            logger.warning("refreshing from the network failed", metadata: Self.metadata(containerID, error))
             emit(.failed(.network, error.refreshFailure))
         }
     }
@@ -368,7 +374,7 @@ public final class ContainerHolder: Sendable {
         do throws(ContainerFetchError) {
             try await store.save(id: containerID, bytes: bytes, etag: etag, fetchedAt: fetchedAt)
         } catch {
-            logger.warning("cannot save the container '\(containerID)': \(error.message)")
+            logger.warning("cannot save the container", metadata: Self.metadata(containerID, error))
         }
     }
 
@@ -377,7 +383,12 @@ public final class ContainerHolder: Sendable {
         do throws(ContainerFetchError) {
             try await store.touch(id: containerID, fetchedAt: fetchedAt)
         } catch {
-            logger.warning("cannot update the saved container '\(containerID)': \(error.message)")
+            logger.warning("cannot update the saved container", metadata: Self.metadata(containerID, error))
         }
+    }
+
+    /// The log metadata of a failure concerning `containerID`.
+    private static func metadata(_ containerID: String, _ error: ContainerFetchError) -> LogMetadata {
+        ["container": containerID, "code": error.code.rawValue, "error": error.message]
     }
 }

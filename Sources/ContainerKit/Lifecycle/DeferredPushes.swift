@@ -157,8 +157,8 @@ final class DeferredPushes: Sendable {
         if outcome.overTotal {
             if outcome.firstDrop {
                 dataLayer.tagManager.logger.warning(
-                    "session \(dataLayer.sessionID): dropped a push waiting for a container; at most "
-                        + "\(outcome.limit) pushes wait across all sessions"
+                    "dropped a push waiting for a container: the cap across all sessions",
+                    metadata: ["session": dataLayer.sessionID, "limit": String(outcome.limit)]
                 )
             }
             var result = PushResult()
@@ -168,8 +168,8 @@ final class DeferredPushes: Sendable {
         }
         if outcome.firstDrop {
             dataLayer.tagManager.logger.warning(
-                "session \(dataLayer.sessionID): dropped the oldest push waiting for a container; "
-                    + "at most \(outcome.limit) pushes wait per session"
+                "dropped the oldest push waiting for a container: the cap per session",
+                metadata: ["session": dataLayer.sessionID, "limit": String(outcome.limit)]
             )
         }
         var result = PushResult()
@@ -204,13 +204,15 @@ final class DeferredPushes: Sendable {
             guard let (dataLayer, message, dropped) = next else { return }
             guard let dataLayer else {
                 tagManager.logger.warning(
-                    "\(dropped) pushes were dropped while waiting for a container: the cap across all sessions"
+                    "pushes were dropped while waiting for a container: the cap across all sessions",
+                    metadata: ["dropped": String(dropped)]
                 )
                 continue
             }
             guard let message else {
                 tagManager.logger.warning(
-                    "session \(dataLayer.sessionID): \(dropped) pushes were dropped while waiting for a container"
+                    "pushes were dropped while waiting for a container",
+                    metadata: ["session": dataLayer.sessionID, "dropped": String(dropped)]
                 )
                 continue
             }

@@ -22,7 +22,7 @@ extension TagManager {
         do throws(PreviewURLError) {
             parsed = try PreviewURL(parsing: url)
         } catch {
-            logger.warning("invalid preview url: \(error.message)")
+            logger.warning("invalid preview url", metadata: ["code": error.code.rawValue, "error": error.message])
             return false
         }
         switch parsed.action {
@@ -30,19 +30,28 @@ extension TagManager {
             return exitPreview(id: parsed.containerID)
         case .enter(let request):
             guard lifecycleConfiguration.preview != nil else {
-                logger.warning("preview url for '\(parsed.containerID)' ignored: no preview source is configured")
+                logger.warning(
+                    "preview url ignored: no preview source is configured",
+                    metadata: ["container": parsed.containerID]
+                )
                 return false
             }
             let work = LifecycleWork { [self] in
                 do throws(ContainerFetchError) {
                     _ = try await enterPreview(request)
                 } catch {
-                    logger.error("cannot preview '\(request.containerID)': \(error.message)")
+                    logger.error(
+                        "cannot preview",
+                        metadata: [
+                            "container": request.containerID, "code": error.code.rawValue, "error": error.message,
+                        ]
+                    )
                 }
             }
             guard lifecycle.submit(work) else {
                 logger.warning(
-                    "preview url for '\(parsed.containerID)' ignored: run() is not running (call enterPreview(_:))"
+                    "preview url ignored: run() is not running (call enterPreview(_:))",
+                    metadata: ["container": parsed.containerID]
                 )
                 return false
             }
@@ -70,7 +79,7 @@ extension TagManager {
         guard ContainerLoader.isContainerID(id) else {
             throw ContainerFetchError(.invalidContainerID, "'\(id)' is not a container id (GTM-XXXX)")
         }
-        logger.info("fetching the preview draft \(request)")
+        logger.info("fetching the preview draft", metadata: ["container": id, "request": "\(request)"])
         let draft = try configuration.compile(try await source.fetchDraft(request), id: id, origin: "preview")
         LifecycleState.$publishing.withValue(true) {
             lifecycle.preview.withLock { preview in
@@ -82,7 +91,10 @@ extension TagManager {
         }
         lifecycle.deferral.replayIfDue(self)
         isDebugMode = request.debug
-        logger.info("previewing '\(id)' draft version '\(draft.version)'\(request.debug ? " in debug mode" : "")")
+        logger.info(
+            "previewing a draft",
+            metadata: ["container": id, "version": draft.version, "debug": "\(request.debug)"]
+        )
         return draft
     }
 
@@ -101,11 +113,11 @@ extension TagManager {
         }
         lifecycle.deferral.replayIfDue(self)
         guard exited else {
-            logger.warning("exit preview url for '\(id)' ignored: it is not in preview")
+            logger.warning("exit preview url ignored: the container is not in preview", metadata: ["container": id])
             return false
         }
         isDebugMode = false
-        logger.info("'\(id)' left preview")
+        logger.info("left preview", metadata: ["container": id])
         return true
     }
 

@@ -65,6 +65,8 @@ public final class DataLayer: Sendable {
         var turnstile = SessionTurnstile<Pending, Waiter>()
         /// The runtime snapshot this session last read (see ``TagManager/snapshot(cached:)``).
         var runtime: (generation: UInt64, snapshot: TagManager.Snapshot)?
+        /// Evaluation buffers between pushes; the caller holding the turn moves them out and back.
+        var scratch = EvaluationScratch()
 
         init(context: ClientContext) { self.context = context }
     }
@@ -137,8 +139,6 @@ public final class DataLayer: Sendable {
     }
 
     let state: Mutex<State>
-    /// Evaluation buffers; used only by the caller that holds the turn.
-    let scratch = EvaluationScratch()
 
     init(tagManager: TagManager, context: ClientContext, sessionID: String, debug: Bool) {
         self.tagManager = tagManager
@@ -279,9 +279,11 @@ public final class DataLayer: Sendable {
     private func tripLoopGuard(into result: inout PushResult) {
         let dropped = turnstile { $0.dropNested() } + 1
         tagManager.logger.error(
-            "session \(sessionID): seems like an infinite loop of pushing to the data layer; "
-                + "dropped \(dropped) queued pushes after \(DataLayer.maximumNestedPushes) nested pushes",
-            metadata: ["session": sessionID]
+            "seems like an infinite loop of pushing to the data layer; dropped the queued pushes",
+            metadata: [
+                "session": sessionID, "dropped": String(dropped),
+                "nested_pushes": String(DataLayer.maximumNestedPushes),
+            ]
         )
         result.loopGuardTripped = true
     }
@@ -296,7 +298,10 @@ public final class DataLayer: Sendable {
             message[DataLayer.userPropertiesKey] = nil
         }
         let eventValue = pending.event ?? message["event"]
+        // The memo tables move out of the state with the model, and back after the evaluation.
+        var scratch = EvaluationScratch()
         let (model, eventNumber, runtime) = state.withLock { state -> (ValueMap, Int, TagManager.Snapshot) in
+            if eventValue != nil { swap(&scratch, &state.scratch) }
             let runtime = tagManager.snapshot(cached: state.runtime)
             if state.runtime?.generation != runtime.generation { state.runtime = runtime }
             DataLayer.apply(message, to: &state.model)
@@ -317,6 +322,7 @@ public final class DataLayer: Sendable {
             return (state.model, state.eventNumber, runtime.snapshot)
         }
         guard let eventValue else { return }
+        defer { state.withLock { swap(&$0.scratch, &scratch) } }
         let eventName: String?
         switch eventValue {
         case .undefined, .null: eventName = nil
@@ -351,7 +357,7 @@ public final class DataLayer: Sendable {
                 handlers: handlers,
                 tagHandlers: runtime.tagHandlers[first],
                 recordTrace: debug,
-                scratch: scratch,
+                scratch: scratch.moved(),
                 reportedEventName: reportedName
             )
             result.events.append(evaluation.run(candidates: firstCandidates))
@@ -371,7 +377,7 @@ public final class DataLayer: Sendable {
                     )
                 )
             }
-            evaluation.finish()
+            scratch = evaluation.finish()
             if debug {
                 for i in firstReport..<result.events.count { result.events[i].trace?.dataLayer = .object(model) }
             }

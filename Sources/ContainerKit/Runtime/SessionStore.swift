@@ -148,6 +148,9 @@ public final class SessionStore: Sendable {
     /// every entry (two strong links made each neighbour pair a retain cycle, and dropping a strongly linked
     /// list would release it recursively, one stack frame per session). An entry is unlinked before it
     /// leaves the dictionary.
+    ///
+    /// `@unchecked`: the `unowned` links and the mutable fields are only touched under the shard's `Mutex`
+    /// (a value type cannot hold an intrusive list's links, and the list keeps eviction O(1)).
     private final class Entry: @unchecked Sendable {
         let userID: String
         let session: DataLayer
@@ -888,8 +891,8 @@ public final class SessionStore: Sendable {
         if skipped > 0 {
             shards[0].withLock { $0.skipped += skipped }
             tagManager.logger.warning(
-                "skipped \(skipped) unreadable session snapshot line(s) of '\(path)'; first: \(firstProblem.map { "\($0)" } ?? "")",
-                metadata: ["path": path, "skipped": "\(skipped)"]
+                "skipped unreadable session snapshot lines",
+                metadata: ["path": path, "skipped": "\(skipped)", "first": firstProblem.map { "\($0)" } ?? ""]
             )
         }
         return restored

@@ -181,8 +181,8 @@ public final class TagManager: Sendable {
             return Snapshot(containers: list, handlers: current.handlers)
         }
         for problem in container.unsupported {
-            reportOnce("unsupported:\(container.id):\(problem.message)") {
-                "\(container.id): \(problem.message)"
+            reportOnce("unsupported:\(container.id):\(problem.message)", metadata: ["container": container.id]) {
+                problem.message
             }
         }
         lifecycle.deferral.containerAdded(self)
@@ -230,10 +230,16 @@ public final class TagManager: Sendable {
         )
     }
 
-    /// Logs a message once per runtime for `key` (repeated problems would flood a busy service's logs).
-    func reportOnce(_ key: String, level: LogLevel = .warning, _ message: () -> String) {
+    /// Logs a message once per runtime for `key` (repeated problems would flood a busy service's logs);
+    /// the metadata is only built for the one message written.
+    func reportOnce(
+        _ key: String,
+        level: LogLevel = .warning,
+        metadata: @autoclosure () -> LogMetadata = [:],
+        _ message: () -> String
+    ) {
         guard level >= logger.minimumLevel, logger.minimumLevel != .none else { return }
         let first = reported.withLock { $0.insert(key).inserted }
-        if first { logger.log(level, message()) }
+        if first { logger.log(level, message(), metadata: metadata()) }
     }
 }

@@ -53,6 +53,9 @@ final class ThreadWakeup: Sendable {
 }
 
 /// A pthread mutex and condition variable with a stable address.
+///
+/// `@unchecked`: it holds only the two pthread objects, which are made to be shared between threads; the
+/// pointers never change after `init`.
 final class ConditionBox: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)

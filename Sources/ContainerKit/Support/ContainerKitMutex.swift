@@ -11,6 +11,9 @@ import Synchronization
     /// `pthread_mutex_t`, whose lock and unlock the sanitizer intercepts, with the same `withLock` as
     /// `Synchronization.Mutex` — which the sanitizer cannot see on Linux, so a stock run reports every
     /// access it guards as a race.
+    ///
+    /// `@unchecked`: a lock is what makes its value safe to share; every access to `value` is inside
+    /// `withLock`, between `pthread_mutex_lock` and `pthread_mutex_unlock`.
     package final class ContainerKitMutex<Value>: @unchecked Sendable {
         private var value: Value
         private let mutex: UnsafeMutablePointer<pthread_mutex_t>

@@ -131,7 +131,7 @@ struct RuleTests {
         #expect(fired.first { $0.tagID == 2 }?.status.name == "failed")
         #expect(fired.first { $0.tagID == 1 }?.status == .ok)
         #expect(ok.calls.count == 1)
-        #expect(logger.messages(at: .error).contains { $0.contains("Boom") })
+        #expect(logger.entries.contains { $0.level == .error && $0.metadata["error"]?.contains("Boom") == true })
     }
 
     @Test func setupAndTeardownTagsRunAroundTheMainTag() throws {
@@ -384,7 +384,11 @@ struct HostileContainerTests {
         let layer = manager.makeDataLayer()
         #expect(layer.value(forKey: "m0") == .undefined)
         #expect(layer.value(forKey: "m19950") == "bottom")
-        #expect(logger.messages(at: .error).contains { $0.contains("nest deeper than 100") })
+        #expect(
+            logger.entries.contains {
+                $0.message.contains("nest deeper than the limit") && $0.metadata["limit"] == "100"
+            }
+        )
     }
 }
 

@@ -64,8 +64,9 @@ extension LifecycleTests {
             #expect(watcher.container?.version == "1")
             #expect(watcher.lastError == nil)
             #expect(callbacks.events == [.began(.file), .succeeded(.file)])
-            let loaded = try #require(logger.entries.first { $0.message.contains("loaded the container file") })
-            #expect(loaded.metadata == ["container": id, "path": path])
+            let loaded = try #require(logger.entries.first { $0.message == "loaded the container file" })
+            #expect(loaded.metadata["container"] == id && loaded.metadata["path"] == path)
+            #expect(loaded.metadata["version"] != nil)
         }
 
         @Test func aFileThatDoesNotLoadAtTheStartThrowsAndNothingGoesLive() async throws {

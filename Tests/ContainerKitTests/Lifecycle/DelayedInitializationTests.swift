@@ -80,13 +80,17 @@ extension LifecycleTests {
             for song in ["a", "b", "c", "d"] {
                 await #expect(session.push(event: "played", parameters: ["song": .string(song)]).deferred)
             }
-            let warnings = logger.messages(at: .warning)
+            let warnings = logger.entries.filter { $0.level == .warning }
             #expect(warnings.count == 1)
-            #expect(warnings.first?.contains("dropped the oldest push") == true)
+            #expect(warnings.first?.message.contains("dropped the oldest push") == true)
+            #expect(warnings.first?.metadata["session"] == session.sessionID)
+            #expect(warnings.first?.metadata["limit"] == "2")
             gate.open()
             _ = try await open.value
             #expect(tags.songs == ["c", "d"])
-            #expect(logger.messages(at: .warning).contains { $0.contains("2 pushes were dropped") })
+            #expect(
+                logger.entries.contains { $0.message.contains("pushes were dropped") && $0.metadata["dropped"] == "2" }
+            )
         }
 
         @Test func pushesGoStraightThroughWithoutAnOpenOrTheSetting() async {

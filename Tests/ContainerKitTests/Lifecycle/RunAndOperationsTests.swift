@@ -101,9 +101,15 @@ extension LifecycleTests {
             ]
             #expect(results.allSatisfy { $0.deferred })
             #expect(results.map(\.dropped) == [false, false, false, true])
-            #expect(logger.messages(at: .warning).contains { $0.contains("at most 3 pushes wait across all sessions") })
+            #expect(
+                logger.entries.contains {
+                    $0.message.contains("the cap across all sessions") && $0.metadata["limit"] == "3"
+                }
+            )
             manager.add(try ContainerLoader().load(bytes: Fixtures.live(), file: "\(id).json"))
-            #expect(logger.messages(at: .warning).contains { $0.contains("1 pushes were dropped") })
+            #expect(
+                logger.entries.contains { $0.message.contains("pushes were dropped") && $0.metadata["dropped"] == "1" }
+            )
             #expect(await first.push(event: "e").deferred == false)
         }
     }

@@ -34,7 +34,10 @@ extension PreviewTests {
         }
 
         func expectNoToken() {
-            for entry in logger.entries { #expect(!entry.message.contains(token), "\(entry.message)") }
+            for entry in logger.entries {
+                #expect(!entry.message.contains(token), "\(entry.message)")
+                #expect(!entry.metadata.values.contains { $0.contains(token) }, "\(entry.metadata)")
+            }
         }
 
         @Test func enteringPreviewMakesTheDraftLiveAndTheExitURLRestoresTheLiveVersion() async throws {
@@ -45,7 +48,7 @@ extension PreviewTests {
             defer { server.stop() }
             let manager = try await manager(preview: try HTTPContainerSource(base: server.baseURL))
             #expect(manager.preview(url: enterURL))
-            await logger.waitForMessage(at: .info, containing: "previewing '\(id)'")
+            await logger.waitForEntry { [id] in $0.message == "previewing a draft" && $0.metadata["container"] == id }
             #expect(manager.liveVersion() == "7")
             #expect(manager.previewContainerID == id)
             #expect(!manager.isDebugMode)
@@ -91,7 +94,7 @@ extension PreviewTests {
         @Test func theExitURLOfAContainerNotInPreviewIsRejected() async throws {
             let manager = try await manager(preview: try drafts())
             #expect(!manager.preview(url: exitURL))
-            #expect(logger.messages(at: .warning).contains { $0.contains("it is not in preview") })
+            #expect(logger.messages(at: .warning).contains { $0.contains("is not in preview") })
             try await manager.enterPreview(PreviewRequest(containerID: id, authToken: token, previewNumber: "7"))
             #expect(!manager.preview(url: "tagmanager.c.com.example://preview/p?id=GTM-OTHER1&gtm_preview="))
             #expect(manager.liveVersion() == "7")
@@ -122,7 +125,7 @@ extension PreviewTests {
         @Test func debugModeRecordsATraceForEveryEvent() async throws {
             let manager = try await manager(preview: try drafts())
             #expect(manager.preview(url: enterURL + "&gtm_debug=x"))
-            await logger.waitForMessage(at: .info, containing: "previewing '\(id)'")
+            await logger.waitForEntry { [id] in $0.message == "previewing a draft" && $0.metadata["container"] == id }
             #expect(manager.liveVersion() == "7" && manager.isDebugMode)
             let session = manager.makeDataLayer()
             #expect(session.debug)

@@ -13,9 +13,12 @@ struct DiagnosticLoggerTests {
         let result = manager.makeDataLayer(sessionID: "user-9").push(event: "tick", parameters: ["caller": 1, "n": 1])
         #expect(result.fired.first?.status.name == "failed")
         let entry = try #require(logger.entries.first { $0.level == .error })
+        // The message is constant; the ids are only in the metadata.
+        #expect(entry.message == "a tag handler threw")
         #expect(
             entry.metadata == [
                 "container": "GTM-TEST1", "session": "user-9", "tag": "1", "class_path": "com.example.Tick",
+                "error": "Failure()",
             ]
         )
     }
