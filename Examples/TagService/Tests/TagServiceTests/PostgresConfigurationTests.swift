@@ -12,7 +12,8 @@ import Testing
 
     @Test func postgresFlagsSwitchRecordsAndSessionsToPostgres() throws {
         let configuration = try parse([
-            "--containers", "c", "--postgres", "postgres://tags@db.internal:5433/tags", "--instance-name", "tags-2",
+            "--containers", "c", "--queue", "q", "--postgres", "postgres://tags@db.internal:5433/tags",
+            "--instance-name", "tags-2",
             "--postgres-partitions", "32", "--braze-requests-per-second", "250",
         ])
         #expect(configuration.postgresURL == "postgres://tags@db.internal:5433/tags")
@@ -20,7 +21,7 @@ import Testing
         #expect(configuration.postgresPartitions == 32)
         #expect(configuration.brazeRequestsPerSecond == 250)
         // Without the flag the embedded default stays: no PostgreSQL.
-        #expect(try parse(["--containers", "c"]).postgresURL == nil)
+        #expect(try parse(["--containers", "c", "--queue", "q"]).postgresURL == nil)
     }
 
     @Test func theEnvironmentVariableSwitchesToPostgresAndTheFlagWins() throws {
@@ -28,11 +29,14 @@ import Testing
             "CONTAINERKIT_POSTGRES_URL": "postgres://env@127.0.0.1/tags", "TAGSERVICE_INSTANCE_NAME": "from-env",
             "TAGSERVICE_POSTGRES_PARTITIONS": "8",
         ]
-        let fromEnvironment = try parse(["--containers", "c"], environment)
+        let fromEnvironment = try parse(["--containers", "c", "--queue", "q"], environment)
         #expect(fromEnvironment.postgresURL == "postgres://env@127.0.0.1/tags")
         #expect(fromEnvironment.instanceName == "from-env")
         #expect(fromEnvironment.postgresPartitions == 8)
-        let flagged = try parse(["--containers", "c", "--postgres", "postgres://flag@127.0.0.1/tags"], environment)
+        let flagged = try parse(
+            ["--containers", "c", "--queue", "q", "--postgres", "postgres://flag@127.0.0.1/tags"],
+            environment
+        )
         #expect(flagged.postgresURL == "postgres://flag@127.0.0.1/tags")
     }
 
@@ -41,6 +45,6 @@ import Testing
         ["--postgres-partitions", "many"], ["--braze-requests-per-second", "-1"],
     ])
     func invalidPostgresFlagsAreUsageErrors(_ flags: [String]) throws {
-        #expect(throws: UsageError.self) { try parse(["--containers", "c"] + flags) }
+        #expect(throws: UsageError.self) { try parse(["--containers", "c", "--queue", "q"] + flags) }
     }
 }
