@@ -31,6 +31,9 @@ extension PostgresRecordStore {
             // Partitions take turns at coming first, so a busy one cannot starve the others.
             state.readOffset = (state.readOffset + 1) % readable.count
             let turned = Array(readable[state.readOffset...] + readable[..<state.readOffset])
+            // Reserved before the SELECT is sent: a partition being read counts as in flight, so a rebalance
+            // cannot give it back (and its next holder read the same rows) while this read runs.
+            for partition in turned { state.leases[partition]!.inFlight += 1 }
             return (connection, turned.map { ($0, state.leases[$0]!.read) }, state.epoch)
         }
         let (connection, cursors, epoch) = plan
@@ -62,13 +65,15 @@ extension PostgresRecordStore {
                 return rows
             }
         } catch {
+            unreserve(cursors.map(\.0), epoch: epoch)
             throw AnalyticsSinkError(
                 .unavailable,
                 "cannot read the records of partitions \(parts): \(PostgresStoreError.describe(error))"
             )
         }
         guard !rows.isEmpty else {
-            state.withLock { $0.idle = true }
+            unreserve(cursors.map(\.0), epoch: epoch, idle: true)
+            await releaseIdleLeasesIfConnected()
             return .empty
         }
         var records: [AnalyticsRecord] = []
@@ -89,12 +94,17 @@ extension PostgresRecordStore {
             state.idle = false
             state.nextBatch += 1
             state.batches[state.nextBatch] = Batch(epoch: epoch, ends: ends, rows: counts)
-            for (part, end) in ends where state.leases[part]?.epoch == epoch {
-                state.leases[part]!.read = end
-                state.leases[part]!.inFlight += 1
+            // The partitions that returned rows stay reserved (in flight) until the batch is acknowledged.
+            for (part, _) in cursors where state.leases[part]?.epoch == epoch {
+                if let end = ends[part] {
+                    state.leases[part]!.read = end
+                } else {
+                    state.leases[part]!.inFlight -= 1
+                }
             }
             return state.nextBatch
         }
+        if ends.count < cursors.count { await releaseIdleLeasesIfConnected() }
         return StoredBatch(
             records: records,
             end: Position(batch: number),
@@ -107,21 +117,25 @@ extension PostgresRecordStore {
     /// connection that read them — on the lease connection, and gives back leases being released once
     /// nothing of them is in flight.
     public func acknowledge(through position: Position) async throws(AnalyticsSinkError) {
-        let plan = state.withLock { state -> (PostgresConnection?, [Int: Cursor], [Int: Int]) in
+        let plan = state.withLock { state -> (PostgresConnection?, [Int: Cursor], [Int: Int], [(Int, UInt64)]) in
             var ends: [Int: Cursor] = [:]
             var rows: [Int: Int] = [:]
+            var settled: [(Int, UInt64)] = []
             for number in state.batches.keys.sorted() where number <= position.batch {
                 let batch = state.batches.removeValue(forKey: number)!
                 for (part, end) in batch.ends {
                     guard let lease = state.leases[part], lease.epoch == batch.epoch else { continue }
-                    state.leases[part]!.inFlight -= 1
+                    settled.append((part, batch.epoch))
                     ends[part] = max(ends[part] ?? end, end)
                     rows[part, default: 0] += batch.rows[part] ?? 0
                 }
             }
-            return (state.leaseConnection, ends, rows)
+            return (state.leaseConnection, ends, rows, settled)
         }
-        let (connection, ends, rows) = plan
+        let (connection, ends, rows, settled) = plan
+        // The batches stay in flight until their cursors are written (or the write failed): a partition given
+        // back earlier would be read by its next holder from the cursor before them.
+        defer { unreserve(settled) }
         guard !ends.isEmpty else { return }
         guard let connection else {
             throw AnalyticsSinkError(.unavailable, "the lease connection is lost; the partitions' next holder re-sends")
@@ -159,6 +173,27 @@ extension PostgresRecordStore {
         await releaseIdleLeases(on: connection)
         // A read passed over these partitions while they were in flight: read them now.
         commits?.recordsAvailable()
+    }
+
+    /// Counts a batch (or a read) of each of `partitions` out of flight, for the leases still of `epoch`.
+    private func unreserve(_ partitions: [Int], epoch: UInt64, idle: Bool = false) {
+        unreserve(partitions.map { ($0, epoch) }, idle: idle)
+    }
+
+    /// Counts one batch (or read) of each partition out of flight, for the leases still of its epoch.
+    private func unreserve(_ reservations: [(Int, UInt64)], idle: Bool = false) {
+        state.withLock { state in
+            for (part, epoch) in reservations where state.leases[part]?.epoch == epoch {
+                state.leases[part]!.inFlight -= 1
+            }
+            if idle { state.idle = true }
+        }
+    }
+
+    /// Gives back the leases being released that a finished read left with nothing in flight.
+    private func releaseIdleLeasesIfConnected() async {
+        guard let connection = state.withLock({ $0.leaseConnection }) else { return }
+        await releaseIdleLeases(on: connection)
     }
 
     /// Unlocks the partitions marked for release that have nothing in flight.
@@ -308,7 +343,10 @@ extension PostgresRecordStore {
                 logger.debug("leased partition \(partition) at \(cursor)")
             }
         } else if held.count > target {
-            let extra = held.filter { !$0.value.releasing }.keys.sorted(by: >).prefix(held.count - target)
+            // Those already being released (a batch of theirs still in flight) count toward the excess.
+            let releasing = held.values.filter(\.releasing).count
+            let extra = held.filter { !$0.value.releasing }.keys.sorted(by: >)
+                .prefix(max(0, held.count - target - releasing))
             state.withLock { state in
                 for partition in extra { state.leases[partition]?.releasing = true }
             }
