@@ -140,7 +140,12 @@ import Testing
             try await second.flush()
             #expect(downstream.delivered == records)
             #expect(second.statistics.skippedRecords == 1)
-            #expect(logger.messages(at: .warning).contains { $0.contains("torn last line") })
+            #expect(
+                logger.entries.contains {
+                    $0.level == .warning && $0.metadata["queue"] == directory.path
+                        && $0.metadata["problem"]?.contains("torn last line") == true
+                }
+            )
             try await second.append([event("after")])
             try await second.flush()
         }
@@ -342,7 +347,12 @@ import Testing
             #expect(refusal?.code == .full)
             #expect(accepted > 0)
             #expect(throws: AnalyticsSinkError.self) { try queue.enqueue([event("dropped")]) }
-            #expect(logger.messages(at: .error).contains { $0.contains("refused 1 records") })
+            #expect(
+                logger.entries.contains {
+                    $0.level == .error && $0.message == "refused records" && $0.metadata["records"] == "1"
+                        && $0.metadata["code"] == "queue_full"
+                }
+            )
             #expect(queue.statistics.droppedRecords == 2)
         }
         #expect(try DurableQueue.pendingRecords(in: directory.path).count == accepted)
@@ -493,9 +503,11 @@ import Testing
                 ]
             )
             // The first failure is logged at once; the repeats are held back and counted.
-            let retries = logger.messages(at: .warning).filter { $0.contains("delivering 1 records failed") }
+            let retries = logger.entries.filter {
+                $0.message == "delivering records failed; retrying" && $0.metadata["records"] == "1"
+            }
             #expect(retries.count == 1)
-            #expect(retries.first?.contains("(attempt 1)") == true)
+            #expect(retries.first?.metadata["attempt"] == "1")
             downstream.mode = .confirm
             // A delivery that began before the switch may still fail, and fail the flush waiting beside it.
             try await queue.flushIgnoringRetries()
@@ -553,7 +565,11 @@ import Testing
         #expect(recorder.delivery.contains(.recordsEnqueued(count: 1)))
         #expect(recorder.delivery.contains(.recordsDurable(count: 1)))
         #expect(recorder.delivery.contains { if case .deliveryFailed = $0 { return true } else { return false } })
-        #expect(managerLogger.messages(at: .warning).contains { $0.contains("scripted downstream failure") })
+        #expect(
+            managerLogger.entries.contains {
+                $0.level == .warning && $0.metadata["error"] == "scripted downstream failure"
+            }
+        )
     }
 
     @Test func aQueuesOwnLoggerAndObserverAreKeptWhenItsProviderIsRegistered() async throws {
