@@ -482,6 +482,36 @@ import Testing
         }
     }
 
+    @Test func deliveryMessagesAreConstantAndCarryTheQueueAndTheFailureAsMetadata() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualClock.skippingShortSleeps()
+        var settings = configuration()
+        settings.retry.baseDelay = .milliseconds(100)
+        let logger = InMemoryLogger()
+        settings.logger = logger
+        let downstream = ScriptedDownstream(mode: .fail)
+        let queue = try open(directory, downstream, settings, clock: clock)
+        try await whileRunning(queue) {
+            try await queue.append([event("e")])
+            await logger.waitForEntry { $0.message == "delivering records failed; retrying" }
+            downstream.mode = .confirm  // the drain delivers
+        }
+        let retry = try #require(logger.entries.first { $0.message == "delivering records failed; retrying" })
+        #expect(retry.level == .warning)
+        #expect(retry.metadata["queue"] == directory.path)
+        #expect(retry.metadata["records"] == "1" && retry.metadata["attempt"] == "1")
+        #expect(retry.metadata["code"] == "server_error" && retry.metadata["status"] == "503")
+        #expect(retry.metadata["error"] == "scripted downstream failure")
+        #expect(retry.metadata["retry_in"] != nil)
+        // No message names the queue, a count or the error: a log store groups them by their text.
+        for entry in logger.entries {
+            #expect(!entry.message.contains(directory.path), "\(entry)")
+            #expect(!entry.message.contains("scripted"), "\(entry)")
+            #expect(!entry.message.contains { $0.isNumber }, "\(entry)")
+        }
+    }
+
     @Test func failedDeliveriesBackOffExponentially() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
