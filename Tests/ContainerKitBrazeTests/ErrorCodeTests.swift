@@ -41,14 +41,8 @@ struct OneErrorTypePerModuleTests {
     }
 
     @Test func aRegexErrorIsAContainerErrorLocatedInItsPattern() throws {
-        let error = try #require(
-            {
-                do {
-                    _ = try RegexPattern("é(")
-                    return nil
-                } catch { return error }
-            }() as ContainerError?
-        )
+        let thrown = #expect(throws: ContainerError.self) { try RegexPattern("é(") }
+        let error = try #require(thrown)
         #expect(error.code == .invalidRegex && error.code.rawValue == "invalid_regex")
         #expect(error.location == SourceLocation(line: 1, column: 2, offset: 2))
         #expect(error.description == "1:2: missing ')' to close '(' (invalid_regex)")
