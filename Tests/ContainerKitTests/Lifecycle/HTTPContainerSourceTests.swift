@@ -71,10 +71,9 @@ extension LifecycleTests {
         }
 
         @Test func mapsARefusedConnectionToNoNetwork() async throws {
-            let server = try LoopbackHTTPServer { _ in .status(200) }
-            let base = server.baseURL
-            server.stop()
-            let source = try HTTPContainerSource(base: base)
+            let refusing = try RefusingPort()
+            defer { refusing.close() }
+            let source = try HTTPContainerSource(base: refusing.baseURL)
             await #expect(throws: ContainerFetchError.self) {
                 do throws(ContainerFetchError) {
                     _ = try await source.fetch(id: Fixtures.containerID, ifNoneMatch: nil)
