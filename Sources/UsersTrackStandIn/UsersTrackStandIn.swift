@@ -271,7 +271,7 @@ public final class UsersTrackStandIn: Sendable {
 }
 
 /// A failure to start the stand-in.
-public struct StandInError: Error, CustomStringConvertible {
+public struct StandInError: Error, Sendable, CustomStringConvertible {
     public var description: String
     init(_ description: String) { self.description = description }
 }

@@ -45,7 +45,10 @@ struct ProviderFixture {
         )
     }
 
-    var warnings: [String] { logger.messages(at: .warning) }
+    /// The warnings logged: constant messages, with what they are about in their metadata.
+    var warnings: [InMemoryLogger.Entry] { logger.entries.filter { $0.level == .warning } }
+    /// The drop reasons the warnings carry (`reason` metadata).
+    var reasons: [String] { warnings.map { $0.metadata["reason"] ?? "" } }
 }
 
 @Suite struct BrazeTagProviderTests {
@@ -286,16 +289,20 @@ struct ProviderFixture {
     ]
 
     @Test(arguments: violations.indices)
-    func ruleViolationDropsTheCallWithAWarningNamingTagKeyAndRule(index: Int) {
+    func ruleViolationDropsTheCallWithAWarningNamingTagKeyAndRule(index: Int) throws {
         let (arguments, key, rule) = Self.violations[index]
         let fixture = ProviderFixture()
         fixture.run(arguments, tagID: 12, name: "Braze Purchase")
         #expect(fixture.sink.records.isEmpty)
-        let warning = fixture.warnings.first ?? ""
+        let warning = try #require(fixture.warnings.first)
         #expect(fixture.warnings.count == 1)
-        #expect(warning.contains("braze tag 'Braze Purchase' (tag 12)"))
-        #expect(warning.contains("'\(key)'"))
-        #expect(warning.contains("(\(rule))"))
+        #expect(warning.message == "dropped a braze tag: it breaks braze rules")
+        #expect(warning.metadata["tag"] == "12" && warning.metadata["tag_name"] == "Braze Purchase")
+        #expect(warning.metadata["rules"]?.split(separator: ",").contains { $0 == rule } == true)
+        let reason = warning.metadata["reason"] ?? ""
+        #expect(reason.contains("braze tag 'Braze Purchase' (tag 12)"))
+        #expect(reason.contains("'\(key)'"))
+        #expect(reason.contains("(\(rule))"))
     }
 
     @Test func aViolationLeavesOtherCallsAlone() {
@@ -310,8 +317,11 @@ struct ProviderFixture {
         )
         #expect(fixture.warnings.count == 1)
         #expect(
-            fixture.warnings[0].contains("(invalid_currency)")
-                && fixture.warnings[0].contains("(quantity_out_of_range)")
+            fixture.reasons[0].contains("(invalid_currency)") && fixture.reasons[0].contains("(quantity_out_of_range)")
+        )
+        #expect(
+            Set((fixture.warnings[0].metadata["rules"] ?? "").split(separator: ",").map(String.init))
+                == ["invalid_currency", "quantity_out_of_range"]
         )
     }
 
@@ -321,11 +331,17 @@ struct ProviderFixture {
         fixture.run(["actionType": "teleport"], tagID: 3, name: nil)
         #expect(fixture.sink.records.isEmpty)
         #expect(
-            fixture.warnings == [
+            fixture.warnings.map(\.message) == [
+                "dropped a braze tag: it has no actionType", "dropped a braze tag: unknown actionType",
+            ]
+        )
+        #expect(
+            fixture.reasons == [
                 "braze tag 'No Action': missing parameter 'actionType'; nothing sent",
                 "braze tag 3: unknown actionType 'teleport'; nothing sent",
             ]
         )
+        #expect(fixture.warnings[1].metadata["action"] == "teleport" && fixture.warnings[1].metadata["tag"] == "3")
     }
 
     @Test func registersUnderTheGivenClassPaths() {
@@ -364,7 +380,8 @@ struct ProviderFixture {
         clock.advance(by: .seconds(61))
         fixture.run(bad)
         #expect(fixture.warnings.count == 3)
-        #expect(fixture.warnings[2].contains("(4 more like this since the last report)"))
+        #expect(fixture.warnings[2].message == fixture.warnings[0].message)
+        #expect(fixture.warnings[2].metadata["repeated"] == "4")
     }
 
     @Test func aDurableQueueSinkPutsItsTokenInTheOutput() async throws {

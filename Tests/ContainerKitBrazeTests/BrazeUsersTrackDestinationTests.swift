@@ -192,7 +192,11 @@ extension InMemoryQueue {
         #expect(fixture.server.acceptedEvents.count == 1)
         #expect(fixture.sink.statistics.rejectedRecords == 1)
         #expect(fixture.destination.statistics.rejectedRecords == 1)
-        #expect(fixture.logger.messages(at: .error).contains { $0.contains("without a user identity") })
+        #expect(
+            fixture.logger.entries.contains {
+                $0.level == .error && $0.metadata["error"]?.contains("without a user identity") == true
+            }
+        )
         await fixture.close()
     }
 
@@ -241,8 +245,14 @@ extension InMemoryQueue {
         #expect(fixture.server.requests.count == 1)
         #expect(fixture.clock.autoAdvancedSleeps.isEmpty)
         #expect(fixture.sink.statistics.rejectedRecords == 3)
-        let logged = fixture.logger.messages(at: .error)
-        #expect(logged.contains { $0.contains("'Invalid payload'") && $0.contains("events[0] is bad") })
+        let logged = fixture.logger.entries.filter { $0.level == .error }
+        #expect(
+            logged.contains {
+                $0.message == "the destination rejected records; they are dropped" && $0.metadata["status"] == "400"
+                    && $0.metadata["error"]?.contains("'Invalid payload'") == true
+                    && $0.metadata["error"]?.contains("events[0] is bad") == true
+            }
+        )
         fixture.sink.receive([event("next")])
         try await fixture.sink.flush()
         #expect(fixture.server.acceptedObjectCount == 1)
@@ -262,7 +272,10 @@ extension InMemoryQueue {
         #expect(fixture.sink.statistics.rejectedRecords == 0)
         #expect(fixture.clock.autoAdvancedSleeps.first == .seconds(60))
         #expect(
-            fixture.logger.messages(at: .error).contains { $0.contains("http 401") && $0.contains("Invalid API key") }
+            fixture.logger.entries.contains {
+                $0.level == .error && $0.metadata["status"] == "401" && $0.metadata["code"] == "request_refused"
+                    && $0.metadata["error"]?.contains("Invalid API key") == true
+            }
         )
         await fixture.close()
     }
@@ -285,7 +298,11 @@ extension InMemoryQueue {
         #expect(fixture.sink.statistics.droppedRecords == 0)
         #expect(fixture.destination.statistics.refusedRequests == 2)
         #expect(fixture.clock.autoAdvancedSleeps == [.seconds(60), .seconds(60)])
-        #expect(fixture.logger.messages(at: .error).contains { $0.contains("http \(status)") && $0.contains("kept") })
+        #expect(
+            fixture.logger.entries.contains {
+                $0.level == .error && $0.message.contains("kept") && $0.metadata["status"] == String(status)
+            }
+        )
         await fixture.close()
     }
 

@@ -241,7 +241,7 @@ private final class SharedListStore: RecordStore {
             return state.waiters
         }
         for waiter in waiters { waiter.resume(returning: commits) }
-        try? await Task.sleep(for: .seconds(86_400))  // until cancelled
+        await Gate().wait()  // never opened: returns when the task is cancelled
     }
 
     /// The reporter, once ``run(reporting:)`` started.
@@ -319,7 +319,7 @@ private final class FencingStore: RecordStore {
             return state.waiters
         }
         for waiter in waiters { waiter.resume() }
-        try? await Task.sleep(for: .seconds(86_400))  // until cancelled
+        await Gate().wait()  // never opened: returns when the task is cancelled
     }
 
     /// Returns once ``run(reporting:)`` started.

@@ -175,8 +175,11 @@ import Testing
         try await whileRunning(queue) { try await queue.flush() }
         #expect(destination.records.map(\.id) == (before + after).map(\.id))
         #expect(
-            logger.messages(at: .warning).contains {
-                $0.contains("segment '\(directory.file(SegmentLog.segmentName(2)))' is a directory")
+            logger.entries.contains {
+                $0.level == .warning
+                    && $0.metadata["problem"]?.contains(
+                        "segment '\(directory.file(SegmentLog.segmentName(2)))' is a directory"
+                    ) == true
             },
             "\(logger.entries)"
         )
@@ -199,8 +202,10 @@ import Testing
         #expect(logger.messages(at: .warning).isEmpty)
         try await whileRunning(queue) { try await queue.flush() }
         #expect(
-            logger.messages(at: .warning).contains {
-                $0.contains("past its end") && $0.contains("'\(directory.file("ack"))'")
+            logger.entries.contains {
+                $0.level == .warning && $0.message == "the durable queue recovered its files with a problem"
+                    && $0.metadata["problem"]?.contains("past its end") == true
+                    && $0.metadata["problem"]?.contains("'\(directory.file("ack"))'") == true
             }
         )
         #expect(destination.records.map(\.id) == records.map(\.id))
@@ -221,7 +226,11 @@ import Testing
             configuration: settings(logger: logger)
         )
         try await whileRunning(queue) { try await queue.flush() }
-        #expect(logger.messages(at: .warning).contains { $0.contains("segment 7, which is not there") })
+        #expect(
+            logger.entries.contains {
+                $0.level == .warning && $0.metadata["problem"]?.contains("segment 7, which is not there") == true
+            }
+        )
         #expect(destination.records.map(\.id) == records.map(\.id))
     }
 

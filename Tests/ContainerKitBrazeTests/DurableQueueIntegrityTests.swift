@@ -78,7 +78,12 @@ import Testing
         #expect(destination.records.map(\.id) == records.map(\.id))
         #expect(queue.statistics.skippedRecords == 0)
         #expect(queue.statistics.failedReads == 3)
-        #expect(logger.messages(at: .warning).contains { $0.contains("cannot read segment") && $0.contains("retr") })
+        #expect(
+            logger.entries.contains {
+                $0.level == .warning && $0.message.contains("retrying")
+                    && $0.metadata["error"]?.contains("cannot read segment") == true
+            }
+        )
     }
 
     @Test func aSegmentThatStaysUnreadableIsNeitherAcknowledgedNorDeleted() async throws {
@@ -139,7 +144,11 @@ import Testing
         #expect(destination.records.map(\.id) == [records[0].id, records[2].id])
         #expect(queue.statistics.corruptRecords == 1)
         #expect(queue.statistics.skippedRecords == 1)
-        #expect(logger.messages(at: .warning).contains { $0.contains("checksum mismatch") })
+        #expect(
+            logger.entries.contains {
+                $0.level == .warning && $0.metadata["problem"]?.contains("checksum mismatch") == true
+            }
+        )
     }
 
     @Test func linesWithoutAChecksumFromEarlierVersionsAreStillRead() throws {

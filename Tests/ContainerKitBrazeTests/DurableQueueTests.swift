@@ -140,7 +140,12 @@ import Testing
             try await second.flush()
             #expect(downstream.delivered == records)
             #expect(second.statistics.skippedRecords == 1)
-            #expect(logger.messages(at: .warning).contains { $0.contains("torn last line") })
+            #expect(
+                logger.entries.contains {
+                    $0.level == .warning && $0.metadata["queue"] == directory.path
+                        && $0.metadata["problem"]?.contains("torn last line") == true
+                }
+            )
             try await second.append([event("after")])
             try await second.flush()
         }
@@ -342,7 +347,12 @@ import Testing
             #expect(refusal?.code == .full)
             #expect(accepted > 0)
             #expect(throws: AnalyticsSinkError.self) { try queue.enqueue([event("dropped")]) }
-            #expect(logger.messages(at: .error).contains { $0.contains("refused 1 records") })
+            #expect(
+                logger.entries.contains {
+                    $0.level == .error && $0.message == "refused records" && $0.metadata["records"] == "1"
+                        && $0.metadata["code"] == "queue_full"
+                }
+            )
             #expect(queue.statistics.droppedRecords == 2)
         }
         #expect(try DurableQueue.pendingRecords(in: directory.path).count == accepted)
@@ -472,6 +482,36 @@ import Testing
         }
     }
 
+    @Test func deliveryMessagesAreConstantAndCarryTheQueueAndTheFailureAsMetadata() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualClock.skippingShortSleeps()
+        var settings = configuration()
+        settings.retry.baseDelay = .milliseconds(100)
+        let logger = InMemoryLogger()
+        settings.logger = logger
+        let downstream = ScriptedDownstream(mode: .fail)
+        let queue = try open(directory, downstream, settings, clock: clock)
+        try await whileRunning(queue) {
+            try await queue.append([event("e")])
+            await logger.waitForEntry { $0.level == .warning }
+            downstream.mode = .confirm  // the drain delivers
+        }
+        let retry = try #require(logger.entries.first { $0.level == .warning })
+        #expect(retry.message == "delivering records failed; retrying")
+        #expect(retry.metadata["queue"] == directory.path)
+        #expect(retry.metadata["records"] == "1" && retry.metadata["attempt"] == "1")
+        #expect(retry.metadata["code"] == "server_error" && retry.metadata["status"] == "503")
+        #expect(retry.metadata["error"] == "scripted downstream failure")
+        #expect(retry.metadata["retry_in"] != nil)
+        // No message names the queue, a count or the error: a log store groups them by their text.
+        for entry in logger.entries {
+            #expect(!entry.message.contains(directory.path), "\(entry)")
+            #expect(!entry.message.contains("scripted"), "\(entry)")
+            #expect(!entry.message.contains { $0.isNumber }, "\(entry)")
+        }
+    }
+
     @Test func failedDeliveriesBackOffExponentially() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
@@ -493,9 +533,11 @@ import Testing
                 ]
             )
             // The first failure is logged at once; the repeats are held back and counted.
-            let retries = logger.messages(at: .warning).filter { $0.contains("delivering 1 records failed") }
+            let retries = logger.entries.filter {
+                $0.message == "delivering records failed; retrying" && $0.metadata["records"] == "1"
+            }
             #expect(retries.count == 1)
-            #expect(retries.first?.contains("(attempt 1)") == true)
+            #expect(retries.first?.metadata["attempt"] == "1")
             downstream.mode = .confirm
             // A delivery that began before the switch may still fail, and fail the flush waiting beside it.
             try await queue.flushIgnoringRetries()
@@ -553,7 +595,11 @@ import Testing
         #expect(recorder.delivery.contains(.recordsEnqueued(count: 1)))
         #expect(recorder.delivery.contains(.recordsDurable(count: 1)))
         #expect(recorder.delivery.contains { if case .deliveryFailed = $0 { return true } else { return false } })
-        #expect(managerLogger.messages(at: .warning).contains { $0.contains("scripted downstream failure") })
+        #expect(
+            managerLogger.entries.contains {
+                $0.level == .warning && $0.metadata["error"] == "scripted downstream failure"
+            }
+        )
     }
 
     @Test func aQueuesOwnLoggerAndObserverAreKeptWhenItsProviderIsRegistered() async throws {

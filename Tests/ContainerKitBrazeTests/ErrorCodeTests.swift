@@ -35,6 +35,18 @@ struct OneErrorTypePerModuleTests {
         #expect(PreviewURLError.self == ContainerError.self)
         #expect(AnalyticsSinkError.self == DeliveryError.self)
         #expect(AnalyticsRecordError.self == DeliveryError.self)
+        // ContainerKit's durability waits and regular expressions throw its one error type too.
+        #expect(DurabilityError.self == ContainerError.self)
+        #expect(RegexPatternError.self == ContainerError.self)
+    }
+
+    @Test func aRegexErrorIsAContainerErrorLocatedInItsPattern() throws {
+        let thrown = #expect(throws: ContainerError.self) { try RegexPattern("é(") }
+        let error = try #require(thrown)
+        #expect(error.code == .invalidRegex && error.code.rawValue == "invalid_regex")
+        #expect(error.location == SourceLocation(line: 1, column: 2, offset: 2))
+        #expect(error.description == "1:2: missing ')' to close '(' (invalid_regex)")
+        #expect(ContainerError.Code.unsupportedRegex.rawValue == "unsupported_regex")
     }
 
     @Test func codesKeepTheirText() {

@@ -166,9 +166,9 @@ import Testing
     }
 
     @Test func exitsWithFiveWhenTheServerIsUnreachable() async throws {
-        let server = try LoopbackHTTPServer { _ in .status(200) }
-        let base = server.baseURL.absoluteString
-        server.stop()
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        let base = refusing.baseURL.absoluteString
         let outcome = await run(["preview", Self.url, "--server", base, "--events", "-"])
         #expect(outcome.code == 5)
         #expect(outcome.err.contains("cannot connect to '\(base)/r?id=GTM-K1T5&gtm_auth=<redacted>&gtm_preview=7'"))

@@ -204,8 +204,8 @@ public final class ContainerFileWatcher: Sendable {
             return state.containerID ?? fileStem
         }
         logger.warning(
-            "\(error.message); the current version stays live",
-            metadata: ["container": id, "path": path, "code": error.code.rawValue]
+            "the container file does not load; the current version stays live",
+            metadata: ["container": id, "path": path, "code": error.code.rawValue, "error": error.message]
         )
         emit(.failed(.file, error.refreshFailure))
         throw error

@@ -30,13 +30,25 @@ public struct HTTPContainerSource: ContainerSource, PreviewSource, CustomStringC
     }
 
     private let endpoint: Endpoint
+    /// The clock of ``timeout`` when it is not the monotonic one the HTTP client's loop keeps.
+    private let deadlineClock: BoundedHTTPRequest.DeadlineClock?
 
     /// A source that fetches `{base}/r?id=<ID>`.
+    /// - Parameters:
+    ///   - base: the server, such as `https://www.googletagmanager.com`.
+    ///   - maximumBytes: the answer size limit.
+    ///   - timeout: how long a request may take in all.
+    ///   - clock: the clock of `timeout`: the monotonic clock by default, kept by the HTTP client's loop; any
+    ///     other (a test's `ManualClock`, which passes the deadline without waiting) is slept on beside each
+    ///     request, in the fetching task.
     /// - Throws: ``ContainerFetchError/Code/invalidURL`` unless `base` is an http or https URL with a host
     ///   and without a query or fragment.
-    public init(base: URL, maximumBytes: Int = 8 * 1024 * 1024, timeout: Duration = .seconds(30))
-        throws(ContainerFetchError)
-    {
+    public init<C: Clock>(
+        base: URL,
+        maximumBytes: Int = 8 * 1024 * 1024,
+        timeout: Duration = .seconds(30),
+        clock: C = ContinuousClock()
+    ) throws(ContainerFetchError) where C.Duration == Duration {
         try HTTPContainerSource.check(base, shown: base.absoluteString)
         guard base.query == nil, base.fragment == nil else {
             throw ContainerFetchError(.invalidURL, "base url '\(base.absoluteString)' must not have a query")
@@ -44,14 +56,23 @@ public struct HTTPContainerSource: ContainerSource, PreviewSource, CustomStringC
         self.endpoint = .base(base)
         self.maximumBytes = maximumBytes
         self.timeout = timeout
+        self.deadlineClock = Self.deadlineClock(clock)
     }
 
     /// A source that fetches `template` with `{id}` replaced by the container ID.
+    /// - Parameters:
+    ///   - template: an http or https URL holding `{id}`.
+    ///   - maximumBytes: the answer size limit.
+    ///   - timeout: how long a request may take in all.
+    ///   - clock: the clock of `timeout` (see ``init(base:maximumBytes:timeout:clock:)``).
     /// - Throws: ``ContainerFetchError/Code/invalidURL`` unless `template` holds `{id}` and makes an http or
     ///   https URL with a host.
-    public init(template: String, maximumBytes: Int = 8 * 1024 * 1024, timeout: Duration = .seconds(30))
-        throws(ContainerFetchError)
-    {
+    public init<C: Clock>(
+        template: String,
+        maximumBytes: Int = 8 * 1024 * 1024,
+        timeout: Duration = .seconds(30),
+        clock: C = ContinuousClock()
+    ) throws(ContainerFetchError) where C.Duration == Duration {
         guard template.contains("{id}") else {
             throw ContainerFetchError(.invalidURL, "url template '\(template)' has no '{id}'")
         }
@@ -63,6 +84,12 @@ public struct HTTPContainerSource: ContainerSource, PreviewSource, CustomStringC
         self.endpoint = .template(template)
         self.maximumBytes = maximumBytes
         self.timeout = timeout
+        self.deadlineClock = Self.deadlineClock(clock)
+    }
+
+    private static func deadlineClock<C: Clock>(_ clock: C) -> BoundedHTTPRequest.DeadlineClock?
+    where C.Duration == Duration {
+        clock is ContinuousClock ? nil : BoundedHTTPRequest.DeadlineClock(clock)
     }
 
     private static func check(_ url: URL, shown: String) throws(ContainerFetchError) {
@@ -96,7 +123,8 @@ public struct HTTPContainerSource: ContainerSource, PreviewSource, CustomStringC
             shownURL: shown,
             headers: headers,
             maximumBytes: maximumBytes,
-            timeout: timeout
+            timeout: timeout,
+            deadlineClock: deadlineClock
         ).run()
         switch answer.status {
         case 200:
@@ -119,7 +147,8 @@ public struct HTTPContainerSource: ContainerSource, PreviewSource, CustomStringC
             shownURL: shown,
             headers: ["Accept": "application/json, application/x-plist, */*"],
             maximumBytes: maximumBytes,
-            timeout: timeout
+            timeout: timeout,
+            deadlineClock: deadlineClock
         ).run()
         guard answer.status == 200 else {
             throw HTTPContainerSource.statusError(answer.status, id: request.containerID, shownURL: shown)

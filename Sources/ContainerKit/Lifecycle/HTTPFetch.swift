@@ -18,6 +18,8 @@ struct HTTPFetch: Sendable {
     var maximumBytes: Int
     /// The longest the whole request may take.
     var timeout: Duration
+    /// The clock of ``timeout`` when it is not the monotonic one the HTTP client's loop keeps.
+    var deadlineClock: BoundedHTTPRequest.DeadlineClock?
 
     func run() async throws(ContainerFetchError) -> Answer {
         var request = BoundedHTTPRequest(
@@ -26,6 +28,7 @@ struct HTTPFetch: Sendable {
             deadline: max(.milliseconds(1), timeout)
         )
         request.headers = headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+        request.deadlineClock = deadlineClock
         do throws(BoundedHTTPError) {
             let response = try await request.send()
             return Answer(status: response.status, body: response.body, etag: response.header("ETag"))

@@ -23,11 +23,12 @@ public struct SourceLocation: Sendable, Hashable, Comparable, CustomStringConver
 
 /// The module's one error type: what went wrong and where. A stable code, a message naming the offending
 /// value, and where it happened as far as known: the file, a JSON pointer into the document and, for JSON
-/// input, the line and column; for an HTTP answer, its status.
+/// input, the line and column; for an HTTP answer, its status; for a failed system call, its `errno`.
 ///
-/// Loading, fetching (``ContainerFetchError``) and preview URLs (``PreviewURLError``) all throw it; those
-/// names are aliases that say which codes to expect. Like swift-service-lifecycle's errors, the code is
-/// extensible: a library adds its own with `extension ContainerError.Code { static let … }`.
+/// Loading, fetching (``ContainerFetchError``), preview URLs (``PreviewURLError``), durability waits
+/// (``DurabilityError``) and regular expressions (``RegexPatternError``) all throw it; those names are
+/// aliases that say which codes to expect. Like swift-service-lifecycle's errors, the code is extensible: a
+/// library adds its own with `extension ContainerError.Code { static let … }`.
 public struct ContainerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code. Extensible: libraries may add their own.
     public struct Code: ErrorCode {
@@ -70,6 +71,8 @@ public struct ContainerError: Error, Sendable, Hashable, CustomStringConvertible
     public var location: SourceLocation?
     /// The HTTP status of the answer, for ``Code/httpStatus``.
     public var status: Int?
+    /// The `errno` behind the error, when a system call failed.
+    public var errorNumber: Int32?
 
     /// Creates an error.
     public init(
@@ -78,7 +81,8 @@ public struct ContainerError: Error, Sendable, Hashable, CustomStringConvertible
         file: String? = nil,
         pointer: String = "",
         location: SourceLocation? = nil,
-        status: Int? = nil
+        status: Int? = nil,
+        errorNumber: Int32? = nil
     ) {
         self.code = code
         self.message = message
@@ -86,6 +90,7 @@ public struct ContainerError: Error, Sendable, Hashable, CustomStringConvertible
         self.pointer = pointer
         self.location = location
         self.status = status
+        self.errorNumber = errorNumber
     }
 
     /// `file:line:col: message (code) at pointer`, leaving out what is unknown.

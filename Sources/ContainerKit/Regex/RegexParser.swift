@@ -6,7 +6,8 @@
 /// as literals where they form no quantifier or class, and a lone surrogate that matches nothing.
 ///
 /// Valid JavaScript this engine does not run (lookaround, backreferences) is refused with
-/// ``RegexPatternError/isUnsupported`` set, so lint can tell it from a pattern GTM itself would refuse.
+/// the code ``ContainerError/Code/unsupportedRegex``, so lint can tell it from a pattern GTM itself would
+/// refuse (``ContainerError/Code/invalidRegex``).
 package struct RegexParser {
     /// The longest accepted pattern, in scalars.
     static let maxPatternLength = 10_000
@@ -35,6 +36,14 @@ package struct RegexParser {
     /// Parses `source`, throwing the first syntax error found.
     package init(_ source: String) throws(RegexPatternError) {
         scalars = Array(source.unicodeScalars)
+        do throws(RegexPatternError) {
+            try parse()
+        } catch {
+            throw error.inPattern(scalars)
+        }
+    }
+
+    private mutating func parse() throws(RegexPatternError) {
         if scalars.count > Self.maxPatternLength {
             throw RegexPatternError(
                 message: "pattern is too long (over \(Self.maxPatternLength) characters)",

@@ -49,8 +49,8 @@ public struct RegexPattern: Sendable {
             )
         } catch {
             // The pattern parsed as JavaScript; what the compiler refuses is a limit of this engine.
-            var limit = error
-            limit.isUnsupported = true
+            var limit = error.inPattern(source.unicodeScalars)
+            limit.code = .unsupportedRegex
             throw limit
         }
     }

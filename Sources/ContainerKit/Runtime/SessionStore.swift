@@ -644,8 +644,8 @@ public final class SessionStore: Sendable {
             }
             if logs {
                 tagManager.logger.error(
-                    "cannot save sessions; their changes are kept and saved again: \(error.message)",
-                    metadata: ["code": error.code.rawValue]
+                    "cannot save sessions; their changes are kept and saved again",
+                    metadata: ["code": error.code.rawValue, "error": error.message]
                 )
             }
         }

@@ -181,9 +181,10 @@ public final class TagManager: Sendable {
             return Snapshot(containers: list, handlers: current.handlers)
         }
         for problem in container.unsupported {
-            reportOnce("unsupported:\(container.id):\(problem.message)", metadata: ["container": container.id]) {
-                problem.message
-            }
+            reportOnce(
+                "unsupported:\(container.id):\(problem.message)",
+                metadata: ["container": container.id, "problem": problem.message]
+            ) { "the container uses a feature ContainerKit does not run" }
         }
         lifecycle.deferral.containerAdded(self)
         lifecycle.wentLive(container.id)

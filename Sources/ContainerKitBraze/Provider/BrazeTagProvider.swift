@@ -134,13 +134,20 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
     public func perform(_ call: FunctionCall) throws -> TagOutput {
         let tag = Self.tagName(call)
         guard let actionValue = call.arguments["actionType"] else {
-            return drop(call, key: "missing_action", "\(tag): missing parameter 'actionType'; nothing sent")
+            return drop(
+                call,
+                key: "missing_action",
+                "dropped a braze tag: it has no actionType",
+                reason: "\(tag): missing parameter 'actionType'; nothing sent"
+            )
         }
         guard case .string(let actionName) = actionValue, let action = BrazeActionType(rawValue: actionName) else {
             return drop(
                 call,
                 key: "unknown_action",
-                "\(tag): unknown actionType '\(actionValue.jsString)'; nothing sent"
+                "dropped a braze tag: unknown actionType",
+                reason: "\(tag): unknown actionType '\(actionValue.jsString)'; nothing sent",
+                metadata: ["action": actionValue.jsString]
             )
         }
         let user = Self.user(of: call.dataLayer)
@@ -150,8 +157,10 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
             return drop(
                 call,
                 key: "no_user",
-                "\(tag): dropped '\(action.rawValue)': the session has no Braze user; give it one with "
-                    + "BrazeTagProvider.setUser(_:on:) or fire a changeUser tag first"
+                "dropped a braze tag: the session has no braze user",
+                reason: "\(tag): dropped '\(action.rawValue)': the session has no Braze user; give it one with "
+                    + "BrazeTagProvider.setUser(_:on:) or fire a changeUser tag first",
+                metadata: ["action": action.rawValue]
             )
         }
         var rules = BrazeRules()
@@ -164,10 +173,18 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
         )
         guard rules.violations.isEmpty else {
             let reasons = rules.violations.map(\.description).joined(separator: "; ")
-            let message = "\(tag): dropped '\(action.rawValue)': \(reasons)"
+            let reason = "\(tag): dropped '\(action.rawValue)': \(reasons)"
             let key = rules.violations.map(\.rule.rawValue).joined(separator: ",")
-            warnings.log(.warning, key: "\(tag)|\(key)", message, metadata: Self.metadata(call), to: call.logger)
-            return TagOutput(problems: rules.violations.map(\.description), dropReason: message)
+            warnings.log(
+                .warning,
+                key: "\(tag)|\(key)",
+                "dropped a braze tag: it breaks braze rules",
+                metadata: Self.metadata(call).merging(["action": action.rawValue, "rules": key, "reason": reason]) {
+                    $1
+                },
+                to: call.logger
+            )
+            return TagOutput(problems: rules.violations.map(\.description), dropReason: reason)
         }
         if case .changeUser(let externalID, _)? = records.first?.payload {
             Self.setUser(.externalID(externalID), on: call.dataLayer)
@@ -179,24 +196,33 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
         return TagOutput(records: records, durability: token, recordsJSON: encoded.recordsJSON)
     }
 
-    /// The structured context of a warning about `call`: container, session, tag and class path.
+    /// The structured context of a warning about `call`: container, session, tag (ID and name) and class path.
     static func metadata(_ call: FunctionCall) -> LogMetadata {
         var metadata: LogMetadata = [
             "container": call.containerID, "session": call.dataLayer.sessionID, "class_path": call.name,
         ]
         if let tagID = call.tagID { metadata["tag"] = String(tagID) }
+        if let name = call.displayName { metadata["tag_name"] = name }
         return metadata
     }
 
-    private func drop(_ call: FunctionCall, key: String, _ message: String) -> TagOutput {
+    /// Drops `call` with the (rate-limited) warning `message`, a constant sentence; `reason` (the tag's drop
+    /// reason, naming the tag and the offending value) travels in its `reason` metadata beside `metadata`.
+    private func drop(
+        _ call: FunctionCall,
+        key: String,
+        _ message: String,
+        reason: String,
+        metadata: LogMetadata = [:]
+    ) -> TagOutput {
         warnings.log(
             .warning,
             key: "\(Self.tagName(call))|\(key)",
             message,
-            metadata: Self.metadata(call),
+            metadata: Self.metadata(call).merging(metadata) { $1 }.merging(["reason": reason]) { $1 },
             to: call.logger
         )
-        return TagOutput(problems: [message], dropReason: message)
+        return TagOutput(problems: [reason], dropReason: reason)
     }
 
     /// `braze tag 'Name' (tag 7)`, `braze tag 7` or `braze tag 'com.example.Path'`, for warnings.

@@ -74,4 +74,11 @@ public struct DeliveryError: Error, Sendable, Hashable, CustomStringConvertible 
 
     /// `message (code)`.
     public var description: String { "\(message) (\(code.rawValue))" }
+
+    /// The error as log metadata: `code`, `error` (the message) and, when a server answered, `status`.
+    package var logMetadata: LogMetadata {
+        var metadata: LogMetadata = ["code": code.rawValue, "error": message]
+        if let status { metadata["status"] = String(status) }
+        return metadata
+    }
 }

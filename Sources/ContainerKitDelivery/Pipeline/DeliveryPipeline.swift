@@ -63,7 +63,8 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         /// until the records are settled). A store that never gives up on records sets it, so that a flush
         /// does not wait for a destination that is down.
         public var flushFailsOnRetry = false
-        /// How log messages name the pipeline (`queue`).
+        /// How the pipeline's log messages name it, in their `queue` metadata (`queue`; a durable queue's
+        /// directory).
         public var label = "queue"
 
         /// The defaults.
@@ -193,7 +194,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         let count = encoded.records.count
         do throws(AnalyticsSinkError) {
             guard shell.withLock({ $0.machine.acceptsRecords }) else {
-                throw AnalyticsSinkError(.closed, "the \(configuration.label) is shut down")
+                throw AnalyticsSinkError(.closed, "the queue '\(configuration.label)' is shut down")
             }
             // The store's own lock orders tickets; the machine only learns the latest.
             let ticket = try store.append(encoded)
@@ -206,7 +207,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         } catch {
             shell.withLock { $0.statistics.droppedRecords += count }
             diagnostics.observer?.observe(.recordsRejected(count: count, reason: error.message))
-            logs.log(.error, key: "refused", "\(configuration.label): refused \(count) records: \(error.message)")
+            logs.log(.error, key: "refused", "refused records", metadata: context(error, ["records": String(count)]))
             throw error
         }
     }
@@ -233,7 +234,8 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 self.logs.log(
                     .error,
                     key: "commit",
-                    "\(self.configuration.label): records not stored: \(error.message)"
+                    "records not stored",
+                    metadata: self.context(["code": error.code.rawValue, "error": error.message])
                 )
             },
             available: { [weak self] in
@@ -400,7 +402,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 }
             }
             if act({ shell in (shell.machine.state, []) }) != .stopped, !Task.isCancelled {
-                logs.log(.info, key: "drain", "\(configuration.label): drained")
+                logs.log(.info, key: "drain", "drained", metadata: context())
             }
             group.cancelAll()
         }
@@ -429,11 +431,14 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             logs.log(
                 .warning,
                 key: "read-failed",
-                "\(configuration.label): \(error.message); retrying in \(delay), nothing after it is acknowledged"
+                "cannot read the record store; retrying, nothing after it is acknowledged",
+                metadata: context(error, ["retry_in": "\(delay)"])
             )
             return []
         }
-        for problem in batch.problems { logs.log(.warning, key: "skipped", "\(configuration.label): \(problem)") }
+        for problem in batch.problems {
+            logs.log(.warning, key: "skipped", "skipped unreadable records", metadata: context(["problem": problem]))
+        }
         let actions = shell.withLock { shell in
             shell.statistics.skippedRecords += batch.skipped
             return shell.machine.readCompleted(batch)
@@ -451,11 +456,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 try await store.acknowledge(through: position)
                 shell.withLock { $0.statistics.acknowledgements += 1 }
             } catch {
-                logs.log(
-                    .warning,
-                    key: "ack",
-                    "\(configuration.label): could not record delivery progress: \(error.message)"
-                )
+                logs.log(.warning, key: "ack", "could not record delivery progress", metadata: context(error))
             }
         }
     }
@@ -516,12 +517,17 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 error: error,
                 random: configuration.random()
             )
+            let refused = error.code == .requestRefused
             logs.log(
-                error.code == .requestRefused ? .error : .warning,
-                key: error.code == .requestRefused ? "refused-request" : "retry",
-                "\(configuration.label): delivering \(records.count) records failed (attempt \(attempt)): \(error); "
-                    + (error.code == .requestRefused
-                        ? "records kept, delivery paused for \(delay)" : "retrying in \(delay)")
+                refused ? .error : .warning,
+                key: refused ? "refused-request" : "retry",
+                refused
+                    ? "the destination refused the request; the records are kept and delivery pauses"
+                    : "delivering records failed; retrying",
+                metadata: context(
+                    error,
+                    ["records": String(records.count), "attempt": String(attempt), "retry_in": "\(delay)"]
+                )
             )
             if let deadline = act({ shell -> (Duration?, [Machine.Action]) in
                 if case .draining(let deadline) = shell.machine.state { return (deadline, []) }
@@ -544,7 +550,8 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         logs.log(
             .warning,
             key: "drain",
-            "\(configuration.label): the drain deadline passed; \(records.count) undelivered records stay in the store"
+            "the drain deadline passed; the undelivered records stay in the store",
+            metadata: context(["records": String(records.count)])
         )
         return .abandoned
     }
@@ -552,7 +559,12 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     private func drop(_ records: [AnalyticsRecord], _ error: DeliveryError) {
         shell.withLock { $0.statistics.droppedRecords += records.count }
         diagnostics.observer?.observe(.recordsRejected(count: records.count, reason: error.message))
-        logs.log(.error, key: "dropped", "\(configuration.label): dropped \(records.count) records: \(error)")
+        logs.log(
+            .error,
+            key: "dropped",
+            "dropped records",
+            metadata: context(error, ["records": String(records.count)])
+        )
     }
 
     /// Counts and reports what one delivery did.
@@ -564,5 +576,15 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             return max(0, s.durableRecords - s.deliveredRecords - s.rejectedRecords - s.droppedRecords)
         }
         diagnostics.report(result, backlog: { (backlog, 0) }, logs: logs, label: configuration.label)
+    }
+
+    /// The metadata of a pipeline message: `queue` (the label) and `extra`.
+    private func context(_ extra: LogMetadata = [:]) -> LogMetadata {
+        extra.merging(["queue": configuration.label]) { mine, _ in mine }
+    }
+
+    /// The metadata of a message about `error`: `queue`, the error's `code`, `error` and `status`, and `extra`.
+    private func context(_ error: DeliveryError, _ extra: LogMetadata = [:]) -> LogMetadata {
+        context(extra.merging(error.logMetadata) { mine, _ in mine })
     }
 }

@@ -162,7 +162,8 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         let logs = LogLimiter(logger: diagnostics, interval: configuration.logInterval, elapsed: elapsed)
         self.logs = logs
         let batchSize = max(1, configuration.deliveryBatchSize ?? destination.preferredBatchSize)
-        let label = "durable queue '\(directory)'"
+        // The `queue` metadata of the queue's messages.
+        let label = directory
         store = try SegmentRecordStore(
             directory: directory,
             settings: SegmentRecordStore.Settings(
@@ -176,7 +177,14 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
                 acknowledgementSyncInterval: configuration.acknowledgementSyncInterval,
                 faults: configuration.faults
             ),
-            report: { message in logs.log(.warning, key: "store:\(message.prefix(60))", "\(label): \(message)") }
+            report: { problem in
+                logs.log(
+                    .warning,
+                    key: "store:\(problem.prefix(60))",
+                    "the durable queue's store reported a problem",
+                    metadata: ["queue": label, "problem": problem]
+                )
+            }
         )
         recoveryWarnings = store.log.recovery.warnings
         var settings = DeliveryPipeline<SegmentRecordStore>.Configuration()
@@ -286,7 +294,10 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     /// - Throws: `.closed` when called twice.
     public func run() async throws {
         for warning in recoveryWarnings {
-            diagnostics.warning("durable queue: \(warning)", metadata: ["queue": directory])
+            diagnostics.warning(
+                "the durable queue recovered its files with a problem",
+                metadata: ["queue": directory, "problem": warning]
+            )
         }
         defer { logs.flush() }
         try await pipeline.run()

@@ -34,8 +34,8 @@ final class FrontDiagnostics: DiagnosticLogger {
     var minimumLevel: LogLevel { logger.minimumLevel }
 
     /// Reports what one delivery did: delivered and rejected records and the backlog after it (`backlog`
-    /// is read only when an observer listens) to the observer, warnings and rejections to `logs`, each
-    /// message starting with `label`.
+    /// is read only when an observer listens) to the observer, warnings and rejections to `logs`, with
+    /// `label` as their `queue` metadata.
     func report(
         _ result: DeliveryResult,
         backlog: () -> (records: Int, bytes: Int),
@@ -50,13 +50,19 @@ final class FrontDiagnostics: DiagnosticLogger {
             let (records, bytes) = backlog()
             observer.observe(.queueBacklog(records: records, bytes: bytes))
         }
-        for warning in result.warnings { logs.log(.warning, key: "partial", "\(label): \(warning)") }
-        for rejection in result.rejected {
+        for warning in result.warnings {
             logs.log(
-                .error,
-                key: "rejected",
-                "\(label): dropped \(rejection.records.count) records: \(rejection.error)"
+                .warning,
+                key: "partial",
+                "the destination took the records with a warning",
+                metadata: ["queue": label, "problem": warning]
             )
+        }
+        for rejection in result.rejected {
+            var metadata = rejection.error.logMetadata
+            metadata["queue"] = label
+            metadata["records"] = String(rejection.records.count)
+            logs.log(.error, key: "rejected", "the destination rejected records; they are dropped", metadata: metadata)
         }
     }
 

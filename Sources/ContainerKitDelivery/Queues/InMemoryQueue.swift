@@ -164,8 +164,8 @@ public final class InMemoryQueue: AnalyticsSink {
             if left > 0 {
                 (configuration.logger ?? StandardErrorLogger()).write(
                     .error,
-                    "queue: dropped \(left) records: the queue stopped before delivering them",
-                    metadata: [:]
+                    "dropped records: the queue stopped before delivering them",
+                    metadata: ["queue": "queue", "records": String(left)]
                 )
             }
         }

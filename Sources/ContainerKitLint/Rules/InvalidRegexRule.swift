@@ -40,7 +40,7 @@ struct InvalidRegexRule: LintRule {
     )
 
     func check(_ input: LintInput) -> [LintFinding] {
-        InvalidRegexRule.problems(in: input).filter { !$0.error.isUnsupported }.map { problem in
+        InvalidRegexRule.problems(in: input).filter { $0.error.code != .unsupportedRegex }.map { problem in
             input.finding(
                 Self.description,
                 "invalid regular expression '\(problem.source)'\(problem.place): \(problem.error.message) "

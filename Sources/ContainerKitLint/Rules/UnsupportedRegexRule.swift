@@ -33,7 +33,7 @@ struct UnsupportedRegexRule: LintRule {
     )
 
     func check(_ input: LintInput) -> [LintFinding] {
-        InvalidRegexRule.problems(in: input).filter(\.error.isUnsupported).map { problem in
+        InvalidRegexRule.problems(in: input).filter { $0.error.code == .unsupportedRegex }.map { problem in
             input.finding(
                 Self.description,
                 "regular expression '\(problem.source)'\(problem.place) is valid JavaScript, but ContainerKit does "

@@ -80,18 +80,23 @@ extension LifecycleTests {
         ) async throws {
             let server = try LoopbackHTTPServer { _ in response }
             defer { server.stop() }
-            // The source's timeout runs on the wall clock: short only where it is what ends the request.
-            let timeout: Duration = response.fault == .hang ? .seconds(1) : .seconds(3600)
-            let source = try HTTPContainerSource(base: server.baseURL, timeout: timeout)
-            let callbacks = try await open(source, saved: nil)
+            // The source's timeout runs on a clock of its own, passed only where it is what ends the request.
+            let deadlines = ManualClock()
+            let source = try HTTPContainerSource(base: server.baseURL, timeout: .seconds(1), clock: deadlines)
+            async let opened = open(source, saved: nil)
+            if response.fault == .hang {
+                await server.waitForRequests(1)
+                await deadlines.waitForSleepers(1)
+                deadlines.advance(by: .seconds(1))
+            }
+            let callbacks = try await opened
             #expect(callbacks.events == [.began(.network), .failed(.network, failure)], "\(name)")
         }
 
         @Test func mapsARefusedConnectionToNoNetwork() async throws {
-            let server = try LoopbackHTTPServer { _ in .status(200) }
-            let base = server.baseURL
-            server.stop()
-            let callbacks = try await open(try HTTPContainerSource(base: base), saved: nil)
+            let refusing = try RefusingPort()
+            defer { refusing.close() }
+            let callbacks = try await open(try HTTPContainerSource(base: refusing.baseURL), saved: nil)
             #expect(callbacks.events == [.began(.network), .failed(.network, .noNetwork)])
         }
 

@@ -71,10 +71,9 @@ extension LifecycleTests {
         }
 
         @Test func mapsARefusedConnectionToNoNetwork() async throws {
-            let server = try LoopbackHTTPServer { _ in .status(200) }
-            let base = server.baseURL
-            server.stop()
-            let source = try HTTPContainerSource(base: base)
+            let refusing = try RefusingPort()
+            defer { refusing.close() }
+            let source = try HTTPContainerSource(base: refusing.baseURL)
             await #expect(throws: ContainerFetchError.self) {
                 do throws(ContainerFetchError) {
                     _ = try await source.fetch(id: Fixtures.containerID, ifNoneMatch: nil)
@@ -85,10 +84,48 @@ extension LifecycleTests {
             }
         }
 
-        @Test func mapsASlowAnswerToANetworkErrorAfterTheTimeout() async throws {
-            let (result, server) = try await fetch(.hang, timeout: .seconds(1))
+        /// Fetches with `response` on a manual clock, which passes `timeout` once the server holds the request
+        /// and the fetch sleeps on its deadline: no test waits for the wall clock.
+        func fetchPastTheDeadline(
+            _ response: LoopbackHTTPServer.Response,
+            timeout: Duration
+        ) async throws -> (result: Result<ContainerFetchResult, ContainerFetchError>, clock: ManualClock) {
+            let server = try LoopbackHTTPServer { _ in response }
             defer { server.stop() }
+            let clock = ManualClock()
+            let source = try HTTPContainerSource(base: server.baseURL, timeout: timeout, clock: clock)
+            typealias Outcome = Result<ContainerFetchResult, ContainerFetchError>
+            let result = await withTaskGroup(of: Outcome?.self) { group -> Outcome? in
+                group.addTask {
+                    do throws(ContainerFetchError) {
+                        return .success(try await source.fetch(id: Fixtures.containerID, ifNoneMatch: nil))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                group.addTask {
+                    await server.waitForRequests(1)
+                    await clock.waitForSleepers(1)
+                    return nil
+                }
+                // The deadline is asleep on the clock before the fetch ends: nothing else can end it.
+                guard case .some(nil) = await group.next() else {
+                    Issue.record("the fetch ended before its deadline slept on the clock")
+                    group.cancelAll()
+                    return nil
+                }
+                #expect(clock.pendingDeadlines == [clock.now.advanced(by: timeout)])
+                clock.advance(by: timeout)
+                return await group.next().flatMap { $0 }
+            }
+            return (try #require(result), clock)
+        }
+
+        @Test func mapsASlowAnswerToANetworkErrorAfterTheTimeout() async throws {
+            let (result, clock) = try await fetchPastTheDeadline(.hang, timeout: .seconds(1))
             #expect(result.failure?.refreshFailure == .networkError)
+            #expect(result.failure?.message.hasSuffix("did not answer in full within 1 seconds") == true)
+            #expect(clock.sleeperCount == 0)
         }
 
         @Test func refusesAnAnswerLargerThanTheLimit() async throws {
@@ -117,11 +154,10 @@ extension LifecycleTests {
         }
 
         @Test func endsADrippingAnswerAtTheTimeout() async throws {
-            let (result, server) = try await fetch(
+            let (result, _) = try await fetchPastTheDeadline(
                 LoopbackHTTPServer.Response.drip(),
                 timeout: .milliseconds(250)
             )
-            defer { server.stop() }
             #expect(result.failure?.code == .networkError)
             #expect(result.failure?.message.hasSuffix("did not answer in full within 0.25 seconds") == true)
         }

@@ -75,7 +75,11 @@ struct RegexPatternErrorTests {
             Issue.record("the pattern compiled")
         } catch {
             #expect(error.message == row.message)
-            #expect(error.offset == row.offset)
+            #expect(error.location?.column == row.offset + 1)
+            #expect(error.location?.line == 1)
+            // The byte offset: the UTF-8 length of the scalars before the problem.
+            let before = row.pattern.unicodeScalars.prefix(row.offset)
+            #expect(error.location?.offset == before.reduce(0) { $0 + $1.utf8.count })
         }
     }
 

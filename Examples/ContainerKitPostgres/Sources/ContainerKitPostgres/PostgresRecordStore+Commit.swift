@@ -59,7 +59,10 @@ extension PostgresRecordStore {
                         }
                         connection = opened
                     } catch {
-                        logger.warning("postgres writer cannot connect: \(PostgresStoreError.describe(error))")
+                        logger.warning(
+                            "postgres writer cannot connect",
+                            metadata: ["error": "\(PostgresStoreError.describe(error))"]
+                        )
                     }
                 }
             }
@@ -78,7 +81,7 @@ extension PostgresRecordStore {
             do {
                 try await commit(group, on: open)
             } catch {
-                logger.warning("postgres commit failed: \(PostgresStoreError.describe(error))")
+                logger.warning("postgres commit failed", metadata: ["error": "\(PostgresStoreError.describe(error))"])
                 try? await open.close()
                 connection = nil
                 state.withLock { $0.failFastUntil = ContinuousClock.now + configuration.healthInterval }

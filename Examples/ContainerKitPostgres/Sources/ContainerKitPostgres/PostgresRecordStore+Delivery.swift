@@ -238,7 +238,10 @@ extension PostgresRecordStore {
                 try? await connection.close()
             } catch {
                 if state.withLock({ $0.phase != .running }) { break }
-                logger.warning("postgres delivery lost its lease connection: \(PostgresStoreError.describe(error))")
+                logger.warning(
+                    "postgres delivery lost its lease connection",
+                    metadata: ["error": "\(PostgresStoreError.describe(error))"]
+                )
             }
             dropLeases()
             try? await Task.sleep(for: configuration.reconnectDelay)
@@ -340,7 +343,7 @@ extension PostgresRecordStore {
                 }
                 wanted -= 1
                 changed = true
-                logger.debug("leased partition \(partition) at \(cursor)")
+                logger.debug("leased a partition", metadata: ["partition": "\(partition)", "cursor": "\(cursor)"])
             }
         } else if held.count > target {
             // Those already being released (a batch of theirs still in flight) count toward the excess.

@@ -19,7 +19,10 @@ extension PostgresRecordStore {
                 setAvailable(true)
             } catch {
                 setAvailable(false)
-                logger.debug("postgres health check failed: \(PostgresStoreError.describe(error))")
+                logger.debug(
+                    "postgres health check failed",
+                    metadata: ["error": "\(PostgresStoreError.describe(error))"]
+                )
             }
             if state.withLock({ $0.available }), ContinuousClock.now - lastRotation >= configuration.rotationInterval {
                 lastRotation = ContinuousClock.now
@@ -27,7 +30,10 @@ extension PostgresRecordStore {
                     try await rotate()
                 } catch {
                     // The next interval tries again; the store stays available.
-                    logger.warning("postgres rotation failed: \(PostgresStoreError.describe(error))")
+                    logger.warning(
+                        "postgres rotation failed",
+                        metadata: ["error": "\(PostgresStoreError.describe(error))"]
+                    )
                 }
             }
             try? await Task.sleep(for: configuration.healthInterval)
