@@ -11,45 +11,41 @@
 /// queue.popFirst()          // 1
 /// queue.popFirst(upTo: 5)   // [2, 3]
 /// ```
-///
-/// Its methods are inlinable, so a client module specializes them for its element type (unspecialized, every
-/// element copy went through the type's value witnesses: about 1,800 instructions per `popFirst` of a chunk of
-/// records).
 package struct HeadIndexQueue<Element> {
     /// Taken elements kept before the array is compacted (when they are also more than half of it).
-    @inlinable package static var compactionThreshold: Int { 4096 }
+    package static var compactionThreshold: Int { 4096 }
 
-    @usableFromInline var elements: [Element] = []
-    @usableFromInline var head = 0
+    private var elements: [Element] = []
+    private var head = 0
 
     /// An empty queue.
-    @inlinable package init() {}
+    package init() {}
 
     /// The elements waiting.
-    @inlinable package var count: Int { elements.count - head }
+    package var count: Int { elements.count - head }
 
     /// Whether nothing is waiting.
-    @inlinable package var isEmpty: Bool { head == elements.count }
+    package var isEmpty: Bool { head == elements.count }
 
     /// Elements taken but not yet released (for tests of the compaction).
-    @inlinable package var takenStorage: Int { head }
+    package var takenStorage: Int { head }
 
     /// The element `offset` places behind the first.
-    @inlinable package subscript(offset: Int) -> Element { elements[head + offset] }
+    package subscript(offset: Int) -> Element { elements[head + offset] }
 
     /// Adds `element` at the back.
-    @inlinable package mutating func append(_ element: Element) { elements.append(element) }
+    package mutating func append(_ element: Element) { elements.append(element) }
 
     /// Adds `newElements` at the back, in order.
-    @inlinable package mutating func append(contentsOf newElements: some Sequence<Element>) {
+    package mutating func append(contentsOf newElements: some Sequence<Element>) {
         elements.append(contentsOf: newElements)
     }
 
     /// The first element, if any, left in place.
-    @inlinable package var first: Element? { head < elements.count ? elements[head] : nil }
+    package var first: Element? { head < elements.count ? elements[head] : nil }
 
     /// Takes the first element, if any.
-    @inlinable package mutating func popFirst() -> Element? {
+    package mutating func popFirst() -> Element? {
         guard head < elements.count else { return nil }
         let first = elements[head]
         head += 1
@@ -58,7 +54,7 @@ package struct HeadIndexQueue<Element> {
     }
 
     /// Takes up to `limit` elements from the front, in order.
-    @inlinable package mutating func popFirst(upTo limit: Int) -> [Element] {
+    package mutating func popFirst(upTo limit: Int) -> [Element] {
         let end = min(elements.count, head + max(0, limit))
         let taken = Array(elements[head..<end])
         head = end
@@ -67,13 +63,13 @@ package struct HeadIndexQueue<Element> {
     }
 
     /// Drops up to `count` elements from the front.
-    @inlinable package mutating func removeFirst(_ count: Int) {
+    package mutating func removeFirst(_ count: Int) {
         head = min(elements.count, head + max(0, count))
         compact()
     }
 
     /// Drops every element; `count` of them were waiting.
-    @inlinable @discardableResult
+    @discardableResult
     package mutating func removeAll() -> Int {
         defer {
             elements.removeAll()
@@ -82,7 +78,7 @@ package struct HeadIndexQueue<Element> {
         return count
     }
 
-    @inlinable mutating func compact() {
+    private mutating func compact() {
         if head == elements.count {
             elements.removeAll(keepingCapacity: elements.count <= Self.compactionThreshold)
             head = 0
