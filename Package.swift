@@ -72,7 +72,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ContainerKitBrazeTests",
-            dependencies: ["ContainerKitDelivery", "ContainerKitBraze", "ContainerKitTesting", "TestSupport"]
+            dependencies: [
+                "ContainerKitDelivery", "ContainerKitBraze", "ContainerKitTesting", "TestSupport", "UsersTrackStandIn",
+            ]
         ),
         .testTarget(
             name: "ContainerKitLintTests",

@@ -69,7 +69,7 @@ final class BrazeSetup: Sendable {
         }
         if let queueDirectory {
             var configuration = DurableQueue.Configuration()
-            configuration.logger = logger
+            configuration.delivery.logger = logger
             do {
                 let queue = try DurableQueue(
                     directory: queueDirectory,

@@ -152,14 +152,14 @@ public final class UsersTrackStandIn: Sendable {
         }
     }
 
-    /// Reads more bytes into `buffer`; `false` at the end of the stream, on an error or when stopping.
-    private func fill(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
+    /// Reads more bytes into `buffer` (through `chunk`, the connection's one receive buffer); `false` at the end
+    /// of the stream, on an error or when stopping.
+    private func fill(_ fd: Int32, _ buffer: inout [UInt8], _ chunk: inout [UInt8]) -> Bool {
         guard waitReadable(fd) else { return false }
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if n < 0 && errno == EINTR { return true }
         guard n > 0 else { return false }
-        buffer.append(contentsOf: chunk[0..<n])
+        chunk.withUnsafeBufferPointer { buffer.append(contentsOf: UnsafeBufferPointer(rebasing: $0[0..<n])) }
         return true
     }
 
@@ -179,33 +179,37 @@ public final class UsersTrackStandIn: Sendable {
         return true
     }
 
-    private static func headerEnd(_ buffer: [UInt8]) -> Int? {
+    /// Where the header's blank line starts, searching from `from` (bytes before it were searched already).
+    private static func headerEnd(_ buffer: [UInt8], from: Int) -> Int? {
         guard buffer.count >= 4 else { return nil }
-        for i in 0...(buffer.count - 4)
-        where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
-            return i
+        return buffer.withUnsafeBufferPointer { bytes -> Int? in
+            for i in max(0, from - 3)...(bytes.count - 4)
+            where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
+                return i
+            }
+            return nil
         }
-        return nil
     }
 
-    private func serve(_ fd: Int32) {
-        var buffer: [UInt8] = []
-        while true {
-            var end = Self.headerEnd(buffer)
-            while end == nil {
-                guard buffer.count < 64 * 1024, fill(fd, &buffer) else { return }
-                end = Self.headerEnd(buffer)
-            }
-            let lines = String(decoding: buffer[0..<end!], as: UTF8.self).components(separatedBy: "\r\n")
-            let isStats = lines.first?.hasPrefix("GET /stats") ?? false
-            buffer.removeFirst(end! + 4)
-            var length = 0
-            var keepAlive = lines.first?.hasSuffix("HTTP/1.1") ?? false
-            var expectsContinue = false
-            for line in lines.dropFirst() {
-                guard let colon = line.firstIndex(of: ":") else { continue }
-                let name = line[..<colon].lowercased()
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces).lowercased()
+    /// The request line and header fields of a request head (bytes up to its blank line).
+    private struct Head {
+        var isStats = false
+        var length = 0
+        var keepAlive = false
+        var expectsContinue = false
+
+        init(_ head: ArraySlice<UInt8>) {
+            var lines = head.split(separator: 10, omittingEmptySubsequences: false).map { line in
+                line.last == 13 ? line.dropLast() : line
+            }[...]
+            guard let requestLine = lines.popFirst() else { return }
+            isStats = requestLine.starts(with: "GET /stats".utf8)
+            keepAlive = requestLine.reversed().starts(with: "HTTP/1.1".utf8.reversed())
+            for line in lines {
+                guard let colon = line.firstIndex(of: 58) else { continue }
+                let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+                let value = String(decoding: line[(colon + 1)...], as: UTF8.self)
+                    .trimmingCharacters(in: .whitespaces).lowercased()
                 switch name {
                 case "content-length": length = Int(value) ?? 0
                 case "connection": keepAlive = !value.contains("close")
@@ -213,13 +217,30 @@ public final class UsersTrackStandIn: Sendable {
                 default: break
                 }
             }
-            if expectsContinue && !sendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n") { return }
-            while buffer.count < length {
-                guard fill(fd, &buffer) else { return }
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            var searched = 0
+            var end = Self.headerEnd(buffer, from: 0)
+            while end == nil {
+                searched = buffer.count
+                guard buffer.count < 64 * 1024, fill(fd, &buffer, &chunk) else { return }
+                end = Self.headerEnd(buffer, from: searched)
             }
-            let body = String(decoding: buffer[0..<length], as: UTF8.self)
-            buffer.removeFirst(length)
-            if isStats {
+            let request = Head(buffer[0..<end!])
+            buffer.removeFirst(end! + 4)
+            let length = request.length
+            let keepAlive = request.keepAlive
+            if request.expectsContinue && !sendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n") { return }
+            while buffer.count < length {
+                guard fill(fd, &buffer, &chunk) else { return }
+            }
+            if request.isStats {
+                buffer.removeFirst(length)
                 let current = counts
                 let text = """
                     {"requests":\(current.requests),"events":\(current.events),"purchases":\(current.purchases),\
@@ -233,17 +254,16 @@ public final class UsersTrackStandIn: Sendable {
             }
             var received = Counts(requests: 1)
             var titles: [String] = []
-            if case .object(let map)? = try? Value(json: body) {
-                received.events = map["events"]?.arrayValue?.count ?? 0
-                received.purchases = map["purchases"]?.arrayValue?.count ?? 0
-                received.attributes = map["attributes"]?.arrayValue?.count ?? 0
-                if case .array(let events)? = map["events"] {
-                    for event in events {
-                        if case .string(let title)? = event.objectValue?["properties"]?.objectValue?["title"] {
-                            titles.append(title)
-                        }
-                    }
-                }
+            // The whole body is read and checked (one well-formed JSON object), without building a value tree.
+            let summary = buffer.withUnsafeBufferPointer {
+                UsersTrackBodyScanner.scan(UnsafeBufferPointer(rebasing: $0[0..<length]))
+            }
+            buffer.removeFirst(length)
+            if let summary {
+                received.events = summary.events
+                received.purchases = summary.purchases
+                received.attributes = summary.attributes
+                titles = summary.titles
             } else {
                 received.unreadable = 1
             }

@@ -388,7 +388,7 @@ struct ProviderFixture {
         let directory = TemporaryDirectory("provider")
         defer { directory.remove() }
         var settings = DurableQueue.Configuration()
-        settings.logger = InMemoryLogger()
+        settings.delivery.logger = InMemoryLogger()
         let destination = InMemoryAnalyticsSink()
         let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: settings)
         let manager = TagManager(logger: InMemoryLogger())

@@ -52,8 +52,8 @@ final class BrazeFixture: Sendable {
             retry: settings.retry,
             logger: logger
         )
-        configuration.random = { 0.5 }
-        configuration.drainTimeout = settings.drainTimeout
+        configuration.delivery.random = { 0.5 }
+        configuration.delivery.drainTimeout = settings.drainTimeout
         let queue = InMemoryQueue(destination: destination, configuration: configuration, clock: clock)
         sink = queue
         // Test scaffolding: the front runs beside the test until `close()` cancels (and so drains) it.
@@ -472,7 +472,7 @@ extension InMemoryQueue {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = DurableQueue.Configuration()
-        settings.logger = InMemoryLogger()
+        settings.delivery.logger = InMemoryLogger()
         fixture.server.fail(next: 4, with: .serverError(status: 502))
         let queue = try DurableQueue(
             directory: directory.path,

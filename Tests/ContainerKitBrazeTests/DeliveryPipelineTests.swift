@@ -97,7 +97,7 @@ import Testing
     @Test func aPipelineOverTheMemoryStoreDeliversFlushesAndDrainsOnGracefulShutdown() async throws {
         let destination = InMemoryAnalyticsSink()
         var configuration = DeliveryPipeline<MemoryRecordStore>.Configuration()
-        configuration.logger = InMemoryLogger()
+        configuration.delivery.logger = InMemoryLogger()
         let pipeline = DeliveryPipeline(
             store: MemoryRecordStore(),
             destination: destination,
@@ -125,7 +125,7 @@ import Testing
         let store = SharedListStore()
         let (delivered, deliveries) = AsyncStream<[AnalyticsRecord]>.makeStream()
         var configuration = DeliveryPipeline<SharedListStore>.Configuration()
-        configuration.logger = InMemoryLogger()
+        configuration.delivery.logger = InMemoryLogger()
         let pipeline = DeliveryPipeline(
             store: store,
             destination: StreamDestination(deliveries),
@@ -160,7 +160,7 @@ import Testing
     {
         let store = FencingStore(refusal: refusal)
         var configuration = DeliveryPipeline<FencingStore>.Configuration()
-        configuration.logger = InMemoryLogger()
+        configuration.delivery.logger = InMemoryLogger()
         let pipeline = DeliveryPipeline(
             store: store,
             destination: InMemoryAnalyticsSink(),
@@ -190,7 +190,7 @@ import Testing
     @Test func cancellingRunStopsAtOnceWithoutDelivering() async throws {
         let destination = AnnouncingHangingDestination()
         var configuration = DeliveryPipeline<MemoryRecordStore>.Configuration()
-        configuration.logger = InMemoryLogger()
+        configuration.delivery.logger = InMemoryLogger()
         let store = MemoryRecordStore()
         let pipeline = DeliveryPipeline(store: store, destination: destination, configuration: configuration)
         try pipeline.enqueue([event("a")])

@@ -27,7 +27,7 @@ final class HangingDestination: AnalyticsDestination {
         let clock = ManualClock()
         let destination = HangingDestination()
         var configuration = InMemoryQueue.Configuration(flushCount: 1, logger: InMemoryLogger())
-        configuration.drainTimeout = .seconds(5)
+        configuration.delivery.drainTimeout = .seconds(5)
         let queue = InMemoryQueue(destination: destination, configuration: configuration, clock: clock)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await queue.run() }
@@ -49,8 +49,8 @@ final class HangingDestination: AnalyticsDestination {
         let clock = ManualClock()
         let destination = HangingDestination()
         var configuration = DurableQueue.Configuration()
-        configuration.logger = InMemoryLogger()
-        configuration.drainTimeout = .seconds(5)
+        configuration.delivery.logger = InMemoryLogger()
+        configuration.delivery.drainTimeout = .seconds(5)
         let queue = try DurableQueue(
             directory: directory.path,
             destination: destination,
@@ -75,9 +75,9 @@ final class HangingDestination: AnalyticsDestination {
         defer { directory.remove() }
         let destination = HangingDestination()
         var configuration = DurableQueue.Configuration()
-        configuration.logger = InMemoryLogger()
+        configuration.delivery.logger = InMemoryLogger()
         // A drain would wait an hour on this clock: cancellation must not drain.
-        configuration.drainTimeout = .seconds(3600)
+        configuration.delivery.drainTimeout = .seconds(3600)
         let queue = try DurableQueue(
             directory: directory.path,
             destination: destination,

@@ -32,8 +32,8 @@ private struct PrintingDestination: AnalyticsDestination {
         guard let directory = ProcessInfo.processInfo.environment[Self.childDirectoryVariable] else { return }
         var configuration = DurableQueue.Configuration()
         configuration.maximumSegmentBytes = 16 * 1024
-        configuration.deliveryBatchSize = Self.batchSize
-        configuration.logger = InMemoryLogger()
+        configuration.delivery.batchSize = Self.batchSize
+        configuration.delivery.logger = InMemoryLogger()
         let queue = try DurableQueue(
             directory: directory,
             destination: PrintingDestination(preferredBatchSize: Self.batchSize),
@@ -107,7 +107,7 @@ private struct PrintingDestination: AnalyticsDestination {
 
         let downstream = ScriptedDownstream()
         var configuration = DurableQueue.Configuration()
-        configuration.logger = InMemoryLogger()
+        configuration.delivery.logger = InMemoryLogger()
         let reopened = try DurableQueue(
             directory: directory.path,
             destination: downstream,

@@ -17,8 +17,8 @@ import Testing
         -> DurableQueue.Configuration
     {
         var configuration = DurableQueue.Configuration()
-        configuration.logger = logger
-        configuration.random = { 1 }
+        configuration.delivery.logger = logger
+        configuration.delivery.random = { 1 }
         configuration.faults = faults
         return configuration
     }

@@ -19,9 +19,9 @@ import Testing
         -> DurableQueue.Configuration
     {
         var configuration = DurableQueue.Configuration()
-        configuration.logger = logger
-        configuration.random = { 1 }
-        configuration.retry = DeliveryRetryPolicy(
+        configuration.delivery.logger = logger
+        configuration.delivery.random = { 1 }
+        configuration.delivery.retry = DeliveryRetryPolicy(
             maximumAttempts: .max,
             baseDelay: .milliseconds(1),
             maximumDelay: .milliseconds(4)
@@ -98,7 +98,7 @@ import Testing
             return EMFILE
         }
         var configuration = settings(faults: faults)
-        configuration.drainTimeout = .zero
+        configuration.delivery.drainTimeout = .zero
         let queue = try DurableQueue(
             directory: directory.path,
             destination: InMemoryAnalyticsSink(),
@@ -168,7 +168,7 @@ import Testing
         let directory = TemporaryDirectory("checksummed")
         defer { directory.remove() }
         var configuration = settings()
-        configuration.drainTimeout = .zero
+        configuration.delivery.drainTimeout = .zero
         let queue = try DurableQueue(
             directory: directory.path,
             destination: NeverSettlingDestination(),
@@ -222,7 +222,7 @@ import Testing
             return nil
         }
         var configuration = settings(faults: faults)
-        configuration.drainTimeout = .zero
+        configuration.delivery.drainTimeout = .zero
         let queue = try DurableQueue(
             directory: directory.path,
             destination: NeverSettlingDestination(),
@@ -287,7 +287,7 @@ import Testing
         let a = event("a")
         try writeSegment(directory, SegmentLog.maximumSegmentIndex, [a])
         var configuration = settings()
-        configuration.drainTimeout = .zero
+        configuration.delivery.drainTimeout = .zero
         let queue = try DurableQueue(
             directory: directory.path,
             destination: NeverSettlingDestination(),

@@ -193,6 +193,21 @@ import Testing
         #expect(machine.caughtUp)
     }
 
+    @Test func confirmingThroughAPositionSettlesEveryBatchUpToItWithOneAcknowledgement() throws {
+        var machine = Self.machine(batchSize: 2, inFlight: 3)
+        _ = try Self.enqueue(&machine, (1...6).map(Self.record))
+        _ = machine.committed(try Self.take(&machine))
+        var batches: [Machine.Batch] = []
+        while case .deliver(let batch) = machine.nextBatch() { batches.append(batch) }
+        #expect(batches.count == 3)
+        // The pipeline acknowledges through the second batch's end: the first two settle, one write.
+        #expect(machine.confirm(through: batches[1].end) == [.acknowledge(batches[1].end, deleting: [])])
+        #expect(machine.inFlight == [batches[2]])
+        #expect(machine.confirm(through: batches[1].end).isEmpty, "nothing more up to that position")
+        #expect(machine.confirm(through: batches[2].end) == [.acknowledge(batches[2].end, deleting: [])])
+        #expect(machine.caughtUp)
+    }
+
     @Test func concurrentDiskReadsStartAfterTheBatchesInFlight() throws {
         var machine = Self.machine(batchSize: 2, buffered: 1, inFlight: 2)
         _ = try Self.enqueue(&machine, (1...3).map(Self.record))

@@ -10,9 +10,9 @@ import Testing
 @Suite struct DurableQueueTests {
     func configuration(clock: ManualClock? = nil) -> DurableQueue.Configuration {
         var configuration = DurableQueue.Configuration()
-        configuration.logger = InMemoryLogger()
-        configuration.random = { 1 }
-        configuration.drainTimeout = .seconds(3600)
+        configuration.delivery.logger = InMemoryLogger()
+        configuration.delivery.random = { 1 }
+        configuration.delivery.drainTimeout = .seconds(3600)
         return configuration
     }
 
@@ -68,7 +68,7 @@ import Testing
         let failing = ScriptedDownstream(mode: .fail)
         let records = (0..<25).map { event("e\($0)", ["n": .int(Int64($0)), "f": 1.0]) }
         var settings = configuration()
-        settings.drainTimeout = .zero
+        settings.delivery.drainTimeout = .zero
         let first = try open(directory, failing, settings)
         try await whileRunning(first) { try await first.append(records) }
         #expect(try DurableQueue.pendingRecords(in: directory.path) == records)
@@ -112,7 +112,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = configuration()
-        settings.drainTimeout = .zero
+        settings.delivery.drainTimeout = .zero
         let first = try open(directory, ScriptedDownstream(mode: .fail), settings)
         let records = (0..<3).map { event("e\($0)") }
         try await whileRunning(first) { try await first.append(records) }
@@ -134,7 +134,7 @@ import Testing
         let downstream = ScriptedDownstream()
         let logger = InMemoryLogger()
         var reopened = configuration()
-        reopened.logger = logger
+        reopened.delivery.logger = logger
         let second = try open(directory, downstream, reopened)
         try await whileRunning(second) {
             try await second.flush()
@@ -230,7 +230,7 @@ import Testing
         var settings = configuration()
         settings.maximumBufferedRecords = 10
         settings.maximumSegmentBytes = 4096
-        settings.maximumConcurrentDeliveries = concurrentDeliveries
+        settings.delivery.maximumConcurrentDeliveries = concurrentDeliveries
         let queue = try open(directory, downstream, settings)
         let records = (0..<300).map { event("e\($0)") }
         try await whileRunning(queue) {
@@ -258,7 +258,7 @@ import Testing
         defer { directory.remove() }
         let downstream = GatedDestination(batchSize: 5)
         var settings = configuration()
-        settings.maximumConcurrentDeliveries = 3
+        settings.delivery.maximumConcurrentDeliveries = 3
         let queue = try open(directory, downstream, settings)
         let records = (0..<20).map { event("e\($0)") }
         try await whileRunning(queue) {
@@ -328,9 +328,9 @@ import Testing
         defer { directory.remove() }
         var settings = configuration()
         settings.maximumQueueBytes = 2000
-        settings.drainTimeout = .zero
+        settings.delivery.drainTimeout = .zero
         let logger = InMemoryLogger()
-        settings.logger = logger
+        settings.delivery.logger = logger
         let queue = try open(directory, ScriptedDownstream(mode: .fail), settings)
         var accepted = 0
         try await whileRunning(queue) {
@@ -377,7 +377,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = configuration()
-        settings.startTimeout = .zero
+        settings.delivery.startTimeout = .zero
         let queue = try open(directory, ScriptedDownstream(), settings)
         let token = try #require(try queue.enqueue([event("a")]))
         do {
@@ -402,7 +402,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = configuration()
-        settings.startTimeout = .seconds(3600)
+        settings.delivery.startTimeout = .seconds(3600)
         let queue = try open(directory, ScriptedDownstream(), settings)
         let token = try #require(try queue.enqueue([event("a")]))
         await withTaskGroup(of: DurabilityError.Code?.self) { group in
@@ -426,7 +426,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = configuration()
-        settings.startTimeout = .zero
+        settings.delivery.startTimeout = .zero
         let queue = try open(directory, ScriptedDownstream(), settings)
         let manager = TagManager(logger: InMemoryLogger())
         manager.add(
@@ -455,7 +455,7 @@ import Testing
         defer { directory.remove() }
         let clock = ManualClock.skippingShortSleeps()
         var settings = configuration()
-        settings.deliveryBatchSize = 10
+        settings.delivery.batchSize = 10
         settings.deliveryLinger = .milliseconds(250)
         let downstream = ScriptedDownstream()
         let queue = try open(directory, downstream, settings, clock: clock)
@@ -471,7 +471,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = configuration()
-        settings.deliveryBatchSize = 10
+        settings.delivery.batchSize = 10
         settings.deliveryLinger = .seconds(3600)
         let downstream = ScriptedDownstream()
         let queue = try open(directory, downstream, settings)
@@ -517,10 +517,10 @@ import Testing
         defer { directory.remove() }
         let clock = ManualClock.skippingShortSleeps()
         var settings = configuration()
-        settings.retry.baseDelay = .milliseconds(100)
-        settings.retry.maximumDelay = .milliseconds(400)
+        settings.delivery.retry.baseDelay = .milliseconds(100)
+        settings.delivery.retry.maximumDelay = .milliseconds(400)
         let logger = InMemoryLogger()
-        settings.logger = logger
+        settings.delivery.logger = logger
         let downstream = ScriptedDownstream(mode: .fail)
         let queue = try open(directory, downstream, settings, clock: clock)
         try await whileRunning(queue) {
@@ -562,7 +562,7 @@ import Testing
         defer { directory.remove() }
         let recorder = Recorder()
         var settings = DurableQueueTests().configuration()
-        settings.observer = recorder
+        settings.delivery.observer = recorder
         let queue = try DurableQueueTests().open(directory, ScriptedDownstream(), settings)
         try await whileRunning(queue) {
             try await queue.append((0..<4).map { event("e\($0)") })
@@ -584,7 +584,7 @@ import Testing
         let (managerLogger, recorder) = (InMemoryLogger(), Recorder())
         let manager = TagManager(logger: managerLogger, observer: recorder)
         var settings = DurableQueueTests().configuration()
-        settings.logger = nil
+        settings.delivery.logger = nil
         let downstream = ScriptedDownstream(mode: .fail)
         let queue = try DurableQueueTests().open(directory, downstream, settings)
         BrazeTagProvider(sink: queue).register(on: manager)
@@ -607,7 +607,7 @@ import Testing
         let manager = TagManager(logger: managerLogger, observer: managerRecorder)
         let (ownLogger, ownRecorder) = (InMemoryLogger(), Recorder())
         var settings = InMemoryQueue.Configuration(logger: ownLogger)
-        settings.observer = ownRecorder
+        settings.delivery.observer = ownRecorder
         let queue = InMemoryQueue(destination: ScriptedDownstream(), configuration: settings)
         BrazeTagProvider(sink: queue).register(on: manager)
         _ = try queue.enqueue([event("e")])

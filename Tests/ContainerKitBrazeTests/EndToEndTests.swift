@@ -24,7 +24,7 @@ private struct Pipeline {
         server = try BrazeTestServer(apiKey: "test-rest-api-key")
         braze = BrazeUsersTrackDestination(endpoint: server.endpoint, apiKey: "test-rest-api-key")
         var settings = DurableQueue.Configuration()
-        settings.logger = logger
+        settings.delivery.logger = logger
         let queue = try DurableQueue(directory: directory.path, destination: braze, configuration: settings)
         self.queue = queue
         // Test scaffolding: the queue runs beside the test until `close()` shuts it down (it drains).

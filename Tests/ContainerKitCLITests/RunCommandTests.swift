@@ -194,8 +194,8 @@ struct RunCommandTests {
             }
         }
         var configuration = DurableQueue.Configuration()
-        configuration.logger = InMemoryLogger()
-        configuration.drainTimeout = .zero
+        configuration.delivery.logger = InMemoryLogger()
+        configuration.delivery.drainTimeout = .zero
         let first = try DurableQueue(directory: queue, destination: RefusingDestination(), configuration: configuration)
         let record = AnalyticsRecord(
             id: "pending-1",

@@ -153,11 +153,20 @@ struct HTTPResponseParser {
 
     /// The index just past the header's blank line, if it arrived.
     private mutating func findHeadEnd() -> Int? {
-        let terminator: [UInt8] = [13, 10, 13, 10]
         let from = start + max(0, searched - 3)
-        if let range = bytes[from...].firstRange(of: terminator) {
+        let end = bytes.withUnsafeBufferPointer { bytes -> Int? in
+            var index = from
+            while index + 3 < bytes.count {
+                if bytes[index + 3] == 10, bytes[index + 2] == 13, bytes[index + 1] == 10, bytes[index] == 13 {
+                    return index + 4
+                }
+                index += 1
+            }
+            return nil
+        }
+        if let end {
             searched = 0
-            return range.upperBound
+            return end
         }
         searched = available
         return nil
@@ -179,17 +188,17 @@ struct HTTPResponseParser {
     }
 
     private mutating func parseHead(upTo end: Int) throws(BoundedHTTPError) {
-        let text = String(decoding: take(end - start).dropLast(4), as: UTF8.self)
-        var lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)
-        let statusLine = lines.removeFirst().split(separator: " ", maxSplits: 2)
-        guard statusLine.count >= 2, statusLine[0].hasPrefix("HTTP/1."), statusLine[1].count == 3,
-            let status = Int(statusLine[1]), status >= 100
+        let head = take(end - start).dropLast(4)
+        var lines = Self.lines(head)[...]
+        let statusLine = lines.removeFirst().split(separator: 32, maxSplits: 2)
+        guard statusLine.count >= 2, statusLine[0].starts(with: "HTTP/1.".utf8), statusLine[1].count == 3,
+            let status = Int(String(decoding: statusLine[1], as: UTF8.self)), status >= 100
         else { throw BoundedHTTPError(.badResponse, "not an http status line") }
         var headers: [String: String] = [:]
         for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { throw BoundedHTTPError(.badResponse, "bad header line") }
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard let colon = line.firstIndex(of: 58) else { throw BoundedHTTPError(.badResponse, "bad header line") }
+            let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+            let value = String(decoding: Self.trimmingBlanks(line[(colon + 1)...]), as: UTF8.self)
             if name == "content-length", let previous = headers[name], previous != value {
                 throw BoundedHTTPError(.badResponse, "conflicting content-length")
             }
@@ -202,10 +211,36 @@ struct HTTPResponseParser {
         self.status = status
         self.headers = headers
         keepsAlive =
-            statusLine[0] == "HTTP/1.1" && status != 101
+            statusLine[0].elementsEqual("HTTP/1.1".utf8) && status != 101
             && !(headers["connection"]?.lowercased().split(separator: ",").contains {
                 $0.trimmingCharacters(in: .whitespaces) == "close"
             } ?? false)
+    }
+
+    /// The lines of a header, split at CRLF (a lone CR or LF stays inside its line).
+    private static func lines(_ head: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
+        var lines: [ArraySlice<UInt8>] = []
+        var lineStart = head.startIndex
+        var index = head.startIndex
+        while index < head.endIndex {
+            if head[index] == 13, index + 1 < head.endIndex, head[index + 1] == 10 {
+                lines.append(head[lineStart..<index])
+                index += 2
+                lineStart = index
+            } else {
+                index += 1
+            }
+        }
+        lines.append(head[lineStart..<head.endIndex])
+        return lines
+    }
+
+    /// `bytes` without leading and trailing spaces and tabs (HTTP's optional white space).
+    private static func trimmingBlanks(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var trimmed = bytes
+        while let first = trimmed.first, first == 32 || first == 9 { trimmed.removeFirst() }
+        while let last = trimmed.last, last == 32 || last == 9 { trimmed.removeLast() }
+        return trimmed
     }
 
     /// Chooses how the body ends; the finished answer when it has none.

@@ -263,16 +263,17 @@ final class SocketExchange {
     }
 
     static func requestBytes(_ request: BoundedHTTPRequest, hostHeader: String, keepAlive: Bool) -> [UInt8] {
-        let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
-        var target = components?.percentEncodedPath ?? "/"
+        var target = request.url.path(percentEncoded: true)
         if target.isEmpty { target = "/" }
-        if let query = components?.percentEncodedQuery { target += "?" + query }
+        if let query = request.url.query(percentEncoded: true) { target += "?" + query }
         var head = "\(request.method) \(target) HTTP/1.1\r\nHost: \(hostHeader)\r\n"
+        /// Header injection is the caller's bug; still, never send a line break inside a field.
+        func withoutLineBreaks(_ text: String) -> String {
+            guard text.utf8.contains(where: { $0 == 13 || $0 == 10 }) else { return text }
+            return String(String.UnicodeScalarView(text.unicodeScalars.filter { $0 != "\r" && $0 != "\n" }))
+        }
         for field in request.callerHeaders {
-            // Header injection is the caller's bug; still, never send a line break inside a field.
-            let name = field.name.filter { $0 != "\r" && $0 != "\n" }
-            let value = field.value.filter { $0 != "\r" && $0 != "\n" }
-            head += "\(name): \(value)\r\n"
+            head += "\(withoutLineBreaks(field.name)): \(withoutLineBreaks(field.value))\r\n"
         }
         head += keepAlive ? "Accept-Encoding: identity\r\n" : "Accept-Encoding: identity\r\nConnection: close\r\n"
         if !request.body.isEmpty || request.method != "GET" { head += "Content-Length: \(request.body.count)\r\n" }

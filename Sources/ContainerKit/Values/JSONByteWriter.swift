@@ -117,7 +117,8 @@ package struct JSONByteWriter {
             raw("null")
             return
         }
-        if value == value.rounded(), abs(value) < 1e15 {
+        let whole = value == value.rounded()
+        if whole, abs(value) < 1e15 {
             integer(Int64(value))
             if keepsNumberTypes { raw(".0") }
             return
@@ -125,10 +126,14 @@ package struct JSONByteWriter {
         // Swift's shortest round-trip digits in fixed notation ("4.5", "-0.001") are JavaScript's form
         // too: written as they are, without `jsNumberString`'s rewriting (its two buffers and a string).
         // Only an exponent form ("1e-05", "1.5e+20") needs JavaScript's rules.
-        let plain = value.description
-        if value != value.rounded(), !plain.utf8.contains(where: { $0 == 0x65 || $0 == 0x45 }) {
-            bytes.append(contentsOf: plain.utf8)
-            return
+        if !whole {
+            var plain = value.description
+            let written = plain.withUTF8 { utf8 -> Bool in
+                for byte in utf8 where byte == 0x65 || byte == 0x45 { return false }
+                bytes.append(contentsOf: utf8)
+                return true
+            }
+            if written { return }
         }
         let text = Value.jsNumberString(value)
         bytes.append(contentsOf: text.utf8)

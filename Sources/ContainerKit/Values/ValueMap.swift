@@ -60,7 +60,7 @@ public struct ValueMap: Sendable {
     }
 
     /// Appends an entry whose key the caller knows is not in the map (no search).
-    mutating func appendNew(_ key: String, _ value: Value) { append(key, value) }
+    package mutating func appendNew(_ key: String, _ value: Value) { append(key, value) }
 
     private mutating func append(_ key: String, _ value: Value) {
         keys.append(key)

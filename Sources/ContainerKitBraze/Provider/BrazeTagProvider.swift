@@ -242,8 +242,8 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
     /// The records of one call of `action` with `arguments`, checking every Braze rule into `rules` on the
     /// way: the one rule checker, shared by ``perform(_:)`` and lint (``BrazeRules/violations(of:arguments:)``).
     /// The arguments of `logEvent` and `logPurchase` that are not properties (made once, not per call).
-    private static let eventParameters: Set<String> = ["actionType", "eventName"]
-    private static let purchaseParameters: Set<String> = ["actionType", "productId", "currency", "price", "quantity"]
+    private static let eventParameters: [String] = ["actionType", "eventName"]
+    private static let purchaseParameters: [String] = ["actionType", "productId", "currency", "price", "quantity"]
 
     static func makeRecords(
         _ action: BrazeActionType,

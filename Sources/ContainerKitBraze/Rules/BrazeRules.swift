@@ -43,16 +43,32 @@ package struct BrazeRules {
 
     /// Checks a string value: not empty, at most 255 characters.
     @discardableResult
-    mutating func checkedString(_ text: String, key: String, what: String, allowsEmpty: Bool = false) -> Bool {
+    /// (`what`, which names the value in a message, is only made when the check fails.)
+    mutating func checkedString(
+        _ text: String,
+        key: String,
+        what: @autoclosure () -> String,
+        allowsEmpty: Bool = false
+    ) -> Bool {
         if text.isEmpty && !allowsEmpty {
-            fail(.empty, key, "'\(what)' is empty")
+            fail(.empty, key, "'\(what())' is empty")
             return false
         }
-        if text.utf16.count > Self.maximumLength {
-            fail(.tooLong, key, "'\(what)' is \(text.utf16.count) characters long; the limit is \(Self.maximumLength)")
+        if Self.isLong(text) {
+            fail(
+                .tooLong,
+                key,
+                "'\(what())' is \(text.utf16.count) characters long; the limit is \(Self.maximumLength)"
+            )
             return false
         }
         return true
+    }
+
+    /// Whether `text` is longer than ``maximumLength`` UTF-16 code units (counted only when its UTF-8 form,
+    /// never shorter, is longer).
+    private static func isLong(_ text: String) -> Bool {
+        text.utf8.count > maximumLength && text.utf16.count > maximumLength
     }
 
     /// A key of a property or custom attribute: not empty, at most 255 characters, no leading `$`.
@@ -62,11 +78,11 @@ package struct BrazeRules {
             fail(.empty, key, "\(kind) key is empty")
             return false
         }
-        if key.utf16.count > Self.maximumLength {
+        if Self.isLong(key) {
             fail(.tooLong, key, "\(kind) key '\(key)' is longer than \(Self.maximumLength) characters")
             return false
         }
-        if key.hasPrefix("$") && !(allowsConsentKeys && Self.consentKeys.contains(key)) {
+        if key.utf8.first == 0x24 && !(allowsConsentKeys && Self.consentKeys.contains(key)) {
             fail(.reservedKey, key, "\(kind) key '\(key)' starts with '$', which braze reserves")
             return false
         }
@@ -102,7 +118,8 @@ package struct BrazeRules {
 
     /// Every argument except `excluded` as an event or purchase property, types kept, checked against
     /// Braze's property rules.
-    mutating func properties(_ arguments: ValueMap, excluding excluded: Set<String>) -> ValueMap {
+    /// (`excluded` is a handful of names: compared one by one, which costs less than hashing each key.)
+    mutating func properties(_ arguments: ValueMap, excluding excluded: [String]) -> ValueMap {
         var properties = ValueMap(minimumCapacity: arguments.count)
         var nested = false
         for (key, value) in arguments where !excluded.contains(key) {
@@ -132,7 +149,8 @@ package struct BrazeRules {
                     "property '\(key)' is \(value.typeName); braze takes numbers, booleans, strings, arrays and objects"
                 )
             }
-            properties[key] = value
+            // The arguments' keys are distinct: no search for an existing entry.
+            properties.appendNew(key, value)
         }
         if nested {
             var json = JSONByteWriter()

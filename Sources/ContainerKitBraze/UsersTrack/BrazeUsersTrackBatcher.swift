@@ -45,20 +45,20 @@ struct BrazeUsersTrackBatcher: Sendable {
             var body = JSONByteWriter(
                 capacity: attributes.bytes.count + events.bytes.count + purchases.bytes.count + 64
             )
-            body.raw("{")
+            body.raw(0x7B)
             var first = true
             for (name, objects, count) in [
                 ("attributes", attributes, counts.attributes), ("events", events, counts.events),
                 ("purchases", purchases, counts.purchases),
             ] where count > 0 {
-                if !first { body.raw(",") }
+                if !first { body.raw(0x2C) }
                 first = false
                 body.string(name)
                 body.raw(":[")
                 body.append(objects)
-                body.raw("]")
+                body.raw(0x5D)
             }
-            body.raw("}")
+            body.raw(0x7D)
             requests.append(
                 Request(
                     body: body.bytes,
@@ -95,15 +95,15 @@ struct BrazeUsersTrackBatcher: Sendable {
             if !fits { finish() }
             switch category {
             case .attributes:
-                if counts.attributes > 0 { attributes.raw(",") }
+                if counts.attributes > 0 { attributes.raw(0x2C) }
                 writeObject(record, user, into: &attributes)
                 counts.attributes += 1
             case .events:
-                if counts.events > 0 { events.raw(",") }
+                if counts.events > 0 { events.raw(0x2C) }
                 writeObject(record, user, into: &events)
                 counts.events += 1
             case .purchases:
-                if counts.purchases > 0 { purchases.raw(",") }
+                if counts.purchases > 0 { purchases.raw(0x2C) }
                 writeObject(record, user, into: &purchases)
                 counts.purchases += 1
             }
@@ -122,7 +122,7 @@ struct BrazeUsersTrackBatcher: Sendable {
     }
 
     private func writeObject(_ record: AnalyticsRecord, _ user: UserIdentity, into out: inout JSONByteWriter) {
-        out.raw("{")
+        out.raw(0x7B)
         out.identity(user)
         if case .userAlias = user, createsAliasOnlyProfiles { out.raw(",\"_update_existing_only\":false") }
         switch record.payload {
@@ -138,19 +138,19 @@ struct BrazeUsersTrackBatcher: Sendable {
             out.time(record.time)
             writeProperties(properties, into: &out)
         case .customAttribute(let key, let operation):
-            out.raw(",")
+            out.raw(0x2C)
             out.string(key)
-            out.raw(":")
+            out.raw(0x3A)
             out.value(operation.jsonValue)
         case .userAttribute(let field, let value):
-            out.raw(",")
+            out.raw(0x2C)
             out.string(field.rawValue)
-            out.raw(":")
+            out.raw(0x3A)
             out.value(value)
         case .changeUser:
             break
         }
-        out.raw("}")
+        out.raw(0x7D)
     }
 
     private func writeProperties(_ properties: ValueMap, into out: inout JSONByteWriter) {

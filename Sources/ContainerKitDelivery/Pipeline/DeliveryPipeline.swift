@@ -26,39 +26,18 @@ import ContainerKit
 /// Cancelling ``run()``'s task stops at once: deliveries in flight are cancelled (a durable store keeps
 /// their records for the next run), waiters are answered `.closed`. ``gracefulShutdown()`` is the other
 /// signal: new records are refused, everything stored is delivered for at most
-/// ``Configuration/drainTimeout``, then ``run()`` returns by itself.
+/// ``DeliverySettings/drainTimeout``, then ``run()`` returns by itself.
 public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, DurabilitySource {
-    /// The pipeline's tunables (one set for every store).
+    /// The pipeline's tunables (one set for every store): the ``DeliverySettings`` every front shares, and
+    /// what only the pipeline's own users set.
     public struct Configuration: Sendable {
-        /// Records per delivery; `nil` uses the destination's preferred batch size.
-        public var batchSize: Int?
-        /// How many batches may be out to the destination at once (1); a crash re-delivers at most these.
-        public var maximumConcurrentDeliveries = 1
-        /// The backoff of failed deliveries and failed reads; ``DeliveryRetryPolicy/maximumAttempts``
-        /// bounds the attempts of a batch (`.max` for a durable store: durable records are never dropped).
-        public var retry = DeliveryRetryPolicy()
+        /// Batch size, deliveries at once, retries, drain and start timeouts, logging and observing.
+        public var delivery = DeliverySettings()
         /// While fewer than ``lingerCount`` committed records wait, the loop waits up to this long for more
         /// before it delivers (zero: at once). Never while a flush waits or during the drain.
         public var linger: Duration = .zero
         /// See ``linger`` (1).
         public var lingerCount = 1
-        /// How long a durability wait or a ``flush()`` waits for ``run()`` to begin before it fails with
-        /// ``DurabilityError/Code-swift.struct/notRunning`` (1 s): a host that never runs the pipeline gets an
-        /// error, not a request that hangs (and a shutdown that waits for it). Once a wait timed out, later
-        /// waits fail at once until ``run()`` begins. A host that starts ``run()`` beside its first pushes, as
-        /// usual, is not affected.
-        public var startTimeout: Duration = .seconds(1)
-        /// How long ``gracefulShutdown()`` may deliver (10 s).
-        public var drainTimeout: Duration = .seconds(10)
-        /// How often, at most, a repeated failure is logged again (60 s).
-        public var logInterval: Duration = .seconds(60)
-        /// Random numbers in `0..<1` for jitter (injectable for tests).
-        public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
-        /// Where problems are reported; `nil`: the tag manager's logger once registered (standard error
-        /// until then).
-        public var logger: (any DiagnosticLogger)?
-        /// Where record counts and failures are reported (metrics); `nil`: the tag manager's observer.
-        public var observer: (any DeliveryObserver)?
         /// Whether a retryable delivery failure ends the flushes waiting, with its error (`false`: they wait
         /// until the records are settled). A store that never gives up on records sets it, so that a flush
         /// does not wait for a destination that is down.
@@ -69,6 +48,9 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
 
         /// The defaults.
         public init() {}
+
+        /// The defaults, with the shared settings `delivery`.
+        public init(delivery: DeliverySettings) { self.delivery = delivery }
     }
 
     /// Counters for monitoring and tests: the one ``DeliveryStatistics`` of every store.
@@ -113,14 +95,21 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         self.destination = destination
         self.configuration = configuration
         self.clock = DeliveryClock(clock)
-        let diagnostics = FrontDiagnostics(logger: configuration.logger, observer: configuration.observer)
+        let diagnostics = FrontDiagnostics(
+            logger: configuration.delivery.logger,
+            observer: configuration.delivery.observer
+        )
         self.diagnostics = diagnostics
-        self.logs = LogLimiter(logger: diagnostics, interval: configuration.logInterval, elapsed: self.clock.elapsed)
+        self.logs = LogLimiter(
+            logger: diagnostics,
+            interval: configuration.delivery.logInterval,
+            elapsed: self.clock.elapsed
+        )
         shell = Mutex(
             Shell(
                 machine: Machine(
-                    batchSize: configuration.batchSize ?? destination.preferredBatchSize,
-                    maximumInFlight: configuration.maximumConcurrentDeliveries,
+                    batchSize: configuration.delivery.batchSize ?? destination.preferredBatchSize,
+                    maximumInFlight: configuration.delivery.maximumConcurrentDeliveries,
                     lingerCount: configuration.lingerCount,
                     linger: configuration.linger
                 )
@@ -248,7 +237,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     /// Returns once the records of `ticket` are committed.
     /// - Throws: the store's error (converted once, where the commit failed) when the commit holding
     ///   `ticket` failed; `.stopped` once the pipeline stopped; `.notRunning` when ``run()`` did not begin
-    ///   within ``Configuration/startTimeout``.
+    ///   within ``DeliverySettings/startTimeout``.
     public func waitUntilDurable(ticket: UInt64) async throws(DurabilityError) {
         // Settled already: answered without a suspension.
         let settled = shell.withLock { shell -> DurabilityError?? in
@@ -295,12 +284,12 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     }
 
     /// Runs `wait` (which registers a waiter with the machine, before its first suspension); while
-    /// ``run()`` has not begun, at most for ``Configuration/startTimeout``: then every waiter is answered
+    /// ``run()`` has not begun, at most for ``DeliverySettings/startTimeout``: then every waiter is answered
     /// `.notRunning`, and so is every later one until ``run()`` begins. Once ``run()`` began, `wait` runs
     /// alone (the hot path adds nothing).
     private func waitingForRun<T: Sendable>(_ wait: () async -> T) async -> T {
         if shell.withLock({ $0.machine.hasStarted }) { return await wait() }
-        let timeout = configuration.startTimeout
+        let timeout = configuration.delivery.startTimeout
         return await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 // The caller's own timer (a child of its task), cancelled as soon as its wait is answered; on
@@ -344,9 +333,9 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     }
 
     /// Starts the drain: new records are refused; what is stored is delivered for at most
-    /// ``Configuration/drainTimeout``; then ``run()`` returns. Safe to call at any time, and more than once.
+    /// ``DeliverySettings/drainTimeout``; then ``run()`` returns. Safe to call at any time, and more than once.
     public func gracefulShutdown() {
-        let deadline = clock.elapsed() + configuration.drainTimeout
+        let deadline = clock.elapsed() + configuration.delivery.drainTimeout
         act { shell in ((), shell.machine.drain(deadline: deadline)) }
         drainStarted.open()
     }
@@ -419,9 +408,9 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         do {
             batch = try await store.read(after: after, limit: limit)
         } catch {
-            let delay = configuration.retry.backoff(
+            let delay = configuration.delivery.retry.backoff(
                 afterAttempt: shell.withLock { $0.machine.failedReads } + 1,
-                random: configuration.random()
+                random: configuration.delivery.random()
             )
             act { shell in
                 shell.statistics.failedReads += 1
@@ -501,7 +490,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             diagnostics.observer?.observe(.deliveryFailed(message: error.message))
             // A refusal of the request says nothing about the records: it uses up no attempt.
             if error.code == .requestRefused { attempt -= 1 }
-            if error.code == .shutDown || attempt >= configuration.retry.maximumAttempts {
+            if error.code == .shutDown || attempt >= configuration.delivery.retry.maximumAttempts {
                 let dropped = DeliveryError(
                     .retriesExhausted,
                     "\(error.message) after \(attempt) attempts",
@@ -512,10 +501,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 return .settled(id: id, error: firstRejection ?? dropped)
             }
             shell.withLock { $0.statistics.retries += 1 }
-            let delay = configuration.retry.delay(
+            let delay = configuration.delivery.retry.delay(
                 afterAttempt: max(attempt, 1),
                 error: error,
-                random: configuration.random()
+                random: configuration.delivery.random()
             )
             let refused = error.code == .requestRefused
             logs.log(

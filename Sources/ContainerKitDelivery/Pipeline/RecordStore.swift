@@ -124,7 +124,7 @@ public struct EncodedRecords: Sendable {
 
     /// Encodes `records`: each once, as the segment log writes them; `sessions` travel with them.
     public init(_ records: [AnalyticsRecord], sessions: [StoredSession] = []) {
-        var json = JSONByteWriter(capacity: records.count * 200)
+        var json = JSONByteWriter(capacity: records.count * 320)
         var ends: [Int] = []
         ends.reserveCapacity(records.count)
         for record in records {

@@ -181,13 +181,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
     }
 
     func acknowledge(through position: Position) async throws(AnalyticsSinkError) {
-        let actions = state.withLock { state -> [DurableQueueMachine.Action] in
-            var actions: [DurableQueueMachine.Action] = []
-            for batch in state.machine.inFlight where batch.end <= position {
-                actions += state.machine.confirm(batch)
-            }
-            return actions
-        }
+        let actions = state.withLock { $0.machine.confirm(through: position) }
         await performAcknowledgements(actions)
     }
 

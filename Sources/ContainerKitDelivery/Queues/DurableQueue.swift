@@ -8,7 +8,7 @@ import Synchronization
 /// it is `fsync`ed; the delivery loop forwards records and acknowledges each batch the destination
 /// settled; after a restart (even a `kill -9`) the unacknowledged records are delivered again. Delivery
 /// is therefore **at least once**, and a crash re-delivers at most the batches in flight (one, unless
-/// ``Configuration/maximumConcurrentDeliveries`` allows more).
+/// ``DeliverySettings/maximumConcurrentDeliveries`` allows more).
 ///
 /// ```swift
 /// let braze = BrazeUsersTrackDestination(endpoint: url, apiKey: key)
@@ -30,7 +30,7 @@ import Synchronization
 /// at once: deliveries in flight are abandoned, what is enqueued is committed, the writer thread is
 /// joined, and every committed record stays on disk for the next run. ``gracefulShutdown()`` **drains**
 /// instead, in this order: new records are refused; everything enqueued is committed; the delivery loop
-/// delivers what it can within ``Configuration/drainTimeout`` (a request still running at the deadline
+/// delivers what it can within ``DeliverySettings/drainTimeout`` (a request still running at the deadline
 /// is cancelled; undelivered records stay on disk); the directory is released and ``run()`` returns. A
 /// swift-service-lifecycle host bridges the two in one line: `try await withGracefulShutdownHandler {
 /// try await queue.run() } onGracefulShutdown: { queue.gracefulShutdown() }`.
@@ -48,39 +48,31 @@ import Synchronization
 /// refused (`.queueFull`). Records already queued are never dropped.
 ///
 /// ## Delivery
-/// Records go out in batches of ``Configuration/deliveryBatchSize`` (by default the destination's preferred
-/// batch size), one batch at a time or, with ``Configuration/maximumConcurrentDeliveries``, several at once;
+/// Records go out in batches of ``DeliverySettings/batchSize`` (by default the destination's preferred
+/// batch size), one batch at a time or, with ``DeliverySettings/maximumConcurrentDeliveries``, several at once;
 /// acknowledgements stay in log order either way. Recently committed records come from memory
 /// (up to ``Configuration/maximumBufferedRecords``); a backlog beyond that, and what a previous run left,
 /// is read back from disk. Retryable failures (429 with `Retry-After`, 5xx, timeouts) are retried with
 /// ``DeliveryRetryPolicy``'s jittered backoff, without limit (durable records are never dropped);
 /// rejections are dropped with the destination's message. The first failure is logged at once, then at
-/// most once per ``Configuration/logInterval`` with a count. An unreadable segment is reported with its
+/// most once per ``DeliverySettings/logInterval`` with a count. An unreadable segment is reported with its
 /// name and skipped; the good records are still delivered.
 public final class DurableQueue: AnalyticsSink, DurabilitySource {
-    /// Tunables of a queue.
+    /// Tunables of a queue: the ``DeliverySettings`` every front shares, and the segment log's own.
     public struct Configuration: Sendable {
+        /// Batch size, deliveries at once, retries, drain and start timeouts, logging and observing — the
+        /// settings every front shares. A durable queue's retries are unlimited (0.1 s doubling to 30 s,
+        /// jittered): durable records are never dropped.
+        public var delivery = DeliverySettings(
+            retry: DeliveryRetryPolicy(maximumAttempts: .max, baseDelay: .milliseconds(100), maximumDelay: .seconds(30))
+        )
         /// A segment is sealed and a new one started once it would pass this many bytes (8 MiB).
         public var maximumSegmentBytes = 8 << 20
         /// The most bytes the queue's segments and pending lines may hold (1 GiB); beyond, new records
         /// are refused.
         public var maximumQueueBytes = 1 << 30
-        /// Records per delivery; `nil` uses the destination's preferred batch size.
-        public var deliveryBatchSize: Int?
         /// Committed records kept in memory for delivery; a backlog beyond is read back from disk.
         public var maximumBufferedRecords = 10_000
-        /// How many batches may be out to the destination at once (1). One request at a time caps delivery
-        /// at one batch per round trip — against Braze, tens of milliseconds away, a few thousand records a
-        /// second — so a busy service raises it (Braze allows thousands of requests per second). The batch
-        /// ends are still acknowledged in log order (a batch once it and every batch before it are settled),
-        /// and a crash re-delivers at most this many batches.
-        public var maximumConcurrentDeliveries = 1
-        /// The backoff of failed deliveries (0.1 s doubling to 30 s, jittered; attempts unlimited).
-        public var retry = DeliveryRetryPolicy(
-            maximumAttempts: .max,
-            baseDelay: .milliseconds(100),
-            maximumDelay: .seconds(30)
-        )
         /// How long the delivery loop lets a partial batch wait for more records before it delivers it
         /// (zero by default: at once). A few hundred milliseconds turn a steady trickle of small commits
         /// into full batches — far fewer requests to the destination (Braze counts requests against its
@@ -94,26 +86,10 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         /// the price of up to that much more time before a record is durable (PostgreSQL's `commit_delay`
         /// is the same idea).
         public var commitDelay: Duration = .zero
-        /// How long the drain's deliveries may take after ``gracefulShutdown()`` (10 s).
-        public var drainTimeout: Duration = .seconds(10)
-        /// How long a durability wait or a ``flush()`` waits for ``run()`` to begin before it fails with
-        /// ``DurabilityError/Code-swift.struct/notRunning`` (1 s; see ``DeliveryPipeline/Configuration/startTimeout``).
-        public var startTimeout: Duration = .seconds(1)
-        /// How often, at most, a repeated failure is logged again (60 s).
-        public var logInterval: Duration = .seconds(60)
         /// How often, at most, the ack file is `fdatasync`ed (1 s; also before a segment is deleted and at
         /// the end of a run). Every batch's acknowledgement is written at once, so a process crash
         /// re-delivers at most the batch in flight; a power loss at most this interval's batches more.
         public var acknowledgementSyncInterval: Duration = .seconds(1)
-        /// Random numbers in `0..<1` for jitter (injectable for tests).
-        public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
-        /// Where problems are reported; `nil` (the default): the logger of the tag manager the queue's
-        /// provider is registered on (standard error until then).
-        public var logger: (any DiagnosticLogger)?
-        /// Where enqueued, durable, delivered and rejected records, the backlog and delivery failures are
-        /// reported (for metrics); `nil` (the default): the observer of the tag manager the queue's provider
-        /// is registered on, if it has one that is a ``DeliveryObserver``.
-        public var observer: (any DeliveryObserver)?
         /// Injected file-system faults (tests only).
         package var faults: SegmentLogFaults?
 
@@ -157,11 +133,14 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         self.destination = destination
         self.configuration = configuration
         let elapsed = DeliveryClock(clock).elapsed
-        let diagnostics = FrontDiagnostics(logger: configuration.logger, observer: configuration.observer)
+        let diagnostics = FrontDiagnostics(
+            logger: configuration.delivery.logger,
+            observer: configuration.delivery.observer
+        )
         self.diagnostics = diagnostics
-        let logs = LogLimiter(logger: diagnostics, interval: configuration.logInterval, elapsed: elapsed)
+        let logs = LogLimiter(logger: diagnostics, interval: configuration.delivery.logInterval, elapsed: elapsed)
         self.logs = logs
-        let batchSize = max(1, configuration.deliveryBatchSize ?? destination.preferredBatchSize)
+        let batchSize = max(1, configuration.delivery.batchSize ?? destination.preferredBatchSize)
         // The `queue` metadata of the queue's messages.
         let label = directory
         store = try SegmentRecordStore(
@@ -187,18 +166,10 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
             }
         )
         recoveryWarnings = store.log.recovery.warnings
-        var settings = DeliveryPipeline<SegmentRecordStore>.Configuration()
-        settings.batchSize = batchSize
-        settings.maximumConcurrentDeliveries = configuration.maximumConcurrentDeliveries
-        settings.retry = configuration.retry
+        var settings = DeliveryPipeline<SegmentRecordStore>.Configuration(delivery: configuration.delivery)
+        settings.delivery.batchSize = batchSize
         settings.linger = configuration.deliveryLinger
         settings.lingerCount = batchSize
-        settings.drainTimeout = configuration.drainTimeout
-        settings.startTimeout = configuration.startTimeout
-        settings.logInterval = configuration.logInterval
-        settings.random = configuration.random
-        settings.logger = configuration.logger
-        settings.observer = configuration.observer
         settings.label = label
         settings.flushFailsOnRetry = true
         pipeline = DeliveryPipeline(store: store, destination: destination, configuration: settings, clock: clock)
@@ -213,8 +184,8 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     /// Flushes waiting for their records to be delivered (for tests).
     var waitingFlushCount: Int { pipeline.waitingFlushCount }
 
-    /// Reports to `logger` and `observer` from now on, for what ``Configuration/logger`` and
-    /// ``Configuration/observer`` leave unset (the Braze provider passes its tag manager's on registration).
+    /// Reports to `logger` and `observer` from now on, for what ``DeliverySettings/logger`` and
+    /// ``DeliverySettings/observer`` leave unset (the Braze provider passes its tag manager's on registration).
     public func inherit(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?) {
         diagnostics.inherit(logger: logger, observer: observer)
         pipeline.inherit(logger: logger, observer: observer)
@@ -253,7 +224,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     /// Returns once the records of `ticket` are written and `fsync`ed (needs ``run()``).
     /// - Throws: ``DurabilityError``: the write error if the commit holding `ticket` failed (its records
     ///   are not queued: `.diskFull`, `.io`, …); `.stopped` when the queue stopped first; `.notRunning` when
-    ///   ``run()`` did not begin within ``Configuration/startTimeout``.
+    ///   ``run()`` did not begin within ``DeliverySettings/startTimeout``.
     public func waitUntilDurable(ticket: UInt64) async throws(DurabilityError) {
         try await pipeline.waitUntilDurable(ticket: ticket)
     }
@@ -284,7 +255,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     // MARK: Running
 
     /// Starts the drain: new records are refused; everything enqueued is committed; what is on disk is
-    /// delivered for at most ``Configuration/drainTimeout``; then ``run()`` returns. Undelivered records stay
+    /// delivered for at most ``DeliverySettings/drainTimeout``; then ``run()`` returns. Undelivered records stay
     /// on disk for the next run. Safe to call at any time, and more than once.
     public func gracefulShutdown() { pipeline.gracefulShutdown() }
 

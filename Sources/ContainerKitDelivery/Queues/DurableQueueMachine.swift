@@ -383,9 +383,22 @@ struct DurableQueueMachine: Sendable {
     /// The destination settled `batch` (accepted or rejected every record). Its end is acknowledged once
     /// every batch before it is settled too — at once when it is the oldest in flight.
     mutating func confirm(_ batch: Batch) -> [Action] {
-        guard let index = flights.firstIndex(where: { !$0.settled && $0.batch == batch }) else { return [] }
+        // Batches in flight have distinct ends: the end names the batch (comparing the records themselves
+        // would compare every field of every record).
+        guard let index = flights.firstIndex(where: { !$0.settled && $0.batch.end == batch.end }) else { return [] }
         flights[index].settled = true
         return acknowledgeSettled()
+    }
+
+    /// Confirms every batch in flight that ends at or before `position` (the pipeline acknowledges through
+    /// a batch's end once it and every batch before it are settled).
+    mutating func confirm(through position: Position) -> [Action] {
+        var any = false
+        for index in flights.indices where !flights[index].settled && flights[index].batch.end <= position {
+            flights[index].settled = true
+            any = true
+        }
+        return any ? acknowledgeSettled() : []
     }
 
     /// Acknowledges the end of the longest settled prefix of the batches in flight.

@@ -19,7 +19,7 @@ import ContainerKit
 /// ## Lifetime
 /// The initializer starts nothing. ``run()`` delivers until its task is cancelled — then it stops at once
 /// and what is buffered is lost — or until ``gracefulShutdown()``: that **drains**, delivering what is
-/// buffered for at most ``Configuration/drainTimeout`` (a request still running at the deadline is
+/// buffered for at most ``DeliverySettings/drainTimeout`` (a request still running at the deadline is
 /// cancelled; what is left is dropped with an error), and then ``run()`` returns. Records enqueued after the
 /// drain began are refused. A host running it as a swift-service-lifecycle `Service` bridges the two in
 /// one line: `try await withGracefulShutdownHandler { try await queue.run() } onGracefulShutdown: {
@@ -31,43 +31,26 @@ import ContainerKit
 /// ## Batching
 /// The loop sends when ``Configuration/flushCount`` records are buffered, once the oldest buffered
 /// record waited ``Configuration/flushInterval``, on ``flush()`` and while draining; each delivery carries at most
-/// ``Configuration/batchSize`` records (by default the destination's preferred batch size).
+/// ``DeliverySettings/batchSize`` records (by default the destination's preferred batch size).
 ///
 /// ## Failures
 /// Retryable failures (429 with `Retry-After`, 5xx, timeouts) are retried after
 /// ``DeliveryRetryPolicy``'s jittered backoff, up to ``DeliveryRetryPolicy/maximumAttempts`` attempts;
 /// then the records are dropped with an error. Rejected records (for Braze, a 4xx) are dropped at once
 /// with the destination's message. The first failure of a kind is logged at once, repeats at most once
-/// per ``Configuration/logInterval`` with a count.
+/// per ``DeliverySettings/logInterval`` with a count.
 public final class InMemoryQueue: AnalyticsSink {
-    /// Tunables of the queue.
+    /// Tunables of the queue: the ``DeliverySettings`` every front shares, and when to send.
     public struct Configuration: Sendable {
+        /// Batch size, deliveries at once, retries (a bounded number of attempts), drain and start timeouts,
+        /// logging and observing — the settings every front shares.
+        public var delivery = DeliverySettings()
         /// Deliver once this many records are buffered (75).
         public var flushCount = 75
-        /// Records per delivery; `nil` uses the destination's preferred batch size.
-        public var batchSize: Int?
         /// Deliver whatever is buffered this often (10 s, like Braze's SDKs).
         public var flushInterval: Duration = .seconds(10)
         /// The most records buffered; more are refused (50,000).
         public var maximumBufferedRecords = 50_000
-        /// When and how often to retry.
-        public var retry = DeliveryRetryPolicy()
-        /// How long the drain after ``gracefulShutdown()`` may take (10 s).
-        public var drainTimeout: Duration = .seconds(10)
-        /// How long a ``flush()`` waits for ``run()`` to begin before it fails with
-        /// ``DurabilityError/Code-swift.struct/notRunning`` (1 s).
-        public var startTimeout: Duration = .seconds(1)
-        /// How often, at most, a repeated failure is logged again (60 s).
-        public var logInterval: Duration = .seconds(60)
-        /// Random numbers in `0..<1` for jitter (injectable for tests).
-        public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
-        /// Where failures, rejections and partial successes are reported; `nil` (the default): the logger
-        /// of the tag manager the queue's provider is registered on (standard error until then).
-        public var logger: (any DiagnosticLogger)?
-        /// Where enqueued, delivered and rejected records, the backlog and delivery failures are reported
-        /// (for metrics); `nil` (the default): the observer of the tag manager the queue's provider is
-        /// registered on, if it has one that is a ``DeliveryObserver``.
-        public var observer: (any DeliveryObserver)?
 
         /// The defaults, with any of the common settings changed.
         public init(
@@ -78,8 +61,8 @@ public final class InMemoryQueue: AnalyticsSink {
         ) {
             self.flushCount = flushCount
             self.flushInterval = flushInterval
-            self.retry = retry
-            self.logger = logger
+            delivery.retry = retry
+            delivery.logger = logger
         }
     }
 
@@ -103,17 +86,9 @@ public final class InMemoryQueue: AnalyticsSink {
     ) where C.Duration == Duration {
         self.destination = destination
         self.configuration = configuration
-        var settings = DeliveryPipeline<MemoryRecordStore>.Configuration()
-        settings.batchSize = configuration.batchSize
-        settings.retry = configuration.retry
+        var settings = DeliveryPipeline<MemoryRecordStore>.Configuration(delivery: configuration.delivery)
         settings.linger = configuration.flushInterval
         settings.lingerCount = configuration.flushCount
-        settings.drainTimeout = configuration.drainTimeout
-        settings.startTimeout = configuration.startTimeout
-        settings.logInterval = configuration.logInterval
-        settings.random = configuration.random
-        settings.logger = configuration.logger
-        settings.observer = configuration.observer
         settings.label = "queue"
         store = MemoryRecordStore(maximumRecords: configuration.maximumBufferedRecords)
         pipeline = DeliveryPipeline(store: store, destination: destination, configuration: settings, clock: clock)
@@ -126,8 +101,8 @@ public final class InMemoryQueue: AnalyticsSink {
         return statistics
     }
 
-    /// Reports to `logger` and `observer` from now on, for what ``Configuration/logger`` and
-    /// ``Configuration/observer`` leave unset (the Braze provider passes its tag manager's on registration).
+    /// Reports to `logger` and `observer` from now on, for what ``DeliverySettings/logger`` and
+    /// ``DeliverySettings/observer`` leave unset (the Braze provider passes its tag manager's on registration).
     public func inherit(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?) {
         pipeline.inherit(logger: logger, observer: observer)
     }
@@ -162,7 +137,7 @@ public final class InMemoryQueue: AnalyticsSink {
             let left = store.count
             leftAtStop.withLock { $0 = left }
             if left > 0 {
-                (configuration.logger ?? StandardErrorLogger()).write(
+                (configuration.delivery.logger ?? StandardErrorLogger()).write(
                     .error,
                     "dropped records: the queue stopped before delivering them",
                     metadata: ["queue": "queue", "records": String(left)]
@@ -173,6 +148,6 @@ public final class InMemoryQueue: AnalyticsSink {
     }
 
     /// Starts the drain: new records are refused and what is buffered is delivered for at most
-    /// ``Configuration/drainTimeout`` (what is left then is dropped with an error); then ``run()`` returns.
+    /// ``DeliverySettings/drainTimeout`` (what is left then is dropped with an error); then ``run()`` returns.
     public func gracefulShutdown() { pipeline.gracefulShutdown() }
 }

@@ -158,20 +158,19 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
     }
 
     func write(to out: inout JSONByteWriter) {
-        out.raw("{\"type\":\"")
+        // Each literal run is one append (a record line is written once per record, on the push's path).
         switch kind {
-        case .customEvent: out.raw("custom_event")
-        case .customAttribute: out.raw("custom_attribute")
-        case .purchase: out.raw("purchase")
-        case .userAttribute: out.raw("user_attribute")
-        case .changeUser: out.raw("change_user")
+        case .customEvent: out.raw("{\"type\":\"custom_event\",\"id\":")
+        case .customAttribute: out.raw("{\"type\":\"custom_attribute\",\"id\":")
+        case .purchase: out.raw("{\"type\":\"purchase\",\"id\":")
+        case .userAttribute: out.raw("{\"type\":\"user_attribute\",\"id\":")
+        case .changeUser: out.raw("{\"type\":\"change_user\",\"id\":")
         }
-        out.raw("\",\"id\":")
         out.string(id)
         out.raw(",\"time\":")
         out.time(time)
         if let user {
-            out.raw(",")
+            out.raw(0x2C)
             out.identity(user)
         }
         switch payload {
@@ -199,10 +198,10 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
             if let previousUser {
                 out.raw(",\"previous_user\":{")
                 out.identity(previousUser)
-                out.raw("}")
+                out.raw(0x7D)
             }
         }
-        out.raw("}")
+        out.raw(0x7D)
     }
 
     // MARK: Reading

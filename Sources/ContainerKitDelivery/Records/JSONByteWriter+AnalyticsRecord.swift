@@ -6,22 +6,51 @@ import Foundation
 extension JSONByteWriter {
     /// Appends `"yyyy-MM-ddTHH:mm:ss.SSSZ"` (quoted), like ``ISO8601Timestamp/string(from:)``.
     package mutating func time(_ date: Date) {
-        raw(0x22)
         let (year, month, day, millisecondOfDay) = ISO8601Timestamp.components(of: date)
-        padded(year, width: 4)
-        raw(0x2D)
-        padded(month, width: 2)
-        raw(0x2D)
-        padded(day, width: 2)
-        raw(0x54)
-        padded(millisecondOfDay / 3_600_000, width: 2)
-        raw(0x3A)
-        padded(millisecondOfDay / 60_000 % 60, width: 2)
-        raw(0x3A)
-        padded(millisecondOfDay / 1000 % 60, width: 2)
-        raw(0x2E)
-        padded(millisecondOfDay % 1000, width: 3)
-        raw("Z\"")
+        guard (0...9999).contains(year) else {
+            // Years outside four digits (never from a clock): written digit group by digit group.
+            raw(0x22)
+            padded(year, width: 4)
+            raw(0x2D)
+            padded(month, width: 2)
+            raw(0x2D)
+            padded(day, width: 2)
+            raw(0x54)
+            padded(millisecondOfDay / 3_600_000, width: 2)
+            raw(0x3A)
+            padded(millisecondOfDay / 60_000 % 60, width: 2)
+            raw(0x3A)
+            padded(millisecondOfDay / 1000 % 60, width: 2)
+            raw(0x2E)
+            padded(millisecondOfDay % 1000, width: 3)
+            raw("Z\"")
+            return
+        }
+        // The 26 bytes `"yyyy-MM-ddTHH:mm:ss.SSSZ"` made on the stack and appended at once.
+        var text:
+            (
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+            ) = (
+                0x22, 0, 0, 0, 0, 0x2D, 0, 0, 0x2D, 0, 0, 0x54, 0, 0, 0x3A, 0, 0, 0x3A, 0, 0, 0x2E, 0, 0, 0, 0x5A, 0x22
+            )
+        withUnsafeMutableBytes(of: &text) { buffer in
+            func digits(_ value: Int64, at offset: Int, width: Int) {
+                var rest = value
+                for position in stride(from: offset + width - 1, through: offset, by: -1) {
+                    buffer[position] = UInt8(truncatingIfNeeded: rest % 10) + 0x30
+                    rest /= 10
+                }
+            }
+            digits(year, at: 1, width: 4)
+            digits(month, at: 6, width: 2)
+            digits(day, at: 9, width: 2)
+            digits(millisecondOfDay / 3_600_000, at: 12, width: 2)
+            digits(millisecondOfDay / 60_000 % 60, at: 15, width: 2)
+            digits(millisecondOfDay / 1000 % 60, at: 18, width: 2)
+            digits(millisecondOfDay % 1000, at: 21, width: 3)
+            bytes.append(contentsOf: UnsafeRawBufferPointer(buffer))
+        }
     }
 
     /// Appends `,"product_id":…,"currency":…,"price":…,"quantity":…` (the record line and Braze's purchase

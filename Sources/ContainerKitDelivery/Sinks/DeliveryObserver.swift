@@ -21,14 +21,14 @@ public enum DeliveryEvent: Sendable, Hashable {
     case deliveryFailed(message: String)
 }
 
-/// Receives ``DeliveryEvent``s: give one to a front's configuration (``DurableQueue/Configuration/observer``,
-/// ``InMemoryQueue/Configuration/observer``, ``DeliveryPipeline/Configuration/observer``). A front without
+/// Receives ``DeliveryEvent``s: give one to a front's shared settings (``DeliverySettings/observer``, in
+/// `configuration.delivery` of ``DurableQueue``, ``InMemoryQueue`` or ``DeliveryPipeline``). A front without
 /// one reports to its tag manager's ``RuntimeObserver`` when that is also a `DeliveryObserver`.
 ///
 /// ```swift
 /// let delivered = Atomic<Int>(0)
 /// var configuration = DurableQueue.Configuration()
-/// configuration.observer = ClosureDeliveryObserver { event in
+/// configuration.delivery.observer = ClosureDeliveryObserver { event in
 ///     if case .recordsDelivered(let count) = event { delivered.add(count, ordering: .relaxed) }
 /// }
 /// ```

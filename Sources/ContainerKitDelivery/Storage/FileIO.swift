@@ -50,6 +50,11 @@ enum FileIO {
         do { try FileSystem.sync(fd, path: path) } catch { throw Self.error(error) }
     }
 
+    /// `fdatasync(2)` (see `FileSystem.syncData`).
+    static func syncData(_ fd: Int32, path: String) throws(AnalyticsSinkError) {
+        do { try FileSystem.syncData(fd, path: path) } catch { throw Self.error(error) }
+    }
+
     /// Makes the directory entries in `directory` durable (after creating, renaming or deleting files).
     static func syncDirectory(_ directory: String) throws(AnalyticsSinkError) {
         do { try FileSystem.syncDirectory(directory) } catch { throw Self.error(error) }

@@ -151,7 +151,7 @@ final class SegmentLog: @unchecked Sendable {
         }
     }
 
-    /// Appends `bytes` to segment `index` at `offset` (its current good size) and `fsync`s it; creates the
+    /// Appends `bytes` to segment `index` at `offset` (its current good size) and `fdatasync`s it; creates the
     /// segment (and syncs the directory) when `index` is new. On failure nothing of the commit is left
     /// behind: the segment is truncated back to `offset`, or removed when this commit created it.
     /// Writer thread only.
@@ -185,7 +185,9 @@ final class SegmentLog: @unchecked Sendable {
             if let error = fault(.write, path) { throw error }
             try FileIO.writeAll(activeFD, bytes, path: path)
             if let error = fault(.sync, path) { throw error }
-            try FileIO.sync(activeFD, path: path)
+            // The data and the new size; not the timestamps (fsync's extra journal update cost ~18% more
+            // per commit on this machine's disk, and the commit's latency bounds the group commit's rate).
+            try FileIO.syncData(activeFD, path: path)
             if created { try FileIO.syncDirectory(directory) }
         } catch {
             if created {

@@ -94,13 +94,13 @@ struct Instance: Sendable {
         configure(&configuration)
         store = PostgresRecordStore(configuration: configuration)
         var pipelineConfiguration = DeliveryPipeline<PostgresRecordStore>.Configuration()
-        pipelineConfiguration.retry = DeliveryRetryPolicy(
+        pipelineConfiguration.delivery.retry = DeliveryRetryPolicy(
             maximumAttempts: .max,
             baseDelay: .milliseconds(20),
             maximumDelay: .milliseconds(200)
         )
-        pipelineConfiguration.maximumConcurrentDeliveries = concurrentDeliveries
-        pipelineConfiguration.logger = QuietLogger()
+        pipelineConfiguration.delivery.maximumConcurrentDeliveries = concurrentDeliveries
+        pipelineConfiguration.delivery.logger = QuietLogger()
         pipeline = DeliveryPipeline(store: store, destination: destination, configuration: pipelineConfiguration)
     }
 

@@ -52,15 +52,15 @@ final class PostgresScaleOut: Sendable {
         }
         var pipelineConfiguration = DeliveryPipeline<PostgresRecordStore>.Configuration()
         // Committed records are never given up on; a flush does not wait for a destination that is down.
-        pipelineConfiguration.retry = DeliveryRetryPolicy(
+        pipelineConfiguration.delivery.retry = DeliveryRetryPolicy(
             maximumAttempts: .max,
             baseDelay: .milliseconds(100),
             maximumDelay: .seconds(30)
         )
         pipelineConfiguration.flushFailsOnRetry = true
-        pipelineConfiguration.maximumConcurrentDeliveries = 2
-        pipelineConfiguration.logger = diagnostics
-        pipelineConfiguration.observer = observer
+        pipelineConfiguration.delivery.maximumConcurrentDeliveries = 2
+        pipelineConfiguration.delivery.logger = diagnostics
+        pipelineConfiguration.delivery.observer = observer
         pipelineConfiguration.label = "postgres delivery"
         self.store = store
         self.pipeline = DeliveryPipeline(store: store, destination: destination, configuration: pipelineConfiguration)

@@ -31,10 +31,10 @@ enum RecordQueue {
             )
         }
         var queueConfiguration = DurableQueue.Configuration()
-        queueConfiguration.logger = SwiftLogAdapter(logger)
-        queueConfiguration.observer = observer
+        queueConfiguration.delivery.logger = SwiftLogAdapter(logger)
+        queueConfiguration.delivery.observer = observer
         queueConfiguration.deliveryLinger = configuration.deliveryLinger
-        queueConfiguration.maximumConcurrentDeliveries = configuration.concurrentDeliveries
+        queueConfiguration.delivery.maximumConcurrentDeliveries = configuration.concurrentDeliveries
         queueConfiguration.commitDelay = configuration.commitDelay
         return try DurableQueue(
             directory: configuration.queueDirectory,

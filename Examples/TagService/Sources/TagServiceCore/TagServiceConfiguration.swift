@@ -27,9 +27,9 @@ public struct TagServiceConfiguration: Sendable {
     /// (``DurableQueue/Configuration/deliveryLinger``): fewer, fuller requests to Braze.
     public var deliveryLinger: Duration = .milliseconds(200)
     /// How many batches of records may be on their way to Braze at once
-    /// (``DurableQueue/Configuration/maximumConcurrentDeliveries``). Braze is tens of milliseconds away: one
-    /// request at a time would cap delivery at a few thousand records a second, below what one instance
-    /// takes in. A crash re-delivers at most this many batches.
+    /// (``DeliverySettings/maximumConcurrentDeliveries``, in ``DurableQueue/Configuration/delivery``). Braze
+    /// is tens of milliseconds away: one request at a time would cap delivery at a few thousand records a
+    /// second, below what one instance takes in. A crash re-delivers at most this many batches.
     public var concurrentDeliveries = 4
     /// How long the durable queue's writer lets records gather after each commit while requests keep
     /// coming (``DurableQueue/Configuration/commitDelay``): fewer `fsync`s per request under load, at most
