@@ -487,9 +487,9 @@ import Testing
         defer { directory.remove() }
         let clock = ManualClock.skippingShortSleeps()
         var settings = configuration()
-        settings.retry.baseDelay = .milliseconds(100)
+        settings.delivery.retry.baseDelay = .milliseconds(100)
         let logger = InMemoryLogger()
-        settings.logger = logger
+        settings.delivery.logger = logger
         let downstream = ScriptedDownstream(mode: .fail)
         let queue = try open(directory, downstream, settings, clock: clock)
         try await whileRunning(queue) {
