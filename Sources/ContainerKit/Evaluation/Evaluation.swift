@@ -27,8 +27,11 @@ struct Evaluation: MacroResolver {
     private var macroValues: [Value] = []
     private var macroMarks: [UInt32] = []
     private var predicateMarks: [UInt32] = []
-    /// What happened to each tag this event (empty until a rule adds or blocks one).
+    /// What happened to each tag this event; valid only while ``tagStateLive`` (set when a rule adds or
+    /// blocks a tag, or a tag fires). The buffer keeps its size from container to container and event to
+    /// event: starting a container clears the flag, not the buffer.
     private var tagState: [TagState] = []
+    private var tagStateLive = false
     /// The calls made so far, in every container this evaluation ran (see ``takeCalls()``).
     private var fired: [FiredCall] = []
     /// The position of ``storage`` in the push's snapshot (what ``FiredCall/container`` records).
@@ -84,7 +87,7 @@ struct Evaluation: MacroResolver {
         } else {
             generation += 1
         }
-        tagState.removeAll(keepingCapacity: true)
+        tagStateLive = false
         let macroCount = storage.program.macros.count
         if macroMarks.count < macroCount {
             macroMarks.append(contentsOf: repeatElement(0, count: macroCount - macroMarks.count))
@@ -128,7 +131,7 @@ struct Evaluation: MacroResolver {
             case nil:
                 for r in storage.candidates.rules(for: name, in: storage) { applyRule(r) }
             }
-            if !tagState.isEmpty {
+            if tagStateLive {
                 for t in storage.program.tagOrder where tagState[t].intersection(.selection) == .added {
                     _ = fire(t)
                 }
@@ -162,7 +165,7 @@ struct Evaluation: MacroResolver {
     /// The buffers, moved out for the session's next push (the evaluation is done with them).
     mutating func finish() -> EvaluationScratch {
         var scratch = EvaluationScratch()
-        tagState.removeAll(keepingCapacity: true)
+        tagStateLive = false
         scratch.generation = generation
         swap(&macroValues, &scratch.macroValues)
         swap(&macroMarks, &scratch.macroMarks)
@@ -173,11 +176,23 @@ struct Evaluation: MacroResolver {
 
     private mutating func applyRule(_ r: Int) {
         guard rulePasses(r) else { return }
-        if tagState.isEmpty {
-            tagState.append(contentsOf: repeatElement(TagState(), count: storage.program.tags.count))
-        }
+        startTagState()
         for t in storage.program.rules[r].add { tagState[t].formUnion(.added) }
         for t in storage.program.rules[r].block { tagState[t].formUnion(.blocked) }
+    }
+
+    /// Makes ``tagState`` valid for this container (every tag untouched), once per container and event.
+    @inline(__always)
+    private mutating func startTagState() {
+        guard !tagStateLive else { return }
+        let count = storage.program.tags.count
+        if tagState.count < count {
+            tagState.append(contentsOf: repeatElement(TagState(), count: count - tagState.count))
+        }
+        tagState.withUnsafeMutableBufferPointer { states in
+            for t in 0..<count { states[t] = TagState() }
+        }
+        tagStateLive = true
     }
 
     mutating func rulePasses(_ r: Int) -> Bool {
@@ -191,9 +206,7 @@ struct Evaluation: MacroResolver {
     /// measurable on the hot path; the status is in ``fired``.)
     @discardableResult
     private mutating func fire(_ t: Int) -> Bool? {
-        if tagState.isEmpty {
-            tagState.append(contentsOf: repeatElement(TagState(), count: storage.program.tags.count))
-        }
+        startTagState()
         let state = tagState[t]
         if state.contains(.attempted) { return state.contains(.ran) ? state.contains(.succeeded) : nil }
         tagState[t].formUnion(.attempted)
@@ -355,8 +368,8 @@ struct Evaluation: MacroResolver {
                 }
                 continue
             }
-            values.append(value)
             keys?.append(plan.keys[i])
+            values.append(consume value)
         }
         return ValueMap(distinctKeys: keys ?? plan.keys, values: values)
     }
@@ -754,7 +767,7 @@ struct Evaluation: MacroResolver {
         var trace = EvaluationTrace()
         for t in program.tags.indices {
             let tag = program.tags[t]
-            let state = tagState.isEmpty ? [] : tagState[t]
+            let state = tagStateLive ? tagState[t] : []
             var outcome = EvaluationTrace.TagOutcome(
                 index: t,
                 tagID: tag.tagID,

@@ -128,8 +128,12 @@ public struct PushResult: Sendable {
     init() {}
 
     /// Adds the outcome of one evaluated push (after those already added).
-    mutating func append(_ push: EvaluatedPush) {
-        if first == nil, more.isEmpty { first = push } else { more.append(push) }
+    mutating func append(_ push: consuming EvaluatedPush) {
+        if case .none = first, more.isEmpty {
+            first = consume push
+        } else {
+            more.append(push)
+        }
     }
 
     /// Every tag fired by the push, across its events.
