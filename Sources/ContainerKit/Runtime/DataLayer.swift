@@ -69,6 +69,8 @@ public final class DataLayer: Sendable {
         var scratch = EvaluationScratch()
         /// The candidate rules of the event names this session pushed lately (for ``runtime``'s containers).
         var candidates = SessionCandidates()
+        /// Where `event` was in ``model`` last time (a hint; checked before use).
+        var eventKeyPosition = 0
 
         init(context: ClientContext) { self.context = context }
     }
@@ -261,10 +263,19 @@ public final class DataLayer: Sendable {
 
     private func processPushes(_ pending: Pending) -> PushResult {
         var result = PushResult()
-        process(pending, into: &result)
+        // The memo tables, taken out of the state by the first evaluated push of the turn and put back by the
+        // lock that ends the turn (one lock less per push than taking and returning them around each).
+        var scratch = EvaluationScratch()
+        var holdsScratch = false
+        process(pending, into: &result, scratch: &scratch, holdsScratch: &holdsScratch)
         var processed = 0
         while true {
-            switch turnstile({ $0.next() }) {
+            let step = state.withLock { state in
+                let step = state.turnstile.next()
+                if case .ended = step, holdsScratch { swap(&state.scratch, &scratch) }
+                return step
+            }
+            switch step {
             case .ended(let handOver):
                 if let handOver { handOver.waiter.resume(turn: handOver.turn) }
                 return result
@@ -274,7 +285,7 @@ public final class DataLayer: Sendable {
                     tripLoopGuard(into: &result)
                     continue
                 }
-                process(nested, into: &result)
+                process(nested, into: &result, scratch: &scratch, holdsScratch: &holdsScratch)
             }
         }
     }
@@ -292,7 +303,12 @@ public final class DataLayer: Sendable {
         result.loopGuardTripped = true
     }
 
-    private func process(_ pending: Pending, into result: inout PushResult) {
+    private func process(
+        _ pending: Pending,
+        into result: inout PushResult,
+        scratch: inout EvaluationScratch,
+        holdsScratch: inout Bool
+    ) {
         var message = pending.message
         var userProperties: Value?
         let dotted = message.keys.contains(where: DataLayer.hasDot)
@@ -313,10 +329,12 @@ public final class DataLayer: Sendable {
         var lookupName: String?
         if !debug, case .string(let name) = reportedName { lookupName = name }
         var candidates: [RuleCandidates]?
-        // The memo tables move out of the state with the model, and back after the evaluation.
-        var scratch = EvaluationScratch()
+        // The memo tables move out of the state with the model (see `processPushes`).
         let (model, eventNumber, runtime) = state.withLock { state -> (ValueMap, Int, TagManager.Snapshot) in
-            if eventValue != nil { swap(&scratch, &state.scratch) }
+            if eventValue != nil, !holdsScratch {
+                swap(&scratch, &state.scratch)
+                holdsScratch = true
+            }
             let runtime = tagManager.snapshot(cached: state.runtime)
             if state.runtime?.generation != runtime.generation {
                 state.runtime = runtime
@@ -324,7 +342,7 @@ public final class DataLayer: Sendable {
             }
             if let lookupName { candidates = state.candidates.candidates(for: lookupName, in: runtime.snapshot) }
             DataLayer.apply(message, to: &state.model)
-            if let event = pending.event { state.model["event"] = event }
+            if let event = pending.event { state.model.setValue(event, forKey: "event", hint: &state.eventKeyPosition) }
             if runtime.snapshot.readsRawValues {
                 for (key, value) in message where !value.isUndefined { state.rawValues[key] = value }
                 if let event = pending.event { state.rawValues["event"] = event }
@@ -341,7 +359,6 @@ public final class DataLayer: Sendable {
             return (state.model, state.eventNumber, runtime.snapshot)
         }
         guard eventValue != nil else { return }
-        defer { state.withLock { swap(&$0.scratch, &scratch) } }
         let containers = runtime.containers
         guard !containers.isEmpty else { return }
         let handlers = runtime.handlers

@@ -98,6 +98,17 @@ public struct ValueMap: Sendable {
         }
     }
 
+    /// Sets the value of `key`, looking at position `hint` first (where the caller found the key last time);
+    /// `hint` is then the key's position. For a key set on every push (the session model's `event`).
+    mutating func setValue(_ value: Value, forKey key: String, hint: inout Int) {
+        if hint < keys.count, keys[hint].hasSameBytes(as: key) {
+            values[hint] = value
+            return
+        }
+        self[key] = value
+        hint = position(of: key) ?? 0
+    }
+
     /// Appends an entry whose key the caller knows is not in the map (no search).
     mutating func appendNew(_ key: String, _ value: Value) { append(key, value) }
 
