@@ -341,7 +341,7 @@ public final class DataLayer: Sendable {
                 state.candidates = SessionCandidates()
             }
             if let lookupName { candidates = state.candidates.candidates(for: lookupName, in: runtime.snapshot) }
-            DataLayer.apply(message, to: &state.model)
+            DataLayer.apply(message, to: &state.model, dotted: dotted)
             if let event = pending.event { state.model.setValue(event, forKey: "event", hint: &state.eventKeyPosition) }
             if runtime.snapshot.readsRawValues {
                 for (key, value) in message where !value.isUndefined { state.rawValues[key] = value }

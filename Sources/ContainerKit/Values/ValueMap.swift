@@ -98,6 +98,15 @@ public struct ValueMap: Sendable {
         }
     }
 
+    /// Sets the value of `key` (one look-up; no `Optional` in between, unlike the subscript).
+    mutating func setValue(_ value: Value, forKey key: String) {
+        if let i = position(of: key) {
+            values[i] = value
+        } else {
+            append(key, value)
+        }
+    }
+
     /// Sets the value of `key`, looking at position `hint` first (where the caller found the key last time);
     /// `hint` is then the key's position. For a key set on every push (the session model's `event`).
     mutating func setValue(_ value: Value, forKey key: String, hint: inout Int) {
