@@ -420,7 +420,7 @@ public final class DataLayer: Sendable {
                         .tagFired(
                             containerID: storage.id,
                             tagID: storage.program.tags[call.tag].tagID,
-                            classPath: call.planned ? storage.callPlans[call.tag]?.name : call.classPath,
+                            classPath: call.classPath(in: storage),
                             status: call.status
                         )
                     )

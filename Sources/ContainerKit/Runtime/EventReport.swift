@@ -189,6 +189,11 @@ struct FiredCall: Sendable {
     var status: FiredTag.Status
     var output: TagOutput?
 
+    /// The class path or function name the call was made under (`nil` for a tag that has none).
+    func classPath(in storage: Container.Storage) -> String? {
+        planned ? storage.callPlans[tag]?.name : classPath
+    }
+
     /// The public record of the call.
     func firedTag(in storage: Container.Storage) -> FiredTag {
         let definition = storage.program.tags[tag]
@@ -197,7 +202,7 @@ struct FiredCall: Sendable {
             tagID: definition.tagID,
             name: definition.name,
             function: definition.function,
-            classPath: planned ? storage.callPlans[tag]?.name : classPath,
+            classPath: classPath(in: storage),
             parameters: parameters,
             status: status,
             output: output
