@@ -119,12 +119,10 @@ struct Evaluation: MacroResolver {
         if case .string(let name) = reportedEventName {
             switch candidates {
             case .bits(let bits)?:
-                for i in 0..<4 {
-                    var rest = bits.word(i)
-                    while rest != 0 {
-                        applyRule(64 &* i &+ rest.trailingZeroBitCount)
-                        rest &= rest &- 1
-                    }
+                var rest = bits
+                while rest != 0 {
+                    applyRule(rest.trailingZeroBitCount)
+                    rest &= rest &- 1
                 }
             case .list(let list)?:
                 for r in list { applyRule(r) }

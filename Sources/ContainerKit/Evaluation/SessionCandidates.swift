@@ -1,14 +1,18 @@
 /// The candidate rules of one container for one event name (see ``CandidateRules``), as a session keeps
-/// them: a bit set when the container has at most ``RuleBits/capacity`` rules — a value, copied without
-/// touching a reference count that other sessions share — otherwise the shared list.
+/// them: a bit set (one word) when the container has at most 64 rules — a value, copied without touching a
+/// reference count that other sessions share — otherwise the container's shared list.
 enum RuleCandidates: Sendable {
-    case bits(RuleBits)
+    /// Rule `r` is a candidate when bit `r` is set.
+    case bits(UInt64)
     case list([Int])
 
+    /// The most rules a container may have for its candidates to be kept as ``bits(_:)``.
+    static let bitCapacity = 64
+
     init(_ rules: [Int], ruleCount: Int) {
-        if ruleCount <= RuleBits.capacity {
-            var bits = RuleBits()
-            for r in rules { bits.insert(r) }
+        if ruleCount <= RuleCandidates.bitCapacity {
+            var bits: UInt64 = 0
+            for r in rules { bits |= 1 << UInt64(r) }
             self = .bits(bits)
         } else {
             self = .list(rules)
@@ -18,40 +22,31 @@ enum RuleCandidates: Sendable {
     /// Whether no rule can pass.
     var isEmpty: Bool {
         switch self {
-        case .bits(let bits): return bits.isEmpty
+        case .bits(let bits): return bits == 0
         case .list(let list): return list.isEmpty
         }
     }
 }
 
-/// A set of rule indices below ``capacity``, iterated in ascending order.
-struct RuleBits: Sendable {
-    static let capacity = 256
-    private var w0: UInt64 = 0
-    private var w1: UInt64 = 0
-    private var w2: UInt64 = 0
-    private var w3: UInt64 = 0
+/// The candidate rules of every live container for one event name: the first two inline (no allocation
+/// per name for the usual one or two containers), the others in a list.
+struct ContainerCandidates: Sendable {
+    private var first: RuleCandidates?
+    private var second: RuleCandidates?
+    private var others: [RuleCandidates] = []
 
-    var isEmpty: Bool { (w0 | w1 | w2 | w3) == 0 }
-
-    mutating func insert(_ r: Int) {
-        let bit = UInt64(1) << UInt64(r & 63)
-        switch r >> 6 {
-        case 0: w0 |= bit
-        case 1: w1 |= bit
-        case 2: w2 |= bit
-        default: w3 |= bit
-        }
+    init(_ candidates: [RuleCandidates]) {
+        first = candidates.first
+        second = candidates.count > 1 ? candidates[1] : nil
+        if candidates.count > 2 { others = Array(candidates[2...]) }
     }
 
-    /// Word `i` (0 to 3): members `64 * i` to `64 * i + 63`.
-    @inline(__always)
-    func word(_ i: Int) -> UInt64 {
-        switch i {
-        case 0: return w0
-        case 1: return w1
-        case 2: return w2
-        default: return w3
+    /// The candidates of container `c` (in the snapshot's order).
+    subscript(c: Int) -> RuleCandidates? {
+        switch c {
+        case 0: return first
+        case 1: return second
+        default: return c - 2 < others.count ? others[c - 2] : nil
         }
     }
 }
@@ -68,25 +63,26 @@ struct SessionCandidates: Sendable {
     private struct Entry: Sendable {
         var hash: UInt64
         var name: String
-        /// Per container of the snapshot, in its order.
-        var candidates: [RuleCandidates]
+        var candidates: ContainerCandidates
     }
 
     private var entries: [Entry] = []
     private var nextReplaced = 0
 
     /// The candidates of each container of `snapshot` for event name `name`.
-    mutating func candidates(for name: String, in snapshot: TagManager.Snapshot) -> [RuleCandidates] {
+    mutating func candidates(for name: String, in snapshot: TagManager.Snapshot) -> ContainerCandidates {
         let hash = ByteHash.hash(name)
         for i in entries.indices where entries[i].hash == hash && entries[i].name.hasSameBytes(as: name) {
             return entries[i].candidates
         }
-        let found = snapshot.containers.map { container in
-            RuleCandidates(
-                container.storage.candidates.rules(for: name, in: container.storage),
-                ruleCount: container.storage.program.rules.count
-            )
-        }
+        let found = ContainerCandidates(
+            snapshot.containers.map { container in
+                RuleCandidates(
+                    container.storage.candidates.rules(for: name, in: container.storage),
+                    ruleCount: container.storage.program.rules.count
+                )
+            }
+        )
         guard name.utf8.count <= CandidateRules.maximumCachedNameBytes else { return found }
         let entry = Entry(hash: hash, name: name, candidates: found)
         if entries.count < SessionCandidates.capacity {

@@ -328,7 +328,7 @@ public final class DataLayer: Sendable {
         // debug sessions evaluate every rule's candidates from the container (their traces explain all).
         var lookupName: String?
         if !debug, case .string(let name) = reportedName { lookupName = name }
-        var candidates: [RuleCandidates]?
+        var candidates: ContainerCandidates?
         // The memo tables move out of the state with the model (see `processPushes`).
         let (model, eventNumber, runtime) = state.withLock { state -> (ValueMap, Int, TagManager.Snapshot) in
             if eventValue != nil, !holdsScratch {

@@ -52,7 +52,7 @@ struct SessionCandidatesTests {
         }
     }
 
-    @Test(arguments: [3, 300])
+    @Test(arguments: [3, 64, 65, 300])
     func everyRuleOfALargeContainerIsACandidateForItsName(ruleCount: Int) throws {
         let manager = TagManager(logger: InMemoryLogger())
         manager.register(tagHandler: RecordingHandler(), for: "t")
@@ -64,6 +64,20 @@ struct SessionCandidatesTests {
                 firedRules(session.push(event: "e0")) == stride(from: 0, to: ruleCount, by: 70).map { .int(Int64($0)) }
             )
             #expect(firedRules(session.push(event: "e69")).count == ruleCount / 70)
+        }
+    }
+
+    @Test func everyLiveContainerOfManyGetsItsOwnCandidates() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.register(tagHandler: RecordingHandler(), for: "t")
+        for (i, names) in [["e"], ["x", "e"], ["y"], ["z", "z", "e"]].enumerated() {
+            manager.add(try container(names: names, id: "GTM-TEST\(i)"))
+        }
+        let session = manager.makeDataLayer()
+        for _ in 0..<2 {
+            let result = session.push(event: "e")
+            #expect(result.events.map(\.containerID) == ["GTM-TEST0", "GTM-TEST1", "GTM-TEST2", "GTM-TEST3"])
+            #expect(result.events.map { $0.fired.map { $0.parameters["rule"] } } == [[0], [1], [], [2]])
         }
     }
 }
