@@ -1,7 +1,7 @@
 /// One event evaluated in one container: macros (lazily, at most once each), predicates, rules, then the
 /// selected tags fired in priority order. Synchronous and pure but for the handlers it calls.
 ///
-/// One evaluation serves every container of a push: ``run(container:tagHandlers:candidates:)`` moves it to
+/// One evaluation serves every container of a push: ``run(container:at:tagHandlers:candidates:)`` moves it to
 /// the next container, so the message, the model and the session are retained once per push, not once
 /// per container; ``finish()`` hands the memo tables back to the session.
 struct Evaluation: MacroResolver {
@@ -27,9 +27,15 @@ struct Evaluation: MacroResolver {
     private var macroValues: [Value] = []
     private var macroMarks: [UInt32] = []
     private var predicateMarks: [UInt32] = []
-    /// What happened to each tag this event (empty until a rule adds or blocks one).
+    /// What happened to each tag this event; valid only while ``tagStateLive`` (set when a rule adds or
+    /// blocks a tag, or a tag fires). The buffer keeps its size from container to container and event to
+    /// event: starting a container clears the flag, not the buffer.
     private var tagState: [TagState] = []
-    private var fired: [FiredTag] = []
+    private var tagStateLive = false
+    /// The calls made so far, in every container this evaluation ran (see ``takeCalls()``).
+    private var fired: [FiredCall] = []
+    /// The position of ``storage`` in the push's snapshot (what ``FiredCall/container`` records).
+    private var containerIndex = 0
     /// How many macro evaluations are in progress (macros reading macros).
     private var nesting = 0
     /// Deeper chains of macros reading macros evaluate to undefined (the stack is finite).
@@ -40,6 +46,7 @@ struct Evaluation: MacroResolver {
 
     init(
         container: Container,
+        at containerIndex: Int = 0,
         message: ValueMap,
         model: ValueMap,
         eventName: String?,
@@ -52,6 +59,7 @@ struct Evaluation: MacroResolver {
         reportedEventName: Value? = nil
     ) {
         self.storage = container.storage
+        self.containerIndex = containerIndex
         self.message = message
         self.model = model
         self.eventName = eventName
@@ -79,7 +87,7 @@ struct Evaluation: MacroResolver {
         } else {
             generation += 1
         }
-        tagState.removeAll(keepingCapacity: true)
+        tagStateLive = false
         let macroCount = storage.program.macros.count
         if macroMarks.count < macroCount {
             macroMarks.append(contentsOf: repeatElement(0, count: macroCount - macroMarks.count))
@@ -104,35 +112,48 @@ struct Evaluation: MacroResolver {
 
     // MARK: Running an event
 
-    /// Evaluates the event: the candidate rules (see ``CandidateRules``), then fires the selected tags.
-    mutating func run(candidates: [Int]? = nil) -> EventReport {
+    /// Evaluates the event: the candidate rules (see ``CandidateRules``), then fires the selected tags; the
+    /// calls are kept for ``takeCalls()``. Returns the trace when the evaluation records one.
+    @discardableResult
+    mutating func run(candidates: RuleCandidates? = nil) -> EvaluationTrace? {
         if case .string(let name) = reportedEventName {
-            for r in candidates ?? storage.candidates.rules(for: name, in: storage) { applyRule(r) }
-            if !tagState.isEmpty {
+            switch candidates {
+            case .bits(let bits)?:
+                var rest = bits
+                while rest != 0 {
+                    applyRule(rest.trailingZeroBitCount)
+                    rest &= rest &- 1
+                }
+            case .list(let list)?:
+                for r in list { applyRule(r) }
+            case nil:
+                for r in storage.candidates.rules(for: name, in: storage) { applyRule(r) }
+            }
+            if tagStateLive {
                 for t in storage.program.tagOrder where tagState[t].intersection(.selection) == .added {
                     _ = fire(t)
                 }
             }
         }
-        let trace = recordTrace ? makeTrace() : nil
-        var firedTags: [FiredTag] = []
-        swap(&firedTags, &fired)  // moved into the report, not copied
-        return EventReport(
-            containerID: storage.id,
-            eventName: eventName,
-            message: message,
-            fired: firedTags,
-            trace: trace
-        )
+        return recordTrace ? makeTrace() : nil
+    }
+
+    /// The calls of every container run so far, moved out (not copied).
+    mutating func takeCalls() -> [FiredCall] {
+        var calls: [FiredCall] = []
+        swap(&calls, &fired)
+        return calls
     }
 
     /// Evaluates the same event in another container (after ``run(candidates:)`` returned for the last one).
     mutating func run(
         container: Container.Storage,
+        at index: Int,
         tagHandlers: [TagManager.ResolvedTagHandler?],
-        candidates: [Int]?
-    ) -> EventReport {
+        candidates: RuleCandidates?
+    ) -> EvaluationTrace? {
         storage = container
+        containerIndex = index
         self.tagHandlers = tagHandlers
         evaluatedOrder.removeAll(keepingCapacity: true)
         startContainer()
@@ -142,7 +163,7 @@ struct Evaluation: MacroResolver {
     /// The buffers, moved out for the session's next push (the evaluation is done with them).
     mutating func finish() -> EvaluationScratch {
         var scratch = EvaluationScratch()
-        tagState.removeAll(keepingCapacity: true)
+        tagStateLive = false
         scratch.generation = generation
         swap(&macroValues, &scratch.macroValues)
         swap(&macroMarks, &scratch.macroMarks)
@@ -153,11 +174,23 @@ struct Evaluation: MacroResolver {
 
     private mutating func applyRule(_ r: Int) {
         guard rulePasses(r) else { return }
-        if tagState.isEmpty {
-            tagState.append(contentsOf: repeatElement(TagState(), count: storage.program.tags.count))
-        }
+        startTagState()
         for t in storage.program.rules[r].add { tagState[t].formUnion(.added) }
         for t in storage.program.rules[r].block { tagState[t].formUnion(.blocked) }
+    }
+
+    /// Makes ``tagState`` valid for this container (every tag untouched), once per container and event.
+    @inline(__always)
+    private mutating func startTagState() {
+        guard !tagStateLive else { return }
+        let count = storage.program.tags.count
+        if tagState.count < count {
+            tagState.append(contentsOf: repeatElement(TagState(), count: count - tagState.count))
+        }
+        tagState.withUnsafeMutableBufferPointer { states in
+            for t in 0..<count { states[t] = TagState() }
+        }
+        tagStateLive = true
     }
 
     mutating func rulePasses(_ r: Int) -> Bool {
@@ -171,9 +204,7 @@ struct Evaluation: MacroResolver {
     /// measurable on the hot path; the status is in ``fired``.)
     @discardableResult
     private mutating func fire(_ t: Int) -> Bool? {
-        if tagState.isEmpty {
-            tagState.append(contentsOf: repeatElement(TagState(), count: storage.program.tags.count))
-        }
+        startTagState()
         let state = tagState[t]
         if state.contains(.attempted) { return state.contains(.ran) ? state.contains(.succeeded) : nil }
         tagState[t].formUnion(.attempted)
@@ -201,7 +232,7 @@ struct Evaluation: MacroResolver {
     /// The status of a tag that already ran this event.
     private func recordedStatus(_ t: Int) -> FiredTag.Status? {
         if tagState[t].contains(.succeeded) { return .ok }
-        return fired.last { $0.index == t }?.status
+        return fired.last { $0.container == containerIndex && $0.tag == t }?.status
     }
 
     /// Calls tag `t` and records it in ``fired``; returns whether the call succeeded (`ok`).
@@ -209,11 +240,12 @@ struct Evaluation: MacroResolver {
         // The parts are computed first and the record is built in place in `fired`: a record built early
         // and appended at the end was copied whole (it is large) on every call.
         var classPath: String?
+        var planned = false
         var parameters = ValueMap()
         var status = FiredTag.Status.unsupported
         var output: TagOutput?
         if let plan = storage.callPlans[t] {
-            classPath = plan.name
+            planned = true
             parameters = evaluateArguments(plan)
             if t < tagHandlers.count, let resolved = tagHandlers[t] {
                 (status, output) = perform(resolved.handler, named: plan.name, t, parameters)
@@ -245,13 +277,13 @@ struct Evaluation: MacroResolver {
             }
         }
         let succeeded = if case .ok = status { true } else { false }
+        if fired.capacity == 0 { fired.reserveCapacity(4) }
         fired.append(
-            FiredTag(
-                index: t,
-                tagID: storage.program.tags[t].tagID,
-                name: storage.program.tags[t].name,
-                function: storage.program.tags[t].function,
+            FiredCall(
+                container: containerIndex,
+                tag: t,
                 classPath: classPath,
+                planned: planned,
                 parameters: parameters,
                 status: status,
                 output: output
@@ -313,8 +345,13 @@ struct Evaluation: MacroResolver {
     }
 
     /// The argument map of a planned call: each slot read in order, undefined values left out.
+    ///
+    /// When every value is defined (the usual case) the map shares the plan's key array: one allocation (the
+    /// values) and no copy of each key. Otherwise the keys of the defined values are copied.
     private mutating func evaluateArguments(_ plan: CallPlan) -> ValueMap {
-        var map = ValueMap(minimumCapacity: plan.keys.count)
+        var values: [Value] = []
+        values.reserveCapacity(plan.slots.count)
+        var keys: [String]?  // only once a value is left out
         for i in plan.slots.indices {
             let value: Value
             switch plan.slots[i] {
@@ -322,9 +359,17 @@ struct Evaluation: MacroResolver {
             case .macro(let index): value = resolve(macro: index)
             case .expression(let expr): value = evaluate(expr)
             }
-            if !value.isUndefined { map.appendNew(plan.keys[i], value) }
+            if value.isUndefined {
+                if keys == nil {
+                    keys = Array(plan.keys[..<i])
+                    keys!.reserveCapacity(plan.keys.count - 1)
+                }
+                continue
+            }
+            keys?.append(plan.keys[i])
+            values.append(consume value)
         }
-        return map
+        return ValueMap(distinctKeys: keys ?? plan.keys, values: values)
     }
 
     mutating func evaluateArguments(_ expr: Expr) -> ValueMap {
@@ -720,7 +765,7 @@ struct Evaluation: MacroResolver {
         var trace = EvaluationTrace()
         for t in program.tags.indices {
             let tag = program.tags[t]
-            let state = tagState.isEmpty ? [] : tagState[t]
+            let state = tagStateLive ? tagState[t] : []
             var outcome = EvaluationTrace.TagOutcome(
                 index: t,
                 tagID: tag.tagID,

@@ -10,11 +10,25 @@ extension DataLayer {
     /// instead of merged; `_clear` itself is never stored.
     ///
     /// Undefined values are skipped (JSON cannot carry them); with `_clear` they remove the key.
-    static func apply(_ message: ValueMap, to model: inout ValueMap) {
+    ///
+    /// `dotted` is whether any key of the message has a dot (the caller may know already); a push without
+    /// dotted keys and without `_clear` sets each scalar value with one look-up of its key.
+    static func apply(_ message: ValueMap, to model: inout ValueMap, dotted: Bool? = nil) {
         let clears = message[clearKey]?.isTruthy ?? false
+        let dotted = dotted ?? message.keys.contains(where: hasDot)
         for (key, value) in message {
-            if key == clearKey || (value.isUndefined && !clears) { continue }
-            if hasDot(key) {
+            if !dotted, !clears {
+                switch value {
+                case .undefined: continue
+                case .object, .array: break  // merged below
+                default:
+                    if key.hasSameBytes(as: clearKey) { continue }
+                    model.setValue(value, forKey: key)
+                    continue
+                }
+            }
+            if key.hasSameBytes(as: clearKey) || (value.isUndefined && !clears) { continue }
+            if dotted, hasDot(key) {
                 var parts = key.split(separator: ".", omittingEmptySubsequences: false)
                 if parts.count > DataLayer.maximumKeyDepth {
                     // A key with thousands of dots must not build a value too deep to merge; the tail stays

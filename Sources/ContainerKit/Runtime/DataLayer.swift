@@ -67,6 +67,10 @@ public final class DataLayer: Sendable {
         var runtime: (generation: UInt64, snapshot: TagManager.Snapshot)?
         /// Evaluation buffers between pushes; the caller holding the turn moves them out and back.
         var scratch = EvaluationScratch()
+        /// The candidate rules of the event names this session pushed lately (for ``runtime``'s containers).
+        var candidates = SessionCandidates()
+        /// Where `event` was in ``model`` last time (a hint; checked before use).
+        var eventKeyPosition = 0
 
         init(context: ClientContext) { self.context = context }
     }
@@ -203,12 +207,12 @@ public final class DataLayer: Sendable {
         state.withLock { transition(&$0.turnstile) }
     }
 
-    /// The turn of this session the current call runs inside, if any: its pushes are nested.
-    private var enclosingTurn: UInt64? { DataLayer.enclosingTurns?.turn(of: ObjectIdentifier(self)) }
-
     private func push(_ pending: Pending) -> PushResult {
         if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
-        let enclosing = enclosingTurn
+        // Read once (a task-local read is a runtime call): the turn this call runs inside, if any, and the
+        // marks the turn it takes is bound inside.
+        let marks = DataLayer.enclosingTurns
+        let enclosing = marks?.turn(of: ObjectIdentifier(self))
         let turn = turnstile { turnstile -> (SessionTurnstile<Pending, Waiter>.Arrival, ThreadWakeup?) in
             let arrival = turnstile.arrive(pending, enclosing: enclosing)
             guard arrival == .busy else { return (arrival, nil) }
@@ -220,47 +224,58 @@ public final class DataLayer: Sendable {
         case (.nested, _):
             return PushResult()
         case (.acquired(let number), _):
-            return processTurn(pending, turn: number)
+            return processTurn(pending, turn: number, inside: marks)
         case (.busy, let wakeup):
-            return processTurn(pending, turn: wakeup!.wait())
+            return processTurn(pending, turn: wakeup!.wait(), inside: marks)
         }
     }
 
     private func push(_ pending: Pending) async -> PushResult {
         if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
-        let enclosing = enclosingTurn
+        let marks = DataLayer.enclosingTurns
+        let enclosing = marks?.turn(of: ObjectIdentifier(self))
         // A task started by a handler of the push being processed inherits the mark: nested.
         switch turnstile({ $0.arrive(pending, enclosing: enclosing) }) {
         case .nested:
             return PushResult()
         case .acquired(let number):
-            return processTurn(pending, turn: number)
+            return processTurn(pending, turn: number, inside: marks)
         case .busy:
             let number = await withCheckedContinuation { (continuation: CheckedContinuation<UInt64, Never>) in
                 if let now = turnstile({ $0.wait(.task(TaskWakeup(continuation))) }) {
                     continuation.resume(returning: now)
                 }
             }
-            // The turn was handed over; this task processes it on whichever thread it resumed on.
-            return processTurn(pending, turn: number)
+            // The turn was handed over; this task processes it on whichever thread it resumed on (its task
+            // locals are the task's, whatever the thread).
+            return processTurn(pending, turn: number, inside: marks)
         }
     }
 
     /// Processes `pending` (turn number `turn`) and the pushes its handlers nest, in order, until none is
     /// left or the loop guard trips; then hands the turn to the next waiter. Taking the next nested push and
-    /// ending the turn are one lock: a push that nests nothing takes it once here.
-    private func processTurn(_ pending: Pending, turn: UInt64) -> PushResult {
-        let enclosing = DataLayer.enclosingTurns
+    /// ending the turn are one lock: a push that nests nothing takes it once here. `enclosing` is what
+    /// ``enclosingTurns`` was when the push arrived.
+    private func processTurn(_ pending: Pending, turn: UInt64, inside enclosing: TurnMark?) -> PushResult {
         let mark = TurnMark(session: ObjectIdentifier(self), turn: turn, outer: enclosing.map(TurnMark.Outer.init))
         return DataLayer.$enclosingTurns.withValue(mark) { processPushes(pending) }
     }
 
     private func processPushes(_ pending: Pending) -> PushResult {
         var result = PushResult()
-        process(pending, into: &result)
+        // The memo tables, taken out of the state by the first evaluated push of the turn and put back by the
+        // lock that ends the turn (one lock less per push than taking and returning them around each).
+        var scratch = EvaluationScratch()
+        var holdsScratch = false
+        process(pending, into: &result, scratch: &scratch, holdsScratch: &holdsScratch)
         var processed = 0
         while true {
-            switch turnstile({ $0.next() }) {
+            let step = state.withLock { state in
+                let step = state.turnstile.next()
+                if case .ended = step, holdsScratch { swap(&state.scratch, &scratch) }
+                return step
+            }
+            switch step {
             case .ended(let handOver):
                 if let handOver { handOver.waiter.resume(turn: handOver.turn) }
                 return result
@@ -270,7 +285,7 @@ public final class DataLayer: Sendable {
                     tripLoopGuard(into: &result)
                     continue
                 }
-                process(nested, into: &result)
+                process(nested, into: &result, scratch: &scratch, holdsScratch: &holdsScratch)
             }
         }
     }
@@ -288,7 +303,12 @@ public final class DataLayer: Sendable {
         result.loopGuardTripped = true
     }
 
-    private func process(_ pending: Pending, into result: inout PushResult) {
+    private func process(
+        _ pending: Pending,
+        into result: inout PushResult,
+        scratch: inout EvaluationScratch,
+        holdsScratch: inout Bool
+    ) {
         var message = pending.message
         var userProperties: Value?
         let dotted = message.keys.contains(where: DataLayer.hasDot)
@@ -298,14 +318,31 @@ public final class DataLayer: Sendable {
             message[DataLayer.userPropertiesKey] = nil
         }
         let eventValue = pending.event ?? message["event"]
-        // The memo tables move out of the state with the model, and back after the evaluation.
-        var scratch = EvaluationScratch()
+        let eventName: String?
+        switch eventValue {
+        case nil, .undefined?, .null?: eventName = nil
+        case let value?: eventName = value.jsString
+        }
+        let reportedName = Evaluation.reportedName(eventName)
+        // The candidate rules come from the session's own table, looked up under the lock taken anyway;
+        // debug sessions evaluate every rule's candidates from the container (their traces explain all).
+        var lookupName: String?
+        if !debug, case .string(let name) = reportedName { lookupName = name }
+        var candidates: ContainerCandidates?
+        // The memo tables move out of the state with the model (see `processPushes`).
         let (model, eventNumber, runtime) = state.withLock { state -> (ValueMap, Int, TagManager.Snapshot) in
-            if eventValue != nil { swap(&scratch, &state.scratch) }
+            if eventValue != nil, !holdsScratch {
+                swap(&scratch, &state.scratch)
+                holdsScratch = true
+            }
             let runtime = tagManager.snapshot(cached: state.runtime)
-            if state.runtime?.generation != runtime.generation { state.runtime = runtime }
-            DataLayer.apply(message, to: &state.model)
-            if let event = pending.event { state.model["event"] = event }
+            if state.runtime?.generation != runtime.generation {
+                state.runtime = runtime
+                state.candidates = SessionCandidates()
+            }
+            if let lookupName { candidates = state.candidates.candidates(for: lookupName, in: runtime.snapshot) }
+            DataLayer.apply(message, to: &state.model, dotted: dotted)
+            if let event = pending.event { state.model.setValue(event, forKey: "event", hint: &state.eventKeyPosition) }
             if runtime.snapshot.readsRawValues {
                 for (key, value) in message where !value.isUndefined { state.rawValues[key] = value }
                 if let event = pending.event { state.rawValues["event"] = event }
@@ -321,34 +358,24 @@ public final class DataLayer: Sendable {
             if eventValue != nil { state.eventNumber += 1 }
             return (state.model, state.eventNumber, runtime.snapshot)
         }
-        guard let eventValue else { return }
-        defer { state.withLock { swap(&$0.scratch, &scratch) } }
-        let eventName: String?
-        switch eventValue {
-        case .undefined, .null: eventName = nil
-        default: eventName = eventValue.jsString
-        }
+        guard eventValue != nil else { return }
         let containers = runtime.containers
         guard !containers.isEmpty else { return }
         let handlers = runtime.handlers
-        result.events.reserveCapacity(result.events.count + containers.count)
-        let reportedName = Evaluation.reportedName(eventName)
-        let firstReport = result.events.count
+        var push = EvaluatedPush(snapshot: runtime, eventName: eventName, message: message, calls: [], traces: [])
         // The containers no rule of which can pass for this event name get an empty report without an
         // evaluation; one evaluation then serves the first container that needs one and every later one.
         var first = 0
-        var firstCandidates: [Int]?
+        var firstCandidates: RuleCandidates?
         while first < containers.count {
-            firstCandidates = candidates(containers[first], reportedName)
+            firstCandidates = candidates?[first]
             if firstCandidates?.isEmpty != true { break }
-            result.events.append(
-                EventReport(containerID: containers[first].id, eventName: eventName, message: message, fired: [])
-            )
             first += 1
         }
         if first < containers.count {
             var evaluation = Evaluation(
                 container: containers[first],
+                at: first,
                 message: message,
                 model: model,
                 eventName: eventName,
@@ -360,50 +387,48 @@ public final class DataLayer: Sendable {
                 scratch: scratch.moved(),
                 reportedEventName: reportedName
             )
-            result.events.append(evaluation.run(candidates: firstCandidates))
-            for c in (first + 1)..<containers.count {
-                let rules = candidates(containers[c], reportedName)
-                if rules?.isEmpty == true {
-                    result.events.append(
-                        EventReport(containerID: containers[c].id, eventName: eventName, message: message, fired: [])
-                    )
-                    continue
-                }
-                result.events.append(
-                    evaluation.run(
-                        container: containers[c].storage,
-                        tagHandlers: runtime.tagHandlers[c],
-                        candidates: rules
-                    )
-                )
+            let firstTrace = evaluation.run(candidates: firstCandidates)
+            if debug {
+                push.traces = Array(repeating: nil, count: containers.count)
+                push.traces[first] = firstTrace
             }
+            for c in (first + 1)..<containers.count {
+                let rules = candidates?[c]
+                if rules?.isEmpty == true { continue }
+                let trace = evaluation.run(
+                    container: containers[c].storage,
+                    at: c,
+                    tagHandlers: runtime.tagHandlers[c],
+                    candidates: rules
+                )
+                if debug { push.traces[c] = trace }
+            }
+            push.calls = evaluation.takeCalls()
             scratch = evaluation.finish()
             if debug {
-                for i in firstReport..<result.events.count { result.events[i].trace?.dataLayer = .object(model) }
+                for i in push.traces.indices { push.traces[i]?.dataLayer = .object(model) }
             }
         }
         if let observer = tagManager.observer {
-            for report in result.events[firstReport...] {
-                observer.observe(.eventEvaluated(containerID: report.containerID, eventName: eventName))
-                for tag in report.fired {
+            var next = 0
+            for c in containers.indices {
+                observer.observe(.eventEvaluated(containerID: containers[c].id, eventName: eventName))
+                while next < push.calls.count, push.calls[next].container == c {
+                    let call = push.calls[next]
+                    let storage = containers[c].storage
                     observer.observe(
                         .tagFired(
-                            containerID: report.containerID,
-                            tagID: tag.tagID,
-                            classPath: tag.classPath,
-                            status: tag.status
+                            containerID: storage.id,
+                            tagID: storage.program.tags[call.tag].tagID,
+                            classPath: call.classPath(in: storage),
+                            status: call.status
                         )
                     )
+                    next += 1
                 }
             }
         }
-    }
-
-    /// The rules of `container` that can pass for the event (empty: none can, so nothing to evaluate);
-    /// `nil` when every rule is to be evaluated (debug traces explain every tag, and a push without a name).
-    private func candidates(_ container: Container, _ reportedName: Value) -> [Int]? {
-        guard !debug, case .string(let name) = reportedName else { return nil }
-        return container.storage.candidates.rules(for: name, in: container.storage)
+        result.append(push)
     }
 
     // MARK: Reading

@@ -90,9 +90,26 @@ public struct EventReport: Sendable {
 
 /// The result of one ``DataLayer/push(_:)``: the events it evaluated, in order (the pushed message's own
 /// event first, then events pushed from handlers while it was processed).
+///
+/// The reports are built when they are read: a push keeps what its tags' calls produced in a compact form
+/// (the container and tag by index, the arguments, the status and output), so a caller that discards the
+/// result does not pay for ``EventReport``s and ``FiredTag``s it never looks at.
 public struct PushResult: Sendable {
     /// One report per evaluated (container, event) pair.
-    public var events: [EventReport] = []
+    public var events: [EventReport] {
+        get {
+            guard first != nil else { return built }
+            var events = built
+            if let first { first.appendReports(to: &events) }
+            for push in more { push.appendReports(to: &events) }
+            return events
+        }
+        set {
+            built = newValue
+            first = nil
+            more = []
+        }
+    }
     /// Whether the push was held back because no container is available yet (delayed initialization).
     public var deferred: Bool = false
     /// Whether the push was dropped while waiting for a container, because
@@ -102,14 +119,45 @@ public struct PushResult: Sendable {
     /// Whether the nested-push loop guard dropped pushes.
     public var loopGuardTripped: Bool = false
 
+    /// Reports assigned through ``events``; the evaluated pushes follow them.
+    private var built: [EventReport] = []
+    /// The first evaluated push, then the others (handler-nested pushes), in order.
+    private var first: EvaluatedPush?
+    private var more: [EvaluatedPush] = []
+
+    init() {}
+
+    /// Adds the outcome of one evaluated push (after those already added).
+    mutating func append(_ push: consuming EvaluatedPush) {
+        if case .none = first, more.isEmpty {
+            first = consume push
+        } else {
+            more.append(push)
+        }
+    }
+
     /// Every tag fired by the push, across its events.
-    public var fired: [FiredTag] { events.flatMap(\.fired) }
+    public var fired: [FiredTag] {
+        guard first != nil else { return built.flatMap(\.fired) }
+        var tags = built.flatMap(\.fired)
+        if let first { first.appendFiredTags(to: &tags) }
+        for push in more { push.appendFiredTags(to: &tags) }
+        return tags
+    }
+
+    /// The outputs of the fired tags, in firing order, without building the tags.
+    private var outputs: [TagOutput] {
+        var outputs = built.flatMap(\.fired).compactMap(\.output)
+        if let first { outputs += first.calls.compactMap(\.output) }
+        for push in more { outputs += push.calls.compactMap(\.output) }
+        return outputs
+    }
 
     /// The durable positions of this push's records: one token per write (a tag's records), in firing
     /// order, without repeats.
     public var durability: [DurabilityToken] {
         var seen = Set<DurabilityToken>()
-        return events.lazy.flatMap(\.fired).compactMap { $0.output?.durability }.filter { seen.insert($0).inserted }
+        return outputs.compactMap(\.durability).filter { seen.insert($0).inserted }
     }
 
     /// Returns once every record this push's tags produced is durable (for example written and synced by
@@ -122,7 +170,83 @@ public struct PushResult: Sendable {
     ///   write failed (`.diskFull`, `.io`, …); `.notRunning` at once when the queue's `run()` is not running;
     ///   `.stopped` when it stopped before the records were written.
     public func waitUntilDurable() async throws(DurabilityError) {
-        try await DurabilityToken.waitUntilDurable(events.lazy.flatMap(\.fired).compactMap { $0.output?.durability })
+        try await DurabilityToken.waitUntilDurable(outputs.compactMap(\.durability))
+    }
+}
+
+/// One tag call of an evaluated push, as the evaluation recorded it: the container and tag by index, and what
+/// only the call knows. ``FiredTag`` is built from it (and the container's definitions) when read.
+struct FiredCall: Sendable {
+    /// The container's position in the push's snapshot.
+    var container: Int
+    var tag: Int
+    /// The class path when it is not the call plan's (a computed class path); `nil` with ``planned`` false
+    /// when the tag has none.
+    var classPath: String?
+    /// Whether the class path is the tag's ``CallPlan`` name.
+    var planned: Bool
+    var parameters: ValueMap
+    var status: FiredTag.Status
+    var output: TagOutput?
+
+    /// The class path or function name the call was made under (`nil` for a tag that has none).
+    func classPath(in storage: Container.Storage) -> String? {
+        planned ? storage.callPlans[tag]?.name : classPath
+    }
+
+    /// The public record of the call.
+    func firedTag(in storage: Container.Storage) -> FiredTag {
+        let definition = storage.program.tags[tag]
+        return FiredTag(
+            index: tag,
+            tagID: definition.tagID,
+            name: definition.name,
+            function: definition.function,
+            classPath: classPath(in: storage),
+            parameters: parameters,
+            status: status,
+            output: output
+        )
+    }
+}
+
+/// One push evaluated in every container of a runtime snapshot: what ``PushResult`` builds its reports from.
+struct EvaluatedPush: Sendable {
+    /// The containers, in the order of the reports (each gets one).
+    let snapshot: TagManager.Snapshot
+    let eventName: String?
+    let message: ValueMap
+    /// The calls, in firing order (container by container).
+    var calls: [FiredCall]
+    /// Per container, the trace (debug sessions only; empty otherwise).
+    var traces: [EvaluationTrace?]
+
+    func appendReports(to events: inout [EventReport]) {
+        let containers = snapshot.containers
+        events.reserveCapacity(events.count + containers.count)
+        var next = 0
+        for c in containers.indices {
+            let storage = containers[c].storage
+            var fired: [FiredTag] = []
+            while next < calls.count, calls[next].container == c {
+                fired.append(calls[next].firedTag(in: storage))
+                next += 1
+            }
+            events.append(
+                EventReport(
+                    containerID: storage.id,
+                    eventName: eventName,
+                    message: message,
+                    fired: fired,
+                    trace: c < traces.count ? traces[c] : nil
+                )
+            )
+        }
+    }
+
+    func appendFiredTags(to tags: inout [FiredTag]) {
+        let containers = snapshot.containers
+        for call in calls { tags.append(call.firedTag(in: containers[call.container].storage)) }
     }
 }
 

@@ -12,7 +12,10 @@ public struct ValueMap: Sendable {
     /// The keys, in insertion order.
     public private(set) var keys: [String] = []
     private var values: [Value] = []
-    private var index: [ByteKey: Int]?
+    /// Open addressing over ``keys`` by ``ByteHash``: a power-of-two table of entry positions plus one (0 is
+    /// an empty slot), at most half full. Cheaper to probe and to build than a `Dictionary` (no SipHash, no
+    /// copies of the keys).
+    private var index: [Int32]?
 
     /// Maps with more entries than this keep a hash index.
     static let indexThreshold = 12
@@ -32,12 +35,48 @@ public struct ValueMap: Sendable {
     /// Whether the map has no entries.
     public var isEmpty: Bool { keys.isEmpty }
 
+    /// Creates a map of `keys` (distinct, which the caller guarantees) and `values`, in that order.
+    init(distinctKeys keys: [String], values: [Value]) {
+        self.keys = keys
+        self.values = values
+        if keys.count > ValueMap.indexThreshold { index = ValueMap.makeIndex(keys) }
+    }
+
     /// The position of `key`, if present.
     @inline(__always)
     private func position(of key: String) -> Int? {
-        if let index { return index[ByteKey(key)] }
+        if index != nil { return indexedPosition(of: key) }
         for i in keys.indices where keys[i].hasSameBytes(as: key) { return i }
         return nil
+    }
+
+    private func indexedPosition(of key: String) -> Int? {
+        guard let index else { return nil }
+        let mask = index.count &- 1
+        var slot = Int(truncatingIfNeeded: ByteHash.hash(key)) & mask
+        while true {
+            let entry = Int(index[slot])
+            if entry == 0 { return nil }
+            if keys[entry &- 1].hasSameBytes(as: key) { return entry &- 1 }
+            slot = (slot &+ 1) & mask
+        }
+    }
+
+    /// An index of `keys` with room for twice as many.
+    private static func makeIndex(_ keys: [String]) -> [Int32] {
+        var capacity = 32
+        while capacity < keys.count * 2 { capacity <<= 1 }
+        var table = [Int32](repeating: 0, count: capacity)
+        for i in keys.indices { insert(i, key: keys[i], into: &table) }
+        return table
+    }
+
+    /// Records that `key` is at `position` (the key is not in the table yet, and the table has room).
+    private static func insert(_ position: Int, key: String, into table: inout [Int32]) {
+        let mask = table.count &- 1
+        var slot = Int(truncatingIfNeeded: ByteHash.hash(key)) & mask
+        while table[slot] != 0 { slot = (slot &+ 1) & mask }
+        table[slot] = Int32(truncatingIfNeeded: position &+ 1)
     }
 
     /// Reads or writes the value for `key`. Writing `nil` removes the entry.
@@ -59,6 +98,26 @@ public struct ValueMap: Sendable {
         }
     }
 
+    /// Sets the value of `key` (one look-up; no `Optional` in between, unlike the subscript).
+    mutating func setValue(_ value: Value, forKey key: String) {
+        if let i = position(of: key) {
+            values[i] = value
+        } else {
+            append(key, value)
+        }
+    }
+
+    /// Sets the value of `key`, looking at position `hint` first (where the caller found the key last time);
+    /// `hint` is then the key's position. For a key set on every push (the session model's `event`).
+    mutating func setValue(_ value: Value, forKey key: String, hint: inout Int) {
+        if hint < keys.count, keys[hint].hasSameBytes(as: key) {
+            values[hint] = value
+            return
+        }
+        self[key] = value
+        hint = position(of: key) ?? 0
+    }
+
     /// Appends an entry whose key the caller knows is not in the map (no search).
     package mutating func appendNew(_ key: String, _ value: Value) { append(key, value) }
 
@@ -66,11 +125,13 @@ public struct ValueMap: Sendable {
         keys.append(key)
         values.append(value)
         if index != nil {
-            index![ByteKey(key)] = keys.count - 1
+            if keys.count * 2 > index!.count {
+                index = ValueMap.makeIndex(keys)
+            } else {
+                ValueMap.insert(keys.count - 1, key: key, into: &index!)
+            }
         } else if keys.count > ValueMap.indexThreshold {
-            var built = [ByteKey: Int](minimumCapacity: keys.count * 2)
-            for (i, k) in keys.enumerated() { built[ByteKey(k)] = i }
-            index = built
+            index = ValueMap.makeIndex(keys)
         }
     }
 
@@ -80,11 +141,7 @@ public struct ValueMap: Sendable {
         guard let i = position(of: key) else { return nil }
         keys.remove(at: i)
         let old = values.remove(at: i)
-        if index != nil {
-            var rebuilt = [ByteKey: Int](minimumCapacity: keys.count)
-            for (j, k) in keys.enumerated() { rebuilt[ByteKey(k)] = j }
-            index = keys.count > ValueMap.indexThreshold ? rebuilt : nil
-        }
+        if index != nil { index = keys.count > ValueMap.indexThreshold ? ValueMap.makeIndex(keys) : nil }
         return old
     }
 

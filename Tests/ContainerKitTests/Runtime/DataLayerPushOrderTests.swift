@@ -57,4 +57,19 @@ struct DataLayerPushOrderTests {
         layer.push(["_clear": true, "a": DataLayer.notPresent])
         #expect(layer.model == ["b": 2])
     }
+
+    /// A push without dotted keys or `_clear` sets its scalars one key at a time (the fast path): the same
+    /// outcome as merging, in a model large enough to be indexed.
+    @Test func scalarsOverwriteNullOverwritesAndNotPresentLeavesAValueInALargeModel() {
+        let layer = manager.makeDataLayer()
+        var first = ValueMap()
+        for i in 0..<20 { first["k\(i)"] = .int(Int64(i)) }
+        layer.push(first)
+        layer.push(["k3": "three", "k4": nil, "k5": DataLayer.notPresent, "new": true, "_clear": false])
+        #expect(layer.get("k3") == "three")
+        #expect(layer.get("k4") == .null)
+        #expect(layer.get("k5") == 5)
+        #expect(layer.get("_clear") == .undefined)
+        #expect(layer.model.keys == (0..<20).map { "k\($0)" } + ["new"])
+    }
 }
