@@ -138,7 +138,10 @@ struct SessionSnapshotTests {
         )
         let expected = JSONWriter.string(snapshot.jsonValue, keepsNumberTypes: true)
         #expect(snapshot.jsonText == expected)
-        #expect(try SessionSnapshot(jsonText: snapshot.jsonText) == SessionSnapshot(jsonValue: snapshot.jsonValue))
+        // What the text leaves out (an undefined entry) is all that differs once read back.
+        var defined = snapshot
+        defined.model["gone"] = nil
+        #expect(try SessionSnapshot(jsonText: snapshot.jsonText) == defined)
     }
 
     @Test func unreadableSnapshotsAreErrorsNamingTheMember() {
