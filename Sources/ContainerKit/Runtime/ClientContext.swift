@@ -178,6 +178,40 @@ extension ClientContext {
         return .object(map)
     }
 
+    /// Appends the compact JSON text of ``jsonValue`` (the same bytes) without building the map: a session's
+    /// snapshot writes its context every time it is saved.
+    package func writeJSON(to writer: inout JSONByteWriter) {
+        writer.raw(#"{"platform":"#)
+        writer.string(platform)
+        writer.raw(#","language":"#)
+        writer.string(language)
+        writer.raw(#","os_version":"#)
+        writer.string(osVersion)
+        writer.raw(#","app_id":"#)
+        writer.string(appID)
+        writer.raw(#","app_name":"#)
+        writer.string(appName)
+        writer.raw(#","app_version_code":"#)
+        writer.string(appVersionCode)
+        writer.raw(#","app_version_name":"#)
+        writer.string(appVersionName)
+        writer.raw(#","sdk_version":"#)
+        writer.string(sdkVersion)
+        writer.raw(#","device_name":"#)
+        writer.string(deviceName)
+        writer.raw(#","resolution":"#)
+        writer.string(resolution)
+        writer.raw(
+            advertisingTrackingEnabled
+                ? #","advertising_tracking_enabled":true"# : #","advertising_tracking_enabled":false"#
+        )
+        if let advertiserID {
+            writer.raw(#","advertiser_id":"#)
+            writer.string(advertiserID)
+        }
+        writer.raw(0x7D)
+    }
+
     /// Reads a context from a JSON object with the keys of ``keys`` (a client's request, a snapshot);
     /// missing keys keep their defaults, strings, numbers and booleans are taken as their string forms.
     /// - Throws: ``ContainerError`` (`invalid_structure`) for an unknown key or a value of the wrong type.

@@ -138,39 +138,59 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
 
     public func save(_ changes: [SessionChange]) async throws(ContainerError) -> SessionSaveResult {
         try await open()
-        // Serialised before any lock is taken: the snapshots are the expensive part.
-        let lines = changes.map { change -> (key: SessionKey, version: Int64, removal: Bool, bytes: [UInt8]) in
-            switch change {
+        // Serialised before any lock is taken (the snapshots are the expensive part), every line into one
+        // buffer: appended as it is when no line is superseded, as it nearly always is.
+        var lines = JSONByteWriter(capacity: 640 * changes.count)
+        var frames: [(key: SessionKey, version: Int64, removal: Bool, range: Range<Int>)] = []
+        frames.reserveCapacity(changes.count)
+        for index in changes.indices {
+            let start = lines.bytes.count
+            switch changes[index] {
             case .save(let stored):
-                return (SessionKey(stored.userID), stored.version, false, Self.line(for: stored))
+                Self.writeLine(for: stored, to: &lines)
+                frames.append((SessionKey(stored.userID), stored.version, false, start..<lines.bytes.count))
             case .remove(let userID, let version):
-                return (SessionKey(userID), version, true, Self.removalLine(userID: userID, version: version))
+                Self.writeRemovalLine(userID: userID, version: version, to: &lines)
+                frames.append((SessionKey(userID), version, true, start..<lines.bytes.count))
             }
         }
         return try writing.withLock { _ throws(ContainerError) -> SessionSaveResult in
             var superseded: [String] = []
-            var accepted: [(key: SessionKey, version: Int64, removal: Bool, offset: Int, length: Int)] = []
-            var buffer: [UInt8] = []
+            // The accepted lines (their frames' indices) and where each goes in the appended bytes.
+            var accepted: [(frame: Int, offset: Int)] = []
+            accepted.reserveCapacity(frames.count)
             let (fd, start, active) = try state.withLock { state throws(ContainerError) -> (Int32, Int, Int) in
-                for line in lines {
-                    let current = state.index[line.key]
-                    if line.removal {
-                        guard let current, !current.removed else { continue }
-                        if current.version > line.version {
-                            superseded.append(line.key.userID)
-                            continue
+                var offset = 0
+                for (index, frame) in frames.enumerated() {
+                    let current = state.index[frame.key]
+                    var keep = true
+                    if frame.removal {
+                        if let current, !current.removed {
+                            if current.version > frame.version {
+                                superseded.append(frame.key.userID)
+                                keep = false
+                            }
+                        } else {
+                            keep = false
                         }
-                    } else if let current, current.version >= line.version {
-                        superseded.append(line.key.userID)
-                        continue
+                    } else if let current, current.version >= frame.version {
+                        superseded.append(frame.key.userID)
+                        keep = false
                     }
-                    accepted.append((line.key, line.version, line.removal, buffer.count, line.bytes.count))
-                    buffer.append(contentsOf: line.bytes)
+                    guard keep else { continue }
+                    accepted.append((index, offset))
+                    offset += frame.range.count
                 }
                 let segment = state.segments[state.active]!
                 return (segment.fd, segment.size, state.active)
             }
-            if buffer.isEmpty { return SessionSaveResult(superseded: superseded) }
+            if accepted.isEmpty { return SessionSaveResult(superseded: superseded) }
+            var buffer = lines.bytes
+            if accepted.count < frames.count {
+                // Only the accepted lines, in order (their offsets were counted that way).
+                buffer = []
+                for entry in accepted { buffer.append(contentsOf: lines.bytes[frames[entry.frame].range]) }
+            }
             do throws(FileSystemError) {
                 try FileSystem.writeAll(fd, buffer, path: path(of: active))
                 try FileSystem.sync(fd, path: path(of: active))
@@ -183,15 +203,16 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
             }
             try state.withLock { state throws(ContainerError) in
                 for entry in accepted {
-                    if let old = state.index[entry.key], !old.removed { state.liveBytes -= old.length }
-                    state.index[entry.key] = Location(
+                    let frame = frames[entry.frame]
+                    if let old = state.index[frame.key], !old.removed { state.liveBytes -= old.length }
+                    state.index[frame.key] = Location(
                         segment: active,
                         offset: start + entry.offset,
-                        length: entry.length,
-                        version: entry.version,
-                        removed: entry.removal
+                        length: frame.range.count,
+                        version: frame.version,
+                        removed: frame.removal
                     )
-                    if !entry.removal { state.liveBytes += entry.length }
+                    if !frame.removal { state.liveBytes += frame.range.count }
                 }
                 state.segments[active]?.size = start + buffer.count
                 if start + buffer.count >= segmentBytes { try startSegment(&state) }
@@ -455,11 +476,15 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
     // MARK: Lines
 
     /// `{"v":<version>,"u":<user ID>,"c":"<checksum>","s":<snapshot>}` and a newline.
-    ///
-    /// Written in one buffer: the snapshot goes straight after a 16-byte hole that its checksum fills
-    /// once it is written (no separate snapshot array, hex array or version string).
     static func line(for stored: StoredSession) -> [UInt8] {
-        var writer = JSONByteWriter(capacity: 1024 + stored.userID.utf8.count)
+        var writer = JSONByteWriter(capacity: 640 + stored.userID.utf8.count)
+        writeLine(for: stored, to: &writer)
+        return writer.bytes
+    }
+
+    /// Appends ``line(for:)``: the snapshot goes straight after a 16-byte hole that its checksum fills once
+    /// it is written (no snapshot value, separate snapshot array, hex array or version string).
+    static func writeLine(for stored: StoredSession, to writer: inout JSONByteWriter) {
         writer.raw(#"{"v":"#)
         writer.integer(stored.version)
         writer.raw(#","u":"#)
@@ -469,7 +494,7 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
         writer.raw("0000000000000000")
         writer.raw(#"","s":"#)
         let start = writer.bytes.count
-        writer.value(stored.snapshot.jsonValue)
+        stored.snapshot.writeJSON(to: &writer)
         let sum = checksum(writer.bytes[start...])
         let digits: StaticString = "0123456789abcdef"
         digits.withUTF8Buffer { digits in
@@ -478,18 +503,16 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
             }
         }
         writer.raw("}\n")
-        return writer.bytes
     }
 
-    /// `{"v":<version>,"u":<user ID>,"r":1}` and a newline.
-    static func removalLine(userID: String, version: Int64) -> [UInt8] {
-        var line: [UInt8] = Array(#"{"v":"#.utf8)
-        line.append(contentsOf: String(version).utf8)
-        line.append(contentsOf: #","u":"#.utf8)
-        JSONWriter.writeString(userID, into: &line)
-        line.append(contentsOf: #","r":1}"#.utf8)
-        line.append(0x0A)
-        return line
+    /// Appends `{"v":<version>,"u":<user ID>,"r":1}` and a newline.
+    static func writeRemovalLine(userID: String, version: Int64, to writer: inout JSONByteWriter) {
+        writer.raw(#"{"v":"#)
+        writer.integer(version)
+        writer.raw(#","u":"#)
+        writer.string(userID)
+        writer.raw(#","r":1}"#)
+        writer.raw(0x0A)
     }
 
     /// Reads the frame of a line (with or without its newline): version, user ID and the snapshot's byte

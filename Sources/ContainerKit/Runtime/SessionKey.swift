@@ -10,7 +10,8 @@ struct SessionKey: Hashable, Sendable {
     init(_ userID: String) { self.userID = userID }
 
     static func == (lhs: SessionKey, rhs: SessionKey) -> Bool {
-        lhs.userID.utf8.elementsEqual(rhs.userID.utf8)
+        // One `memcmp` (every look-up of a session compares the key it finds), not a walk of two UTF-8 views.
+        lhs.userID.hasSameBytes(as: rhs.userID)
     }
 
     func hash(into hasher: inout Hasher) {

@@ -65,6 +65,33 @@ public struct SessionSnapshot: Sendable, Hashable {
         return .object(map)
     }
 
+    /// Appends the compact JSON text of ``jsonValue`` (the same bytes, number types kept) without building
+    /// its maps: what a persistence writes for every changed session it saves.
+    package func writeJSON(to writer: inout JSONByteWriter) {
+        writer.raw(#"{"format":"#)
+        writer.integer(Int64(SessionSnapshot.formatVersion))
+        writer.raw(#","session_id":"#)
+        writer.string(sessionID)
+        writer.raw(#","model":"#)
+        writer.object(model)
+        writer.raw(#","raw_values":"#)
+        writer.object(rawValues)
+        writer.raw(#","user_properties":"#)
+        writer.object(userProperties)
+        writer.raw(#","attributes":"#)
+        writer.object(attributes)
+        writer.raw(#","fired_once_per_load":["#)
+        for (index, fired) in firedOncePerLoad.enumerated() {
+            if index > 0 { writer.raw(0x2C) }
+            writer.string(fired)
+        }
+        writer.raw(#"],"event_number":"#)
+        writer.integer(Int64(eventNumber))
+        writer.raw(#","context":"#)
+        context.writeJSON(to: &writer)
+        writer.raw(0x7D)
+    }
+
     /// Reads a snapshot from the JSON object ``jsonValue`` writes.
     /// - Throws: ``ContainerError`` (`invalid_structure`) naming the member that is missing or wrong.
     public init(jsonValue: Value) throws(ContainerError) {
@@ -131,7 +158,11 @@ public struct SessionSnapshot: Sendable, Hashable {
     }
 
     /// The snapshot as compact JSON text (``jsonValue``).
-    public var jsonText: String { JSONWriter.string(jsonValue, keepsNumberTypes: true) }
+    public var jsonText: String {
+        var writer = JSONByteWriter(capacity: 512)
+        writeJSON(to: &writer)
+        return writer.text
+    }
 
     /// Reads a snapshot from JSON text as ``jsonText`` writes it.
     public init(jsonText: String) throws(ContainerError) {
@@ -159,17 +190,14 @@ extension DataLayer {
     /// a snapshot taken while a push is processed has the pushes merged so far.
     public func snapshot() -> SessionSnapshot {
         state.withLock { state in
-            var raw = ValueMap(minimumCapacity: state.rawValues.count)
-            for key in state.rawValues.keys.sorted() { raw[key] = state.rawValues[key] }
-            var attributes = ValueMap(minimumCapacity: state.attributes.count)
-            for key in state.attributes.keys.sorted() { attributes[key] = state.attributes[key] }
-            return SessionSnapshot(
+            SessionSnapshot(
                 sessionID: sessionID,
                 model: state.model,
-                rawValues: raw,
+                rawValues: state.rawValues.sortedByKey(),
                 userProperties: state.userProperties,
-                attributes: attributes,
-                firedOncePerLoad: state.firedOncePerLoad.sorted(),
+                attributes: state.attributes.sortedByKey(),
+                firedOncePerLoad: state.firedOncePerLoad.count < 2
+                    ? Array(state.firedOncePerLoad) : state.firedOncePerLoad.sorted(),
                 eventNumber: state.eventNumber,
                 context: state.context
             )
@@ -198,5 +226,16 @@ extension TagManager {
         let layer = makeDataLayer(context: snapshot.context, sessionID: snapshot.sessionID, debug: debug)
         layer.restore(snapshot)
         return layer
+    }
+}
+
+extension ValueMap {
+    /// The map with its entries in key order (as ``SessionSnapshot`` keeps raw values and attributes); the map
+    /// itself, not a copy, when they already are (a session's few attributes nearly always).
+    func sortedByKey() -> ValueMap {
+        if zip(keys, keys.dropFirst()).allSatisfy({ $0 < $1 }) { return self }
+        var sorted = ValueMap(minimumCapacity: count)
+        for key in keys.sorted() { sorted[key] = self[key] }
+        return sorted
     }
 }

@@ -9,7 +9,7 @@ import Synchronization
 /// The sessions of a service's users: finds or creates the ``DataLayer`` of a user ID, forgets sessions
 /// idle for longer than ``Configuration/idleTimeout``, and keeps at most
 /// about ``Configuration/maximumSessions`` (the least recently used go first; large stores are split in 16
-/// shards, each holding a sixteenth).
+/// shards, and a full store makes room in the shard of the session it adds: its least recently used goes).
 ///
 /// ```swift
 /// let sessions = SessionStore(tagManager: manager, configuration: .init(idleTimeout: .seconds(1800)))
@@ -62,7 +62,8 @@ public final class SessionStore: Sendable {
     public struct Configuration: Sendable {
         /// A session unused for this long is evicted by the next sweep (and not returned any more).
         public var idleTimeout: Duration
-        /// The most sessions kept; creating one more evicts the least recently used.
+        /// The most sessions kept; creating one more evicts the least recently used (in a store of 1,024 or
+        /// more, split in shards: the least recently used of the new session's shard).
         public var maximumSessions: Int
         /// The longest time between two sweeps of ``SessionStore/run()``; it also wakes when the least
         /// recently used session expires, so an idle session is evicted on time, not at the next sweep.
@@ -185,6 +186,8 @@ public final class SessionStore: Sendable {
     private struct Shard: Sendable {
         /// Whether changes are tracked for a persistence.
         var persistent = false
+        /// The sessions of every shard (the store's one count, changed with each shard's entries).
+        let live: LiveCount
         var entries: [SessionKey: Entry] = [:]
         /// Sessions changed since their last save (some may have left the store or been saved since).
         var dirty: [Entry] = []
@@ -223,6 +226,7 @@ public final class SessionStore: Sendable {
             unlink(entry)
             let key = SessionKey(entry.userID)
             entries[key] = nil
+            live.value.subtract(1, ordering: .relaxed)
             evicted += 1
             guard persistent else { return }
             switch reason {
@@ -240,13 +244,18 @@ public final class SessionStore: Sendable {
         }
     }
 
+    /// How many sessions all the shards hold: one atomic count, changed only when a session is added or
+    /// leaves (finding a live session does not touch it), so that the store holds
+    /// ``Configuration/maximumSessions`` whatever way its users fall into the shards.
+    private final class LiveCount: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
     /// One shard's lock (a class, so the shards can live in an array).
     private final class ShardLock: Sendable {
         let mutex: Mutex<Shard>
-        init(persistent: Bool) {
-            var shard = Shard()
-            shard.persistent = persistent
-            mutex = Mutex(shard)
+        init(persistent: Bool, live: LiveCount) {
+            mutex = Mutex(Shard(persistent: persistent, live: live))
         }
         func withLock<R>(_ body: (inout sending Shard) throws -> sending R) rethrows -> R {
             try mutex.withLock(body)
@@ -258,7 +267,7 @@ public final class SessionStore: Sendable {
     public static let maximumSnapshotBytes = SessionFileReader.maximumLineBytes
 
     private let shards: [ShardLock]
-    private let perShardMaximum: Int
+    private let live: LiveCount
     /// Nanoseconds since the store was created, on the injected clock.
     private let now: @Sendable () -> Int64
     private let sleep: @Sendable (Duration) async throws -> Void
@@ -278,8 +287,9 @@ public final class SessionStore: Sendable {
         self.tagManager = tagManager
         self.configuration = configuration
         let count = configuration.maximumSessions >= 1024 ? 16 : 1
-        self.shards = (0..<count).map { _ in ShardLock(persistent: configuration.persistence != nil) }
-        self.perShardMaximum = max(1, configuration.maximumSessions / count)
+        let live = LiveCount()
+        self.live = live
+        self.shards = (0..<count).map { _ in ShardLock(persistent: configuration.persistence != nil, live: live) }
         let start = clock.now
         self.now = { SessionStore.nanoseconds(start.duration(to: clock.now)) }
         self.sleep = { try await clock.sleep(for: $0) }
@@ -533,13 +543,19 @@ public final class SessionStore: Sendable {
         return StoredSession(snapshot: session.snapshot(), version: version)
     }
 
-    /// Adds `entry`, first evicting the shard's least recently used session when it is full.
+    /// Adds `entry`, first evicting the shard's least recently used session when the store is full.
+    ///
+    /// The limit is the store's, not a share per shard: users never fall evenly into the shards, and a
+    /// shard held to a sixteenth evicts on every miss once it has more users than that (its least recently
+    /// used is the next one a user walking through them comes back to) while the store is not full.
     private func insert(_ entry: Entry, into shard: inout Shard, evicted: inout [(Entry, EvictionReason)]) {
-        if shard.entries.count >= perShardMaximum, let oldest = shard.oldest {
+        if live.value.load(ordering: .relaxed) >= configuration.maximumSessions, let oldest = shard.oldest {
             shard.remove(oldest, .capacity)
             evicted.append((oldest, .capacity))
         }
-        shard.entries[SessionKey(entry.userID)] = entry
+        if shard.entries.updateValue(entry, forKey: SessionKey(entry.userID)) == nil {
+            live.value.add(1, ordering: .relaxed)
+        }
         shard.link(entry)
     }
 

@@ -132,7 +132,8 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
     /// - Throws: ``AnalyticsSinkError`` when the sink refused the records (queue full, shut down); the
     ///   tag's status is then `failed`.
     public func perform(_ call: FunctionCall) throws -> TagOutput {
-        let tag = Self.tagName(call)
+        // The tag's name is only spelled out for a warning (every call that goes through would pay for it).
+        var tag: String { Self.tagName(call) }
         guard let actionValue = call.arguments["actionType"] else {
             return drop(
                 call,
@@ -172,12 +173,13 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
             record: record
         )
         guard rules.violations.isEmpty else {
+            let name = tag
             let reasons = rules.violations.map(\.description).joined(separator: "; ")
-            let reason = "\(tag): dropped '\(action.rawValue)': \(reasons)"
+            let reason = "\(name): dropped '\(action.rawValue)': \(reasons)"
             let key = rules.violations.map(\.rule.rawValue).joined(separator: ",")
             warnings.log(
                 .warning,
-                key: "\(tag)|\(key)",
+                key: "\(name)|\(key)",
                 "dropped a braze tag: it breaks braze rules",
                 metadata: Self.metadata(call).merging(["action": action.rawValue, "rules": key, "reason": reason]) {
                     $1
@@ -193,7 +195,12 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
         // Encoded once: the sink stores these bytes and the push's answer copies them.
         let encoded = EncodedRecords(records)
         let token = try sink.enqueue(encoded)
-        return TagOutput(records: records, durability: token, recordsJSON: encoded.recordsJSON)
+        // Boxed one by one where the type is known (an implicit array conversion casts each at run time).
+        return TagOutput(
+            records: records.map { $0 as any TagRecord },
+            durability: token,
+            recordsJSON: encoded.recordsJSON
+        )
     }
 
     /// The structured context of a warning about `call`: container, session, tag (ID and name) and class path.

@@ -221,6 +221,35 @@ struct SessionPersistenceTests {
         #expect(FileSessionPersistence.parse(flipped[...]) == nil)
     }
 
+    @Test func aSaveWithASupersededChangeKeepsEveryOtherLineWhereTheIndexSaysItIs() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let persistence = FileSessionPersistence(directory: directory)
+        func stored(_ user: String, _ events: Int, version: Int64) -> StoredSession {
+            StoredSession(
+                snapshot: SessionSnapshot(sessionID: user, model: ["n": .int(Int64(events))], eventNumber: events),
+                version: version
+            )
+        }
+        _ = try await persistence.save([.save(stored("bob", 1, version: 5))])
+        let result = try await persistence.save([
+            .save(stored("ada", 2, version: 1)),
+            .save(stored("bob", 3, version: 4)),  // older than the stored 5: superseded, not written
+            .save(stored("cy", 4, version: 1)),
+            .remove(userID: "dee", version: 1),  // never stored: nothing to remove
+            .save(stored("eve", 5, version: 2)),
+        ])
+        #expect(result.superseded == ["bob"])
+        for reader in [persistence, FileSessionPersistence(directory: directory)] {
+            #expect(try await reader.load(userID: "ada") == stored("ada", 2, version: 1))
+            #expect(try await reader.load(userID: "bob") == stored("bob", 1, version: 5))
+            #expect(try await reader.load(userID: "cy") == stored("cy", 4, version: 1))
+            #expect(try await reader.load(userID: "dee") == nil)
+            #expect(try await reader.load(userID: "eve") == stored("eve", 5, version: 2))
+        }
+        #expect(FileSessionPersistence(directory: directory).skippedLines == 0)
+    }
+
     @Test func aSessionLineFramesTheSnapshotsJSONWithItsChecksum() throws {
         let snapshot = SessionSnapshot(sessionID: "a\"da\n", eventNumber: 7)
         let line = FileSessionPersistence.line(for: StoredSession(snapshot: snapshot, version: 12))

@@ -111,6 +111,39 @@ struct SessionSnapshotTests {
         #expect(back.model["alpha"] == .double(2.0))
     }
 
+    @Test(arguments: [nil, "ad-\"1\u{1}"] as [String?])
+    func aSnapshotsTextIsItsJSONValuesText(advertiserID: String?) throws {
+        var model = ValueMap()
+        model["title"] = "So \"What\"\n"
+        model["position"] = 3
+        model["price"] = .double(2.0)
+        model["nested"] = ["z": 1, "a": .double(-0.5), "list": [.double(1e21), 3, "x", .null, true]]
+        model["gone"] = .undefined
+        let snapshot = SessionSnapshot(
+            sessionID: "caf\u{E9}",
+            model: model,
+            rawValues: ["a.b": 1, "event": "played song"],
+            userProperties: ["plan": "pro"],
+            attributes: ["braze.user": ["external_id": "u-1"], "z": false],
+            firedOncePerLoad: ["GTM-A#1", "GTM-A#12", "GTM-B#0"],
+            eventNumber: 41,
+            context: ClientContext(
+                platform: "Android",
+                language: "de",
+                appID: "com.example",
+                resolution: "1080x1920",
+                advertisingTrackingEnabled: true,
+                advertiserID: advertiserID
+            )
+        )
+        let expected = JSONWriter.string(snapshot.jsonValue, keepsNumberTypes: true)
+        #expect(snapshot.jsonText == expected)
+        // What the text leaves out (an undefined entry) is all that differs once read back.
+        var defined = snapshot
+        defined.model["gone"] = nil
+        #expect(try SessionSnapshot(jsonText: snapshot.jsonText) == defined)
+    }
+
     @Test func unreadableSnapshotsAreErrorsNamingTheMember() {
         #expect(throws: ContainerError.self) { try SessionSnapshot(jsonText: "[]") }
         do {

@@ -85,6 +85,20 @@ struct SessionStoreTests {
         #expect(store.statistics == SessionStore.Statistics(live: 2, created: 4, restored: 0, evicted: 2))
     }
 
+    @Test func aShardedStoreHoldsItsMaximumHoweverItsUsersFallIntoTheShards() throws {
+        // 1,024 sessions: 16 shards, which 1,024 users never fill evenly.
+        let store = SessionStore(tagManager: try Self.manager(), configuration: .init(maximumSessions: 1_024))
+        for _ in 0..<2 {
+            for user in 0..<1_024 { _ = store.session(for: "user-\(user)") }
+        }
+        #expect(store.statistics.evicted == 0)
+        #expect(store.statistics.created == 1_024)
+        // One user more: one session goes, the store stays at its maximum.
+        _ = store.session(for: "user-1024")
+        #expect(store.statistics.evicted == 1)
+        #expect(store.count == 1_024)
+    }
+
     @Test func aGivenContextUpdatesTheLiveSession() throws {
         let store = SessionStore(tagManager: try Self.manager())
         let session = store.session(for: "u", context: ClientContext(appVersionName: "1.0"))

@@ -40,18 +40,23 @@ struct BatchRequest: Sendable {
                 "the batch holds \(events.count) events; the most is \(limits.maximumEvents)"
             )
         }
-        userIDs = events.map { event in
-            if case .string(let user)? = event.objectValue?["user_id"] { return user }
-            return routedUser.flatMap { $0.isEmpty ? nil : $0 }
-        }
-        items = events.map { event -> Result<EventRequest, APIError> in
+        // One pass over the events, each object read where it is.
+        let routed = routedUser.flatMap { $0.isEmpty ? nil : $0 }
+        items = []
+        items.reserveCapacity(events.count)
+        userIDs = []
+        userIDs.reserveCapacity(events.count)
+        for event in events {
             guard case .object(let object) = event else {
-                return .failure(APIError(.invalidField, "each event must be a JSON object"))
+                userIDs.append(routed)
+                items.append(.failure(APIError(.invalidField, "each event must be a JSON object")))
+                continue
             }
+            if case .string(let user)? = object["user_id"] { userIDs.append(user) } else { userIDs.append(routed) }
             do throws(APIError) {
-                return .success(try EventRequest(object: object, routedUser: routedUser))
+                items.append(.success(try EventRequest(object: object, routedUser: routedUser)))
             } catch {
-                return .failure(error)
+                items.append(.failure(error))
             }
         }
     }
@@ -63,82 +68,6 @@ struct BatchLimits: Sendable {
     var maximumEvents: Int
     /// The largest batch body in bytes (413 `body_too_large` beyond).
     var maximumBytes: Int
-}
-
-/// The answer of `POST /v1/batch`, written straight to bytes:
-/// `{"results": [item, …], "accepted": n, "refused": m}` with one item per event, in order — a pushed
-/// event's item is the body `POST /v1/events` answers plus `"status": 200`; a refused one's is
-/// `{"error": {"code", "message"}, "status": <its HTTP status>}` (with `user_id` when it named one).
-struct BatchAnswer {
-    private var bytes: [UInt8] = []
-    private var accepted = 0
-    private var refused = 0
-
-    /// The answer of a batch whose events had `outcomes` (in order), naming `userIDs` (the request's
-    /// ``BatchRequest/userIDs``).
-    static func response(
-        _ outcomes: [Result<PushResult, APIError>],
-        userIDs: [String?],
-        durable: Bool
-    ) -> Response {
-        var answer = BatchAnswer(capacity: 1024 * outcomes.count)
-        for (outcome, userID) in zip(outcomes, userIDs) {
-            switch outcome {
-            case .success(let result): answer.appendPushed(result, userID: userID ?? "", durable: durable)
-            case .failure(let error): answer.appendRefused(error, userID: userID)
-            }
-        }
-        return answer.response()
-    }
-
-    private init(capacity: Int) {
-        bytes.reserveCapacity(capacity)
-        bytes.append(contentsOf: #"{"results":["#.utf8)
-    }
-
-    /// Appends a pushed event's item.
-    private mutating func appendPushed(_ result: PushResult, userID: String, durable: Bool) {
-        separate()
-        accepted += 1
-        appendEventAnswerMembers(result, userID: userID, durable: durable, to: &bytes)
-        bytes.append(contentsOf: #","status":200}"#.utf8)
-    }
-
-    /// Appends a refused event's item.
-    private mutating func appendRefused(_ error: APIError, userID: String?) {
-        separate()
-        refused += 1
-        bytes.append(contentsOf: #"{"error":{"code":"#.utf8)
-        JSONWriter.writeString(error.code.rawValue, into: &bytes)
-        bytes.append(contentsOf: #","message":"#.utf8)
-        JSONWriter.writeString(error.message, into: &bytes)
-        bytes.append(0x7D)
-        if let userID {
-            bytes.append(contentsOf: #","user_id":"#.utf8)
-            JSONWriter.writeString(userID, into: &bytes)
-        }
-        bytes.append(contentsOf: #","status":"#.utf8)
-        bytes.append(contentsOf: String(error.status.code).utf8)
-        bytes.append(0x7D)
-    }
-
-    private mutating func separate() {
-        if accepted + refused > 0 { bytes.append(0x2C) }
-    }
-
-    /// The `200` response.
-    private mutating func response() -> Response {
-        bytes.append(contentsOf: #"],"accepted":"#.utf8)
-        bytes.append(contentsOf: String(accepted).utf8)
-        bytes.append(contentsOf: #","refused":"#.utf8)
-        bytes.append(contentsOf: String(refused).utf8)
-        bytes.append(0x7D)
-        return Response(
-            status: .ok,
-            headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes))
-        )
-    }
 }
 
 /// Appends the answer of one pushed event without its closing brace:

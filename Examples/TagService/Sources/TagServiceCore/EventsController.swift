@@ -63,37 +63,40 @@ struct EventsController: Sendable {
     }
 
     /// `POST /v1/batch`: each readable event pushed in order (so a user's events in the order they are
-    /// listed), then one wait until every record of the batch is durable, then one answer with an item per
-    /// event. When that wait fails, each event's own writes tell which events are durable (they have all
-    /// ended by then, so this waits no more).
+    /// listed), its answer's item written at once (``BatchAnswer``: the push's result is released before the
+    /// next push), then one wait until every record of the batch is durable, then the answer. When that wait
+    /// fails, each event's own writes tell which events are durable (they have all ended by then, so this
+    /// waits no more).
     func handleBatch(_ request: Request) async throws(APIError) -> Response {
         let batch = try BatchRequest(
             body: try await requestBody(of: request, limit: batchLimits.maximumBytes),
             limits: batchLimits
         )
         try requireContainer(events: batch.items.count)
-        var outcomes: [Result<PushResult, APIError>] = []
-        outcomes.reserveCapacity(batch.items.count)
-        var tokens: [DurabilityToken] = []
-        for item in batch.items {
+        var answer = BatchAnswer(events: batch.items.count)
+        for (item, userID) in zip(batch.items, batch.userIDs) {
             switch item {
             case .failure(let error):
-                outcomes.append(.failure(error))
+                answer.appendRefused(error, userID: userID)
             case .success(let event):
                 do throws(APIError) {
                     let session = try await self.session(of: event)
                     let result = await session.push(event: event.event, parameters: event.parameters)
                     sessions.didChange(session)
-                    tokens += result.durability
-                    outcomes.append(.success(result))
+                    answer.appendPushed(
+                        result,
+                        userID: event.userID,
+                        durable: waitsForDurability,
+                        tokens: result.durability
+                    )
                 } catch {
-                    outcomes.append(.failure(error))
+                    answer.appendRefused(error, userID: userID)
                 }
             }
         }
-        if waitsForDurability, !tokens.isEmpty {
+        if waitsForDurability, !answer.tokens.isEmpty {
             do {
-                try await DurabilityToken.waitUntilDurable(tokens)
+                try await DurabilityToken.waitUntilDurable(answer.tokens)
                 readiness.commit(succeeded: true)
             } catch {
                 // `error` is a DurabilityError, answered by its code (as for one event).
@@ -101,24 +104,10 @@ struct EventsController: Sendable {
                     "records of a batch not durable",
                     metadata: ["code": "\(error.code)", "error": "\(error.message)"]
                 )
-                let refusal = APIError(durability: error, readiness: readiness)
-                for index in outcomes.indices {
-                    guard case .success(let result) = outcomes[index] else { continue }
-                    // A queue that does not run stored none of them; otherwise each event's own writes have
-                    // ended by now and tell at once which events are durable.
-                    guard refusal.code != .queueNotRunning else {
-                        outcomes[index] = .failure(refusal)
-                        continue
-                    }
-                    do {
-                        try await result.waitUntilDurable()
-                    } catch {
-                        outcomes[index] = .failure(refusal)
-                    }
-                }
+                await answer.refuseUndurable(APIError(durability: error, readiness: readiness))
             }
         }
-        return BatchAnswer.response(outcomes, userIDs: batch.userIDs, durable: waitsForDurability)
+        return answer.response()
     }
 
     /// Without a live container nothing would be evaluated: the answer would say "no tag fired, durable"
