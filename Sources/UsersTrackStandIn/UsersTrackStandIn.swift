@@ -11,8 +11,11 @@ import Foundation
 /// A minimal Braze `/users/track` stand-in on 127.0.0.1 for `make bench`, `make soak` and the example service's
 /// load tests (the `users-track-stand-in` executable): counts the objects it accepts, and the `title` property of
 /// each event object; HTTP/1.1 with `Content-Length` bodies, keep-alive; answers 201 `{"message":"success"}` to
-/// a request with objects, and `GET /stats` with the counts as JSON. One thread accepts, one serves each
-/// connection; ``stop()`` joins them.
+/// a request with objects, and `GET /stats` with the counts as JSON.
+///
+/// The initializer only binds the port (so ``port`` is known at once; connections wait in the backlog). The
+/// threads belong to ``run()``: one accepts, one serves each connection, and ``run()`` returns once ``stop()``
+/// was called (or its task was cancelled) and every one of them ended. ``withRunning(_:)`` runs a body beside it.
 public final class UsersTrackStandIn: Sendable {
     /// What the stand-in has received so far.
     public struct Counts: Sendable, Equatable {
@@ -32,6 +35,7 @@ public final class UsersTrackStandIn: Sendable {
 
     private struct State {
         var stopped = false
+        var running = false
         var counts = Counts()
         var titles: [String: Int] = [:]
     }
@@ -53,7 +57,7 @@ public final class UsersTrackStandIn: Sendable {
 
     private let titlesFile: Mutex<FileHandle?>
 
-    /// Starts listening on 127.0.0.1.
+    /// Binds a port on 127.0.0.1 and listens (nothing is accepted until ``run()``).
     /// - Parameters:
     ///   - requestedPort: the port; 0 (the default) picks a free one (see ``port``).
     ///   - titlesFile: a file the `title` property of every event received is appended to, one a line.
@@ -97,24 +101,66 @@ public final class UsersTrackStandIn: Sendable {
         }
         listenFD = fd
         port = UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Serves until ``stop()`` is called or the calling task is cancelled: accepts on a thread of its own and
+    /// serves each connection on one more; returns once all of them ended.
+    /// - Throws: ``StandInError`` when the stand-in already runs or was stopped.
+    public func run() async throws {
+        let startable = state.withLock { state -> Bool in
+            guard !state.running, !state.stopped else { return false }
+            state.running = true
+            return true
+        }
+        guard startable else { throw StandInError("the stand-in already runs or was stopped") }
         threads.enter()
         Thread { [self] in
             acceptLoop()
             threads.leave()
         }
         .start()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                threads.notify(queue: .global()) { continuation.resume() }
+            }
+        } onCancel: {
+            signalStop()
+        }
     }
 
-    /// Stops accepting, closes every connection and waits for the server's threads.
-    public func stop() {
+    /// Runs `body` while ``run()`` serves beside it, then stops the stand-in and waits for ``run()`` to return.
+    public func withRunning<R: Sendable>(_ body: () async throws -> R) async throws -> R {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.run() }
+            let result: Result<R, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            signalStop()
+            try await group.waitForAll()
+            return try result.get()
+        }
+    }
+
+    /// Tells the threads to end (without waiting for them); `false` when the stand-in was already stopped.
+    @discardableResult
+    private func signalStop() -> Bool {
         let first = state.withLock { state -> Bool in
             defer { state.stopped = true }
             return !state.stopped
         }
-        guard first else { return }
+        guard first else { return false }
         var byte: UInt8 = 1
         _ = write(stopPipe.write, &byte, 1)
+        return true
+    }
+
+    /// Stops accepting, closes every connection and waits for the server's threads (``run()`` then returns).
+    public func stop() {
+        signalStop()
         threads.wait()
+    }
+
+    deinit {
+        // The threads hold the stand-in: they have ended by now.
         close(listenFD)
         close(stopPipe.read)
         close(stopPipe.write)

@@ -128,7 +128,17 @@ enum BrazeBench {
         }
 
         let server = try UsersTrackStandIn()
-        defer { server.stop() }
+        try await server.withRunning {
+            try await endToEnd(server: server, path: path, events: events, usesCorpus: usesCorpus)
+        }
+    }
+
+    private static func endToEnd(
+        server: UsersTrackStandIn,
+        path: String,
+        events: [(name: String, parameters: ValueMap)],
+        usesCorpus: Bool
+    ) async throws {
         let directory = temporaryDirectory("end-to-end")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let braze = BrazeUsersTrackDestination(

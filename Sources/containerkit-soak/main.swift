@@ -144,12 +144,17 @@ final class LineCounter: @unchecked Sendable {
     }
 }
 
-func soak(_ options: SoakOptions) throws -> Bool {
+func soak(_ options: SoakOptions) async throws -> Bool {
     guard FileManager.default.isExecutableFile(atPath: options.binary) else {
         throw SoakError("no containerkit binary at '\(options.binary)' (build it, or pass --binary)")
     }
     let server = try UsersTrackStandIn()
-    defer { server.stop() }
+    // The cycles block this task's thread while they wait for their processes; the stand-in's own threads
+    // serve meanwhile.
+    return try await server.withRunning { try soak(options, server: server) }
+}
+
+func soak(_ options: SoakOptions, server: UsersTrackStandIn) throws -> Bool {
     let endpoint = "http://127.0.0.1:\(server.port)"
     let work = NSTemporaryDirectory() + "containerkit-soak-\(getpid())"
     let queue = work + "/queue"
@@ -209,7 +214,7 @@ func soak(_ options: SoakOptions) throws -> Bool {
 
 do {
     let options = try SoakOptions(Array(CommandLine.arguments.dropFirst()))
-    exit(try soak(options) ? 0 : 1)
+    exit(try await soak(options) ? 0 : 1)
 } catch {
     FileHandle.standardError.write(Data("containerkit-soak: \(error)\n".utf8))
     exit(1)

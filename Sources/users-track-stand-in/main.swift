@@ -28,8 +28,7 @@ while let argument = arguments.next() {
 }
 do {
     let server = try UsersTrackStandIn(port: port, titlesFile: titlesPath)
-    try await Task.sleep(for: .seconds(maximumSeconds))
-    server.stop()
+    try await server.withRunning { try await Task.sleep(for: .seconds(maximumSeconds)) }
 } catch {
     FileHandle.standardError.write(Data("users-track-stand-in: \(error)\n".utf8))
     exit(1)

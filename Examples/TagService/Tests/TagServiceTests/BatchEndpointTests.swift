@@ -166,7 +166,10 @@ extension ValueMap {
         defer { fixture.remove() }
         // The root package's stand-in, in this process (the one `make bench-service` runs as an executable).
         let standIn = try UsersTrackStandIn()
-        defer { standIn.stop() }
+        try await standIn.withRunning { try await deliverBatches(to: standIn, fixture) }
+    }
+
+    private func deliverBatches(to standIn: UsersTrackStandIn, _ fixture: TestService) async throws {
         let service = try ServiceProcess(
             OperatingTests.arguments(fixture),
             environment: ["BRAZE_REST_ENDPOINT": "http://127.0.0.1:\(standIn.port)", "BRAZE_REST_API_KEY": "test"]
