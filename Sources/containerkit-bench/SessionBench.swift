@@ -20,15 +20,26 @@ enum SessionBench {
         }
         let stream = EventStream.make(count: 20_000)
 
-        // Threads on distinct sessions, and on one session, against one thread (each ratio the median of
-        // rounds measured back to back).
+        // Threads on distinct sessions, and on one session, against one thread: each ratio the median of
+        // `scalingRounds` rounds measured back to back, each sample `scalingRepeats` passes over the stream
+        // per thread (a few hundred milliseconds: one 20,000-event pass, 15-30 ms, was shorter than the
+        // scheduling hiccups of a shared VM, and single samples swung the ratio from 1.2 to 1.9). Odd rounds
+        // measure two threads first, so a drift of the machine's speed does not favour either side.
+        _ = rate(threads: 2, stream) { _ in manager.makeDataLayer() }  // warm-up
         var scaling: [Double] = []
         var sameSession: [Double] = []
-        for _ in 0..<5 {
-            let one = rate(threads: 1, stream) { _ in manager.makeDataLayer() }
-            let two = rate(threads: 2, stream) { _ in manager.makeDataLayer() }
+        for round in 0..<scalingRounds {
+            var one = 0.0
+            var two = 0.0
+            if round % 2 == 0 {
+                one = rate(threads: 1, stream, repeats: scalingRepeats) { _ in manager.makeDataLayer() }
+                two = rate(threads: 2, stream, repeats: scalingRepeats) { _ in manager.makeDataLayer() }
+            } else {
+                two = rate(threads: 2, stream, repeats: scalingRepeats) { _ in manager.makeDataLayer() }
+                one = rate(threads: 1, stream, repeats: scalingRepeats) { _ in manager.makeDataLayer() }
+            }
             let shared = manager.makeDataLayer()
-            let twoShared = rate(threads: 2, stream) { _ in shared }
+            let twoShared = rate(threads: 2, stream, repeats: scalingRepeats) { _ in shared }
             scaling.append(two / one)
             sameSession.append(twoShared / one)
         }
@@ -69,7 +80,13 @@ enum SessionBench {
         print("snapshot_restore_per_s=\(Harness.format(snapshotRate))")
     }
 
-    /// Events per second when `threads` threads each push the whole stream into `session(thread)`.
+    /// Rounds of the thread-scaling figures (each ratio is their median).
+    static let scalingRounds = 9
+    /// Passes over the 20,000-event stream per thread and sample.
+    static let scalingRepeats = 10
+
+    /// Events per second when `threads` threads each push the whole stream `repeats` times into
+    /// `session(thread)`.
     ///
     /// Each thread pushes its own copy of the stream (its own strings and maps), as the users of a service
     /// send their own events: pushing the very same `ValueMap`s from both threads made every retain of a
@@ -77,6 +94,7 @@ enum SessionBench {
     static func rate(
         threads: Int,
         _ stream: [(name: String, parameters: ValueMap)],
+        repeats: Int = 1,
         _ session: (Int) -> DataLayer
     ) -> Double {
         let layers = (0..<threads).map(session)
@@ -91,7 +109,9 @@ enum SessionBench {
             let own = streams[t]
             Thread {
                 start.wait()
-                for event in own { layer.push(event: event.name, parameters: event.parameters) }
+                for _ in 0..<repeats {
+                    for event in own { layer.push(event: event.name, parameters: event.parameters) }
+                }
                 done.leave()
             }.start()
         }
@@ -99,7 +119,7 @@ enum SessionBench {
         for _ in 0..<threads { start.signal() }
         done.wait()
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9
-        return Double(threads * stream.count) / max(elapsed, 1e-9)
+        return Double(threads * repeats * stream.count) / max(elapsed, 1e-9)
     }
 
     static func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }

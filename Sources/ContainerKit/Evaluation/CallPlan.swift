@@ -18,22 +18,31 @@ final class CallPlan: Sendable {
     let keys: [String]
     /// One slot per key.
     let slots: [Slot]
+    /// What each ``FunctionCall`` of the tag is to: its class path, container, tag ID and name.
+    let origin: FunctionCall.Origin
 
-    /// The plan of every tag of `program` (`nil` where a tag does not qualify).
-    static func plans(for program: Program) -> [CallPlan?] {
+    /// The plan of every tag of `program` (`nil` where a tag does not qualify), in container `containerID`.
+    static func plans(for program: Program, containerID: String) -> [CallPlan?] {
         program.tags.map { tag in
+            let path: String
+            let arguments: Expr
             switch tag.kind {
-            case .functionCall(.literal(.string(let path)), let arguments):
-                return CallPlan(name: path, arguments: arguments)
-            case .legacyFunctionCall(let name, let arguments):
-                return CallPlan(name: name, arguments: arguments)
-            default:
-                return nil
+            case .functionCall(.literal(.string(let literal)), let expr): (path, arguments) = (literal, expr)
+            case .legacyFunctionCall(let name, let expr): (path, arguments) = (name, expr)
+            default: return nil
             }
+            let origin = FunctionCall.Origin(
+                name: path,
+                containerID: containerID,
+                tagID: tag.tagID,
+                displayName: tag.name
+            )
+            return CallPlan(origin: origin, arguments: arguments)
         }
     }
 
-    private init?(name: String, arguments: Expr) {
+    private init?(origin: FunctionCall.Origin, arguments: Expr) {
+        let name = origin.name
         guard case .map(let entries) = arguments else { return nil }
         var keys: [String] = []
         var slots: [Slot] = []
@@ -52,5 +61,6 @@ final class CallPlan: Sendable {
         self.name = name
         self.keys = keys
         self.slots = slots
+        self.origin = origin
     }
 }

@@ -7,15 +7,19 @@
 struct Evaluation: MacroResolver {
     /// The container, by reference: the hot path reads its program in place and never copies a definition.
     private(set) var storage: Container.Storage
-    let message: ValueMap
+    /// The pushed message and event name, moved in by the push and out again with ``takePush()``.
+    private(set) var message: ValueMap
+    /// The session's merged model; empty when no container of the push reads it (see
+    /// ``Container/Storage/readsModel``).
     let model: ValueMap
-    let eventName: String?
+    private(set) var eventName: String?
     let eventNumber: Int
     let dataLayer: DataLayer
     let handlers: TagManager.Handlers
-    /// The registry's handler of each tag with a call plan (see ``TagManager/Snapshot/tagHandlers``); empty
-    /// when the caller resolved none (every call then looks its handler up by name).
-    private(set) var tagHandlers: [TagManager.ResolvedTagHandler?]
+    /// The registry's handler of each tag with a call plan, borrowed from the snapshot the caller holds (see
+    /// ``TagManager/Snapshot/borrowedTagHandlers``); empty when the caller resolved none (every call then
+    /// looks its handler up by name).
+    private(set) var tagHandlers: [Unmanaged<TagManager.ResolvedTagHandler>?]
     let recordTrace: Bool
 
     /// The event name as `__e` reports it (Firebase short names expanded).
@@ -53,7 +57,7 @@ struct Evaluation: MacroResolver {
         eventNumber: Int,
         dataLayer: DataLayer,
         handlers: TagManager.Handlers,
-        tagHandlers: [TagManager.ResolvedTagHandler?] = [],
+        tagHandlers: [Unmanaged<TagManager.ResolvedTagHandler>?] = [],
         recordTrace: Bool,
         scratch: consuming EvaluationScratch = EvaluationScratch(),
         reportedEventName: Value? = nil
@@ -145,11 +149,20 @@ struct Evaluation: MacroResolver {
         return calls
     }
 
+    /// The message and event name, moved out for the push's result (after the last container ran).
+    mutating func takePush() -> (eventName: String?, message: ValueMap) {
+        var message = ValueMap()
+        swap(&message, &self.message)
+        var eventName: String?
+        swap(&eventName, &self.eventName)
+        return (eventName, message)
+    }
+
     /// Evaluates the same event in another container (after ``run(candidates:)`` returned for the last one).
     mutating func run(
         container: Container.Storage,
         at index: Int,
-        tagHandlers: [TagManager.ResolvedTagHandler?],
+        tagHandlers: [Unmanaged<TagManager.ResolvedTagHandler>?],
         candidates: RuleCandidates?
     ) -> EvaluationTrace? {
         storage = container
@@ -244,13 +257,18 @@ struct Evaluation: MacroResolver {
         var parameters = ValueMap()
         var status = FiredTag.Status.unsupported
         var output: TagOutput?
-        if let plan = storage.callPlans[t] {
+        if let borrowed = storage.borrowedCallPlans[t] {
+            // The plan and the handler are borrowed (``storage`` and the caller's snapshot keep them alive):
+            // retaining them would write reference counts every session's evaluations share.
             planned = true
-            parameters = evaluateArguments(plan)
-            if t < tagHandlers.count, let resolved = tagHandlers[t] {
-                (status, output) = perform(resolved.handler, named: plan.name, t, parameters)
-            } else {
-                (status, output) = invoke(handlerNamed: plan.name, t, parameters)
+            (status, output) = borrowed._withUnsafeGuaranteedRef { plan in
+                parameters = evaluateArguments(plan)
+                if t < tagHandlers.count, let handler = tagHandlers[t] {
+                    return handler._withUnsafeGuaranteedRef { resolved in
+                        perform(resolved.handler, origin: plan.origin, t, &parameters)
+                    }
+                }
+                return invoke(handlerNamed: plan.name, origin: plan.origin, t, &parameters)
             }
         } else {
             switch storage.program.tags[t].kind {
@@ -263,11 +281,11 @@ struct Evaluation: MacroResolver {
                 }
                 classPath = path
                 parameters = evaluateArguments(argumentsExpr)
-                (status, output) = invoke(handlerNamed: path, t, parameters)
+                (status, output) = invoke(handlerNamed: path, origin: nil, t, &parameters)
             case .legacyFunctionCall(let name, let argumentsExpr):
                 classPath = name
                 parameters = evaluateArguments(argumentsExpr)
-                (status, output) = invoke(handlerNamed: name, t, parameters)
+                (status, output) = invoke(handlerNamed: name, origin: nil, t, &parameters)
             case .paused:
                 return false
             case .unsupported:
@@ -292,9 +310,13 @@ struct Evaluation: MacroResolver {
         return succeeded
     }
 
-    private mutating func invoke(handlerNamed name: String, _ t: Int, _ arguments: ValueMap) -> (
-        FiredTag.Status, TagOutput?
-    ) {
+    /// Calls the handler registered for `name` (`origin` is the tag's plan's, if it has one).
+    private mutating func invoke(
+        handlerNamed name: String,
+        origin: FunctionCall.Origin?,
+        _ t: Int,
+        _ arguments: inout ValueMap
+    ) -> (FiredTag.Status, TagOutput?) {
         let handler: any FunctionCallTagHandler
         if let cached = lastHandler, cached.name == name {
             handler = cached.handler
@@ -308,37 +330,39 @@ struct Evaluation: MacroResolver {
             ) { "no function-call tag handler is registered for the class path" }
             return (.unhandled, nil)
         }
-        return perform(handler, named: name, t, arguments)
+        let tag = storage.program.tags[t]
+        let origin =
+            origin
+            ?? FunctionCall.Origin(name: name, containerID: storage.id, tagID: tag.tagID, displayName: tag.name)
+        return perform(handler, origin: origin, t, &arguments)
     }
 
-    /// Calls `handler` for tag `t` with `arguments`; a throwing handler is logged and reported as failed.
-    private mutating func perform(
+    /// Calls `handler` with `arguments` (moved into the call and back out of it, not copied); a throwing
+    /// handler is logged and reported as failed.
+    private func perform(
         _ handler: any FunctionCallTagHandler,
-        named name: String,
+        origin: FunctionCall.Origin,
         _ t: Int,
-        _ arguments: ValueMap
+        _ arguments: inout ValueMap
     ) -> (FiredTag.Status, TagOutput?) {
-        let tagID = storage.program.tags[t].tagID
-        let call = FunctionCall(
-            name: name,
-            arguments: arguments,
-            eventName: eventName,
-            containerID: storage.id,
-            tagID: tagID,
-            displayName: storage.program.tags[t].name,
-            dataLayer: dataLayer
-        )
+        var moved = ValueMap()
+        swap(&moved, &arguments)
+        var call = FunctionCall(origin: origin, arguments: moved, eventName: eventName, dataLayer: dataLayer)
+        defer { swap(&arguments, &call.arguments) }
         do {
             let output = try handler.perform(call)
             if output.isEmpty { return (.ok, nil) }
             return (output.dropReason.map(FiredTag.Status.dropped) ?? .ok, output)
         } catch {
-            let tag = storage.program.tags[t]
             var metadata: LogMetadata = [
-                "container": storage.id, "session": dataLayer.sessionID, "class_path": name,
+                "container": origin.containerID, "session": dataLayer.sessionID, "class_path": origin.name,
                 "error": String(describing: error),
             ]
-            if let tagID { metadata["tag"] = String(tagID) } else { metadata["tag_name"] = tag.name ?? tag.function }
+            if let tagID = origin.tagID {
+                metadata["tag"] = String(tagID)
+            } else {
+                metadata["tag_name"] = origin.displayName ?? storage.program.tags[t].function
+            }
             logger.error("a tag handler threw", metadata: metadata)
             return (.failed(String(describing: error)), nil)
         }

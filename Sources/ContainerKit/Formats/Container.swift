@@ -45,6 +45,13 @@ public struct Container: Sendable {
         let candidates = CandidateRules()
         /// Each tag's precomputed call (see ``CallPlan``), by tag index.
         let callPlans: [CallPlan?]
+        /// ``callPlans`` without their reference counts: an evaluation, which holds this storage, borrows a plan
+        /// from here instead of retaining it (every session's evaluation would write that plan's reference
+        /// count, on a cache line all cores share).
+        let borrowedCallPlans: [Unmanaged<CallPlan>?]
+        /// Whether a macro reads the session's merged model (a data-layer variable of version 2): pushes copy
+        /// the model out of the session's lock only for containers that do.
+        let readsModel: Bool
 
         init(
             id: String,
@@ -62,7 +69,14 @@ public struct Container: Sendable {
             self.file = file
             self.unsupported = unsupported
             self.program = program
-            self.callPlans = CallPlan.plans(for: program)
+            self.callPlans = CallPlan.plans(for: program, containerID: id)
+            self.borrowedCallPlans = callPlans.map { $0.map(Unmanaged.passUnretained) }
+            self.readsModel = program.macros.contains { macro in
+                switch macro.kind {
+                case .dataLayer, .computedDataLayer: return true
+                default: return false
+                }
+            }
         }
     }
 

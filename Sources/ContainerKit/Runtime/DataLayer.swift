@@ -63,8 +63,9 @@ public final class DataLayer: Sendable {
         /// waiting for their turn, first come first served. A push made inside a turn's processing carries
         /// the turn's number (``enclosingTurns``) and is nested.
         var turnstile = SessionTurnstile<Pending, Waiter>()
-        /// The runtime snapshot this session last read (see ``TagManager/snapshot(cached:)``).
-        var runtime: (generation: UInt64, snapshot: TagManager.Snapshot)?
+        /// The runtime snapshot this session last read, in a holder of its own (see
+        /// ``TagManager/snapshot(cached:)``).
+        var runtime: TagManager.SessionRuntime?
         /// Evaluation buffers between pushes; the caller holding the turn moves them out and back.
         var scratch = EvaluationScratch()
         /// The candidate rules of the event names this session pushed lately (for ``runtime``'s containers).
@@ -207,7 +208,7 @@ public final class DataLayer: Sendable {
         state.withLock { transition(&$0.turnstile) }
     }
 
-    private func push(_ pending: Pending) -> PushResult {
+    private func push(_ pending: consuming Pending) -> PushResult {
         if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
         // Read once (a task-local read is a runtime call): the turn this call runs inside, if any, and the
         // marks the turn it takes is bound inside.
@@ -230,7 +231,7 @@ public final class DataLayer: Sendable {
         }
     }
 
-    private func push(_ pending: Pending) async -> PushResult {
+    private func push(_ pending: consuming Pending) async -> PushResult {
         if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
         let marks = DataLayer.enclosingTurns
         let enclosing = marks?.turn(of: ObjectIdentifier(self))
@@ -256,12 +257,14 @@ public final class DataLayer: Sendable {
     /// left or the loop guard trips; then hands the turn to the next waiter. Taking the next nested push and
     /// ending the turn are one lock: a push that nests nothing takes it once here. `enclosing` is what
     /// ``enclosingTurns`` was when the push arrived.
-    private func processTurn(_ pending: Pending, turn: UInt64, inside enclosing: TurnMark?) -> PushResult {
+    private func processTurn(_ pending: consuming Pending, turn: UInt64, inside enclosing: TurnMark?) -> PushResult {
         let mark = TurnMark(session: ObjectIdentifier(self), turn: turn, outer: enclosing.map(TurnMark.Outer.init))
-        return DataLayer.$enclosingTurns.withValue(mark) { processPushes(pending) }
+        // Moved into the closure's reach (not copied: the message's buffers are retained once, by the caller).
+        var first = Optional(pending)
+        return DataLayer.$enclosingTurns.withValue(mark) { processPushes(first.take()!) }
     }
 
-    private func processPushes(_ pending: Pending) -> PushResult {
+    private func processPushes(_ pending: consuming Pending) -> PushResult {
         var result = PushResult()
         // The memo tables, taken out of the state by the first evaluated push of the turn and put back by the
         // lock that ends the turn (one lock less per push than taking and returning them around each).
@@ -304,12 +307,15 @@ public final class DataLayer: Sendable {
     }
 
     private func process(
-        _ pending: Pending,
+        _ pending: consuming Pending,
         into result: inout PushResult,
         scratch: inout EvaluationScratch,
         holdsScratch: inout Bool
     ) {
-        var message = pending.message
+        // The message moves out of the pending push, into the evaluation and on into the result: its buffers
+        // are not retained again on the way.
+        var message = ValueMap()
+        swap(&message, &pending.message)
         var userProperties: Value?
         let dotted = message.keys.contains(where: DataLayer.hasDot)
         // The user-properties key has a dot: a message without dotted keys cannot hold it.
@@ -329,21 +335,24 @@ public final class DataLayer: Sendable {
         var lookupName: String?
         if !debug, case .string(let name) = reportedName { lookupName = name }
         var candidates: ContainerCandidates?
-        // The memo tables move out of the state with the model (see `processPushes`).
-        let (model, eventNumber, runtime) = state.withLock { state -> (ValueMap, Int, TagManager.Snapshot) in
+        // The memo tables move out of the state with the model (see `processPushes`). The model is copied out
+        // only for containers that read it (and debug traces); the runtime comes in the session's own holder.
+        let (model, eventNumber, runtime) = state.withLock {
+            state -> (ValueMap, Int, TagManager.SessionRuntime) in
             if eventValue != nil, !holdsScratch {
                 swap(&scratch, &state.scratch)
                 holdsScratch = true
             }
-            let runtime = tagManager.snapshot(cached: state.runtime)
-            if state.runtime?.generation != runtime.generation {
-                state.runtime = runtime
+            if let changed = tagManager.snapshot(cached: state.runtime) {
+                state.runtime = changed
                 state.candidates = SessionCandidates()
             }
-            if let lookupName { candidates = state.candidates.candidates(for: lookupName, in: runtime.snapshot) }
+            let runtime = state.runtime!
+            let snapshot = runtime.snapshot
+            if let lookupName { candidates = state.candidates.candidates(for: lookupName, in: snapshot) }
             DataLayer.apply(message, to: &state.model, dotted: dotted)
             if let event = pending.event { state.model.setValue(event, forKey: "event", hint: &state.eventKeyPosition) }
-            if runtime.snapshot.readsRawValues {
+            if snapshot.readsRawValues {
                 for (key, value) in message where !value.isUndefined { state.rawValues[key] = value }
                 if let event = pending.event { state.rawValues["event"] = event }
             }
@@ -356,13 +365,13 @@ public final class DataLayer: Sendable {
                 }
             }
             if eventValue != nil { state.eventNumber += 1 }
-            return (state.model, state.eventNumber, runtime.snapshot)
+            let model = eventValue != nil && (debug || snapshot.readsModel) ? state.model : ValueMap()
+            return (model, state.eventNumber, runtime)
         }
         guard eventValue != nil else { return }
-        let containers = runtime.containers
+        let snapshot = runtime.snapshot
+        let containers = snapshot.containers
         guard !containers.isEmpty else { return }
-        let handlers = runtime.handlers
-        var push = EvaluatedPush(snapshot: runtime, eventName: eventName, message: message, calls: [], traces: [])
         // The containers no rule of which can pass for this event name get an empty report without an
         // evaluation; one evaluation then serves the first container that needs one and every later one.
         var first = 0
@@ -372,63 +381,74 @@ public final class DataLayer: Sendable {
             if firstCandidates?.isEmpty != true { break }
             first += 1
         }
-        if first < containers.count {
-            var evaluation = Evaluation(
-                container: containers[first],
-                at: first,
-                message: message,
-                model: model,
-                eventName: eventName,
-                eventNumber: eventNumber,
-                dataLayer: self,
-                handlers: handlers,
-                tagHandlers: runtime.tagHandlers[first],
-                recordTrace: debug,
-                scratch: scratch.moved(),
-                reportedEventName: reportedName
+        guard first < containers.count else {
+            let push = EvaluatedPush(runtime: runtime, eventName: eventName, message: message, calls: [], traces: [])
+            if tagManager.observer != nil { notifyObserver(of: push, containers: containers) }
+            result.append(consume push)
+            return
+        }
+        var evaluation = Evaluation(
+            container: containers[first],
+            at: first,
+            message: message,
+            model: model,
+            eventName: eventName,
+            eventNumber: eventNumber,
+            dataLayer: self,
+            handlers: snapshot.handlers,
+            tagHandlers: snapshot.borrowedTagHandlers[first],
+            recordTrace: debug,
+            scratch: scratch.moved(),
+            reportedEventName: reportedName
+        )
+        var traces: [EvaluationTrace?] = []
+        let firstTrace = evaluation.run(candidates: firstCandidates)
+        if debug {
+            traces = Array(repeating: nil, count: containers.count)
+            traces[first] = firstTrace
+        }
+        for c in (first + 1)..<containers.count {
+            let rules = candidates?[c]
+            if rules?.isEmpty == true { continue }
+            let trace = evaluation.run(
+                container: containers[c].storage,
+                at: c,
+                tagHandlers: snapshot.borrowedTagHandlers[c],
+                candidates: rules
             )
-            let firstTrace = evaluation.run(candidates: firstCandidates)
-            if debug {
-                push.traces = Array(repeating: nil, count: containers.count)
-                push.traces[first] = firstTrace
-            }
-            for c in (first + 1)..<containers.count {
-                let rules = candidates?[c]
-                if rules?.isEmpty == true { continue }
-                let trace = evaluation.run(
-                    container: containers[c].storage,
-                    at: c,
-                    tagHandlers: runtime.tagHandlers[c],
-                    candidates: rules
-                )
-                if debug { push.traces[c] = trace }
-            }
-            push.calls = evaluation.takeCalls()
-            scratch = evaluation.finish()
-            if debug {
-                for i in push.traces.indices { push.traces[i]?.dataLayer = .object(model) }
-            }
+            if debug { traces[c] = trace }
         }
-        if let observer = tagManager.observer {
-            var next = 0
-            for c in containers.indices {
-                observer.observe(.eventEvaluated(containerID: containers[c].id, eventName: eventName))
-                while next < push.calls.count, push.calls[next].container == c {
-                    let call = push.calls[next]
-                    let storage = containers[c].storage
-                    observer.observe(
-                        .tagFired(
-                            containerID: storage.id,
-                            tagID: storage.program.tags[call.tag].tagID,
-                            classPath: call.classPath(in: storage),
-                            status: call.status
-                        )
+        let calls = evaluation.takeCalls()
+        let (name, evaluated) = evaluation.takePush()
+        scratch = evaluation.finish()
+        if debug {
+            for i in traces.indices { traces[i]?.dataLayer = .object(model) }
+        }
+        let push = EvaluatedPush(runtime: runtime, eventName: name, message: evaluated, calls: calls, traces: traces)
+        if tagManager.observer != nil { notifyObserver(of: push, containers: containers) }
+        result.append(consume push)
+    }
+
+    /// Reports an evaluated push to the runtime's observer: each container evaluated, each tag fired.
+    private func notifyObserver(of push: EvaluatedPush, containers: [Container]) {
+        guard let observer = tagManager.observer else { return }
+        var next = 0
+        for c in containers.indices {
+            observer.observe(.eventEvaluated(containerID: containers[c].id, eventName: push.eventName))
+            while next < push.calls.count, push.calls[next].container == c {
+                let call = push.calls[next]
+                let storage = containers[c].storage
+                observer.observe(
+                    .tagFired(
+                        containerID: storage.id,
+                        tagID: storage.program.tags[call.tag].tagID,
+                        classPath: call.classPath(in: storage),
+                        status: call.status
                     )
-                    next += 1
-                }
+                )
+                next += 1
             }
         }
-        result.append(push)
     }
 
     // MARK: Reading

@@ -212,8 +212,10 @@ struct FiredCall: Sendable {
 
 /// One push evaluated in every container of a runtime snapshot: what ``PushResult`` builds its reports from.
 struct EvaluatedPush: Sendable {
-    /// The containers, in the order of the reports (each gets one).
-    let snapshot: TagManager.Snapshot
+    /// The session's hold on the snapshot evaluated: its containers, in the order of the reports (each gets
+    /// one). Held through the session's own holder, not the snapshot every session shares.
+    let runtime: TagManager.SessionRuntime
+    var snapshot: TagManager.Snapshot { runtime.snapshot }
     let eventName: String?
     let message: ValueMap
     /// The calls, in firing order (container by container).

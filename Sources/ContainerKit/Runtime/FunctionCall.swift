@@ -2,18 +2,18 @@
 /// (macro) being evaluated.
 public struct FunctionCall: Sendable {
     /// The class path (v5 `vtp_classPath`) or legacy function name (`function_call_macro_name`) called.
-    public let name: String
+    public var name: String { origin.name }
     /// The evaluated argument map: keys and values as the container lists them, with types kept
     /// (a parameter that comes from a number is a number). Undefined values are left out.
-    public let arguments: ValueMap
+    public internal(set) var arguments: ValueMap
     /// The event being evaluated, or `nil` for a push without an event (typed getters).
     public let eventName: String?
     /// The ID of the container that made the call.
-    public let containerID: String
+    public var containerID: String { origin.containerID }
     /// The tag's `tag_id`, for tag calls that have one.
-    public let tagID: Int?
+    public var tagID: Int? { origin.tagID }
     /// The tag's or variable's display name, when the container has one.
-    public let displayName: String?
+    public var displayName: String? { origin.displayName }
     /// The session the call is made for. Handlers may read and write its attributes and push to it
     /// (a push made from a handler is queued and processed after the current one).
     public let dataLayer: DataLayer
@@ -21,6 +21,24 @@ public struct FunctionCall: Sendable {
     public var logger: any DiagnosticLogger { loggerOverride ?? dataLayer.tagManager.logger }
     /// A logger other than the session's tag manager's, when the creator gave one.
     private let loggerOverride: (any DiagnosticLogger)?
+    /// What the call is to (class path, container, tag), behind one reference: a planned tag's is made once
+    /// with its ``CallPlan``, so a call retains one object instead of three strings.
+    let origin: Origin
+
+    /// The constant part of a call: what is called, and from where.
+    final class Origin: Sendable {
+        let name: String
+        let containerID: String
+        let tagID: Int?
+        let displayName: String?
+
+        init(name: String, containerID: String, tagID: Int?, displayName: String?) {
+            self.name = name
+            self.containerID = containerID
+            self.tagID = tagID
+            self.displayName = displayName
+        }
+    }
 
     /// Creates a call; the runtime makes these, tests of handlers may too.
     public init(
@@ -33,12 +51,25 @@ public struct FunctionCall: Sendable {
         dataLayer: DataLayer,
         logger: (any DiagnosticLogger)? = nil
     ) {
-        self.name = name
+        self.init(
+            origin: Origin(name: name, containerID: containerID, tagID: tagID, displayName: displayName),
+            arguments: arguments,
+            eventName: eventName,
+            dataLayer: dataLayer,
+            logger: logger
+        )
+    }
+
+    init(
+        origin: Origin,
+        arguments: consuming ValueMap,
+        eventName: String?,
+        dataLayer: DataLayer,
+        logger: (any DiagnosticLogger)? = nil
+    ) {
+        self.origin = origin
         self.arguments = arguments
         self.eventName = eventName
-        self.containerID = containerID
-        self.tagID = tagID
-        self.displayName = displayName
         self.dataLayer = dataLayer
         self.loggerOverride = logger
     }

@@ -35,6 +35,20 @@ public final class TagManager: Sendable {
         }
     }
 
+    /// One session's hold on a runtime ``Snapshot``: what a push and its result retain instead of the snapshot
+    /// itself. Every session has its own (made when it first sees a snapshot), so retaining it per push writes
+    /// to memory only that session touches; retaining the snapshot, which every session shares, was an atomic
+    /// write to a cache line all cores pushing into other sessions write too.
+    final class SessionRuntime: Sendable {
+        let generation: UInt64
+        let snapshot: Snapshot
+
+        init(generation: UInt64, snapshot: Snapshot) {
+            self.generation = generation
+            self.snapshot = snapshot
+        }
+    }
+
     /// A registered tag handler behind one reference: a call borrows it from the snapshot for the cost of one
     /// retain, instead of copying the existential (and retaining what it holds) per call.
     final class ResolvedTagHandler: Sendable {
@@ -53,16 +67,26 @@ public final class TagManager: Sendable {
         /// Per container (in ``containers``' order), the handler of each tag with a ``CallPlan``, resolved
         /// once per publication so a call does not look its class path up; `nil` where none is registered.
         let tagHandlers: [[ResolvedTagHandler?]]
+        /// ``tagHandlers`` without their reference counts, for an evaluation to borrow (this snapshot, which
+        /// the session holds while it evaluates, keeps them alive): a handler shared by every session is then
+        /// not retained per call.
+        let borrowedTagHandlers: [[Unmanaged<ResolvedTagHandler>?]]
+        /// Whether a live container's macros read the session's merged model (see
+        /// ``Container/Storage/readsModel``).
+        let readsModel: Bool
 
         init(containers: [Container], handlers: Handlers) {
             self.containers = containers
             self.handlers = handlers
             self.readsRawValues = containers.contains { $0.storage.program.readsRawDataLayerValues }
-            self.tagHandlers = containers.map { container in
+            self.readsModel = containers.contains { $0.storage.readsModel }
+            let tagHandlers = containers.map { container in
                 container.storage.callPlans.map { plan in
                     plan.flatMap { handlers.tags[$0.name] }.map(ResolvedTagHandler.init)
                 }
             }
+            self.tagHandlers = tagHandlers
+            self.borrowedTagHandlers = tagHandlers.map { $0.map { $0.map(Unmanaged.passUnretained) } }
         }
     }
 
@@ -158,11 +182,12 @@ public final class TagManager: Sendable {
     /// The current snapshot (takes the writers' lock; the hot path uses ``snapshot(cached:)``).
     var snapshot: Snapshot { published.withLock { $0.snapshot } }
 
-    /// The current snapshot for a reader that already holds `cached`: returned as is while no writer has
-    /// published since (one atomic load), otherwise fetched under the writers' lock.
-    func snapshot(cached: (generation: UInt64, snapshot: Snapshot)?) -> (generation: UInt64, snapshot: Snapshot) {
-        if let cached, cached.generation == generation.load(ordering: .acquiring) { return cached }
-        return published.withLock { ($0.generation, $0.snapshot) }
+    /// The current snapshot for a session that already holds `cached`: `nil` while no writer has published
+    /// since (one atomic load, nothing written), otherwise a new holder of the current one, fetched under the
+    /// writers' lock.
+    func snapshot(cached: SessionRuntime?) -> SessionRuntime? {
+        if let cached, cached.generation == generation.load(ordering: .acquiring) { return nil }
+        return published.withLock { SessionRuntime(generation: $0.generation, snapshot: $0.snapshot) }
     }
 
     // MARK: Containers
