@@ -253,24 +253,19 @@ public final class DataLayer: Sendable {
         }
     }
 
-    /// Processes `pending` (turn number `turn`) and the pushes its handlers nest, in order, until none is
+    /// Processes `pending` (turn number `number`) and the pushes its handlers nest, in order, until none is
     /// left or the loop guard trips; then hands the turn to the next waiter. Taking the next nested push and
     /// ending the turn are one lock: a push that nests nothing takes it once here. `enclosing` is what
     /// ``enclosingTurns`` was when the push arrived.
-    private func processTurn(_ pending: consuming Pending, turn: UInt64, inside enclosing: TurnMark?) -> PushResult {
-        let mark = TurnMark(session: ObjectIdentifier(self), turn: turn, outer: enclosing.map(TurnMark.Outer.init))
-        // Moved into the closure's reach (not copied: the message's buffers are retained once, by the caller).
-        var first = Optional(pending)
-        return DataLayer.$enclosingTurns.withValue(mark) { processPushes(first.take()!) }
-    }
-
-    private func processPushes(_ pending: consuming Pending) -> PushResult {
+    private func processTurn(_ pending: consuming Pending, turn number: UInt64, inside enclosing: TurnMark?)
+        -> PushResult
+    {
         var result = PushResult()
         // The memo tables, taken out of the state by the first evaluated push of the turn and put back by the
         // lock that ends the turn (one lock less per push than taking and returning them around each).
         var scratch = EvaluationScratch()
         var holdsScratch = false
-        process(pending, into: &result, scratch: &scratch, holdsScratch: &holdsScratch)
+        process(pending, into: &result, scratch: &scratch, holdsScratch: &holdsScratch, turn: number, inside: enclosing)
         var processed = 0
         while true {
             let step = state.withLock { state in
@@ -288,7 +283,14 @@ public final class DataLayer: Sendable {
                     tripLoopGuard(into: &result)
                     continue
                 }
-                process(nested, into: &result, scratch: &scratch, holdsScratch: &holdsScratch)
+                process(
+                    nested,
+                    into: &result,
+                    scratch: &scratch,
+                    holdsScratch: &holdsScratch,
+                    turn: number,
+                    inside: enclosing
+                )
             }
         }
     }
@@ -306,11 +308,19 @@ public final class DataLayer: Sendable {
         result.loopGuardTripped = true
     }
 
+    /// Merges `pending` into the model and, when it has an event, evaluates it in every live container.
+    ///
+    /// The turn's mark is bound (``enclosingTurns``) around the evaluation of a push that may run host code:
+    /// one some rule can pass for, or any event push when an observer is set. A push no rule can pass for
+    /// calls no handler, so nothing can push from inside it: it is evaluated without the mark (binding a
+    /// task-local allocates and checks the task's status records, about 600 instructions).
     private func process(
         _ pending: consuming Pending,
         into result: inout PushResult,
         scratch: inout EvaluationScratch,
-        holdsScratch: inout Bool
+        holdsScratch: inout Bool,
+        turn number: UInt64,
+        inside enclosing: TurnMark?
     ) {
         // The message moves out of the pending push, into the evaluation and on into the result: its buffers
         // are not retained again on the way.
@@ -335,8 +345,8 @@ public final class DataLayer: Sendable {
         var lookupName: String?
         if !debug, case .string(let name) = reportedName { lookupName = name }
         var candidates: ContainerCandidates?
-        // The memo tables move out of the state with the model (see `processPushes`). The model is copied out
-        // only for containers that read it (and debug traces); the runtime comes in the session's own holder.
+        // The memo tables move out of the state with the model (see `processTurn`). The model is copied out only for
+        // containers that read it (and debug traces); the runtime comes in the session's own holder.
         let (model, eventNumber, runtime) = state.withLock {
             state -> (ValueMap, Int, TagManager.SessionRuntime) in
             if eventValue != nil, !holdsScratch {
@@ -383,50 +393,63 @@ public final class DataLayer: Sendable {
         }
         guard first < containers.count else {
             let push = EvaluatedPush(runtime: runtime, eventName: eventName, message: message, calls: [], traces: [])
-            if tagManager.observer != nil { notifyObserver(of: push, containers: containers) }
+            if tagManager.observer != nil {
+                DataLayer.$enclosingTurns.withValue(mark(turn: number, inside: enclosing)) {
+                    notifyObserver(of: push, containers: containers)
+                }
+            }
             result.append(consume push)
             return
         }
-        var evaluation = Evaluation(
-            container: containers[first],
-            at: first,
-            message: message,
-            model: model,
-            eventName: eventName,
-            eventNumber: eventNumber,
-            dataLayer: self,
-            handlers: snapshot.handlers,
-            tagHandlers: snapshot.borrowedTagHandlers[first],
-            recordTrace: debug,
-            scratch: scratch.moved(),
-            reportedEventName: reportedName
-        )
-        var traces: [EvaluationTrace?] = []
-        let firstTrace = evaluation.run(candidates: firstCandidates)
-        if debug {
-            traces = Array(repeating: nil, count: containers.count)
-            traces[first] = firstTrace
-        }
-        for c in (first + 1)..<containers.count {
-            let rules = candidates?[c]
-            if rules?.isEmpty == true { continue }
-            let trace = evaluation.run(
-                container: containers[c].storage,
-                at: c,
-                tagHandlers: snapshot.borrowedTagHandlers[c],
-                candidates: rules
+        DataLayer.$enclosingTurns.withValue(mark(turn: number, inside: enclosing)) {
+            var evaluated = ValueMap()
+            swap(&evaluated, &message)
+            var evaluation = Evaluation(
+                container: containers[first],
+                at: first,
+                message: evaluated,
+                model: model,
+                eventName: eventName,
+                eventNumber: eventNumber,
+                dataLayer: self,
+                handlers: snapshot.handlers,
+                tagHandlers: snapshot.borrowedTagHandlers[first],
+                recordTrace: debug,
+                scratch: scratch.moved(),
+                reportedEventName: reportedName
             )
-            if debug { traces[c] = trace }
+            var traces: [EvaluationTrace?] = []
+            let firstTrace = evaluation.run(candidates: firstCandidates)
+            if debug {
+                traces = Array(repeating: nil, count: containers.count)
+                traces[first] = firstTrace
+            }
+            for c in (first + 1)..<containers.count {
+                let rules = candidates?[c]
+                if rules?.isEmpty == true { continue }
+                let trace = evaluation.run(
+                    container: containers[c].storage,
+                    at: c,
+                    tagHandlers: snapshot.borrowedTagHandlers[c],
+                    candidates: rules
+                )
+                if debug { traces[c] = trace }
+            }
+            let calls = evaluation.takeCalls()
+            let (name, pushed) = evaluation.takePush()
+            scratch = evaluation.finish()
+            if debug {
+                for i in traces.indices { traces[i]?.dataLayer = .object(model) }
+            }
+            let push = EvaluatedPush(runtime: runtime, eventName: name, message: pushed, calls: calls, traces: traces)
+            if tagManager.observer != nil { notifyObserver(of: push, containers: containers) }
+            result.append(consume push)
         }
-        let calls = evaluation.takeCalls()
-        let (name, evaluated) = evaluation.takePush()
-        scratch = evaluation.finish()
-        if debug {
-            for i in traces.indices { traces[i]?.dataLayer = .object(model) }
-        }
-        let push = EvaluatedPush(runtime: runtime, eventName: name, message: evaluated, calls: calls, traces: traces)
-        if tagManager.observer != nil { notifyObserver(of: push, containers: containers) }
-        result.append(consume push)
+    }
+
+    /// The mark of turn `number` of this session, inside the turns `enclosing` marks.
+    private func mark(turn number: UInt64, inside enclosing: TurnMark?) -> TurnMark {
+        TurnMark(session: ObjectIdentifier(self), turn: number, outer: enclosing.map(TurnMark.Outer.init))
     }
 
     /// Reports an evaluated push to the runtime's observer: each container evaluated, each tag fired.
