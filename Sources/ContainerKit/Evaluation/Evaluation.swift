@@ -15,11 +15,15 @@ struct Evaluation: MacroResolver {
     private(set) var eventName: String?
     let eventNumber: Int
     let dataLayer: DataLayer
-    let handlers: TagManager.Handlers
-    /// The registry's handler of each tag with a call plan, borrowed from the snapshot the caller holds (see
-    /// ``TagManager/Snapshot/borrowedTagHandlers``); empty when the caller resolved none (every call then
-    /// looks its handler up by name).
-    private(set) var tagHandlers: [Unmanaged<TagManager.ResolvedTagHandler>?]
+    /// The session's hold on the runtime snapshot being evaluated (its own, not the snapshot every session
+    /// shares): it keeps the borrowed ``tagHandlers`` alive.
+    let runtime: TagManager.SessionRuntime
+    /// The registered handlers, for calls that look theirs up by name.
+    var handlers: TagManager.Handlers { runtime.snapshot.handlers }
+    /// The registry's handler of each tag with a call plan, borrowed from ``runtime``'s snapshot (see
+    /// ``TagManager/Snapshot/borrowedTagHandlers(_:)``); empty when the caller resolved none (every call
+    /// then looks its handler up by name).
+    private(set) var tagHandlers: TagManager.BorrowedHandlers
     let recordTrace: Bool
 
     /// The event name as `__e` reports it (Firebase short names expanded).
@@ -56,8 +60,8 @@ struct Evaluation: MacroResolver {
         eventName: String?,
         eventNumber: Int,
         dataLayer: DataLayer,
-        handlers: TagManager.Handlers,
-        tagHandlers: [Unmanaged<TagManager.ResolvedTagHandler>?] = [],
+        runtime: TagManager.SessionRuntime,
+        tagHandlers: TagManager.BorrowedHandlers = .none,
         recordTrace: Bool,
         scratch: consuming EvaluationScratch = EvaluationScratch(),
         reportedEventName: Value? = nil
@@ -69,7 +73,7 @@ struct Evaluation: MacroResolver {
         self.eventName = eventName
         self.eventNumber = eventNumber
         self.dataLayer = dataLayer
-        self.handlers = handlers
+        self.runtime = runtime
         self.tagHandlers = tagHandlers
         self.recordTrace = recordTrace
         self.reportedEventName = reportedEventName ?? Evaluation.reportedName(eventName)
@@ -162,7 +166,7 @@ struct Evaluation: MacroResolver {
     mutating func run(
         container: Container.Storage,
         at index: Int,
-        tagHandlers: [Unmanaged<TagManager.ResolvedTagHandler>?],
+        tagHandlers: TagManager.BorrowedHandlers,
         candidates: RuleCandidates?
     ) -> EvaluationTrace? {
         storage = container
@@ -263,7 +267,7 @@ struct Evaluation: MacroResolver {
             planned = true
             (status, output) = borrowed._withUnsafeGuaranteedRef { plan in
                 parameters = evaluateArguments(plan)
-                if t < tagHandlers.count, let handler = tagHandlers[t] {
+                if t < tagHandlers.buffer.count, let handler = tagHandlers.buffer[t] {
                     return handler._withUnsafeGuaranteedRef { resolved in
                         perform(resolved.handler, origin: plan.origin, t, &parameters)
                     }

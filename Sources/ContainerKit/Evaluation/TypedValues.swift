@@ -18,7 +18,7 @@ extension Container {
                 eventName: nil,
                 eventNumber: 0,
                 dataLayer: session,
-                handlers: session.tagManager.handlerSnapshot,
+                runtime: TagManager.SessionRuntime(generation: 0, snapshot: session.tagManager.snapshot),
                 recordTrace: false
             )
             return evaluation.value(ofMacro: index)

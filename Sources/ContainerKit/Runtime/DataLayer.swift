@@ -401,23 +401,23 @@ public final class DataLayer: Sendable {
             result.append(consume push)
             return
         }
+        // Everything the evaluation holds moves into it (the message, the model, the names); what the session
+        // shares (the container, the snapshot's handlers) it borrows or retains once.
+        var evaluation = Evaluation(
+            container: containers[first],
+            at: first,
+            message: consume message,
+            model: consume model,
+            eventName: consume eventName,
+            eventNumber: eventNumber,
+            dataLayer: self,
+            runtime: runtime,
+            tagHandlers: snapshot.borrowedTagHandlers(first),
+            recordTrace: debug,
+            scratch: scratch.moved(),
+            reportedEventName: consume reportedName
+        )
         DataLayer.$enclosingTurns.withValue(mark(turn: number, inside: enclosing)) {
-            var evaluated = ValueMap()
-            swap(&evaluated, &message)
-            var evaluation = Evaluation(
-                container: containers[first],
-                at: first,
-                message: evaluated,
-                model: model,
-                eventName: eventName,
-                eventNumber: eventNumber,
-                dataLayer: self,
-                handlers: snapshot.handlers,
-                tagHandlers: snapshot.borrowedTagHandlers[first],
-                recordTrace: debug,
-                scratch: scratch.moved(),
-                reportedEventName: reportedName
-            )
             var traces: [EvaluationTrace?] = []
             let firstTrace = evaluation.run(candidates: firstCandidates)
             if debug {
@@ -430,21 +430,21 @@ public final class DataLayer: Sendable {
                 let trace = evaluation.run(
                     container: containers[c].storage,
                     at: c,
-                    tagHandlers: snapshot.borrowedTagHandlers[c],
+                    tagHandlers: snapshot.borrowedTagHandlers(c),
                     candidates: rules
                 )
                 if debug { traces[c] = trace }
             }
+            if debug {
+                for i in traces.indices { traces[i]?.dataLayer = .object(evaluation.model) }
+            }
             let calls = evaluation.takeCalls()
             let (name, pushed) = evaluation.takePush()
-            scratch = evaluation.finish()
-            if debug {
-                for i in traces.indices { traces[i]?.dataLayer = .object(model) }
-            }
             let push = EvaluatedPush(runtime: runtime, eventName: name, message: pushed, calls: calls, traces: traces)
             if tagManager.observer != nil { notifyObserver(of: push, containers: containers) }
             result.append(consume push)
         }
+        scratch = evaluation.finish()
     }
 
     /// The mark of turn `number` of this session, inside the turns `enclosing` marks.

@@ -49,6 +49,14 @@ public final class TagManager: Sendable {
         }
     }
 
+    /// One container's resolved handlers (see ``Snapshot/borrowedTagHandlers(_:)``), without reference counts:
+    /// valid while the snapshot that made them lives.
+    struct BorrowedHandlers: @unchecked Sendable {
+        let buffer: UnsafeBufferPointer<Unmanaged<ResolvedTagHandler>?>
+
+        static let none = BorrowedHandlers(buffer: UnsafeBufferPointer(start: nil, count: 0))
+    }
+
     /// A registered tag handler behind one reference: a call borrows it from the snapshot for the cost of one
     /// retain, instead of copying the existential (and retaining what it holds) per call.
     final class ResolvedTagHandler: Sendable {
@@ -67,10 +75,10 @@ public final class TagManager: Sendable {
         /// Per container (in ``containers``' order), the handler of each tag with a ``CallPlan``, resolved
         /// once per publication so a call does not look its class path up; `nil` where none is registered.
         let tagHandlers: [[ResolvedTagHandler?]]
-        /// ``tagHandlers`` without their reference counts, for an evaluation to borrow (this snapshot, which
-        /// the session holds while it evaluates, keeps them alive): a handler shared by every session is then
-        /// not retained per call.
-        let borrowedTagHandlers: [[Unmanaged<ResolvedTagHandler>?]]
+        /// ``tagHandlers`` without their reference counts, in buffers that do not move, for an evaluation to
+        /// borrow (this snapshot, which the session holds while it evaluates, keeps them alive): neither the
+        /// handlers nor the arrays every session shares are retained per push or per call.
+        private let borrowed: [BorrowedHandlers]
         /// Whether a live container's macros read the session's merged model (see
         /// ``Container/Storage/readsModel``).
         let readsModel: Bool
@@ -86,8 +94,21 @@ public final class TagManager: Sendable {
                 }
             }
             self.tagHandlers = tagHandlers
-            self.borrowedTagHandlers = tagHandlers.map { $0.map { $0.map(Unmanaged.passUnretained) } }
+            self.borrowed = tagHandlers.map { handlers in
+                let buffer = UnsafeMutableBufferPointer<Unmanaged<ResolvedTagHandler>?>.allocate(
+                    capacity: handlers.count
+                )
+                _ = buffer.initialize(from: handlers.lazy.map { $0.map(Unmanaged.passUnretained) })
+                return BorrowedHandlers(buffer: UnsafeBufferPointer(buffer))
+            }
         }
+
+        deinit {
+            for handlers in borrowed { handlers.buffer.deallocate() }
+        }
+
+        /// The handlers of container `index`'s planned tags, borrowed: valid while this snapshot lives.
+        func borrowedTagHandlers(_ index: Int) -> BorrowedHandlers { borrowed[index] }
     }
 
     /// The current snapshot and its generation. Only writers take this lock on their own; a push reads
@@ -151,8 +172,6 @@ public final class TagManager: Sendable {
     public func macroHandler(for name: String) -> (any FunctionCallMacroHandler)? {
         snapshot.handlers.macros[name]
     }
-
-    var handlerSnapshot: Handlers { snapshot.handlers }
 
     private func updateHandlers(
         _ change: (inout [String: any FunctionCallTagHandler], inout [String: any FunctionCallMacroHandler]) -> Void
