@@ -300,13 +300,17 @@ struct Evaluation: MacroResolver {
         }
         let succeeded = if case .ok = status { true } else { false }
         if fired.capacity == 0 { fired.reserveCapacity(4) }
+        // Moved into the record (the closures above captured `parameters`, so the compiler copied it, and
+        // retained its buffers around the append, when it was passed as is).
+        var arguments = ValueMap()
+        swap(&arguments, &parameters)
         fired.append(
             FiredCall(
                 container: containerIndex,
                 tag: t,
                 classPath: classPath,
                 planned: planned,
-                parameters: parameters,
+                parameters: consume arguments,
                 status: status,
                 output: output
             )
@@ -351,7 +355,7 @@ struct Evaluation: MacroResolver {
     ) -> (FiredTag.Status, TagOutput?) {
         var moved = ValueMap()
         swap(&moved, &arguments)
-        var call = FunctionCall(origin: origin, arguments: moved, eventName: eventName, dataLayer: dataLayer)
+        var call = FunctionCall(origin: origin, arguments: consume moved, eventName: eventName, dataLayer: dataLayer)
         defer { swap(&arguments, &call.arguments) }
         do {
             let output = try handler.perform(call)
