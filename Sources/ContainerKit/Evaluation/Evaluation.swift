@@ -138,8 +138,13 @@ struct Evaluation: MacroResolver {
                 for r in storage.candidates.rules(for: name, in: storage) { applyRule(r) }
             }
             if tagStateLive {
-                for t in storage.program.tagOrder where tagState[t].intersection(.selection) == .added {
-                    _ = fire(t)
+                // Indexed, not iterated: iterating the container's array retained it around every firing (a
+                // reference count every session shares).
+                var i = 0
+                while i < storage.program.tagOrder.count {
+                    let t = storage.program.tagOrder[i]
+                    if tagState[t].intersection(.selection) == .added { _ = fire(t) }
+                    i += 1
                 }
             }
         }
@@ -192,8 +197,16 @@ struct Evaluation: MacroResolver {
     private mutating func applyRule(_ r: Int) {
         guard rulePasses(r) else { return }
         startTagState()
-        for t in storage.program.rules[r].add { tagState[t].formUnion(.added) }
-        for t in storage.program.rules[r].block { tagState[t].formUnion(.blocked) }
+        var i = 0
+        while i < storage.program.rules[r].add.count {
+            tagState[storage.program.rules[r].add[i]].formUnion(.added)
+            i += 1
+        }
+        i = 0
+        while i < storage.program.rules[r].block.count {
+            tagState[storage.program.rules[r].block[i]].formUnion(.blocked)
+            i += 1
+        }
     }
 
     /// Makes ``tagState`` valid for this container (every tag untouched), once per container and event.
@@ -210,9 +223,19 @@ struct Evaluation: MacroResolver {
         tagStateLive = true
     }
 
+    /// Whether rule `r` passes. The conditions are read by index: iterating the container's arrays retained
+    /// them around each predicate (a reference count every session shares).
     mutating func rulePasses(_ r: Int) -> Bool {
-        for p in storage.program.rules[r].unless where predicate(p) { return false }
-        for p in storage.program.rules[r].ifs where !predicate(p) { return false }
+        var i = 0
+        while i < storage.program.rules[r].unless.count {
+            if predicate(storage.program.rules[r].unless[i]) { return false }
+            i += 1
+        }
+        i = 0
+        while i < storage.program.rules[r].ifs.count {
+            if !predicate(storage.program.rules[r].ifs[i]) { return false }
+            i += 1
+        }
         return true
     }
 
