@@ -177,6 +177,25 @@ struct SessionConcurrencyTests {
         #expect(session.snapshot().eventNumber == tasks * (nesting ? pushes + pushes / 2 : pushes))
     }
 
+    /// A push no rule can pass for, made from a handler, is nested like any other, and a push its turn
+    /// processes later still recognises the handlers' pushes as nested.
+    @Test func pushesNoRuleCanPassForInterleaveWithHandlerPushesInOneResult() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try Self.tickContainer())
+        manager.register(
+            tagHandler: ClosureTagHandler { call in
+                guard case .int(let n)? = call.arguments["n"], n < 2 else { return }
+                call.dataLayer.push(event: "unmatched", parameters: ["n": .int(n)])
+                call.dataLayer.push(event: "tick", parameters: ["n": .int(n + 1)])
+            },
+            for: "com.example.Tick"
+        )
+        let session = manager.makeDataLayer()
+        let result = session.push(event: "tick", parameters: ["n": 0])
+        #expect(result.events.map(\.eventName) == ["tick", "unmatched", "tick", "unmatched", "tick"])
+        #expect(result.fired.map { $0.parameters["n"] } == [.int(0), .int(1), .int(2)])
+    }
+
     /// A handler of one session pushing into a second, whose handler pushes back into the first: the push
     /// back is nested in the first session's turn (it runs inside it), not a caller waiting for that turn.
     @Test func aPushBackFromAnotherSessionsHandlerIsNested() throws {
