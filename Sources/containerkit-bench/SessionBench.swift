@@ -21,13 +21,13 @@ enum SessionBench {
         let stream = EventStream.make(count: 20_000)
 
         // Threads on distinct sessions, and on one session, against one thread: each ratio the median of
-        // `scalingRounds` rounds measured back to back, each sample `scalingRepeats` passes over the stream
-        // per thread (a few hundred milliseconds: one 20,000-event pass, 15-30 ms, was shorter than the
-        // scheduling hiccups of a shared VM, and single samples swung the ratio from 1.2 to 1.9). Odd rounds
-        // measure two threads first, so a drift of the machine's speed does not favour either side.
+        // rounds measured back to back, each sample `scalingRepeats` passes over the stream per thread (a few
+        // hundred milliseconds: one 20,000-event pass, 15-30 ms, was shorter than the scheduling hiccups of a
+        // shared VM, and single samples swung the ratio from 1.2 to 1.9). Odd rounds measure two threads
+        // first, so a drift of the machine's speed favours neither side; the one-session rounds come after
+        // (their hand-overs between threads make them slow) with a one-thread sample of their own.
         _ = rate(threads: 2, stream) { _ in manager.makeDataLayer() }  // warm-up
         var scaling: [Double] = []
-        var sameSession: [Double] = []
         for round in 0..<scalingRounds {
             var one = 0.0
             var two = 0.0
@@ -38,9 +38,13 @@ enum SessionBench {
                 two = rate(threads: 2, stream, repeats: scalingRepeats) { _ in manager.makeDataLayer() }
                 one = rate(threads: 1, stream, repeats: scalingRepeats) { _ in manager.makeDataLayer() }
             }
-            let shared = manager.makeDataLayer()
-            let twoShared = rate(threads: 2, stream, repeats: scalingRepeats) { _ in shared }
             scaling.append(two / one)
+        }
+        var sameSession: [Double] = []
+        for _ in 0..<sameSessionRounds {
+            let one = rate(threads: 1, stream, repeats: sameSessionRepeats) { _ in manager.makeDataLayer() }
+            let shared = manager.makeDataLayer()
+            let twoShared = rate(threads: 2, stream, repeats: sameSessionRepeats) { _ in shared }
             sameSession.append(twoShared / one)
         }
         print("two_thread_scaling=\(Harness.ratio(median(scaling)))")
@@ -80,10 +84,13 @@ enum SessionBench {
         print("snapshot_restore_per_s=\(Harness.format(snapshotRate))")
     }
 
-    /// Rounds of the thread-scaling figures (each ratio is their median).
-    static let scalingRounds = 9
-    /// Passes over the 20,000-event stream per thread and sample.
-    static let scalingRepeats = 10
+    /// Rounds of `two_thread_scaling` (the figure is their median).
+    static let scalingRounds = 15
+    /// Passes over the 20,000-event stream per thread and sample of `two_thread_scaling`.
+    static let scalingRepeats = 8
+    /// Rounds and passes of `same_session_2_threads_vs_1` (slower: the threads hand the session over).
+    static let sameSessionRounds = 5
+    static let sameSessionRepeats = 2
 
     /// Events per second when `threads` threads each push the whole stream `repeats` times into
     /// `session(thread)`.
