@@ -39,6 +39,11 @@ enum SessionBench {
                 one = rate(threads: 1, stream, repeats: scalingRepeats) { _ in manager.makeDataLayer() }
             }
             scaling.append(two / one)
+            if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ROUNDS"] != nil {
+                FileHandle.standardError.write(
+                    Data("scaling round \(round): one \(Int(one))/s two \(Int(two))/s ratio \(two / one)\n".utf8)
+                )
+            }
         }
         var sameSession: [Double] = []
         for _ in 0..<sameSessionRounds {
