@@ -529,8 +529,8 @@ public final class DataLayer: Sendable {
     // MARK: Merge semantics
 
     static func hasDot(_ key: String) -> Bool {
-        var key = key
-        return key.withUTF8 { bytes in bytes.contains(0x2E) }
+        // Read in place (native and small strings); `withUTF8` needed a mutable copy of the key.
+        key.utf8.withContiguousStorageIfAvailable { $0.contains(0x2E) } ?? key.utf8.contains(0x2E)
     }
 
     /// Merges a push into the model, key by key.
