@@ -8,7 +8,8 @@ import Synchronization
 /// it is `fsync`ed; the delivery loop forwards records and acknowledges each batch the destination
 /// settled; after a restart (even a `kill -9`) the unacknowledged records are delivered again. Delivery
 /// is therefore **at least once**, and a crash re-delivers at most the batches in flight (one, unless
-/// ``DeliverySettings/maximumConcurrentDeliveries`` allows more).
+/// ``DeliverySettings/maximumConcurrentDeliveries`` allows more) and one settled batch whose acknowledgement
+/// was being written (the next batch goes out while the last one's acknowledgement is written).
 ///
 /// ```swift
 /// let braze = BrazeUsersTrackDestination(endpoint: url, apiKey: key)
@@ -87,8 +88,9 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         /// is the same idea).
         public var commitDelay: Duration = .zero
         /// How often, at most, the ack file is `fdatasync`ed (1 s; also before a segment is deleted and at
-        /// the end of a run). Every batch's acknowledgement is written at once, so a process crash
-        /// re-delivers at most the batch in flight; a power loss at most this interval's batches more.
+        /// the end of a run). Every batch's acknowledgement is written as soon as it is settled (beside the
+        /// next batch's delivery), so a process crash re-delivers at most the batch in flight and one settled
+        /// batch; a power loss at most this interval's batches more.
         public var acknowledgementSyncInterval: Duration = .seconds(1)
         /// Injected file-system faults (tests only).
         package var faults: SegmentLogFaults?
