@@ -346,14 +346,16 @@ struct DurableQueueMachine: Sendable {
         return .wait
     }
 
-    /// Up to a batch of the committed records in memory, in order, with their JSON (each chunk's lines
-    /// copied with one append; a checksum and line feed stay between two records' JSON). A batch that is
-    /// exactly one append's records reuses that append's array; otherwise each record is copied once, here.
+    /// Up to a batch of the committed records in memory, in order, with their JSON: the commit's own buffer
+    /// when one commit wrote them all (no copy), else each commit's lines copied with one append (a checksum
+    /// and line feed stay between two records' JSON). A batch that is exactly one append's records reuses
+    /// that append's array; otherwise each record is copied once, here.
     private mutating func takeFromMemory() -> Batch {
         var taken: [AnalyticsRecord] = []
-        var json: [UInt8] = []
+        // Each record's JSON in its commit's buffer, and the lines taken from each commit.
         var ranges: [Range<Int>] = []
         ranges.reserveCapacity(min(batchSize, bufferedRecords))
+        var pieces: [(chunk: MemoryChunk, lines: Range<Int>, records: Int)] = []
         var end = cursor
         var remaining = batchSize
         while remaining > 0, let chunk = memory.first {
@@ -364,18 +366,24 @@ struct DurableQueueMachine: Sendable {
                 taken.reserveCapacity(min(batchSize, taken.count + bufferedRecords))
                 taken.append(contentsOf: chunk.records[memoryRecordHead..<(memoryRecordHead + count)])
             }
-            let first = chunk.start(of: memoryRecordHead)
-            let last = chunk.lineEnds[chunk.lineEnds.startIndex + memoryRecordHead + count - 1]
-            if json.isEmpty { json.reserveCapacity((last - first) * remaining / count) }
-            let shift = json.count - first
-            var start = first
+            var start = chunk.start(of: memoryRecordHead)
+            let first = start
             for index in 0..<count {
                 let lineEnd = chunk.lineEnds[chunk.lineEnds.startIndex + memoryRecordHead + index]
-                // The JSON without the line's checksum: a tab, eight hexadecimal digits and a line feed.
-                ranges.append((start + shift)..<(lineEnd - 10 + shift))
+                // The JSON without the line's checksum (a tab, eight hexadecimal digits) and line feed.
+                let checksummed = lineEnd - start > 10 && chunk.bytes[lineEnd - 10] == SegmentLog.checksumSeparator
+                ranges.append(start..<(lineEnd - (checksummed ? 10 : 1)))
                 start = lineEnd
             }
-            json.append(contentsOf: chunk.bytes[first..<last])
+            if let last = pieces.last, last.chunk.segment == chunk.segment, last.chunk.offset == chunk.offset,
+                last.lines.upperBound == first
+            {
+                // The same commit, right after: one piece.
+                pieces[pieces.count - 1].lines = last.lines.lowerBound..<start
+                pieces[pieces.count - 1].records += count
+            } else {
+                pieces.append((chunk, first..<start, count))
+            }
             end = chunk.end(of: memoryRecordHead + count - 1)
             remaining -= count
             bufferedRecords -= count
@@ -384,6 +392,25 @@ struct DurableQueueMachine: Sendable {
                 _ = memory.popFirst()
                 memoryRecordHead = 0
             }
+        }
+        guard pieces.count > 1 else {
+            return Batch(
+                records: taken,
+                end: end,
+                json: pieces.first.map { RecordsJSON(bytes: $0.chunk.bytes, ranges: ranges) }
+            )
+        }
+        // Several commits: their lines, one after the other, in a buffer of the batch's own.
+        var json: [UInt8] = []
+        json.reserveCapacity(pieces.reduce(0) { $0 + $1.lines.count })
+        var index = 0
+        for piece in pieces {
+            let shift = json.count - piece.lines.lowerBound
+            for position in index..<(index + piece.records) {
+                ranges[position] = (ranges[position].lowerBound + shift)..<(ranges[position].upperBound + shift)
+            }
+            index += piece.records
+            json.append(contentsOf: piece.chunk.bytes[piece.lines])
         }
         return Batch(records: taken, end: end, json: RecordsJSON(bytes: json, ranges: ranges))
     }
