@@ -460,8 +460,9 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 }
             }
             let drained = act({ shell in (shell.machine.state, []) }) != .stopped && !Task.isCancelled
-            // Deliveries still out end (the drain is over, or run() stops at once); what was settled is
-            // acknowledged before the store stops.
+            // Deliveries still out end (the drain is over, or run() stops at once). The acknowledgement being
+            // written finishes; after a drain, what was settled meanwhile is acknowledged before the store stops
+            // (a cancelled run stops at once: the store, cancelled beside this loop, keeps those records).
             group.cancelAll()
             while acknowledgements.running, let event = await group.next() {
                 guard case .acknowledged(let actions) = event else { continue }
@@ -470,7 +471,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             }
             if !acknowledgements.waiting.isEmpty {
                 let last = Acknowledgements.coalesced(acknowledgements.waiting)
-                await acknowledge(last)
+                if !Task.isCancelled { await acknowledge(last) }
                 for action in last { perform(action) }
             }
             if drained { logs.log(.info, key: "drain", "drained", metadata: context()) }
