@@ -36,6 +36,30 @@ import Testing
         #expect(Self.acknowledgements(machine.settled(id: try #require(first.first), error: nil)) == [4])
     }
 
+    // Records being committed fill a partial batch: the loop waits for their commit (it wakes the loop) before
+    // it reads, unless a flush waits; a full batch is read at once.
+    @Test func aPartialBatchWaitsForTheCommitInFlight() throws {
+        var machine = Machine(batchSize: 10, maximumInFlight: 1)
+        try machine.start()
+        machine.appended(ticket: 1)
+        machine.appended(ticket: 2)
+        _ = machine.committed(through: 1, records: 3)
+        #expect(machine.nextStep(now: .zero) == .wait(until: nil))
+        _ = machine.committed(through: 2, records: 4)
+        #expect(machine.nextStep(now: .zero) == .read(after: nil, limit: 10))
+        _ = machine.readCompleted(Self.batch(["a", "b", "c", "d", "e", "f", "g"], end: 7))
+        _ = machine.settled(id: 1, error: nil)
+        machine.appended(ticket: 3)
+        machine.appended(ticket: 4)
+        _ = machine.committed(through: 3, records: 12)
+        #expect(machine.nextStep(now: .zero) == .read(after: 7, limit: 10), "a full batch is read at once")
+        _ = machine.readCompleted(Self.batch((0..<10).map { "r\($0)" }, end: 17))
+        _ = machine.settled(id: 2, error: nil)
+        #expect(machine.nextStep(now: .zero) == .wait(until: nil), "two left, ticket 4 is being committed")
+        _ = machine.flush("flush")
+        #expect(machine.nextStep(now: .zero) == .read(after: 17, limit: 10), "a flush does not wait")
+    }
+
     @Test func aFailedReadAcknowledgesNothingAndReadsTheSamePositionAgainAfterTheBackoff() throws {
         var machine = Machine(batchSize: 10, maximumInFlight: 1)
         try machine.start()

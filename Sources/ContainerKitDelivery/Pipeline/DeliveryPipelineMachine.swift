@@ -258,6 +258,12 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
             if now < at { return .wait(until: earliest(at, drainDeadline)) }
             readAgainAt = nil
         }
+        // Fewer committed records than a batch while appended ones are being committed: the batch waits for
+        // that commit, whose report wakes the loop (one request instead of two, no timer), unless a flush or
+        // the drain waits. A store that commits at once (memory) never has appends left to commit.
+        if !hurried, unreadCommitted > 0, unreadCommitted < batchSize, lastTicket > resolvedTicket {
+            return .wait(until: nil)
+        }
         if linger > .zero, !hurried, unreadCommitted > 0, unreadCommitted < lingerCount {
             let since = lingerSince ?? now
             lingerSince = since
