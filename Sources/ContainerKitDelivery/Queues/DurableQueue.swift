@@ -75,10 +75,11 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         /// Committed records kept in memory for delivery; a backlog beyond is read back from disk.
         public var maximumBufferedRecords = 10_000
         /// How long the delivery loop lets a partial batch wait for more records before it delivers it
-        /// (zero by default: at once). A few hundred milliseconds turn a steady trickle of small commits
-        /// into full batches — far fewer requests to the destination (Braze counts requests against its
-        /// rate limit) — at the price of that much delivery delay. Never applies while ``flush()`` waits
-        /// or during the drain.
+        /// (zero by default: at once — except that, without a flush or the drain waiting, a partial batch
+        /// always waits for the commit in flight when appended records are being committed). A few hundred
+        /// milliseconds turn a steady trickle of small commits into full batches — far fewer requests to the
+        /// destination (Braze counts requests against its rate limit) — at the price of that much delivery
+        /// delay. Never applies while ``flush()`` waits or during the drain.
         public var deliveryLinger: Duration = .zero
         /// How long the writer pauses after each commit before it takes the next one, so that records keep
         /// gathering (zero by default: at once). A writer that was idle commits the first records without
