@@ -1,5 +1,11 @@
 import ContainerKit
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Reads a `/users/track` body the way the stand-in needs it, in one pass over its bytes: checks that it is
 /// one JSON object (every value well formed, nesting at most 64 deep), counts the elements of its
 /// `events`, `purchases` and `attributes` arrays and collects the `title` property of each event object.
@@ -106,7 +112,8 @@ package struct UsersTrackBodyScanner {
 
     private func keyIs(_ key: (range: Range<Int>, escaped: Bool), _ name: StaticString) -> Bool {
         guard !key.escaped else { return text(key).utf8.elementsEqual(name.utf8Buffer) }
-        return UnsafeBufferPointer(rebasing: bytes[key.range]).elementsEqual(name.utf8Buffer)
+        return key.range.count == name.utf8CodeUnitCount
+            && memcmp(bytes.baseAddress! + key.range.lowerBound, name.utf8Start, key.range.count) == 0
     }
 
     /// An object at `index`, calling `member` for each member's value (with the key read).
@@ -200,7 +207,11 @@ package struct UsersTrackBodyScanner {
         guard take(0x22) else { return nil }
         let start = index
         var escaped = false
+        let plain = Self.plain
         while index < bytes.count {
+            // The common bytes (neither a quote, a backslash nor a control character) in a tight run.
+            while index < bytes.count, plain[Int(bytes[index])] { index += 1 }
+            guard index < bytes.count else { break }
             let byte = bytes[index]
             if byte == 0x22 {
                 index += 1
@@ -236,6 +247,9 @@ package struct UsersTrackBodyScanner {
         guard case .string(let text)? = try? Value(jsonBytes: Array(quoted)) else { return "" }
         return text
     }
+
+    /// Whether each byte value may stand in a string as it is: not a quote, a backslash or a control character.
+    private static let plain: [Bool] = (0..<256).map { $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {

@@ -244,25 +244,63 @@ public final class UsersTrackStandIn: Sendable {
         var keepAlive = false
         var expectsContinue = false
 
+        /// Reads the head as bytes (header names and values compared without case, values without the
+        /// spaces and tabs around them): no strings are made per request.
         init(_ head: ArraySlice<UInt8>) {
-            var lines = head.split(separator: 10, omittingEmptySubsequences: false).map { line in
-                line.last == 13 ? line.dropLast() : line
-            }[...]
-            guard let requestLine = lines.popFirst() else { return }
-            isStats = requestLine.starts(with: "GET /stats".utf8)
-            keepAlive = requestLine.reversed().starts(with: "HTTP/1.1".utf8.reversed())
-            for line in lines {
+            var lineStart = head.startIndex
+            var first = true
+            while lineStart < head.endIndex {
+                let newline = head[lineStart...].firstIndex(of: 10) ?? head.endIndex
+                var line = head[lineStart..<newline]
+                if line.last == 13 { line = line.dropLast() }
+                lineStart = newline < head.endIndex ? newline + 1 : head.endIndex
+                if first {
+                    first = false
+                    isStats = line.starts(with: "GET /stats".utf8)
+                    keepAlive = line.reversed().starts(with: "HTTP/1.1".utf8.reversed())
+                    continue
+                }
                 guard let colon = line.firstIndex(of: 58) else { continue }
-                let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
-                let value = String(decoding: line[(colon + 1)...], as: UTF8.self)
-                    .trimmingCharacters(in: .whitespaces).lowercased()
-                switch name {
-                case "content-length": length = Int(value) ?? 0
-                case "connection": keepAlive = !value.contains("close")
-                case "expect": expectsContinue = value == "100-continue"
-                default: break
+                let name = line[..<colon]
+                var value = line[(colon + 1)...]
+                while let byte = value.first, byte == 32 || byte == 9 { value = value.dropFirst() }
+                while let byte = value.last, byte == 32 || byte == 9 { value = value.dropLast() }
+                if Self.equalsIgnoringCase(name, "content-length") {
+                    length = Self.decimal(value) ?? 0
+                } else if Self.equalsIgnoringCase(name, "connection") {
+                    keepAlive = !Self.containsIgnoringCase(value, "close")
+                } else if Self.equalsIgnoringCase(name, "expect") {
+                    expectsContinue = Self.equalsIgnoringCase(value, "100-continue")
                 }
             }
+        }
+
+        private static func lowercased(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte + 32 : byte }
+
+        /// Whether `bytes` are `lowercase` (ASCII), ignoring case.
+        private static func equalsIgnoringCase(_ bytes: ArraySlice<UInt8>, _ lowercase: StaticString) -> Bool {
+            let expected = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+            return bytes.count == expected.count && zip(bytes, expected).allSatisfy { lowercased($0) == $1 }
+        }
+
+        /// Whether `bytes` hold `lowercase` (ASCII) somewhere, ignoring case.
+        private static func containsIgnoringCase(_ bytes: ArraySlice<UInt8>, _ lowercase: StaticString) -> Bool {
+            let count = lowercase.utf8CodeUnitCount
+            guard bytes.count >= count else { return false }
+            return (bytes.startIndex...(bytes.endIndex - count)).contains {
+                equalsIgnoringCase(bytes[$0..<($0 + count)], lowercase)
+            }
+        }
+
+        /// A non-negative decimal number of at most 18 digits, or `nil`.
+        private static func decimal(_ bytes: ArraySlice<UInt8>) -> Int? {
+            guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
+            var value = 0
+            for byte in bytes {
+                guard byte >= 48 && byte <= 57 else { return nil }
+                value = value * 10 + Int(byte - 48)
+            }
+            return value
         }
     }
 

@@ -15,7 +15,7 @@ import Testing
     }
 
     static func deliveries(_ actions: [Machine.Action]) -> [Int] {
-        actions.compactMap { if case .deliver(let id, _) = $0 { return id } else { return nil } }
+        actions.compactMap { if case .deliver(let id, _, _) = $0 { return id } else { return nil } }
     }
 
     static func acknowledgements(_ actions: [Machine.Action]) -> [Int] {
@@ -34,6 +34,30 @@ import Testing
         // The second batch settles first: nothing is acknowledged until the first one is settled too.
         #expect(Self.acknowledgements(machine.settled(id: try #require(second.first), error: nil)).isEmpty)
         #expect(Self.acknowledgements(machine.settled(id: try #require(first.first), error: nil)) == [4])
+    }
+
+    // Records being committed fill a partial batch: the loop waits for their commit (it wakes the loop) before
+    // it reads, unless a flush waits; a full batch is read at once.
+    @Test func aPartialBatchWaitsForTheCommitInFlight() throws {
+        var machine = Machine(batchSize: 10, maximumInFlight: 1)
+        try machine.start()
+        machine.appended(ticket: 1)
+        machine.appended(ticket: 2)
+        _ = machine.committed(through: 1, records: 3)
+        #expect(machine.nextStep(now: .zero) == .wait(until: nil))
+        _ = machine.committed(through: 2, records: 4)
+        #expect(machine.nextStep(now: .zero) == .read(after: nil, limit: 10))
+        _ = machine.readCompleted(Self.batch(["a", "b", "c", "d", "e", "f", "g"], end: 7))
+        _ = machine.settled(id: 1, error: nil)
+        machine.appended(ticket: 3)
+        machine.appended(ticket: 4)
+        _ = machine.committed(through: 3, records: 12)
+        #expect(machine.nextStep(now: .zero) == .read(after: 7, limit: 10), "a full batch is read at once")
+        _ = machine.readCompleted(Self.batch((0..<10).map { "r\($0)" }, end: 17))
+        _ = machine.settled(id: 2, error: nil)
+        #expect(machine.nextStep(now: .zero) == .wait(until: nil), "two left, ticket 4 is being committed")
+        _ = machine.flush("flush")
+        #expect(machine.nextStep(now: .zero) == .read(after: 17, limit: 10), "a flush does not wait")
     }
 
     @Test func aFailedReadAcknowledgesNothingAndReadsTheSamePositionAgainAfterTheBackoff() throws {
@@ -185,6 +209,43 @@ import Testing
             group.cancelAll()
         }
         #expect(pipeline.statistics.droppedRecords == 1)
+    }
+
+    // The next batch is read and delivered while the store writes the last acknowledgement (on its own
+    // thread, for the segment log), not after it; a batch settled meanwhile waits for that write (nothing
+    // more is read), and a flush is answered only once the acknowledgements before it are recorded.
+    @Test(.timeLimit(.minutes(1)))
+    func deliveryGoesOnWhileTheStoreRecordsAnAcknowledgement() async throws {
+        let store = SlowAcknowledgingStore()
+        let destination = CountingDestination()
+        var configuration = DeliveryPipeline<SlowAcknowledgingStore>.Configuration()
+        configuration.delivery.logger = InMemoryLogger()
+        configuration.delivery.batchSize = 1
+        let pipeline = DeliveryPipeline(store: store, destination: destination, configuration: configuration)
+        for id in ["a", "b", "c"] { try pipeline.enqueue([event(id)]) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await pipeline.run() }
+            // The first acknowledgement is held: the second batch is delivered meanwhile.
+            await destination.delivered.reach(2)
+            #expect(store.acknowledged == [])
+            store.release.open()
+            try await pipeline.flush()
+            #expect(store.acknowledged == [1, 2, 3])
+            #expect(store.count == 0)
+            pipeline.gracefulShutdown()
+            try await group.waitForAll()
+        }
+        #expect(destination.delivered.value == 3)
+    }
+
+    @Test func acknowledgementsThatWaitedAreMadeAsOneThroughTheLast() {
+        typealias Pipeline = DeliveryPipeline<MemoryRecordStore>
+        let coalesced = Pipeline.Acknowledgements.coalesced([.acknowledge(2), .wakeDelivery, .acknowledge(5)])
+        #expect(coalesced.count == 2)
+        #expect(
+            coalesced.compactMap { action -> UInt64? in if case .acknowledge(let end) = action { end } else { nil } }
+                == [5]
+        )
     }
 
     @Test func cancellingRunStopsAtOnceWithoutDelivering() async throws {
@@ -344,4 +405,36 @@ private final class FencingStore: RecordStore {
     }
 
     func acknowledge(through position: Int) async throws(AnalyticsSinkError) {}
+}
+
+/// A memory store whose acknowledgements wait until ``release`` opens (a slow disk), and remembers each.
+private final class SlowAcknowledgingStore: RecordStore {
+    let release = Gate()
+    private let inner = MemoryRecordStore()
+    private let positions = Mutex<[UInt64]>([])
+
+    /// The positions acknowledged so far, in order.
+    var acknowledged: [UInt64] { positions.withLock { $0 } }
+    /// Records not acknowledged.
+    var count: Int { inner.count }
+
+    func append(_ records: EncodedRecords) throws(AnalyticsSinkError) -> UInt64 { try inner.append(records) }
+    func run(reporting commits: RecordStoreCommits) async throws { try await inner.run(reporting: commits) }
+    func read(after position: UInt64?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<UInt64> {
+        try await inner.read(after: position, limit: limit)
+    }
+    func acknowledge(through position: UInt64) async throws(AnalyticsSinkError) {
+        await release.wait()
+        positions.withLock { $0.append(position) }
+        try await inner.acknowledge(through: position)
+    }
+}
+
+/// A destination that accepts everything and counts the batches delivered.
+private struct CountingDestination: AnalyticsDestination {
+    let delivered = ProgressCounter()
+    func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
+        delivered.advance()
+        return .accepted(records)
+    }
 }

@@ -167,6 +167,32 @@ import Testing
         #expect(machine.nextBatch() == .wait)
     }
 
+    // A batch from memory carries each record's JSON line as its append encoded it, whether the batch
+    // holds the lines of one commit or of several.
+    @Test func batchesCarryEachRecordsJSONFromOneCommitOrSeveral() throws {
+        var machine = Self.machine(batchSize: 3)
+        for commit in [[[1, 2]], [[3], [4, 5]]] {
+            for chunk in commit {
+                let encoded = EncodedRecords(chunk.map(Self.record))
+                _ = try machine.enqueue(encoded.bytes, records: encoded.records, lineEnds: encoded.lineEnds)
+            }
+            _ = machine.committed(try Self.take(&machine))
+        }
+        var batches: [Machine.Batch] = []
+        while case .deliver(let batch) = machine.nextBatch() {
+            batches.append(batch)
+            _ = machine.confirm(batch)
+        }
+        #expect(batches.map { $0.records.map(\.id) } == [["r1", "r2", "r3"], ["r4", "r5"]])
+        for batch in batches {
+            let json = try #require(batch.json)
+            #expect(json.count == batch.records.count)
+            for (index, record) in batch.records.enumerated() {
+                #expect(String(decoding: json[index], as: UTF8.self) == record.jsonLine)
+            }
+        }
+    }
+
     @Test func concurrentBatchesAreAcknowledgedInLogOrder() throws {
         var machine = Self.machine(batchSize: 2, inFlight: 3)
         _ = try Self.enqueue(&machine, (1...8).map(Self.record))

@@ -46,6 +46,31 @@ import Testing
         #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
     }
 
+    // Records committed from memory reach the destination with the JSON their append encoded (so Braze's
+    // batcher copies instead of encoding them again), across several appends and commits.
+    @Test func batchesFromMemoryCarryTheRecordsJSON() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let downstream = JSONRecordingDownstream()
+        var settings = configuration()
+        settings.delivery.batchSize = 4
+        let queue = try open(directory, downstream, settings)
+        let records = (0..<10).map { event("e\($0)", ["n": .int(Int64($0)), "text": "a \"quoted\" \u{e9}"]) }
+        try await whileRunning(queue) {
+            for chunk in [records[0..<3], records[3..<4], records[4..<10]] { try queue.enqueue(Array(chunk)) }
+            try await queue.flush()
+        }
+        let batches = downstream.batches
+        #expect(batches.flatMap(\.records) == records)
+        for batch in batches {
+            let json = try #require(batch.json)
+            #expect(json.count == batch.records.count)
+            for (index, record) in batch.records.enumerated() {
+                #expect(String(decoding: json[index], as: UTF8.self) == record.jsonLine)
+            }
+        }
+    }
+
     @Test func theInitializerStartsNothingAndRunDrainsWhenCancelled() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
@@ -643,5 +668,21 @@ import Testing
         }
         #expect(statuses.contains("ok"))
         #expect(statuses.contains("dropped"))
+    }
+}
+
+/// A destination that accepts everything and keeps each batch with the JSON the pipeline passed.
+final class JSONRecordingDownstream: AnalyticsDestination {
+    private let state = Mutex<[(records: [AnalyticsRecord], json: RecordsJSON?)]>([])
+
+    var batches: [(records: [AnalyticsRecord], json: RecordsJSON?)] { state.withLock { $0 } }
+
+    func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
+        await deliver(records, json: nil)
+    }
+
+    func deliver(_ records: [AnalyticsRecord], json: RecordsJSON?) async -> DeliveryResult {
+        state.withLock { $0.append((records, json)) }
+        return .accepted(records)
     }
 }

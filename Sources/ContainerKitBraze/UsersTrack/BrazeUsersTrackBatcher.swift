@@ -1,6 +1,12 @@
 import ContainerKit
 import ContainerKitDelivery
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Turns records into `/users/track` request bodies, within Braze's per-request object limits.
 ///
 /// Object formats (identity member first: `external_id`, `braze_id` or `user_alias`):
@@ -30,8 +36,14 @@ struct BrazeUsersTrackBatcher: Sendable {
     let limit: BrazeUsersTrackDestination.ObjectLimit
     let createsAliasOnlyProfiles: Bool
 
-    /// Groups `records` (in order) into as few requests as the limit allows.
-    func requests(for records: [AnalyticsRecord]) -> (requests: [Request], skipped: [AnalyticsRecord]) {
+    /// Groups `records` (in order) into as few requests as the limit allows. With `json` (each record's
+    /// JSON line, as the store kept it), a custom event's object is copied from its line instead of being
+    /// encoded again (the same bytes: see ``EventObjectCopier``).
+    func requests(
+        for records: [AnalyticsRecord],
+        json: RecordsJSON? = nil
+    ) -> (requests: [Request], skipped: [AnalyticsRecord]) {
+        let json = json?.count == records.count ? json : nil
         var requests: [Request] = []
         var skipped: [AnalyticsRecord] = []
         var attributes = JSONByteWriter()
@@ -75,7 +87,7 @@ struct BrazeUsersTrackBatcher: Sendable {
             carried.removeAll()
         }
 
-        for record in records {
+        for (position, record) in records.enumerated() {
             guard let user = record.user else {
                 skipped.append(record)
                 continue
@@ -100,7 +112,17 @@ struct BrazeUsersTrackBatcher: Sendable {
                 counts.attributes += 1
             case .events:
                 if counts.events > 0 { events.raw(0x2C) }
-                writeObject(record, user, into: &events)
+                let copied =
+                    json.map {
+                        EventObjectCopier.copy(
+                            $0,
+                            position,
+                            of: record,
+                            createsAliasOnlyProfiles: createsAliasOnlyProfiles,
+                            into: &events.bytes
+                        )
+                    } ?? false
+                if !copied { writeObject(record, user, into: &events) }
                 counts.events += 1
             case .purchases:
                 if counts.purchases > 0 { purchases.raw(0x2C) }
@@ -157,5 +179,136 @@ struct BrazeUsersTrackBatcher: Sendable {
         guard !properties.isEmpty else { return }
         out.raw(",\"properties\":")
         out.object(properties)
+    }
+}
+
+/// Copies a custom event's `/users/track` object out of the record's JSON line — the bytes the provider
+/// encoded once, when the record was enqueued — instead of encoding the record again.
+///
+/// A line (``AnalyticsRecord/jsonLine``) of a custom event reads
+/// `{"type":"custom_event","id":"…","time":"…",<identity>,"name":"…","properties":{…}}`, and the event
+/// object is `{<identity>[,"_update_existing_only":false],"name":"…","time":"…"[,"properties":{…}]}`: the
+/// same identity, name, time and properties bytes (one writer, the same record), rearranged. The copier
+/// checks that shape as it goes (strings are skipped escape by escape, so nothing inside one is taken for
+/// a separator) and copies nothing when a line is not in it; the batcher then encodes the record.
+enum EventObjectCopier {
+    /// Appends the event object of `record` (a custom event with a user) from `json[index]` to `out`;
+    /// `false`, with nothing appended, when the line is not the shape expected.
+    static func copy(
+        _ json: RecordsJSON,
+        _ index: Int,
+        of record: AnalyticsRecord,
+        createsAliasOnlyProfiles: Bool,
+        into out: inout [UInt8]
+    ) -> Bool {
+        guard case .customEvent(_, let properties) = record.payload, let user = record.user else { return false }
+        let isAlias: Bool
+        if case .userAlias = user { isAlias = true } else { isAlias = false }
+        let range = json.ranges[index]
+        return json.bytes.withUnsafeBufferPointer { all in
+            guard range.lowerBound >= 0, range.upperBound <= all.count else { return false }
+            let line = UnsafeBufferPointer(rebasing: all[range])
+            guard let parts = parts(of: line), parts.isAlias == isAlias else { return false }
+            out.append(0x7B)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: line[parts.identity]))
+            if isAlias && createsAliasOnlyProfiles { append(",\"_update_existing_only\":false", to: &out) }
+            append(",\"name\":", to: &out)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: line[parts.name]))
+            append(",\"time\":", to: &out)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: line[parts.time]))
+            if !properties.isEmpty {
+                append(",\"properties\":", to: &out)
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: line[parts.properties]))
+            }
+            out.append(0x7D)
+            return true
+        }
+    }
+
+    /// Where a custom event line's parts are (each a JSON value, or the identity member(s)).
+    struct Parts: Equatable {
+        var time: Range<Int>
+        var identity: Range<Int>
+        var isAlias: Bool
+        var name: Range<Int>
+        var properties: Range<Int>
+    }
+
+    /// The parts of a custom event's line, or `nil` when `line` is not one in the shape
+    /// ``AnalyticsRecord/jsonLine`` writes.
+    static func parts(of line: UnsafeBufferPointer<UInt8>) -> Parts? {
+        var reader = Reader(bytes: line)
+        guard reader.take("{\"type\":\"custom_event\",\"id\":"), reader.skipString(),
+            reader.take(",\"time\":")
+        else { return nil }
+        let timeStart = reader.index
+        guard reader.skipString() else { return nil }
+        let time = timeStart..<reader.index
+        guard reader.take(",") else { return nil }
+        let identityStart = reader.index
+        let isAlias: Bool
+        if reader.take("\"user_alias\":{\"alias_name\":") {
+            guard reader.skipString(), reader.take(",\"alias_label\":"), reader.skipString(), reader.take("}") else {
+                return nil
+            }
+            isAlias = true
+        } else if reader.take("\"external_id\":") || reader.take("\"braze_id\":") {
+            guard reader.skipString() else { return nil }
+            isAlias = false
+        } else {
+            return nil
+        }
+        let identity = identityStart..<reader.index
+        guard reader.take(",\"name\":") else { return nil }
+        let nameStart = reader.index
+        guard reader.skipString() else { return nil }
+        let name = nameStart..<reader.index
+        guard reader.take(",\"properties\":"), reader.index < line.count - 1, line[reader.index] == 0x7B,
+            line[line.count - 1] == 0x7D
+        else { return nil }
+        return Parts(
+            time: time,
+            identity: identity,
+            isAlias: isAlias,
+            name: name,
+            properties: reader.index..<(line.count - 1)
+        )
+    }
+
+    private static func append(_ literal: StaticString, to out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// A cursor over a line's bytes.
+    private struct Reader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var index = 0
+
+        /// Takes `literal` when the bytes at the cursor are exactly it.
+        mutating func take(_ literal: StaticString) -> Bool {
+            let count = literal.utf8CodeUnitCount
+            guard count <= bytes.count - index,
+                memcmp(bytes.baseAddress! + index, literal.utf8Start, count) == 0
+            else { return false }
+            index += count
+            return true
+        }
+
+        /// Skips a JSON string (its quotes included); `false` when there is none at the cursor, or it does
+        /// not end.
+        mutating func skipString() -> Bool {
+            guard index < bytes.count, bytes[index] == 0x22 else { return false }
+            var i = index + 1
+            while i < bytes.count {
+                switch bytes[i] {
+                case 0x22:
+                    index = i + 1
+                    return true
+                case 0x5C: i += 2
+                default: i += 1
+                }
+            }
+            return false
+        }
     }
 }

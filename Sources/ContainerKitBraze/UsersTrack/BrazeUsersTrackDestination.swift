@@ -186,7 +186,13 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     /// Sends `records` in as many requests as the object limit needs, one attempt each; stops at the first
     /// retryable failure (that request's records and the rest are retryable).
     public func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
-        let (requests, skipped) = batcher.requests(for: records)
+        await deliver(records, json: nil)
+    }
+
+    /// Like ``deliver(_:)``; a custom event's object is copied from its JSON in `json` (the bytes its
+    /// front encoded when it was enqueued) instead of being encoded again.
+    public func deliver(_ records: [AnalyticsRecord], json: RecordsJSON?) async -> DeliveryResult {
+        let (requests, skipped) = batcher.requests(for: records, json: json)
         var result = DeliveryResult()
         if !skipped.isEmpty {
             counters.withLock { $0.rejectedRecords += skipped.count }

@@ -1,3 +1,5 @@
+import ContainerKit
+
 /// Where a front (``InMemoryQueue`` or ``DurableQueue``) delivers records: Braze's `/users/track`
 /// (``BrazeUsersTrackDestination``), a JSON-lines file or standard output (``JSONLinesDestination``), or
 /// memory (`InMemoryAnalyticsSink`, in `ContainerKitTesting`).
@@ -18,6 +20,11 @@
 public protocol AnalyticsDestination: Sendable {
     /// Makes one attempt to deliver `records`, in order, and reports the outcome of each.
     func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult
+    /// Like ``deliver(_:)``, with each record's JSON as the store keeps it (`json[i]` is the
+    /// ``AnalyticsRecord/jsonLine`` of `records[i]`, byte for byte), so a destination that sends JSON can
+    /// copy parts of it instead of encoding the records again. The pipeline passes it when its store has the
+    /// bytes at hand (the records were encoded once, when they were enqueued). The default ignores `json`.
+    func deliver(_ records: [AnalyticsRecord], json: RecordsJSON?) async -> DeliveryResult
     /// How many records one ``deliver(_:)`` call should carry (for Braze, one request's worth, so a
     /// failure repeats as little as possible). 500 unless the destination says otherwise.
     var preferredBatchSize: Int { get }
@@ -28,6 +35,11 @@ public protocol AnalyticsDestination: Sendable {
 }
 
 extension AnalyticsDestination {
+    /// Ignores `json`: ``deliver(_:)``.
+    public func deliver(_ records: [AnalyticsRecord], json: RecordsJSON?) async -> DeliveryResult {
+        await deliver(records)
+    }
+
     /// 500 records.
     public var preferredBatchSize: Int { 500 }
 

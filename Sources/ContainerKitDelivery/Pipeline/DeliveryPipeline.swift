@@ -56,7 +56,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     /// Counters for monitoring and tests: the one ``DeliveryStatistics`` of every store.
     public typealias Statistics = DeliveryStatistics
 
-    private typealias Machine = DeliveryPipelineMachine<Store.Position, Waiter>
+    typealias Machine = DeliveryPipelineMachine<Store.Position, Waiter>
 
     /// What the machine stores for a waiting caller.
     enum Waiter: Sendable {
@@ -347,24 +347,88 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         /// A delivery stopped unsettled (the drain deadline, or cancellation): its records stay in the store.
         case abandoned
         case woken
+        /// The store recorded an acknowledgement; the actions that waited for it (flushes) can be performed.
+        case acknowledged([Machine.Action])
+    }
+
+    /// The acknowledgements the delivery loop hands to the store, one at a time and in order, beside the
+    /// deliveries: the next batch is read and sent while the store records the last one's acknowledgement
+    /// (for the segment log, a write on its own thread), instead of after it. What settles meanwhile waits,
+    /// and is acknowledged with one call (acknowledging through a later position covers the earlier ones);
+    /// while it waits, nothing more is read. A flush is answered only after the acknowledgement before it
+    /// was recorded.
+    struct Acknowledgements {
+        /// Whether a child task is acknowledging.
+        var running = false
+        /// Acknowledgements and flush answers that came while one ran, in order.
+        var waiting: [Machine.Action] = []
+
+        /// Whether a settled batch waits for the acknowledgement being written.
+        var holdsSettledBatch: Bool {
+            running && waiting.contains { if case .acknowledge = $0 { true } else { false } }
+        }
+
+        /// `actions`' acknowledgements and flush answers, with only the last acknowledgement kept.
+        static func coalesced(_ actions: [Machine.Action]) -> [Machine.Action] {
+            let last = actions.lastIndex { if case .acknowledge = $0 { true } else { false } }
+            return actions.enumerated().compactMap { index, action in
+                if case .acknowledge = action, index != last { return nil }
+                return action
+            }
+        }
+    }
+
+    /// Performs a step's actions: wake-ups at once; acknowledgements (and the flush answers after them) in
+    /// order, by one child task at a time (see ``Acknowledgements``).
+    private func settle(
+        _ actions: [Machine.Action],
+        _ acknowledgements: inout Acknowledgements,
+        into group: inout TaskGroup<LoopEvent>
+    ) {
+        var ordered: [Machine.Action] = []
+        for action in actions {
+            switch action {
+            case .acknowledge, .resumeFlush: ordered.append(action)
+            case .resumeDurability, .deliver, .wakeDelivery: perform(action)
+            }
+        }
+        guard !ordered.isEmpty else { return }
+        if acknowledgements.running {
+            acknowledgements.waiting += ordered
+            return
+        }
+        guard ordered.contains(where: { if case .acknowledge = $0 { true } else { false } }) else {
+            for action in ordered { perform(action) }
+            return
+        }
+        acknowledgements.running = true
+        let batch = Acknowledgements.coalesced(ordered)
+        group.addTask {
+            await self.acknowledge(batch)
+            return .acknowledged(batch)
+        }
     }
 
     /// Reads batches from the store and hands each to a child task that delivers it until it is settled.
     private func deliveryLoop() async {
         await withTaskGroup(of: LoopEvent.self) { group in
             var waking = false
+            var acknowledgements = Acknowledgements()
             loop: while !Task.isCancelled {
-                let step = act { shell in (shell.machine.nextStep(now: clock.elapsed()), []) }
+                // A settled batch waits for the acknowledgement being written: nothing more is read until it
+                // is written, so a crash re-delivers at most one batch more than those out to the destination.
+                let step =
+                    acknowledgements.holdsSettledBatch
+                    ? .wait(until: nil) : act { shell in (shell.machine.nextStep(now: clock.elapsed()), []) }
                 switch step {
                 case .finish:
                     break loop
                 case .read(let after, let limit):
                     let actions = await read(after: after, limit: limit, into: &group)
-                    await acknowledge(actions)
-                    for action in actions { perform(action) }
+                    settle(actions, &acknowledgements, into: &group)
                     continue loop
                 case .wait(let until):
-                    if !waking {
+                    if !waking && !acknowledgements.holdsSettledBatch {
                         waking = true
                         let wait = until.map { $0 - clock.elapsed() }
                         group.addTask {
@@ -386,14 +450,31 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 case .settled(let id, let error):
                     // The store records the acknowledgement before a flush waiting for it is answered.
                     let actions = shell.withLock { $0.machine.settled(id: id, error: error) }
-                    await acknowledge(actions)
+                    settle(actions, &acknowledgements, into: &group)
+                case .acknowledged(let actions):
                     for action in actions { perform(action) }
+                    acknowledgements.running = false
+                    let waiting = acknowledgements.waiting
+                    acknowledgements.waiting = []
+                    settle(waiting, &acknowledgements, into: &group)
                 }
             }
-            if act({ shell in (shell.machine.state, []) }) != .stopped, !Task.isCancelled {
-                logs.log(.info, key: "drain", "drained", metadata: context())
-            }
+            let drained = act({ shell in (shell.machine.state, []) }) != .stopped && !Task.isCancelled
+            // Deliveries still out end (the drain is over, or run() stops at once). The acknowledgement being
+            // written finishes; after a drain, what was settled meanwhile is acknowledged before the store stops
+            // (a cancelled run stops at once: the store, cancelled beside this loop, keeps those records).
             group.cancelAll()
+            while acknowledgements.running, let event = await group.next() {
+                guard case .acknowledged(let actions) = event else { continue }
+                for action in actions { perform(action) }
+                acknowledgements.running = false
+            }
+            if !acknowledgements.waiting.isEmpty {
+                let last = Acknowledgements.coalesced(acknowledgements.waiting)
+                if !Task.isCancelled { await acknowledge(last) }
+                for action in last { perform(action) }
+            }
+            if drained { logs.log(.info, key: "drain", "drained", metadata: context()) }
         }
     }
 
@@ -432,8 +513,8 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             shell.statistics.skippedRecords += batch.skipped
             return shell.machine.readCompleted(batch)
         }
-        for case .deliver(let id, let records) in actions {
-            group.addTask { await self.deliverUntilSettled(id: id, records: records) }
+        for case .deliver(let id, let records, let json) in actions {
+            group.addTask { await self.deliverUntilSettled(id: id, records: records, json: json) }
         }
         return actions.filter { if case .deliver = $0 { false } else { true } }
     }
@@ -452,8 +533,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
 
     /// Delivers one batch, retrying what is retryable until every record is settled, the attempts are used
     /// up (the rest is dropped), or the drain deadline passes (the rest stays in the store).
-    private func deliverUntilSettled(id: Int, records batch: [AnalyticsRecord]) async -> LoopEvent {
+    private func deliverUntilSettled(id: Int, records batch: [AnalyticsRecord], json: RecordsJSON?) async -> LoopEvent {
         var records = batch
+        // The records' JSON, for the first attempt (a retry may carry only some of the records).
+        var json = json
         var attempt = 0
         var firstRejection: (any Error & Sendable)?
         while !records.isEmpty {
@@ -465,18 +548,19 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 return (nil, [])
             }
             if let deadline {
-                let (destination, sending) = (self.destination, records)
+                let (destination, sending, sendingJSON) = (self.destination, records, json)
                 guard
                     let answer = await withDeadline(
                         deadline - clock.elapsed(),
                         on: clock,
-                        { await destination.deliver(sending) }
+                        { await destination.deliver(sending, json: sendingJSON) }
                     )
                 else { return abandon(id: id, records, error: firstRejection) }
                 result = answer
             } else {
-                result = await destination.deliver(records)
+                result = await destination.deliver(records, json: json)
             }
+            json = nil
             // Cancelled meanwhile (run() stops at once): what the answer said is not acted on; the records stay.
             if Task.isCancelled { return .abandoned }
             report(result)

@@ -34,8 +34,9 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         case resumeFlush(Waiter, (any Error & Sendable)?)
         /// Tell the store that everything through this position is delivered.
         case acknowledge(Position)
-        /// Hand this batch to the destination (flight `id`), retrying until it is settled.
-        case deliver(id: Int, records: [AnalyticsRecord])
+        /// Hand this batch to the destination (flight `id`), retrying until it is settled; `json`: the
+        /// records' JSON when the store had it (``StoredBatch/json``).
+        case deliver(id: Int, records: [AnalyticsRecord], json: RecordsJSON?)
         /// Wake the delivery loop.
         case wakeDelivery
     }
@@ -257,6 +258,12 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
             if now < at { return .wait(until: earliest(at, drainDeadline)) }
             readAgainAt = nil
         }
+        // Fewer committed records than a batch while appended ones are being committed: the batch waits for
+        // that commit, whose report wakes the loop (one request instead of two, no timer), unless a flush or
+        // the drain waits. A store that commits at once (memory) never has appends left to commit.
+        if !hurried, unreadCommitted > 0, unreadCommitted < batchSize, lastTicket > resolvedTicket {
+            return .wait(until: nil)
+        }
         if linger > .zero, !hurried, unreadCommitted > 0, unreadCommitted < lingerCount {
             let since = lingerSince ?? now
             lingerSince = since
@@ -290,7 +297,7 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         let settled = batch.records.isEmpty
         flights.append(Flight(id: nextFlight, end: end, settled: settled))
         if settled { return acknowledgeSettled() + [.wakeDelivery] }
-        return [.deliver(id: nextFlight, records: batch.records), .wakeDelivery]
+        return [.deliver(id: nextFlight, records: batch.records, json: batch.json), .wakeDelivery]
     }
 
     /// A read failed (the store cannot be read right now): read again at `retryAt`; nothing is

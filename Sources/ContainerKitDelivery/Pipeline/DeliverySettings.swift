@@ -19,7 +19,7 @@ public struct DeliverySettings: Sendable {
     /// How many batches may be out to the destination at once (1). One request at a time caps delivery at one
     /// batch per round trip — against Braze, tens of milliseconds away, a few thousand records a second — so
     /// a busy service raises it. Batches are still acknowledged in order, and a crash of a durable store
-    /// re-delivers at most this many.
+    /// re-delivers at most this many, and one settled batch whose acknowledgement was not written yet.
     public var maximumConcurrentDeliveries = 1
     /// The backoff of failed deliveries and failed reads; ``DeliveryRetryPolicy/maximumAttempts`` bounds the
     /// attempts of a batch (a durable queue's default never gives up: durable records are never dropped).

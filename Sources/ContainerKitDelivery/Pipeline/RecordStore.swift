@@ -35,8 +35,9 @@ import ContainerKit
 ///    acknowledging the batch moves past it. A store that cannot be read right now (`EMFILE`, `EIO`, a
 ///    lost connection) **throws**: the pipeline retries after a backoff and never acknowledges past it.
 /// 5. **Acknowledgement is per batch, in order, and durable enough.** ``acknowledge(through:)`` is called
-///    with the ``StoredBatch/end`` of a batch once it and every batch before it are settled; each call's
-///    position is above the previous one. After it returns, a restart must not deliver those records
+///    with the ``StoredBatch/end`` of a batch once it and every batch before it are settled (one call for
+///    the batches settled while the previous call ran); each call's position is above the previous one,
+///    and calls do not overlap. After it returns, a restart must not deliver those records
 ///    again — except that a store may keep the last few acknowledgements in a buffer that a power loss
 ///    (not a process crash) rolls back. Several batches may be in flight at once; a crash re-delivers at
 ///    most those not acknowledged. A failed acknowledgement throws; the pipeline logs it and goes on (the
@@ -168,13 +169,25 @@ public struct StoredBatch<Position: Comparable & Hashable & Sendable>: Sendable 
     public var skipped: Int
     /// What was wrong with each skipped record (logged by the pipeline).
     public var problems: [String]
+    /// Each record's JSON as the store keeps it (``EncodedRecords/json(at:)``: what
+    /// ``AnalyticsRecord/jsonLine`` holds), one per record of ``records`` in order, when the store has those
+    /// bytes at hand; `nil` otherwise. A destination may copy parts of it instead of encoding the records
+    /// again (``AnalyticsDestination/deliver(_:json:)``).
+    public var json: RecordsJSON?
 
-    /// Creates a batch.
-    public init(records: [AnalyticsRecord], end: Position?, skipped: Int = 0, problems: [String] = []) {
+    /// Creates a batch (`json`: see ``json``; ignored unless it holds one entry per record).
+    public init(
+        records: [AnalyticsRecord],
+        end: Position?,
+        skipped: Int = 0,
+        problems: [String] = [],
+        json: RecordsJSON? = nil
+    ) {
         self.records = records
         self.end = end
         self.skipped = skipped
         self.problems = problems
+        self.json = json?.count == records.count ? json : nil
     }
 
     /// Nothing committed after the position asked for.

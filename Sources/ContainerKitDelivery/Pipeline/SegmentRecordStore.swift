@@ -144,7 +144,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
             case .wait:
                 return .empty
             case .deliver(let batch):
-                return StoredBatch(records: batch.records, end: batch.end)
+                return StoredBatch(records: batch.records, end: batch.end, json: batch.json)
             case .readDisk(let from, let segments, let sealed):
                 let (directory, faults, limit) = (self.directory, settings.faults, settings.batchSize)
                 let result = await onReader {

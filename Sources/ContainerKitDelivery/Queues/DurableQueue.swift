@@ -8,7 +8,8 @@ import Synchronization
 /// it is `fsync`ed; the delivery loop forwards records and acknowledges each batch the destination
 /// settled; after a restart (even a `kill -9`) the unacknowledged records are delivered again. Delivery
 /// is therefore **at least once**, and a crash re-delivers at most the batches in flight (one, unless
-/// ``DeliverySettings/maximumConcurrentDeliveries`` allows more).
+/// ``DeliverySettings/maximumConcurrentDeliveries`` allows more) and one settled batch whose acknowledgement
+/// was being written (the next batch goes out while the last one's acknowledgement is written).
 ///
 /// ```swift
 /// let braze = BrazeUsersTrackDestination(endpoint: url, apiKey: key)
@@ -74,10 +75,11 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         /// Committed records kept in memory for delivery; a backlog beyond is read back from disk.
         public var maximumBufferedRecords = 10_000
         /// How long the delivery loop lets a partial batch wait for more records before it delivers it
-        /// (zero by default: at once). A few hundred milliseconds turn a steady trickle of small commits
-        /// into full batches — far fewer requests to the destination (Braze counts requests against its
-        /// rate limit) — at the price of that much delivery delay. Never applies while ``flush()`` waits
-        /// or during the drain.
+        /// (zero by default: at once — except that, without a flush or the drain waiting, a partial batch
+        /// always waits for the commit in flight when appended records are being committed). A few hundred
+        /// milliseconds turn a steady trickle of small commits into full batches — far fewer requests to the
+        /// destination (Braze counts requests against its rate limit) — at the price of that much delivery
+        /// delay. Never applies while ``flush()`` waits or during the drain.
         public var deliveryLinger: Duration = .zero
         /// How long the writer pauses after each commit before it takes the next one, so that records keep
         /// gathering (zero by default: at once). A writer that was idle commits the first records without
@@ -87,8 +89,9 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
         /// is the same idea).
         public var commitDelay: Duration = .zero
         /// How often, at most, the ack file is `fdatasync`ed (1 s; also before a segment is deleted and at
-        /// the end of a run). Every batch's acknowledgement is written at once, so a process crash
-        /// re-delivers at most the batch in flight; a power loss at most this interval's batches more.
+        /// the end of a run). Every batch's acknowledgement is written as soon as it is settled (beside the
+        /// next batch's delivery), so a process crash re-delivers at most the batch in flight and one settled
+        /// batch; a power loss at most this interval's batches more.
         public var acknowledgementSyncInterval: Duration = .seconds(1)
         /// Injected file-system faults (tests only).
         package var faults: SegmentLogFaults?

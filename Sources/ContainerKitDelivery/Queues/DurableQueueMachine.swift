@@ -39,10 +39,19 @@ struct DurableQueueMachine: Sendable {
         var records: [AnalyticsRecord] { chunks.flatMap { $0 } }
     }
 
-    /// Records to deliver and the position after the last of them.
+    /// Records to deliver and the position after the last of them; from memory, with each record's JSON
+    /// as its commit wrote it (the same records: batches compare by records and end).
     struct Batch: Sendable, Hashable {
         var records: [AnalyticsRecord]
         var end: Position
+        var json: RecordsJSON? = nil
+
+        static func == (a: Batch, b: Batch) -> Bool { a.end == b.end && a.records == b.records }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(records)
+            hasher.combine(end)
+        }
     }
 
     /// What the shell must do after a step.
@@ -74,10 +83,17 @@ struct DurableQueueMachine: Sendable {
     /// record by record until a batch takes them), where each line ends, and where the commit was written.
     private struct MemoryChunk: Sendable {
         var records: [AnalyticsRecord]
-        /// Each record's line end, relative to ``offset``.
+        /// Each record's line end, relative to ``offset`` (and in ``bytes``).
         var lineEnds: ArraySlice<Int>
+        /// Where the first record's line starts in ``bytes``.
+        var lineStart: Int
+        /// The commit's lines (shared by the chunks of one commit, not copied).
+        var bytes: [UInt8]
         var segment: UInt64
         var offset: Int
+
+        /// Where record `index`'s line starts in ``bytes``.
+        func start(of index: Int) -> Int { index == 0 ? lineStart : lineEnds[lineEnds.startIndex + index - 1] }
 
         func end(of index: Int) -> Position {
             Position(segment: segment, offset: offset + lineEnds[lineEnds.startIndex + index])
@@ -242,6 +258,8 @@ struct DurableQueueMachine: Sendable {
                     MemoryChunk(
                         records: records,
                         lineEnds: commit.lineEnds[index..<(index + records.count)],
+                        lineStart: index == 0 ? 0 : commit.lineEnds[index - 1],
+                        bytes: commit.bytes,
                         segment: commit.segment,
                         offset: commit.offset
                     )
@@ -328,10 +346,16 @@ struct DurableQueueMachine: Sendable {
         return .wait
     }
 
-    /// Up to a batch of the committed records in memory, in order. A batch that is exactly one append's
-    /// records reuses that append's array; otherwise each record is copied once, here.
+    /// Up to a batch of the committed records in memory, in order, with their JSON: the commit's own buffer
+    /// when one commit wrote them all (no copy), else each commit's lines copied with one append (a checksum
+    /// and line feed stay between two records' JSON). A batch that is exactly one append's records reuses
+    /// that append's array; otherwise each record is copied once, here.
     private mutating func takeFromMemory() -> Batch {
         var taken: [AnalyticsRecord] = []
+        // Each record's JSON in its commit's buffer, and the lines taken from each commit.
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(min(batchSize, bufferedRecords))
+        var pieces: [(chunk: MemoryChunk, lines: Range<Int>, records: Int)] = []
         var end = cursor
         var remaining = batchSize
         while remaining > 0, let chunk = memory.first {
@@ -342,6 +366,24 @@ struct DurableQueueMachine: Sendable {
                 taken.reserveCapacity(min(batchSize, taken.count + bufferedRecords))
                 taken.append(contentsOf: chunk.records[memoryRecordHead..<(memoryRecordHead + count)])
             }
+            var start = chunk.start(of: memoryRecordHead)
+            let first = start
+            for index in 0..<count {
+                let lineEnd = chunk.lineEnds[chunk.lineEnds.startIndex + memoryRecordHead + index]
+                // The JSON without the line's checksum (a tab, eight hexadecimal digits) and line feed.
+                let checksummed = lineEnd - start > 10 && chunk.bytes[lineEnd - 10] == SegmentLog.checksumSeparator
+                ranges.append(start..<(lineEnd - (checksummed ? 10 : 1)))
+                start = lineEnd
+            }
+            if let last = pieces.last, last.chunk.segment == chunk.segment, last.chunk.offset == chunk.offset,
+                last.lines.upperBound == first
+            {
+                // The same commit, right after: one piece.
+                pieces[pieces.count - 1].lines = last.lines.lowerBound..<start
+                pieces[pieces.count - 1].records += count
+            } else {
+                pieces.append((chunk, first..<start, count))
+            }
             end = chunk.end(of: memoryRecordHead + count - 1)
             remaining -= count
             bufferedRecords -= count
@@ -351,7 +393,26 @@ struct DurableQueueMachine: Sendable {
                 memoryRecordHead = 0
             }
         }
-        return Batch(records: taken, end: end)
+        guard pieces.count > 1 else {
+            return Batch(
+                records: taken,
+                end: end,
+                json: pieces.first.map { RecordsJSON(bytes: $0.chunk.bytes, ranges: ranges) }
+            )
+        }
+        // Several commits: their lines, one after the other, in a buffer of the batch's own.
+        var json: [UInt8] = []
+        json.reserveCapacity(pieces.reduce(0) { $0 + $1.lines.count })
+        var index = 0
+        for piece in pieces {
+            let shift = json.count - piece.lines.lowerBound
+            for position in index..<(index + piece.records) {
+                ranges[position] = (ranges[position].lowerBound + shift)..<(ranges[position].upperBound + shift)
+            }
+            index += piece.records
+            json.append(contentsOf: piece.chunk.bytes[piece.lines])
+        }
+        return Batch(records: taken, end: end, json: RecordsJSON(bytes: json, ranges: ranges))
     }
 
     /// A disk read asked for by ``nextBatch()`` came back. Returns the batch to deliver, or `nil` (ask
