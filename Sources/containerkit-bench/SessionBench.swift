@@ -126,52 +126,57 @@ enum SessionBench {
         let streams = (0..<threads).map { _ in
             stream.map { (name: ownCopy($0.name), parameters: ownCopy($0.parameters)) }
         }
-        let done = DispatchGroup()
-        let start = DispatchSemaphore(value: 0)
-        for t in 0..<threads {
-            done.enter()
-            let layer = layers[t]
-            let own = streams[t]
-            Thread {
-                start.wait()
-                for _ in 0..<repeats {
-                    for event in own { layer.push(event: event.name, parameters: event.parameters) }
+        let elapsed = timeOnThreads(
+            (0..<threads).map { t in
+                let layer = layers[t]
+                let own = streams[t]
+                return {
+                    for _ in 0..<repeats {
+                        for event in own { layer.push(event: event.name, parameters: event.parameters) }
+                    }
                 }
-                done.leave()
-            }.start()
-        }
-        let begin = DispatchTime.now().uptimeNanoseconds
-        for _ in 0..<threads { start.signal() }
-        done.wait()
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9
+            }
+        )
         return Double(threads * repeats * stream.count) / max(elapsed, 1e-9)
     }
 
-    /// Iterations per second of a loop that keeps its state in registers (no memory shared or written; about
-    /// 0.2 s a sample here, as long as a sample of the pushes),
-    /// on `threads` threads at once: what the machine itself gives a second thread.
+    /// Iterations per second of a loop that keeps its state in registers (no memory shared or written; a
+    /// sample takes about 0.2 s here, as long as one of the pushes) on `threads` threads at once: what the
+    /// machine itself gives a second thread.
     static func spinRate(threads: Int, iterations: Int = 100_000_000) -> Double {
-        let done = DispatchGroup()
-        let start = DispatchSemaphore(value: 0)
         let results = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: threads * 8)
         defer { results.deallocate() }
         let address = UInt(bitPattern: results.baseAddress)  // a pointer is not Sendable; its address is
-        for t in 0..<threads {
+        let elapsed = timeOnThreads(
+            (0..<threads).map { t in
+                {
+                    var x = UInt64(t + 1)
+                    for _ in 0..<iterations { x ^= x &<< 13; x ^= x &>> 7; x ^= x &<< 17 }  // xorshift: no shortcut
+                    UnsafeMutablePointer<UInt64>(bitPattern: address)![t * 8] = x  // a cache line apart
+                }
+            }
+        )
+        for t in 0..<threads { benchmarkSink &+= Int(truncatingIfNeeded: results[t * 8]) }
+        return Double(threads * iterations) / max(elapsed, 1e-9)
+    }
+
+    /// Runs each job on a thread of its own, all released at once, and returns the seconds until the last one
+    /// finished.
+    static func timeOnThreads(_ jobs: [@Sendable () -> Void]) -> Double {
+        let done = DispatchGroup()
+        let start = DispatchSemaphore(value: 0)
+        for job in jobs {
             done.enter()
             Thread {
                 start.wait()
-                var x = UInt64(t + 1)
-                for _ in 0..<iterations { x ^= x &<< 13; x ^= x &>> 7; x ^= x &<< 17 }  // xorshift: no shortcut
-                UnsafeMutablePointer<UInt64>(bitPattern: address)![t * 8] = x  // a cache line apart: nothing shared
+                job()
                 done.leave()
             }.start()
         }
         let begin = DispatchTime.now().uptimeNanoseconds
-        for _ in 0..<threads { start.signal() }
+        for _ in jobs { start.signal() }
         done.wait()
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9
-        for t in 0..<threads { benchmarkSink &+= Int(truncatingIfNeeded: results[t * 8]) }
-        return Double(threads * iterations) / max(elapsed, 1e-9)
+        return Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9
     }
 
     static func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
