@@ -13,7 +13,7 @@ final class CallPlan: Sendable {
     }
 
     /// The class path or legacy function name the handler is registered under.
-    let name: String
+    var name: String { origin.name }
     /// The argument keys, in the container's order (distinct).
     let keys: [String]
     /// One slot per key.
@@ -42,7 +42,6 @@ final class CallPlan: Sendable {
     }
 
     private init?(origin: FunctionCall.Origin, arguments: Expr) {
-        let name = origin.name
         guard case .map(let entries) = arguments else { return nil }
         var keys: [String] = []
         var slots: [Slot] = []
@@ -58,7 +57,6 @@ final class CallPlan: Sendable {
             default: slots.append(.expression(entry.value))
             }
         }
-        self.name = name
         self.keys = keys
         self.slots = slots
         self.origin = origin
