@@ -25,22 +25,57 @@ public protocol SessionExtensionKey {
     static func stored(fromAttribute attribute: Value) -> Stored?
 }
 
+/// A value of ``SessionExtensionKey/Stored`` behind a reference whose class names its type: a read checks
+/// the class (a comparison of two pointers) instead of casting an existential, which cost about 500
+/// instructions per read on the Braze provider's path (once per tag call).
+@usableFromInline
+class ExtensionBox: @unchecked Sendable {
+    @usableFromInline init() {}
+}
+
+/// An ``ExtensionBox`` holding a `Stored`.
+///
+/// `@unchecked`: its one stored property is a `let` of a `Sendable` type.
+@usableFromInline
+final class TypedExtensionBox<Stored: Sendable>: ExtensionBox, @unchecked Sendable {
+    @usableFromInline let value: Stored
+
+    @usableFromInline init(_ value: Stored) {
+        self.value = value
+        super.init()
+    }
+}
+
 extension DataLayer {
     /// One typed value of ``State/extensions``, with the attribute it is saved under.
     struct ExtensionEntry: Sendable {
         var attributeKey: String
         /// `nil`: the attribute holds nothing this key can read.
-        var value: (any Sendable)?
+        var box: ExtensionBox?
     }
 
     /// The value `key` keeps on this session; `nil` when none was set.
+    @inlinable
     public func extensionValue<Key: SessionExtensionKey>(_ key: Key.Type) -> Key.Stored? {
-        let id = ObjectIdentifier(key)
-        return state.withLock { state -> Key.Stored? in
-            if let entry = state.extensions[id] { return entry.value as? Key.Stored }
-            // Not read since it was set as an attribute (a restore, a host's `setAttribute`): decode it once.
-            let decoded = state.attributes[Key.attributeKey].flatMap(Key.stored(fromAttribute:))
-            state.extensions[id] = ExtensionEntry(attributeKey: Key.attributeKey, value: decoded)
+        let box = extensionBox(ObjectIdentifier(key), attributeKey: Key.attributeKey) { attribute in
+            Key.stored(fromAttribute: attribute).map(TypedExtensionBox.init)
+        }
+        // Inlined into the caller, where `Key` is known: the cast compares the box's class with one type.
+        return (box as? TypedExtensionBox<Key.Stored>)?.value
+    }
+
+    /// The box of the value kept under `id`; decoded from attribute `attributeKey` on the first read since
+    /// the attribute was set (a restore, a host's `setAttribute`).
+    @usableFromInline
+    func extensionBox(
+        _ id: ObjectIdentifier,
+        attributeKey: String,
+        decode: (Value) -> ExtensionBox?
+    ) -> ExtensionBox? {
+        state.withLock { state -> ExtensionBox? in
+            if let entry = state.extensions[id] { return entry.box }
+            let decoded = state.attributes[attributeKey].flatMap(decode)
+            state.extensions[id] = ExtensionEntry(attributeKey: attributeKey, box: decoded)
             return decoded
         }
     }
@@ -48,8 +83,9 @@ extension DataLayer {
     /// Stores (or with `nil`, removes) the value `key` keeps on this session, and its attribute.
     public func setExtensionValue<Key: SessionExtensionKey>(_ value: Key.Stored?, for key: Key.Type) {
         let attribute = value.map(Key.attribute(for:))
+        let box = value.map(TypedExtensionBox.init)
         state.withLock { state in
-            state.extensions[ObjectIdentifier(key)] = ExtensionEntry(attributeKey: Key.attributeKey, value: value)
+            state.extensions[ObjectIdentifier(key)] = ExtensionEntry(attributeKey: Key.attributeKey, box: box)
             state.attributes[Key.attributeKey] = attribute
         }
     }

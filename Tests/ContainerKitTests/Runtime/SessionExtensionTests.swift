@@ -17,6 +17,36 @@ struct SessionExtensionTests {
         }
     }
 
+    /// A second key storing the same type under another attribute.
+    enum WishlistKey: SessionExtensionKey {
+        static let attributeKey = "shop.wishlist"
+        static func attribute(for cart: Cart) -> Value { CartKey.attribute(for: cart) }
+        static func stored(fromAttribute attribute: Value) -> Cart? { CartKey.stored(fromAttribute: attribute) }
+    }
+
+    /// A key storing another type under the first key's attribute.
+    enum CartSizeKey: SessionExtensionKey {
+        static let attributeKey = "shop.cart"
+        static func attribute(for items: Int) -> Value { ["items": .int(Int64(items))] }
+        static func stored(fromAttribute attribute: Value) -> Int? { CartKey.stored(fromAttribute: attribute)?.items }
+    }
+
+    @Test func twoKeysOfOneTypeKeepTheirOwnValues() {
+        let session = TagManager().makeDataLayer()
+        session.setExtensionValue(Cart(items: 1), for: CartKey.self)
+        session.setExtensionValue(Cart(items: 7), for: WishlistKey.self)
+        #expect(session.extensionValue(CartKey.self) == Cart(items: 1))
+        #expect(session.extensionValue(WishlistKey.self) == Cart(items: 7))
+    }
+
+    @Test func keysOfDifferentTypesOverOneAttributeEachReadTheirOwnType() {
+        let session = TagManager().makeDataLayer()
+        session.setExtensionValue(Cart(items: 4), for: CartKey.self)
+        // The other key has never been read: it decodes the attribute the first key saved.
+        #expect(session.extensionValue(CartSizeKey.self) == 4)
+        #expect(session.extensionValue(CartKey.self) == Cart(items: 4))
+    }
+
     @Test func aTypedValueIsReadBackAsStoredAndSavedAsItsAttribute() {
         let session = TagManager().makeDataLayer()
         #expect(session.extensionValue(CartKey.self) == nil)
