@@ -27,14 +27,14 @@ enum SessionBench {
         //   nothing between its threads;
         // - a register-only loop, the machine's scaling for work that hardly uses a core.
         // This VM's vCPUs switch, every second or so, between a fast state and one where code that fills a
-        // core runs at about 0.6 of the speed (most likely a neighbour on the physical core; `CONTAINERKIT_BENCH_ROUNDS=1`
-        // prints the rounds: one-thread samples of about 750k or 430k events/s). A round whose one-thread
-        // sample is fast and whose two-thread sample is slow reads 1.2, the reverse 3.0; the register loop,
-        // which leaves the core's units free, scales 2.0 either way. The pushes' ratio to the ideal's, round by
-        // round, is what the runtime loses on its own. A round is short (each sample about 50 ms) so that its
-        // samples mostly see one state; odd rounds reverse the order, so a drift favours neither side. The
-        // one-session rounds come after (their hand-overs between threads make them slow) with a one-thread
-        // sample of their own.
+        // core runs at about 0.6 of the speed (most likely a neighbour on the physical core;
+        // `CONTAINERKIT_BENCH_ROUNDS=1` prints the rounds). A round whose one-thread sample is fast and whose
+        // two-thread sample is slow reads 1.2, the reverse 3.0; the register loop, which leaves the core's
+        // units free, scales 2.0 either way. The pushes' ratio to the ideal's, round by round, is what the
+        // runtime loses on its own. A sample is about 0.2 s (samples of 50 ms, tried, caught one-thread and
+        // two-thread samples in different states more often); odd rounds reverse the order, so a drift favours
+        // neither side. The one-session rounds come after (their hand-overs between threads make them slow)
+        // with a one-thread sample of their own.
         _ = rate(threads: 2, stream) { _ in manager.makeDataLayer() }  // warm-up
         let environment = ProcessInfo.processInfo.environment
         let rounds = environment["CONTAINERKIT_BENCH_SCALING_ROUNDS"].flatMap { Int($0) } ?? scalingRounds
@@ -116,9 +116,9 @@ enum SessionBench {
     }
 
     /// Rounds of `two_thread_scaling` (the figure is their median).
-    static let scalingRounds = 41
-    /// Passes over the 20,000-event stream per thread and sample of `two_thread_scaling` (about 50 ms).
-    static let scalingRepeats = 2
+    static let scalingRounds = 15
+    /// Passes over the 20,000-event stream per thread and sample of `two_thread_scaling` (about 0.2 s).
+    static let scalingRepeats = 8
     /// Rounds and passes of `same_session_2_threads_vs_1` (slower: the threads hand the session over).
     static let sameSessionRounds = 5
     static let sameSessionRepeats = 2
@@ -155,7 +155,7 @@ enum SessionBench {
 
     /// Passes over the stream per thread and sample of the ideal (about as long as a sample of the pushes:
     /// the ideal is two to three times faster).
-    static let idealRepeats = 5
+    static let idealRepeats = 20
 
     /// Events per second of the hand-written ideal (`IdealImplementation`) on `threads` threads at once, each
     /// over its own copy of the stream with its own handler.
