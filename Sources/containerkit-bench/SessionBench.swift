@@ -6,18 +6,7 @@ import Foundation
 /// to a baseline measured in this run, or a count.
 enum SessionBench {
     static func run() async {
-        let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .none))
-        for path in [brazePath, cargoPath] {
-            guard let container = try? await ContainerLoader().load(path: path) else { return }
-            manager.add(container)
-        }
-        for classPath in [
-            "com.appboy.googletagmanager.BrazeGtmTagProvider", "path.to.Braze", "com.fiftyfive.cargo.Tags",
-        ] {
-            // The handler touches nothing shared: it used to count calls in one atomic, an add on one cache
-            // line from both threads per handler call, itself part of what kept `two_thread_scaling` under 2.
-            manager.register(tagHandler: ClosureTagHandler { _ in }, for: classPath)
-        }
+        guard let manager = await makeManager(), let unshared = await makeManager() else { return }
         let stream = EventStream.make(count: 20_000)
 
         // Threads on distinct sessions, and on one session, against one thread: each ratio the median of
@@ -25,7 +14,10 @@ enum SessionBench {
         // - the hand-written ideal (`IdealImplementation`), which makes the same decisions and builds the same
         //   argument maps with no runtime: code of the same kind (branches, loads, allocations) that shares
         //   nothing between its threads;
-        // - a register-only loop, the machine's scaling for work that hardly uses a core.
+        // - a register-only loop, the machine's scaling for work that hardly uses a core;
+        // - two threads pushing into sessions of two runtimes, each with its own copy of the containers and
+        //   handlers: `two_threads_one_runtime_vs_two`, the two-thread rate of one runtime over it, is what
+        //   sharing one runtime costs (1.0 when a push writes nothing another runtime's session reads).
         // This VM's vCPUs switch, every second or so, between a fast state and one where code that fills a
         // core runs at about 0.6 of the speed (most likely a neighbour on the physical core;
         // `CONTAINERKIT_BENCH_ROUNDS=1` prints the rounds). A round whose one-thread sample is fast and whose
@@ -42,17 +34,24 @@ enum SessionBench {
         var ideal: [Double] = []
         var machine: [Double] = []
         var relative: [Double] = []
+        var versusUnshared: [Double] = []
         for round in 0..<rounds {
             var samples: [() -> Double] = [
                 { rate(threads: 1, stream, repeats: scalingRepeats) { _ in manager.makeDataLayer() } },
                 { idealRate(threads: 1, stream) },
                 { rate(threads: 2, stream, repeats: scalingRepeats) { _ in manager.makeDataLayer() } },
                 { idealRate(threads: 2, stream) },
+                {
+                    rate(threads: 2, stream, repeats: scalingRepeats) { t in
+                        t == 0 ? manager.makeDataLayer() : unshared.makeDataLayer()
+                    }
+                },
             ]
             if round % 2 == 1 { samples.reverse() }
             var measured = samples.map { $0() }
             if round % 2 == 1 { measured.reverse() }
             let (one, idealOne, two, idealTwo) = (measured[0], measured[1], measured[2], measured[3])
+            versusUnshared.append(two / measured[4])
             let idealScaling = idealTwo / idealOne
             let control = spinRate(threads: 2) / spinRate(threads: 1)
             scaling.append(two / one)
@@ -62,7 +61,7 @@ enum SessionBench {
             if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ROUNDS"] != nil {
                 FileHandle.standardError.write(
                     Data(
-                        "scaling round \(round): one \(Int(one))/s two \(Int(two))/s ratio \(two / one) ideal \(idealScaling) machine \(control)\n"
+                        "scaling round \(round): one \(Int(one))/s two \(Int(two))/s ratio \(two / one) ideal \(idealScaling) one runtime vs two \(two / measured[4]) machine \(control)\n"
                             .utf8
                     )
                 )
@@ -78,6 +77,7 @@ enum SessionBench {
         print("two_thread_scaling=\(Harness.ratio(median(scaling)))")
         print("ideal_two_thread_scaling=\(Harness.ratio(median(ideal)))")
         print("two_thread_scaling_vs_ideal=\(Harness.ratio(median(relative)))")
+        print("two_threads_one_runtime_vs_two=\(Harness.ratio(median(versusUnshared)))")
         print("machine_two_thread_scaling=\(Harness.ratio(median(machine)))")
         print("same_session_2_threads_vs_1=\(Harness.ratio(median(sameSession)))")
         if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "scaling" { return }
@@ -113,6 +113,23 @@ enum SessionBench {
             benchmarkSink = restored
         }
         print("snapshot_restore_per_s=\(Harness.format(snapshotRate))")
+    }
+
+    /// A runtime with the Braze and Cargo containers, each loaded anew, and a handler that does nothing.
+    static func makeManager() async -> TagManager? {
+        let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .none))
+        for path in [brazePath, cargoPath] {
+            guard let container = try? await ContainerLoader().load(path: path) else { return nil }
+            manager.add(container)
+        }
+        for classPath in [
+            "com.appboy.googletagmanager.BrazeGtmTagProvider", "path.to.Braze", "com.fiftyfive.cargo.Tags",
+        ] {
+            // The handler touches nothing shared: it used to count calls in one atomic, an add on one cache
+            // line from both threads per handler call, itself part of what kept `two_thread_scaling` under 2.
+            manager.register(tagHandler: ClosureTagHandler { _ in }, for: classPath)
+        }
+        return manager
     }
 
     /// Rounds of `two_thread_scaling` (the figure is their median).
