@@ -5,8 +5,13 @@
 /// the next container, so the message, the model and the session are retained once per push, not once
 /// per container; ``finish()`` hands the memo tables back to the session.
 struct Evaluation: MacroResolver {
-    /// The container, by reference: the hot path reads its program in place and never copies a definition.
-    private(set) var storage: Container.Storage
+    /// The container, through the session's own reference to it (see ``TagManager/SessionContainer``): the
+    /// evaluation retains that, not the container every session's evaluations share.
+    private(set) var container: TagManager.SessionContainer
+    /// The container's storage: the hot path reads its program in place and never copies a definition.
+    var storage: Container.Storage {
+        @inline(__always) get { container.storage }
+    }
     /// The pushed message and event name, moved in by the push and out again with ``takePush()``.
     private(set) var message: ValueMap
     /// The session's merged model; empty when no container of the push reads it (see
@@ -53,7 +58,7 @@ struct Evaluation: MacroResolver {
     private var evaluatedOrder: [Int] = []
 
     init(
-        container: Container,
+        container: TagManager.SessionContainer,
         at containerIndex: Int = 0,
         message: ValueMap,
         model: ValueMap,
@@ -66,7 +71,7 @@ struct Evaluation: MacroResolver {
         scratch: consuming EvaluationScratch = EvaluationScratch(),
         reportedEventName: Value? = nil
     ) {
-        self.storage = container.storage
+        self.container = container
         self.containerIndex = containerIndex
         self.message = message
         self.model = model
@@ -169,12 +174,12 @@ struct Evaluation: MacroResolver {
 
     /// Evaluates the same event in another container (after ``run(candidates:)`` returned for the last one).
     mutating func run(
-        container: Container.Storage,
+        container: TagManager.SessionContainer,
         at index: Int,
         tagHandlers: TagManager.BorrowedHandlers,
         candidates: RuleCandidates?
     ) -> EvaluationTrace? {
-        storage = container
+        self.container = container
         containerIndex = index
         self.tagHandlers = tagHandlers
         evaluatedOrder.removeAll(keepingCapacity: true)

@@ -12,13 +12,17 @@ extension Container {
     public func value(forKey key: String, in session: DataLayer) -> Value {
         if let index = program.macroByName[key] {
             var evaluation = Evaluation(
-                container: self,
+                container: TagManager.SessionContainer(storage),
                 message: ValueMap(),
                 model: session.model,
                 eventName: nil,
                 eventNumber: 0,
                 dataLayer: session,
-                runtime: TagManager.SessionRuntime(generation: 0, snapshot: session.tagManager.snapshot),
+                runtime: TagManager.SessionRuntime(
+                    generation: 0,
+                    snapshot: session.tagManager.snapshot,
+                    containers: []
+                ),
                 recordTrace: false
             )
             return evaluation.value(ofMacro: index)

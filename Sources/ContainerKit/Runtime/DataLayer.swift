@@ -334,12 +334,12 @@ public final class DataLayer: Sendable {
             message[DataLayer.userPropertiesKey] = nil
         }
         let eventValue = pending.event ?? message["event"]
-        let eventName: String?
+        var eventName: String?
         switch eventValue {
         case nil, .undefined?, .null?: eventName = nil
         case let value?: eventName = value.jsString
         }
-        let reportedName = Evaluation.reportedName(eventName)
+        var reportedName = Evaluation.reportedName(eventName)
         // The candidate rules come from the session's own table, looked up under the lock taken anyway;
         // debug sessions evaluate every rule's candidates from the container (their traces explain all).
         var lookupName: String?
@@ -347,7 +347,7 @@ public final class DataLayer: Sendable {
         var candidates: ContainerCandidates?
         // The memo tables move out of the state with the model (see `processTurn`). The model is copied out only for
         // containers that read it (and debug traces); the runtime comes in the session's own holder.
-        let (model, eventNumber, runtime) = state.withLock {
+        var (model, eventNumber, runtime) = state.withLock {
             state -> (ValueMap, Int, TagManager.SessionRuntime) in
             if eventValue != nil, !holdsScratch {
                 swap(&scratch, &state.scratch)
@@ -358,11 +358,13 @@ public final class DataLayer: Sendable {
                 state.candidates = SessionCandidates()
             }
             let runtime = state.runtime!
-            let snapshot = runtime.snapshot
-            if let lookupName { candidates = state.candidates.candidates(for: lookupName, in: snapshot) }
+            let (readsRawValues, readsModel) = runtime.borrowedSnapshot._withUnsafeGuaranteedRef { snapshot in
+                if let lookupName { candidates = state.candidates.candidates(for: lookupName, in: snapshot) }
+                return (snapshot.readsRawValues, snapshot.readsModel)
+            }
             DataLayer.apply(message, to: &state.model, dotted: dotted)
             if let event = pending.event { state.model.setValue(event, forKey: "event", hint: &state.eventKeyPosition) }
-            if snapshot.readsRawValues {
+            if readsRawValues {
                 for (key, value) in message where !value.isUndefined { state.rawValues[key] = value }
                 if let event = pending.event { state.rawValues["event"] = event }
             }
@@ -375,60 +377,109 @@ public final class DataLayer: Sendable {
                 }
             }
             if eventValue != nil { state.eventNumber += 1 }
-            let model = eventValue != nil && (debug || snapshot.readsModel) ? state.model : ValueMap()
+            let model = eventValue != nil && (debug || readsModel) ? state.model : ValueMap()
             return (model, state.eventNumber, runtime)
         }
         guard eventValue != nil else { return }
-        let snapshot = runtime.snapshot
-        let containers = snapshot.containers
-        guard !containers.isEmpty else { return }
+        // The snapshot is borrowed for the evaluation (the session's holder, `runtime`, keeps it alive):
+        // retaining it, and its container array, wrote reference counts every session's pushes share.
+        runtime.borrowedSnapshot._withUnsafeGuaranteedRef { snapshot in
+            evaluate(
+                in: snapshot,
+                runtime: runtime,
+                message: &message,
+                model: &model,
+                eventName: &eventName,
+                reportedName: &reportedName,
+                eventNumber: eventNumber,
+                candidates: candidates,
+                into: &result,
+                scratch: &scratch,
+                turn: number,
+                inside: enclosing
+            )
+        }
+    }
+
+    /// Evaluates a merged push in every container of `snapshot` (borrowed: `runtime` holds it) and appends
+    /// what it did to `result`. The message, model and names move into the evaluation and on into the result.
+    private func evaluate(
+        in snapshot: TagManager.Snapshot,
+        runtime: TagManager.SessionRuntime,
+        message: inout ValueMap,
+        model: inout ValueMap,
+        eventName: inout String?,
+        reportedName: inout Value,
+        eventNumber: Int,
+        candidates: ContainerCandidates?,
+        into result: inout PushResult,
+        scratch: inout EvaluationScratch,
+        turn number: UInt64,
+        inside enclosing: TurnMark?
+    ) {
+        let count = snapshot.containers.count
+        guard count > 0 else { return }
         // The containers no rule of which can pass for this event name get an empty report without an
         // evaluation; one evaluation then serves the first container that needs one and every later one.
         var first = 0
         var firstCandidates: RuleCandidates?
-        while first < containers.count {
+        while first < count {
             firstCandidates = candidates?[first]
             if firstCandidates?.isEmpty != true { break }
             first += 1
         }
-        guard first < containers.count else {
-            let push = EvaluatedPush(runtime: runtime, eventName: eventName, message: message, calls: [], traces: [])
+        var movedMessage = ValueMap()
+        swap(&movedMessage, &message)
+        var movedName: String?
+        swap(&movedName, &eventName)
+        guard first < count else {
+            let push = EvaluatedPush(
+                runtime: runtime,
+                eventName: movedName,
+                message: movedMessage,
+                calls: [],
+                traces: []
+            )
             if tagManager.observer != nil {
                 DataLayer.$enclosingTurns.withValue(mark(turn: number, inside: enclosing)) {
-                    notifyObserver(of: push, containers: containers)
+                    notifyObserver(of: push, containers: snapshot.containers)
                 }
             }
             result.append(consume push)
             return
         }
+        var movedModel = ValueMap()
+        swap(&movedModel, &model)
+        var movedReportedName = Value.undefined
+        swap(&movedReportedName, &reportedName)
         // Everything the evaluation holds moves into it (the message, the model, the names); what the session
         // shares (the container, the snapshot's handlers) it borrows or retains once.
         var evaluation = Evaluation(
-            container: containers[first],
+            container: runtime.containers[first],
             at: first,
-            message: consume message,
-            model: consume model,
-            eventName: consume eventName,
+            message: consume movedMessage,
+            model: consume movedModel,
+            eventName: consume movedName,
             eventNumber: eventNumber,
             dataLayer: self,
             runtime: runtime,
             tagHandlers: snapshot.borrowedTagHandlers(first),
             recordTrace: debug,
             scratch: scratch.moved(),
-            reportedEventName: consume reportedName
+            reportedEventName: consume movedReportedName
         )
         DataLayer.$enclosingTurns.withValue(mark(turn: number, inside: enclosing)) {
             var traces: [EvaluationTrace?] = []
             let firstTrace = evaluation.run(candidates: firstCandidates)
             if debug {
-                traces = Array(repeating: nil, count: containers.count)
+                traces = Array(repeating: nil, count: count)
                 traces[first] = firstTrace
             }
-            for c in (first + 1)..<containers.count {
+            for c in (first + 1)..<count {
                 let rules = candidates?[c]
                 if rules?.isEmpty == true { continue }
                 let trace = evaluation.run(
-                    container: containers[c].storage,
+                    container: runtime.containers[c],
                     at: c,
                     tagHandlers: snapshot.borrowedTagHandlers(c),
                     candidates: rules
@@ -441,7 +492,7 @@ public final class DataLayer: Sendable {
             let calls = evaluation.takeCalls()
             let (name, pushed) = evaluation.takePush()
             let push = EvaluatedPush(runtime: runtime, eventName: name, message: pushed, calls: calls, traces: traces)
-            if tagManager.observer != nil { notifyObserver(of: push, containers: containers) }
+            if tagManager.observer != nil { notifyObserver(of: push, containers: snapshot.containers) }
             result.append(consume push)
         }
         scratch = evaluation.finish()

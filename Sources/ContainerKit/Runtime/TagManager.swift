@@ -42,11 +42,29 @@ public final class TagManager: Sendable {
     final class SessionRuntime: Sendable {
         let generation: UInt64
         let snapshot: Snapshot
+        /// ``snapshot`` without a reference count, for a push to borrow (`_withUnsafeGuaranteedRef`) while this
+        /// holder lives: loading the strong reference to pass it on retained the snapshot every session shares.
+        let borrowedSnapshot: Unmanaged<Snapshot>
+        /// This session's reference to each container of ``snapshot``, in its order: what an evaluation
+        /// retains.
+        let containers: [SessionContainer]
 
-        init(generation: UInt64, snapshot: Snapshot) {
+        /// A session's holder of `snapshot`, with its own reference to each container (`containers`: none,
+        /// for a holder that evaluates no container of the snapshot).
+        init(generation: UInt64, snapshot: Snapshot, containers: [SessionContainer]? = nil) {
             self.generation = generation
             self.snapshot = snapshot
+            self.borrowedSnapshot = Unmanaged.passUnretained(snapshot)
+            self.containers = containers ?? snapshot.containers.map { SessionContainer($0.storage) }
         }
+    }
+
+    /// One session's reference to a container: an evaluation retains this, not the container's storage,
+    /// which every session's evaluations share (retaining it once per container per push wrote a reference
+    /// count both cores write when two threads push into two sessions).
+    final class SessionContainer: Sendable {
+        let storage: Container.Storage
+        init(_ storage: Container.Storage) { self.storage = storage }
     }
 
     /// One container's resolved handlers (see ``Snapshot/borrowedTagHandlers(_:)``), without reference counts:
@@ -206,7 +224,8 @@ public final class TagManager: Sendable {
     /// writers' lock.
     func snapshot(cached: SessionRuntime?) -> SessionRuntime? {
         if let cached, cached.generation == generation.load(ordering: .acquiring) { return nil }
-        return published.withLock { SessionRuntime(generation: $0.generation, snapshot: $0.snapshot) }
+        let (current, snapshot) = published.withLock { ($0.generation, $0.snapshot) }
+        return SessionRuntime(generation: current, snapshot: snapshot)
     }
 
     // MARK: Containers
