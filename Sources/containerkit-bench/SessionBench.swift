@@ -201,8 +201,8 @@ enum SessionBench {
     }
 
     /// Iterations per second of a loop that keeps its state in registers (no memory shared or written; a
-    /// sample takes about 0.2 s here, as long as one of the pushes) on `threads` threads at once: what the
-    /// machine itself gives a second thread.
+    /// sample takes about 50 ms here) on `threads` threads at once: what the machine gives a second thread
+    /// for work that leaves the core's execution units free.
     static func spinRate(threads: Int, iterations: Int = 25_000_000) -> Double {
         let results = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: threads * 8)
         defer { results.deallocate() }

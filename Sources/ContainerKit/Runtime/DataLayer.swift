@@ -347,6 +347,8 @@ public final class DataLayer: Sendable {
         var candidates: ContainerCandidates?
         // The memo tables move out of the state with the model (see `processTurn`). The model is copied out only for
         // containers that read it (and debug traces); the runtime comes in the session's own holder.
+        // `model` is moved into the evaluation below (a `var` so that it can be; a copy made after the lock costs
+        // a retain and a release per push).
         var (model, eventNumber, runtime) = state.withLock {
             state -> (ValueMap, Int, TagManager.SessionRuntime) in
             if eventValue != nil, !holdsScratch {
@@ -452,8 +454,9 @@ public final class DataLayer: Sendable {
         swap(&movedModel, &model)
         var movedReportedName = Value.undefined
         swap(&movedReportedName, &reportedName)
-        // Everything the evaluation holds moves into it (the message, the model, the names); what the session
-        // shares (the container, the snapshot's handlers) it borrows or retains once.
+        // Everything the evaluation holds moves into it (the message, the model, the names); what sessions
+        // share it borrows (the snapshot's handlers) or reaches through the session's own references (the
+        // containers, `runtime.containers`).
         var evaluation = Evaluation(
             container: runtime.containers[first],
             at: first,
