@@ -97,6 +97,28 @@ extension Value {
     /// Reads a nested value by path segments, walking maps (and arrays by numeric index).
     ///
     /// Returns `.undefined` when a segment is missing or an intermediate value cannot be walked.
+    public func value(atPath segments: [String]) -> Value {
+        // By index: `for segment in segments` copies the array into its iterator, a retain of the key path
+        // every session's reads of a variable share.
+        var current = self
+        var i = 0
+        while i < segments.count {
+            switch current {
+            case .object(let map):
+                guard let next = map[segments[i]] else { return .undefined }
+                current = next
+            case .array(let list):
+                guard let index = Int(segments[i]), index >= 0, index < list.count else { return .undefined }
+                current = list[index]
+            default:
+                return .undefined
+            }
+            i += 1
+        }
+        return current
+    }
+
+    /// Reads a nested value by path segments from any collection of them (an array takes the overload above).
     public func value(atPath segments: some Collection<String>) -> Value {
         var current = self
         for segment in segments {

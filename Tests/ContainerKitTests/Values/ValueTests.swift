@@ -78,4 +78,16 @@ struct ValueTests {
         #expect(value == ["a": [1, 2.5, true, nil, "s"]])
         #expect(throws: ContainerError.self) { try Value(json: "{") }
     }
+
+    static let nested: Value = ["a": ["b": [10, ["c": "deep"]]]]
+
+    @Test(arguments: [
+        ([String](), nested), (["a", "b", "0"], Value.int(10)), (["a", "b", "1", "c"], Value.string("deep")),
+        (["a", "x"], Value.undefined), (["a", "b", "2"], Value.undefined), (["a", "b", "-1"], Value.undefined),
+        (["a", "b", "first"], Value.undefined), (["a", "b", "0", "c"], Value.undefined),
+    ])
+    func aPathWalksMapsAndArraysTheSameFromAnArrayAndAnyCollection(path: [String], expected: Value) {
+        #expect(Self.nested.value(atPath: path) == expected)
+        #expect(Self.nested.value(atPath: path[...]) == expected)
+    }
 }
