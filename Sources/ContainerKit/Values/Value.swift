@@ -103,16 +103,8 @@ extension Value {
         var current = self
         var i = 0
         while i < segments.count {
-            switch current {
-            case .object(let map):
-                guard let next = map[segments[i]] else { return .undefined }
-                current = next
-            case .array(let list):
-                guard let index = Int(segments[i]), index >= 0, index < list.count else { return .undefined }
-                current = list[index]
-            default:
-                return .undefined
-            }
+            guard let next = current.child(segments[i]) else { return .undefined }
+            current = next
             i += 1
         }
         return current
@@ -122,18 +114,24 @@ extension Value {
     public func value(atPath segments: some Collection<String>) -> Value {
         var current = self
         for segment in segments {
-            switch current {
-            case .object(let map):
-                guard let next = map[segment] else { return .undefined }
-                current = next
-            case .array(let list):
-                guard let index = Int(segment), index >= 0, index < list.count else { return .undefined }
-                current = list[index]
-            default:
-                return .undefined
-            }
+            guard let next = current.child(segment) else { return .undefined }
+            current = next
         }
         return current
+    }
+
+    /// One step of a path: the member `segment` of a map, or the element at that numeric index of an array.
+    @inline(__always)
+    private func child(_ segment: String) -> Value? {
+        switch self {
+        case .object(let map):
+            return map[segment]
+        case .array(let list):
+            guard let index = Int(segment), index >= 0, index < list.count else { return nil }
+            return list[index]
+        default:
+            return nil
+        }
     }
 }
 
