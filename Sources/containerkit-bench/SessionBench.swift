@@ -153,9 +153,7 @@ enum SessionBench {
         _ session: (Int) -> DataLayer
     ) -> Double {
         let layers = (0..<threads).map(session)
-        let streams = (0..<threads).map { _ in
-            stream.map { (name: ownCopy($0.name), parameters: ownCopy($0.parameters)) }
-        }
+        let streams = ownCopies(of: stream, count: threads)
         let elapsed = timeOnThreads(
             (0..<threads).map { t in
                 let layer = layers[t]
@@ -177,9 +175,7 @@ enum SessionBench {
     /// Events per second of the hand-written ideal (`IdealImplementation`) on `threads` threads at once, each
     /// over its own copy of the stream with its own handler.
     static func idealRate(threads: Int, _ stream: [(name: String, parameters: ValueMap)]) -> Double {
-        let streams = (0..<threads).map { _ in
-            stream.map { (name: ownCopy($0.name), parameters: ownCopy($0.parameters)) }
-        }
+        let streams = ownCopies(of: stream, count: threads)
         let calls = UnsafeMutableBufferPointer<Int>.allocate(capacity: threads * 8)
         defer { calls.deallocate() }
         let address = UInt(bitPattern: calls.baseAddress)  // a pointer is not Sendable; its address is
@@ -240,6 +236,14 @@ enum SessionBench {
     }
 
     static func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+
+    /// `count` copies of `stream`, each with strings and maps of its own (one per pushing thread).
+    static func ownCopies(
+        of stream: [(name: String, parameters: ValueMap)],
+        count: Int
+    ) -> [[(name: String, parameters: ValueMap)]] {
+        (0..<count).map { _ in stream.map { (name: ownCopy($0.name), parameters: ownCopy($0.parameters)) } }
+    }
 
     /// A copy of `string` in storage of its own (a string of more than 15 bytes lives in a shared buffer).
     static func ownCopy(_ string: String) -> String { String(decoding: Array(string.utf8), as: UTF8.self) }
