@@ -1,5 +1,6 @@
 import ContainerKit
 import Foundation
+import Synchronization
 
 /// Service figures (issue 8): how pushes scale over threads, what waiting for a busy session costs, how
 /// much memory a live session takes, and how fast sessions snapshot and restore. Every figure is a ratio
@@ -10,24 +11,34 @@ enum SessionBench {
         let stream = EventStream.make(count: 20_000)
 
         // Threads on distinct sessions, and on one session, against one thread: each ratio the median of
-        // rounds measured back to back. Each round also measures two controls the same way:
+        // rounds. A round measures each ratio's two sides in alternating slices of 20 ms
+        // (`interleaved(_:_:pairs:)`), and two controls the same way:
         // - the hand-written ideal (`IdealImplementation`), which makes the same decisions and builds the same
         //   argument maps with no runtime: code of the same kind (branches, loads, allocations) that shares
         //   nothing between its threads;
-        // - a register-only loop, the machine's scaling for work that hardly uses a core;
         // - two threads pushing into sessions of two runtimes, each with its own copy of the containers and
         //   handlers: `two_threads_one_runtime_vs_two`, the two-thread rate of one runtime over it, is what
-        //   sharing one runtime costs (1.0 when a push writes nothing another runtime's session reads).
-        // This VM's vCPUs switch, every second or so, between a fast state and one where code that fills a
-        // core runs at about 0.6 of the speed (most likely a neighbour on the physical core;
-        // `CONTAINERKIT_BENCH_ROUNDS=1` prints the rounds). A round whose one-thread sample is fast and whose
-        // two-thread sample is slow reads 1.2, the reverse 3.0; the register loop, which leaves the core's
-        // units free, scales 2.0 either way. The pushes' ratio to the ideal's, round by round, is what the
-        // runtime loses on its own. A sample is about 0.2 s (samples of 50 ms, tried, caught one-thread and
-        // two-thread samples in different states more often); odd rounds reverse the order, so a drift favours
-        // neither side. The one-session rounds come after (their hand-overs between threads make them slow)
-        // with a one-thread sample of their own.
-        _ = rate(threads: 2, stream) { _ in manager.makeDataLayer() }  // warm-up
+        //   sharing one runtime costs (1.0 when a push writes nothing another runtime's session reads);
+        // and, once per round, a register-only loop: the machine's scaling for work that hardly uses a core.
+        // This VM's vCPUs switch, every second or so, between a state where one thread pushes about 740,000
+        // events/s and two about 1.45 times that, and one where one thread pushes about 400,000 and two
+        // about twice that (`CONTAINERKIT_BENCH_ROUNDS=1` prints the rounds); the ideal moves alike, and the
+        // register loop, which leaves the core's units free, scales 2.0 throughout. Slices put both sides of
+        // a ratio in each state for the same share of time (samples of 0.2 s, one side after the other, read
+        // 1.2 or 3.0 when the state changed in between); the figure still depends on which state the host
+        // spent the run in. The pushes' ratio to the ideal's, round by round, is what the runtime loses on
+        // its own. The one-session rounds come last (their hand-overs between threads make them slow).
+        let streams = ownCopies(of: stream, count: 2)
+        // Each thread's jobs over its own copy of the stream (a job keeps its place in the stream from one
+        // slice to the next).
+        let one: [Job?] = [pushJob(manager.makeDataLayer(), streams[0]), nil]
+        let two: [Job?] = [pushJob(manager.makeDataLayer(), streams[0]), pushJob(manager.makeDataLayer(), streams[1])]
+        let idealOne: [Job?] = [idealJob(streams[0]), nil]
+        let idealTwo: [Job?] = [idealJob(streams[0]), idealJob(streams[1])]
+        let twoRuntimes: [Job?] = [
+            pushJob(manager.makeDataLayer(), streams[0]), pushJob(unshared.makeDataLayer(), streams[1]),
+        ]
+        _ = interleaved(one, two, pairs: 5)  // warm-up
         let environment = ProcessInfo.processInfo.environment
         let rounds = environment["CONTAINERKIT_BENCH_SCALING_ROUNDS"].flatMap { Int($0) } ?? scalingRounds
         var scaling: [Double] = []
@@ -36,43 +47,29 @@ enum SessionBench {
         var relative: [Double] = []
         var versusUnshared: [Double] = []
         for round in 0..<rounds {
-            var samples: [() -> Double] = [
-                { rate(threads: 1, stream, repeats: scalingRepeats) { _ in manager.makeDataLayer() } },
-                { idealRate(threads: 1, stream) },
-                { rate(threads: 2, stream, repeats: scalingRepeats) { _ in manager.makeDataLayer() } },
-                { idealRate(threads: 2, stream) },
-                {
-                    rate(threads: 2, stream, repeats: scalingRepeats) { t in
-                        t == 0 ? manager.makeDataLayer() : unshared.makeDataLayer()
-                    }
-                },
-            ]
-            if round % 2 == 1 { samples.reverse() }
-            var measured = samples.map { $0() }
-            if round % 2 == 1 { measured.reverse() }
-            let (one, idealOne, two, idealTwo) = (measured[0], measured[1], measured[2], measured[3])
-            versusUnshared.append(two / measured[4])
-            let idealScaling = idealTwo / idealOne
+            let pushes = interleaved(one, two)
+            let idealRates = interleaved(idealOne, idealTwo)
+            let runtimes = interleaved(two, twoRuntimes)
             let control = spinRate(threads: 2) / spinRate(threads: 1)
-            scaling.append(two / one)
+            let idealScaling = idealRates.b / idealRates.a
+            scaling.append(pushes.b / pushes.a)
             ideal.append(idealScaling)
             machine.append(control)
-            relative.append(two / one / idealScaling)
-            if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ROUNDS"] != nil {
-                FileHandle.standardError.write(
-                    Data(
-                        "scaling round \(round): one \(Int(one))/s two \(Int(two))/s ratio \(two / one) ideal \(idealScaling) one runtime vs two \(two / measured[4]) machine \(control)\n"
-                            .utf8
-                    )
-                )
+            relative.append(pushes.b / pushes.a / idealScaling)
+            versusUnshared.append(runtimes.a / runtimes.b)
+            if environment["CONTAINERKIT_BENCH_ROUNDS"] != nil {
+                let line =
+                    "scaling round \(round): one \(Int(pushes.a))/s two \(Int(pushes.b))/s ratio \(pushes.b / pushes.a) "
+                    + "ideal \(idealScaling) one runtime vs two \(runtimes.a / runtimes.b) machine \(control)\n"
+                FileHandle.standardError.write(Data(line.utf8))
             }
         }
         var sameSession: [Double] = []
+        let shared = manager.makeDataLayer()
+        let twoShared: [Job?] = [pushJob(shared, streams[0]), pushJob(shared, streams[1])]
         for _ in 0..<sameSessionRounds {
-            let one = rate(threads: 1, stream, repeats: sameSessionRepeats) { _ in manager.makeDataLayer() }
-            let shared = manager.makeDataLayer()
-            let twoShared = rate(threads: 2, stream, repeats: sameSessionRepeats) { _ in shared }
-            sameSession.append(twoShared / one)
+            let rates = interleaved(one, twoShared)
+            sameSession.append(rates.b / rates.a)
         }
         print("two_thread_scaling=\(Harness.ratio(median(scaling)))")
         print("ideal_two_thread_scaling=\(Harness.ratio(median(ideal)))")
@@ -134,66 +131,63 @@ enum SessionBench {
 
     /// Rounds of `two_thread_scaling` (the figure is their median).
     static let scalingRounds = 15
-    /// Passes over the 20,000-event stream per thread and sample of `two_thread_scaling` (about 0.2 s).
-    static let scalingRepeats = 8
-    /// Rounds and passes of `same_session_2_threads_vs_1` (slower: the threads hand the session over).
+    /// Slices of each way per figure and round (20 ms each: a round's pushes take 0.4 s).
+    static let scalingPairs = 10
+    /// Rounds of `same_session_2_threads_vs_1`.
     static let sameSessionRounds = 5
-    static let sameSessionRepeats = 2
 
-    /// Events per second when `threads` threads each push the whole stream `repeats` times into
-    /// `session(thread)`.
+    /// A thread's work in one phase of ``interleaved(_:_:pairs:)``: runs until `watch.isOver` (checked every
+    /// 64 units) and returns the units it did.
+    typealias Job = @Sendable (PhaseWatch) -> Int
+
+    /// Where a job is in its stream, between slices (only its thread touches it).
+    final class Cursor: @unchecked Sendable {
+        var index = 0
+    }
+
+    /// A job that pushes `events` into `layer`, one after the other, starting over at the end.
     ///
     /// Each thread pushes its own copy of the stream (its own strings and maps), as the users of a service
     /// send their own events: pushing the very same `ValueMap`s from both threads made every retain of a
     /// pushed map an atomic write to a cache line both cores share, which no service does.
-    static func rate(
-        threads: Int,
-        _ stream: [(name: String, parameters: ValueMap)],
-        repeats: Int = 1,
-        _ session: (Int) -> DataLayer
-    ) -> Double {
-        let layers = (0..<threads).map(session)
-        let streams = ownCopies(of: stream, count: threads)
-        let elapsed = timeOnThreads(
-            (0..<threads).map { t in
-                let layer = layers[t]
-                let own = streams[t]
-                return {
-                    for _ in 0..<repeats {
-                        for event in own { layer.push(event: event.name, parameters: event.parameters) }
-                    }
-                }
+    static func pushJob(_ layer: DataLayer, _ events: [(name: String, parameters: ValueMap)]) -> Job {
+        let cursor = Cursor()
+        return { watch in
+            var index = cursor.index
+            var count = 0
+            defer { cursor.index = index }
+            while true {
+                let event = events[index]
+                layer.push(event: event.name, parameters: event.parameters)
+                index = index + 1 == events.count ? 0 : index + 1
+                count += 1
+                if count & 63 == 0, watch.isOver { return count }
             }
-        )
-        return Double(threads * repeats * stream.count) / max(elapsed, 1e-9)
+        }
     }
 
-    /// Passes over the stream per thread and sample of the ideal (about as long as a sample of the pushes:
-    /// the ideal is two to three times faster).
-    static let idealRepeats = 20
+    /// The hand-written ideal (`IdealImplementation`) and the calls it made, kept between slices.
+    final class IdealState: @unchecked Sendable {
+        var handled = 0
+        lazy var implementation = IdealImplementation { [unowned self] _, _ in self.handled += 1 }
+        let cursor = Cursor()
+    }
 
-    /// Events per second of the hand-written ideal (`IdealImplementation`) on `threads` threads at once, each
-    /// over its own copy of the stream with its own handler.
-    static func idealRate(threads: Int, _ stream: [(name: String, parameters: ValueMap)]) -> Double {
-        let streams = ownCopies(of: stream, count: threads)
-        let calls = UnsafeMutableBufferPointer<Int>.allocate(capacity: threads * 8)
-        defer { calls.deallocate() }
-        let address = UInt(bitPattern: calls.baseAddress)  // a pointer is not Sendable; its address is
-        let elapsed = timeOnThreads(
-            (0..<threads).map { t in
-                let own = streams[t]
-                return {
-                    var count = 0
-                    var implementation = IdealImplementation { _, _ in count += 1 }
-                    for _ in 0..<idealRepeats {
-                        for event in own { implementation.process(event.name, event.parameters) }
-                    }
-                    UnsafeMutablePointer<Int>(bitPattern: address)![t * 8] = count  // a cache line apart
-                }
+    /// A job that runs the hand-written ideal over `events`, like ``pushJob(_:_:)``.
+    static func idealJob(_ events: [(name: String, parameters: ValueMap)]) -> Job {
+        let state = IdealState()
+        return { watch in
+            var index = state.cursor.index
+            var count = 0
+            defer { state.cursor.index = index }
+            while true {
+                let event = events[index]
+                state.implementation.process(event.name, event.parameters)
+                index = index + 1 == events.count ? 0 : index + 1
+                count += 1
+                if count & 63 == 0, watch.isOver { return count }
             }
-        )
-        for t in 0..<threads { benchmarkSink &+= calls[t * 8] }
-        return Double(threads * idealRepeats * stream.count) / max(elapsed, 1e-9)
+        }
     }
 
     /// Iterations per second of a loop that keeps its state in registers (no memory shared or written; a
@@ -236,6 +230,79 @@ enum SessionBench {
     }
 
     static func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+
+    /// The phase the threads of ``interleaved(_:_:pairs:)`` are in (`0` before the start, `-1` to stop); the
+    /// jobs read it every 64 units, a load of a line written only when the phase changes.
+    final class Phases: Sendable {
+        let current = Atomic<Int>(0)
+    }
+
+    /// What a job checks to know that its phase is over.
+    struct PhaseWatch {
+        let phases: Phases
+        let phase: Int
+        var isOver: Bool { phases.current.load(ordering: .relaxed) != phase }
+    }
+
+    /// The rates (units per second, all threads together) of two ways to run the same threads, `a` and `b`
+    /// (one job per thread; `nil` leaves the thread idle), measured in alternating slices of `sliceSeconds`:
+    /// `pairs` slices of each, in the order a b b a a b … so that a drift favours neither.
+    ///
+    /// Measuring one way and then the other, each for a fraction of a second, compared two states of this
+    /// VM as often as one: its vCPUs switch, every second or so, between a fast state and one at about 0.6 of
+    /// the speed (a neighbour on the physical core, most likely), so that a one-thread sample in one state
+    /// and a two-thread sample in the other read 1.2 or 3.0. Slices of 20 ms put both ways in each state for
+    /// the same share of time. An idle thread is woken at the start of a slice of its own (about 0.1 ms of
+    /// 20 lost; a cost charged to the way that uses more threads).
+    static func interleaved(
+        _ a: [Job?],
+        _ b: [Job?],
+        pairs: Int = scalingPairs,
+        sliceSeconds: Double = 0.02
+    ) -> (a: Double, b: Double) {
+        let threads = a.count
+        let phases = Phases()
+        let wakes = (0..<threads).map { _ in DispatchSemaphore(value: 0) }
+        let done = DispatchGroup()
+        // Units per phase (1: a, 2: b) and thread, a cache line apart.
+        let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: 3 * threads * 8)
+        counts.initialize(repeating: 0)
+        defer { counts.deallocate() }
+        let address = UInt(bitPattern: counts.baseAddress)  // a pointer is not Sendable; its address is
+        for t in 0..<threads {
+            let (jobA, jobB, wake) = (a[t], b[t], wakes[t])
+            done.enter()
+            Thread {
+                let counts = UnsafeMutablePointer<Int>(bitPattern: address)!
+                var phase = phases.current.load(ordering: .relaxed)
+                while phase >= 0 {
+                    if let job = phase == 1 ? jobA : phase == 2 ? jobB : nil {
+                        counts[(phase * threads + t) * 8] += job(PhaseWatch(phases: phases, phase: phase))
+                    } else {
+                        wake.wait()
+                    }
+                    phase = phases.current.load(ordering: .relaxed)
+                }
+                done.leave()
+            }.start()
+        }
+        var seconds = [0.0, 0.0, 0.0]
+        for slice in 0..<(2 * pairs) {
+            let phase = (slice + 1) / 2 % 2 == 0 ? 1 : 2
+            let begin = DispatchTime.now().uptimeNanoseconds
+            phases.current.store(phase, ordering: .relaxed)
+            for t in 0..<threads where (phase == 1 ? a[t] : b[t]) != nil { wakes[t].signal() }
+            Thread.sleep(forTimeInterval: sliceSeconds)
+            seconds[phase] += Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9
+        }
+        phases.current.store(-1, ordering: .relaxed)
+        for wake in wakes { wake.signal() }
+        done.wait()
+        func rate(_ phase: Int) -> Double {
+            (0..<threads).reduce(0) { $0 + Double(counts[(phase * threads + $1) * 8]) } / max(seconds[phase], 1e-9)
+        }
+        return (rate(1), rate(2))
+    }
 
     /// `count` copies of `stream`, each with strings and maps of its own (one per pushing thread).
     static func ownCopies(
