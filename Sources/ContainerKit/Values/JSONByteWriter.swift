@@ -40,35 +40,72 @@ package struct JSONByteWriter {
 
     /// Appends a JSON string literal, escaping quotes, backslashes and control characters (`\u001f`).
     package mutating func string(_ text: String) {
-        bytes.append(0x22)
-        var copy = text
-        copy.withUTF8 { utf8 in
-            // Most strings (keys, IDs, names) need no escape: found by one scan, appended in one copy.
-            guard utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else {
-                bytes.append(contentsOf: utf8)
-                return
-            }
-            var start = 0
-            for (i, byte) in utf8.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
-                start = i + 1
-                switch byte {
-                case 0x22: raw("\\\"")
-                case 0x5C: raw("\\\\")
-                case 0x0A: raw("\\n")
-                case 0x0D: raw("\\r")
-                case 0x09: raw("\\t")
-                case 0x08: raw("\\b")
-                case 0x0C: raw("\\f")
-                default:
-                    raw("\\u00")
-                    bytes.append(Self.hexDigits[Int(byte >> 4)])
-                    bytes.append(Self.hexDigits[Int(byte & 0xF)])
-                }
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+        // Native and small strings lend their UTF-8 in place (no copy of the string, no uniqueness check);
+        // only a bridged string needs `withUTF8`'s copy.
+        let done: Void? = text.utf8.withContiguousStorageIfAvailable { quoted($0) }
+        if done == nil {
+            var copy = text
+            copy.withUTF8 { quoted($0) }
         }
+    }
+
+    /// Appends `utf8` quoted and escaped.
+    private mutating func quoted(_ utf8: UnsafeBufferPointer<UInt8>) {
+        // Most strings (keys, IDs, names) need no escape: found by one scan, appended in one copy.
         bytes.append(0x22)
+        guard Self.needsEscape(utf8) else {
+            bytes.append(contentsOf: utf8)
+            bytes.append(0x22)
+            return
+        }
+        var start = 0
+        for (i, byte) in utf8.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
+            start = i + 1
+            switch byte {
+            case 0x22: raw("\\\"")
+            case 0x5C: raw("\\\\")
+            case 0x0A: raw("\\n")
+            case 0x0D: raw("\\r")
+            case 0x09: raw("\\t")
+            case 0x08: raw("\\b")
+            case 0x0C: raw("\\f")
+            default:
+                raw("\\u00")
+                bytes.append(Self.hexDigits[Int(byte >> 4)])
+                bytes.append(Self.hexDigits[Int(byte & 0xF)])
+            }
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+        bytes.append(0x22)
+    }
+
+    /// Whether any byte of `utf8` must be escaped in a JSON string (a control character, `"` or `\`),
+    /// looked at eight bytes at a time: per byte lane, `(w - k) & ~w & 0x80` is set where a byte is below
+    /// `k` (exact for `k` ≤ 0x80; a lane's borrow reaches the next lane only when the lane itself matched),
+    /// and a byte equal to `c` is a zero byte of `w ^ c`.
+    @inline(__always)
+    package static func needsEscape(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = utf8.baseAddress else { return false }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let count = utf8.count
+        var offset = 0
+        while offset + 8 <= count {
+            let word = UnsafeRawPointer(base).loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let found =
+                ((word &- ones &* 0x20) & ~word) | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
+            if found & highs != 0 { return true }
+            offset += 8
+        }
+        while offset < count {
+            let byte = base[offset]
+            if byte < 0x20 || byte == 0x22 || byte == 0x5C { return true }
+            offset += 1
+        }
+        return false
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)

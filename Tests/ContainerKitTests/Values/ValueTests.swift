@@ -33,6 +33,39 @@ struct ValueTests {
         #expect(value.jsNumber == expected)
     }
 
+    @Test(
+        arguments: [0x00, 0x09, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x41, 0x7F, 0x80, 0xA2, 0xDC, 0xFF]
+            as [UInt8]
+    )
+    func theEscapeScanFindsEachByteThatNeedsEscapingAtEveryPosition(byte: UInt8) {
+        let needed = byte < 0x20 || byte == 0x22 || byte == 0x5C
+        // Every length around the eight-byte words, the byte at every position, between letters and between
+        // bytes that are one off from the ones looked for.
+        for filler in [0x61, 0x21, 0x23, 0x5B, 0x5D, 0x20] as [UInt8] {
+            for count in 1...19 {
+                for position in 0..<count {
+                    var bytes = [UInt8](repeating: filler, count: count)
+                    bytes[position] = byte
+                    let found = bytes.withUnsafeBufferPointer { JSONByteWriter.needsEscape($0) }
+                    #expect(found == needed, "byte \(byte) at \(position) of \(count) among \(filler)")
+                }
+            }
+        }
+        #expect([UInt8]().withUnsafeBufferPointer { JSONByteWriter.needsEscape($0) } == false)
+    }
+
+    @Test func theByteWriterWritesStringsThatReadBackTheSame() throws {
+        for text in [
+            "", "plain", "a longer plain string of several words", "\"", "ends with a quote\"",
+            "\\ starts with a backslash", "tab\tin the middle of a long string", "\u{1F}", "caf\u{E9} \u{1F3B5}",
+            "twenty-four bytes long\n!",
+        ] {
+            var writer = JSONByteWriter()
+            writer.string(text)
+            #expect(try Value(jsonBytes: writer.bytes) == .string(text), "\(text.debugDescription)")
+        }
+    }
+
     @Test func jsonWriterEscapesAndKeepsKeyOrder() {
         var map = ValueMap()
         map["z"] = "quote \" backslash \\ newline \n tab \t bell \u{07}"
