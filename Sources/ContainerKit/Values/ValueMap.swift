@@ -118,6 +118,10 @@ public struct ValueMap: Sendable {
         hint = position(of: key) ?? 0
     }
 
+    /// The value of the entry at `position` (an index into ``keys``): a walk over `keys.indices` reads the
+    /// entries without the iterator's copies of both arrays.
+    package func value(at position: Int) -> Value { values[position] }
+
     /// Appends an entry whose key the caller knows is not in the map (no search).
     package mutating func appendNew(_ key: String, _ value: Value) { append(key, value) }
 

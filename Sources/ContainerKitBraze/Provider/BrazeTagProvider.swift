@@ -170,7 +170,8 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
             call.arguments,
             user: user,
             &rules,
-            record: record
+            // A closure, not the method itself: a method reference copies the provider into a new context.
+            record: { user, payload in record(user, payload) }
         )
         guard rules.violations.isEmpty else {
             let name = tag

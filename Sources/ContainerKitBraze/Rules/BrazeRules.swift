@@ -122,8 +122,12 @@ package struct BrazeRules {
     mutating func properties(_ arguments: ValueMap, excluding excluded: [String]) -> ValueMap {
         var properties = ValueMap(minimumCapacity: arguments.count)
         var nested = false
-        for (key, value) in arguments where !excluded.contains(key) {
+        let keys = arguments.keys
+        for position in keys.indices {
+            let key = keys[position]
+            guard !excluded.contains(key) else { continue }
             guard checkedKey(key, kind: "property") else { continue }
+            let value = arguments.value(at: position)
             switch value {
             case .string(let s):
                 checkedString(s, key: key, what: "property '\(key)'", allowsEmpty: true)
