@@ -583,8 +583,12 @@ public final class DataLayer: Sendable {
     // MARK: Merge semantics
 
     static func hasDot(_ key: String) -> Bool {
-        // Read in place (native and small strings); `withUTF8` needed a mutable copy of the key.
-        key.utf8.withContiguousStorageIfAvailable { $0.contains(0x2E) } ?? key.utf8.contains(0x2E)
+        // Read in place (native and small strings; `withUTF8` needed a mutable copy of the key) by `memchr`,
+        // which looks at a word at a time.
+        key.utf8.withContiguousStorageIfAvailable { utf8 in
+            guard let base = utf8.baseAddress else { return false }
+            return memchr(base, 0x2E, utf8.count) != nil
+        } ?? key.utf8.contains(0x2E)
     }
 
     /// Merges a push into the model, key by key.
