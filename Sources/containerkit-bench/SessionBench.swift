@@ -20,8 +20,8 @@ enum SessionBench {
         //   handlers: `two_threads_one_runtime_vs_two`, the two-thread rate of one runtime over it, is what
         //   sharing one runtime costs (1.0 when a push writes nothing another runtime's session reads);
         // and, once per round, a register-only loop: the machine's scaling for work that hardly uses a core.
-        // This VM's vCPUs switch, every second or so, between a state where one thread pushes about 740,000
-        // events/s and two about 1.45 times that, and one where one thread pushes about 400,000 and two
+        // This VM's vCPUs switch, every second or so, between a state where one thread pushes about 650,000
+        // events/s and two about 1.6 times that, and one where one thread pushes about 410,000 and two
         // about twice that (`CONTAINERKIT_BENCH_ROUNDS=1` prints the rounds); the ideal moves alike, and the
         // register loop, which leaves the core's units free, scales 2.0 throughout. Slices put both sides of
         // a ratio in each state for the same share of time (samples of 0.2 s, one side after the other, read
@@ -140,7 +140,8 @@ enum SessionBench {
     /// 64 units) and returns the units it did.
     typealias Job = @Sendable (PhaseWatch) -> Int
 
-    /// Where a job is in its stream, between slices (only its thread touches it).
+    /// Where a job is in its stream, between slices (one thread at a time touches it: the thread running the
+    /// job in this measurement).
     final class Cursor: @unchecked Sendable {
         var index = 0
     }
