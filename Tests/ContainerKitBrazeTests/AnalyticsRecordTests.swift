@@ -273,6 +273,26 @@ import Testing
         #expect(badTime.message.contains("'noon'"))
     }
 
+    @Test func recordLinesWriteTimesAsTheTimestampFormatterDoes() {
+        // Both sides of 1970, leap days, the ends of the four-digit years, then dates spread over them all
+        // (a fixed sequence, so a failure repeats).
+        var seconds: [Double] = [
+            0, -1, -0.001, 951_782_400.5, 951_868_799.999, 253_402_300_799.999, -62_135_596_800, 1_764_115_200.123,
+        ]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<2_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let millisecond = Int64(state >> 10) % 315_537_897_600_000 - 62_135_596_800_000
+            seconds.append(Double(millisecond) / 1000)
+        }
+        for second in seconds {
+            let date = Date(timeIntervalSince1970: second)
+            var writer = JSONByteWriter()
+            writer.time(date)
+            #expect(writer.text == "\"\(ISO8601Timestamp.string(from: date))\"", "\(second)")
+        }
+    }
+
     @Test func isoTimestampsFormatAndParse() {
         #expect(ISO8601Timestamp.string(from: Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
         #expect(ISO8601Timestamp.string(from: Date(timeIntervalSince1970: 951_782_400.5)) == "2000-02-29T00:00:00.500Z")

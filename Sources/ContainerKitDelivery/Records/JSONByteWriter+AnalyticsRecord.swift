@@ -35,20 +35,23 @@ extension JSONByteWriter {
                 0x22, 0, 0, 0, 0, 0x2D, 0, 0, 0x2D, 0, 0, 0x54, 0, 0, 0x3A, 0, 0, 0x3A, 0, 0, 0x2E, 0, 0, 0, 0x5A, 0x22
             )
         withUnsafeMutableBytes(of: &text) { buffer in
-            func digits(_ value: Int64, at offset: Int, width: Int) {
-                var rest = value
-                for position in stride(from: offset + width - 1, through: offset, by: -1) {
-                    buffer[position] = UInt8(truncatingIfNeeded: rest % 10) + 0x30
-                    rest /= 10
-                }
+            // Two digits per division by ten (every field below is 0...99).
+            func twoDigits(_ value: Int64, at offset: Int) {
+                let value = UInt32(truncatingIfNeeded: value)
+                let tens = value / 10
+                buffer[offset] = UInt8(truncatingIfNeeded: tens) &+ 0x30
+                buffer[offset + 1] = UInt8(truncatingIfNeeded: value &- tens &* 10) &+ 0x30
             }
-            digits(year, at: 1, width: 4)
-            digits(month, at: 6, width: 2)
-            digits(day, at: 9, width: 2)
-            digits(millisecondOfDay / 3_600_000, at: 12, width: 2)
-            digits(millisecondOfDay / 60_000 % 60, at: 15, width: 2)
-            digits(millisecondOfDay / 1000 % 60, at: 18, width: 2)
-            digits(millisecondOfDay % 1000, at: 21, width: 3)
+            twoDigits(year / 100, at: 1)
+            twoDigits(year % 100, at: 3)
+            twoDigits(month, at: 6)
+            twoDigits(day, at: 9)
+            twoDigits(millisecondOfDay / 3_600_000, at: 12)
+            twoDigits(millisecondOfDay / 60_000 % 60, at: 15)
+            twoDigits(millisecondOfDay / 1000 % 60, at: 18)
+            let milliseconds = millisecondOfDay % 1000
+            buffer[21] = UInt8(truncatingIfNeeded: milliseconds / 100) &+ 0x30
+            twoDigits(milliseconds % 100, at: 22)
             bytes.append(contentsOf: UnsafeRawBufferPointer(buffer))
         }
     }
