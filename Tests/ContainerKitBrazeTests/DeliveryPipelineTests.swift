@@ -22,6 +22,10 @@ import Testing
         actions.compactMap { if case .acknowledge(let position) = $0 { return position } else { return nil } }
     }
 
+    static func flushes(_ actions: [Machine.Action]) -> [String] {
+        actions.compactMap { if case .resumeFlush(let waiter, _) = $0 { return waiter } else { return nil } }
+    }
+
     @Test func batchesInFlightAreAcknowledgedInStoreOrder() throws {
         var machine = Machine(batchSize: 2, maximumInFlight: 2)
         try machine.start()
@@ -81,6 +85,32 @@ import Testing
         let skipped = StoredBatch<Int>(records: [], end: 3, skipped: 2)
         #expect(Self.acknowledgements(machine.readCompleted(skipped)).isEmpty)
         #expect(Self.acknowledgements(machine.settled(id: try #require(first.first), error: nil)) == [3])
+    }
+
+    // A store may pass over records while a batch is out (the PostgreSQL store reads no partition that has a
+    // batch in flight) and say so once that batch's acknowledgement is written: a flush waiting meanwhile is
+    // answered only after those records are read, delivered and acknowledged too.
+    @Test func aFlushWaitsForTheAcknowledgementsAndForWhatTheStoreFindsMeanwhile() throws {
+        var machine = Machine(batchSize: 10, maximumInFlight: 2)
+        try machine.start()
+        _ = machine.nextStep(now: .zero)
+        let first = Self.deliveries(machine.readCompleted(Self.batch(["a"], end: 1)))
+        _ = machine.flush("flush")
+        // The store passes over the partition in flight: nothing more, as far as it can tell now.
+        #expect(machine.nextStep(now: .zero) == .read(after: 1, limit: 10))
+        #expect(Self.flushes(machine.readCompleted(Self.batch([], end: nil))).isEmpty)
+        let settled = machine.settled(id: try #require(first.first), error: nil)
+        #expect(Self.acknowledgements(settled) == [1])
+        #expect(Self.flushes(settled).isEmpty, "not before the acknowledgement is written")
+        // Written; the store said meanwhile that it holds more.
+        _ = machine.committed(through: 0, records: 0)
+        #expect(Self.flushes(machine.acknowledgementsWritten(1)).isEmpty)
+        #expect(machine.nextStep(now: .zero) == .read(after: 1, limit: 10))
+        let second = Self.deliveries(machine.readCompleted(Self.batch(["b"], end: 2)))
+        #expect(machine.nextStep(now: .zero) == .read(after: 2, limit: 10))
+        #expect(Self.flushes(machine.readCompleted(Self.batch([], end: nil))).isEmpty)
+        #expect(Self.acknowledgements(machine.settled(id: try #require(second.first), error: nil)) == [2])
+        #expect(Self.flushes(machine.acknowledgementsWritten(1)) == ["flush"])
     }
 
     @Test func theDrainEndsOnceEverythingIsDeliveredOrAtItsDeadline() throws {

@@ -347,8 +347,9 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         /// A delivery stopped unsettled (the drain deadline, or cancellation): its records stay in the store.
         case abandoned
         case woken
-        /// The store recorded an acknowledgement; the actions that waited for it (flushes) can be performed.
-        case acknowledged([Machine.Action])
+        /// The store recorded `written` acknowledgements (coalesced into the ones among `actions`); the actions
+        /// that waited for them can be performed.
+        case acknowledged([Machine.Action], written: Int)
     }
 
     /// The acknowledgements the delivery loop hands to the store, one at a time and in order, beside the
@@ -366,6 +367,11 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         /// Whether a settled batch waits for the acknowledgement being written.
         var holdsSettledBatch: Bool {
             running && waiting.contains { if case .acknowledge = $0 { true } else { false } }
+        }
+
+        /// The acknowledgements among `actions`.
+        static func count(_ actions: [Machine.Action]) -> Int {
+            actions.count { if case .acknowledge = $0 { true } else { false } }
         }
 
         /// `actions`' acknowledgements and flush answers, with only the last acknowledgement kept.
@@ -403,9 +409,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         }
         acknowledgements.running = true
         let batch = Acknowledgements.coalesced(ordered)
+        let written = Acknowledgements.count(ordered)
         group.addTask {
             await self.acknowledge(batch)
-            return .acknowledged(batch)
+            return .acknowledged(batch, written: written)
         }
     }
 
@@ -451,12 +458,16 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                     // The store records the acknowledgement before a flush waiting for it is answered.
                     let actions = shell.withLock { $0.machine.settled(id: id, error: error) }
                     settle(actions, &acknowledgements, into: &group)
-                case .acknowledged(let actions):
+                case .acknowledged(let actions, let written):
                     for action in actions { perform(action) }
                     acknowledgements.running = false
                     let waiting = acknowledgements.waiting
                     acknowledgements.waiting = []
                     settle(waiting, &acknowledgements, into: &group)
+                    // The flushes that waited for these acknowledgements, unless the store learnt meanwhile
+                    // that it holds more (or more acknowledgements wait).
+                    let answers = shell.withLock { $0.machine.acknowledgementsWritten(written) }
+                    settle(answers, &acknowledgements, into: &group)
                 }
             }
             let drained = act({ shell in (shell.machine.state, []) }) != .stopped && !Task.isCancelled
@@ -464,16 +475,20 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             // written finishes; after a drain, what was settled meanwhile is acknowledged before the store stops
             // (a cancelled run stops at once: the store, cancelled beside this loop, keeps those records).
             group.cancelAll()
+            var written = 0
             while acknowledgements.running, let event = await group.next() {
-                guard case .acknowledged(let actions) = event else { continue }
+                guard case .acknowledged(let actions, let count) = event else { continue }
                 for action in actions { perform(action) }
                 acknowledgements.running = false
+                written += count
             }
             if !acknowledgements.waiting.isEmpty {
                 let last = Acknowledgements.coalesced(acknowledgements.waiting)
                 if !Task.isCancelled { await acknowledge(last) }
                 for action in last { perform(action) }
+                written += Acknowledgements.count(acknowledgements.waiting)
             }
+            if written > 0 { act { shell in ((), shell.machine.acknowledgementsWritten(written)) } }
             if drained { logs.log(.info, key: "drain", "drained", metadata: context()) }
         }
     }

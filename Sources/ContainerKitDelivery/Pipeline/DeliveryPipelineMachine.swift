@@ -79,6 +79,10 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     private var readAgainAt: Duration?
     private(set) var failedReads = 0
     private var flushWaiters: [(ticket: UInt64, waiter: Waiter, error: (any Error & Sendable)?)] = []
+    /// `.acknowledge` actions returned and not reported written (``acknowledgementsWritten(_:)``): a flush is
+    /// not answered before they are, and a store may learn meanwhile that it holds more (a PostgreSQL store
+    /// whose read passed over partitions with a batch in flight says so when that batch is acknowledged).
+    private var unwrittenAcknowledgements = 0
 
     init(batchSize: Int, maximumInFlight: Int, lingerCount: Int = 1, linger: Duration = .zero) {
         self.batchSize = max(1, batchSize)
@@ -227,8 +231,8 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         return false
     }
 
-    /// Whether everything committed is delivered and acknowledged.
-    var caughtUp: Bool { flights.isEmpty && !reading && !mayHaveRecords }
+    /// Whether everything committed is delivered and acknowledged, and the acknowledgements written.
+    var caughtUp: Bool { flights.isEmpty && !reading && !mayHaveRecords && unwrittenAcknowledgements == 0 }
 
     private mutating func endFlushes() -> [Action] {
         guard caughtUp else { return [] }
@@ -332,8 +336,18 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         let end = flights[count - 1].end
         flights.removeFirst(count)
         var actions: [Action] = []
-        if let end { actions.append(.acknowledge(end)) }
+        if let end {
+            actions.append(.acknowledge(end))
+            unwrittenAcknowledgements += 1
+        }
         return actions + endFlushes()
+    }
+
+    /// The store wrote `count` of the acknowledgements this machine asked for (or failed to: the records are
+    /// then delivered again, at least once): the flushes they held back may be answered.
+    mutating func acknowledgementsWritten(_ count: Int) -> [Action] {
+        unwrittenAcknowledgements = max(0, unwrittenAcknowledgements - count)
+        return endFlushes() + [.wakeDelivery]
     }
 
     /// The flights not settled yet (for tests).
