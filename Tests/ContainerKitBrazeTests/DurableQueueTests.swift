@@ -1,6 +1,7 @@
 import ContainerKit
 import ContainerKitTesting
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -181,16 +182,37 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let downstream = ScriptedDownstream()
-        let queue = try open(directory, downstream)
+        // The first fsync waits until every append is taken, so what comes meanwhile shares the next ones
+        // whatever the machine's speed (appends that trickled in, on a slow or busy machine, could each find
+        // the writer idle and get an fsync of their own).
+        let gate = DispatchSemaphore(value: 0)
+        let first = Mutex(true)
+        var settings = configuration()
+        settings.faults = SegmentLogFaults { operation, _ in
+            if operation == .sync,
+                first.withLock({ first in
+                    defer { first = false }; return first
+                })
+            {
+                gate.wait()
+            }
+            return nil
+        }
+        let queue = try open(directory, downstream, settings)
         let appends = 2000
         try await whileRunning(queue) {
-            try await withThrowingTaskGroup(of: Void.self) { group in
+            let tickets = try await withThrowingTaskGroup(of: UInt64?.self) { group in
                 for i in 0..<appends {
-                    group.addTask { try await queue.append([event("e\(i)")]) }
+                    group.addTask { try queue.enqueue([event("e\(i)")])?.ticket }
                 }
-                try await group.waitForAll()
+                return try await group.reduce(into: [UInt64]()) { tickets, ticket in
+                    if let ticket { tickets.append(ticket) }
+                }
             }
+            gate.signal()
+            try await queue.waitUntilDurable(tickets: tickets)
             let statistics = queue.statistics
+            #expect(tickets.count == appends)
             #expect(statistics.durableRecords == appends)
             #expect(statistics.commits < appends / 4, "\(statistics.commits) commits for \(appends) appends")
             try await queue.flush()
