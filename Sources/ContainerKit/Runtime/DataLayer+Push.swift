@@ -16,6 +16,9 @@ extension DataLayer {
     static func apply(_ message: ValueMap, to model: inout ValueMap, dotted: Bool? = nil) {
         let clears = message[clearKey]?.isTruthy ?? false
         let dotted = dotted ?? message.keys.contains(where: hasDot)
+        // Where the next key is likely to be in the model: after the last one set (a source pushes its keys in
+        // the same order each time, and the model keeps the order they were first set in).
+        var hint = 0
         for (key, value) in message {
             if !dotted, !clears {
                 switch value {
@@ -23,7 +26,8 @@ extension DataLayer {
                 case .object, .array: break  // merged below
                 default:
                     if key.hasSameBytes(as: clearKey) { continue }
-                    model.setValue(value, forKey: key)
+                    model.setValue(value, forKey: key, hint: &hint)
+                    hint += 1
                     continue
                 }
             }

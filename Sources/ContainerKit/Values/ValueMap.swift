@@ -110,12 +110,18 @@ public struct ValueMap: Sendable {
     /// Sets the value of `key`, looking at position `hint` first (where the caller found the key last time);
     /// `hint` is then the key's position. For a key set on every push (the session model's `event`).
     mutating func setValue(_ value: Value, forKey key: String, hint: inout Int) {
-        if hint < keys.count, keys[hint].hasSameBytes(as: key) {
+        if hint >= 0, hint < keys.count, keys[hint].hasSameBytes(as: key) {
             values[hint] = value
             return
         }
-        self[key] = value
-        hint = position(of: key) ?? 0
+        // One search, whether the key is there or not.
+        if let i = position(of: key) {
+            values[i] = value
+            hint = i
+        } else {
+            append(key, value)
+            hint = keys.count - 1
+        }
     }
 
     /// The value of the entry at `position` (an index into ``keys``): a walk over `keys.indices` reads the

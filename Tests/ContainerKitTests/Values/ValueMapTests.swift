@@ -1,5 +1,6 @@
-import ContainerKit
 import Testing
+
+@testable import ContainerKit
 
 /// Maps past a dozen keys keep a hash index beside their ordered arrays; these pin that the index answers
 /// exactly what a linear search would, through growth, replacement and removal.
@@ -47,5 +48,22 @@ struct ValueMapTests {
         for i in (0..<50).reversed() { backward["k\(i)"] = .int(Int64(i)) }
         #expect(forward == backward)
         #expect(forward.hashValue == backward.hashValue)
+    }
+
+    @Test func settingWithAHintFindsTheKeyWhereverTheHintPoints() {
+        var map: ValueMap = ["a": 1, "b": 2, "c": 3]
+        var hint = 1
+        map.setValue(20, forKey: "b", hint: &hint)  // the hint is right
+        #expect(hint == 1)
+        map.setValue(30, forKey: "c", hint: &hint)  // wrong: found by a search, and the hint follows
+        #expect(hint == 2)
+        hint = 99
+        map.setValue(10, forKey: "a", hint: &hint)  // out of range
+        #expect(hint == 0)
+        hint = -1
+        map.setValue(4, forKey: "d", hint: &hint)  // a new key is appended
+        #expect(hint == 3)
+        #expect(map.keys == ["a", "b", "c", "d"])
+        #expect(map == ["a": 10, "b": 20, "c": 30, "d": 4])
     }
 }
