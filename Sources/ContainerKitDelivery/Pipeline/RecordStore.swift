@@ -128,12 +128,9 @@ public struct EncodedRecords: Sendable {
         var json = JSONByteWriter(capacity: records.count * 320)
         var ends: [Int] = []
         ends.reserveCapacity(records.count)
-        // Each record read in place through the buffer (iterating the array copies every record out of it).
-        records.withUnsafeBufferPointer { records in
-            for index in records.indices {
-                SegmentLog.appendLine(records[index], to: &json)
-                ends.append(json.bytes.count)
-            }
+        for record in records {
+            SegmentLog.appendLine(record, to: &json)
+            ends.append(json.bytes.count)
         }
         self.records = records
         self.bytes = json.bytes
