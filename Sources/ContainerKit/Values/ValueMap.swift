@@ -87,11 +87,7 @@ public struct ValueMap: Sendable {
         }
         set {
             if let newValue {
-                if let i = position(of: key) {
-                    values[i] = newValue
-                } else {
-                    append(key, newValue)
-                }
+                set(newValue, forKey: key)
             } else {
                 removeValue(forKey: key)
             }
@@ -99,13 +95,7 @@ public struct ValueMap: Sendable {
     }
 
     /// Sets the value of `key` (one look-up; no `Optional` in between, unlike the subscript).
-    mutating func setValue(_ value: Value, forKey key: String) {
-        if let i = position(of: key) {
-            values[i] = value
-        } else {
-            append(key, value)
-        }
-    }
+    mutating func setValue(_ value: Value, forKey key: String) { set(value, forKey: key) }
 
     /// Sets the value of `key`, looking at position `hint` first (where the caller found the key last time);
     /// `hint` is then the key's position. For a key set on every push (the session model's `event`).
@@ -114,14 +104,18 @@ public struct ValueMap: Sendable {
             values[hint] = value
             return
         }
-        // One search, whether the key is there or not.
+        hint = set(value, forKey: key)
+    }
+
+    /// Sets the value of `key` with one search, whether the key is there or not; returns its position.
+    @discardableResult
+    private mutating func set(_ value: Value, forKey key: String) -> Int {
         if let i = position(of: key) {
             values[i] = value
-            hint = i
-        } else {
-            append(key, value)
-            hint = keys.count - 1
+            return i
         }
+        append(key, value)
+        return keys.count - 1
     }
 
     /// The value of the entry at `position` (an index into ``keys``): a walk over `keys.indices` reads the

@@ -366,19 +366,19 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
 
         /// Whether a settled batch waits for the acknowledgement being written.
         var holdsSettledBatch: Bool {
-            running && waiting.contains { if case .acknowledge = $0 { true } else { false } }
+            running && waiting.contains(where: \.isAcknowledgement)
         }
 
         /// The acknowledgements among `actions`.
         static func count(_ actions: [Machine.Action]) -> Int {
-            actions.count { if case .acknowledge = $0 { true } else { false } }
+            actions.count(where: \.isAcknowledgement)
         }
 
         /// `actions`' acknowledgements and flush answers, with only the last acknowledgement kept.
         static func coalesced(_ actions: [Machine.Action]) -> [Machine.Action] {
-            let last = actions.lastIndex { if case .acknowledge = $0 { true } else { false } }
+            let last = actions.lastIndex(where: \.isAcknowledgement)
             return actions.enumerated().compactMap { index, action in
-                if case .acknowledge = action, index != last { return nil }
+                if action.isAcknowledgement, index != last { return nil }
                 return action
             }
         }
@@ -403,7 +403,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             acknowledgements.waiting += ordered
             return
         }
-        guard ordered.contains(where: { if case .acknowledge = $0 { true } else { false } }) else {
+        guard ordered.contains(where: \.isAcknowledgement) else {
             for action in ordered { perform(action) }
             return
         }

@@ -39,6 +39,11 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         case deliver(id: Int, records: [AnalyticsRecord], json: RecordsJSON?)
         /// Wake the delivery loop.
         case wakeDelivery
+
+        /// Whether this is an ``acknowledge(_:)``.
+        var isAcknowledgement: Bool {
+            if case .acknowledge = self { true } else { false }
+        }
     }
 
     /// What the delivery loop does next.
