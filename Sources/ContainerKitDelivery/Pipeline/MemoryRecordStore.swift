@@ -1,4 +1,4 @@
-import ContainerKit
+@_spi(Hot) import ContainerKit
 
 /// A ``RecordStore`` in memory: every append is committed at once, and records are lost when the process
 /// ends. The store behind ``InMemoryQueue``; also the model of the protocol for a new store's tests.

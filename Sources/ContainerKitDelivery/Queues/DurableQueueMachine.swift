@@ -1,4 +1,4 @@
-import ContainerKit
+@_spi(Hot) import ContainerKit
 
 /// The durable queue's state, as a pure state machine: no I/O, no locks, no clock. Each step takes what
 /// happened and returns the ``Action``s the shell (``DurableQueue``) must perform, so every interleaving —

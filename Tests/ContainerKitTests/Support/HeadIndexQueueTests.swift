@@ -1,6 +1,6 @@
 import Testing
 
-@testable import ContainerKit
+@_spi(Hot) @testable import ContainerKit
 
 /// The shared first-in, first-out queue: order, batches, and the release of what was taken.
 @Suite struct HeadIndexQueueTests {
@@ -36,5 +36,29 @@ import Testing
         queue.append("b")
         #expect(queue.removeAll() == 1)
         #expect(queue.isEmpty)
+    }
+
+    /// A reference a test can watch being released.
+    final class Tracked {}
+
+    @Test func aTakenElementIsReleasedOnceItsTakerLetsGoNotAtCompaction() {
+        var queue = HeadIndexQueue<Tracked>()
+        weak var taken: Tracked?
+        weak var dropped: Tracked?
+        do {
+            let first = Tracked()
+            let second = Tracked()
+            taken = first
+            dropped = second
+            queue.append(first)
+            queue.append(second)
+            queue.append(Tracked())
+        }
+        _ = queue.popFirst()
+        queue.removeFirst(1)
+        #expect(queue.count == 1)
+        #expect(queue.takenStorage == 2)  // the slots are still there, empty
+        #expect(taken == nil)
+        #expect(dropped == nil)
     }
 }
