@@ -1,4 +1,5 @@
 import ContainerKit
+import Synchronization
 
 /// Where a front (``InMemoryQueue``, ``DurableQueue``) reports: the logger and observer its configuration
 /// names, or else those of the tag manager its provider is registered on (``AnalyticsSink/inherit(logger:observer:)``);
@@ -11,10 +12,16 @@ final class FrontDiagnostics: DiagnosticLogger {
     private let inherited = Mutex<(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?)>(
         (StandardErrorLogger(), nil)
     )
+    /// Whether an inherited observer is set: the append path asks for the observer twice per push, and most
+    /// services have none, so that answer takes one atomic load instead of the lock and an existential copy.
+    private let inheritsObserver = Atomic<Bool>(false)
+    /// Whether ``configuredObserver`` is set (testing the optional existential itself copies it).
+    private let hasConfiguredObserver: Bool
 
     init(logger: (any DiagnosticLogger)?, observer: (any DeliveryObserver)?) {
         configuredLogger = logger
         configuredObserver = observer
+        hasConfiguredObserver = observer != nil
     }
 
     /// The logger messages go to now.
@@ -22,13 +29,18 @@ final class FrontDiagnostics: DiagnosticLogger {
 
     /// The observer events go to now, if any.
     var observer: (any DeliveryObserver)? {
-        if let configuredObserver { return configuredObserver }
+        if hasConfiguredObserver { return configuredObserver }
+        guard inheritsObserver.load(ordering: .acquiring) else { return nil }
         return inherited.withLock { $0.observer }
     }
 
     /// Takes the manager's logger and observer for what the configuration left unset.
     func inherit(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?) {
-        inherited.withLock { $0 = (logger, observer) }
+        inherited.withLock {
+            $0 = (logger, observer)
+            // Under the lock: two calls at once leave the flag and the observer from the same call.
+            inheritsObserver.store(observer != nil, ordering: .releasing)
+        }
     }
 
     var minimumLevel: LogLevel { logger.minimumLevel }
