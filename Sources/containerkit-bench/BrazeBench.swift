@@ -21,6 +21,11 @@ import UsersTrackStandIn
 ///   ``BrazeTagProvider`` → ``DurableQueue`` → ``BrazeUsersTrackDestination`` → a `/users/track` server on
 ///   127.0.0.1 in this process, counted until the server has accepted every record; median of 5 passes of
 ///   4,000 events after a warm-up.
+/// - `end_to_end_push_alone_events_per_s`: the same events pushed into a second session of the same container
+///   whose provider hands its (encoded) records to a sink that keeps nothing: the push path alone, with no
+///   store, delivery or server beside it. Its passes alternate with the end-to-end ones, and
+///   `end_to_end_vs_push_alone` is the median of each round's ratio: the share of the push path's own rate
+///   the whole pipeline keeps on this machine, which the host's speed cancels out of.
 enum BrazeBench {
     static let corpusContainer = "../shared/research/corpus/v5-mobile/Appboy__appboy-android-sdk__GTM-5HM9ZRX.json"
     static let fixtureContainer = "Containers/GTM-MUSIC01.json"
@@ -152,6 +157,20 @@ enum BrazeBench {
         BrazeTagProvider(sink: queue).register(on: manager)
         let session = manager.makeDataLayer()
         BrazeTagProvider.setUser(.brazeID("bench-device"), on: session)
+        // The baseline: the same container and provider, records encoded and dropped.
+        let alone = TagManager(logger: StandardErrorLogger(minimumLevel: .error))
+        alone.add(try await ContainerLoader().load(path: path))
+        BrazeTagProvider(sink: DiscardingSink()).register(on: alone)
+        let aloneSession = alone.makeDataLayer()
+        BrazeTagProvider.setUser(.brazeID("bench-device"), on: aloneSession)
+
+        /// Pushes `events` into the baseline's session; returns the rate.
+        func passAlone(_ events: ArraySlice<(name: String, parameters: ValueMap)>) async -> Double {
+            let start = DispatchTime.now().uptimeNanoseconds
+            for event in events { await aloneSession.push(event: event.name, parameters: event.parameters) }
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            return Double(events.count) / max(elapsed, 1e-9)
+        }
 
         /// Pushes `events`, then waits until the server has accepted every record they made.
         func pass(_ events: ArraySlice<(name: String, parameters: ValueMap)>) async throws -> Double {
@@ -177,15 +196,24 @@ enum BrazeBench {
         }
 
         var rates: [Double] = []
+        var aloneRates: [Double] = []
         try await running(queue) {
             _ = try await pass(events.prefix(500))  // warm-up: connection, code paths
-            // Five passes of 4,000 events (about 45 ms each): their median is steadier than three's.
-            for _ in 0..<5 { rates.append(try await pass(events[...])) }
+            _ = await passAlone(events.prefix(500))
+            // Five rounds of a 4,000-event pass each (about 45 ms end to end): their median is steadier than
+            // three's. The baseline's pass follows in the same round, with the queue flushed and idle.
+            for _ in 0..<5 {
+                rates.append(try await pass(events[...]))
+                aloneRates.append(await passAlone(events[...]))
+            }
         }
         if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ROUNDS"] != nil {
-            FileHandle.standardError.write(Data("end-to-end passes (events/s): \(rates.map { Int($0) })\n".utf8))
+            let rounds = zip(rates, aloneRates).map { "\(Int($0)) / \(Int($1))" }
+            FileHandle.standardError.write(Data("end-to-end passes (events/s, end to end / push alone): \(rounds)\n".utf8))
         }
+        let shares = zip(rates, aloneRates).map { $0 / max($1, 1e-9) }.sorted()
         rates.sort()
+        aloneRates.sort()
         let statistics = braze.statistics
         print(
             "end_to_end_container=\(usesCorpus ? "GTM-5HM9ZRX" : "GTM-MUSIC01") end_to_end_events=\(events.count) "
@@ -193,6 +221,8 @@ enum BrazeBench {
                 + "end_to_end_server_objects=\(server.objectCount)"
         )
         print("end_to_end_events_per_s=\(Harness.format(rates[rates.count / 2]))")
+        print("end_to_end_push_alone_events_per_s=\(Harness.format(aloneRates[aloneRates.count / 2]))")
+        print("end_to_end_vs_push_alone=\(Harness.ratio(shares[shares.count / 2]))")
     }
 
     /// Runs `body` while `queue.run()` runs beside it; then shuts the queue down gracefully (it drains) and
@@ -220,6 +250,12 @@ enum BrazeBench {
 struct BenchError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A sink that takes records and keeps nothing: the provider has encoded them by then, as for a real store.
+struct DiscardingSink: AnalyticsSink {
+    func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? { nil }
+    func enqueue(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken? { nil }
 }
 
 /// A destination that accepts every delivery at once and only counts records.
