@@ -209,7 +209,9 @@ enum BrazeBench {
         }
         if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ROUNDS"] != nil {
             let rounds = zip(rates, aloneRates).map { "\(Int($0)) / \(Int($1))" }
-            FileHandle.standardError.write(Data("end-to-end passes (events/s, end to end / push alone): \(rounds)\n".utf8))
+            FileHandle.standardError.write(
+                Data("end-to-end passes (events/s, end to end / push alone): \(rounds)\n".utf8)
+            )
         }
         let shares = zip(rates, aloneRates).map { $0 / max($1, 1e-9) }.sorted()
         rates.sort()
