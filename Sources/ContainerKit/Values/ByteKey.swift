@@ -17,6 +17,10 @@ extension String {
             let a = unsafeBitCast(self, to: (UInt64, UInt64).self)
             let b = unsafeBitCast(other, to: (UInt64, UInt64).self)
             if a == b { return true }
+            // Two small strings (up to 15 bytes, held in the value: bit 61 of the second word) are equal exactly
+            // when their bits are: the bits are the bytes, zeros after them, and the count and ASCII flag. Most
+            // keys are small, and a look-up compares its key with every key before the one it finds.
+            if a.1 & b.1 & (1 << 61) != 0 { return false }
         }
         let x = utf8
         let y = other.utf8

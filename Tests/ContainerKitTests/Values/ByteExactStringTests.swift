@@ -1,6 +1,7 @@
-import ContainerKit
 import ContainerKitTesting
 import Testing
+
+@testable import ContainerKit
 
 /// GTM (JavaScript) compares strings by code units; Swift's `String ==` by Unicode canonical equivalence.
 /// Keys, values and predicate operands must be compared the JavaScript way: `"caf\u{E9}"` (precomposed é)
@@ -33,6 +34,27 @@ struct ByteExactStringTests {
         let b: Value = [Self.decomposed: 1]
         #expect(a != b)
         #expect(a == [Self.composed: 1])
+    }
+
+    @Test func byteComparisonAgreesWithTheBytesForEveryKindOfString() {
+        // Small strings (up to 15 bytes, held in the value) are compared by their bits: each pair of this list,
+        // made in different ways and of lengths around 15, must compare as its UTF-8 bytes do.
+        let large = String(repeating: "k", count: 24)
+        var strings = ["", "a", "b", "ab", "ba", "eventName", "boolParam", "exactly15bytes!", "exactly15bytes?"]
+        strings += ["sixteen bytes!!!", "sixteen bytes!!?", Self.composed, Self.decomposed, "\u{212A}", "K"]
+        strings += [
+            String(decoding: Array("eventName".utf8), as: UTF8.self), "event" + "Name", "\("event")Name",
+            String(large.prefix(3)), String(large.prefix(15)), String(large.prefix(16)), large,
+            String("xxboolParam".dropFirst(2)), String("caf\u{E9}!".dropLast()),
+        ]
+        for a in strings {
+            for b in strings {
+                #expect(
+                    a.hasSameBytes(as: b) == Array(a.utf8).elementsEqual(b.utf8),
+                    "\(a.debugDescription) vs \(b.debugDescription)"
+                )
+            }
+        }
     }
 
     @Test func aSessionKeepsCanonicallyEquivalentKeysApart() {
