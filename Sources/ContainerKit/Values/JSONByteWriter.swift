@@ -59,7 +59,7 @@ package struct JSONByteWriter {
             return
         }
         var start = 0
-        for (i, byte) in utf8.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+        for (i, byte) in utf8.enumerated() where Self.mustEscape(byte) {
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
             start = i + 1
             switch byte {
@@ -101,12 +101,15 @@ package struct JSONByteWriter {
             offset += 8
         }
         while offset < count {
-            let byte = base[offset]
-            if byte < 0x20 || byte == 0x22 || byte == 0x5C { return true }
+            if mustEscape(base[offset]) { return true }
             offset += 1
         }
         return false
     }
+
+    /// Whether `byte` must be escaped in a JSON string: a control character, `"` or `\`.
+    @inline(__always)
+    private static func mustEscape(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x22 || byte == 0x5C }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
