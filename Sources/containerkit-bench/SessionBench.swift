@@ -152,6 +152,15 @@ enum SessionBench {
     /// send their own events: pushing the very same `ValueMap`s from both threads made every retain of a
     /// pushed map an atomic write to a cache line both cores share, which no service does.
     static func pushJob(_ layer: DataLayer, _ events: [(name: String, parameters: ValueMap)]) -> Job {
+        streamJob(events) { name, parameters in layer.push(event: name, parameters: parameters) }
+    }
+
+    /// A job that hands `events` to `handle`, one after the other, starting over at the end; it keeps its
+    /// place from one slice to the next.
+    static func streamJob(
+        _ events: [(name: String, parameters: ValueMap)],
+        _ handle: @escaping @Sendable (String, ValueMap) -> Void
+    ) -> Job {
         let cursor = Cursor()
         return { watch in
             var index = cursor.index
@@ -159,7 +168,7 @@ enum SessionBench {
             defer { cursor.index = index }
             while true {
                 let event = events[index]
-                layer.push(event: event.name, parameters: event.parameters)
+                handle(event.name, event.parameters)
                 index = index + 1 == events.count ? 0 : index + 1
                 count += 1
                 if count & 63 == 0, watch.isOver { return count }
@@ -171,24 +180,12 @@ enum SessionBench {
     final class IdealState: @unchecked Sendable {
         var handled = 0
         lazy var implementation = IdealImplementation { [unowned self] _, _ in self.handled += 1 }
-        let cursor = Cursor()
     }
 
     /// A job that runs the hand-written ideal over `events`, like ``pushJob(_:_:)``.
     static func idealJob(_ events: [(name: String, parameters: ValueMap)]) -> Job {
         let state = IdealState()
-        return { watch in
-            var index = state.cursor.index
-            var count = 0
-            defer { state.cursor.index = index }
-            while true {
-                let event = events[index]
-                state.implementation.process(event.name, event.parameters)
-                index = index + 1 == events.count ? 0 : index + 1
-                count += 1
-                if count & 63 == 0, watch.isOver { return count }
-            }
-        }
+        return streamJob(events) { name, parameters in state.implementation.process(name, parameters) }
     }
 
     /// Iterations per second of a loop that keeps its state in registers (no memory shared or written; a
