@@ -51,17 +51,14 @@ package struct JSONByteWriter {
 
     /// Appends `utf8` quoted and escaped.
     private mutating func quoted(_ utf8: UnsafeBufferPointer<UInt8>) {
-        // Most strings (keys, IDs, names) need no escape: found by one scan, appended in one copy.
+        // Most strings (keys, IDs, names) need no escape: found by one scan, appended in one copy. Otherwise
+        // the runs between the bytes to escape are each found by the same scan and appended in one copy.
         bytes.append(0x22)
-        guard Self.needsEscape(utf8) else {
-            bytes.append(contentsOf: utf8)
-            bytes.append(0x22)
-            return
-        }
         var start = 0
-        for (i, byte) in utf8.enumerated() where Self.mustEscape(byte) {
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
-            start = i + 1
+        var next = Self.firstByteToEscape(in: utf8, from: 0)
+        while next < utf8.count {
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<next]))
+            let byte = utf8[next]
             switch byte {
             case 0x22: raw("\\\"")
             case 0x5C: raw("\\\\")
@@ -75,36 +72,44 @@ package struct JSONByteWriter {
                 bytes.append(Self.hexDigits[Int(byte >> 4)])
                 bytes.append(Self.hexDigits[Int(byte & 0xF)])
             }
+            start = next + 1
+            next = Self.firstByteToEscape(in: utf8, from: start)
         }
         bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
         bytes.append(0x22)
     }
 
-    /// Whether any byte of `utf8` must be escaped in a JSON string (a control character, `"` or `\`),
-    /// looked at eight bytes at a time: per byte lane, `(w - k) & ~w & 0x80` is set where a byte is below
-    /// `k` (exact for `k` ≤ 0x80; a lane's borrow reaches the next lane only when the lane itself matched),
-    /// and a byte equal to `c` is a zero byte of `w ^ c`.
+    /// The offset of the first byte at or after `start` that must be escaped in a JSON string (a control
+    /// character, `"` or `\`), or `utf8.count` when there is none: the scan of the writer's strings and of
+    /// the readers that skip over JSON strings (a string ends at the first such byte that is a quote).
+    ///
+    /// Eight bytes are looked at a time: per byte lane, `(w - k) & ~w & 0x80` is set where a byte is below
+    /// `k` (exact for `k` ≤ 0x80; a lane's borrow reaches the next lane only when the lane itself matched,
+    /// so the lowest lane set is always a match), and a byte equal to `c` is a zero byte of `w ^ c`.
     @inline(__always)
-    package static func needsEscape(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let base = utf8.baseAddress else { return false }
+    package static func firstByteToEscape(in utf8: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        let count = utf8.count
+        guard let base = utf8.baseAddress, start < count else { return count }
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
-        let count = utf8.count
-        var offset = 0
+        var offset = start
         while offset + 8 <= count {
-            let word = UnsafeRawPointer(base).loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            let word = UInt64(
+                littleEndian: UnsafeRawPointer(base).loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            )
             let quote = word ^ (ones &* 0x22)
             let backslash = word ^ (ones &* 0x5C)
             let found =
                 ((word &- ones &* 0x20) & ~word) | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
-            if found & highs != 0 { return true }
+            let lanes = found & highs
+            if lanes != 0 { return offset + lanes.trailingZeroBitCount / 8 }
             offset += 8
         }
         while offset < count {
-            if mustEscape(base[offset]) { return true }
+            if mustEscape(base[offset]) { return offset }
             offset += 1
         }
-        return false
+        return count
     }
 
     /// Whether `byte` must be escaped in a JSON string: a control character, `"` or `\`.

@@ -298,7 +298,9 @@ enum EventObjectCopier {
         /// not end.
         mutating func skipString() -> Bool {
             guard index < bytes.count, bytes[index] == 0x22 else { return false }
-            var i = index + 1
+            // From one quote, backslash or control character to the next (a string's plain runs are skipped
+            // eight bytes at a time).
+            var i = JSONByteWriter.firstByteToEscape(in: bytes, from: index + 1)
             while i < bytes.count {
                 switch bytes[i] {
                 case 0x22:
@@ -307,6 +309,7 @@ enum EventObjectCopier {
                 case 0x5C: i += 2
                 default: i += 1
                 }
+                i = JSONByteWriter.firstByteToEscape(in: bytes, from: i)
             }
             return false
         }

@@ -46,12 +46,40 @@ struct ValueTests {
                 for position in 0..<count {
                     var bytes = [UInt8](repeating: filler, count: count)
                     bytes[position] = byte
-                    let found = bytes.withUnsafeBufferPointer { JSONByteWriter.needsEscape($0) }
-                    #expect(found == needed, "byte \(byte) at \(position) of \(count) among \(filler)")
+                    for start in 0...count {
+                        let first = bytes.withUnsafeBufferPointer {
+                            JSONByteWriter.firstByteToEscape(in: $0, from: start)
+                        }
+                        let expected = needed && position >= start ? position : count
+                        #expect(
+                            first == expected,
+                            "byte \(byte) at \(position) of \(count) among \(filler), from \(start)"
+                        )
+                    }
                 }
             }
         }
-        #expect([UInt8]().withUnsafeBufferPointer { JSONByteWriter.needsEscape($0) } == false)
+        #expect([UInt8]().withUnsafeBufferPointer { JSONByteWriter.firstByteToEscape(in: $0, from: 0) } == 0)
+    }
+
+    @Test func theEscapeScanReportsTheFirstOfSeveralBytesToEscape() {
+        // A zero byte borrows from the lane above it; the scan must still name the lowest lane that matched,
+        // whatever the bytes after it are.
+        let specials: [UInt8] = [0x00, 0x1F, 0x22, 0x5C]
+        let others: [UInt8] = [0x00, 0x01, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x61, 0x80, 0xFF]
+        for count in 2...17 {
+            for first in 0..<(count - 1) {
+                for special in specials {
+                    for other in others {
+                        var bytes = [UInt8](repeating: 0x61, count: count)
+                        bytes[first] = special
+                        bytes[first + 1] = other
+                        let found = bytes.withUnsafeBufferPointer { JSONByteWriter.firstByteToEscape(in: $0, from: 0) }
+                        #expect(found == first, "\(special) at \(first) then \(other), \(count) bytes")
+                    }
+                }
+            }
+        }
     }
 
     @Test func theByteWriterWritesStringsThatReadBackTheSame() throws {
