@@ -164,6 +164,41 @@ import Testing
         #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
     }
 
+    @Test func readsOfAnyBatchSizeFindEveryLineWhateverItsLengthAgainstTheFirstChunk() throws {
+        // The first chunk a read asks for follows its limit (16 KiB for a few records); longer lines (here up to
+        // 70 KB) are found by reading further, never cut or skipped.
+        let directory = TemporaryDirectory("read-chunks")
+        defer { directory.remove() }
+        let lengths = [10, 20_000, 5, 70_000, 300, 16_380, 16_400, 1, 40_000, 2]
+        let records = lengths.enumerated().map { index, length in
+            event("e\(index)", ["text": .string(String(repeating: "x", count: length))])
+        }
+        var json = JSONByteWriter()
+        for record in records { SegmentLog.appendLine(record, to: &json) }
+        try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
+        try Data(json.bytes).write(to: URL(fileURLWithPath: directory.file(SegmentLog.segmentName(1))))
+        let segments = [SegmentLog.SegmentExtent(index: 1, size: json.bytes.count)]
+        for limit in [1, 2, 3, 7, .max] {
+            var position = SegmentLog.Position(segment: 1, offset: 0)
+            var read: [String] = []
+            while position.offset < json.bytes.count {
+                let result = SegmentLog.read(
+                    directory.path,
+                    from: position,
+                    segments: segments,
+                    limit: limit,
+                    sealed: { _ in true }
+                )
+                #expect(result.skippedLines == 0 && result.failure == nil, "\(result.messages)")
+                #expect(!result.records.isEmpty && result.records.count <= limit)
+                guard !result.records.isEmpty else { break }
+                read += result.records.map(\.id)
+                position = result.end
+            }
+            #expect(read == records.map(\.id), "limit \(limit)")
+        }
+    }
+
     @Test func theQueueWritesAChecksumAfterEveryLine() async throws {
         let directory = TemporaryDirectory("checksummed")
         defer { directory.remove() }

@@ -112,12 +112,15 @@ package enum FileSystem {
         at offset: Int,
         path: String
     ) throws(FileSystemError) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var filled = 0
+        // Read into uninitialized memory: a chunk is not zeroed first only to be overwritten (the delivery
+        // reads segments in chunks of up to a MiB).
         var failure: Int32 = 0
-        bytes.withUnsafeMutableBytes { buffer in
-            while filled < count {
-                let n = pread(fd, buffer.baseAddress! + filled, count - filled, off_t(offset + filled))
+        let count = max(count, 0)
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            // The buffer may be larger than asked for; only `count` bytes are read.
+            var filled = 0
+            while filled < count, let base = buffer.baseAddress {
+                let n = pread(fd, base + filled, count - filled, off_t(offset + filled))
                 if n > 0 {
                     filled += n
                 } else if n == 0 {
@@ -127,9 +130,9 @@ package enum FileSystem {
                     break
                 }
             }
+            initialized = filled
         }
         if failure != 0 { throw FileSystemError(step: "reading", path: path, errorNumber: failure) }
-        bytes.removeLast(count - filled)
         return bytes
     }
 

@@ -503,7 +503,10 @@ final class SegmentLog: @unchecked Sendable {
                 break
             }
             defer { closeFD(fd) }
-            var chunkSize = 1 << 20
+            // About what `limit` lines take (a record line is a few hundred bytes), between 16 KiB and 1 MiB: a
+            // batch of 75 records reads 38 KiB, not a MiB it parses a twentieth of. A longer line doubles it.
+            let (estimate, overflow) = limit.multipliedReportingOverflow(by: Self.readBytesPerLine)
+            var chunkSize = overflow ? 1 << 20 : min(1 << 20, max(16 << 10, estimate))
             while position.offset < segment.size && result.records.count < limit {
                 let count = min(chunkSize, segment.size - position.offset)
                 let bytes: [UInt8]
@@ -570,6 +573,10 @@ final class SegmentLog: @unchecked Sendable {
         }
         return result
     }
+
+    /// The bytes a read asks for per record line it wants (the first chunk of a read; lines are 200–400
+    /// bytes for typical records).
+    static let readBytesPerLine = 512
 
     /// Why a segment line was skipped.
     struct LineProblem: Error {
