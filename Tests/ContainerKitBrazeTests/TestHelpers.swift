@@ -170,7 +170,7 @@ func writeSegment(
         if checksummed {
             SegmentLog.appendLine(record, to: &json)
         } else {
-            json.bytes += Array((record.jsonLine + "\n").utf8)
+            json.append(Array((record.jsonLine + "\n").utf8)[...])
         }
     }
     try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)

@@ -144,14 +144,14 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
         var frames: [(key: SessionKey, version: Int64, removal: Bool, range: Range<Int>)] = []
         frames.reserveCapacity(changes.count)
         for index in changes.indices {
-            let start = lines.bytes.count
+            let start = lines.count
             switch changes[index] {
             case .save(let stored):
                 Self.writeLine(for: stored, to: &lines)
-                frames.append((SessionKey(stored.userID), stored.version, false, start..<lines.bytes.count))
+                frames.append((SessionKey(stored.userID), stored.version, false, start..<lines.count))
             case .remove(let userID, let version):
                 Self.writeRemovalLine(userID: userID, version: version, to: &lines)
-                frames.append((SessionKey(userID), version, true, start..<lines.bytes.count))
+                frames.append((SessionKey(userID), version, true, start..<lines.count))
             }
         }
         return try writing.withLock { _ throws(ContainerError) -> SessionSaveResult in
@@ -188,8 +188,9 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
             var buffer = lines.bytes
             if accepted.count < frames.count {
                 // Only the accepted lines, in order (their offsets were counted that way).
+                let all = buffer
                 buffer = []
-                for entry in accepted { buffer.append(contentsOf: lines.bytes[frames[entry.frame].range]) }
+                for entry in accepted { buffer.append(contentsOf: all[frames[entry.frame].range]) }
             }
             do throws(FileSystemError) {
                 try FileSystem.writeAll(fd, buffer, path: path(of: active))
@@ -490,16 +491,16 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
         writer.raw(#","u":"#)
         writer.string(stored.userID)
         writer.raw(#","c":""#)
-        let hole = writer.bytes.count
+        let hole = writer.count
         writer.raw("0000000000000000")
         writer.raw(#"","s":"#)
-        let start = writer.bytes.count
+        let start = writer.count
         stored.snapshot.writeJSON(to: &writer)
-        let sum = checksum(writer.bytes[start...])
+        let sum = writer.withBytes(from: start) { checksum($0) }
         let digits: StaticString = "0123456789abcdef"
         digits.withUTF8Buffer { digits in
             for index in 0..<16 {
-                writer.bytes[hole + index] = digits[Int((sum >> UInt64((15 - index) * 4)) & 0xF)]
+                writer[hole + index] = digits[Int((sum >> UInt64((15 - index) * 4)) & 0xF)]
             }
         }
         writer.raw("}\n")
@@ -568,6 +569,11 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
 
     /// FNV-1a, 64 bits.
     static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        bytes.withUnsafeBufferPointer { checksum($0) }
+    }
+
+    /// FNV-1a, 64 bits.
+    static func checksum(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             hash ^= UInt64(byte)

@@ -7,9 +7,15 @@ import Foundation
 /// Keys keep their insertion order (or are sorted, with ``sortedKeys``), undefined map entries are left
 /// out, `undefined` and non-finite numbers are written as `null`. With ``keepsNumberTypes`` (the default)
 /// a whole-number `.double` keeps a fraction (`3.0`, not `3`), so that a float read back is still a float.
-package struct JSONByteWriter {
-    /// The bytes written so far.
-    package var bytes: [UInt8]
+///
+/// The writer owns its buffer (it is not copyable, so no write checks for a shared one): appending is a
+/// capacity check and a copy, where a `[UInt8]` paid a uniqueness check and the array's growth path on
+/// every append. ``bytes`` copies the result out.
+package struct JSONByteWriter: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// How many bytes are written.
+    package private(set) var count = 0
     /// Write object members sorted by key instead of in insertion order.
     package var sortedKeys = false
     /// Write whole-number doubles with a fraction (`2.0`), not as JavaScript prints them (`2`).
@@ -17,26 +23,100 @@ package struct JSONByteWriter {
 
     /// An empty writer with room for `capacity` bytes.
     package init(capacity: Int = 256) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        self.capacity = max(capacity, 16)
+        base = .allocate(capacity: self.capacity)
     }
 
-    /// Continues writing after `bytes`.
-    package init(adopting bytes: [UInt8]) { self.bytes = bytes }
+    /// A writer that continues after `bytes` (a copy of them).
+    package init(continuing bytes: [UInt8]) {
+        self.init(capacity: bytes.count + 256)
+        bytes.withUnsafeBufferPointer { append($0) }
+    }
+
+    deinit { base.deallocate() }
+
+    /// The bytes written so far (a copy).
+    package var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    /// Calls `body` with the bytes written so far, from offset `start`.
+    package func withBytes<R>(from start: Int = 0, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        precondition(start >= 0 && start <= count, "offset \(start) is outside the \(count) bytes written")
+        return try body(UnsafeBufferPointer(start: base + start, count: count - start))
+    }
+
+    /// The byte written at `offset` (which must be written already); setting it overwrites it in place.
+    package subscript(offset: Int) -> UInt8 {
+        get {
+            precondition(offset >= 0 && offset < count, "offset \(offset) is outside the \(count) bytes written")
+            return base[offset]
+        }
+        set {
+            precondition(offset >= 0 && offset < count, "offset \(offset) is outside the \(count) bytes written")
+            base[offset] = newValue
+        }
+    }
 
     /// The bytes written so far, as text.
-    package var text: String { String(decoding: bytes, as: UTF8.self) }
+    package var text: String { String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self) }
 
-    /// Appends `literal` as is (no quoting).
-    package mutating func raw(_ literal: StaticString) {
-        literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    /// Makes room for `extra` more bytes.
+    @inline(__always)
+    private mutating func reserve(_ extra: Int) {
+        if capacity - count < extra { grow(extra) }
+    }
+
+    @inline(never)
+    private mutating func grow(_ extra: Int) {
+        let (needed, overflow) = count.addingReportingOverflow(extra)
+        precondition(!overflow, "a JSON text cannot be this long")
+        let newCapacity = max(needed, capacity &* 2)
+        let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        newBase.initialize(from: base, count: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
     }
 
     /// Appends one byte as is.
-    package mutating func raw(_ byte: UInt8) { bytes.append(byte) }
+    @inline(__always)
+    package mutating func append(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count &+= 1
+    }
+
+    /// Appends `bytes` as they are.
+    @inline(__always)
+    package mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        reserve(bytes.count)
+        (base + count).initialize(from: source, count: bytes.count)
+        count &+= bytes.count
+    }
+
+    /// Appends `bytes` as they are.
+    @inline(__always)
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        append(bytes.assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// Appends `bytes` as they are.
+    package mutating func append(_ bytes: ArraySlice<UInt8>) {
+        bytes.withUnsafeBufferPointer { append($0) }
+    }
+
+    /// Appends `literal` as is (no quoting).
+    package mutating func raw(_ literal: StaticString) {
+        literal.withUTF8Buffer { append($0) }
+    }
+
+    /// Appends one byte as is.
+    package mutating func raw(_ byte: UInt8) { append(byte) }
 
     /// Appends what `other` wrote.
-    package mutating func append(_ other: JSONByteWriter) { bytes.append(contentsOf: other.bytes) }
+    package mutating func append(_ other: borrowing JSONByteWriter) {
+        other.withBytes { append($0) }
+    }
 
     /// Appends a JSON string literal, escaping quotes, backslashes and control characters (`\u001f`).
     package mutating func string(_ text: String) {
@@ -53,11 +133,11 @@ package struct JSONByteWriter {
     private mutating func quoted(_ utf8: UnsafeBufferPointer<UInt8>) {
         // Most strings (keys, IDs, names) need no escape: found by one scan, appended in one copy. Otherwise
         // the runs between the bytes to escape are each found by the same scan and appended in one copy.
-        bytes.append(0x22)
+        append(0x22)
         var start = 0
         var next = Self.firstByteToEscape(in: utf8, from: 0)
         while next < utf8.count {
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<next]))
+            append(UnsafeBufferPointer(rebasing: utf8[start..<next]))
             let byte = utf8[next]
             switch byte {
             case 0x22: raw("\\\"")
@@ -69,14 +149,14 @@ package struct JSONByteWriter {
             case 0x0C: raw("\\f")
             default:
                 raw("\\u00")
-                bytes.append(Self.hexDigits[Int(byte >> 4)])
-                bytes.append(Self.hexDigits[Int(byte & 0xF)])
+                append(Self.hexDigits[Int(byte >> 4)])
+                append(Self.hexDigits[Int(byte & 0xF)])
             }
             start = next + 1
             next = Self.firstByteToEscape(in: utf8, from: start)
         }
-        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
-        bytes.append(0x22)
+        append(UnsafeBufferPointer(rebasing: utf8[start...]))
+        append(0x22)
     }
 
     /// The offset of the first byte at or after `start` that must be escaped in a JSON string (a control
@@ -120,7 +200,7 @@ package struct JSONByteWriter {
 
     /// Appends a decimal integer.
     package mutating func integer(_ value: Int64) {
-        if value < 0 { bytes.append(0x2D) }
+        if value < 0 { append(0x2D) }
         var magnitude = value.magnitude
         var digits:
             (
@@ -135,7 +215,7 @@ package struct JSONByteWriter {
                 magnitude /= 10
                 count += 1
             } while magnitude > 0
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
+            append(UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
         }
     }
 
@@ -149,7 +229,7 @@ package struct JSONByteWriter {
         }
         var rest = value
         while divisor > 0 {
-            bytes.append(UInt8(truncatingIfNeeded: rest / divisor) + 0x30)
+            append(UInt8(truncatingIfNeeded: rest / divisor) + 0x30)
             rest %= divisor
             divisor /= 10
         }
@@ -175,13 +255,13 @@ package struct JSONByteWriter {
             var plain = value.description
             let written = plain.withUTF8 { utf8 -> Bool in
                 for byte in utf8 where byte == 0x65 || byte == 0x45 { return false }
-                bytes.append(contentsOf: utf8)
+                append(utf8)
                 return true
             }
             if written { return }
         }
-        let text = Value.jsNumberString(value)
-        bytes.append(contentsOf: text.utf8)
+        var text = Value.jsNumberString(value)
+        text.withUTF8 { append($0) }
         if keepsNumberTypes, !text.utf8.contains(where: { $0 == 0x2E || $0 == 0x65 || $0 == 0x45 }) {
             raw(".0")
         }
@@ -196,12 +276,12 @@ package struct JSONByteWriter {
         case .double(let d): double(d)
         case .string(let s): string(s)
         case .array(let list):
-            bytes.append(0x5B)
+            append(0x5B)
             for (i, element) in list.enumerated() {
-                if i > 0 { bytes.append(0x2C) }
+                if i > 0 { append(0x2C) }
                 self.value(element)
             }
-            bytes.append(0x5D)
+            append(0x5D)
         case .object(let map):
             object(map)
         }
@@ -209,28 +289,28 @@ package struct JSONByteWriter {
 
     /// Appends a map as an object (undefined entries left out).
     package mutating func object(_ map: ValueMap) {
-        bytes.append(0x7B)
+        append(0x7B)
         var first = true
         if sortedKeys {
             for key in map.keys.sorted() {
                 guard let element = map[key], !element.isUndefined else { continue }
-                if !first { bytes.append(0x2C) }
+                if !first { append(0x2C) }
                 first = false
                 member(key, element)
             }
         } else {
             for (key, element) in map where !element.isUndefined {
-                if !first { bytes.append(0x2C) }
+                if !first { append(0x2C) }
                 first = false
                 member(key, element)
             }
         }
-        bytes.append(0x7D)
+        append(0x7D)
     }
 
     private mutating func member(_ key: String, _ element: Value) {
         string(key)
-        bytes.append(0x3A)
+        append(0x3A)
         value(element)
     }
 }

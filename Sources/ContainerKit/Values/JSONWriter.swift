@@ -15,10 +15,11 @@ public enum JSONWriter {
     /// Returns the UTF-8 bytes of ``string(_:sortedKeys:keepsNumberTypes:)`` (for an HTTP body or a file,
     /// without making a `String` first).
     public static func bytes(_ value: Value, sortedKeys: Bool = false, keepsNumberTypes: Bool = false) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(64)
-        write(value, into: &out, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes)
-        return out
+        var writer = JSONByteWriter(capacity: 64)
+        writer.sortedKeys = sortedKeys
+        writer.keepsNumberTypes = keepsNumberTypes
+        writer.value(value)
+        return writer.bytes
     }
 
     /// Appends the compact JSON text of `value` to `out` (see ``string(_:sortedKeys:keepsNumberTypes:)``).
@@ -60,12 +61,11 @@ public enum JSONWriter {
         withWriter(appendingTo: &out) { $0.string(s) }
     }
 
-    /// Runs `body` with a writer that appends to `out` in place (the buffer is lent, not copied).
+    /// Runs `body` with a writer, then appends what it wrote to `out`.
     private static func withWriter(appendingTo out: inout [UInt8], _ body: (inout JSONByteWriter) -> Void) {
-        var writer = JSONByteWriter(adopting: [])
-        swap(&writer.bytes, &out)
+        var writer = JSONByteWriter(capacity: 64)
         body(&writer)
-        swap(&writer.bytes, &out)
+        writer.withBytes { out.append(contentsOf: $0) }
     }
 }
 

@@ -159,11 +159,11 @@ package struct BrazeRules {
         if nested {
             var json = JSONByteWriter()
             json.object(properties)
-            if json.bytes.count > Self.maximumPropertiesBytes {
+            if json.count > Self.maximumPropertiesBytes {
                 fail(
                     .propertiesTooLarge,
                     "properties",
-                    "properties are \(json.bytes.count) bytes of json; the limit with arrays or objects is "
+                    "properties are \(json.count) bytes of json; the limit with arrays or objects is "
                         + "\(Self.maximumPropertiesBytes)"
                 )
             }

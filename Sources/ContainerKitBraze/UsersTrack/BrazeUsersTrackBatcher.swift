@@ -54,22 +54,23 @@ struct BrazeUsersTrackBatcher: Sendable {
 
         func finish() {
             guard !carried.isEmpty else { return }
-            var body = JSONByteWriter(
-                capacity: attributes.bytes.count + events.bytes.count + purchases.bytes.count + 64
-            )
+            var body = JSONByteWriter(capacity: attributes.count + events.count + purchases.count + 64)
             body.raw(0x7B)
             var first = true
-            for (name, objects, count) in [
-                ("attributes", attributes, counts.attributes), ("events", events, counts.events),
-                ("purchases", purchases, counts.purchases),
-            ] where count > 0 {
+            /// Appends `"<name>":[<objects>]` when there are any.
+            func category(_ name: StaticString, _ objects: borrowing JSONByteWriter, _ count: Int) {
+                guard count > 0 else { return }
                 if !first { body.raw(0x2C) }
                 first = false
-                body.string(name)
-                body.raw(":[")
+                body.raw(0x22)
+                body.raw(name)
+                body.raw("\":[")
                 body.append(objects)
                 body.raw(0x5D)
             }
+            category("attributes", attributes, counts.attributes)
+            category("events", events, counts.events)
+            category("purchases", purchases, counts.purchases)
             body.raw(0x7D)
             requests.append(
                 Request(
@@ -119,7 +120,7 @@ struct BrazeUsersTrackBatcher: Sendable {
                             position,
                             of: record,
                             createsAliasOnlyProfiles: createsAliasOnlyProfiles,
-                            into: &events.bytes
+                            into: &events
                         )
                     } ?? false
                 if !copied { writeObject(record, user, into: &events) }
@@ -199,7 +200,7 @@ enum EventObjectCopier {
         _ index: Int,
         of record: AnalyticsRecord,
         createsAliasOnlyProfiles: Bool,
-        into out: inout [UInt8]
+        into out: inout JSONByteWriter
     ) -> Bool {
         guard case .customEvent(_, let properties) = record.payload, let user = record.user else { return false }
         let isAlias: Bool
@@ -209,18 +210,18 @@ enum EventObjectCopier {
             guard range.lowerBound >= 0, range.upperBound <= all.count else { return false }
             let line = UnsafeBufferPointer(rebasing: all[range])
             guard let parts = parts(of: line), parts.isAlias == isAlias else { return false }
-            out.append(0x7B)
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: line[parts.identity]))
-            if isAlias && createsAliasOnlyProfiles { append(",\"_update_existing_only\":false", to: &out) }
-            append(",\"name\":", to: &out)
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: line[parts.name]))
-            append(",\"time\":", to: &out)
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: line[parts.time]))
+            out.raw(0x7B)
+            out.append(UnsafeBufferPointer(rebasing: line[parts.identity]))
+            if isAlias && createsAliasOnlyProfiles { out.raw(",\"_update_existing_only\":false") }
+            out.raw(",\"name\":")
+            out.append(UnsafeBufferPointer(rebasing: line[parts.name]))
+            out.raw(",\"time\":")
+            out.append(UnsafeBufferPointer(rebasing: line[parts.time]))
             if !properties.isEmpty {
-                append(",\"properties\":", to: &out)
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: line[parts.properties]))
+                out.raw(",\"properties\":")
+                out.append(UnsafeBufferPointer(rebasing: line[parts.properties]))
             }
-            out.append(0x7D)
+            out.raw(0x7D)
             return true
         }
     }
@@ -273,10 +274,6 @@ enum EventObjectCopier {
             name: name,
             properties: reader.index..<(line.count - 1)
         )
-    }
-
-    private static func append(_ literal: StaticString, to out: inout [UInt8]) {
-        out.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
     /// A cursor over a line's bytes.

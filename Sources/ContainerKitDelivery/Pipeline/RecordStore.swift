@@ -130,7 +130,7 @@ public struct EncodedRecords: Sendable {
         ends.reserveCapacity(records.count)
         for record in records {
             SegmentLog.appendLine(record, to: &json)
-            ends.append(json.bytes.count)
+            ends.append(json.count)
         }
         self.records = records
         self.bytes = json.bytes

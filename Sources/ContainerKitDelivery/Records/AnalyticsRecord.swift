@@ -151,10 +151,9 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
 
     /// Appends the UTF-8 bytes of ``jsonLine`` to `bytes`.
     public func appendJSONLine(to bytes: inout [UInt8]) {
-        var writer = JSONByteWriter(adopting: bytes)
-        bytes = []
+        var writer = JSONByteWriter()
         write(to: &writer)
-        bytes = writer.bytes
+        writer.withBytes { bytes.append(contentsOf: $0) }
     }
 
     func write(to out: inout JSONByteWriter) {

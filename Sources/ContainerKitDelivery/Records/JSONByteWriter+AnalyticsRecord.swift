@@ -52,7 +52,7 @@ extension JSONByteWriter {
             let milliseconds = millisecondOfDay % 1000
             buffer[21] = UInt8(truncatingIfNeeded: milliseconds / 100) &+ 0x30
             twoDigits(milliseconds % 100, at: 22)
-            bytes.append(contentsOf: UnsafeRawBufferPointer(buffer))
+            append(UnsafeRawBufferPointer(buffer))
         }
     }
 

@@ -1,3 +1,5 @@
+import ContainerKit
+
 /// CRC-32C (Castagnoli, the checksum of iSCSI, ext4 metadata and Kafka records), computed in software
 /// eight bytes at a time. The segment log writes it after each record line, so a flipped bit is detected
 /// and the line skipped instead of delivered.
@@ -56,8 +58,15 @@ enum CRC32C {
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Appends `crc` as eight lowercase hexadecimal digits.
-    static func appendHex(_ crc: UInt32, to bytes: inout [UInt8]) {
-        for shift in stride(from: 28, through: 0, by: -4) { bytes.append(hexDigits[Int((crc >> UInt32(shift)) & 0xF)]) }
+    static func appendHex(_ crc: UInt32, to json: inout JSONByteWriter) {
+        // The eight digits in one word (the first digit in the lowest byte), appended at once.
+        var digits: UInt64 = 0
+        for index in 0..<8 {
+            let nibble = Int((crc >> UInt32(28 - 4 * index)) & 0xF)
+            digits |= UInt64(hexDigits[nibble]) << UInt64(8 * index)
+        }
+        digits = UInt64(littleEndian: digits)
+        withUnsafeBytes(of: &digits) { json.append($0) }
     }
 
     /// The value of eight hexadecimal digits (either case); `nil` when they are not.

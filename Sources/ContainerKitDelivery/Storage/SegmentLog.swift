@@ -592,11 +592,11 @@ final class SegmentLog: @unchecked Sendable {
     /// Appends `record` as a segment line: its JSON, a tab, the CRC-32C of the JSON in eight hexadecimal
     /// digits, a line feed.
     static func appendLine(_ record: AnalyticsRecord, to json: inout JSONByteWriter) {
-        let start = json.bytes.count
+        let start = json.count
         record.write(to: &json)
-        let crc = CRC32C.checksum(json.bytes[start...])
+        let crc = json.withBytes(from: start) { CRC32C.checksum(UnsafeRawBufferPointer($0)) }
         json.raw(checksumSeparator)
-        CRC32C.appendHex(crc, to: &json.bytes)
+        CRC32C.appendHex(crc, to: &json)
         json.raw(0x0A)
     }
 

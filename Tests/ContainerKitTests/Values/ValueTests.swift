@@ -94,6 +94,33 @@ struct ValueTests {
         }
     }
 
+    @Test func theByteWriterGrowsFromAnyCapacityAndKeepsEveryByte() throws {
+        // One value of every kind, long enough to outgrow the writer's buffer many times over.
+        var map = ValueMap()
+        for index in 0..<400 {
+            map["key \(index) \"quoted\""] = .array([
+                .int(Int64(index)), .double(Double(index) + 0.25),
+                .string("value \(index)\n\(String(repeating: "x", count: index))"),
+                .bool(index % 2 == 0), .null, .object(["nested": .int(-Int64(index))]),
+            ])
+        }
+        let value = Value.object(map)
+        for capacity in [0, 1, 16, 17, 4096] {
+            var writer = JSONByteWriter(capacity: capacity)
+            writer.value(value)
+            #expect(writer.count == writer.bytes.count)
+            #expect(try Value(jsonBytes: writer.bytes) == value, "capacity \(capacity)")
+        }
+        // Continuing after bytes, reading from an offset, and overwriting a byte in place.
+        var writer = JSONByteWriter(continuing: Array("[1,".utf8))
+        let start = writer.count
+        writer.string("ab")
+        writer.raw(0x5D)
+        #expect(writer.withBytes(from: start) { Array($0) } == Array("\"ab\"]".utf8))
+        writer[start + 1] = 0x63
+        #expect(writer.text == "[1,\"cb\"]")
+    }
+
     @Test func jsonWriterEscapesAndKeepsKeyOrder() {
         var map = ValueMap()
         map["z"] = "quote \" backslash \\ newline \n tab \t bell \u{07}"
