@@ -27,12 +27,6 @@ package struct JSONByteWriter: ~Copyable {
         base = .allocate(capacity: self.capacity)
     }
 
-    /// A writer that continues after `bytes` (a copy of them).
-    package init(continuing bytes: [UInt8]) {
-        self.init(capacity: bytes.count + 256)
-        bytes.withUnsafeBufferPointer { append($0) }
-    }
-
     deinit { base.deallocate() }
 
     /// The bytes written so far (a copy).

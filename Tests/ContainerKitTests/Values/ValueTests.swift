@@ -111,8 +111,9 @@ struct ValueTests {
             #expect(writer.count == writer.bytes.count)
             #expect(try Value(jsonBytes: writer.bytes) == value, "capacity \(capacity)")
         }
-        // Continuing after bytes, reading from an offset, and overwriting a byte in place.
-        var writer = JSONByteWriter(continuing: Array("[1,".utf8))
+        // Reading from an offset, and overwriting a byte in place.
+        var writer = JSONByteWriter(capacity: 1)
+        writer.append(Array("[1,".utf8)[...])
         let start = writer.count
         writer.string("ab")
         writer.raw(0x5D)
