@@ -170,7 +170,7 @@ func writeSegment(
         if checksummed {
             SegmentLog.appendLine(record, to: &json)
         } else {
-            json.append(Array((record.jsonLine + "\n").utf8)[...])
+            Array((record.jsonLine + "\n").utf8).withUnsafeBufferPointer { json.append($0) }
         }
     }
     try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)

@@ -94,11 +94,6 @@ package struct JSONByteWriter: ~Copyable {
         append(bytes.assumingMemoryBound(to: UInt8.self))
     }
 
-    /// Appends `bytes` as they are.
-    package mutating func append(_ bytes: ArraySlice<UInt8>) {
-        bytes.withUnsafeBufferPointer { append($0) }
-    }
-
     /// Appends `literal` as is (no quoting).
     package mutating func raw(_ literal: StaticString) {
         literal.withUTF8Buffer { append($0) }

@@ -9,17 +9,13 @@ public enum JSONWriter {
     ///   - keepsNumberTypes: write whole floating-point numbers with a fraction (`2.0`, not JavaScript's
     ///     `2`), so that reading the text back gives `.double` again, not `.int`.
     public static func string(_ value: Value, sortedKeys: Bool = false, keepsNumberTypes: Bool = false) -> String {
-        String(decoding: bytes(value, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes), as: UTF8.self)
+        written(value, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes).text
     }
 
     /// Returns the UTF-8 bytes of ``string(_:sortedKeys:keepsNumberTypes:)`` (for an HTTP body or a file,
     /// without making a `String` first).
     public static func bytes(_ value: Value, sortedKeys: Bool = false, keepsNumberTypes: Bool = false) -> [UInt8] {
-        var writer = JSONByteWriter(capacity: 64)
-        writer.sortedKeys = sortedKeys
-        writer.keepsNumberTypes = keepsNumberTypes
-        writer.value(value)
-        return writer.bytes
+        written(value, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes).bytes
     }
 
     /// Appends the compact JSON text of `value` to `out` (see ``string(_:sortedKeys:keepsNumberTypes:)``).
@@ -33,39 +29,44 @@ public enum JSONWriter {
     }
 
     /// Appends the compact JSON text of `value` to `out` as UTF-8 bytes (see
-    /// ``string(_:sortedKeys:keepsNumberTypes:)``). Growing a byte array is much cheaper than growing a
-    /// `String` piece by piece, so every other writing method goes through this one.
+    /// ``string(_:sortedKeys:keepsNumberTypes:)``).
     public static func write(
         _ value: Value,
         into out: inout [UInt8],
         sortedKeys: Bool = false,
         keepsNumberTypes: Bool = false
     ) {
-        withWriter(appendingTo: &out) { writer in
-            writer.sortedKeys = sortedKeys
-            writer.keepsNumberTypes = keepsNumberTypes
-            writer.value(value)
+        written(value, sortedKeys: sortedKeys, keepsNumberTypes: keepsNumberTypes).withBytes {
+            out.append(contentsOf: $0)
         }
     }
 
     /// Appends `s` as a JSON string literal, escaping quotes, backslashes and control characters.
     public static func writeString(_ s: String, into out: inout String) {
-        var writer = JSONByteWriter(capacity: s.utf8.count + 2)
-        writer.string(s)
-        out += writer.text
+        out += quoted(s).text
     }
 
     /// Appends `s` as a JSON string literal (UTF-8 bytes), escaping quotes, backslashes and control
     /// characters.
     public static func writeString(_ s: String, into out: inout [UInt8]) {
-        withWriter(appendingTo: &out) { $0.string(s) }
+        quoted(s).withBytes { out.append(contentsOf: $0) }
     }
 
-    /// Runs `body` with a writer, then appends what it wrote to `out`.
-    private static func withWriter(appendingTo out: inout [UInt8], _ body: (inout JSONByteWriter) -> Void) {
+    /// A writer holding the compact JSON text of `value`: what every method above returns or appends
+    /// (growing one byte buffer is much cheaper than growing a `String` piece by piece).
+    private static func written(_ value: Value, sortedKeys: Bool, keepsNumberTypes: Bool) -> JSONByteWriter {
         var writer = JSONByteWriter(capacity: 64)
-        body(&writer)
-        writer.withBytes { out.append(contentsOf: $0) }
+        writer.sortedKeys = sortedKeys
+        writer.keepsNumberTypes = keepsNumberTypes
+        writer.value(value)
+        return writer
+    }
+
+    /// A writer holding `s` as a JSON string literal.
+    private static func quoted(_ s: String) -> JSONByteWriter {
+        var writer = JSONByteWriter(capacity: s.utf8.count + 2)
+        writer.string(s)
+        return writer
     }
 }
 

@@ -113,7 +113,7 @@ struct ValueTests {
         }
         // Reading from an offset, and overwriting a byte in place.
         var writer = JSONByteWriter(capacity: 1)
-        writer.append(Array("[1,".utf8)[...])
+        Array("[1,".utf8).withUnsafeBufferPointer { writer.append($0) }
         let start = writer.count
         writer.string("ab")
         writer.raw(0x5D)
