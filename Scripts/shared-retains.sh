@@ -22,6 +22,9 @@ cat > "$work/census.c" <<'CENSUS'
 #include <stdlib.h>
 #define N (1 << 16)
 #define G (1 << 20)
+#ifndef CENSUS_MIN_THREADS
+#define CENSUS_MIN_THREADS 12
+#endif
 typedef struct { uintptr_t obj, isa, caller; long count; } Entry;
 typedef struct { uintptr_t obj, isa, caller; long count; int threads; } Merged;
 static __thread Entry *table;
@@ -78,7 +81,7 @@ __attribute__((destructor)) static void report(void) {
     if (table) { merge(table); table = 0; }
     TypeName (*name)(const void *, int) = dlsym(RTLD_DEFAULT, "swift_getTypeName");
     for (int i = 0; i < G; i++) {
-        if (!merged[i].obj || merged[i].threads < 20 || !merged[i].isa) continue;
+        if (!merged[i].obj || merged[i].threads < CENSUS_MIN_THREADS || !merged[i].isa) continue;
         TypeName n = name((void *)merged[i].isa, 1);
         Dl_info info;
         if (!dladdr((void *)merged[i].caller, &info)) continue;
@@ -88,7 +91,7 @@ __attribute__((destructor)) static void report(void) {
 }
 CENSUS
 cc -O2 -shared -fPIC -o "$work/census.so" "$work/census.c" -ldl -lpthread
-LD_PRELOAD="$work/census.so" CONTAINERKIT_BENCH_ONLY=scaling CONTAINERKIT_BENCH_SCALING_ROUNDS=2 "$binary" 2>&1 >/dev/null |
+LD_PRELOAD="$work/census.so" CONTAINERKIT_BENCH_ONLY=scaling CONTAINERKIT_BENCH_SCALING_ROUNDS=4 "$binary" 2>&1 >/dev/null |
     grep '^census ' >"$work/census.txt" || true
 # Bridge objects (array and string buffers) have no type recorded above; `EmptyArrayStorage` is immortal
 # (its count is never written).

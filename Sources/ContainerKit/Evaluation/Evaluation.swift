@@ -485,16 +485,16 @@ struct Evaluation: MacroResolver {
         case .eventName:
             value = reportedEventName
         case .eventParameter(let key, let path, let defaultValue, let checksEcommerce):
-            value = message[key] ?? (path.count > 1 ? Value.object(message).value(atPath: path) : .undefined)
-            if value.isUndefined, checksEcommerce, path.count == 1,
+            value = message[key] ?? (path.isEmpty ? .undefined : Value.object(message).value(atPath: path))
+            if value.isUndefined, checksEcommerce, path.isEmpty,
                 let found = Evaluation.ecommerceValue(key, in: message)
             {
                 value = found  // the runtime returns it as is, without the default value
             } else if value.isUndefined, let defaultValue {
                 value = evaluate(defaultValue)
             }
-        case .dataLayer(_, let path, let defaultValue):
-            value = Value.object(model).value(atPath: path)
+        case .dataLayer(let name, let path, let defaultValue):
+            value = path.isEmpty ? model[name] ?? .undefined : Value.object(model).value(atPath: path)
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
         case .rawDataLayer(let name, let defaultValue):
             value = dataLayer.rawValue(forKey: name)

@@ -370,7 +370,7 @@ package enum ExportCompiler {
             }
             let kind: MacroKind
             if let key {
-                kind = .eventParameter(key: key, path: [key], defaultValue: nil)
+                kind = .eventParameter(key: key, nestedPath: [], defaultValue: nil)
             } else if function == "__e" {
                 kind = .eventName
             } else {

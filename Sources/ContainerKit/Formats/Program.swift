@@ -135,12 +135,15 @@ package enum BuiltIn: String, Sendable, CaseIterable {
 
 package enum MacroKind: Sendable {
     case eventName
-    /// `__md`: a key of the pushed message; dotted keys walk nested maps.
-    /// With `checksEcommerce` (a suggested parameter with `checkEcommerceValue`), a missing undotted key is
-    /// looked up in `items[0]`, then `promotions[0]`, as the container runtime's `__md` does.
-    case eventParameter(key: String, path: [String], defaultValue: Expr?, checksEcommerce: Bool = false)
-    /// `__v` version 2: a value of the merged model by dotted path.
-    case dataLayer(name: String, path: [String], defaultValue: Expr?)
+    /// `__md`: a key of the pushed message; a dotted key missing as such walks nested maps along
+    /// `nestedPath` (the key split at its dots; empty for a key without one, see
+    /// ``TemplateCatalog/nestedPath(_:)``). With `checksEcommerce` (a suggested parameter with
+    /// `checkEcommerceValue`), a missing undotted key is looked up in `items[0]`, then `promotions[0]`, as the
+    /// container runtime's `__md` does.
+    case eventParameter(key: String, nestedPath: [String], defaultValue: Expr?, checksEcommerce: Bool = false)
+    /// `__v` version 2: a value of the merged model by dotted path: the member `name` when `nestedPath` is
+    /// empty (a name without a dot), else along `nestedPath`.
+    case dataLayer(name: String, nestedPath: [String], defaultValue: Expr?)
     /// `__v` version 1 (also when the version is missing): the last raw value pushed under the literal
     /// key `name`, dots and all, without merging.
     case rawDataLayer(name: String, defaultValue: Expr?)

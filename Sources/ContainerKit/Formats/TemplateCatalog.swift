@@ -108,7 +108,7 @@ package enum TemplateCatalog {
             }
             return .eventParameter(
                 key: key,
-                path: splitPath(key),
+                nestedPath: nestedPath(key),
                 defaultValue: defaultValue(params),
                 checksEcommerce: eventType == "SUGGESTED" && literalBool(params["checkEcommerceValue"]) == true
             )
@@ -132,7 +132,7 @@ package enum TemplateCatalog {
             // GTM reads version 1 when the field is missing.
             let version = literalNumber(params["dataLayerVersion"]) ?? 1
             if version == 1 { return .rawDataLayer(name: name, defaultValue: defaultValue(params)) }
-            return .dataLayer(name: name, path: splitPath(name), defaultValue: defaultValue(params))
+            return .dataLayer(name: name, nestedPath: nestedPath(name), defaultValue: defaultValue(params))
         case "fup":
             guard let key = literalString(params["key"]), !key.isEmpty else {
                 output.noteUnsupported(
@@ -267,6 +267,15 @@ package enum TemplateCatalog {
 
     static func splitPath(_ key: String) -> [String] {
         key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    /// `key` split at its dots when it has any; otherwise empty. A variable's path is read on every push by
+    /// every session: an array of one segment would have its reference count written by all of them (a
+    /// cache line every core shares), the empty array's count is never written, and the key itself is the
+    /// one segment.
+    static func nestedPath(_ key: String) -> [String] {
+        let path = splitPath(key)
+        return path.count > 1 ? path : []
     }
 
     /// The predicate operator for a compiled code (`_eq`) or an export condition type (`EQUALS`, `equals`).

@@ -222,6 +222,51 @@ struct MacroTests {
         #expect(layer.string(forKey: "flat") == "jazz")
     }
 
+    @Test func variablesWithAndWithoutADotReadTheMemberOrWalkThePath() throws {
+        // An undotted key is read as the member itself; a dotted one as the literal key first (event
+        // parameters), then along its segments.
+        let container = try TestContainers.resource(
+            macros: """
+                [{"function": "__v", "instance_name": "plan", "vtp_name": "plan", "vtp_dataLayerVersion": 2,
+                  "vtp_setDefaultValue": true, "vtp_defaultValue": "free"},
+                 {"function": "__v", "instance_name": "city", "vtp_name": "user.address.city",
+                  "vtp_dataLayerVersion": 2, "vtp_setDefaultValue": true, "vtp_defaultValue": "nowhere"},
+                 {"function": "__md", "instance_name": "genre", "vtp_eventType": "CUSTOM", "vtp_key": "genre"},
+                 {"function": "__md", "instance_name": "artist", "vtp_eventType": "CUSTOM", "vtp_key": "song.artist"}]
+                """
+        )
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(container)
+        let layer = manager.makeDataLayer()
+        #expect(layer.string(forKey: "plan") == "free")
+        #expect(layer.string(forKey: "city") == "nowhere")
+        layer.push(["plan": "pro", "user": ["address": ["city": "Lyon"]]])
+        #expect(layer.string(forKey: "plan") == "pro")
+        #expect(layer.string(forKey: "city") == "Lyon")
+        // Event parameters read the pushed message, seen by a tag's arguments.
+        let tagged = try TestContainers.resource(
+            macros: """
+                [{"function": "__e"},
+                 {"function": "__md", "vtp_eventType": "CUSTOM", "vtp_key": "genre"},
+                 {"function": "__md", "vtp_eventType": "CUSTOM", "vtp_key": "song.artist"}]
+                """,
+            tags: """
+                [{"function": "__funct", "tag_id": 1, "vtp_classPath": "t",
+                  "vtp_functionArgument": ["list", ["map", "key", "genre", "value", ["macro", 1]],
+                                                   ["map", "key", "artist", "value", ["macro", 2]]]}]
+                """,
+            predicates: #"[{"function": "_eq", "arg0": ["macro", 0], "arg1": "play"}]"#,
+            rules: #"[[["if", 0], ["add", 0]]]"#
+        )
+        let taggedManager = TagManager(logger: InMemoryLogger())
+        taggedManager.add(tagged)
+        let session = taggedManager.makeDataLayer()
+        let nested = session.push(event: "play", parameters: ["genre": "jazz", "song": ["artist": "Monk"]])
+        #expect(nested.fired.first?.parameters == ["genre": "jazz", "artist": "Monk"])
+        let literal = session.push(event: "play", parameters: ["song.artist": "Davis", "song": ["artist": "Monk"]])
+        #expect(literal.fired.first?.parameters == ["artist": "Davis"])
+    }
+
     @Test func versionOneVariablesReadTheLastRawValueWithoutMerging() throws {
         let container = try TestContainers.resource(
             macros: """
