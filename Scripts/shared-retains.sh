@@ -5,10 +5,12 @@
 #
 #   Scripts/shared-retains.sh [binary]
 #
-# Runs the scaling section (2 rounds) with swift_retain/swift_release (and the bridge-object variants)
-# interposed: each thread counts the objects it retains and releases, by calling site. An object that 20 or
-# more threads touched is one every session's pushes share (each pushing thread pushes into sessions of its
-# own). Prints, per type and calling function, how many times it was retained or released.
+# Runs the scaling section (4 rounds) with swift_retain/swift_release (and the bridge-object variants)
+# interposed: each thread counts the objects it retains and releases, by calling site. Each measurement starts
+# a thread per side (`SessionBench.interleaved`), and a thread pushes into sessions of its own: over 4 rounds
+# a session's objects are touched by at most 9 threads, an object of the runtime every session shares by 14.
+# An object that 12 or more threads touched is such a shared one. Prints, per type and calling function, how
+# many times it was retained or released.
 set -euo pipefail
 binary=${1:-.build/release/containerkit-bench}
 work=${TMPDIR:-/tmp}/containerkit-shared-retains
