@@ -55,6 +55,11 @@ struct Evaluation: MacroResolver {
     static let maximumMacroNesting = 100
     /// The handler found last: consecutive tags usually call the same class path.
     private var lastHandler: (name: String, handler: any FunctionCallTagHandler)?
+    /// This thread's copies of the constants of ``storage``'s planned calls, once a tag was called (see
+    /// ``ThreadCallConstants``).
+    private var threadConstants: ThreadCallConstants.Table?
+    /// ``threadConstants``, unretained (it keeps the table alive).
+    private var threadConstantsReference: Unmanaged<ThreadCallConstants.Table>?
     private var evaluatedOrder: [Int] = []
 
     init(
@@ -101,6 +106,8 @@ struct Evaluation: MacroResolver {
             generation += 1
         }
         tagStateLive = false
+        threadConstants = nil
+        threadConstantsReference = nil
         let macroCount = storage.program.macros.count
         if macroMarks.count < macroCount {
             macroMarks.append(contentsOf: repeatElement(0, count: macroCount - macroMarks.count))
@@ -280,6 +287,19 @@ struct Evaluation: MacroResolver {
         return fired.last { $0.container == containerIndex && $0.tag == t }?.status
     }
 
+    /// Where this thread's copies of the constants of `plan` (the plan of tag `t`) are, in ``threadConstants``
+    /// (looked up once per container evaluated, which keeps it alive).
+    private mutating func callConstants(of plan: CallPlan, tag t: Int) -> UnsafePointer<ThreadCallConstants.Constants?>
+    {
+        if threadConstantsReference == nil {
+            let table = ThreadCallConstants.current.table(serial: storage.serial, tags: storage.callPlans.count)
+            threadConstantsReference = Unmanaged.passUnretained(table)
+            threadConstants = consume table
+        }
+        // Borrowed: reading the strong reference out of `self` retained and released it at every call.
+        return threadConstantsReference.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.constants(of: plan, tag: t) }
+    }
+
     /// Calls tag `t` and records it in ``fired``; returns whether the call succeeded (`ok`).
     private mutating func call(_ t: Int) -> Bool {
         // The parts are computed first and the record is built in place in `fired`: a record built early
@@ -294,13 +314,22 @@ struct Evaluation: MacroResolver {
             // retaining them would write reference counts every session's evaluations share.
             planned = true
             (status, output) = borrowed._withUnsafeGuaranteedRef { plan in
-                parameters = evaluateArguments(plan)
+                // The keys and the origin the call retains are this thread's copies (see
+                // ``ThreadCallConstants``), not the plan's.
+                // ``threadConstants`` keeps the table, and so `constants`, alive.
+                let constants = callConstants(of: plan, tag: t)
+                parameters = evaluateArguments(plan, keys: constants.pointee.unsafelyUnwrapped.keys)
                 if t < tagHandlers.buffer.count, let handler = tagHandlers.buffer[t] {
                     return handler._withUnsafeGuaranteedRef { resolved in
-                        perform(resolved.handler, origin: plan.origin, t, &parameters)
+                        perform(resolved.handler, origin: constants.pointee.unsafelyUnwrapped.origin, t, &parameters)
                     }
                 }
-                return invoke(handlerNamed: plan.name, origin: plan.origin, t, &parameters)
+                return invoke(
+                    handlerNamed: plan.name,
+                    origin: constants.pointee.unsafelyUnwrapped.origin,
+                    t,
+                    &parameters
+                )
             }
         } else {
             switch storage.program.tags[t].kind {
@@ -377,13 +406,18 @@ struct Evaluation: MacroResolver {
     /// handler is logged and reported as failed.
     private func perform(
         _ handler: any FunctionCallTagHandler,
-        origin: FunctionCall.Origin,
+        origin: consuming FunctionCall.Origin,
         _ t: Int,
         _ arguments: inout ValueMap
     ) -> (FiredTag.Status, TagOutput?) {
         var moved = ValueMap()
         swap(&moved, &arguments)
-        var call = FunctionCall(origin: origin, arguments: consume moved, eventName: eventName, dataLayer: dataLayer)
+        var call = FunctionCall(
+            origin: consume origin,
+            arguments: consume moved,
+            eventName: eventName,
+            dataLayer: dataLayer
+        )
         defer { swap(&arguments, &call.arguments) }
         do {
             let output = try handler.perform(call)
@@ -391,13 +425,13 @@ struct Evaluation: MacroResolver {
             return (output.dropReason.map(FiredTag.Status.dropped) ?? .ok, output)
         } catch {
             var metadata: LogMetadata = [
-                "container": origin.containerID, "session": dataLayer.sessionID, "class_path": origin.name,
+                "container": call.origin.containerID, "session": dataLayer.sessionID, "class_path": call.origin.name,
                 "error": String(describing: error),
             ]
-            if let tagID = origin.tagID {
+            if let tagID = call.origin.tagID {
                 metadata["tag"] = String(tagID)
             } else {
-                metadata["tag_name"] = origin.displayName ?? storage.program.tags[t].function
+                metadata["tag_name"] = call.origin.displayName ?? storage.program.tags[t].function
             }
             logger.error("a tag handler threw", metadata: metadata)
             return (.failed(String(describing: error)), nil)
@@ -406,9 +440,10 @@ struct Evaluation: MacroResolver {
 
     /// The argument map of a planned call: each slot read in order, undefined values left out.
     ///
-    /// When every value is defined (the usual case) the map shares the plan's key array: one allocation (the
-    /// values) and no copy of each key. Otherwise the keys of the defined values are copied.
-    private mutating func evaluateArguments(_ plan: CallPlan) -> ValueMap {
+    /// `planKeys` are the plan's keys (in this thread's copy). When every value is defined (the usual case)
+    /// the map shares that array: one allocation (the values) and no copy of each key. Otherwise the keys of
+    /// the defined values are copied.
+    private mutating func evaluateArguments(_ plan: CallPlan, keys planKeys: consuming [String]) -> ValueMap {
         var values: [Value] = []
         values.reserveCapacity(plan.slots.count)
         var keys: [String]?  // only once a value is left out
@@ -421,15 +456,16 @@ struct Evaluation: MacroResolver {
             }
             if value.isUndefined {
                 if keys == nil {
-                    keys = Array(plan.keys[..<i])
-                    keys!.reserveCapacity(plan.keys.count - 1)
+                    keys = Array(planKeys[..<i])
+                    keys!.reserveCapacity(planKeys.count - 1)
                 }
                 continue
             }
-            keys?.append(plan.keys[i])
+            keys?.append(planKeys[i])
             values.append(consume value)
         }
-        return ValueMap(distinctKeys: keys ?? plan.keys, values: values)
+        if let keys { return ValueMap(distinctKeys: keys, values: values) }
+        return ValueMap(distinctKeys: planKeys, values: values)
     }
 
     mutating func evaluateArguments(_ expr: Expr) -> ValueMap {

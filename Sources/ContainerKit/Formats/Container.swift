@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Which of the container file formats a container was compiled from.
 public enum ContainerFormat: String, Sendable, Hashable {
     /// The compiled resource that mobile apps ship (`{fingerprint, resource, runtime}`) or gtm.js embeds.
@@ -52,6 +54,9 @@ public struct Container: Sendable {
         /// Whether a macro reads the session's merged model (a data-layer variable of version 2): pushes copy
         /// the model out of the session's lock only for containers that do.
         let readsModel: Bool
+        /// A number no other storage of this process has (see ``ThreadCallConstants``).
+        let serial = Storage.serials.add(1, ordering: .relaxed).newValue
+        private static let serials = Atomic<UInt64>(0)
 
         init(
             id: String,
