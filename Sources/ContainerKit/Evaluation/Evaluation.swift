@@ -292,9 +292,10 @@ struct Evaluation: MacroResolver {
     private mutating func callConstants(of plan: CallPlan, tag t: Int) -> UnsafePointer<ThreadCallConstants.Constants?>
     {
         if threadConstantsReference == nil {
-            let table = ThreadCallConstants.current.table(serial: storage.serial, tags: storage.callPlans.count)
-            threadConstantsReference = Unmanaged.passUnretained(table)
-            threadConstants = consume table
+            let (serial, tags) = (storage.serial, storage.callPlans.count)
+            let table = ThreadCallConstants.current._withUnsafeGuaranteedRef { $0.table(serial: serial, tags: tags) }
+            threadConstantsReference = table
+            threadConstants = table.takeUnretainedValue()  // the evaluation's hold: the one retain
         }
         // Borrowed: reading the strong reference out of `self` retained and released it at every call.
         return threadConstantsReference.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.constants(of: plan, tag: t) }

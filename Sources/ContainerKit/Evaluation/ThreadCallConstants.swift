@@ -81,13 +81,12 @@ final class ThreadCallConstants {
         tables.deallocate()
     }
 
-    /// The calling thread's tables (made on the thread's first planned call; freed when the thread exits).
-    static var current: ThreadCallConstants {
-        if let existing = pthread_getspecific(key) {
-            return Unmanaged<ThreadCallConstants>.fromOpaque(existing).takeUnretainedValue()
-        }
-        let made = ThreadCallConstants()
-        pthread_setspecific(key, Unmanaged.passRetained(made).toOpaque())
+    /// The calling thread's tables (made on the thread's first planned call; freed when the thread exits),
+    /// unretained: the thread-local storage keeps them, and only this thread reads it.
+    static var current: Unmanaged<ThreadCallConstants> {
+        if let existing = pthread_getspecific(key) { return Unmanaged.fromOpaque(existing) }
+        let made = Unmanaged.passRetained(ThreadCallConstants())
+        pthread_setspecific(key, made.toOpaque())
         return made
     }
 
@@ -102,15 +101,16 @@ final class ThreadCallConstants {
     }()
 
     /// This thread's table for the storage numbered `serial` (``Container/Storage/serial``), which has `tags`
-    /// tags: found, or made in place of the oldest one made.
-    func table(serial: UInt64, tags: Int) -> Table {
+    /// tags: found, or made in place of the oldest one made. Unretained: it lives until this thread makes
+    /// ``capacity`` more tables, so a caller that uses it longer retains it.
+    func table(serial: UInt64, tags: Int) -> Unmanaged<Table> {
         for slot in tables {
             guard let slot else { break }
-            if slot._withUnsafeGuaranteedRef({ $0.serial == serial }) { return slot.takeUnretainedValue() }
+            if slot._withUnsafeGuaranteedRef({ $0.serial == serial }) { return slot }
         }
-        let made = Table(serial: serial, tags: tags)
+        let made = Unmanaged.passRetained(Table(serial: serial, tags: tags))
         tables[next]?.release()
-        tables[next] = Unmanaged.passRetained(made)
+        tables[next] = made
         next = (next + 1) % ThreadCallConstants.capacity
         return made
     }
