@@ -170,14 +170,14 @@ public final class DataLayer: Sendable {
     /// - Returns: the reports of the events this call processed: its own, then those its handlers pushed.
     ///   Empty for a push made from a handler.
     @discardableResult
-    public func push(_ message: ValueMap) -> PushResult {
+    public func push(_ message: consuming ValueMap) -> PushResult {
         push(Pending(message: message, event: nil))
     }
 
     /// Pushes an event with parameters: the parameters plus `"event": event` (which wins over a parameter
     /// named `event`).
     @discardableResult
-    public func push(event: String, parameters: ValueMap = ValueMap()) -> PushResult {
+    public func push(event: consuming String, parameters: consuming ValueMap = ValueMap()) -> PushResult {
         push(Pending(message: parameters, event: .string(event)))
     }
 
@@ -192,13 +192,13 @@ public final class DataLayer: Sendable {
     /// Pushes a message, suspending (not blocking a thread) while another caller's push is processed.
     /// Tags still run synchronously inside the push. See ``push(_:)-(ValueMap)``.
     @discardableResult
-    public func push(_ message: ValueMap) async -> PushResult {
+    public func push(_ message: consuming ValueMap) async -> PushResult {
         await push(Pending(message: message, event: nil))
     }
 
     /// Pushes an event with parameters, suspending while another caller's push is processed.
     @discardableResult
-    public func push(event: String, parameters: ValueMap = ValueMap()) async -> PushResult {
+    public func push(event: consuming String, parameters: consuming ValueMap = ValueMap()) async -> PushResult {
         await push(Pending(message: parameters, event: .string(event)))
     }
 
@@ -265,7 +265,15 @@ public final class DataLayer: Sendable {
         // lock that ends the turn (one lock less per push than taking and returning them around each).
         var scratch = EvaluationScratch()
         var holdsScratch = false
-        process(pending, into: &result, scratch: &scratch, holdsScratch: &holdsScratch, turn: number, inside: enclosing)
+        // Moved, not copied: a copy retained and released the message's buffers and the event name per push.
+        process(
+            consume pending,
+            into: &result,
+            scratch: &scratch,
+            holdsScratch: &holdsScratch,
+            turn: number,
+            inside: enclosing
+        )
         var processed = 0
         while true {
             let step = state.withLock { state in
