@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -15,11 +13,13 @@ import Synchronization
 /// quarter of the two-thread rate whenever the host placed the two vCPUs far apart. A thread's copies are
 /// written by that thread alone (and by another only where a result it made is dropped there).
 ///
-/// The table lives in thread-local storage and is only ever touched by its thread (so it needs no lock). It
-/// keeps the constants of the last ``capacity`` containers the thread evaluated, by ``Container/Storage/serial``
-/// (a number no other container of the process has, so a container loaded where a dropped one lived cannot
-/// read the other's entries), the most recently used first; the strings are copies too, so that reading a
-/// key or a class path writes nothing another thread reads.
+/// The tables live in thread-local storage and are only ever touched by their thread (so they need no lock):
+/// one per container, by ``Container/Storage/serial`` (a number no other container of the process has, so a
+/// container loaded where a dropped one lived cannot read the other's entries), for at most ``capacity``
+/// containers; a thread calling more drops the oldest table it made. The strings are copies too, so that
+/// reading a key or a class path writes nothing another thread reads. A thread's copies take a few hundred
+/// bytes per container it called tags of, and are freed when the thread exits (or later, with the last
+/// result that holds them).
 final class ThreadCallConstants {
     /// What a planned call carries, in this thread's own copies.
     struct Constants {

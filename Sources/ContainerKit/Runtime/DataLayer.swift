@@ -165,7 +165,8 @@ public final class DataLayer: Sendable {
     /// container for that event and fires the selected tags.
     ///
     /// A call from another caller while a push is processed blocks until its turn; a call from a tag
-    /// handler of the push being processed is queued behind it (and reported in that push's result).
+    /// handler of the push being processed is queued behind it (and reported in that push's result). The
+    /// message is taken over (`consuming`): one the caller no longer needs moves in without a copy.
     ///
     /// - Returns: the reports of the events this call processed: its own, then those its handlers pushed.
     ///   Empty for a push made from a handler.
@@ -175,7 +176,8 @@ public final class DataLayer: Sendable {
     }
 
     /// Pushes an event with parameters: the parameters plus `"event": event` (which wins over a parameter
-    /// named `event`).
+    /// named `event`). Both are taken over (`consuming`): values the caller no longer needs move into the
+    /// session without a copy.
     @discardableResult
     public func push(event: consuming String, parameters: consuming ValueMap = ValueMap()) -> PushResult {
         push(Pending(message: parameters, event: .string(event)))
@@ -265,15 +267,7 @@ public final class DataLayer: Sendable {
         // lock that ends the turn (one lock less per push than taking and returning them around each).
         var scratch = EvaluationScratch()
         var holdsScratch = false
-        // Moved, not copied: a copy retained and released the message's buffers and the event name per push.
-        process(
-            consume pending,
-            into: &result,
-            scratch: &scratch,
-            holdsScratch: &holdsScratch,
-            turn: number,
-            inside: enclosing
-        )
+        process(pending, into: &result, scratch: &scratch, holdsScratch: &holdsScratch, turn: number, inside: enclosing)
         var processed = 0
         while true {
             let step = state.withLock { state in
