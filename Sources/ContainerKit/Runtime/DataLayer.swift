@@ -165,21 +165,19 @@ public final class DataLayer: Sendable {
     /// container for that event and fires the selected tags.
     ///
     /// A call from another caller while a push is processed blocks until its turn; a call from a tag
-    /// handler of the push being processed is queued behind it (and reported in that push's result). The
-    /// message is taken over (`consuming`): one the caller no longer needs moves in without a copy.
+    /// handler of the push being processed is queued behind it (and reported in that push's result).
     ///
     /// - Returns: the reports of the events this call processed: its own, then those its handlers pushed.
     ///   Empty for a push made from a handler.
     @discardableResult
-    public func push(_ message: consuming ValueMap) -> PushResult {
+    public func push(_ message: ValueMap) -> PushResult {
         push(Pending(message: message, event: nil))
     }
 
     /// Pushes an event with parameters: the parameters plus `"event": event` (which wins over a parameter
-    /// named `event`). Both are taken over (`consuming`): values the caller no longer needs move into the
-    /// session without a copy.
+    /// named `event`).
     @discardableResult
-    public func push(event: consuming String, parameters: consuming ValueMap = ValueMap()) -> PushResult {
+    public func push(event: String, parameters: ValueMap = ValueMap()) -> PushResult {
         push(Pending(message: parameters, event: .string(event)))
     }
 
@@ -194,13 +192,13 @@ public final class DataLayer: Sendable {
     /// Pushes a message, suspending (not blocking a thread) while another caller's push is processed.
     /// Tags still run synchronously inside the push. See ``push(_:)-(ValueMap)``.
     @discardableResult
-    public func push(_ message: consuming ValueMap) async -> PushResult {
+    public func push(_ message: ValueMap) async -> PushResult {
         await push(Pending(message: message, event: nil))
     }
 
     /// Pushes an event with parameters, suspending while another caller's push is processed.
     @discardableResult
-    public func push(event: consuming String, parameters: consuming ValueMap = ValueMap()) async -> PushResult {
+    public func push(event: String, parameters: ValueMap = ValueMap()) async -> PushResult {
         await push(Pending(message: parameters, event: .string(event)))
     }
 
