@@ -251,9 +251,9 @@ struct MacroTests {
                  {"function": "__md", "vtp_eventType": "CUSTOM", "vtp_key": "song.artist"}]
                 """,
             tags: """
-                [{"function": "__funct", "tag_id": 1, "vtp_classPath": "t",
-                  "vtp_functionArgument": ["list", ["map", "key", "genre", "value", ["macro", 1]],
-                                                   ["map", "key", "artist", "value", ["macro", 2]]]}]
+                [{"function": "__funct", "tag_id": 1, "vtp_classPath": "t", "vtp_functionArgument": ["list",
+                  ["map", "key", "source", "value", "message"], ["map", "key", "genre", "value", ["macro", 1]],
+                  ["map", "key", "artist", "value", ["macro", 2]]]}]
                 """,
             predicates: #"[{"function": "_eq", "arg0": ["macro", 0], "arg1": "play"}]"#,
             rules: #"[[["if", 0], ["add", 0]]]"#
@@ -262,9 +262,9 @@ struct MacroTests {
         taggedManager.add(tagged)
         let session = taggedManager.makeDataLayer()
         let nested = session.push(event: "play", parameters: ["genre": "jazz", "song": ["artist": "Monk"]])
-        #expect(nested.fired.first?.parameters == ["genre": "jazz", "artist": "Monk"])
+        #expect(nested.fired.first?.parameters == ["source": "message", "genre": "jazz", "artist": "Monk"])
         let literal = session.push(event: "play", parameters: ["song.artist": "Davis", "song": ["artist": "Monk"]])
-        #expect(literal.fired.first?.parameters == ["artist": "Davis"])
+        #expect(literal.fired.first?.parameters == ["source": "message", "artist": "Davis"])
     }
 
     @Test func versionOneVariablesReadTheLastRawValueWithoutMerging() throws {
