@@ -48,10 +48,6 @@ public final class TagManager: Sendable {
         /// This session's reference to each container of ``snapshot``, in its order: what an evaluation
         /// retains.
         let containers: [SessionContainer]
-        /// Fills the holder to 128 bytes (16 of header, 32 above): its reference count is written per push, and
-        /// another session's object on the same cache line would make two cores pushing into two sessions write
-        /// one line (see ``SessionContainer``).
-        private let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
         /// A session's holder of `snapshot`, with its own reference to each container (`containers`: none,
         /// for a holder that evaluates no container of the snapshot).
@@ -66,16 +62,8 @@ public final class TagManager: Sendable {
     /// One session's reference to a container: an evaluation retains this, not the container's storage,
     /// which every session's evaluations share (retaining it once per container per push wrote a reference
     /// count both cores write when two threads push into two sessions).
-    ///
-    /// 128 bytes, like ``SessionRuntime``: at 32, two sessions' objects made one after the other shared a
-    /// cache line, and two threads pushing into the two sessions wrote it in turn. Full `make bench` runs then
-    /// read `two_threads_one_runtime_vs_two` 0.91 in some runs (0.99 in others); padded, 0.99 in every run
-    /// (see Docs/Performance.md). The price is about 270 bytes per session with two containers.
     final class SessionContainer: Sendable {
         let storage: Container.Storage
-        private let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
-            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-        )
         init(_ storage: Container.Storage) { self.storage = storage }
     }
 
