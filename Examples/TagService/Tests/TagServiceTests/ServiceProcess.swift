@@ -51,17 +51,28 @@ final class ServiceProcess: @unchecked Sendable {
         lines = stream
         iterator = stream.makeAsyncIterator()
         let buffer = LineBuffer()
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                for line in buffer.finish() { continuation.yield(line) }
-                continuation.finish()
-                return
-            }
-            for line in buffer.append(data) { continuation.yield(line) }
-        }
         try process.run()
+        // A thread of the fixture's own reads the log until the end of the pipe (the process exited and
+        // closed it). FileHandle's `readabilityHandler` now and then never delivered that end here, and
+        // `exit()`, which reads the log to its end, then waited forever.
+        let log = pipe.fileHandleForReading
+        Thread {
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = read(log.fileDescriptor, &chunk, chunk.count)
+                if count > 0 {
+                    for line in buffer.append(Data(chunk[0..<count])) { continuation.yield(line) }
+                } else if count < 0, errno == EINTR {
+                    continue
+                } else {
+                    break
+                }
+            }
+            for line in buffer.finish() { continuation.yield(line) }
+            continuation.finish()
+            try? log.close()
+        }
+        .start()
     }
 
     /// The next log line that contains `text` (`nil` when the process closed its log first).
