@@ -61,7 +61,9 @@ static void init(void) {
     merged = calloc(G, sizeof(Merged));
 }
 static void note(void *p, int bridge, uintptr_t caller) {
-    // A bridge object carries flags in its top bits; values that are no heap address (small strings) are skipped.
+    // A bridge object carries flags in its top bits. One with the top bit set is immortal (a small string, or a
+    // literal in the binary): its count is never written. The others are native objects (a string's buffer).
+    if (bridge && ((uintptr_t)p >> 63)) return;
     uintptr_t o = bridge ? ((uintptr_t)p & 0x00FFFFFFFFFFFFF8ull) : (uintptr_t)p;
     if (o < 65536 || o >= 0x800000000000ull) return;
     if (!table) { table = calloc(N, sizeof(Entry)); pthread_setspecific(key, table); }
@@ -70,7 +72,7 @@ static void note(void *p, int bridge, uintptr_t caller) {
         if (probes > 64) return;
         h = (h + 1) & (N - 1);
     }
-    if (!table[h].obj) { table[h].obj = o; table[h].caller = caller; table[h].isa = bridge ? 0 : *(uintptr_t *)o; }
+    if (!table[h].obj) { table[h].obj = o; table[h].caller = caller; table[h].isa = *(uintptr_t *)o; }
     table[h].count++;
 }
 #define SITE ((uintptr_t)__builtin_return_address(0))
@@ -95,7 +97,7 @@ CENSUS
 cc -O2 -shared -fPIC -o "$work/census.so" "$work/census.c" -ldl -lpthread
 LD_PRELOAD="$work/census.so" CONTAINERKIT_BENCH_ONLY=scaling CONTAINERKIT_BENCH_SCALING_ROUNDS=4 "$binary" 2>&1 >/dev/null |
     grep '^census ' >"$work/census.txt" || true
-# Bridge objects (array and string buffers) have no type recorded above; `EmptyArrayStorage` is immortal
+# `EmptyArrayStorage` is immortal
 # (its count is never written).
 while read -r _ count file offset type; do
     [[ $type == *EmptyArrayStorage* ]] && continue
