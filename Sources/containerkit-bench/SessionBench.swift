@@ -307,26 +307,7 @@ enum SessionBench {
         of stream: [(name: String, parameters: ValueMap)],
         count: Int
     ) -> [[(name: String, parameters: ValueMap)]] {
-        (0..<count).map { _ in stream.map { (name: ownCopy($0.name), parameters: ownCopy($0.parameters)) } }
-    }
-
-    /// A copy of `string` in storage of its own (a string of more than 15 bytes lives in a shared buffer).
-    static func ownCopy(_ string: String) -> String { String(decoding: Array(string.utf8), as: UTF8.self) }
-
-    /// A copy of `map` with arrays and strings of its own.
-    static func ownCopy(_ map: ValueMap) -> ValueMap {
-        var copy = ValueMap(minimumCapacity: map.count)
-        for (key, value) in map { copy[ownCopy(key)] = ownCopy(value) }
-        return copy
-    }
-
-    static func ownCopy(_ value: Value) -> Value {
-        switch value {
-        case .string(let s): return .string(ownCopy(s))
-        case .array(let a): return .array(a.map(ownCopy))
-        case .object(let m): return .object(ownCopy(m))
-        default: return value
-        }
+        (0..<count).map { _ in stream.map { (name: $0.name.ownCopy(), parameters: $0.parameters.ownCopy()) } }
     }
 
     /// The process's resident set size, from /proc/self/statm (0 where that file does not exist).

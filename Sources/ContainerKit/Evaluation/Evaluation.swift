@@ -56,10 +56,10 @@ struct Evaluation: MacroResolver {
     /// The handler found last: consecutive tags usually call the same class path.
     private var lastHandler: (name: String, handler: any FunctionCallTagHandler)?
     /// This thread's copies of the constants of ``storage``'s planned calls, once a tag was called (see
-    /// ``ThreadCallConstants``).
-    private var threadConstants: ThreadCallConstants.Table?
+    /// ``ThreadConstants``).
+    private var threadConstants: ThreadConstants.Table?
     /// ``threadConstants``, unretained (it keeps the table alive).
-    private var threadConstantsReference: Unmanaged<ThreadCallConstants.Table>?
+    private var threadConstantsReference: Unmanaged<ThreadConstants.Table>?
     private var evaluatedOrder: [Int] = []
 
     init(
@@ -287,18 +287,33 @@ struct Evaluation: MacroResolver {
         return fired.last { $0.container == containerIndex && $0.tag == t }?.status
     }
 
-    /// Where this thread's copies of the constants of `plan` (the plan of tag `t`) are, in ``threadConstants``
-    /// (looked up once per container evaluated, which keeps it alive).
-    private mutating func callConstants(of plan: CallPlan, tag t: Int) -> UnsafePointer<ThreadCallConstants.Constants?>
-    {
-        if threadConstantsReference == nil {
-            let (serial, tags) = (storage.serial, storage.callPlans.count)
-            let table = ThreadCallConstants.current._withUnsafeGuaranteedRef { $0.table(serial: serial, tags: tags) }
-            threadConstantsReference = table
-            threadConstants = table.takeUnretainedValue()  // the evaluation's hold: the one retain
+    /// This thread's copies of the constants of ``storage`` (see ``ThreadConstants``): looked up on the first
+    /// use in each container evaluated, and kept alive by ``threadConstants`` from then on.
+    @inline(__always)
+    private mutating func threadTable() -> Unmanaged<ThreadConstants.Table> {
+        if let table = threadConstantsReference { return table }
+        return lookUpThreadTable()
+    }
+
+    private mutating func lookUpThreadTable() -> Unmanaged<ThreadConstants.Table> {
+        let serial = storage.serial
+        let table = ThreadConstants.current._withUnsafeGuaranteedRef { constants in
+            constants.table(serial: serial) ?? constants.makeTable(for: storage)
         }
+        threadConstantsReference = table
+        threadConstants = table.takeUnretainedValue()  // the evaluation's hold: the one retain
+        return table
+    }
+
+    /// Where this thread's copies of the constants of `plan` (the plan of tag `t`) are, in ``threadConstants``.
+    private mutating func callConstants(of plan: CallPlan, tag t: Int) -> UnsafePointer<ThreadConstants.Constants?> {
         // Borrowed: reading the strong reference out of `self` retained and released it at every call.
-        return threadConstantsReference.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.constants(of: plan, tag: t) }
+        threadTable()._withUnsafeGuaranteedRef { $0.constants(of: plan, tag: t) }
+    }
+
+    /// This thread's copy of predicate `p`'s constant text.
+    private mutating func constantText(ofPredicate p: Int) -> String? {
+        threadTable()._withUnsafeGuaranteedRef { $0.text(ofPredicate: p) }
     }
 
     /// Calls tag `t` and records it in ``fired``; returns whether the call succeeded (`ok`).
@@ -315,11 +330,11 @@ struct Evaluation: MacroResolver {
             // retaining them would write reference counts every session's evaluations share.
             planned = true
             (status, output) = borrowed._withUnsafeGuaranteedRef { plan in
-                // The keys and the origin the call retains are this thread's copies (see
-                // ``ThreadCallConstants``), not the plan's.
+                // The keys, the origin and the literal values the call retains are this thread's copies (see
+                // ``ThreadConstants``), not the plan's.
                 // ``threadConstants`` keeps the table, and so `constants`, alive.
                 let constants = callConstants(of: plan, tag: t)
-                parameters = evaluateArguments(plan, keys: constants.pointee.unsafelyUnwrapped.keys)
+                parameters = evaluateArguments(plan, constants)
                 if t < tagHandlers.buffer.count, let handler = tagHandlers.buffer[t] {
                     return handler._withUnsafeGuaranteedRef { resolved in
                         perform(resolved.handler, origin: constants.pointee.unsafelyUnwrapped.origin, t, &parameters)
@@ -444,14 +459,18 @@ struct Evaluation: MacroResolver {
     /// `planKeys` are the plan's keys (in this thread's copy). When every value is defined (the usual case)
     /// the map shares that array: one allocation (the values) and no copy of each key. Otherwise the keys of
     /// the defined values are copied.
-    private mutating func evaluateArguments(_ plan: CallPlan, keys planKeys: consuming [String]) -> ValueMap {
+    private mutating func evaluateArguments(
+        _ plan: CallPlan,
+        _ constants: UnsafePointer<ThreadConstants.Constants?>
+    ) -> ValueMap {
+        let planKeys = constants.pointee.unsafelyUnwrapped.keys
         var values: [Value] = []
         values.reserveCapacity(plan.slots.count)
         var keys: [String]?  // only once a value is left out
         for i in plan.slots.indices {
             let value: Value
             switch plan.slots[i] {
-            case .literal(let literal): value = literal
+            case .literal: value = constants.pointee.unsafelyUnwrapped.literals[i]  // this thread's copy
             case .macro(let index): value = resolve(macro: index)
             case .expression(let expr): value = evaluate(expr)
             }
@@ -518,6 +537,34 @@ struct Evaluation: MacroResolver {
 
     private mutating func computeMacro(_ index: Int) -> Value {
         var value: Value
+        // A variable without a nested path (most macros) is read with this thread's copy of its key, without
+        // copying its definition: binding the definition's payload retained its key and default value, which
+        // every session's evaluations share.
+        let table = threadTable()
+        switch table._withUnsafeGuaranteedRef({ $0.read(ofMacro: index) }) {
+        case .eventParameter(let checksEcommerce, let hasDefault):
+            let key = table._withUnsafeGuaranteedRef { $0.key(ofMacro: index) }
+            value = message[key] ?? .undefined
+            if value.isUndefined, checksEcommerce, let found = Evaluation.ecommerceValue(key, in: message) {
+                value = found  // the runtime returns it as is, without the default value
+            } else if value.isUndefined, hasDefault {
+                value = variableDefault(ofMacro: index)
+            }
+        case .dataLayer(let hasDefault):
+            value = model[table._withUnsafeGuaranteedRef { $0.key(ofMacro: index) }] ?? .undefined
+            if value.isUndefined, hasDefault { value = variableDefault(ofMacro: index) }
+        case .other:
+            value = computeDefinedMacro(index)
+        }
+        if !storage.program.macros[index].format.isEmpty {
+            value = apply(storage.program.macros[index].format, to: value)
+        }
+        return value
+    }
+
+    /// The value of macro `index` from its definition (before its format).
+    private mutating func computeDefinedMacro(_ index: Int) -> Value {
+        var value: Value
         switch storage.program.macros[index].kind {
         case .eventName:
             value = reportedEventName
@@ -583,10 +630,18 @@ struct Evaluation: MacroResolver {
         case .unsupported:
             value = .undefined
         }
-        if !storage.program.macros[index].format.isEmpty {
-            value = apply(storage.program.macros[index].format, to: value)
-        }
         return value
+    }
+
+    /// The default value of variable macro `m` (an event parameter or a data-layer variable), evaluated;
+    /// undefined when it has none.
+    private mutating func variableDefault(ofMacro m: Int) -> Value {
+        switch storage.program.macros[m].kind {
+        case .eventParameter(_, _, let defaultValue?, _), .dataLayer(_, _, let defaultValue?):
+            return evaluate(defaultValue)
+        default:
+            return .undefined
+        }
     }
 
     /// The lists a suggested parameter with `checkEcommerceValue` falls back to, in the runtime's order.
@@ -757,7 +812,7 @@ struct Evaluation: MacroResolver {
         // Fast path: a string test of the event name against a constant (most mobile triggers). Traces
         // take the general path, so the event-name variable shows as used.
         if !recordTrace, storage.program.predicates[p].testsEventName, !op.isNumeric, op != .regex,
-            let text = storage.program.predicates[p].constantText, case .string(let name) = reportedEventName
+            case .string(let name) = reportedEventName, let text = constantText(ofPredicate: p)
         {
             let subject = storage.program.predicates[p].ignoreCase ? name.lowercased() : name
             return Evaluation.compare(op, subject, text)
@@ -829,7 +884,7 @@ struct Evaluation: MacroResolver {
         }
         if ignoreCase { a = a.lowercased() }
         let b =
-            (constantRight ? storage.program.predicates[p].constantText : nil)
+            (constantRight ? constantText(ofPredicate: p) : nil)
             ?? (ignoreCase ? right.jsString.lowercased() : right.jsString)
         return Evaluation.compare(op, a, b)
     }
