@@ -44,19 +44,9 @@ struct ThreadConstantsTests {
         let seen = Mutex<[Seen]>([])
     }
 
-    /// Runs `body` on a thread of its own and waits for it.
-    private func onThread(_ body: @escaping @Sendable () -> Void) {
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            body()
-            done.signal()
-        }
-        .start()
-        done.wait()
-    }
-
-    @Test func eachThreadsCallsCarryItsOwnCopiesOfTheKeysAndOriginNotThePlans() throws {
-        let container = try container(id: "GTM-THRD", value: "x")
+    /// Two sessions of a runtime with `container` and a handler for the tests' class path that records every
+    /// call it gets.
+    private func twoSessionsRecordingCalls(of container: Container) -> (Calls, DataLayer, DataLayer) {
         let manager = TagManager(logger: InMemoryLogger())
         manager.add(container)
         let calls = Calls()
@@ -74,8 +64,23 @@ struct ThreadConstantsTests {
             },
             for: "com.example.analytics.LongTagProvider"
         )
-        let first = manager.makeDataLayer()
-        let second = manager.makeDataLayer()
+        return (calls, manager.makeDataLayer(), manager.makeDataLayer())
+    }
+
+    /// Runs `body` on a thread of its own and waits for it.
+    private func onThread(_ body: @escaping @Sendable () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            body()
+            done.signal()
+        }
+        .start()
+        done.wait()
+    }
+
+    @Test func eachThreadsCallsCarryItsOwnCopiesOfTheKeysAndOriginNotThePlans() throws {
+        let container = try container(id: "GTM-THRD", value: "x")
+        let (calls, first, second) = twoSessionsRecordingCalls(of: container)
         onThread {
             first.push(event: "e")
             first.push(event: "e")
@@ -158,25 +163,7 @@ struct ThreadConstantsTests {
 
     @Test func variablesLiteralsAndConditionsGiveTheSameValuesFromEachThreadsCopies() throws {
         let container = try variablesContainer()
-        let manager = TagManager(logger: InMemoryLogger())
-        manager.add(container)
-        let calls = Calls()
-        manager.register(
-            tagHandler: ClosureTagHandler { call in
-                let seen = Seen(
-                    originObject: call.origin,
-                    keyArray: call.arguments.keys,
-                    name: call.name,
-                    containerID: call.containerID,
-                    tagID: call.tagID,
-                    arguments: call.arguments
-                )
-                calls.seen.withLock { $0.append(seen) }
-            },
-            for: "com.example.analytics.LongTagProvider"
-        )
-        let first = manager.makeDataLayer()
-        let second = manager.makeDataLayer()
+        let (calls, first, second) = twoSessionsRecordingCalls(of: container)
         onThread {
             first.push(["aDataLayerNameLongerThan15": "from the model"])
             first.push(
