@@ -55,8 +55,8 @@ struct Evaluation: MacroResolver {
     static let maximumMacroNesting = 100
     /// The handler found last: consecutive tags usually call the same class path.
     private var lastHandler: (name: String, handler: any FunctionCallTagHandler)?
-    /// This thread's copies of the constants of ``storage``'s planned calls, once a tag was called (see
-    /// ``ThreadConstants``).
+    /// This thread's copies of the constants of ``storage`` (its calls', conditions' and variables'), once one
+    /// was read (see ``ThreadConstants``).
     private var threadConstants: ThreadConstants.Table?
     /// ``threadConstants``, unretained (it keeps the table alive).
     private var threadConstantsReference: Unmanaged<ThreadConstants.Table>?
@@ -456,9 +456,9 @@ struct Evaluation: MacroResolver {
 
     /// The argument map of a planned call: each slot read in order, undefined values left out.
     ///
-    /// `planKeys` are the plan's keys (in this thread's copy). When every value is defined (the usual case)
-    /// the map shares that array: one allocation (the values) and no copy of each key. Otherwise the keys of
-    /// the defined values are copied.
+    /// `constants` are this thread's copies of the plan's keys and literal values. When every value is defined
+    /// (the usual case) the map shares the keys array: one allocation (the values) and no copy of each key.
+    /// Otherwise the keys of the defined values are copied.
     private mutating func evaluateArguments(
         _ plan: CallPlan,
         _ constants: UnsafePointer<ThreadConstants.Constants?>
