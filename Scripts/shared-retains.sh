@@ -97,8 +97,7 @@ CENSUS
 cc -O2 -shared -fPIC -o "$work/census.so" "$work/census.c" -ldl -lpthread
 LD_PRELOAD="$work/census.so" CONTAINERKIT_BENCH_ONLY=scaling CONTAINERKIT_BENCH_SCALING_ROUNDS=4 "$binary" 2>&1 >/dev/null |
     grep '^census ' >"$work/census.txt" || true
-# `EmptyArrayStorage` is immortal
-# (its count is never written).
+# `EmptyArrayStorage` is immortal (its count is never written).
 while read -r _ count file offset type; do
     [[ $type == *EmptyArrayStorage* ]] && continue
     function=$(addr2line -f -e "$file" "$offset" | head -1 | swift demangle --simplified)
