@@ -537,21 +537,29 @@ struct Evaluation: MacroResolver {
 
     private mutating func computeMacro(_ index: Int) -> Value {
         var value: Value
-        // A variable without a nested path (most macros) is read with this thread's copy of its key, without
-        // copying its definition: binding the definition's payload retained its key and default value, which
-        // every session's evaluations share.
+        // A variable (most macros) is read with this thread's copies of its key and path, without copying its
+        // definition: binding the definition's payload retained its key, path and default value, which every
+        // session's evaluations share.
         let table = threadTable()
         switch table._withUnsafeGuaranteedRef({ $0.read(ofMacro: index) }) {
-        case .eventParameter(let checksEcommerce, let hasDefault):
+        case .eventParameter(let checksEcommerce, let hasDefault, let nested):
             let key = table._withUnsafeGuaranteedRef { $0.key(ofMacro: index) }
-            value = message[key] ?? .undefined
-            if value.isUndefined, checksEcommerce, let found = Evaluation.ecommerceValue(key, in: message) {
+            value =
+                message[key]
+                ?? (nested
+                    ? Value.object(message).value(atPath: table._withUnsafeGuaranteedRef { $0.path(ofMacro: index) })
+                    : .undefined)
+            if value.isUndefined, checksEcommerce, !nested, let found = Evaluation.ecommerceValue(key, in: message) {
                 value = found  // the runtime returns it as is, without the default value
             } else if value.isUndefined, hasDefault {
                 value = variableDefault(ofMacro: index)
             }
-        case .dataLayer(let hasDefault):
-            value = model[table._withUnsafeGuaranteedRef { $0.key(ofMacro: index) }] ?? .undefined
+        case .dataLayer(let hasDefault, let nested):
+            if nested {
+                value = Value.object(model).value(atPath: table._withUnsafeGuaranteedRef { $0.path(ofMacro: index) })
+            } else {
+                value = model[table._withUnsafeGuaranteedRef { $0.key(ofMacro: index) }] ?? .undefined
+            }
             if value.isUndefined, hasDefault { value = variableDefault(ofMacro: index) }
         case .other:
             value = computeDefinedMacro(index)
@@ -562,24 +570,17 @@ struct Evaluation: MacroResolver {
         return value
     }
 
-    /// The value of macro `index` from its definition (before its format).
+    /// The value of macro `index` from its definition (before its format): every kind but the variables.
     private mutating func computeDefinedMacro(_ index: Int) -> Value {
         var value: Value
         switch storage.program.macros[index].kind {
         case .eventName:
             value = reportedEventName
-        case .eventParameter(let key, let path, let defaultValue, let checksEcommerce):
-            value = message[key] ?? (path.isEmpty ? .undefined : Value.object(message).value(atPath: path))
-            if value.isUndefined, checksEcommerce, path.isEmpty,
-                let found = Evaluation.ecommerceValue(key, in: message)
-            {
-                value = found  // the runtime returns it as is, without the default value
-            } else if value.isUndefined, let defaultValue {
-                value = evaluate(defaultValue)
-            }
-        case .dataLayer(let name, let path, let defaultValue):
-            value = path.isEmpty ? model[name] ?? .undefined : Value.object(model).value(atPath: path)
-            if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
+        case .eventParameter, .dataLayer:
+            // Read by `computeMacro` from this thread's copies: ``ThreadConstants/VariableRead`` is never
+            // `.other` for a variable.
+            assertionFailure("a variable macro read from its definition")
+            value = .undefined
         case .rawDataLayer(let name, let defaultValue):
             value = dataLayer.rawValue(forKey: name)
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }

@@ -7,7 +7,7 @@
 /// This thread's own copies of the constants of a container that an evaluation hands on or reads: what every
 /// call of a planned tag carries (the argument keys, which the call's argument map shares, the call's
 /// ``FunctionCall/Origin``, and the literal argument values), the constant text of each predicate, and the key
-/// each variable macro reads (an event parameter's, a data-layer variable's name).
+/// and nested path each variable macro reads (an event parameter's, a data-layer variable's name).
 ///
 /// Copying a string longer than 15 bytes retains its buffer, and a call keeps its keys, origin and literals
 /// until its record goes. Taken from the program every session shares, those were reference-count writes to
@@ -42,7 +42,10 @@ final class ThreadConstants {
         private let texts: UnsafeMutableBufferPointer<String?>
         /// Per macro, the key a variable macro reads (`nil` for other macros).
         private let keys: UnsafeMutableBufferPointer<String?>
-        /// Per macro, how it reads its key when it is a variable without a nested path.
+        /// Per macro, the nested path a variable macro reads (empty for a key without a dot, and for other
+        /// macros).
+        private let paths: UnsafeMutableBufferPointer<[String]>
+        /// Per macro, how it reads its key when it is a variable.
         private let reads: UnsafeMutableBufferPointer<VariableRead>
 
         /// Copies what `storage`'s predicates and macros hold (the calls' constants are copied on their first
@@ -64,6 +67,16 @@ final class ThreadConstants {
                     }
                 }
             )
+            paths = .allocate(capacity: program.macros.count)
+            _ = paths.initialize(
+                from: program.macros.lazy.map { macro -> [String] in
+                    switch macro.kind {
+                    case .eventParameter(_, let path, _, _), .dataLayer(_, let path, _):
+                        return path.map { $0.ownCopy() }
+                    default: return []
+                    }
+                }
+            )
             reads = .allocate(capacity: program.macros.count)
             _ = reads.initialize(from: program.macros.lazy.map { VariableRead($0.kind) })
         }
@@ -75,6 +88,8 @@ final class ThreadConstants {
             texts.deallocate()
             _ = keys.deinitialize()
             keys.deallocate()
+            _ = paths.deinitialize()
+            paths.deallocate()
             reads.deallocate()
         }
 
@@ -102,32 +117,40 @@ final class ThreadConstants {
         /// This thread's copy of predicate `p`'s constant text.
         func text(ofPredicate p: Int) -> String? { texts[p] }
 
-        /// How macro `m` reads its key (``VariableRead/other`` for any macro but a variable without a nested
-        /// path).
+        /// How macro `m` reads its key (``VariableRead/other`` for any macro but a variable).
         func read(ofMacro m: Int) -> VariableRead { reads[m] }
 
         /// This thread's copy of the key variable macro `m` reads (an event parameter's, a data-layer
         /// variable's name); empty for a macro of another kind.
         func key(ofMacro m: Int) -> String { keys[m] ?? "" }
+
+        /// This thread's copy of the nested path variable macro `m` reads (empty for a key without a dot, and
+        /// for a macro of another kind).
+        func path(ofMacro m: Int) -> [String] { paths[m] }
     }
 
-    /// How a variable macro without a nested path reads its key: what the evaluation needs to know of its
-    /// definition without copying it (binding the definition's payload retained its key and its default
-    /// value, which every session's evaluations share).
+    /// How a variable macro reads its key: what the evaluation needs to know of its definition without copying
+    /// it (binding the definition's payload retained its key, its path and its default value, which every
+    /// session's evaluations share).
     enum VariableRead: Equatable {
-        /// Any other macro (a variable with a nested path included): the evaluation reads its definition.
+        /// Any other macro: the evaluation reads its definition.
         case other
-        /// An event parameter.
-        case eventParameter(checksEcommerce: Bool, hasDefault: Bool)
-        /// A data-layer variable (version 2) read from the merged model.
-        case dataLayer(hasDefault: Bool)
+        /// An event parameter; `nested` when its key has a dot (a missing key is then looked up along its path).
+        case eventParameter(checksEcommerce: Bool, hasDefault: Bool, nested: Bool)
+        /// A data-layer variable (version 2) read from the merged model; `nested` when its name has a dot (it is
+        /// then read along its path).
+        case dataLayer(hasDefault: Bool, nested: Bool)
 
         init(_ kind: MacroKind) {
             switch kind {
-            case .eventParameter(_, let path, let defaultValue, let checksEcommerce) where path.isEmpty:
-                self = .eventParameter(checksEcommerce: checksEcommerce, hasDefault: defaultValue != nil)
-            case .dataLayer(_, let path, let defaultValue) where path.isEmpty:
-                self = .dataLayer(hasDefault: defaultValue != nil)
+            case .eventParameter(_, let path, let defaultValue, let checksEcommerce):
+                self = .eventParameter(
+                    checksEcommerce: checksEcommerce,
+                    hasDefault: defaultValue != nil,
+                    nested: !path.isEmpty
+                )
+            case .dataLayer(_, let path, let defaultValue):
+                self = .dataLayer(hasDefault: defaultValue != nil, nested: !path.isEmpty)
             default:
                 self = .other
             }

@@ -203,7 +203,7 @@ struct ThreadConstantsTests {
         #expect(!literals.contains(Self.address(planLiteral)))
     }
 
-    @Test func aThreadsTableCopiesTheConditionTextsAndVariableKeysAndTellsHowEachMacroReads() throws {
+    @Test func aThreadsTableCopiesTheConditionTextsAndVariableKeysAndPathsAndTellsHowEachMacroReads() throws {
         let storage = try variablesContainer().storage
         let table = ThreadConstants.Table(storage: storage)
         let text = try #require(table.text(ofPredicate: 0))
@@ -220,9 +220,10 @@ struct ThreadConstantsTests {
         }
         #expect(Self.address(.string(table.key(ofMacro: 1))) != Self.address(.string(key)))
         #expect(table.read(ofMacro: 0) == .other)
-        #expect(table.read(ofMacro: 1) == .eventParameter(checksEcommerce: false, hasDefault: false))
-        #expect(table.read(ofMacro: 2) == .eventParameter(checksEcommerce: false, hasDefault: true))
-        #expect(table.read(ofMacro: 3) == .dataLayer(hasDefault: true))
-        #expect(table.read(ofMacro: 4) == .other)  // a nested path: read from the definition
+        #expect(table.read(ofMacro: 1) == .eventParameter(checksEcommerce: false, hasDefault: false, nested: false))
+        #expect(table.read(ofMacro: 2) == .eventParameter(checksEcommerce: false, hasDefault: true, nested: false))
+        #expect(table.read(ofMacro: 3) == .dataLayer(hasDefault: true, nested: false))
+        #expect(table.read(ofMacro: 4) == .eventParameter(checksEcommerce: false, hasDefault: false, nested: true))
+        #expect(table.path(ofMacro: 4) == ["nested", "parameter"] && table.path(ofMacro: 1).isEmpty)
     }
 }
