@@ -102,10 +102,9 @@ struct HTTPResponseParser {
                 return .complete(BoundedHTTPResponse(status: status, headers: headers, body: body), reusable: false)
             case .chunkSize:
                 guard let line = try readLine(limit: 1024) else { return .needMore }
-                let digits = line.prefix { $0 != 59 && $0 != 32 && $0 != 9 }  // up to ';' or blanks
-                guard !digits.isEmpty, digits.count <= 15,
-                    let size = Int(String(decoding: digits, as: UTF8.self), radix: 16)
-                else { throw BoundedHTTPError(.badResponse, "invalid chunk size") }
+                guard let size = Self.chunkSize(line) else {
+                    throw BoundedHTTPError(.badResponse, "invalid chunk size line '\(Self.printable(line))'")
+                }
                 if size == 0 {
                     stage = .trailers(bytes: 0)
                 } else {
@@ -243,6 +242,48 @@ struct HTTPResponseParser {
         return trimmed
     }
 
+    /// The size a chunk-size line declares: 1 to 15 hexadecimal digits (no sign, no blanks before them),
+    /// then optionally blanks and a `;` that starts extensions; `nil` for anything else.
+    static func chunkSize(_ line: [UInt8]) -> Int? {
+        var size = 0
+        var index = 0
+        while index < line.count, index < 16 {
+            let byte = line[index]
+            let digit: Int
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = Int(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = Int(byte - UInt8(ascii: "a")) + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = Int(byte - UInt8(ascii: "A")) + 10
+            default: digit = -1
+            }
+            if digit < 0 { break }
+            size = size << 4 | digit
+            index += 1
+        }
+        guard index > 0, index <= 15 else { return nil }
+        while index < line.count, line[index] == 32 || line[index] == 9 { index += 1 }
+        guard index == line.count || line[index] == UInt8(ascii: ";") else { return nil }
+        return size
+    }
+
+    /// A `Content-Length` value: 1 to 18 decimal digits between optional blanks; `nil` for anything else (a
+    /// sign, a list, an empty value).
+    static func decimal(_ text: String.UTF8View) -> Int64? {
+        let digits = text.drop { $0 == 32 || $0 == 9 }.reversed().drop { $0 == 32 || $0 == 9 }.reversed()
+        guard !digits.isEmpty, digits.count <= 18 else { return nil }
+        var value: Int64 = 0
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    /// At most 40 bytes of `line` for an error message, with anything but printable ASCII as `?`.
+    private static func printable(_ line: [UInt8]) -> String {
+        String(decoding: line.prefix(40).map { (32..<127).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+    }
+
     /// Chooses how the body ends; the finished answer when it has none.
     private mutating func startBody() throws(BoundedHTTPError) -> Progress? {
         if let encoding = headers["content-encoding"]?.trimmingCharacters(in: .whitespaces).lowercased(),
@@ -258,7 +299,7 @@ struct HTTPResponseParser {
             return nil
         }
         if let declared = headers["content-length"] {
-            guard let length = Int64(declared.trimmingCharacters(in: .whitespaces)), length >= 0 else {
+            guard let length = Self.decimal(declared.utf8) else {
                 throw BoundedHTTPError(.badResponse, "invalid content-length '\(declared)'")
             }
             guard length <= Int64(limit) else { throw BoundedHTTPError(.tooLarge(declared: length)) }

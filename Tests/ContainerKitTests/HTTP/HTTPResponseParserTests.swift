@@ -111,4 +111,33 @@ import Testing
             try Self.parse("", piece: 1, close: true)
         }
     }
+    /// A chunk-size line is hexadecimal digits only: a sign, a prefix or a leading blank is refused with a
+    /// clear error, never read as a negative or huge size (`-1` used to trap the process).
+    @Test(arguments: ["-1", "-0", "+5", "0x5", " 5", "", ";x", "fffffffffffffffff", "5 5"])
+    func aChunkSizeThatIsNotHexDigitsIsRefused(size: String) {
+        let answer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nhello\r\n0\r\n\r\n"
+        for piece in [1, 4096] {
+            #expect {
+                try Self.parse(answer, piece: piece)
+            } throws: { error in
+                (error as? BoundedHTTPError)?.kind == .badResponse
+            }
+        }
+    }
+
+    @Test(arguments: ["5", "5;name=value", "5 ;x", "05", "0005\t"])
+    func aChunkSizeWithExtensionsOrLeadingZerosIsRead(size: String) throws {
+        let answer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nhello\r\n0\r\n\r\n"
+        let (response, _) = try #require(try Self.parse(answer, piece: 3))
+        #expect(response.body == Array("hello".utf8))
+    }
+
+    @Test(arguments: ["+5", "-0", "5, 5", "", "1e2", "99999999999999999999"])
+    func aContentLengthThatIsNotDecimalDigitsIsRefused(length: String) {
+        #expect {
+            try Self.parse("HTTP/1.1 200 OK\r\nContent-Length: \(length)\r\n\r\nhello", piece: 64)
+        } throws: { error in
+            (error as? BoundedHTTPError)?.kind == .badResponse
+        }
+    }
 }
