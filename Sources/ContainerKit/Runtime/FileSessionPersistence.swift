@@ -15,13 +15,29 @@ import Synchronization
 /// `fsync`s it before it returns:
 ///
 /// ```
-/// {"v":3,"u":"ada","c":"<FNV-1a 64 of the snapshot, hex>","s":{…the SessionSnapshot…}}
-/// {"v":4,"u":"bob","r":1}                       ← bob's session ended (idle, or removed)
+/// {"v":3,"u":"ada","t":1795000000,"k":"<checksum>","s":{…the SessionSnapshot…}}
+/// {"v":3,"u":"bob","t":1795000060,"k":"<checksum>","r":1}     ← bob's session ended (idle, or removed)
 /// ```
 ///
-/// When the log outgrows the live sessions (more than twice their bytes), ``run()`` writes the newest line
-/// of each live session into a new segment and deletes the old ones. Nothing is ever rewritten in place:
-/// a crash at any moment leaves every session that a returned ``save(_:)`` kept.
+/// `t` is when the line was written (seconds since 1970), `k` the FNV-1a 64 checksum (hex) of every other
+/// byte of the line: a changed byte anywhere, in the version or the user ID too, makes the line unreadable
+/// instead of giving one user another's session. Lines of the earlier format (`"c"`, a checksum of the
+/// snapshot alone, and no time) are still read, so an upgrade loses nothing; their snapshot must name the
+/// line's user.
+///
+/// A write cut short (a full disk) is cut off the file again, or, when that fails too, the next save starts a
+/// new segment: a torn tail never swallows a later line.
+///
+/// When the log outgrows the live sessions (more than twice their bytes), ``run()`` compacts it: the newest
+/// line of each live session in the closed segments is written to a temporary file, which then replaces the
+/// oldest closed segment (one `rename`), and the other closed segments are deleted oldest first. A crash at
+/// any step leaves files whose newest line of each user is what it was: an ended session never comes back.
+///
+/// ## Expiry
+/// With a ``lifetime`` (a ``SessionStore``'s idle timeout, say), a stored session not saved for that long has
+/// expired: ``load(userID:)`` no longer returns it, compaction drops it, and ``endedVersion(userID:)``
+/// remembers its version so that the user's new session is not refused. Without one, stored sessions are
+/// kept until they are removed.
 ///
 /// ## Opening
 /// The first ``load(userID:)``, ``save(_:)`` or ``run()`` reads the segments' **index** (user ID, version and
@@ -31,7 +47,8 @@ import Synchronization
 /// checksum does not match is skipped and counted (``skippedLines``); the newest good version of that user
 /// is used. A new active segment is started at each opening, so nothing is appended after a torn line.
 ///
-/// Only regular files are read: a FIFO or a device in the directory is refused.
+/// Only regular files named `<number>.sessions` (1 to 999,999,999,999) are read; a FIFO, a device, a
+/// directory or a number out of range under that name is left alone and counted (``ignoredFiles``).
 public final class FileSessionPersistence: SessionPersistence, Sendable {
     /// The directory of the segments.
     public let directory: String
@@ -39,6 +56,10 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
     public let segmentBytes: Int
     /// How often ``run()`` checks whether compaction is due.
     public let compactionCheckInterval: Duration
+    /// How long a stored session lives after its last save (`nil`: until it is removed).
+    public let lifetime: Duration?
+    /// The highest segment number read or written (the file names have 12 digits).
+    static let maximumSegmentNumber = 999_999_999_999
 
     private struct Location {
         var segment: Int
@@ -46,6 +67,8 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
         var length: Int
         var version: Int64
         var removed: Bool
+        /// When the line was written, in seconds since 1970.
+        var time: Int64
     }
 
     private struct Segment {
@@ -63,27 +86,60 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
         var nextSegment = 1
         var liveBytes = 0
         var skippedLines = 0
+        var ignoredFiles = 0
         var compactionFailures = 0
+        /// A failed append could not be cut off the active segment: the next save starts a new one.
+        var activeIsTorn = false
     }
 
     private let state = Mutex(State())
     /// Held by each save and by compaction's switch-over, so that fencing decisions and appends are in
     /// one order.
     private let writing = Mutex(())
+    /// Seconds since 1970, now.
+    private let now: @Sendable () -> Int64
+    /// Tests of full disks: given an append's size, how many of its bytes reach the file before it fails
+    /// with `ENOSPC` (`nil`: the append works).
+    private let appendFault: (@Sendable (Int) -> Int?)?
 
     /// Creates the persistence of `directory`; nothing is read or created until it is first used.
     /// - Parameters:
     ///   - directory: where the segments live (created `0700` with its missing parents at first use).
     ///   - segmentBytes: the size at which a new segment starts.
     ///   - compactionCheckInterval: how often ``run()`` checks whether compaction is due.
-    public init(
+    ///   - lifetime: how long a stored session lives after its last save; `nil` keeps it until it is
+    ///     removed. Give it the session store's idle timeout.
+    public convenience init(
         directory: String,
         segmentBytes: Int = 64 << 20,
-        compactionCheckInterval: Duration = .seconds(5)
+        compactionCheckInterval: Duration = .seconds(5),
+        lifetime: Duration? = nil
     ) {
+        self.init(
+            directory: directory,
+            segmentBytes: segmentBytes,
+            compactionCheckInterval: compactionCheckInterval,
+            lifetime: lifetime,
+            now: { Int64(time(nil)) }
+        )
+    }
+
+    /// A persistence whose clock is `now` (seconds since 1970) and whose appends fail as `appendFault` says,
+    /// for tests.
+    package init(
+        directory: String,
+        segmentBytes: Int = 64 << 20,
+        compactionCheckInterval: Duration = .seconds(5),
+        lifetime: Duration?,
+        now: @escaping @Sendable () -> Int64,
+        appendFault: (@Sendable (Int) -> Int?)? = nil
+    ) {
+        self.appendFault = appendFault
         self.directory = directory
         self.segmentBytes = max(4096, segmentBytes)
         self.compactionCheckInterval = compactionCheckInterval
+        self.lifetime = lifetime
+        self.now = now
     }
 
     deinit {
@@ -98,8 +154,21 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
     /// Compactions that failed (a full disk, say); the log is compacted at a later check.
     public var compactionFailures: Int { state.withLock { $0.compactionFailures } }
 
-    /// How many users have a stored session.
-    public var count: Int { state.withLock { $0.index.values.count { !$0.removed } } }
+    /// Entries of the directory named like a segment that were not read: not a regular file (a FIFO, a
+    /// device, a directory), or a number out of range.
+    public var ignoredFiles: Int { state.withLock { $0.ignoredFiles } }
+
+    /// How many users have a stored session that has not ended or expired.
+    public var count: Int {
+        let limit = expiryLimit
+        return state.withLock { $0.index.values.count { !$0.removed && $0.time >= limit } }
+    }
+
+    /// Lines written before this time (seconds since 1970) have expired.
+    private var expiryLimit: Int64 {
+        guard let lifetime else { return .min }
+        return now() &- lifetime.components.seconds
+    }
 
     /// The segment files now (for tests and operators).
     public var segmentPaths: [String] {
@@ -111,8 +180,9 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
     public func load(userID: String) async throws(ContainerError) -> StoredSession? {
         try await open()
         let key = SessionKey(userID)
+        let limit = expiryLimit
         let line = try state.withLock { state throws(ContainerError) -> [UInt8]? in
-            guard let location = state.index[key], !location.removed,
+            guard let location = state.index[key], !location.removed, location.time >= limit,
                 let segment = state.segments[location.segment]
             else { return nil }
             do throws(FileSystemError) {
@@ -133,7 +203,19 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
             return nil
         }
         let snapshot = try SessionSnapshot(jsonValue: try Value(jsonBytes: Array(line[range])))
+        guard snapshot.sessionID.utf8.elementsEqual(userID.utf8) else {
+            // Only a line of the earlier format (whose checksum left the user ID out) can get here.
+            throw ContainerError(.io, "the stored session of '\(userID)' names another user and is not used")
+        }
         return StoredSession(snapshot: snapshot, version: parsed.version)
+    }
+
+    /// The version of `userID`'s ended or expired session while its line is still in the log (0 when there
+    /// is none): the store's new session for the user saves versions above it.
+    public func endedVersion(userID: String) async throws(ContainerError) -> Int64 {
+        try await open()
+        let key = SessionKey(userID)
+        return state.withLock { $0.index[key]?.version ?? 0 }
     }
 
     public func save(_ changes: [SessionChange]) async throws(ContainerError) -> SessionSaveResult {
@@ -143,14 +225,15 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
         var lines = JSONByteWriter(capacity: 640 * changes.count)
         var frames: [(key: SessionKey, version: Int64, removal: Bool, range: Range<Int>)] = []
         frames.reserveCapacity(changes.count)
+        let time = now()
         for index in changes.indices {
             let start = lines.count
             switch changes[index] {
             case .save(let stored):
-                Self.writeLine(for: stored, to: &lines)
+                Self.writeLine(for: stored, time: time, to: &lines)
                 frames.append((SessionKey(stored.userID), stored.version, false, start..<lines.count))
             case .remove(let userID, let version):
-                Self.writeRemovalLine(userID: userID, version: version, to: &lines)
+                Self.writeRemovalLine(userID: userID, version: version, time: time, to: &lines)
                 frames.append((SessionKey(userID), version, true, start..<lines.count))
             }
         }
@@ -181,6 +264,10 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
                     accepted.append((index, offset))
                     offset += frame.range.count
                 }
+                if state.activeIsTorn, !accepted.isEmpty {
+                    try startSegment(&state)
+                    state.activeIsTorn = false
+                }
                 let segment = state.segments[state.active]!
                 return (segment.fd, segment.size, state.active)
             }
@@ -193,12 +280,20 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
                 for entry in accepted { buffer.append(contentsOf: all[frames[entry.frame].range]) }
             }
             do throws(FileSystemError) {
+                if let written = appendFault?(buffer.count) {
+                    try FileSystem.writeAll(fd, Array(buffer.prefix(written)), path: path(of: active))
+                    throw FileSystemError(step: "writing", path: path(of: active), errorNumber: ENOSPC)
+                }
                 try FileSystem.writeAll(fd, buffer, path: path(of: active))
                 try FileSystem.sync(fd, path: path(of: active))
             } catch {
-                // What was appended is not indexed; a later line or compaction leaves it behind.
+                // What was appended is not indexed. Cut it off, so that the next line does not start inside a
+                // torn one (which would make it unreadable too); when that fails, the next save starts a new
+                // segment.
+                let cut = ftruncate(fd, off_t(start)) == 0
                 state.withLock { state in
-                    state.segments[active]?.size = Int(lseek(fd, 0, SEEK_END))
+                    state.segments[active]?.size = cut ? start : Int(lseek(fd, 0, SEEK_END))
+                    if !cut { state.activeIsTorn = true }
                 }
                 throw ContainerError(.io, "cannot save sessions in '\(directory)': \(error.reason)")
             }
@@ -211,7 +306,8 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
                         offset: start + entry.offset,
                         length: frame.range.count,
                         version: frame.version,
-                        removed: frame.removal
+                        removed: frame.removal,
+                        time: time
                     )
                     if !frame.removal { state.liveBytes += frame.range.count }
                 }
@@ -303,16 +399,32 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
             throw ContainerError(.io, "cannot list the sessions directory '\(directory)': \(error.reason)")
         }
         var numbers: [Int] = []
+        var ignored = 0
         for name in names {
+            let path = directory + "/" + name
+            var info = stat()
             if name.hasSuffix(".tmp") {
-                unlink(directory + "/" + name)
-            } else if name.hasSuffix(".sessions"), let number = Int(name.dropLast(".sessions".count)), number > 0 {
+                if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { unlink(path) }
+            } else if name.hasSuffix(".sessions") {
+                // Only what this class writes: a regular file under a name it would give.
+                guard let number = Int(name.dropLast(".sessions".count)),
+                    (1...Self.maximumSegmentNumber).contains(number), path == self.path(of: number),
+                    lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG
+                else {
+                    ignored += 1
+                    continue
+                }
                 numbers.append(number)
             }
+        }
+        guard (numbers.max() ?? 0) < Self.maximumSegmentNumber else {
+            throw ContainerError(.io, "the sessions directory '\(directory)' has no segment number left")
         }
         var index: [SessionKey: Location] = [:]
         var segments: [Int: Segment] = [:]
         var skipped = 0
+        // Lines of the earlier format have no time: they count as written now.
+        let openedAt = now()
         do throws(ContainerError) {
             for number in numbers.sorted() {
                 let path = path(of: number)
@@ -337,7 +449,8 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
                             offset: line.offset,
                             length: bytes.count + 1,
                             version: parsed.version,
-                            removed: parsed.snapshot == nil
+                            removed: parsed.snapshot == nil,
+                            time: parsed.time ?? openedAt
                         )
                     }
                 } catch {
@@ -355,6 +468,7 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
             state.segments = segments
             state.liveBytes = index.values.reduce(0) { $0 + ($1.removed ? 0 : $1.length) }
             state.skippedLines += skipped
+            state.ignoredFiles += ignored
             state.nextSegment = (numbers.max() ?? 0) + 1
             try startSegment(&state)
         }
@@ -363,6 +477,9 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
     /// Starts a new, empty active segment.
     private func startSegment(_ state: inout State) throws(ContainerError) {
         let number = state.nextSegment
+        guard number <= Self.maximumSegmentNumber else {
+            throw ContainerError(.io, "the sessions directory '\(directory)' has no segment number left")
+        }
         let path = path(of: number)
         let fd: Int32
         do {
@@ -384,35 +501,45 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
     // MARK: Compaction
 
     private var compactionIsDue: Bool {
-        state.withLock { state in
+        let limit = expiryLimit
+        return state.withLock { state in
             let closedBytes = state.segments.filter { $0.key != state.active }.reduce(0) { $0 + $1.value.size }
-            return closedBytes > 0 && closedBytes > 2 * state.liveBytes
+            guard closedBytes > 0 else { return false }
+            // Expired sessions count as dead: compaction is what drops them from the index and the disk.
+            let liveBytes =
+                lifetime == nil
+                ? state.liveBytes
+                : state.index.values.reduce(0) { $0 + ($1.removed || $1.time < limit ? 0 : $1.length) }
+            return closedBytes > 2 * liveBytes
         }
     }
 
-    /// Writes the newest line of every live session held in the closed segments into one new segment, then
-    /// deletes the closed segments. Appends go on meanwhile (into the active segment); a crash at any step
-    /// leaves a set of files whose newest versions are the same. ``run()`` calls it when it is due; it must
-    /// not run twice at once.
+    /// Writes the newest line of every live, unexpired session held in the closed segments into a temporary
+    /// file, which replaces the oldest closed segment; then deletes the other closed segments, oldest first.
+    /// Appends go on meanwhile (into the active segment). A crash at any step leaves files whose newest line
+    /// of each user is the same: the copies replace the oldest segment, so every line that ended a session
+    /// outlives the older lines it ended. ``run()`` calls it when it is due; it must not run twice at once.
     /// - Throws: ``ContainerError`` (`io_error`) when a file cannot be written; nothing changed then.
     public func compact() throws(ContainerError) {
         guard state.withLock({ $0.opened }) else { return }
+        let limit = expiryLimit
         // 1. Which lines to keep: the live ones outside the active segment.
-        let (closed, keep, number) = try writing.withLock { _ throws(ContainerError) in
-            try state.withLock { state throws(ContainerError) -> ([Int: Segment], [(SessionKey, Location)], Int) in
+        let (closed, keep) = try writing.withLock { _ throws(ContainerError) in
+            try state.withLock { state throws(ContainerError) -> ([Int: Segment], [(SessionKey, Location)]) in
                 if state.segments[state.active].map({ $0.size > 0 }) == true { try startSegment(&state) }
                 let closed = state.segments.filter { $0.key != state.active }
-                let keep = state.index.filter { closed[$0.value.segment] != nil && !$0.value.removed }
-                    .map { ($0.key, $0.value) }
-                defer { state.nextSegment += 1 }
-                return (closed, keep, state.nextSegment)
+                let keep = state.index.filter {
+                    closed[$0.value.segment] != nil && !$0.value.removed && $0.value.time >= limit
+                }
+                .map { ($0.key, $0.value) }
+                return (closed, keep)
             }
         }
-        if closed.isEmpty { return }
-        // 2. Copy them into a temporary file, sync it and give it a segment's name.
+        guard let number = closed.keys.min() else { return }
+        // 2. Copy them into a temporary file, sync it and give it the oldest closed segment's name.
         let target = path(of: number)
         let temporary = target + ".tmp"
-        var moved: [(SessionKey, Location, Location)] = []
+        var moved: [SessionKey: (old: Location, new: Location)] = [:]
         let fd: Int32
         do {
             fd = try FileSystem.openFile(temporary, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, mode: 0o600)
@@ -432,7 +559,7 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
                 var new = location
                 new.segment = number
                 new.offset = offset + buffer.count
-                moved.append((key, location, new))
+                moved[key] = (location, new)
                 buffer.append(contentsOf: line)
                 if buffer.count >= 1 << 20 {
                     try FileSystem.writeAll(fd, buffer, path: temporary)
@@ -447,78 +574,114 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
                 throw FileSystemError(step: "renaming", path: temporary, errorNumber: errno)
             }
             try FileSystem.syncDirectory(directory)
-            // 3. Point the index at the copies (unless a newer save replaced them) and drop the old segments.
-            let size = offset
-            writing.withLock { _ in
-                state.withLock { state in
-                    for (key, old, new) in moved {
-                        guard let current = state.index[key], current.segment == old.segment,
-                            current.offset == old.offset
-                        else { continue }
-                        state.index[key] = new
-                    }
-                    state.index = state.index.filter { closed[$0.value.segment] == nil }
-                    state.segments[number] = Segment(fd: fd, size: size)
-                    for (segment, file) in closed {
-                        state.segments[segment] = nil
-                        close(file.fd)
-                    }
-                }
-            }
-            for segment in closed.keys { unlink(path(of: segment)) }
-            try FileSystem.syncDirectory(directory)
         } catch {
             close(fd)
             unlink(temporary)
             throw ContainerError(.io, "cannot compact sessions (\(error.step) '\(error.path)': \(error.reason))")
         }
+        // 3. Point the index at the copies (unless a newer save replaced them), forget what stayed behind in
+        // the closed segments (ended and expired sessions), and drop the old segments.
+        let size = offset(of: fd)
+        writing.withLock { _ in
+            state.withLock { state in
+                var index: [SessionKey: Location] = [:]
+                index.reserveCapacity(state.index.count)
+                for (key, current) in state.index {
+                    if closed[current.segment] == nil {
+                        index[key] = current
+                    } else if let move = moved[key], move.old.segment == current.segment,
+                        move.old.offset == current.offset
+                    {
+                        index[key] = move.new
+                    }
+                }
+                state.index = index
+                state.liveBytes = index.values.reduce(0) { $0 + ($1.removed ? 0 : $1.length) }
+                for file in closed.values { close(file.fd) }
+                for segment in closed.keys { state.segments[segment] = nil }
+                state.segments[number] = Segment(fd: fd, size: size)
+            }
+        }
+        // Oldest first: a crash in between leaves the newer segments, whose lines end older ones.
+        for segment in closed.keys.sorted() where segment != number { unlink(path(of: segment)) }
+        try? FileSystem.syncDirectory(directory)
     }
+
+    private func offset(of fd: Int32) -> Int { max(0, Int(lseek(fd, 0, SEEK_END))) }
 
     // MARK: Lines
 
-    /// `{"v":<version>,"u":<user ID>,"c":"<checksum>","s":<snapshot>}` and a newline.
-    static func line(for stored: StoredSession) -> [UInt8] {
+    /// `{"v":<version>,"u":<user ID>,"t":<time>,"k":"<checksum>","s":<snapshot>}` and a newline.
+    static func line(for stored: StoredSession, time: Int64 = 0) -> [UInt8] {
         var writer = JSONByteWriter(capacity: 640 + stored.userID.utf8.count)
-        writeLine(for: stored, to: &writer)
+        writeLine(for: stored, time: time, to: &writer)
         return writer.bytes
     }
 
-    /// Appends ``line(for:)``: the snapshot goes straight after a 16-byte hole that its checksum fills once
-    /// it is written (no snapshot value, separate snapshot array, hex array or version string).
-    static func writeLine(for stored: StoredSession, to writer: inout JSONByteWriter) {
+    /// Appends ``line(for:time:)``: the snapshot goes straight after a 16-byte hole that the checksum of the
+    /// whole line fills once it is written (no snapshot value, separate snapshot array or version string).
+    static func writeLine(for stored: StoredSession, time: Int64, to writer: inout JSONByteWriter) {
+        let start = writer.count
+        let hole = writeHead(version: stored.version, userID: stored.userID, time: time, to: &writer)
+        writer.raw(#"","s":"#)
+        stored.snapshot.writeJSON(to: &writer)
+        writer.raw("}")
+        fillChecksum(of: start, hole: hole, in: &writer)
+        writer.raw(0x0A)
+    }
+
+    /// Appends `{"v":<version>,"u":<user ID>,"t":<time>,"k":"<checksum>","r":1}` and a newline.
+    static func writeRemovalLine(userID: String, version: Int64, time: Int64, to writer: inout JSONByteWriter) {
+        let start = writer.count
+        let hole = writeHead(version: version, userID: userID, time: time, to: &writer)
+        writer.raw(#"","r":1}"#)
+        fillChecksum(of: start, hole: hole, in: &writer)
+        writer.raw(0x0A)
+    }
+
+    /// Writes a line up to its checksum's hole (16 zeros); returns where the hole is.
+    private static func writeHead(version: Int64, userID: String, time: Int64, to writer: inout JSONByteWriter)
+        -> Int
+    {
         writer.raw(#"{"v":"#)
-        writer.integer(stored.version)
+        writer.integer(version)
         writer.raw(#","u":"#)
-        writer.string(stored.userID)
-        writer.raw(#","c":""#)
+        writer.string(userID)
+        writer.raw(#","t":"#)
+        writer.integer(max(0, time))
+        writer.raw(#","k":""#)
         let hole = writer.count
         writer.raw("0000000000000000")
-        writer.raw(#"","s":"#)
-        let start = writer.count
-        stored.snapshot.writeJSON(to: &writer)
-        let sum = writer.withBytes(from: start) { checksum($0) }
+        return hole
+    }
+
+    /// Fills the hole at `hole` with the checksum of the line from `start` to the end, the hole left out.
+    private static func fillChecksum(of start: Int, hole: Int, in writer: inout JSONByteWriter) {
+        let sum = writer.withBytes(from: start) { bytes in
+            lineChecksum(bytes, hole: hole - start)
+        }
         let digits: StaticString = "0123456789abcdef"
         digits.withUTF8Buffer { digits in
             for index in 0..<16 {
                 writer[hole + index] = digits[Int((sum >> UInt64((15 - index) * 4)) & 0xF)]
             }
         }
-        writer.raw("}\n")
     }
 
-    /// Appends `{"v":<version>,"u":<user ID>,"r":1}` and a newline.
-    static func writeRemovalLine(userID: String, version: Int64, to writer: inout JSONByteWriter) {
-        writer.raw(#"{"v":"#)
-        writer.integer(version)
-        writer.raw(#","u":"#)
-        writer.string(userID)
-        writer.raw(#","r":1}"#)
-        writer.raw(0x0A)
+    /// The checksum of `bytes` with the 16 bytes at `hole` left out.
+    private static func lineChecksum(_ bytes: UnsafeBufferPointer<UInt8>, hole: Int) -> UInt64 {
+        let before = UnsafeBufferPointer(rebasing: bytes[..<hole])
+        let after = UnsafeBufferPointer(rebasing: bytes[(hole + 16)...])
+        return checksum(after, continuing: checksum(before))
     }
 
-    /// Reads the frame of a line (with or without its newline): version, user ID and the snapshot's byte
-    /// range (`nil` for a removal). `nil` when the line is torn, malformed or its checksum does not match.
-    static func parse(_ line: ArraySlice<UInt8>) -> (version: Int64, userID: String, snapshot: Range<Int>?)? {
+    /// One parsed line: version, user ID, when it was written (`nil` for the earlier format), and the
+    /// snapshot's byte range (`nil` for a removal).
+    typealias ParsedLine = (version: Int64, userID: String, time: Int64?, snapshot: Range<Int>?)
+
+    /// Reads the frame of a line (with or without its newline). `nil` when the line is torn, malformed or
+    /// its checksum does not match.
+    static func parse(_ line: ArraySlice<UInt8>) -> ParsedLine? {
         var bytes = line
         if bytes.last == 0x0A { bytes = bytes.dropLast() }
         var at = bytes.startIndex
@@ -529,14 +692,16 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
             if matches { at += count }
             return matches
         }
-        guard expect(#"{"v":"#) else { return nil }
-        var version: Int64 = 0
-        let digits = at
-        while at < bytes.endIndex, (0x30...0x39).contains(bytes[at]), at - digits < 18 {
-            version = version * 10 + Int64(bytes[at] - 0x30)
-            at += 1
+        func number() -> Int64? {
+            var value: Int64 = 0
+            let digits = at
+            while at < bytes.endIndex, (0x30...0x39).contains(bytes[at]), at - digits < 18 {
+                value = value * 10 + Int64(bytes[at] - 0x30)
+                at += 1
+            }
+            return at > digits ? value : nil
         }
-        guard at > digits, expect(#","u":""#) else { return nil }
+        guard expect(#"{"v":"#), let version = number(), expect(#","u":""#) else { return nil }
         let idStart = at
         var escaped = false
         while at < bytes.endIndex, bytes[at] != 0x22 {
@@ -554,17 +719,32 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
             }
             userID = decoded
         } else {
-            userID = String(decoding: bytes[idStart..<at], as: UTF8.self)
+            guard let decoded = String(validating: bytes[idStart..<at], as: UTF8.self) else { return nil }
+            userID = decoded
         }
         at += 1
-        if expect(#","r":1}"#) { return at == bytes.endIndex ? (version, userID, nil) : nil }
+        if expect(#","t":"#) {
+            // This format: the checksum covers the whole line but itself.
+            guard let time = number(), expect(#","k":""#), bytes.endIndex - at >= 16 else { return nil }
+            let hole = at
+            at += 16
+            let matches = bytes.withUnsafeBufferPointer { buffer in
+                hex(lineChecksum(buffer, hole: hole - bytes.startIndex)).elementsEqual(bytes[hole..<hole + 16])
+            }
+            guard matches else { return nil }
+            if expect(#"","r":1}"#) { return at == bytes.endIndex ? (version, userID, time, nil) : nil }
+            guard expect(#"","s":"#), bytes.last == 0x7D, bytes.endIndex - 1 > at else { return nil }
+            return (version, userID, time, at - line.startIndex..<bytes.endIndex - 1 - line.startIndex)
+        }
+        // The earlier format: a removal without a checksum, or a checksum of the snapshot alone.
+        if expect(#","r":1}"#) { return at == bytes.endIndex ? (version, userID, nil, nil) : nil }
         guard expect(#","c":""#), bytes.endIndex - at >= 16 else { return nil }
         let stored = bytes[at..<at + 16]
         at += 16
         guard expect(#"","s":"#), bytes.last == 0x7D, bytes.endIndex - 1 > at else { return nil }
         let snapshot = at..<(bytes.endIndex - 1)
         guard stored.elementsEqual(hex(checksum(bytes[snapshot]))) else { return nil }
-        return (version, userID, snapshot.lowerBound - line.startIndex..<snapshot.upperBound - line.startIndex)
+        return (version, userID, nil, snapshot.lowerBound - line.startIndex..<snapshot.upperBound - line.startIndex)
     }
 
     /// FNV-1a, 64 bits.
@@ -572,9 +752,11 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
         bytes.withUnsafeBufferPointer { checksum($0) }
     }
 
-    /// FNV-1a, 64 bits.
-    static func checksum(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    /// FNV-1a, 64 bits (`continuing` the hash of bytes before these).
+    static func checksum(_ bytes: UnsafeBufferPointer<UInt8>, continuing hash: UInt64 = 0xcbf2_9ce4_8422_2325)
+        -> UInt64
+    {
+        var hash = hash
         for byte in bytes {
             hash ^= UInt64(byte)
             hash = hash &* 0x100_0000_01b3

@@ -32,7 +32,10 @@
 ///   ``SessionSaveResult/superseded``. (PostgreSQL: `INSERT … ON CONFLICT (user_id) DO UPDATE … WHERE
 ///   sessions.version < excluded.version`, and the rows not updated are the superseded ones.) The store then
 ///   drops its copy, and the user's next request loads the newer one. A removal of version *v* deletes the
-///   stored session only if its version is *v* or lower.
+///   stored session only if its version is *v* or lower. A user who comes back after that gets a new session
+///   whose versions continue above ``endedVersion(userID:)``: its saves are kept, and survive a restart.
+/// - **Stored sessions may expire.** A persistence may forget a session that was not saved for longer than
+///   the store's idle timeout (``FileSessionPersistence/lifetime``); ``load(userID:)`` then returns `nil`.
 /// - **A save is durable when it returns, and atomic per session.** A crash during a ``save(_:)`` keeps,
 ///   for each session, its old version or its new one, never a mix; a returned call survives a crash.
 ///   (A transactional store keeps all of a call's changes or none.) A thrown call may have kept some, all
@@ -53,6 +56,12 @@ public protocol SessionPersistence: Sendable {
     /// - Returns: the user IDs whose change was refused because a newer version is stored.
     func save(_ changes: [SessionChange]) async throws(ContainerError) -> SessionSaveResult
 
+    /// The version of `userID`'s session that ended (was removed) or expired, while the persistence still
+    /// fences with it; 0 when there is none. When ``load(userID:)`` finds no session, the store starts the
+    /// user's new session at this version, so that its first save (one more) is kept, not refused as
+    /// superseded. A persistence that forgets a removed session entirely (a `DELETE`) keeps the default, 0.
+    func endedVersion(userID: String) async throws(ContainerError) -> Int64
+
     /// The implementation's background work (compaction, a connection pool's upkeep), until the task is
     /// cancelled. ``SessionStore/run()`` runs it beside its own loop and cancels it after its last save;
     /// the default does nothing. Loads and saves must work before it starts.
@@ -60,6 +69,9 @@ public protocol SessionPersistence: Sendable {
 }
 
 extension SessionPersistence {
+    /// Nothing is remembered of an ended session.
+    public func endedVersion(userID: String) async throws(ContainerError) -> Int64 { 0 }
+
     /// Nothing to do in the background.
     public func run() async throws {}
 }

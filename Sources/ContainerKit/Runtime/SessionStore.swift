@@ -272,7 +272,7 @@ public final class SessionStore: Sendable {
     private let now: @Sendable () -> Int64
     private let sleep: @Sendable (Duration) async throws -> Void
     /// Whether a save is running (saves must not overlap), and whether the last one failed (for the log).
-    private let saving = Mutex((running: false, failing: false, lastFailureLog: Int64.min))
+    private let saving = Mutex((running: false, failing: false, lastFailureLog: Int64?.none, loadFailing: false))
 
     /// Creates an empty store.
     /// - Parameters:
@@ -406,13 +406,20 @@ public final class SessionStore: Sendable {
             let result: Result<DataLayer, ContainerError>
             do {
                 let stored = try await persistence.load(userID: userID)
+                // A user whose session ended (or expired) continues above its version.
+                let floor = stored == nil ? try await persistence.endedVersion(userID: userID) : 0
                 let made = stored.map { tagManager.restoreDataLayer(from: $0.snapshot) }
                 evicted = []
                 result = .success(
                     lock.withLock { shard -> DataLayer in
                         if let live = shard.entries[key] { return live.session }  // made meanwhile (synchronously)
                         let session = made ?? tagManager.makeDataLayer(context: context, sessionID: userID)
-                        let entry = Entry(userID: userID, session: session, now: now(), version: stored?.version ?? 0)
+                        let entry = Entry(
+                            userID: userID,
+                            session: session,
+                            now: now(),
+                            version: stored?.version ?? floor
+                        )
                         insert(entry, into: &shard, evicted: &evicted)
                         markHandedOut(entry, in: &shard)
                         if stored == nil { shard.created += 1 } else { shard.loaded += 1 }
@@ -423,6 +430,9 @@ public final class SessionStore: Sendable {
             } catch {
                 result = .failure(error)
             }
+            let failed: Bool
+            if case .failure = result { failed = true } else { failed = false }
+            saving.withLock { $0.loadFailing = failed }
             let waiters = lock.withLock { shard in shard.loading.removeValue(forKey: key) ?? [] }
             for waiter in waiters { waiter.resume(returning: result) }
             session = try result.get()
@@ -654,7 +664,7 @@ public final class SessionStore: Sendable {
             let time = now()
             let logs = saving.withLock { state -> Bool in
                 state.failing = true
-                guard time &- state.lastFailureLog >= 60_000_000_000 else { return false }
+                if let last = state.lastFailureLog, time &- last < 60_000_000_000 { return false }
                 state.lastFailureLog = time
                 return true
             }
@@ -768,6 +778,14 @@ public final class SessionStore: Sendable {
     }
 
     // MARK: Statistics
+
+    /// Whether the ``Configuration/persistence`` works as far as the store knows: `false` from a failed save
+    /// until a save succeeds, and from a failed load until a load succeeds. A service answers "not ready"
+    /// while it is `false` (a store that cannot save or load loses nothing, but cannot keep its promises).
+    /// Always `true` without a persistence.
+    public var persistenceIsHealthy: Bool {
+        saving.withLock { !$0.failing && !$0.loadFailing }
+    }
 
     /// Live, created, restored and evicted counts.
     public var statistics: Statistics {

@@ -1,5 +1,6 @@
 import ContainerKitTesting
 import Foundation
+import Synchronization
 import Testing
 
 @testable import ContainerKit
@@ -250,17 +251,230 @@ struct SessionPersistenceTests {
         #expect(FileSessionPersistence(directory: directory).skippedLines == 0)
     }
 
-    @Test func aSessionLineFramesTheSnapshotsJSONWithItsChecksum() throws {
+    @Test func aSessionLineFramesTheSnapshotsJSONWithAChecksumOfTheWholeLine() throws {
         let snapshot = SessionSnapshot(sessionID: "a\"da\n", eventNumber: 7)
-        let line = FileSessionPersistence.line(for: StoredSession(snapshot: snapshot, version: 12))
-        let json = JSONWriter.bytes(snapshot.jsonValue, keepsNumberTypes: true)
-        let sum = String(FileSessionPersistence.checksum(json[...]), radix: 16)
+        let line = FileSessionPersistence.line(for: StoredSession(snapshot: snapshot, version: 12), time: 1_795_000_000)
+        let json = String(decoding: JSONWriter.bytes(snapshot.jsonValue, keepsNumberTypes: true), as: UTF8.self)
+        let head = #"{"v":12,"u":"a\"da\n","t":1795000000,"k":""#
+        let tail = #"","s":"# + json + "}"
+        let sum = String(FileSessionPersistence.checksum(Array((head + tail).utf8)[...]), radix: 16)
         let checksum = String(repeating: "0", count: 16 - sum.count) + sum
-        let expected =
-            #"{"v":12,"u":"a\"da\n","c":""# + checksum + #"","s":"# + String(decoding: json, as: UTF8.self) + "}\n"
-        #expect(String(decoding: line, as: UTF8.self) == expected)
+        #expect(String(decoding: line, as: UTF8.self) == head + checksum + tail + "\n")
         let parsed = try #require(FileSessionPersistence.parse(line[...]))
-        #expect(parsed.version == 12 && parsed.userID == "a\"da\n")
+        #expect(parsed.version == 12 && parsed.userID == "a\"da\n" && parsed.time == 1_795_000_000)
+    }
+
+    /// One changed byte in the version or the user ID (not only the snapshot) makes the line unreadable:
+    /// it can never hand one user another user's session.
+    @Test func aChangedByteAnywhereInALineMakesItUnreadable() throws {
+        let snapshot = SessionSnapshot(sessionID: "ada", model: ["plan": "pro"], eventNumber: 3)
+        let line = FileSessionPersistence.line(for: StoredSession(snapshot: snapshot, version: 4), time: 99)
+        #expect(FileSessionPersistence.parse(line[...]) != nil)
+        for index in line.indices.dropLast() {
+            var changed = line
+            changed[index] ^= 0x01
+            if let parsed = FileSessionPersistence.parse(changed[...]) {
+                Issue.record("byte \(index) changed and the line still reads as \(parsed.userID) v\(parsed.version)")
+            }
+        }
+        var removal = JSONByteWriter(capacity: 64)
+        FileSessionPersistence.writeRemovalLine(userID: "bob", version: 5, time: 99, to: &removal)
+        var changed = removal.bytes
+        changed[10] ^= 0x01  // inside the user ID
+        #expect(FileSessionPersistence.parse(removal.bytes[...])?.userID == "bob")
+        #expect(FileSessionPersistence.parse(changed[...]) == nil)
+    }
+
+    /// Lines written before the whole-line checksum are still read (an upgrade loses nothing), but a snapshot
+    /// that names another user than its line is not handed out.
+    @Test func linesOfTheEarlierFormatAreStillRead() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        func oldLine(_ user: String, snapshotOf owner: String, version: Int) -> String {
+            let json = JSONWriter.bytes(
+                SessionSnapshot(sessionID: owner, model: ["plan": "pro"], eventNumber: version).jsonValue,
+                keepsNumberTypes: true
+            )
+            let sum = String(FileSessionPersistence.checksum(json[...]), radix: 16)
+            let checksum = String(repeating: "0", count: 16 - sum.count) + sum
+            return #"{"v":\#(version),"u":"\#(user)","c":"\#(checksum)","s":"# + String(decoding: json, as: UTF8.self)
+                + "}\n"
+        }
+        let text =
+            oldLine("ada", snapshotOf: "ada", version: 2) + #"{"v":3,"u":"bob","r":1}"# + "\n"
+            + oldLine("eve", snapshotOf: "mallory", version: 1)
+        try text.write(toFile: directory + "/000000000001.sessions", atomically: false, encoding: .utf8)
+        let persistence = FileSessionPersistence(directory: directory)
+        #expect(try await persistence.load(userID: "ada")?.snapshot.model["plan"] == "pro")
+        #expect(try await persistence.load(userID: "ada")?.version == 2)
+        #expect(try await persistence.load(userID: "bob") == nil)
+        #expect(try await persistence.endedVersion(userID: "bob") == 3)
+        await #expect(throws: ContainerError.self) { try await persistence.load(userID: "eve") }
+    }
+
+    @Test func theContractHoldsForTheFileLog() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await SessionPersistenceConformance(
+            make: { FileSessionPersistence(directory: directory) },
+            reopen: { FileSessionPersistence(directory: directory) }
+        ).checkAll()
+    }
+
+    @Test func theContractHoldsInMemory() async throws {
+        let persistence = InMemorySessionPersistence()
+        try await SessionPersistenceConformance(make: { persistence }, reopen: { persistence }).checkAll()
+    }
+
+    /// A save cut short by a full disk is cut off the file: the next, acknowledged save reads after a crash.
+    @Test func aSaveCutShortByAFullDiskDoesNotSwallowTheNextOne() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let full = Mutex(true)
+        let persistence = FileSessionPersistence(
+            directory: directory,
+            lifetime: nil,
+            now: { 1_000 },
+            appendFault: { count in full.withLock { $0 } ? count / 2 : nil }
+        )
+        let one = StoredSession(snapshot: SessionSnapshot(sessionID: "ada", eventNumber: 1), version: 1)
+        await #expect(throws: ContainerError.self) { try await persistence.save([.save(one)]) }
+        full.withLock { $0 = false }
+        let two = StoredSession(snapshot: SessionSnapshot(sessionID: "ada", eventNumber: 2), version: 2)
+        #expect(try await persistence.save([.save(two)]).superseded.isEmpty)
+        // kill -9: nothing is closed, a new process reads the files.
+        let reopened = FileSessionPersistence(directory: directory)
+        #expect(try await reopened.load(userID: "ada") == two)
+        #expect(reopened.skippedLines == 0)
+    }
+
+    /// A FIFO, a directory or a number out of range under a segment's name is left alone and counted; the
+    /// sessions in the real segments load.
+    @Test func oddFilesNamedLikeSegmentsAreIgnored() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let persistence = FileSessionPersistence(directory: directory)
+        let ada = StoredSession(snapshot: SessionSnapshot(sessionID: "ada", eventNumber: 1), version: 1)
+        _ = try await persistence.save([.save(ada)])
+        #expect(mkfifo(directory + "/000000000900.sessions", 0o600) == 0)
+        try FileManager.default.createDirectory(
+            atPath: directory + "/000000000901.sessions",
+            withIntermediateDirectories: false
+        )
+        try Data().write(to: URL(fileURLWithPath: directory + "/9223372036854775807.sessions"))
+        try Data().write(to: URL(fileURLWithPath: directory + "/7.sessions"))
+        let reopened = FileSessionPersistence(directory: directory)
+        #expect(try await reopened.load(userID: "ada") == ada)
+        #expect(reopened.ignoredFiles == 4)
+        let bob = StoredSession(snapshot: SessionSnapshot(sessionID: "bob", eventNumber: 1), version: 1)
+        #expect(try await reopened.save([.save(bob)]).superseded.isEmpty)
+    }
+
+    /// Compaction replaces the oldest closed segment with the copies and deletes the others oldest first:
+    /// whatever step a crash stops it at, an ended session stays ended and the live ones keep their newest
+    /// version.
+    @Test func aCrashAtAnyStepOfCompactionBringsNoEndedSessionBack() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func stored(_ user: String, _ version: Int64) -> StoredSession {
+            StoredSession(snapshot: SessionSnapshot(sessionID: user, eventNumber: Int(version)), version: version)
+        }
+        // Three segments: bob's save, then (after a compaction made its copy the oldest) his removal.
+        var persistence = FileSessionPersistence(directory: directory)
+        _ = try await persistence.save([.save(stored("bob", 1)), .save(stored("ada", 1))])
+        try persistence.compact()
+        persistence = FileSessionPersistence(directory: directory)
+        _ = try await persistence.save([.save(stored("ada", 2)), .remove(userID: "bob", version: 1)])
+        persistence = FileSessionPersistence(directory: directory)
+        _ = try await persistence.save([.save(stored("cy", 1))])
+        let before = try Self.files(in: directory)
+        try persistence.compact()
+        let after = try Self.files(in: directory)
+        let closed = before.keys.sorted().filter { after[$0] != before[$0] || after[$0] == nil }
+        let target = try #require(closed.first)
+        #expect(after[target] != nil, "the copies replace the oldest closed segment")
+        // The states a crash can leave: the copies in place and any oldest-first prefix of the rest deleted.
+        for deleted in 0..<closed.count {
+            try FileManager.default.removeItem(atPath: directory)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            var files = before
+            files[target] = after[target]
+            for name in closed.dropFirst().prefix(deleted) { files[name] = nil }
+            for (name, bytes) in files { try bytes.write(to: URL(fileURLWithPath: directory + "/" + name)) }
+            let reopened = FileSessionPersistence(directory: directory)
+            #expect(try await reopened.load(userID: "bob") == nil, "bob came back after \(deleted) deletions")
+            #expect(try await reopened.load(userID: "ada") == stored("ada", 2))
+            #expect(try await reopened.load(userID: "cy") == stored("cy", 1))
+        }
+    }
+
+    static func files(in directory: String) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasSuffix(".sessions") {
+            files[name] = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
+        }
+        return files
+    }
+
+    /// With a lifetime (the store's idle timeout), a stored session nobody saved for that long no longer
+    /// loads, compaction forgets it, and the user's new session is saved above its version.
+    @Test func storedSessionsExpireAfterTheirLifetime() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clock = Mutex<Int64>(1_000)
+        let persistence = FileSessionPersistence(
+            directory: directory,
+            segmentBytes: 4096,
+            lifetime: .seconds(1800),
+            now: { clock.withLock { $0 } }
+        )
+        let ada = StoredSession(snapshot: SessionSnapshot(sessionID: "ada", eventNumber: 1), version: 3)
+        _ = try await persistence.save([.save(ada)])
+        clock.withLock { $0 += 1799 }
+        #expect(try await persistence.load(userID: "ada") == ada)
+        clock.withLock { $0 += 2 }
+        #expect(try await persistence.load(userID: "ada") == nil)
+        #expect(persistence.count == 0)
+        #expect(try await persistence.endedVersion(userID: "ada") == 3)
+        let bob = StoredSession(snapshot: SessionSnapshot(sessionID: "bob", eventNumber: 1), version: 1)
+        _ = try await persistence.save([.save(bob)])
+        try persistence.compact()
+        #expect(try await persistence.endedVersion(userID: "ada") == 0, "compaction forgot the expired session")
+        #expect(try await persistence.load(userID: "bob") == bob)
+        #expect(
+            try Self.files(in: directory).values.allSatisfy { !String(decoding: $0, as: UTF8.self).contains("\"ada\"") }
+        )
+    }
+
+    /// A failing save is logged at once (then at most once a minute) and the store reports the persistence
+    /// unhealthy until a save succeeds.
+    @Test func aFailingSaveIsLoggedAndReportedUntilASaveSucceeds() async throws {
+        let logger = InMemoryLogger()
+        let manager = TagManager(logger: logger)
+        let persistence = FailingPersistence()
+        let clock = ManualClock()
+        let store = SessionStore(
+            tagManager: manager,
+            configuration: .init(persistence: persistence, saveInterval: .seconds(1)),
+            clock: clock
+        )
+        let session = try await store.loadSession(for: "ada")
+        await session.push(["n": 1])
+        store.didChange(session)
+        #expect(store.persistenceIsHealthy)
+        let task = Task { try await store.run() }
+        await clock.waitForSleepers()
+        clock.advance(by: .seconds(1))
+        await logger.waitForMessage(at: .error, containing: "cannot save sessions")
+        #expect(!store.persistenceIsHealthy)
+        persistence.failing.withLock { $0 = false }
+        await clock.waitForSleepers()
+        clock.advance(by: .seconds(1))
+        await logger.waitForMessage(at: .info, containing: "sessions are saved again")
+        #expect(store.persistenceIsHealthy)
+        task.cancel()
+        try await task.value
     }
 
     @Test func filesArePrivateAndCompactionKeepsTheNewestVersions() async throws {
@@ -307,6 +521,16 @@ struct SessionPersistenceTests {
         #expect(try await reopened.load(userID: "caf\u{E9}")?.snapshot.eventNumber == 1)
         #expect(try await reopened.load(userID: "cafe\u{301}")?.snapshot.eventNumber == 2)
         #expect(reopened.count == 2)
+    }
+}
+
+/// A persistence whose saves fail while `failing` holds `true`.
+final class FailingPersistence: SessionPersistence, Sendable {
+    let failing = Mutex(true)
+    func load(userID: String) async throws(ContainerError) -> StoredSession? { nil }
+    func save(_ changes: [SessionChange]) async throws(ContainerError) -> SessionSaveResult {
+        if failing.withLock({ $0 }) { throw ContainerError(.io, "the disk is full") }
+        return SessionSaveResult()
     }
 }
 
