@@ -154,6 +154,71 @@ import Testing
         }
     }
 
+    /// A segment that cannot be opened now (too many open files, a failing device, a changed permission)
+    /// is read again later: delivery resumes by itself once the open works, and flush returns.
+    @Test(arguments: [EMFILE, EIO, EACCES])
+    func aSegmentThatFailsToOpenOnceIsReadAgainAndDeliveryResumes(errorNumber: Int32) async throws {
+        let directory = TemporaryDirectory("open-fails")
+        defer { directory.remove() }
+        let records = (0..<50).map { event("r\($0)") }
+        try writeSegment(directory, 1, records, checksummed: false)
+        let failures = Mutex(2)
+        let faults = SegmentLogFaults { operation, _ in
+            guard operation == .open else { return nil }
+            return failures.withLock { left in
+                guard left > 0 else { return nil }
+                left -= 1
+                return errorNumber
+            }
+        }
+        let destination = InMemoryAnalyticsSink()
+        var configuration = settings(faults: faults)
+        configuration.delivery.retry.baseDelay = .milliseconds(1)
+        let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: configuration)
+        try await whileRunning(queue) { try await queue.flush() }
+        #expect(destination.records.map(\.id) == records.map(\.id))
+        #expect(failures.withLock { $0 } == 0)
+    }
+
+    /// The same while the queue runs: a segment's creation (or a read of one) fails once with a transient
+    /// error; the commit it carried fails alone, and every later record is delivered.
+    @Test(arguments: [SegmentLogFaults.Operation.create, .open, .read], [EMFILE, EIO, EACCES])
+    func aTransientFailureWhileRunningFailsOnlyItsCommitAndDeliveryResumes(
+        operation: SegmentLogFaults.Operation,
+        errorNumber: Int32
+    ) async throws {
+        let directory = TemporaryDirectory("transient")
+        defer { directory.remove() }
+        let armed = Mutex(false)
+        let faults = SegmentLogFaults { seen, _ in
+            guard seen == operation else { return nil }
+            return armed.withLock { armed in
+                defer { armed = false }
+                return armed ? errorNumber : nil
+            }
+        }
+        let destination = InMemoryAnalyticsSink()
+        var configuration = settings(faults: faults)
+        configuration.delivery.retry.baseDelay = .milliseconds(1)
+        configuration.maximumSegmentBytes = 4096
+        configuration.maximumBufferedRecords = 20
+        let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: configuration)
+        var durable: [AnalyticsRecord] = []
+        try await whileRunning(queue) {
+            for round in 0..<40 {
+                if round == 10 { armed.withLock { $0 = true } }
+                let records = (0..<10).map { event("r\(round)-\($0)", ["pad": .string(String(repeating: "x", count: 40))]) }
+                do {
+                    try await queue.append(records)
+                    durable += records
+                } catch is DurabilityError {}
+            }
+            try await queue.flush()
+        }
+        #expect(Set(destination.records.map(\.id)).isSuperset(of: durable.map(\.id)))
+        #expect(durable.count >= 390)
+    }
+
     @Test func anUnreadableSegmentIsReportedAndTheGoodRecordsAreDelivered() async throws {
         let directory = TemporaryDirectory("unreadable")
         defer { directory.remove() }
