@@ -207,7 +207,9 @@ import Testing
         try await whileRunning(queue) {
             for round in 0..<40 {
                 if round == 10 { armed.withLock { $0 = true } }
-                let records = (0..<10).map { event("r\(round)-\($0)", ["pad": .string(String(repeating: "x", count: 40))]) }
+                let records = (0..<10).map {
+                    event("r\(round)-\($0)", ["pad": .string(String(repeating: "x", count: 40))])
+                }
                 do {
                     try await queue.append(records)
                     durable += records

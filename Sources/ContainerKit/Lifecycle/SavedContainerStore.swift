@@ -155,9 +155,10 @@ public struct SavedContainerStore: Sendable, CustomStringConvertible {
 
     private func createDirectory() throws(ContainerFetchError) {
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            // Private, as everything the runtime keeps: containers hold the company's settings and keys.
+            try FileSystem.makeDirectory(directory, mode: 0o700)
         } catch {
-            throw ContainerFetchError(.io, "cannot create directory '\(directory)'")
+            throw ContainerFetchError(.io, "cannot create directory '\(directory)': \(error.reason)")
         }
     }
 
@@ -165,7 +166,7 @@ public struct SavedContainerStore: Sendable, CustomStringConvertible {
     /// directory.
     static func writeAtomically(_ bytes: [UInt8], to path: String) throws(ContainerFetchError) {
         do {
-            try AtomicFile.write(bytes, to: path, uniqueTemporary: true)
+            try AtomicFile.write(bytes, to: path, uniqueTemporary: true, mode: 0o600)
         } catch {
             throw ContainerFetchError(
                 .io,

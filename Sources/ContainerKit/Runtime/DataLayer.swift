@@ -72,6 +72,9 @@ public final class DataLayer: Sendable {
         var candidates = SessionCandidates()
         /// Where `event` was in ``model`` last time (a hint; checked before use).
         var eventKeyPosition = 0
+        /// At least the bytes of ``model``, ``rawValues`` and ``userProperties`` as JSON (see
+        /// ``TagManager/maximumDataLayerBytes``): exact after a scan, then grown by each push's loose bound.
+        var sizeBound = 0
 
         init(context: ClientContext) { self.context = context }
     }
@@ -295,6 +298,43 @@ public final class DataLayer: Sendable {
         }
     }
 
+    /// Whether a push of `message` fits under `limit` once the session's size is known exactly: scans the
+    /// session (model, raw values, user properties) and the message, and sets ``State/sizeBound``. Returns
+    /// `nil` when it fits (the bound then counts the message too), else the bytes the session would hold.
+    private func admit(
+        _ message: ValueMap,
+        event: Value?,
+        userProperties: Value?,
+        limit: Int,
+        _ state: inout State
+    ) -> Int? {
+        let held =
+            state.model.encodedSizeBound(scanning: true) &+ state.rawValues.encodedSizeBound(scanning: true)
+            &+ state.userProperties.encodedSizeBound(scanning: true)
+        // The message lands in the model and, for version-1 containers, in the raw values too.
+        let adding =
+            2 &* message.encodedSizeBound(scanning: true) &+ (event?.encodedSizeBound(scanning: true) ?? 0)
+            &+ (userProperties?.encodedSizeBound(scanning: true) ?? 0)
+        state.sizeBound = held
+        guard held &+ adding <= limit else { return held &+ adding }
+        state.sizeBound = held &+ adding
+        return nil
+    }
+
+    /// Reports a push refused for the session's size.
+    private func refuse(tooLarge bytes: Int, into result: inout PushResult) {
+        let limit = tagManager.maximumDataLayerBytes ?? 0
+        let error = ContainerError(
+            .sessionTooLarge,
+            "the push would take the session of '\(sessionID)' to about \(bytes) bytes, over its limit of \(limit)"
+        )
+        if result.refusal == nil { result.refusal = error }
+        tagManager.logger.warning(
+            "refused a push: the session would be too large",
+            metadata: ["session": sessionID, "bytes": String(bytes), "limit": String(limit)]
+        )
+    }
+
     /// Drops the nested pushes still queued (the one just taken included) and says so.
     private func tripLoopGuard(into result: inout PushResult) {
         let dropped = turnstile { $0.dropNested() } + 1
@@ -339,6 +379,15 @@ public final class DataLayer: Sendable {
         case nil, .undefined?, .null?: eventName = nil
         case let value?: eventName = value.jsString
         }
+        // What the push can add to the session, loosely (no string is read): checked against the limit under
+        // the lock, where the session's size is scanned only when this bound reaches it.
+        var added = 0
+        if tagManager.maximumDataLayerBytes != nil {
+            added =
+                2 &* message.encodedSizeBound(scanning: false)
+                &+ (pending.event?.encodedSizeBound(scanning: false) ?? 0)
+                &+ (userProperties?.encodedSizeBound(scanning: false) ?? 0)
+        }
         var reportedName = Evaluation.reportedName(eventName)
         // The candidate rules come from the session's own table, looked up under the lock taken anyway;
         // debug sessions evaluate every rule's candidates from the container (their traces explain all).
@@ -349,8 +398,15 @@ public final class DataLayer: Sendable {
         // containers that read it (and debug traces); the runtime comes in the session's own holder.
         // `model` is moved into the evaluation below (a `var` so that it can be; a copy made after the lock costs
         // a retain and a release per push).
+        var tooLarge: Int?
         var (model, eventNumber, runtime) = state.withLock {
-            state -> (ValueMap, Int, TagManager.SessionRuntime) in
+            state -> (ValueMap, Int, TagManager.SessionRuntime?) in
+            if let limit = tagManager.maximumDataLayerBytes, state.sizeBound &+ added > limit {
+                tooLarge = admit(message, event: pending.event, userProperties: userProperties, limit: limit, &state)
+                if tooLarge != nil { return (ValueMap(), 0, nil) }
+            } else {
+                state.sizeBound &+= added
+            }
             if eventValue != nil, !holdsScratch {
                 swap(&scratch, &state.scratch)
                 holdsScratch = true
@@ -382,7 +438,11 @@ public final class DataLayer: Sendable {
             let model = eventValue != nil && (debug || readsModel) ? state.model : ValueMap()
             return (model, state.eventNumber, runtime)
         }
-        guard eventValue != nil else { return }
+        if let tooLarge {
+            refuse(tooLarge: tooLarge, into: &result)
+            return
+        }
+        guard eventValue != nil, let runtime else { return }
         // The snapshot is borrowed for the evaluation (the session's holder, `runtime`, keeps it alive):
         // retaining it, and its container array, wrote reference counts every session's pushes share.
         runtime.borrowedSnapshot._withUnsafeGuaranteedRef { snapshot in

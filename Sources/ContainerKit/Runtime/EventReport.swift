@@ -118,6 +118,10 @@ public struct PushResult: Sendable {
     public var dropped: Bool = false
     /// Whether the nested-push loop guard dropped pushes.
     public var loopGuardTripped: Bool = false
+    /// Why the push (or a push its handlers made) was refused, merged into nothing and evaluated nowhere:
+    /// `session_too_large` when it would take the session past ``TagManager/maximumDataLayerBytes``. A
+    /// service answers 413.
+    public var refusal: ContainerError?
 
     /// Reports assigned through ``events``; the evaluated pushes follow them.
     private var built: [EventReport] = []

@@ -937,6 +937,10 @@ extension ContainerError.Code {
     /// A user ID that cannot name a session: empty, or with a NUL character (see
     /// ``SessionStore/validate(userID:)``).
     public static let invalidUserID = ContainerError.Code(rawValue: "invalid_user_id")
+
+    /// A push that would take a session past ``TagManager/maximumDataLayerBytes`` (refused, see
+    /// ``PushResult/refusal``).
+    public static let sessionTooLarge = ContainerError.Code(rawValue: "session_too_large")
 }
 
 extension String {

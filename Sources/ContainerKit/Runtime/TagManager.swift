@@ -22,6 +22,14 @@ public final class TagManager: Sendable {
     public let observer: (any RuntimeObserver)?
     /// Where the random-number variable's values come from (``RandomSource/system`` unless seeded).
     public let randomSource: RandomSource
+    /// The most bytes a data layer may hold (its model, version-1 raw values and user properties, as JSON);
+    /// a push that would take a session past it is refused with `session_too_large`
+    /// (``PushResult/refusal``), merged into nothing and evaluated nowhere. `nil`: no limit. The default,
+    /// 4 MiB, keeps every session within what ``FileSessionPersistence`` and ``SessionStore/restore(from:)``
+    /// read back (16 MiB a line).
+    public let maximumDataLayerBytes: Int?
+    /// The default ``maximumDataLayerBytes``: 4 MiB.
+    public static let defaultMaximumDataLayerBytes = 4 << 20
 
     /// An immutable snapshot of the registered handlers. Registration swaps in a new snapshot, so an
     /// evaluation holds the registry with one reference and never sees it change midway.
@@ -146,16 +154,19 @@ public final class TagManager: Sendable {
     ///     ``ClientContext/server``, which reports nothing about the machine this runs on.
     ///   - observer: where evaluated events and fired tags are reported, for metrics.
     ///   - randomSource: where the random-number variable's values come from; seed it for reproducible runs.
+    ///   - maximumDataLayerBytes: the most bytes a session's data layer may hold (`nil`: no limit).
     public init(
         logger: any DiagnosticLogger = StandardErrorLogger(),
         defaultContext: ClientContext = .server,
         observer: (any RuntimeObserver)? = nil,
-        randomSource: RandomSource = .system
+        randomSource: RandomSource = .system,
+        maximumDataLayerBytes: Int? = TagManager.defaultMaximumDataLayerBytes
     ) {
         self.logger = logger
         self.defaultContext = defaultContext
         self.observer = observer
         self.randomSource = randomSource
+        self.maximumDataLayerBytes = maximumDataLayerBytes.map { max(1024, $0) }
     }
 
     // MARK: Handlers

@@ -18,6 +18,18 @@ extension LifecycleTests {
             #expect(files == ["\(id).json", "\(id).meta.json"])
         }
 
+        /// The directory and its files are private to the service's user, as the README promises.
+        @Test func theDirectoryAndFilesArePrivate() async throws {
+            try await store.save(id: id, bytes: Fixtures.live(), etag: nil, fetchedAt: fetchedAt)
+            func mode(_ path: String) throws -> Int? {
+                try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+            }
+            #expect(try mode(store.directory) == 0o700)
+            for name in try FileManager.default.contentsOfDirectory(atPath: store.directory) {
+                #expect(try mode(store.directory + "/" + name) == 0o600, "\(name)")
+            }
+        }
+
         @Test func loadsNothingWhenNothingIsSaved() async throws {
             #expect(try await store.load(id: id) == nil)
         }

@@ -112,3 +112,50 @@ struct DataLayerLimitTests {
         #expect(inner[tail] == 1)
     }
 }
+
+/// A session's data layer has a size limit: a push that would pass it is refused at push time, with a clear
+/// error, and changes nothing; pushes that fit (or that replace a large value) go on.
+@Suite struct DataLayerSizeLimitTests {
+    @Test func aPushThatWouldPassTheLimitIsRefusedAndChangesNothing() async throws {
+        let logger = InMemoryLogger()
+        let manager = TagManager(logger: logger, maximumDataLayerBytes: 64 << 10)
+        let session = manager.makeDataLayer()
+        let chunk = String(repeating: "x", count: 10_000)
+        var accepted = 0
+        for index in 0..<10 {
+            let result = await session.push(["k\(index)": .string(chunk)])
+            guard let refusal = result.refusal else {
+                accepted += 1
+                continue
+            }
+            #expect(refusal.code == .sessionTooLarge)
+            #expect(refusal.message.contains("over its limit of 65536"))
+            #expect(session.get("k\(index)").isUndefined, "a refused push merged nothing")
+        }
+        // 10,000-byte strings in 64 KiB, the one being pushed counted twice (it may land in the raw values
+        // too): five fit, the rest do not.
+        #expect(accepted == 5)
+        #expect(logger.messages(at: .warning).contains { $0.contains("too large") })
+        // Replacing a large value with a small one frees the room: the exact size is measured again.
+        #expect(await session.push(["k0": "small", "k1": "small"]).refusal == nil)
+        #expect(await session.push(["k8": .string(chunk)]).refusal == nil)
+        #expect(session.get("k8") == .string(chunk))
+    }
+
+    @Test func escapedCharactersCountAtTheirEscapedSize() {
+        #expect(Value.string("ab").encodedSizeBound(scanning: true) == 4)
+        #expect(Value.string("a\u{0}\"").encodedSizeBound(scanning: true) == 2 + 1 + 6 + 6)
+        #expect(
+            Value.string("héllo").encodedSizeBound(scanning: false)
+                >= Value.string("héllo").encodedSizeBound(scanning: true)
+        )
+        let map: ValueMap = ["a": [1, "x"], "b": ["c": .null]]
+        #expect(map.encodedSizeBound(scanning: true) >= JSONWriter.bytes(.object(map), keepsNumberTypes: true).count)
+    }
+
+    @Test func withoutALimitNothingIsRefused() async {
+        let session = TagManager(logger: InMemoryLogger(), maximumDataLayerBytes: nil).makeDataLayer()
+        let result = await session.push(["big": .string(String(repeating: "y", count: 5 << 20))])
+        #expect(result.refusal == nil)
+    }
+}
