@@ -221,6 +221,50 @@ import Testing
         #expect(durable.count >= 390)
     }
 
+    /// Records that overflow the memory buffer are read back from their segments; one open of a segment
+    /// fails (too many open files, say) while the destination is busy: the read is retried and every record
+    /// arrives.
+    @Test(arguments: [EMFILE, EIO, EACCES])
+    func aFailedOpenOfABacklogSegmentIsRetriedWhileRunning(errorNumber: Int32) async throws {
+        let directory = TemporaryDirectory("backlog-open")
+        defer { directory.remove() }
+        let armed = Mutex(0)
+        let fired = Mutex(0)
+        let faults = SegmentLogFaults { operation, _ in
+            guard operation == .open else { return nil }
+            return armed.withLock { left in
+                guard left > 0 else { return nil }
+                left -= 1
+                fired.withLock { $0 += 1 }
+                return errorNumber
+            }
+        }
+        let destination = GatedDestination(batchSize: 10)
+        var configuration = settings(faults: faults)
+        configuration.delivery.retry.baseDelay = .milliseconds(1)
+        configuration.maximumBufferedRecords = 10
+        configuration.maximumSegmentBytes = 4096
+        let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: configuration)
+        let records = (0..<120).map { event("b\($0)") }
+        try await whileRunning(queue) {
+            var arrivals = destination.arrivals.makeAsyncIterator()
+            try await queue.append(Array(records[0..<10]))
+            let first = try #require(await arrivals.next())
+            // Past the memory buffer: these are read back from disk, and the first open of one fails.
+            for start in stride(from: 10, to: 120, by: 10) {
+                try await queue.append(Array(records[start..<start + 10]))
+            }
+            armed.withLock { $0 = 2 }
+            destination.settle(first[0])
+            while destination.delivered.count < records.count, let batch = await arrivals.next() {
+                destination.settle(batch[0])
+            }
+            try await queue.flush()
+        }
+        #expect(destination.delivered.map(\.id) == records.map(\.id))
+        #expect(fired.withLock { $0 } == 2, "the open failed twice")
+    }
+
     @Test func anUnreadableSegmentIsReportedAndTheGoodRecordsAreDelivered() async throws {
         let directory = TemporaryDirectory("unreadable")
         defer { directory.remove() }
