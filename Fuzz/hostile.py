@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """`make hostile`: peak memory and wall time of `containerkit preview` and `containerkit run --sink braze:`
 against hostile HTTP servers on 127.0.0.1 (a gzip bomb, an endless body, a slow drip, a huge declared
-length). Prints one line per case:
+length, a negative chunk size). Prints one line per case:
 
     hostile_<command>_<server>_peak_mb=<n> seconds=<s> exit=<code>
 
-and fails when a case's peak resident memory reaches LIMIT_MB (64) or it outlives its bound.
+and fails when a case's peak resident memory reaches LIMIT_MB (64), it outlives its bound, or a signal ends
+it (a crash: a negative chunk size used to trap the process).
 Usage: Fuzz/hostile.py <path to the containerkit binary>
 """
 import os
@@ -75,6 +76,12 @@ def serve(kind, stop):
                 while not stop.is_set():
                     connection.sendall(b" ")
                     time.sleep(1)
+            elif kind == "negative-chunk":
+                connection.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + b"-1\r\n{}\r\n0\r\n\r\n"
+                )
+                stop.wait(5)
             elif kind == "huge-length":
                 connection.sendall(
                     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{"
@@ -105,7 +112,7 @@ def main():
     push = '{"event":"login","user_id":"user-42"}\n{"event":"played song","title":"Blue","genre":"jazz","duration":300}\n'
     failed = False
     for command in ("preview", "braze"):
-        for kind in ("gzip-bomb", "endless", "slow-drip", "huge-length"):
+        for kind in ("gzip-bomb", "endless", "slow-drip", "huge-length", "negative-chunk"):
             stop = threading.Event()
             port = serve(kind, stop)
             environment = dict(os.environ, BRAZE_REST_API_KEY="hostile-test-key")
@@ -144,7 +151,8 @@ def main():
             stop.set()
             process.returncode = os.waitstatus_to_exitcode(status)
             peak_mb = usage.ru_maxrss / 1024.0  # ru_maxrss is in KiB on Linux
-            bad = timed_out or seconds > BOUND_SECONDS or peak_mb >= LIMIT_MB
+            crashed = process.returncode < 0 and not timed_out
+            bad = timed_out or crashed or seconds > BOUND_SECONDS or peak_mb >= LIMIT_MB
             failed = failed or bad
             name = kind.replace("-", "_")
             print(
