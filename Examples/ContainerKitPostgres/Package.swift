@@ -30,7 +30,10 @@ let package = Package(
         .target(name: "PostgresTestHarness"),
         .testTarget(
             name: "ContainerKitPostgresTests",
-            dependencies: ["ContainerKitPostgres", "PostgresTestHarness"]
+            dependencies: [
+                "ContainerKitPostgres", "PostgresTestHarness",
+                .product(name: "ContainerKitTesting", package: "ContainerKit"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

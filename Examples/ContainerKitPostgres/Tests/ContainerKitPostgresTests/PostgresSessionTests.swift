@@ -1,6 +1,7 @@
 import ContainerKit
 import ContainerKitDelivery
 import ContainerKitPostgres
+import ContainerKitTesting
 import Testing
 
 @Suite(.timeLimit(.minutes(2)))
@@ -19,6 +20,20 @@ struct PostgresSessionTests {
             #expect(try await first.store.sessions.load(userID: "u") == nil)
             try await first.commit([makeRecord(user: "u")], sessions: [StoredSession(snapshot: snapshot, version: 1)])
             #expect(try await second.store.sessions.load(userID: "u") == StoredSession(snapshot: snapshot, version: 1))
+        }
+    }
+
+    /// The same contract checks as the file log and the memory engine: fencing, a returning user whose
+    /// ended session was removed, byte-compared user IDs; "reopened" is a second instance on the database.
+    @Test func theSessionPersistenceContractHolds() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let first = Instance(endpoint, name: "first") { $0.delivers = false }
+        let second = Instance(endpoint, name: "second") { $0.delivers = false }
+        try await withRunning([first.run, second.run]) {
+            try await SessionPersistenceConformance(
+                make: { first.store.sessions },
+                reopen: { second.store.sessions }
+            ).checkAll()
         }
     }
 
