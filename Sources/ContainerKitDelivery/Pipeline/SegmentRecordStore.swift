@@ -139,14 +139,14 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
     func read(after position: Position?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<Position> {
         // A few rounds at most: a disk read may find the sizes it was given already stale.
         for _ in 0..<4 {
-            let step = state.withLock { $0.machine.nextBatch() }
+            let step = state.withLock { $0.machine.nextBatch(limit: limit) }
             switch step {
             case .wait:
                 return .empty
             case .deliver(let batch):
                 return StoredBatch(records: batch.records, end: batch.end, json: batch.json)
             case .readDisk(let from, let segments, let sealed):
-                let (directory, faults, limit) = (self.directory, settings.faults, settings.batchSize)
+                let (directory, faults, limit) = (self.directory, settings.faults, min(limit, settings.batchSize))
                 let result = await onReader {
                     SegmentLog.read(
                         directory,

@@ -329,10 +329,11 @@ struct DurableQueueMachine: Sendable {
     /// The delivery loop's next step: a new batch to deliver (in flight until ``confirm(_:)``; the shell
     /// retries it until the destination settles it), a disk read to perform, or `.wait` when nothing new is
     /// committed or `maximumInFlight` batches are already out.
-    mutating func nextBatch() -> DeliveryStep {
+    /// The next batch to deliver, of at most `limit` records (the batch size by default).
+    mutating func nextBatch(limit: Int? = nil) -> DeliveryStep {
         guard flights.count < maximumInFlight else { return .wait }
         if bufferedRecords > 0 {
-            let batch = takeFromMemory()
+            let batch = takeFromMemory(limit: max(1, min(limit ?? batchSize, batchSize)))
             flights.append((batch, false))
             return .deliver(batch)
         }
@@ -350,20 +351,20 @@ struct DurableQueueMachine: Sendable {
     /// when one commit wrote them all (no copy), else each commit's lines copied with one append (a checksum
     /// and line feed stay between two records' JSON). A batch that is exactly one append's records reuses
     /// that append's array; otherwise each record is copied once, here.
-    private mutating func takeFromMemory() -> Batch {
+    private mutating func takeFromMemory(limit: Int) -> Batch {
         var taken: [AnalyticsRecord] = []
         // Each record's JSON in its commit's buffer, and the lines taken from each commit.
         var ranges: [Range<Int>] = []
-        ranges.reserveCapacity(min(batchSize, bufferedRecords))
+        ranges.reserveCapacity(min(limit, bufferedRecords))
         var pieces: [(chunk: MemoryChunk, lines: Range<Int>, records: Int)] = []
         var end = cursor
-        var remaining = batchSize
+        var remaining = limit
         while remaining > 0, let chunk = memory.first {
             let count = min(chunk.records.count - memoryRecordHead, remaining)
             if taken.isEmpty && memoryRecordHead == 0 && count == chunk.records.count {
                 taken = chunk.records
             } else {
-                taken.reserveCapacity(min(batchSize, taken.count + bufferedRecords))
+                taken.reserveCapacity(min(limit, taken.count + bufferedRecords))
                 taken.append(contentsOf: chunk.records[memoryRecordHead..<(memoryRecordHead + count)])
             }
             var start = chunk.start(of: memoryRecordHead)
