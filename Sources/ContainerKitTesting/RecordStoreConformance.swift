@@ -51,7 +51,7 @@ public struct RecordStoreConformance<Store: RecordStore>: Sendable {
         }
         try await running.waitForCommit(of: tickets.last!)
         if let problem = running.reportProblem { throw Failure(description: problem) }
-        let read = try await readAll(store, limit: 5, expecting: records.count)
+        let read = try await readAll(store, running, limit: 5, expecting: records.count)
         guard read.records.map(\.id) == records.map(\.id) else {
             throw Failure(description: "read \(read.records.map(\.id)) instead of \(records.map(\.id))")
         }
@@ -74,7 +74,7 @@ public struct RecordStoreConformance<Store: RecordStore>: Sendable {
         let running = RunningStore(store)
         let (records, tickets) = try append(2, batches: 3, to: store, tag: "restart")
         try await running.waitForCommit(of: tickets.last!)
-        let first = try await readAll(store, limit: 2, expecting: 2)
+        let first = try await readAll(store, running, limit: 2, expecting: 2)
         guard first.records.map(\.id) == records.prefix(2).map(\.id) else {
             throw Failure(
                 description: "after acknowledging everything before, read \(first.records.map(\.id)) first, "
@@ -96,7 +96,7 @@ public struct RecordStoreConformance<Store: RecordStore>: Sendable {
         let reopened = try await make()
         let again = RunningStore(reopened)
         defer { again.stop() }
-        let replay = try await readAll(reopened, limit: 100, expecting: records.count - 2)
+        let replay = try await readAll(reopened, again, limit: 100, expecting: records.count - 2)
         guard replay.records.map(\.id) == records.dropFirst(2).map(\.id) else {
             throw Failure(
                 description: "after a restart the store read \(replay.records.map(\.id)), "
@@ -128,16 +128,25 @@ public struct RecordStoreConformance<Store: RecordStore>: Sendable {
         return (records, tickets)
     }
 
-    private func readAll(_ store: Store, limit: Int, expecting count: Int) async throws
-        -> (records: [AnalyticsRecord], end: Store.Position?, batchSizes: [Int])
+    /// Reads until `count` records came. A store may return fewer records than the limit, and a store shared
+    /// by instances may read nothing until it holds its leases: after an empty read it must say that records
+    /// are available (``RecordStoreCommits/recordsAvailable()``) before it is asked again.
+    private func readAll(_ store: Store, _ running: RunningStore<Store>, limit: Int, expecting count: Int)
+        async throws -> (records: [AnalyticsRecord], end: Store.Position?, batchSizes: [Int])
     {
         var records: [AnalyticsRecord] = []
         var end: Store.Position?
         var sizes: [Int] = []
-        // A store may return fewer records than the limit; it must make progress each time.
-        for _ in 0..<(count + 4) where records.count < count {
+        var empty = 0
+        while records.count < count {
+            let signals = running.availableSignals
             let batch = try await store.read(after: end, limit: limit)
-            guard let batchEnd = batch.end else { break }
+            guard let batchEnd = batch.end else {
+                empty += 1
+                guard empty <= 1000 else { break }
+                await running.waitForAvailability(after: signals)
+                continue
+            }
             if let end, !(end < batchEnd) {
                 throw Failure(description: "a batch ended at a position not after the one it was read from")
             }
@@ -157,6 +166,7 @@ private final class RunningStore<Store: RecordStore>: Sendable {
     private struct Reports {
         var committedThrough: UInt64 = 0
         var problem: String?
+        var available = 0
     }
 
     private let reports = AwaitableState(Reports())
@@ -180,12 +190,19 @@ private final class RunningStore<Store: RecordStore>: Sendable {
                     }
                     reports.committedThrough = max(reports.committedThrough, tickets.upperBound)
                 }
-            }
+            },
+            available: { reports.update { $0.available += 1 } }
         )
         task = Task { try await store.run(reporting: commits) }
     }
 
     var reportProblem: String? { reports.value.problem }
+
+    /// How many times the store said records are available.
+    var availableSignals: Int { reports.value.available }
+
+    /// Waits until the store says records are available more than `count` times.
+    func waitForAvailability(after count: Int) async { await reports.wait { $0.available > count } }
 
     func waitForCommit(of ticket: UInt64) async throws {
         await reports.wait { $0.committedThrough >= ticket }

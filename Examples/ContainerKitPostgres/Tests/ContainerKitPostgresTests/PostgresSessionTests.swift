@@ -167,3 +167,12 @@ private func checkpointing(
     configuration.checkpointsWithRecords = true
     return configuration
 }
+
+/// The record-store seam's contract, the same checks the memory store and the segment log pass.
+@Suite(.timeLimit(.minutes(2)))
+struct PostgresRecordStoreConformanceTests {
+    @Test func thePostgresRecordStoreKeepsTheContract() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        try await RecordStoreConformance(make: { Instance(endpoint, name: "conformance").store }).checkAll()
+    }
+}
