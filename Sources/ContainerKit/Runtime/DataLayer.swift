@@ -148,11 +148,21 @@ public final class DataLayer: Sendable {
 
     let state: Mutex<State>
 
-    init(tagManager: TagManager, context: ClientContext, sessionID: String, debug: Bool) {
+    /// Commits each push as one unit, inside the turn (set by a ``SessionStore`` with a ``PushCommitter``).
+    let committing: (@Sendable (DataLayer, inout PushResult) -> Void)?
+
+    init(
+        tagManager: TagManager,
+        context: ClientContext,
+        sessionID: String,
+        debug: Bool,
+        committing: (@Sendable (DataLayer, inout PushResult) -> Void)? = nil
+    ) {
         self.tagManager = tagManager
         self.state = Mutex(State(context: context))
         self.sessionID = sessionID
         self.debug = debug
+        self.committing = committing
     }
 
     /// What the built-in macros report for this session's client.
@@ -270,7 +280,14 @@ public final class DataLayer: Sendable {
         var holdsScratch = false
         process(pending, into: &result, scratch: &scratch, holdsScratch: &holdsScratch, turn: number, inside: enclosing)
         var processed = 0
+        var committed = false
         while true {
+            // With a committer, the turn's pushes are committed once nothing nested waits, before the turn ends
+            // (a push a handler's task nests after that is processed and committed on its own).
+            if let committing, !committed, turnstile({ $0.nestedCount }) == 0 {
+                committing(self, &result)
+                committed = true
+            }
             let step = state.withLock { state in
                 let step = state.turnstile.next()
                 if case .ended = step, holdsScratch { swap(&state.scratch, &scratch) }
@@ -281,6 +298,7 @@ public final class DataLayer: Sendable {
                 if let handOver { handOver.waiter.resume(turn: handOver.turn) }
                 return result
             case .nested(let nested):
+                committed = false
                 processed += 1
                 guard processed <= DataLayer.maximumNestedPushes else {
                     tripLoopGuard(into: &result)

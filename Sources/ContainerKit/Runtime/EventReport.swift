@@ -123,6 +123,14 @@ public struct PushResult: Sendable {
     /// service answers 413.
     public var refusal: ContainerError?
 
+    /// What a ``PushCommitter`` appended for this push (waited for by ``waitUntilDurable()``).
+    package var commits: [DurabilityToken] = []
+    /// Why a ``PushCommitter`` could not commit this push, if it could not.
+    package var commitFailure: DurabilityError?
+    /// How many of the push's tag outputs a ``PushCommitter`` committed already (a push that a handler's
+    /// task nested after the commit is committed on its own).
+    public package(set) var committedOutputs = 0
+
     /// Reports assigned through ``events``; the evaluated pushes follow them.
     private var built: [EventReport] = []
     /// The first evaluated push, then the others (handler-nested pushes), in order.
@@ -150,7 +158,7 @@ public struct PushResult: Sendable {
     }
 
     /// The outputs of the fired tags, in firing order, without building the tags.
-    private var outputs: [TagOutput] {
+    public var outputs: [TagOutput] {
         var outputs = built.flatMap(\.fired).compactMap(\.output)
         if let first { outputs += first.calls.compactMap(\.output) }
         for push in more { outputs += push.calls.compactMap(\.output) }
@@ -174,7 +182,8 @@ public struct PushResult: Sendable {
     ///   write failed (`.diskFull`, `.io`, …); `.notRunning` at once when the queue's `run()` is not running;
     ///   `.stopped` when it stopped before the records were written.
     public func waitUntilDurable() async throws(DurabilityError) {
-        try await DurabilityToken.waitUntilDurable(outputs.compactMap(\.durability))
+        if let commitFailure { throw commitFailure }
+        try await DurabilityToken.waitUntilDurable(outputs.compactMap(\.durability) + commits)
     }
 }
 

@@ -223,7 +223,21 @@ extension TagManager {
     /// Makes a session from a snapshot (see ``SessionSnapshot``): the same session ID, model, attributes,
     /// once-per-load state, event counter, user properties and client context. Nothing is evaluated.
     public func restoreDataLayer(from snapshot: SessionSnapshot, debug: Bool = false) -> DataLayer {
-        let layer = makeDataLayer(context: snapshot.context, sessionID: snapshot.sessionID, debug: debug)
+        restoreDataLayer(from: snapshot, debug: debug, committing: nil)
+    }
+
+    /// A data layer restored from `snapshot` whose pushes `committing` commits (a ``SessionStore``'s).
+    func restoreDataLayer(
+        from snapshot: SessionSnapshot,
+        debug: Bool,
+        committing: (@Sendable (DataLayer, inout PushResult) -> Void)?
+    ) -> DataLayer {
+        let layer = makeDataLayer(
+            context: snapshot.context,
+            sessionID: snapshot.sessionID,
+            debug: debug,
+            committing: committing
+        )
         layer.restore(snapshot)
         return layer
     }

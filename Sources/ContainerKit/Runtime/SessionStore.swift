@@ -80,6 +80,11 @@ public final class SessionStore: Sendable {
         /// session out does not mark it changed, and the store's own saves only remove sessions that ended
         /// and keep what ``SessionStore/didChange(_:)`` reports (`false`).
         public var checkpointsWithRecords = false
+        /// Commits each push of the store's sessions as one unit, inside the session's turn: its records and,
+        /// when the committer keeps sessions (``PushCommitter/keepsSessions``), the session's checkpoint, in one
+        /// append (see ``SessionStore/push(event:parameters:for:context:waitsForDurability:prepare:)``).
+        /// `nil`: the host commits (or a tag's sink writes records as they are made).
+        public var committer: (any PushCommitter)?
         /// Called after each save into the ``persistence`` that kept something, with how many changes it
         /// kept (for a log line or a metric).
         public var onSave: (@Sendable (_ saved: Int) -> Void)?
@@ -93,9 +98,11 @@ public final class SessionStore: Sendable {
             onEvict: (@Sendable (_ userID: String, _ session: DataLayer, _ reason: EvictionReason) -> Void)? = nil,
             persistence: (any SessionPersistence)? = nil,
             saveInterval: Duration = .seconds(1),
+            committer: (any PushCommitter)? = nil,
             onSave: (@Sendable (_ saved: Int) -> Void)? = nil
         ) {
             self.onSave = onSave
+            self.committer = committer
             self.idleTimeout = idleTimeout
             self.maximumSessions = max(1, maximumSessions)
             self.sweepInterval = sweepInterval
@@ -408,12 +415,21 @@ public final class SessionStore: Sendable {
                 let stored = try await persistence.load(userID: userID)
                 // A user whose session ended (or expired) continues above its version.
                 let floor = stored == nil ? try await persistence.endedVersion(userID: userID) : 0
-                let made = stored.map { tagManager.restoreDataLayer(from: $0.snapshot) }
+                let made = stored.map {
+                    tagManager.restoreDataLayer(from: $0.snapshot, debug: false, committing: committing)
+                }
                 evicted = []
                 result = .success(
                     lock.withLock { shard -> DataLayer in
                         if let live = shard.entries[key] { return live.session }  // made meanwhile (synchronously)
-                        let session = made ?? tagManager.makeDataLayer(context: context, sessionID: userID)
+                        let session =
+                            made
+                            ?? tagManager.makeDataLayer(
+                                context: context,
+                                sessionID: userID,
+                                debug: false,
+                                committing: committing
+                            )
                         let entry = Entry(
                             userID: userID,
                             session: session,
@@ -454,7 +470,37 @@ public final class SessionStore: Sendable {
 
     /// Marks `entry`, just handed out, as changed (to be saved), unless the host checkpoints its changes.
     private func markHandedOut(_ entry: Entry, in shard: inout Shard) {
-        if !configuration.checkpointsWithRecords { shard.markDirty(entry) }
+        if !checkpointsWithRecords { shard.markDirty(entry) }
+    }
+
+    /// Whether each push's session change is written with its records (by the host or the committer).
+    private var checkpointsWithRecords: Bool {
+        configuration.checkpointsWithRecords || configuration.committer?.keepsSessions == true
+    }
+
+    /// The hook a session of this store commits its pushes with (none without a committer).
+    private var committing: (@Sendable (DataLayer, inout PushResult) -> Void)? {
+        guard configuration.committer != nil else { return nil }
+        return { [weak self] session, result in self?.commit(session, &result) }
+    }
+
+    /// Commits what `result` produced since its last commit, with the session's checkpoint when the committer
+    /// keeps sessions (else the session is marked changed, for the persistence's next save).
+    private func commit(_ session: DataLayer, _ result: inout PushResult) {
+        guard let committer = configuration.committer else { return }
+        let checkpoint: StoredSession?
+        if committer.keepsSessions {
+            checkpoint = self.checkpoint(session)
+        } else {
+            checkpoint = nil
+            didChange(session)
+        }
+        switch committer.commit(result, checkpoint: checkpoint) {
+        case .success(let token?): result.commits.append(token)
+        case .success(nil): break
+        case .failure(let error): if result.commitFailure == nil { result.commitFailure = error }
+        }
+        result.committedOutputs = result.outputs.count
     }
 
     /// The live session of `key`, marked as used (and changed); an expired one is evicted (and `nil`).
@@ -489,7 +535,12 @@ public final class SessionStore: Sendable {
         at time: Int64,
         evicted: inout [(Entry, EvictionReason)]
     ) -> DataLayer {
-        let session = tagManager.makeDataLayer(context: context, sessionID: userID)
+        let session = tagManager.makeDataLayer(
+            context: context,
+            sessionID: userID,
+            debug: false,
+            committing: committing
+        )
         let entry = Entry(userID: userID, session: session, now: time, version: shard.departed[key]?.entry.version ?? 0)
         insert(entry, into: &shard, evicted: &evicted)
         markHandedOut(entry, in: &shard)
@@ -828,7 +879,7 @@ public final class SessionStore: Sendable {
         let time = now()
         var evicted: [(Entry, EvictionReason)] = []
         for snapshot in snapshots {
-            let session = tagManager.restoreDataLayer(from: snapshot)
+            let session = tagManager.restoreDataLayer(from: snapshot, debug: false, committing: committing)
             let key = SessionKey(snapshot.sessionID)
             shard(for: key).withLock { shard in
                 var version: Int64 = 0

@@ -297,11 +297,22 @@ public final class TagManager: Sendable {
     public func makeDataLayer(context: ClientContext? = nil, sessionID: String? = nil, debug: Bool = false)
         -> DataLayer
     {
+        makeDataLayer(context: context, sessionID: sessionID, debug: debug, committing: nil)
+    }
+
+    /// A data layer whose pushes `committing` commits inside their turn (a ``SessionStore``'s sessions).
+    func makeDataLayer(
+        context: ClientContext?,
+        sessionID: String?,
+        debug: Bool,
+        committing: (@Sendable (DataLayer, inout PushResult) -> Void)?
+    ) -> DataLayer {
         DataLayer(
             tagManager: self,
             context: context ?? defaultContext,
             sessionID: sessionID ?? DataLayer.makeSessionID(),
-            debug: debug || isDebugMode
+            debug: debug || isDebugMode,
+            committing: committing
         )
     }
 

@@ -138,6 +138,15 @@ public struct EncodedRecords: Sendable {
         self.sessions = sessions
     }
 
+    /// Adds `other`'s records (and sessions) after these, without encoding anything again.
+    public mutating func append(_ other: EncodedRecords) {
+        let shift = bytes.count
+        records += other.records
+        bytes += other.bytes
+        lineEnds += other.lineEnds.map { $0 + shift }
+        sessions += other.sessions
+    }
+
     /// The JSON of record `index` (its line without the checksum and the line feed).
     public func json(at index: Int) -> ArraySlice<UInt8> {
         let start = index == 0 ? 0 : lineEnds[index - 1]
