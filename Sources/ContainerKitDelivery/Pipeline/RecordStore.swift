@@ -25,7 +25,8 @@ import ContainerKit
 ///    Every accepted ticket is eventually reported, once, in ascending order.
 /// 3. **Reads return committed records in commit order.** ``read(after:limit:)`` returns at most `limit`
 ///    records that are committed (never one whose commit was not reported, never one of a failed
-///    commit), in the order they were appended, starting right after `position` (`nil`: at the oldest
+///    commit), in the order they were appended — each user's in that order at least: a store partitioned by
+///    user (PostgreSQL) may interleave users — starting right after `position` (`nil`: at the oldest
 ///    record not acknowledged). Positions compare in that order: a record committed later never gets a
 ///    position below one already returned — a database must not hand out positions that a transaction
 ///    still open could undercut (one writer per partition, or read only below the oldest open

@@ -156,8 +156,11 @@ extension PostgresRecordStore {
                 let expected = order.map { sessions[$0]!.expected }
                 let versions = order.map { sessions[$0]!.version }
                 let snapshots = order.map { sessions[$0]!.snapshot }
-                // A row is replaced only from the version just below; a user without a row is inserted (a
-                // concurrent insert of the same user by another instance wins, and this one is fenced).
+                // A row is replaced only from a version no higher than the one this group's first write
+                // continued (a folded group carries it as `expected`): two owners of one version cannot both
+                // write, and a version skipped by a failed write is no obstacle (SessionPersistence's
+                // contract). A user without a row is inserted (a concurrent insert of the same user by another
+                // instance wins, and this one is fenced).
                 let rows = try await connection.rows(
                     """
                     WITH input AS (
@@ -165,7 +168,7 @@ extension PostgresRecordStore {
                             AS t(user_id, expected, version, snapshot)),
                     updated AS (
                         UPDATE ck_sessions s SET version = i.version, snapshot = i.snapshot
-                        FROM input i WHERE s.user_id = i.user_id AND s.version = i.expected
+                        FROM input i WHERE s.user_id = i.user_id AND s.version <= i.expected
                         RETURNING s.user_id),
                     inserted AS (
                         INSERT INTO ck_sessions (user_id, version, snapshot)
