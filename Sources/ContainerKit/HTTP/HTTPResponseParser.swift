@@ -102,10 +102,13 @@ struct HTTPResponseParser {
                 return .complete(BoundedHTTPResponse(status: status, headers: headers, body: body), reusable: false)
             case .chunkSize:
                 guard let line = try readLine(limit: 1024) else { return .needMore }
-                let digits = line.prefix { $0 != 59 && $0 != 32 && $0 != 9 }  // up to ';' or blanks
-                guard !digits.isEmpty, digits.count <= 15,
-                    let size = Int(String(decoding: digits, as: UTF8.self), radix: 16)
-                else { throw BoundedHTTPError(.badResponse, "invalid chunk size") }
+                guard let size = Self.chunkSize(line) else {
+                    let shown = line.prefix(40).map { (32..<127).contains($0) ? $0 : UInt8(ascii: "?") }
+                    throw BoundedHTTPError(
+                        .badResponse,
+                        "invalid chunk size line '\(String(decoding: shown, as: UTF8.self))'"
+                    )
+                }
                 if size == 0 {
                     stage = .trailers(bytes: 0)
                 } else {
@@ -241,6 +244,32 @@ struct HTTPResponseParser {
         while let first = trimmed.first, first == 32 || first == 9 { trimmed.removeFirst() }
         while let last = trimmed.last, last == 32 || last == 9 { trimmed.removeLast() }
         return trimmed
+    }
+
+    /// The size a chunk-size line declares: 1 to 15 hexadecimal digits (below 2^60, so no sum with it can
+    /// overflow), then nothing, or optional blanks and the `;` of chunk extensions. `nil` for anything else:
+    /// a sign (`-1` once read as minus one), `0x`, a blank before the digits, other bytes after them.
+    static func chunkSize(_ line: [UInt8]) -> Int? {
+        var size = 0
+        var index = 0
+        while index < line.count, let digit = hexDigit(line[index]) {
+            guard index < 15 else { return nil }
+            size = size << 4 | digit
+            index += 1
+        }
+        guard index > 0 else { return nil }
+        while index < line.count, line[index] == 32 || line[index] == 9 { index += 1 }
+        guard index == line.count || line[index] == 59 else { return nil }
+        return size
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> Int? {
+        switch byte {
+        case 48...57: Int(byte - 48)  // 0-9
+        case 65...70: Int(byte - 55)  // A-F
+        case 97...102: Int(byte - 87)  // a-f
+        default: nil
+        }
     }
 
     /// Chooses how the body ends; the finished answer when it has none.

@@ -106,6 +106,25 @@ import Testing
         }
     }
 
+    /// `-1` was read as minus one and trapped in the parser (taking -1 bytes); a sign, `0x`, a blank before
+    /// the digits, a 16th digit or other bytes after them are refused as a bad answer.
+    @Test(arguments: ["-1", "+1", "-0", "0x10", " 1", "1x", "1 x", "", ";ext", "1000000000000000", "\u{FF}"])
+    func aChunkSizeLineThatIsNotHexDigitsIsRefused(line: String) {
+        let answer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(line)\r\nabc\r\n0\r\n\r\n"
+        for piece in [1, 4096] {
+            #expect(throws: BoundedHTTPError.self, "\(line) in pieces of \(piece)") {
+                try Self.parse(answer, piece: piece, close: true)
+            }
+        }
+    }
+
+    @Test(arguments: ["3", "003", "3;name=value", "3 ; name", "3\t;x"])
+    func aChunkSizeWithExtensionsOrLeadingZerosReads(line: String) throws {
+        let answer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(line)\r\nabc\r\n0\r\n\r\n"
+        let (response, _) = try #require(try Self.parse(answer, piece: 5))
+        #expect(response.body == Array("abc".utf8))
+    }
+
     @Test func aStreamClosedBeforeAnyByteSaysSo() {
         #expect(throws: BoundedHTTPError(.connectionFailed, "closed without an answer")) {
             try Self.parse("", piece: 1, close: true)
