@@ -85,6 +85,10 @@ struct HTTPResponseParser {
                     }
                     return .needMore
                 }
+                // Also when the whole header came in one read: the limit does not depend on how bytes arrive.
+                guard end - start <= Self.headLimit else {
+                    throw BoundedHTTPError(.badResponse, "the header is longer than \(Self.headLimit) bytes")
+                }
                 try parseHead(upTo: end)
                 if (100..<200).contains(status) && status != 101 { continue }
                 if let progress = try startBody() { return progress }
@@ -181,6 +185,8 @@ struct HTTPResponseParser {
             return nil
         }
         searched = 0
+        // Also when the whole line came in one read (with its CR, as `available` counts above).
+        guard newline - start <= limit else { throw BoundedHTTPError(.badResponse, "a line is too long") }
         var line = Array(take(newline - start + 1).dropLast())
         if line.last == 13 { line.removeLast() }
         return line

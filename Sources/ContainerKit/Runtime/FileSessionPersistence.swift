@@ -550,12 +550,15 @@ public final class FileSessionPersistence: SessionPersistence, Sendable {
             var buffer: [UInt8] = []
             var offset = 0
             for (key, location) in keep.sorted(by: { ($0.1.segment, $0.1.offset) < ($1.1.segment, $1.1.offset) }) {
-                let line = try FileSystem.readBytes(
+                var line = try FileSystem.readBytes(
                     closed[location.segment]!.fd,
                     count: location.length,
                     at: location.offset,
                     path: path(of: location.segment)
                 )
+                // A segment's last line may lack its newline (a crash cut the append just before it; the line
+                // still reads): the copy gets one, or it would run into the next line copied after it.
+                if line.last != 0x0A { line.append(0x0A) }
                 var new = location
                 new.segment = number
                 new.offset = offset + buffer.count

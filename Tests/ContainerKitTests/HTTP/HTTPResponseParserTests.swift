@@ -106,6 +106,43 @@ import Testing
         }
     }
 
+    /// `-1` was read as minus one and trapped in the parser (taking -1 bytes); a sign, `0x`, a blank before
+    /// the digits, a 16th digit or other bytes after them are refused as a bad answer.
+    @Test(arguments: ["-1", "+1", "-0", "0x10", " 1", "1x", "1 x", "", ";ext", "1000000000000000", "\u{FF}"])
+    func aChunkSizeLineThatIsNotHexDigitsIsRefused(line: String) {
+        let answer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(line)\r\nabc\r\n0\r\n\r\n"
+        for piece in [1, 4096] {
+            #expect(throws: BoundedHTTPError.self, "\(line) in pieces of \(piece)") {
+                try Self.parse(answer, piece: piece, close: true)
+            }
+        }
+    }
+
+    @Test(arguments: ["3", "003", "3;name=value", "3 ; name", "3\t;x"])
+    func aChunkSizeWithExtensionsOrLeadingZerosReads(line: String) throws {
+        let answer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(line)\r\nabc\r\n0\r\n\r\n"
+        let (response, _) = try #require(try Self.parse(answer, piece: 5))
+        #expect(response.body == Array("abc".utf8))
+    }
+
+    /// The limits held only while bytes were missing: a header, chunk-size line or trailer over its limit that
+    /// came in one read (with its end) was taken, and the same bytes in smaller reads refused.
+    @Test(arguments: [
+        "HTTP/1.1 200 OK\r\nX: " + String(repeating: "a", count: 70_000) + "\r\nContent-Length: 2\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;" + String(repeating: "e", count: 2000)
+            + "\r\nok\r\n0\r\n\r\n",
+        // A trailer line of 65,536 bytes and its CR: one byte more than a line may hold.
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: " + String(repeating: "t", count: 65_533)
+            + "\r\n\r\n",
+    ])
+    func aPartOverItsLimitFailsAlsoWhenItArrivesInOneRead(answer: String) {
+        for piece in [1 << 20, 16 * 1024, 1000] {
+            #expect(throws: BoundedHTTPError.self, "in pieces of \(piece)") {
+                try Self.parse(answer, piece: piece, limit: 1 << 20, close: true)
+            }
+        }
+    }
+
     @Test func aStreamClosedBeforeAnyByteSaysSo() {
         #expect(throws: BoundedHTTPError(.connectionFailed, "closed without an answer")) {
             try Self.parse("", piece: 1, close: true)

@@ -222,6 +222,30 @@ struct SessionPersistenceTests {
         #expect(FileSessionPersistence.parse(flipped[...]) == nil)
     }
 
+    /// A crash that cut an append just before its newline leaves a line that reads; compaction copied it
+    /// without a newline, so it ran into the next line copied: both sessions were lost.
+    @Test func aLastLineWithoutItsNewlineKeepsItsSessionAndTheNextThroughCompaction() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func stored(_ user: String) -> StoredSession {
+            StoredSession(snapshot: SessionSnapshot(sessionID: user, eventNumber: 3), version: 1)
+        }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let bob = FileSessionPersistence.line(for: stored("bob"))
+        try Data(bob.dropLast()).write(to: URL(fileURLWithPath: directory + "/000000000001.sessions"))
+        try Data(FileSessionPersistence.line(for: stored("cy")))
+            .write(to: URL(fileURLWithPath: directory + "/000000000002.sessions"))
+
+        let persistence = FileSessionPersistence(directory: directory)
+        #expect(try await persistence.load(userID: "bob") == stored("bob"))
+        try persistence.compact()
+        for reader in [persistence, FileSessionPersistence(directory: directory)] {
+            #expect(try await reader.load(userID: "bob") == stored("bob"))
+            #expect(try await reader.load(userID: "cy") == stored("cy"))
+        }
+        #expect(FileSessionPersistence(directory: directory).skippedLines == 0)
+    }
+
     @Test func aSaveWithASupersededChangeKeepsEveryOtherLineWhereTheIndexSaysItIs() async throws {
         let directory = Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
