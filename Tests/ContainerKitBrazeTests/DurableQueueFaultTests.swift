@@ -42,6 +42,33 @@ import Testing
         }
     }
 
+    /// `operation` fails with `errorNumber` the next `count` times once armed; counts how often it did.
+    final class TransientFault: Sendable {
+        let operation: SegmentLogFaults.Operation
+        let errorNumber: Int32
+        private let state = Mutex((left: 0, fired: 0))
+
+        init(_ operation: SegmentLogFaults.Operation, _ errorNumber: Int32) {
+            self.operation = operation
+            self.errorNumber = errorNumber
+        }
+
+        func arm(_ count: Int) { state.withLock { $0.left = count } }
+        var fired: Int { state.withLock { $0.fired } }
+
+        var faults: SegmentLogFaults {
+            SegmentLogFaults { operation, _ in
+                guard operation == self.operation else { return nil }
+                return self.state.withLock { state in
+                    guard state.left > 0 else { return nil }
+                    state.left -= 1
+                    state.fired += 1
+                    return self.errorNumber
+                }
+            }
+        }
+    }
+
     @Test(arguments: [
         Set<SegmentLogFaults.Operation>([.write]), [.sync], [.create, .write],
     ])
@@ -162,22 +189,15 @@ import Testing
         defer { directory.remove() }
         let records = (0..<50).map { event("r\($0)") }
         try writeSegment(directory, 1, records, checksummed: false)
-        let failures = Mutex(2)
-        let faults = SegmentLogFaults { operation, _ in
-            guard operation == .open else { return nil }
-            return failures.withLock { left in
-                guard left > 0 else { return nil }
-                left -= 1
-                return errorNumber
-            }
-        }
+        let fault = TransientFault(.open, errorNumber)
+        fault.arm(2)
         let destination = InMemoryAnalyticsSink()
-        var configuration = settings(faults: faults)
+        var configuration = settings(faults: fault.faults)
         configuration.delivery.retry.baseDelay = .milliseconds(1)
         let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: configuration)
         try await whileRunning(queue) { try await queue.flush() }
         #expect(destination.records.map(\.id) == records.map(\.id))
-        #expect(failures.withLock { $0 } == 0)
+        #expect(fault.fired == 2)
     }
 
     /// The same while the queue runs: a segment's creation (or a read of one) fails once with a transient
@@ -189,16 +209,9 @@ import Testing
     ) async throws {
         let directory = TemporaryDirectory("transient")
         defer { directory.remove() }
-        let armed = Mutex(false)
-        let faults = SegmentLogFaults { seen, _ in
-            guard seen == operation else { return nil }
-            return armed.withLock { armed in
-                defer { armed = false }
-                return armed ? errorNumber : nil
-            }
-        }
+        let fault = TransientFault(operation, errorNumber)
         let destination = InMemoryAnalyticsSink()
-        var configuration = settings(faults: faults)
+        var configuration = settings(faults: fault.faults)
         configuration.delivery.retry.baseDelay = .milliseconds(1)
         configuration.maximumSegmentBytes = 4096
         configuration.maximumBufferedRecords = 20
@@ -206,7 +219,7 @@ import Testing
         var durable: [AnalyticsRecord] = []
         try await whileRunning(queue) {
             for round in 0..<40 {
-                if round == 10 { armed.withLock { $0 = true } }
+                if round == 10 { fault.arm(1) }
                 let records = (0..<10).map {
                     event("r\(round)-\($0)", ["pad": .string(String(repeating: "x", count: 40))])
                 }
@@ -228,19 +241,9 @@ import Testing
     func aFailedOpenOfABacklogSegmentIsRetriedWhileRunning(errorNumber: Int32) async throws {
         let directory = TemporaryDirectory("backlog-open")
         defer { directory.remove() }
-        let armed = Mutex(0)
-        let fired = Mutex(0)
-        let faults = SegmentLogFaults { operation, _ in
-            guard operation == .open else { return nil }
-            return armed.withLock { left in
-                guard left > 0 else { return nil }
-                left -= 1
-                fired.withLock { $0 += 1 }
-                return errorNumber
-            }
-        }
+        let fault = TransientFault(.open, errorNumber)
         let destination = GatedDestination(batchSize: 10)
-        var configuration = settings(faults: faults)
+        var configuration = settings(faults: fault.faults)
         configuration.delivery.retry.baseDelay = .milliseconds(1)
         configuration.maximumBufferedRecords = 10
         configuration.maximumSegmentBytes = 4096
@@ -254,7 +257,7 @@ import Testing
             for start in stride(from: 10, to: 120, by: 10) {
                 try await queue.append(Array(records[start..<start + 10]))
             }
-            armed.withLock { $0 = 2 }
+            fault.arm(2)
             destination.settle(first[0])
             while destination.delivered.count < records.count, let batch = await arrivals.next() {
                 destination.settle(batch[0])
@@ -262,7 +265,7 @@ import Testing
             try await queue.flush()
         }
         #expect(destination.delivered.map(\.id) == records.map(\.id))
-        #expect(fired.withLock { $0 } == 2, "the open failed twice")
+        #expect(fault.fired == 2, "the open failed twice")
     }
 
     @Test func anUnreadableSegmentIsReportedAndTheGoodRecordsAreDelivered() async throws {
