@@ -181,27 +181,10 @@ import Testing
         }
     }
 
-    /// A segment that cannot be opened now (too many open files, a failing device, a changed permission)
-    /// is read again later: delivery resumes by itself once the open works, and flush returns.
-    @Test(arguments: [EMFILE, EIO, EACCES])
-    func aSegmentThatFailsToOpenOnceIsReadAgainAndDeliveryResumes(errorNumber: Int32) async throws {
-        let directory = TemporaryDirectory("open-fails")
-        defer { directory.remove() }
-        let records = (0..<50).map { event("r\($0)") }
-        try writeSegment(directory, 1, records, checksummed: false)
-        let fault = TransientFault(.open, errorNumber)
-        fault.arm(2)
-        let destination = InMemoryAnalyticsSink()
-        var configuration = settings(faults: fault.faults)
-        configuration.delivery.retry.baseDelay = .milliseconds(1)
-        let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: configuration)
-        try await whileRunning(queue) { try await queue.flush() }
-        #expect(destination.records.map(\.id) == records.map(\.id))
-        #expect(fault.fired == 2)
-    }
-
-    /// The same while the queue runs: a segment's creation (or a read of one) fails once with a transient
-    /// error; the commit it carried fails alone, and every later record is delivered.
+    /// While the queue runs and records arrive: a segment's creation (or an open or read of one) fails once
+    /// with a transient error (too many open files, a failing device, a changed permission); the commit it
+    /// carried fails alone, and every later record is delivered (DurableQueueIntegrityTests covers the same
+    /// failures of a backlog read at start).
     @Test(arguments: [SegmentLogFaults.Operation.create, .open, .read], [EMFILE, EIO, EACCES])
     func aTransientFailureWhileRunningFailsOnlyItsCommitAndDeliveryResumes(
         operation: SegmentLogFaults.Operation,
