@@ -278,57 +278,6 @@ final class PostgresScaleOut: Sendable {
     }
 }
 
-/// Runs the work of one key at a time, first come first served (a user's push and its commit, so the snapshot
-/// committed with a push's records holds that push and no later one): a turnstile per key.
-final class KeyedSerialization: Sendable {
-    private let waiting = Mutex<[String: [CheckedContinuation<Void, Never>]]>([:])
-
-    func serialize<T: Sendable>(_ key: String, _ body: () async throws -> T) async throws -> T {
-        await acquire(key)
-        defer { release(key) }
-        return try await body()
-    }
-
-    /// Passes the turnstile of `key` (waits until the work ahead of it released it). Work that needs several
-    /// keys acquires them in one global order (`acquire(_:)` with all of them), so that two such
-    /// works cannot each hold a key the other waits for.
-    func acquire(_ key: String) async {
-        await withCheckedContinuation { continuation in
-            let runNow = waiting.withLock { waiting -> Bool in
-                if waiting[key] == nil {
-                    waiting[key] = []
-                    return true
-                }
-                waiting[key]!.append(continuation)
-                return false
-            }
-            if runNow { continuation.resume() }
-        }
-    }
-
-    /// Acquires every one of `keys` (repeats once), in the order of their UTF-8 bytes; returns them, to
-    /// release each.
-    func acquire(_ keys: some Collection<String>) async -> [String] {
-        let ordered = Set(keys).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-        for key in ordered { await acquire(key) }
-        return ordered
-    }
-
-    /// Lets the next work waiting for `key` in.
-    func release(_ key: String) {
-        let next = waiting.withLock { waiting -> CheckedContinuation<Void, Never>? in
-            guard var queue = waiting[key], !queue.isEmpty else {
-                waiting[key] = nil
-                return nil
-            }
-            let first = queue.removeFirst()
-            waiting[key] = queue
-            return first
-        }
-        next?.resume()
-    }
-}
-
 /// `POST /v1/events` and `POST /v1/users/{user_id}/events` in `--postgres` mode: the user id may come in the
 /// `X-User-ID` header or the path (what a load balancer hashes on to send a user's requests to the instance
 /// that holds their session); a body whose `user_id` disagrees is refused with 400 `user_id_mismatch`.
