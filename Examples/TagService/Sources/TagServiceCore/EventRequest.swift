@@ -95,9 +95,18 @@ struct EventRequest: Sendable {
     }
 }
 
-/// The body of `request`, refused with 413 `body_too_large` when it is larger than `limit` bytes (by its
-/// `Content-Length` before anything is read, else while it is read).
+/// The body of `request`: refused with 415 `unsupported_media_type` unless its `Content-Type` is
+/// `application/json` (see ``isJSONContentType(_:)``), before anything is read; with 413 `body_too_large` when
+/// it is larger than `limit` bytes (by its `Content-Length` before anything is read, else while it is read).
 func requestBody(of request: Request, limit: Int) async throws(APIError) -> [UInt8] {
+    let types = request.headers[values: .contentType]
+    guard types.count == 1, isJSONContentType(types[0]) else {
+        let given = types.isEmpty ? "no Content-Type" : "Content-Type '\(types.joined(separator: ", "))'"
+        throw APIError(
+            .unsupportedMediaType,
+            "the body must be JSON sent as 'Content-Type: application/json' (charset utf-8 if any), not \(given)"
+        )
+    }
     let tooLarge = APIError(.bodyTooLarge, "the body is larger than \(limit) bytes")
     if let length = request.headers[.contentLength].flatMap(Int.init), length > limit { throw tooLarge }
     do {
@@ -107,5 +116,33 @@ func requestBody(of request: Request, limit: Int) async throws(APIError) -> [UIn
         throw tooLarge
     } catch {
         throw APIError(.malformedJSON, "the body could not be read: \(error)")
+    }
+}
+
+/// Whether a `Content-Type` value is `application/json`, with any parameters, of which a `charset` must be
+/// UTF-8: `application/json`, `Application/JSON; charset="utf-8"`. Not another JSON-based type
+/// (`application/vnd.api+json`), not `text/plain` (what a browser's form or `fetch` may send across origins
+/// without asking first).
+func isJSONContentType(_ value: String) -> Bool {
+    let parts = value.split(separator: ";", omittingEmptySubsequences: false)
+    guard let type = parts.first, type.trimmingWhitespace().lowercased() == "application/json" else { return false }
+    for parameter in parts.dropFirst() {
+        let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        guard pair.count == 2 else { return false }
+        guard pair[0].trimmingWhitespace().lowercased() == "charset" else { continue }
+        var charset = Substring(pair[1].trimmingWhitespace())
+        if charset.count >= 2, charset.first == "\"", charset.last == "\"" { charset = charset.dropFirst().dropLast() }
+        guard ["utf-8", "utf8"].contains(charset.lowercased()) else { return false }
+    }
+    return true
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    fileprivate func trimmingWhitespace() -> Substring {
+        var text = self
+        while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
+        while let last = text.last, last == " " || last == "\t" { text.removeLast() }
+        return text
     }
 }

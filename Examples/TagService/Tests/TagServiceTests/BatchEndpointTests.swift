@@ -42,7 +42,7 @@ extension ValueMap {
         let events = [("u1", "a"), ("u2", "b"), ("u1", "c"), ("u3", "d"), ("u1", "e"), ("u2", "f")]
         try await service.application.test(.live) { client in
             let body = batchBody(events.map { batchEvent(user: $0.0, title: $0.1) })
-            try await client.execute(uri: "/v1/batch", method: .post, body: body) { response in
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: body) { response in
                 #expect(response.status == .ok)
                 let answer = try response.json
                 #expect(answer["accepted"] == 6)
@@ -82,7 +82,7 @@ extension ValueMap {
                 #"{"user_id": "grace", "event": "played song", "parameters": []}"#,
                 batchEvent(user: "ada", title: "b"),
             ])
-            try await client.execute(uri: "/v1/batch", method: .post, body: body) { response in
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: body) { response in
                 #expect(response.status == .ok)
                 let answer = try response.json
                 #expect(answer["accepted"] == 2)
@@ -124,7 +124,7 @@ extension ValueMap {
         ]
         try await service.application.test(.live) { client in
             for (body, status, code) in cases {
-                try await client.execute(uri: "/v1/batch", method: .post, body: body) { response in
+                try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: body) { response in
                     #expect(response.status == status)
                     let error = try #require(try response.json["error"]?.objectValue)
                     #expect(error["code"]?.stringValue == code)
@@ -133,7 +133,7 @@ extension ValueMap {
             }
             // At the limits it is taken.
             let full = batchBody((0..<3).map { batchEvent(user: "u\($0)", title: "t") })
-            try await client.execute(uri: "/v1/batch", method: .post, body: full) { response in
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: full) { response in
                 #expect(response.status == .ok)
                 let answer = try response.json
                 #expect(answer["accepted"] == 3)
@@ -148,7 +148,7 @@ extension ValueMap {
         let service = try await fixture.make()
         try await service.application.test(.live) { client in
             let body = batchBody([batchEvent(user: "u1", title: "a"), batchEvent(user: "u2", title: "b")])
-            try await client.execute(uri: "/v1/batch", method: .post, body: body) { response in
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: body) { response in
                 #expect(response.status == .serviceUnavailable)
                 let answer = try response.json
                 #expect(answer["error"]?.objectValue?["code"] == "no_container")
