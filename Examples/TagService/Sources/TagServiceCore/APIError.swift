@@ -24,8 +24,13 @@ struct APIError: Error, Sendable {
         static let noContainer = Code(rawValue: "no_container")
         /// The user's saved session cannot be loaded now; the client should retry (503).
         static let sessionsUnavailable = Code(rawValue: "sessions_unavailable")
-        /// `--postgres`: the body's `user_id` differs from the one in the `X-User-ID` header or the path (400).
+        /// The body's `user_id` differs from the one in the `X-User-ID` header or the path (400).
         static let userMismatch = Code(rawValue: "user_id_mismatch")
+        /// The `X-User-ID` header or the path's user id cannot be used: repeated, not UTF-8 (percent-decoded, for
+        /// the path), empty, too long, with a NUL or U+FFFD (400; see ``RoutedUser``).
+        static let invalidUserID = Code(rawValue: "invalid_user_id")
+        /// The `X-User-ID` header and the path name two different users (400).
+        static let conflictingUserID = Code(rawValue: "conflicting_user_id")
         /// A batch holds more events than `--max-batch-events` (413).
         static let tooManyEvents = Code(rawValue: "too_many_events")
         /// The record queue is not running (not started yet, or stopping), so nothing would store the

@@ -13,15 +13,12 @@ struct EventRequest: Sendable {
     /// The client the user is on (keys of ``ClientContext/keys``); used when the session is created.
     var context: ClientContext?
 
-    /// The longest `user_id` accepted, in UTF-8 bytes (Braze's limit for an `external_id`).
-    static let maximumUserIDBytes = 997
-
     /// The deepest nesting a body may have (a batch's bodies may be two levels deeper: the batch object and
     /// its array).
     static let maximumDepth = 64
 
-    /// Reads a request body; with `routedUser` (the `X-User-ID` header or the path in `--postgres` mode), a
-    /// body without `user_id` is this user's and a body naming another user is refused.
+    /// Reads a request body; with `routedUser` (the `X-User-ID` header or the path: ``RoutedUser``), a body
+    /// without `user_id` is this user's and a body naming another user is refused.
     init(body: [UInt8], routedUser: String? = nil) throws(APIError) {
         let value: Value
         do {
@@ -57,13 +54,12 @@ struct EventRequest: Sendable {
         guard let user = object["user_id"], !user.isUndefined, user != .null else {
             throw APIError(.missingField, "'user_id' is required")
         }
-        guard case .string(let userID) = user, !userID.isEmpty, userID.utf8.count <= Self.maximumUserIDBytes else {
+        guard case .string(let userID) = user else {
             throw APIError(.invalidField, "'user_id' must be a non-empty string of at most 997 bytes")
         }
-        // User IDs are bytes (two canonically equivalent IDs are two users); a NUL cannot travel everywhere
-        // an ID goes (C strings, PostgreSQL text), so it is refused here, before anything is pushed.
-        guard !userID.utf8.contains(0) else {
-            throw APIError(.invalidField, "'user_id' must not contain a NUL character")
+        // The same rules as for the header and the path (a NUL, say, is refused here, before anything is pushed).
+        if let problem = UserIDRules.problem(with: userID) {
+            throw APIError(.invalidField, "'user_id' \(problem); it must be a non-empty string of at most 997 bytes")
         }
         guard let eventValue = object["event"], !eventValue.isUndefined, eventValue != .null else {
             throw APIError(.missingField, "'event' is required")

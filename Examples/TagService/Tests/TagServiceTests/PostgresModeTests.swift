@@ -113,6 +113,17 @@ struct PostgresModeTests {
         try await body(cluster, fixture, service, try #require(service.scaleOut))
     }
 
+    /// Issue 38: the path's id was used percent-encoded, a repeated header joined, a header and a path that
+    /// disagree resolved silently. The same rules as the local mode (``checkUserIDRules(_:)``).
+    @Test func theUserIDRulesAreTheLocalModes() async throws {
+        try await withOneInstance { _, _, service, _ in
+            try await service.application.test(.live) { client in
+                try await checkUserIDRules(client)
+            }
+            #expect(service.sessions.count == 2)
+        }
+    }
+
     @Test func aLostPostgresGives503AndTheServiceRecoversByItself() async throws {
         try await withOneInstance { cluster, fixture, service, scaleOut in
             @Sendable func titled(_ title: String) -> ByteBuffer {
