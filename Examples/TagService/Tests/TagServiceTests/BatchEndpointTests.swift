@@ -142,6 +142,95 @@ extension ValueMap {
         #expect(service.sessions.count == 3)
     }
 
+    /// Issue 38: an event nesting deeper than a single body may refused the whole batch; only it is refused now.
+    @Test func anEventThatNestsTooDeepIsRefusedInItsPlaceAndTheOthersArePushed() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        // 70 levels inside the event object: more than the 64 a body may have.
+        let deep = String(repeating: #"{"a": "#, count: 70) + "1" + String(repeating: "}", count: 70)
+        let deepEvent = #"{"event": "played song", "user_id": "grace", "parameters": \#(deep)}"#
+        // Exactly as deep as a single body may be (64 levels, the event object included) is fine.
+        let deepest = String(repeating: #"{"a": "#, count: 62) + "1" + String(repeating: "}", count: 62)
+        try await service.application.test(.router) { client in
+            let body = batchBody([
+                batchEvent(user: "ada", title: "a"), deepEvent,
+                #"{"event": "played song", "user_id": "ada", "parameters": {"title": "b", "x": \#(deepest)}}"#,
+                "[\(deep)]",
+            ])
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: body) { response in
+                #expect(response.status == .ok)
+                let answer = try response.json
+                #expect(answer["accepted"] == 2)
+                #expect(answer["refused"] == 2)
+                let results = answer.batchResults
+                #expect(results.map { $0["status"] } == [200, 400, 200, 400])
+                #expect(results[1]["error"]?.objectValue?["code"] == "malformed_json")
+                #expect(results[1]["user_id"] == "grace")
+                #expect(results.map { $0.recordTitles.first } == ["a", nil, "b", nil])
+            }
+            // The same event sent alone is refused the same way.
+            try await client.execute(
+                uri: "/v1/events",
+                method: .post,
+                headers: .json,
+                body: ByteBuffer(string: deepEvent)
+            ) { response in
+                #expect(response.status == .badRequest)
+                let answer = try response.json
+                #expect(answer["error"]?.objectValue?["code"] == "malformed_json")
+            }
+            // Too deep outside the events, or not JSON elsewhere: the batch cannot be read.
+            for broken in [
+                #"{"meta": \#(deep), "events": [\#(batchEvent(user: "ada", title: "c"))]}"#,
+                #"{"events": [\#(deepEvent), {"event": "x", "user_id": "ada", "n": 01}]}"#,
+                #"{"events": [\#(deepEvent), {"event": "x" "user_id": "ada"}]}"#,
+                #"{"events": [\#(deepEvent)] "#, #"{"events": [\#(deepEvent)]} x"#,
+            ] {
+                try await client.execute(
+                    uri: "/v1/batch",
+                    method: .post,
+                    headers: .json,
+                    body: ByteBuffer(string: broken)
+                ) { response in
+                    #expect(response.status == .badRequest, "\(broken.suffix(40))")
+                    let answer = try response.json
+                    #expect(answer["error"]?.objectValue?["code"] == "malformed_json")
+                }
+            }
+            // Too many events, counted without reading them.
+            let many = "{\"events\": [" + Array(repeating: deepEvent, count: 101).joined(separator: ",") + "]}"
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: ByteBuffer(string: many)) {
+                response in
+                let answer = try response.json
+                #expect(answer["error"]?.objectValue?["code"] == "too_many_events")
+            }
+        }
+        #expect(service.sessions.existingSession(for: "grace") == nil)
+        #expect(service.sessions.existingSession(for: "ada")?.snapshot().eventNumber == 2)
+    }
+
+    @Test func spansFollowTheStructureWithoutBuildingIt() throws {
+        let text = #" {"k": "a\"]}", "events": [1, {"x": [true, null]}, "s" , -2.5e3], "e": {}} "#
+        let spans = JSONSpans(bytes: Array(text.utf8))
+        let document = try #require(spans.document())
+        let members = try #require(spans.members(of: document))
+        let bytes = Array(text.utf8)
+        #expect(members.map { String(decoding: bytes[$0.key], as: UTF8.self) } == [#""k""#, #""events""#, #""e""#])
+        let elements = try #require(spans.elements(of: members[1].value))
+        #expect(
+            elements.map { String(decoding: bytes[$0], as: UTF8.self) } == [
+                "1", #"{"x": [true, null]}"#, #""s""#, "-2.5e3",
+            ]
+        )
+        #expect(spans.members(of: members[2].value)?.isEmpty == true)
+        for broken in [#"{"a": [1}"#, #"{"a" 1}"#, #"{"a": 1,}"#, "[1 2]", #"{"a": "x}"#, "{} {}", ""] {
+            let spans = JSONSpans(bytes: Array(broken.utf8))
+            let parsed = spans.document().flatMap { spans.members(of: $0) ?? spans.elements(of: $0).map { _ in [] } }
+            #expect(parsed == nil, "\(broken)")
+        }
+    }
+
     @Test func aBatchWithoutALiveContainerIsRefusedWith503AndNothingIsPushed() async throws {
         let fixture = try TestService(containers: false)
         defer { fixture.remove() }
