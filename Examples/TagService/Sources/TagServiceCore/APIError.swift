@@ -14,6 +14,9 @@ struct APIError: Error, Sendable {
         static let missingField = Code(rawValue: "missing_field")
         /// A member has the wrong type or an unusable value (400).
         static let invalidField = Code(rawValue: "invalid_field")
+        /// The request presents none of the write keys (`--write-key`), or `/metrics` not the metrics token
+        /// (401, with a `WWW-Authenticate` challenge).
+        static let unauthorized = Code(rawValue: "unauthorized")
         /// The body is larger than `--max-body-bytes` (413).
         static let bodyTooLarge = Code(rawValue: "body_too_large")
         /// The body is not `application/json` (415).
@@ -48,6 +51,7 @@ struct APIError: Error, Sendable {
 
     var status: HTTPResponse.Status {
         switch code {
+        case .unauthorized: .unauthorized
         case .bodyTooLarge, .tooManyEvents: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
         case .notDurable, .noContainer, .sessionsUnavailable, .queueNotRunning: .serviceUnavailable

@@ -125,12 +125,22 @@ public struct TagServiceApplication: Sendable {
         let router = Router()
         router.add(middleware: RequestMetricsMiddleware(counters: metrics.requestCounters))
         router.add(middleware: JSONErrorMiddleware())
+        // The endpoints that push events need a write key, when the service has any.
+        let ingestion = router.group()
+        let writeKeys = WriteKeys(configuration.writeKeys)
+        if writeKeys.isEmpty {
+            logger.warning(
+                "no write key: anyone who can reach the port can push events; keep it private, or start with --write-key"
+            )
+        } else {
+            ingestion.add(middleware: WriteKeyMiddleware(keys: writeKeys))
+        }
         if let scaleOut {
             PostgresEventsController(
                 scaleOut: scaleOut,
                 maximumBodyBytes: configuration.maximumBodyBytes,
                 batchLimits: batchLimits
-            ).register(on: router)
+            ).register(on: ingestion)
         } else {
             EventsController(
                 sessions: sessions,
@@ -140,7 +150,7 @@ public struct TagServiceApplication: Sendable {
                 maximumBodyBytes: configuration.maximumBodyBytes,
                 batchLimits: batchLimits,
                 logger: logger
-            ).register(on: router)
+            ).register(on: ingestion)
         }
         OperationsController(
             manager: manager,
@@ -149,7 +159,8 @@ public struct TagServiceApplication: Sendable {
             metrics: metrics,
             readiness: readiness,
             requiredIDs: configuration.openIDs,
-            scaleOut: scaleOut
+            scaleOut: scaleOut,
+            metricsToken: configuration.metricsToken
         ).register(on: router)
 
         application = Application(

@@ -78,6 +78,13 @@ public struct TagServiceConfiguration: Sendable {
     /// Braze requests per second for the whole cluster (the limit of the API key), shared by the instances
     /// in `--postgres` mode; `nil`: no limit.
     public var brazeRequestsPerSecond: Double?
+    /// The write keys a request that pushes events must present (``WriteKeys``: HTTP Basic with the key as the
+    /// user name, or a Bearer token); several for rotation. Empty: anyone who reaches the port may push — the
+    /// service warns at start, and the port must stay private.
+    public var writeKeys: [String] = []
+    /// The token `GET /metrics` must present as `Authorization: Bearer <token>`; `nil`: `/metrics` is open
+    /// like `/health` and `/ready`.
+    public var metricsToken: String?
 
     /// Creates a configuration with the two required directories.
     public init(containersDirectory: String, queueDirectory: String) {
@@ -170,6 +177,13 @@ extension TagServiceConfiguration {
           --braze-requests-per-second <n>
                                     Braze requests a second for the whole cluster, shared by the instances
                                     (TAGSERVICE_BRAZE_REQUESTS_PER_SECOND)
+          --write-key <key>         a key POST /v1/... requests must present, as HTTP Basic (the key as the
+                                    user name, empty password) or Authorization: Bearer <key>; repeatable,
+                                    for rotation (TAGSERVICE_WRITE_KEYS, comma-separated). Without any key,
+                                    anyone who reaches the port can push events: keep it private
+          --write-key-file <path>   more write keys, one a line (# comments) (TAGSERVICE_WRITE_KEY_FILE)
+          --metrics-token <token>   GET /metrics then needs Authorization: Bearer <token>
+                                    (TAGSERVICE_METRICS_TOKEN); /health and /ready stay open
           --help                    show this text
 
         Braze:
@@ -179,11 +193,12 @@ extension TagServiceConfiguration {
 
         endpoints:
           POST /v1/events   {"user_id", "event", "parameters"?, "context"?} → fired tags and records
-                            (--postgres: the user id may come in an X-User-ID header instead, or in the
-                            path: POST /v1/users/<user_id>/events; a disagreeing body is refused)
+                            (the user id may come in an X-User-ID header instead, or in the path:
+                            POST /v1/users/<user_id>/events, percent-decoded; a disagreeing body is
+                            refused); Content-Type: application/json; the write key if any
           POST /v1/batch    {"events": [event, …]} → {"results": [one answer per event, in order],
-                            "accepted", "refused"}; one durable wait for the whole batch (--postgres:
-                            X-User-ID or POST /v1/users/<user_id>/batch as for a single event)
+                            "accepted", "refused"}; one durable wait for the whole batch (X-User-ID or
+                            POST /v1/users/<user_id>/batch as for a single event)
           GET  /health      alive
           GET  /ready       a container is live and the queue is writable
           GET  /metrics     Prometheus text format
@@ -201,6 +216,7 @@ extension TagServiceConfiguration {
     public static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Parsed {
         var values: [String: String] = [:]
         var opens: [String] = []
+        var writeKeys: [String] = []
         var noDurableWait =
             environment["TAGSERVICE_NO_DURABLE_WAIT"].map { ["1", "true", "yes"].contains($0) } ?? false
         let valued: [String: String] = [
@@ -218,6 +234,7 @@ extension TagServiceConfiguration {
             "--postgres": "CONTAINERKIT_POSTGRES_URL", "--instance-name": "TAGSERVICE_INSTANCE_NAME",
             "--postgres-partitions": "TAGSERVICE_POSTGRES_PARTITIONS",
             "--braze-requests-per-second": "TAGSERVICE_BRAZE_REQUESTS_PER_SECOND",
+            "--write-key-file": "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token": "TAGSERVICE_METRICS_TOKEN",
         ]
         for (flag, variable) in valued {
             if let value = environment[variable], !value.isEmpty { values[flag] = value }
@@ -225,7 +242,13 @@ extension TagServiceConfiguration {
         if let list = environment["TAGSERVICE_OPEN"] {
             opens = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
+        if let list = environment["TAGSERVICE_WRITE_KEYS"] {
+            writeKeys = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
+        }
         var flagOpens: [String] = []
+        var flagWriteKeys: [String] = []
         var index = 0
         while index < arguments.count {
             var argument = arguments[index]
@@ -241,6 +264,8 @@ extension TagServiceConfiguration {
                 noDurableWait = true
             case "--open":
                 flagOpens.append(try value(of: argument, inline: inlineValue, arguments, &index))
+            case "--write-key":
+                flagWriteKeys.append(try value(of: argument, inline: inlineValue, arguments, &index))
             case _ where valued[argument] != nil:
                 values[argument] = try value(of: argument, inline: inlineValue, arguments, &index)
             default:
@@ -249,6 +274,7 @@ extension TagServiceConfiguration {
             index += 1
         }
         if !flagOpens.isEmpty { opens = flagOpens }
+        if !flagWriteKeys.isEmpty { writeKeys = flagWriteKeys }
 
         guard let containers = values["--containers"] else {
             throw UsageError("--containers <dir> is required (or TAGSERVICE_CONTAINERS)")
@@ -344,6 +370,12 @@ extension TagServiceConfiguration {
             configuration.logLevel = level
         }
         try parseScaleOut(values, into: &configuration)
+        try parseKeys(
+            writeKeys,
+            file: values["--write-key-file"],
+            metricsToken: values["--metrics-token"],
+            into: &configuration
+        )
         if let endpoint = environment["BRAZE_REST_ENDPOINT"], !endpoint.isEmpty {
             guard let url = httpURL(endpoint) else {
                 throw UsageError("BRAZE_REST_ENDPOINT needs an http(s) URL, not '\(endpoint)'")
@@ -355,6 +387,41 @@ extension TagServiceConfiguration {
             configuration.brazeAPIKey = key
         }
         return .run(configuration)
+    }
+
+    /// Reads the write keys (those of `--write-key`, else of `TAGSERVICE_WRITE_KEYS`, plus those of
+    /// `--write-key-file`) and the metrics token. A refused key is named by its position, never by its text.
+    private static func parseKeys(
+        _ keys: [String],
+        file: String?,
+        metricsToken: String?,
+        into configuration: inout TagServiceConfiguration
+    ) throws(UsageError) {
+        var keys = keys
+        if let file {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw UsageError("--write-key-file: cannot read '\(file)'")
+            }
+            for line in text.split(whereSeparator: \.isNewline) {
+                let key = line.trimmingCharacters(in: .whitespaces)
+                if !key.isEmpty, !key.hasPrefix("#") { keys.append(key) }
+            }
+        }
+        for (index, key) in keys.enumerated() where !WriteKeys.isUsableKey(key) {
+            throw UsageError(
+                "write key \(index + 1) of \(keys.count) is not usable: a key is at least 16 characters of printable "
+                    + "ASCII without spaces, ':' or ','"
+            )
+        }
+        configuration.writeKeys = keys
+        if let metricsToken {
+            guard WriteKeys.isUsableKey(metricsToken) else {
+                throw UsageError(
+                    "--metrics-token is not usable: at least 16 characters of printable ASCII without spaces, ':' or ','"
+                )
+            }
+            configuration.metricsToken = metricsToken
+        }
     }
 
     private static func value(
