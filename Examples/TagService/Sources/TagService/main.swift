@@ -38,7 +38,7 @@ do {
         logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
     }
     MetricsSystem.bootstrap(service.metricsFactory)
-    try await service.application.runService()
+    try await service.runService()
     logger.info("stopped")
 } catch {
     logger.critical("cannot run", metadata: ["error": "\(error)"])

@@ -36,6 +36,11 @@ struct APIError: Error, Sendable {
         static let conflictingUserID = Code(rawValue: "conflicting_user_id")
         /// A batch holds more events than `--max-batch-events` (413).
         static let tooManyEvents = Code(rawValue: "too_many_events")
+        /// The request was not received whole within `--request-timeout` (408; the connection is closed).
+        static let requestTimeout = Code(rawValue: "request_timeout")
+        /// The service is shutting down and cut a request still in progress after `--shutdown-timeout`: it was
+        /// not acknowledged; the client should retry (503; the connection is closed).
+        static let shuttingDown = Code(rawValue: "shutting_down")
         /// The record queue is not running (not started yet, or stopping), so nothing would store the
         /// event's records; the client should retry (503).
         static let queueNotRunning = Code(rawValue: "queue_not_running")
@@ -52,9 +57,10 @@ struct APIError: Error, Sendable {
     var status: HTTPResponse.Status {
         switch code {
         case .unauthorized: .unauthorized
+        case .requestTimeout: .requestTimeout
         case .bodyTooLarge, .tooManyEvents: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
-        case .notDurable, .noContainer, .sessionsUnavailable, .queueNotRunning: .serviceUnavailable
+        case .notDurable, .noContainer, .sessionsUnavailable, .queueNotRunning, .shuttingDown: .serviceUnavailable
         default: .badRequest
         }
     }
@@ -77,10 +83,19 @@ struct APIError: Error, Sendable {
 
     /// The error as a response.
     var response: Response {
+        Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: jsonBytes))
+        )
+    }
+
+    /// The answer's body: `{"error": {"code", "message"}}`.
+    var jsonBytes: [UInt8] {
         var error = ValueMap()
         error["code"] = .string(code.rawValue)
         error["message"] = .string(message)
-        return Response.json(["error": .object(error)], status: status)
+        return JSONWriter.bytes(.object(["error": .object(error)]))
     }
 }
 

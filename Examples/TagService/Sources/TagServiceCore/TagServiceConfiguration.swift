@@ -49,6 +49,15 @@ public struct TagServiceConfiguration: Sendable {
     /// that has not finished sending a request's headers (a slowloris) within this time of connecting or of
     /// its previous request.
     public var idleTimeout: Duration = .seconds(30)
+    /// A request must be read whole — headers and body — within this time of its first byte; past it the
+    /// request is answered 408 and its connection closed (``BoundedHTTP1Channel``). The idle timeout alone does
+    /// not bound a body sent a byte at a time.
+    public var requestTimeout: Duration = .seconds(30)
+    /// How long a graceful shutdown waits for the requests in flight once the server stopped accepting: after
+    /// it they are cut (not acknowledged: 503, or the connection closed) and the shutdown goes on (sessions
+    /// saved, records committed and drained). If the whole shutdown still takes 15 s more than this, the
+    /// services are cancelled (what is durable stays durable).
+    public var shutdownTimeout: Duration = .seconds(15)
     /// The most connections open at once; more wait in the listen backlog until one closes. Keep it well
     /// below the process's descriptor limit (`ulimit -n`): the queue, the sessions and the Braze client
     /// need descriptors too.
@@ -150,6 +159,12 @@ extension TagServiceConfiguration {
           --max-batch-bytes <n>     largest POST /v1/batch body, default 1048576 (TAGSERVICE_MAX_BATCH_BYTES)
           --idle-timeout <s>        close a connection that sent nothing for this long, also one that has
                                     not finished its request headers, default 30 (TAGSERVICE_IDLE_TIMEOUT)
+          --request-timeout <s>     a request must arrive whole (headers and body) within this time of its
+                                    first byte, else 408 and the connection is closed; default 30
+                                    (TAGSERVICE_REQUEST_TIMEOUT)
+          --shutdown-timeout <s>    on SIGTERM, wait this long for requests in flight, then cut them (not
+                                    acknowledged) and finish the shutdown; default 15
+                                    (TAGSERVICE_SHUTDOWN_TIMEOUT)
           --max-connections <n>     most connections at once, default 512; keep it well below ulimit -n
                                     (TAGSERVICE_MAX_CONNECTIONS)
           --reload-interval <s>     seconds between checks of the containers directory, default 2
@@ -229,7 +244,8 @@ extension TagServiceConfiguration {
             "--log-level": "TAGSERVICE_LOG_LEVEL", "--delivery-linger": "TAGSERVICE_DELIVERY_LINGER",
             "--open-timeout": "TAGSERVICE_OPEN_TIMEOUT", "--concurrent-deliveries": "TAGSERVICE_CONCURRENT_DELIVERIES",
             "--commit-delay": "TAGSERVICE_COMMIT_DELAY", "--idle-timeout": "TAGSERVICE_IDLE_TIMEOUT",
-            "--max-connections": "TAGSERVICE_MAX_CONNECTIONS",
+            "--max-connections": "TAGSERVICE_MAX_CONNECTIONS", "--request-timeout": "TAGSERVICE_REQUEST_TIMEOUT",
+            "--shutdown-timeout": "TAGSERVICE_SHUTDOWN_TIMEOUT",
             "--session-save-interval": "TAGSERVICE_SESSION_SAVE_INTERVAL",
             "--postgres": "CONTAINERKIT_POSTGRES_URL", "--instance-name": "TAGSERVICE_INSTANCE_NAME",
             "--postgres-partitions": "TAGSERVICE_POSTGRES_PARTITIONS",
@@ -315,6 +331,12 @@ extension TagServiceConfiguration {
         }
         if let seconds = values["--idle-timeout"] {
             configuration.idleTimeout = try duration(seconds, flag: "--idle-timeout")
+        }
+        if let seconds = values["--request-timeout"] {
+            configuration.requestTimeout = try duration(seconds, flag: "--request-timeout")
+        }
+        if let seconds = values["--shutdown-timeout"] {
+            configuration.shutdownTimeout = try duration(seconds, flag: "--shutdown-timeout")
         }
         if let count = values["--max-connections"] {
             guard let number = Int(count), (1...1_000_000).contains(number) else {

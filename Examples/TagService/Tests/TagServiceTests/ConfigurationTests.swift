@@ -64,6 +64,8 @@ import Testing
         (["--containers", "c", "--queue", "q", "--max-batch-bytes", "-1"], "--max-batch-bytes"),
         (["--containers", "c", "--queue", "q", "--open-timeout", "1e300"], "--open-timeout"),
         (["--containers", "c", "--queue", "q", "--delivery-linger", "nan"], "--delivery-linger"),
+        (["--containers", "c", "--queue", "q", "--request-timeout", "0"], "--request-timeout"),
+        (["--containers", "c", "--queue", "q", "--shutdown-timeout", "-1"], "--shutdown-timeout"),
     ])
     func unusableCommandLinesNameTheFlag(_ arguments: [String], _ flag: String) throws {
         let error = #expect(throws: UsageError.self) { try TagServiceConfiguration.parse(arguments, environment: [:]) }
@@ -89,7 +91,8 @@ import Testing
             "BRAZE_REST_API_KEY", "TAGSERVICE_QUEUE", "--delivery-linger", "--open-timeout", "--open",
             "--container-url", "--concurrent-deliveries", "TAGSERVICE_CONCURRENT_DELIVERIES",
             "--commit-delay", "TAGSERVICE_COMMIT_DELAY", "--write-key", "TAGSERVICE_WRITE_KEYS", "--write-key-file",
-            "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token", "TAGSERVICE_METRICS_TOKEN",
+            "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token", "TAGSERVICE_METRICS_TOKEN", "--request-timeout",
+            "TAGSERVICE_REQUEST_TIMEOUT", "--shutdown-timeout", "TAGSERVICE_SHUTDOWN_TIMEOUT",
         ] {
             #expect(TagServiceConfiguration.help.contains(word))
         }
@@ -129,5 +132,17 @@ import Testing
         }
         #expect(error?.description.contains("write key 1 of 1") == true)
         #expect(error?.description.contains(key) == false)
+    }
+
+    @Test func theRequestAndShutdownBoundsHaveDefaultsFlagsAndVariables() throws {
+        let defaults = try parse(["--containers", "c", "--queue", "q"])
+        #expect(defaults.requestTimeout == .seconds(30))
+        #expect(defaults.shutdownTimeout == .seconds(15))
+        let set = try parse(
+            ["--containers", "c", "--queue", "q", "--request-timeout", "2.5"],
+            ["TAGSERVICE_REQUEST_TIMEOUT": "9", "TAGSERVICE_SHUTDOWN_TIMEOUT": "4"]
+        )
+        #expect(set.requestTimeout == .milliseconds(2500))
+        #expect(set.shutdownTimeout == .seconds(4))
     }
 }
