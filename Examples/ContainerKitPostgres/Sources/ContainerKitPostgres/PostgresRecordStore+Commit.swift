@@ -116,8 +116,9 @@ extension PostgresRecordStore {
             let started = ContinuousClock.now
             var partitions: [Int32] = []
             var payloads: [String] = []
-            var sessions: [String: SessionWrite] = [:]
-            var order: [String] = []
+            // Keyed by the user id's bytes: two canonically equivalent ids are two users, two rows.
+            var sessions: [UserIDKey: SessionWrite] = [:]
+            var order: [UserIDKey] = []
             var removals: [(userID: String, version: Int64)] = []
             for index in remaining {
                 let entry = group[index]
@@ -125,17 +126,18 @@ extension PostgresRecordStore {
                 payloads.append(contentsOf: entry.payloads)
                 removals += entry.removals
                 for stored in entry.sessions {
-                    if var existing = sessions[stored.userID] {
+                    let user = UserIDKey(stored.userID)
+                    if var existing = sessions[user] {
                         existing.version = stored.version
                         existing.snapshot = stored.snapshot.jsonText
-                        sessions[stored.userID] = existing
+                        sessions[user] = existing
                     } else {
-                        sessions[stored.userID] = SessionWrite(
+                        sessions[user] = SessionWrite(
                             expected: stored.version - 1,
                             version: stored.version,
                             snapshot: stored.snapshot.jsonText
                         )
-                        order.append(stored.userID)
+                        order.append(user)
                     }
                 }
             }
@@ -150,9 +152,9 @@ extension PostgresRecordStore {
                     logger: logger
                 )
             }
-            var fenced: Set<String> = []
+            var fenced: Set<UserIDKey> = []
             if !order.isEmpty {
-                let users = order
+                let users = order.map(\.userID)
                 let expected = order.map { sessions[$0]!.expected }
                 let versions = order.map { sessions[$0]!.version }
                 let snapshots = order.map { sessions[$0]!.snapshot }
@@ -179,19 +181,19 @@ extension PostgresRecordStore {
                     """,
                     logger: logger
                 )
-                var written: Set<String> = []
-                for try await user in rows.decode(String.self) { written.insert(user) }
+                var written: Set<UserIDKey> = []
+                for try await user in rows.decode(String.self) { written.insert(UserIDKey(user)) }
                 fenced = Set(order).subtracting(written)
             }
             if !fenced.isEmpty {
                 try await connection.execute("ROLLBACK", logger: logger)
-                let error = AnalyticsSinkError(
-                    .superseded,
-                    "another instance holds a newer session of '\(fenced.sorted().joined(separator: "', '"))'"
-                )
+                let names = fenced.sorted().map(\.userID).joined(separator: "', '")
+                let error = AnalyticsSinkError(.superseded, "another instance holds a newer session of '\(names)'")
                 state.withLock { $0.statistics.fencedSessions += fenced.count }
                 remaining.removeAll { index in
-                    guard group[index].sessions.contains(where: { fenced.contains($0.userID) }) else { return false }
+                    guard group[index].sessions.contains(where: { fenced.contains(UserIDKey($0.userID)) }) else {
+                        return false
+                    }
                     outcomes[index] = error
                     return true
                 }

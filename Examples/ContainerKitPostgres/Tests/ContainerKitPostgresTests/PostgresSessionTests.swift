@@ -101,6 +101,32 @@ struct PostgresSessionTests {
         }
     }
 
+    /// Issue 38: the group commit folded the session writes of a group by `String`, whose `==` is Unicode canonical
+    /// equivalence, so one of two such users' snapshots went into the other's row.
+    @Test func canonicallyEquivalentUsersInOneGroupCommitAreTwoRows() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let instance = Instance(endpoint) { $0.delivers = false }
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        try await withRunning([instance.run]) {
+            try await instance.commit(
+                [makeRecord(user: composed), makeRecord(user: decomposed)],
+                sessions: [stored(composed, event: 1, version: 1), stored(decomposed, event: 7, version: 1)]
+            )
+            #expect(try await instance.store.sessions.load(userID: composed)?.snapshot.eventNumber == 1)
+            #expect(try await instance.store.sessions.load(userID: decomposed)?.snapshot.eventNumber == 7)
+            // Each continues from its own version.
+            try await instance.commit([], sessions: [stored(decomposed, event: 8, version: 2)])
+            #expect(try await instance.store.sessions.load(userID: composed)?.version == 1)
+        }
+        let rows = try await query(
+            endpoint,
+            "SELECT encode(convert_to(user_id, 'UTF8'), 'hex') FROM ck_sessions",
+            as: String.self
+        )
+        #expect(Set(rows) == ["636166c3a9", "63616665cc81"])
+    }
+
     @Test func aSessionStoreOverThePersistenceLoadsOnAMissAndCheckpointsWithRecords() async throws {
         let endpoint = try await SharedCluster.freshDatabase()
         let first = Instance(endpoint, name: "first") { $0.delivers = false }

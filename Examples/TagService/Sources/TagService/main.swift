@@ -20,12 +20,13 @@ guard case .run(let configuration) = parsed else {
     exit(0)
 }
 
-// Every line is made safe before it is written: control characters escaped, the Braze key and URL
-// passwords redacted, repeated warnings and errors counted instead of written (see SafeLogHandler).
+// Every line is made safe before it is written: control characters escaped, the Braze key, the write keys, the
+// metrics token and URL passwords redacted, repeated warnings and errors counted instead of written (see
+// SafeLogHandler).
 LoggingSystem.bootstrap { label in
     var handler = SafeLogHandler(
         wrapping: StreamLogHandler.standardError(label: label),
-        secrets: [configuration.brazeAPIKey].compactMap { $0 }
+        secrets: [configuration.brazeAPIKey, configuration.metricsToken].compactMap { $0 } + configuration.writeKeys
     )
     handler.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
     return handler
@@ -37,7 +38,7 @@ do {
         logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
     }
     MetricsSystem.bootstrap(service.metricsFactory)
-    try await service.application.runService()
+    try await service.runService()
     logger.info("stopped")
 } catch {
     logger.critical("cannot run", metadata: ["error": "\(error)"])

@@ -14,6 +14,9 @@ struct APIError: Error, Sendable {
         static let missingField = Code(rawValue: "missing_field")
         /// A member has the wrong type or an unusable value (400).
         static let invalidField = Code(rawValue: "invalid_field")
+        /// The request presents none of the write keys (`--write-key`), or `/metrics` not the metrics token
+        /// (401, with a `WWW-Authenticate` challenge).
+        static let unauthorized = Code(rawValue: "unauthorized")
         /// The body is larger than `--max-body-bytes` (413).
         static let bodyTooLarge = Code(rawValue: "body_too_large")
         /// The body is not `application/json` (415).
@@ -24,10 +27,20 @@ struct APIError: Error, Sendable {
         static let noContainer = Code(rawValue: "no_container")
         /// The user's saved session cannot be loaded now; the client should retry (503).
         static let sessionsUnavailable = Code(rawValue: "sessions_unavailable")
-        /// `--postgres`: the body's `user_id` differs from the one in the `X-User-ID` header or the path (400).
+        /// The body's `user_id` differs from the one in the `X-User-ID` header or the path (400).
         static let userMismatch = Code(rawValue: "user_id_mismatch")
+        /// The `X-User-ID` header or the path's user id cannot be used: repeated, not UTF-8 (percent-decoded, for
+        /// the path), empty, too long, with a NUL or U+FFFD (400; see ``RoutedUser``).
+        static let invalidUserID = Code(rawValue: "invalid_user_id")
+        /// The `X-User-ID` header and the path name two different users (400).
+        static let conflictingUserID = Code(rawValue: "conflicting_user_id")
         /// A batch holds more events than `--max-batch-events` (413).
         static let tooManyEvents = Code(rawValue: "too_many_events")
+        /// The request was not received whole within `--request-timeout` (408; the connection is closed).
+        static let requestTimeout = Code(rawValue: "request_timeout")
+        /// The service is shutting down and cut a request still in progress after `--shutdown-timeout`: it was
+        /// not acknowledged; the client should retry (503; the connection is closed).
+        static let shuttingDown = Code(rawValue: "shutting_down")
         /// The record queue is not running (not started yet, or stopping), so nothing would store the
         /// event's records; the client should retry (503).
         static let queueNotRunning = Code(rawValue: "queue_not_running")
@@ -43,9 +56,11 @@ struct APIError: Error, Sendable {
 
     var status: HTTPResponse.Status {
         switch code {
+        case .unauthorized: .unauthorized
+        case .requestTimeout: .requestTimeout
         case .bodyTooLarge, .tooManyEvents: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
-        case .notDurable, .noContainer, .sessionsUnavailable, .queueNotRunning: .serviceUnavailable
+        case .notDurable, .noContainer, .sessionsUnavailable, .queueNotRunning, .shuttingDown: .serviceUnavailable
         default: .badRequest
         }
     }
@@ -68,10 +83,19 @@ struct APIError: Error, Sendable {
 
     /// The error as a response.
     var response: Response {
+        Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: jsonBytes))
+        )
+    }
+
+    /// The answer's body: `{"error": {"code", "message"}}`.
+    var jsonBytes: [UInt8] {
         var error = ValueMap()
         error["code"] = .string(code.rawValue)
         error["message"] = .string(message)
-        return Response.json(["error": .object(error)], status: status)
+        return JSONWriter.bytes(.object(["error": .object(error)]))
     }
 }
 

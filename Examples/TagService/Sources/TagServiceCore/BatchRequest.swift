@@ -8,13 +8,14 @@ import NIOCore
 /// The batch as a whole is refused (400, 413) only when it cannot be read: not JSON, no `events` array, an
 /// empty one, more than ``BatchLimits/maximumEvents`` events or more than ``BatchLimits/maximumBytes``
 /// bytes. An event that cannot be read is refused in its place, with the error `POST /v1/events` would
-/// answer, and the others go on.
+/// answer, and the others go on — also an event that nests deeper than a single body may (64 levels): the
+/// batch is then read event by event (``JSONSpans``), and only that event is refused (`malformed_json`).
 struct BatchRequest: Sendable {
     /// Each event in order: the request, or why it is refused.
-    var items: [Result<EventRequest, APIError>]
+    var items: [Result<EventRequest, APIError>] = []
     /// The user each event names (for one without `user_id`, the routed user), for its item in the answer —
     /// also when the event is refused.
-    var userIDs: [String?]
+    var userIDs: [String?] = []
 
     /// Reads a batch body; `routedUser` as in ``EventRequest/init(body:routedUser:)``, for every event.
     init(body: [UInt8], limits: BatchLimits, routedUser: String? = nil) throws(APIError) {
@@ -22,43 +23,124 @@ struct BatchRequest: Sendable {
         do {
             // Two levels more than a single body: the batch object and its array.
             value = try Value(jsonBytes: body, maximumDepth: EventRequest.maximumDepth + 2)
+        } catch  where error.code == .nestingTooDeep {
+            // Something nests deeper than an event may: read the batch event by event, so that a too deep event
+            // is refused in its place, as a body that deep is refused on its own, and the others go on.
+            self = try Self(eventByEvent: body, limits: limits, routedUser: routedUser)
+            return
         } catch {
             throw APIError(.malformedJSON, "the body is not JSON: \(error.message)")
         }
         guard case .object(let object) = value else {
             throw APIError(.malformedJSON, "the body must be a JSON object")
         }
-        guard let member = object["events"], !member.isUndefined, member != .null else {
-            throw APIError(.missingField, "'events' is required")
-        }
-        guard case .array(let events) = member, !events.isEmpty else {
-            throw APIError(.invalidField, "'events' must be a non-empty array")
-        }
-        guard events.count <= limits.maximumEvents else {
-            throw APIError(
-                .tooManyEvents,
-                "the batch holds \(events.count) events; the most is \(limits.maximumEvents)"
-            )
-        }
+        guard let member = object["events"], !member.isUndefined, member != .null else { throw Self.missingEvents }
+        guard case .array(let events) = member else { throw Self.eventsNotAnArray }
+        try Self.check(count: events.count, limits: limits)
         // One pass over the events, each object read where it is.
+        reserve(events.count)
+        for event in events { append(event, routedUser: routedUser) }
+    }
+
+    private static let missingEvents = APIError(.missingField, "'events' is required")
+    private static let eventsNotAnArray = APIError(.invalidField, "'events' must be a non-empty array")
+
+    /// Refuses the whole batch when `events` holds no event, or more than ``BatchLimits/maximumEvents``.
+    private static func check(count: Int, limits: BatchLimits) throws(APIError) {
+        guard count > 0 else { throw eventsNotAnArray }
+        guard count <= limits.maximumEvents else {
+            throw APIError(.tooManyEvents, "the batch holds \(count) events; the most is \(limits.maximumEvents)")
+        }
+    }
+
+    private mutating func reserve(_ count: Int) {
+        items.reserveCapacity(count)
+        userIDs.reserveCapacity(count)
+    }
+
+    /// Appends the item of one event (an element of `events`).
+    private mutating func append(_ event: Value, routedUser: String?) {
         let routed = routedUser.flatMap { $0.isEmpty ? nil : $0 }
-        items = []
-        items.reserveCapacity(events.count)
-        userIDs = []
-        userIDs.reserveCapacity(events.count)
-        for event in events {
-            guard case .object(let object) = event else {
-                userIDs.append(routed)
-                items.append(.failure(APIError(.invalidField, "each event must be a JSON object")))
+        guard case .object(let object) = event else {
+            userIDs.append(routed)
+            items.append(.failure(APIError(.invalidField, "each event must be a JSON object")))
+            return
+        }
+        if case .string(let user)? = object["user_id"] { userIDs.append(user) } else { userIDs.append(routed) }
+        do throws(APIError) {
+            items.append(.success(try EventRequest(object: object, routedUser: routedUser)))
+        } catch {
+            items.append(.failure(error))
+        }
+    }
+
+    /// Reads a batch whose body nests too deep somewhere: the body's structure (``JSONSpans``), then each member
+    /// of the batch object and each event on its own, with the limits a single body has. An event too deep is
+    /// refused in its place (`malformed_json`, as the same body sent alone); anything else that is not JSON, or
+    /// too deep outside the events, refuses the batch.
+    private init(eventByEvent body: [UInt8], limits: BatchLimits, routedUser: String?) throws(APIError) {
+        let spans = JSONSpans(bytes: body)
+        let notJSON = APIError(.malformedJSON, "the body is not JSON")
+        guard let document = spans.document(), let members = spans.members(of: document) else {
+            throw APIError(.malformedJSON, "the body must be a JSON object")
+        }
+        var eventsSpan: Range<Int>?
+        var eventsValue: Value?
+        for member in members {
+            guard case .string(let key)? = try? Value(jsonBytes: Array(body[member.key])) else { throw notJSON }
+            let isEvents = key.utf8.elementsEqual("events".utf8)
+            if isEvents, body[member.value.lowerBound] == UInt8(ascii: "[") {
+                // Read below, event by event (the last `events` wins, as in a parsed object).
+                eventsSpan = member.value
+                eventsValue = nil
                 continue
             }
-            if case .string(let user)? = object["user_id"] { userIDs.append(user) } else { userIDs.append(routed) }
-            do throws(APIError) {
-                items.append(.success(try EventRequest(object: object, routedUser: routedUser)))
+            let value: Value
+            do {
+                value = try Value(jsonBytes: Array(body[member.value]), maximumDepth: EventRequest.maximumDepth + 1)
             } catch {
-                items.append(.failure(error))
+                throw APIError(.malformedJSON, "the body is not JSON: \(error.message)")
+            }
+            if isEvents {
+                eventsSpan = nil
+                eventsValue = value
             }
         }
+        guard let eventsSpan else {
+            guard let eventsValue, eventsValue != .null else { throw Self.missingEvents }
+            throw Self.eventsNotAnArray
+        }
+        guard let elements = spans.elements(of: eventsSpan) else { throw notJSON }
+        try Self.check(count: elements.count, limits: limits)
+        reserve(elements.count)
+        for element in elements {
+            do {
+                let event = try Value(jsonBytes: Array(body[element]), maximumDepth: EventRequest.maximumDepth)
+                append(event, routedUser: routedUser)
+            } catch  where error.code == .nestingTooDeep {
+                let routed = routedUser.flatMap { $0.isEmpty ? nil : $0 }
+                userIDs.append(Self.userID(in: element, of: spans) ?? routed)
+                items.append(.failure(APIError(.malformedJSON, "the event is not JSON: \(error.message)")))
+            } catch {
+                throw APIError(.malformedJSON, "the body is not JSON: \(error.message)")
+            }
+        }
+    }
+
+    /// The `user_id` string of the event object `span`, read without the rest of the event.
+    private static func userID(in span: Range<Int>, of spans: JSONSpans) -> String? {
+        var userID: String?
+        for member in spans.members(of: span) ?? [] {
+            guard case .string(let key)? = try? Value(jsonBytes: Array(spans.bytes[member.key])),
+                key.utf8.elementsEqual("user_id".utf8)
+            else { continue }
+            if case .string(let user)? = try? Value(jsonBytes: Array(spans.bytes[member.value]), maximumDepth: 1) {
+                userID = user
+            } else {
+                userID = nil
+            }
+        }
+        return userID
     }
 }
 

@@ -13,15 +13,12 @@ struct EventRequest: Sendable {
     /// The client the user is on (keys of ``ClientContext/keys``); used when the session is created.
     var context: ClientContext?
 
-    /// The longest `user_id` accepted, in UTF-8 bytes (Braze's limit for an `external_id`).
-    static let maximumUserIDBytes = 997
-
     /// The deepest nesting a body may have (a batch's bodies may be two levels deeper: the batch object and
     /// its array).
     static let maximumDepth = 64
 
-    /// Reads a request body; with `routedUser` (the `X-User-ID` header or the path in `--postgres` mode), a
-    /// body without `user_id` is this user's and a body naming another user is refused.
+    /// Reads a request body; with `routedUser` (the `X-User-ID` header or the path: ``RoutedUser``), a body
+    /// without `user_id` is this user's and a body naming another user is refused.
     init(body: [UInt8], routedUser: String? = nil) throws(APIError) {
         let value: Value
         do {
@@ -57,13 +54,12 @@ struct EventRequest: Sendable {
         guard let user = object["user_id"], !user.isUndefined, user != .null else {
             throw APIError(.missingField, "'user_id' is required")
         }
-        guard case .string(let userID) = user, !userID.isEmpty, userID.utf8.count <= Self.maximumUserIDBytes else {
+        guard case .string(let userID) = user else {
             throw APIError(.invalidField, "'user_id' must be a non-empty string of at most 997 bytes")
         }
-        // User IDs are bytes (two canonically equivalent IDs are two users); a NUL cannot travel everywhere
-        // an ID goes (C strings, PostgreSQL text), so it is refused here, before anything is pushed.
-        guard !userID.utf8.contains(0) else {
-            throw APIError(.invalidField, "'user_id' must not contain a NUL character")
+        // The same rules as for the header and the path (a NUL, say, is refused here, before anything is pushed).
+        if let problem = UserIDRules.problem(with: userID) {
+            throw APIError(.invalidField, "'user_id' \(problem); it must be a non-empty string of at most 997 bytes")
         }
         guard let eventValue = object["event"], !eventValue.isUndefined, eventValue != .null else {
             throw APIError(.missingField, "'event' is required")
@@ -95,9 +91,18 @@ struct EventRequest: Sendable {
     }
 }
 
-/// The body of `request`, refused with 413 `body_too_large` when it is larger than `limit` bytes (by its
-/// `Content-Length` before anything is read, else while it is read).
+/// The body of `request`: refused with 415 `unsupported_media_type` unless its `Content-Type` is
+/// `application/json` (see ``isJSONContentType(_:)``), before anything is read; with 413 `body_too_large` when
+/// it is larger than `limit` bytes (by its `Content-Length` before anything is read, else while it is read).
 func requestBody(of request: Request, limit: Int) async throws(APIError) -> [UInt8] {
+    let types = request.headers[values: .contentType]
+    guard types.count == 1, isJSONContentType(types[0]) else {
+        let given = types.isEmpty ? "no Content-Type" : "Content-Type '\(types.joined(separator: ", "))'"
+        throw APIError(
+            .unsupportedMediaType,
+            "the body must be JSON sent as 'Content-Type: application/json' (charset utf-8 if any), not \(given)"
+        )
+    }
     let tooLarge = APIError(.bodyTooLarge, "the body is larger than \(limit) bytes")
     if let length = request.headers[.contentLength].flatMap(Int.init), length > limit { throw tooLarge }
     do {
@@ -107,5 +112,33 @@ func requestBody(of request: Request, limit: Int) async throws(APIError) -> [UIn
         throw tooLarge
     } catch {
         throw APIError(.malformedJSON, "the body could not be read: \(error)")
+    }
+}
+
+/// Whether a `Content-Type` value is `application/json`, with any parameters, of which a `charset` must be
+/// UTF-8: `application/json`, `Application/JSON; charset="utf-8"`. Not another JSON-based type
+/// (`application/vnd.api+json`), not `text/plain` (what a browser's form or `fetch` may send across origins
+/// without asking first).
+func isJSONContentType(_ value: String) -> Bool {
+    let parts = value.split(separator: ";", omittingEmptySubsequences: false)
+    guard let type = parts.first, type.trimmingWhitespace().lowercased() == "application/json" else { return false }
+    for parameter in parts.dropFirst() {
+        let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        guard pair.count == 2 else { return false }
+        guard pair[0].trimmingWhitespace().lowercased() == "charset" else { continue }
+        var charset = Substring(pair[1].trimmingWhitespace())
+        if charset.count >= 2, charset.first == "\"", charset.last == "\"" { charset = charset.dropFirst().dropLast() }
+        guard ["utf-8", "utf8"].contains(charset.lowercased()) else { return false }
+    }
+    return true
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    fileprivate func trimmingWhitespace() -> Substring {
+        var text = self
+        while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
+        while let last = text.last, last == " " || last == "\t" { text.removeLast() }
+        return text
     }
 }

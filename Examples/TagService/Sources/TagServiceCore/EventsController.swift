@@ -7,7 +7,8 @@ import NIOCore
 /// `POST /v1/events`: one push into the user's session, answered with the tags that fired and the
 /// records they made — once those records are durable, unless the service was started with
 /// `--no-durable-wait`. `POST /v1/batch`: many of them in one request (``BatchRequest``), with one wait
-/// for the durability of all their records.
+/// for the durability of all their records. The user may also come in the `X-User-ID` header or the path
+/// (``RoutedUser``), with the same rules as in `--postgres` mode.
 ///
 /// A request that cannot be read (not JSON, a missing `user_id` or `event`, a body over the limit) is
 /// refused with 400 or 413 and a JSON error before anything is pushed, so nothing is enqueued for it.
@@ -22,25 +23,42 @@ struct EventsController: Sendable {
     let batchLimits: BatchLimits
     let logger: Logging.Logger
 
-    func register(on router: Router<BasicRequestContext>) {
-        router.post("v1/events") { request, context in
-            do throws(APIError) {
-                return try await self.handle(request)
-            } catch {
-                return error.response
-            }
+    /// The routes: `POST /v1/events` and `POST /v1/batch`, and with the user in the path (``RoutedUser``)
+    /// `POST /v1/users/{user_id}/events` and `POST /v1/users/{user_id}/batch`, as in `--postgres` mode.
+    func register(on router: some RouterMethods<BasicRequestContext>) {
+        router.post("v1/events") { request, _ in
+            await self.answer { () async throws(APIError) in try await self.handle(request, pathUser: nil) }
         }
-        router.post("v1/batch") { request, context in
-            do throws(APIError) {
-                return try await self.handleBatch(request)
-            } catch {
-                return error.response
+        router.post("v1/users/:user_id/events") { request, context in
+            let user = context.parameters.get("user_id") ?? ""
+            return await self.answer { () async throws(APIError) in try await self.handle(request, pathUser: user) }
+        }
+        router.post("v1/batch") { request, _ in
+            await self.answer { () async throws(APIError) in try await self.handleBatch(request, pathUser: nil) }
+        }
+        router.post("v1/users/:user_id/batch") { request, context in
+            let user = context.parameters.get("user_id") ?? ""
+            return await self.answer { () async throws(APIError) in
+                try await self.handleBatch(request, pathUser: user)
             }
         }
     }
 
-    func handle(_ request: Request) async throws(APIError) -> Response {
-        let event = try EventRequest(body: try await requestBody(of: request, limit: maximumBodyBytes))
+    private func answer(_ body: () async throws(APIError) -> Response) async -> Response {
+        do throws(APIError) {
+            return try await body()
+        } catch {
+            return error.response
+        }
+    }
+
+    /// `POST /v1/events` (`pathUser`: the `:user_id` of `POST /v1/users/{user_id}/events`).
+    func handle(_ request: Request, pathUser: String?) async throws(APIError) -> Response {
+        let routedUser = try RoutedUser.of(request, pathSegment: pathUser)
+        let event = try EventRequest(
+            body: try await requestBody(of: request, limit: maximumBodyBytes),
+            routedUser: routedUser
+        )
         try requireContainer(events: 1)
         let session = try await self.session(of: event)
         let result = await session.push(event: event.event, parameters: event.parameters)
@@ -67,10 +85,12 @@ struct EventsController: Sendable {
     /// next push), then one wait until every record of the batch is durable, then the answer. When that wait
     /// fails, each event's own writes tell which events are durable (they have all ended by then, so this
     /// waits no more).
-    func handleBatch(_ request: Request) async throws(APIError) -> Response {
+    func handleBatch(_ request: Request, pathUser: String?) async throws(APIError) -> Response {
+        let routedUser = try RoutedUser.of(request, pathSegment: pathUser)
         let batch = try BatchRequest(
             body: try await requestBody(of: request, limit: batchLimits.maximumBytes),
-            limits: batchLimits
+            limits: batchLimits,
+            routedUser: routedUser
         )
         try requireContainer(events: batch.items.count)
         var answer = BatchAnswer(events: batch.items.count)

@@ -14,6 +14,9 @@ struct OperationsController: Sendable {
     let requiredIDs: [String]
     /// `--postgres` mode: `/ready` also needs PostgreSQL, `/metrics` shows the store's figures.
     var scaleOut: PostgresScaleOut? = nil
+    /// `--metrics-token`: `/metrics` answers only this Bearer token; `nil`: open. `/health` and `/ready` are
+    /// always open (a load balancer's probes carry no credentials, and they tell nothing about the users).
+    var metricsToken: String? = nil
 
     /// The longest `GET /ready?wait=<seconds>`.
     static let maximumReadyWait: Double = 30
@@ -30,7 +33,9 @@ struct OperationsController: Sendable {
             let wait = request.uri.queryParameters["wait"].flatMap { Double(String($0)) } ?? 0
             return await self.readiness(waiting: min(max(0, wait), Self.maximumReadyWait))
         }
-        router.get("metrics") { _, _ in
+        let metricsRoutes = router.group()
+        if let metricsToken { metricsRoutes.add(middleware: MetricsTokenMiddleware(token: WriteKeys([metricsToken]))) }
+        metricsRoutes.get("metrics") { _, _ in
             self.metrics.update(sessions: self.sessions.statistics, containers: self.manager.containers.count)
             self.metrics.update(queue: self.queue.statistics)
             var text = self.metrics.render()

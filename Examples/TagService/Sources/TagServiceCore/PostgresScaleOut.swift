@@ -278,86 +278,34 @@ final class PostgresScaleOut: Sendable {
     }
 }
 
-/// Runs the work of one key at a time, first come first served (a user's push and its commit, so the snapshot
-/// committed with a push's records holds that push and no later one): a turnstile per key.
-final class KeyedSerialization: Sendable {
-    private let waiting = Mutex<[String: [CheckedContinuation<Void, Never>]]>([:])
-
-    func serialize<T: Sendable>(_ key: String, _ body: () async throws -> T) async throws -> T {
-        await acquire(key)
-        defer { release(key) }
-        return try await body()
-    }
-
-    /// Passes the turnstile of `key` (waits until the work ahead of it released it). Work that needs several
-    /// keys acquires them in one global order (`acquire(_:)` with all of them), so that two such
-    /// works cannot each hold a key the other waits for.
-    func acquire(_ key: String) async {
-        await withCheckedContinuation { continuation in
-            let runNow = waiting.withLock { waiting -> Bool in
-                if waiting[key] == nil {
-                    waiting[key] = []
-                    return true
-                }
-                waiting[key]!.append(continuation)
-                return false
-            }
-            if runNow { continuation.resume() }
-        }
-    }
-
-    /// Acquires every one of `keys` (repeats once), in the order of their UTF-8 bytes; returns them, to
-    /// release each.
-    func acquire(_ keys: some Collection<String>) async -> [String] {
-        let ordered = Set(keys).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-        for key in ordered { await acquire(key) }
-        return ordered
-    }
-
-    /// Lets the next work waiting for `key` in.
-    func release(_ key: String) {
-        let next = waiting.withLock { waiting -> CheckedContinuation<Void, Never>? in
-            guard var queue = waiting[key], !queue.isEmpty else {
-                waiting[key] = nil
-                return nil
-            }
-            let first = queue.removeFirst()
-            waiting[key] = queue
-            return first
-        }
-        next?.resume()
-    }
-}
-
-/// `POST /v1/events` and `POST /v1/users/{user_id}/events` in `--postgres` mode: the user id may come in the
-/// `X-User-ID` header or the path (what a load balancer hashes on to send a user's requests to the instance
-/// that holds their session); a body whose `user_id` disagrees is refused with 400 `user_id_mismatch`.
-/// `POST /v1/batch` and `POST /v1/users/{user_id}/batch` the same for each event of a batch.
+/// `POST /v1/events` and `POST /v1/users/{user_id}/events` in `--postgres` mode; `POST /v1/batch` and
+/// `POST /v1/users/{user_id}/batch` the same for each event of a batch. The user id may come in the `X-User-ID`
+/// header or the path (``RoutedUser``: what a load balancer hashes on to send a user's requests to the instance
+/// that holds their session), as in the local mode; a body whose `user_id` disagrees is refused with 400
+/// `user_id_mismatch`.
 struct PostgresEventsController: Sendable {
     let scaleOut: PostgresScaleOut
     let maximumBodyBytes: Int
     let batchLimits: BatchLimits
 
-    /// The header a load balancer routes on.
-    static let userHeader = HTTPField.Name("X-User-ID")!
-
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: some RouterMethods<BasicRequestContext>) {
         router.post("v1/events") { request, _ in
-            await self.answer(request, routedUser: request.headers[Self.userHeader])
+            await self.answer(request, pathUser: nil)
         }
         router.post("v1/users/:user_id/events") { request, context in
-            await self.answer(request, routedUser: context.parameters.get("user_id"))
+            await self.answer(request, pathUser: context.parameters.get("user_id") ?? "")
         }
         router.post("v1/batch") { request, _ in
-            await self.answerBatch(request, routedUser: request.headers[Self.userHeader])
+            await self.answerBatch(request, pathUser: nil)
         }
         router.post("v1/users/:user_id/batch") { request, context in
-            await self.answerBatch(request, routedUser: context.parameters.get("user_id"))
+            await self.answerBatch(request, pathUser: context.parameters.get("user_id") ?? "")
         }
     }
 
-    private func answer(_ request: Request, routedUser: String?) async -> Response {
+    private func answer(_ request: Request, pathUser: String?) async -> Response {
         do throws(APIError) {
+            let routedUser = try RoutedUser.of(request, pathSegment: pathUser)
             let body = try await requestBody(of: request, limit: maximumBodyBytes)
             let event = try EventRequest(body: body, routedUser: routedUser)
             let result = try await scaleOut.push(event)
@@ -367,8 +315,9 @@ struct PostgresEventsController: Sendable {
         }
     }
 
-    private func answerBatch(_ request: Request, routedUser: String?) async -> Response {
+    private func answerBatch(_ request: Request, pathUser: String?) async -> Response {
         do throws(APIError) {
+            let routedUser = try RoutedUser.of(request, pathSegment: pathUser)
             let body = try await requestBody(of: request, limit: batchLimits.maximumBytes)
             let batch = try BatchRequest(body: body, limits: batchLimits, routedUser: routedUser)
             let outcomes = await scaleOut.push(batch.items)

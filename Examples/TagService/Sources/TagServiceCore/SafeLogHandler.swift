@@ -8,10 +8,10 @@ import Synchronization
 /// - **No forged lines, no terminal escapes.** Control characters in the message, the metadata keys and
 ///   values (a `\n` in a user ID, an ANSI escape in a value a Braze rule warning quotes) are written as
 ///   escapes (`\n`, `\u{1B}`), so one call is one line.
-/// - **No secrets.** Each of `secrets` (the Braze REST API key) is replaced by `[redacted]` wherever it
-///   appears — also inside an error body a server or proxy echoed back with the request's headers — and
-///   so is the token of any `Bearer …` text; a URL's password (`https://user:password@host`) is replaced
-///   by `***`.
+/// - **No secrets.** Each of `secrets` (the Braze REST API key, the write keys, the metrics token) is
+///   replaced by `[redacted]` wherever it appears — also inside an error body a server or proxy echoed back
+///   with the request's headers — and so are the credentials of any `Bearer …` or `Basic …` text; a URL's
+///   password (`https://user:password@host`) is replaced by `***`.
 /// - **No floods.** A warning or error whose message was already written within `repeatInterval` is
 ///   counted instead of written; the next one written after the interval carries `repeated=<count>`.
 ///   (A full disk made every request log the same error: tens of thousands of lines a second.)
@@ -77,17 +77,19 @@ public struct SafeLogHandler: LogHandler {
         for secret in secrets where text.contains(secret) {
             text = text.replacingOccurrences(of: secret, with: "[redacted]")
         }
-        text = Self.redactBearerTokens(text)
+        text = Self.redactCredentials(text, scheme: "bearer ", options: .caseInsensitive)
+        text = Self.redactCredentials(text, scheme: "Basic ")
         text = Self.hideURLPasswords(text)
         return Self.escapeControlCharacters(text)
     }
 
-    /// `Bearer <token>` → `Bearer [redacted]`.
-    static func redactBearerTokens(_ text: String) -> String {
-        guard text.range(of: "bearer ", options: .caseInsensitive) != nil else { return text }
+    /// `Bearer <token>` → `Bearer [redacted]` (`scheme`: `"bearer "` in any case, or `"Basic "` as HTTP writes
+    /// it — Basic credentials hold a write key — without taking every "basic " of a message for a scheme).
+    static func redactCredentials(_ text: String, scheme: String, options: String.CompareOptions = []) -> String {
+        guard text.range(of: scheme, options: options) != nil else { return text }
         var out = ""
         var rest = Substring(text)
-        while let range = rest.range(of: "bearer ", options: .caseInsensitive) {
+        while let range = rest.range(of: scheme, options: options) {
             out += rest[..<range.upperBound]
             rest = rest[range.upperBound...]
             let token = rest.prefix { !$0.isWhitespace && $0 != "\"" && $0 != "'" && $0 != "," && $0 != "\\" }

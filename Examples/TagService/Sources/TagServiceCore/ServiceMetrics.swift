@@ -60,6 +60,9 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
     let requestCounters: RequestCounters
     /// Events refused before they were pushed, by reason (`no_container`, `sessions_unavailable`).
     private let refusedEvents: [String: CoreMetrics.Counter]
+    /// Connections closed by the service's bounds (``BoundedHTTP1Channel``), by reason (`request_timeout`,
+    /// `shutdown`).
+    private let cutConnections: [String: CoreMetrics.Counter]
 
     init() {
         let registry = PrometheusCollectorRegistry()
@@ -103,7 +106,17 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
                 factory: factory
             )
         }
+        cutConnections = [BoundedHTTP1Channel.Cut.requestTimeout, .shutdown].reduce(into: [:]) { counters, reason in
+            counters[reason.rawValue] = CoreMetrics.Counter(
+                label: "tagservice_connections_cut_total",
+                dimensions: [("reason", reason.rawValue)],
+                factory: factory
+            )
+        }
     }
+
+    /// Counts a connection the service closed (`tagservice_connections_cut_total{reason}`).
+    func cutConnection(_ reason: BoundedHTTP1Channel.Cut) { cutConnections[reason.rawValue]?.increment() }
 
     /// Counts an event refused before it was pushed (`tagservice_events_refused_total{reason}`).
     func refusedEvent(reason: String) { refusedEvents[reason]?.increment() }

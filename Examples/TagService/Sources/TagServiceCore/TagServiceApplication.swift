@@ -12,7 +12,7 @@ import ServiceLifecycle
 ///
 /// ```swift
 /// let service = try await TagServiceApplication(configuration: configuration, logger: logger)
-/// try await service.application.runService()    // until SIGTERM or SIGINT, then a graceful shutdown
+/// try await service.runService()    // until SIGTERM or SIGINT, then a graceful shutdown
 /// ```
 ///
 /// ## One service group, one shutdown order
@@ -28,14 +28,16 @@ import ServiceLifecycle
 ///
 /// On SIGTERM the group shuts them down in reverse order, each once the one after it has returned: the
 /// server stops accepting and finishes the requests in flight (their records still reach the running
-/// queue, and their answers wait until the records are durable); the containers stop refreshing; the
-/// store saves the sessions changed since its last save; the queue refuses new records, commits what it
-/// holds and drains it into Braze. Then `runService()` returns and the process exits 0.
+/// queue, and their answers wait until the records are durable) — for at most `--shutdown-timeout`, after
+/// which what is still in flight is cut, unacknowledged (``BoundedHTTP1Channel``); the containers stop
+/// refreshing; the store saves the sessions changed since its last save; the queue refuses new records,
+/// commits what it holds and drains it into Braze. Then ``runService()`` returns and the process exits 0.
 public struct TagServiceApplication: Sendable {
     /// The configuration the service runs with.
     public let configuration: TagServiceConfiguration
     /// The HTTP application; run it with `runService()` or test it with HummingbirdTesting.
     public let application: Application<RouterResponder<BasicRequestContext>>
+    let logger: Logging.Logger
     let manager: TagManager
     let sessions: SessionStore
     let queue: DurableQueue
@@ -125,12 +127,22 @@ public struct TagServiceApplication: Sendable {
         let router = Router()
         router.add(middleware: RequestMetricsMiddleware(counters: metrics.requestCounters))
         router.add(middleware: JSONErrorMiddleware())
+        // The endpoints that push events need a write key, when the service has any.
+        let ingestion = router.group()
+        let writeKeys = WriteKeys(configuration.writeKeys)
+        if writeKeys.isEmpty {
+            logger.warning(
+                "no write key: anyone who can reach the port can push events; keep it private, or start with --write-key"
+            )
+        } else {
+            ingestion.add(middleware: WriteKeyMiddleware(keys: writeKeys))
+        }
         if let scaleOut {
             PostgresEventsController(
                 scaleOut: scaleOut,
                 maximumBodyBytes: configuration.maximumBodyBytes,
                 batchLimits: batchLimits
-            ).register(on: router)
+            ).register(on: ingestion)
         } else {
             EventsController(
                 sessions: sessions,
@@ -140,7 +152,7 @@ public struct TagServiceApplication: Sendable {
                 maximumBodyBytes: configuration.maximumBodyBytes,
                 batchLimits: batchLimits,
                 logger: logger
-            ).register(on: router)
+            ).register(on: ingestion)
         }
         OperationsController(
             manager: manager,
@@ -149,12 +161,20 @@ public struct TagServiceApplication: Sendable {
             metrics: metrics,
             readiness: readiness,
             requiredIDs: configuration.openIDs,
-            scaleOut: scaleOut
+            scaleOut: scaleOut,
+            metricsToken: configuration.metricsToken
         ).register(on: router)
 
+        let limits = BoundedHTTP1Channel.Limits(
+            idleTimeout: configuration.idleTimeout,
+            requestTimeout: configuration.requestTimeout,
+            shutdownTimeout: configuration.shutdownTimeout
+        )
         application = Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: .nanoseconds(configuration.idleTimeout.nanosecondCount))),
+            server: HTTPServerBuilder { responder in
+                BoundedHTTP1Channel(responder: responder, limits: limits, onCut: { metrics.cutConnection($0) })
+            },
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: "TagService",
@@ -170,10 +190,27 @@ public struct TagServiceApplication: Sendable {
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )
+        self.logger = logger
         self.manager = manager
         self.sessions = sessions
         self.queue = queue
         self.metrics = metrics
         self.scaleOut = scaleOut
+    }
+
+    /// Runs the application until SIGTERM or SIGINT, then shuts it down gracefully (see the type's
+    /// documentation), as Hummingbird's `runService()` does — with a last bound: should the graceful shutdown
+    /// take 15 s longer than ``TagServiceConfiguration/shutdownTimeout`` (a request that ignores its closed
+    /// connection, a destination that does not answer within the drain), every service is cancelled. The record
+    /// queue then commits what it holds and stops (what is durable is delivered at the next start), the session
+    /// store saves what changed: nothing acknowledged is lost.
+    public func runService() async throws {
+        var group = ServiceGroupConfiguration(
+            services: [application],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        )
+        group.maximumGracefulShutdownDuration = configuration.shutdownTimeout + .seconds(15)
+        try await ServiceGroup(configuration: group).run()
     }
 }

@@ -49,6 +49,15 @@ public struct TagServiceConfiguration: Sendable {
     /// that has not finished sending a request's headers (a slowloris) within this time of connecting or of
     /// its previous request.
     public var idleTimeout: Duration = .seconds(30)
+    /// A request must be read whole — headers and body — within this time of its first byte; past it the
+    /// request is answered 408 and its connection closed (``BoundedHTTP1Channel``). The idle timeout alone does
+    /// not bound a body sent a byte at a time.
+    public var requestTimeout: Duration = .seconds(30)
+    /// How long a graceful shutdown waits for the requests in flight once the server stopped accepting: after
+    /// it they are cut (not acknowledged: 503, or the connection closed) and the shutdown goes on (sessions
+    /// saved, records committed and drained). If the whole shutdown still takes 15 s more than this, the
+    /// services are cancelled (what is durable stays durable).
+    public var shutdownTimeout: Duration = .seconds(15)
     /// The most connections open at once; more wait in the listen backlog until one closes. Keep it well
     /// below the process's descriptor limit (`ulimit -n`): the queue, the sessions and the Braze client
     /// need descriptors too.
@@ -78,6 +87,13 @@ public struct TagServiceConfiguration: Sendable {
     /// Braze requests per second for the whole cluster (the limit of the API key), shared by the instances
     /// in `--postgres` mode; `nil`: no limit.
     public var brazeRequestsPerSecond: Double?
+    /// The write keys a request that pushes events must present (``WriteKeys``: HTTP Basic with the key as the
+    /// user name, or a Bearer token); several for rotation. Empty: anyone who reaches the port may push — the
+    /// service warns at start, and the port must stay private.
+    public var writeKeys: [String] = []
+    /// The token `GET /metrics` must present as `Authorization: Bearer <token>`; `nil`: `/metrics` is open
+    /// like `/health` and `/ready`.
+    public var metricsToken: String?
 
     /// Creates a configuration with the two required directories.
     public init(containersDirectory: String, queueDirectory: String) {
@@ -143,6 +159,12 @@ extension TagServiceConfiguration {
           --max-batch-bytes <n>     largest POST /v1/batch body, default 1048576 (TAGSERVICE_MAX_BATCH_BYTES)
           --idle-timeout <s>        close a connection that sent nothing for this long, also one that has
                                     not finished its request headers, default 30 (TAGSERVICE_IDLE_TIMEOUT)
+          --request-timeout <s>     a request must arrive whole (headers and body) within this time of its
+                                    first byte, else 408 and the connection is closed; default 30
+                                    (TAGSERVICE_REQUEST_TIMEOUT)
+          --shutdown-timeout <s>    on SIGTERM, wait this long for requests in flight, then cut them (not
+                                    acknowledged) and finish the shutdown; default 15
+                                    (TAGSERVICE_SHUTDOWN_TIMEOUT)
           --max-connections <n>     most connections at once, default 512; keep it well below ulimit -n
                                     (TAGSERVICE_MAX_CONNECTIONS)
           --reload-interval <s>     seconds between checks of the containers directory, default 2
@@ -170,6 +192,13 @@ extension TagServiceConfiguration {
           --braze-requests-per-second <n>
                                     Braze requests a second for the whole cluster, shared by the instances
                                     (TAGSERVICE_BRAZE_REQUESTS_PER_SECOND)
+          --write-key <key>         a key POST /v1/... requests must present, as HTTP Basic (the key as the
+                                    user name, empty password) or Authorization: Bearer <key>; repeatable,
+                                    for rotation (TAGSERVICE_WRITE_KEYS, comma-separated). Without any key,
+                                    anyone who reaches the port can push events: keep it private
+          --write-key-file <path>   more write keys, one a line (# comments) (TAGSERVICE_WRITE_KEY_FILE)
+          --metrics-token <token>   GET /metrics then needs Authorization: Bearer <token>
+                                    (TAGSERVICE_METRICS_TOKEN); /health and /ready stay open
           --help                    show this text
 
         Braze:
@@ -179,11 +208,12 @@ extension TagServiceConfiguration {
 
         endpoints:
           POST /v1/events   {"user_id", "event", "parameters"?, "context"?} → fired tags and records
-                            (--postgres: the user id may come in an X-User-ID header instead, or in the
-                            path: POST /v1/users/<user_id>/events; a disagreeing body is refused)
+                            (the user id may come in an X-User-ID header instead, or in the path:
+                            POST /v1/users/<user_id>/events, percent-decoded; a disagreeing body is
+                            refused); Content-Type: application/json; the write key if any
           POST /v1/batch    {"events": [event, …]} → {"results": [one answer per event, in order],
-                            "accepted", "refused"}; one durable wait for the whole batch (--postgres:
-                            X-User-ID or POST /v1/users/<user_id>/batch as for a single event)
+                            "accepted", "refused"}; one durable wait for the whole batch (X-User-ID or
+                            POST /v1/users/<user_id>/batch as for a single event)
           GET  /health      alive
           GET  /ready       a container is live and the queue is writable
           GET  /metrics     Prometheus text format
@@ -201,6 +231,7 @@ extension TagServiceConfiguration {
     public static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Parsed {
         var values: [String: String] = [:]
         var opens: [String] = []
+        var writeKeys: [String] = []
         var noDurableWait =
             environment["TAGSERVICE_NO_DURABLE_WAIT"].map { ["1", "true", "yes"].contains($0) } ?? false
         let valued: [String: String] = [
@@ -213,11 +244,13 @@ extension TagServiceConfiguration {
             "--log-level": "TAGSERVICE_LOG_LEVEL", "--delivery-linger": "TAGSERVICE_DELIVERY_LINGER",
             "--open-timeout": "TAGSERVICE_OPEN_TIMEOUT", "--concurrent-deliveries": "TAGSERVICE_CONCURRENT_DELIVERIES",
             "--commit-delay": "TAGSERVICE_COMMIT_DELAY", "--idle-timeout": "TAGSERVICE_IDLE_TIMEOUT",
-            "--max-connections": "TAGSERVICE_MAX_CONNECTIONS",
+            "--max-connections": "TAGSERVICE_MAX_CONNECTIONS", "--request-timeout": "TAGSERVICE_REQUEST_TIMEOUT",
+            "--shutdown-timeout": "TAGSERVICE_SHUTDOWN_TIMEOUT",
             "--session-save-interval": "TAGSERVICE_SESSION_SAVE_INTERVAL",
             "--postgres": "CONTAINERKIT_POSTGRES_URL", "--instance-name": "TAGSERVICE_INSTANCE_NAME",
             "--postgres-partitions": "TAGSERVICE_POSTGRES_PARTITIONS",
             "--braze-requests-per-second": "TAGSERVICE_BRAZE_REQUESTS_PER_SECOND",
+            "--write-key-file": "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token": "TAGSERVICE_METRICS_TOKEN",
         ]
         for (flag, variable) in valued {
             if let value = environment[variable], !value.isEmpty { values[flag] = value }
@@ -225,7 +258,13 @@ extension TagServiceConfiguration {
         if let list = environment["TAGSERVICE_OPEN"] {
             opens = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
+        if let list = environment["TAGSERVICE_WRITE_KEYS"] {
+            writeKeys = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
+        }
         var flagOpens: [String] = []
+        var flagWriteKeys: [String] = []
         var index = 0
         while index < arguments.count {
             var argument = arguments[index]
@@ -241,6 +280,8 @@ extension TagServiceConfiguration {
                 noDurableWait = true
             case "--open":
                 flagOpens.append(try value(of: argument, inline: inlineValue, arguments, &index))
+            case "--write-key":
+                flagWriteKeys.append(try value(of: argument, inline: inlineValue, arguments, &index))
             case _ where valued[argument] != nil:
                 values[argument] = try value(of: argument, inline: inlineValue, arguments, &index)
             default:
@@ -249,6 +290,7 @@ extension TagServiceConfiguration {
             index += 1
         }
         if !flagOpens.isEmpty { opens = flagOpens }
+        if !flagWriteKeys.isEmpty { writeKeys = flagWriteKeys }
 
         guard let containers = values["--containers"] else {
             throw UsageError("--containers <dir> is required (or TAGSERVICE_CONTAINERS)")
@@ -289,6 +331,12 @@ extension TagServiceConfiguration {
         }
         if let seconds = values["--idle-timeout"] {
             configuration.idleTimeout = try duration(seconds, flag: "--idle-timeout")
+        }
+        if let seconds = values["--request-timeout"] {
+            configuration.requestTimeout = try duration(seconds, flag: "--request-timeout")
+        }
+        if let seconds = values["--shutdown-timeout"] {
+            configuration.shutdownTimeout = try duration(seconds, flag: "--shutdown-timeout")
         }
         if let count = values["--max-connections"] {
             guard let number = Int(count), (1...1_000_000).contains(number) else {
@@ -344,6 +392,12 @@ extension TagServiceConfiguration {
             configuration.logLevel = level
         }
         try parseScaleOut(values, into: &configuration)
+        try parseKeys(
+            writeKeys,
+            file: values["--write-key-file"],
+            metricsToken: values["--metrics-token"],
+            into: &configuration
+        )
         if let endpoint = environment["BRAZE_REST_ENDPOINT"], !endpoint.isEmpty {
             guard let url = httpURL(endpoint) else {
                 throw UsageError("BRAZE_REST_ENDPOINT needs an http(s) URL, not '\(endpoint)'")
@@ -355,6 +409,41 @@ extension TagServiceConfiguration {
             configuration.brazeAPIKey = key
         }
         return .run(configuration)
+    }
+
+    /// Reads the write keys (those of `--write-key`, else of `TAGSERVICE_WRITE_KEYS`, plus those of
+    /// `--write-key-file`) and the metrics token. A refused key is named by its position, never by its text.
+    private static func parseKeys(
+        _ keys: [String],
+        file: String?,
+        metricsToken: String?,
+        into configuration: inout TagServiceConfiguration
+    ) throws(UsageError) {
+        var keys = keys
+        if let file {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw UsageError("--write-key-file: cannot read '\(file)'")
+            }
+            for line in text.split(whereSeparator: \.isNewline) {
+                let key = line.trimmingCharacters(in: .whitespaces)
+                if !key.isEmpty, !key.hasPrefix("#") { keys.append(key) }
+            }
+        }
+        for (index, key) in keys.enumerated() where !WriteKeys.isUsableKey(key) {
+            throw UsageError(
+                "write key \(index + 1) of \(keys.count) is not usable: a key is at least 16 characters of printable "
+                    + "ASCII without spaces, ':' or ','"
+            )
+        }
+        configuration.writeKeys = keys
+        if let metricsToken {
+            guard WriteKeys.isUsableKey(metricsToken) else {
+                throw UsageError(
+                    "--metrics-token is not usable: at least 16 characters of printable ASCII without spaces, ':' or ','"
+                )
+            }
+            configuration.metricsToken = metricsToken
+        }
     }
 
     private static func value(

@@ -1,5 +1,6 @@
 import ContainerKit
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing
@@ -60,7 +61,12 @@ import Testing
         fixture.configuration.maximumBodyBytes = 1024
         let service = try await fixture.make()
         try await service.application.test(.router) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: ByteBuffer(string: badRequest.body)) {
+            try await client.execute(
+                uri: "/v1/events",
+                method: .post,
+                headers: .json,
+                body: ByteBuffer(string: badRequest.body)
+            ) {
                 response in
                 #expect(response.status == badRequest.status)
                 #expect(response.headers[.contentType]?.hasPrefix("application/json") == true)
@@ -81,7 +87,7 @@ import Testing
         let service = try await fixture.make()
         let body = ByteBuffer(repeating: UInt8(ascii: "x"), count: 64 * 1024)
         try await service.application.test(.live) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: body) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: body) { response in
                 #expect(response.status == .contentTooLarge)
                 let answer = try response.json
                 #expect(answer["error"]?.objectValue?["code"] == "body_too_large")
@@ -92,5 +98,61 @@ import Testing
             }
         }
         #expect(service.queue.lastTicket == 0)
+    }
+
+    /// Issue 38: a body that is not declared JSON is refused before it is read, on every endpoint that reads one
+    /// (a missing `Content-Type` too: Segment's and RudderStack's clients always send it, and a browser can send
+    /// a body without one, or as `text/plain`, to another origin without asking first).
+    @Test(arguments: [
+        nil, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+        "application/json; charset=iso-8859-1", "application/jsonx", "application/vnd.api+json",
+    ])
+    func aBodyThatIsNotDeclaredJSONIsRefusedWith415(_ contentType: String?) async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        let headers: HTTPFields = contentType.map { [.contentType: $0] } ?? [:]
+        try await service.application.test(.router) { client in
+            for (path, body) in [
+                ("/v1/events", eventBody(user: "ada")), ("/v1/batch", batchBody([batchEvent(user: "ada", title: "t")])),
+            ] {
+                try await client.execute(uri: path, method: .post, headers: headers, body: body) { response in
+                    #expect(response.status == .unsupportedMediaType, "\(path)")
+                    let error = try #require(try response.json["error"]?.objectValue)
+                    #expect(error["code"] == "unsupported_media_type")
+                }
+            }
+        }
+        #expect(service.queue.lastTicket == 0)
+        #expect(service.sessions.count == 0)
+    }
+
+    @Test(arguments: ["application/json", "application/json; charset=utf-8", #"Application/JSON;charset="UTF-8""#])
+    func jsonWithOrWithoutAUTF8CharsetIsAccepted(_ contentType: String) async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        try await service.application.test(.router) { client in
+            let headers: HTTPFields = [.contentType: contentType]
+            try await client.execute(uri: "/v1/events", method: .post, headers: headers, body: eventBody(user: "ada")) {
+                response in
+                #expect(response.status == .ok)
+            }
+        }
+    }
+
+    @Test func aRepeatedContentTypeIsRefused() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        try await service.application.test(.router) { client in
+            var headers: HTTPFields = [.contentType: "application/json"]
+            headers.append(HTTPField(name: .contentType, value: "text/plain"))
+            try await client.execute(uri: "/v1/events", method: .post, headers: headers, body: eventBody(user: "ada")) {
+                response in
+                #expect(response.status == .unsupportedMediaType)
+            }
+        }
+        #expect(service.sessions.count == 0)
     }
 }

@@ -42,7 +42,7 @@ extension ValueMap {
         let events = [("u1", "a"), ("u2", "b"), ("u1", "c"), ("u3", "d"), ("u1", "e"), ("u2", "f")]
         try await service.application.test(.live) { client in
             let body = batchBody(events.map { batchEvent(user: $0.0, title: $0.1) })
-            try await client.execute(uri: "/v1/batch", method: .post, body: body) { response in
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: body) { response in
                 #expect(response.status == .ok)
                 let answer = try response.json
                 #expect(answer["accepted"] == 6)
@@ -82,7 +82,7 @@ extension ValueMap {
                 #"{"user_id": "grace", "event": "played song", "parameters": []}"#,
                 batchEvent(user: "ada", title: "b"),
             ])
-            try await client.execute(uri: "/v1/batch", method: .post, body: body) { response in
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: body) { response in
                 #expect(response.status == .ok)
                 let answer = try response.json
                 #expect(answer["accepted"] == 2)
@@ -124,7 +124,7 @@ extension ValueMap {
         ]
         try await service.application.test(.live) { client in
             for (body, status, code) in cases {
-                try await client.execute(uri: "/v1/batch", method: .post, body: body) { response in
+                try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: body) { response in
                     #expect(response.status == status)
                     let error = try #require(try response.json["error"]?.objectValue)
                     #expect(error["code"]?.stringValue == code)
@@ -133,7 +133,7 @@ extension ValueMap {
             }
             // At the limits it is taken.
             let full = batchBody((0..<3).map { batchEvent(user: "u\($0)", title: "t") })
-            try await client.execute(uri: "/v1/batch", method: .post, body: full) { response in
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: full) { response in
                 #expect(response.status == .ok)
                 let answer = try response.json
                 #expect(answer["accepted"] == 3)
@@ -142,13 +142,102 @@ extension ValueMap {
         #expect(service.sessions.count == 3)
     }
 
+    /// Issue 38: an event nesting deeper than a single body may refused the whole batch; only it is refused now.
+    @Test func anEventThatNestsTooDeepIsRefusedInItsPlaceAndTheOthersArePushed() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        // 70 levels inside the event object: more than the 64 a body may have.
+        let deep = String(repeating: #"{"a": "#, count: 70) + "1" + String(repeating: "}", count: 70)
+        let deepEvent = #"{"event": "played song", "user_id": "grace", "parameters": \#(deep)}"#
+        // Exactly as deep as a single body may be (64 levels, the event object included) is fine.
+        let deepest = String(repeating: #"{"a": "#, count: 62) + "1" + String(repeating: "}", count: 62)
+        try await service.application.test(.router) { client in
+            let body = batchBody([
+                batchEvent(user: "ada", title: "a"), deepEvent,
+                #"{"event": "played song", "user_id": "ada", "parameters": {"title": "b", "x": \#(deepest)}}"#,
+                "[\(deep)]",
+            ])
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: body) { response in
+                #expect(response.status == .ok)
+                let answer = try response.json
+                #expect(answer["accepted"] == 2)
+                #expect(answer["refused"] == 2)
+                let results = answer.batchResults
+                #expect(results.map { $0["status"] } == [200, 400, 200, 400])
+                #expect(results[1]["error"]?.objectValue?["code"] == "malformed_json")
+                #expect(results[1]["user_id"] == "grace")
+                #expect(results.map { $0.recordTitles.first } == ["a", nil, "b", nil])
+            }
+            // The same event sent alone is refused the same way.
+            try await client.execute(
+                uri: "/v1/events",
+                method: .post,
+                headers: .json,
+                body: ByteBuffer(string: deepEvent)
+            ) { response in
+                #expect(response.status == .badRequest)
+                let answer = try response.json
+                #expect(answer["error"]?.objectValue?["code"] == "malformed_json")
+            }
+            // Too deep outside the events, or not JSON elsewhere: the batch cannot be read.
+            for broken in [
+                #"{"meta": \#(deep), "events": [\#(batchEvent(user: "ada", title: "c"))]}"#,
+                #"{"events": [\#(deepEvent), {"event": "x", "user_id": "ada", "n": 01}]}"#,
+                #"{"events": [\#(deepEvent), {"event": "x" "user_id": "ada"}]}"#,
+                #"{"events": [\#(deepEvent)] "#, #"{"events": [\#(deepEvent)]} x"#,
+            ] {
+                try await client.execute(
+                    uri: "/v1/batch",
+                    method: .post,
+                    headers: .json,
+                    body: ByteBuffer(string: broken)
+                ) { response in
+                    #expect(response.status == .badRequest, "\(broken.suffix(40))")
+                    let answer = try response.json
+                    #expect(answer["error"]?.objectValue?["code"] == "malformed_json")
+                }
+            }
+            // Too many events, counted without reading them.
+            let many = "{\"events\": [" + Array(repeating: deepEvent, count: 101).joined(separator: ",") + "]}"
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: ByteBuffer(string: many)) {
+                response in
+                let answer = try response.json
+                #expect(answer["error"]?.objectValue?["code"] == "too_many_events")
+            }
+        }
+        #expect(service.sessions.existingSession(for: "grace") == nil)
+        #expect(service.sessions.existingSession(for: "ada")?.snapshot().eventNumber == 2)
+    }
+
+    @Test func spansFollowTheStructureWithoutBuildingIt() throws {
+        let text = #" {"k": "a\"]}", "events": [1, {"x": [true, null]}, "s" , -2.5e3], "e": {}} "#
+        let spans = JSONSpans(bytes: Array(text.utf8))
+        let document = try #require(spans.document())
+        let members = try #require(spans.members(of: document))
+        let bytes = Array(text.utf8)
+        #expect(members.map { String(decoding: bytes[$0.key], as: UTF8.self) } == [#""k""#, #""events""#, #""e""#])
+        let elements = try #require(spans.elements(of: members[1].value))
+        #expect(
+            elements.map { String(decoding: bytes[$0], as: UTF8.self) } == [
+                "1", #"{"x": [true, null]}"#, #""s""#, "-2.5e3",
+            ]
+        )
+        #expect(spans.members(of: members[2].value)?.isEmpty == true)
+        for broken in [#"{"a": [1}"#, #"{"a" 1}"#, #"{"a": 1,}"#, "[1 2]", #"{"a": "x}"#, "{} {}", ""] {
+            let spans = JSONSpans(bytes: Array(broken.utf8))
+            let parsed = spans.document().flatMap { spans.members(of: $0) ?? spans.elements(of: $0).map { _ in [] } }
+            #expect(parsed == nil, "\(broken)")
+        }
+    }
+
     @Test func aBatchWithoutALiveContainerIsRefusedWith503AndNothingIsPushed() async throws {
         let fixture = try TestService(containers: false)
         defer { fixture.remove() }
         let service = try await fixture.make()
         try await service.application.test(.live) { client in
             let body = batchBody([batchEvent(user: "u1", title: "a"), batchEvent(user: "u2", title: "b")])
-            try await client.execute(uri: "/v1/batch", method: .post, body: body) { response in
+            try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: body) { response in
                 #expect(response.status == .serviceUnavailable)
                 let answer = try response.json
                 #expect(answer["error"]?.objectValue?["code"] == "no_container")

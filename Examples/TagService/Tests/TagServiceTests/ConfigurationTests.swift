@@ -64,6 +64,8 @@ import Testing
         (["--containers", "c", "--queue", "q", "--max-batch-bytes", "-1"], "--max-batch-bytes"),
         (["--containers", "c", "--queue", "q", "--open-timeout", "1e300"], "--open-timeout"),
         (["--containers", "c", "--queue", "q", "--delivery-linger", "nan"], "--delivery-linger"),
+        (["--containers", "c", "--queue", "q", "--request-timeout", "0"], "--request-timeout"),
+        (["--containers", "c", "--queue", "q", "--shutdown-timeout", "-1"], "--shutdown-timeout"),
     ])
     func unusableCommandLinesNameTheFlag(_ arguments: [String], _ flag: String) throws {
         let error = #expect(throws: UsageError.self) { try TagServiceConfiguration.parse(arguments, environment: [:]) }
@@ -88,9 +90,59 @@ import Testing
             "--containers", "--queue", "--host", "--port", "--sessions", "--no-durable-wait", "BRAZE_REST_ENDPOINT",
             "BRAZE_REST_API_KEY", "TAGSERVICE_QUEUE", "--delivery-linger", "--open-timeout", "--open",
             "--container-url", "--concurrent-deliveries", "TAGSERVICE_CONCURRENT_DELIVERIES",
-            "--commit-delay", "TAGSERVICE_COMMIT_DELAY",
+            "--commit-delay", "TAGSERVICE_COMMIT_DELAY", "--write-key", "TAGSERVICE_WRITE_KEYS", "--write-key-file",
+            "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token", "TAGSERVICE_METRICS_TOKEN", "--request-timeout",
+            "TAGSERVICE_REQUEST_TIMEOUT", "--shutdown-timeout", "TAGSERVICE_SHUTDOWN_TIMEOUT",
         ] {
             #expect(TagServiceConfiguration.help.contains(word))
         }
+    }
+
+    @Test func writeKeysComeFromTheFlagsOrTheVariablePlusTheFile() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("keys-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try "# rotated 2026-11\nfile-key-0123456789\n\n  other-file-key-0123456789  \n".write(
+            to: file,
+            atomically: true,
+            encoding: .utf8
+        )
+        let environment = ["TAGSERVICE_WRITE_KEYS": "env-key-0123456789, env-key-abcdefghij"]
+        let fromVariable = try parse(["--containers", "c", "--queue", "q"], environment)
+        #expect(fromVariable.writeKeys == ["env-key-0123456789", "env-key-abcdefghij"])
+        let flagged = try parse(
+            ["--containers", "c", "--queue", "q", "--write-key", "flag-key-0123456789", "--write-key-file", file.path],
+            environment
+        )
+        #expect(flagged.writeKeys == ["flag-key-0123456789", "file-key-0123456789", "other-file-key-0123456789"])
+        #expect(try parse(["--containers", "c", "--queue", "q"]).writeKeys.isEmpty)
+        let token = try parse(
+            ["--containers", "c", "--queue", "q"],
+            ["TAGSERVICE_METRICS_TOKEN": "metrics-0123456789"]
+        )
+        #expect(token.metricsToken == "metrics-0123456789")
+    }
+
+    @Test(arguments: ["short", "has space 0123456789", "has:colon-0123456789", "caf\u{E9}-0123456789abcdef"])
+    func anUnusableWriteKeyIsRefusedWithoutBeingEchoed(_ key: String) {
+        let error = #expect(throws: UsageError.self) {
+            try TagServiceConfiguration.parse(
+                ["--containers", "c", "--queue", "q", "--write-key", key],
+                environment: [:]
+            )
+        }
+        #expect(error?.description.contains("write key 1 of 1") == true)
+        #expect(error?.description.contains(key) == false)
+    }
+
+    @Test func theRequestAndShutdownBoundsHaveDefaultsFlagsAndVariables() throws {
+        let defaults = try parse(["--containers", "c", "--queue", "q"])
+        #expect(defaults.requestTimeout == .seconds(30))
+        #expect(defaults.shutdownTimeout == .seconds(15))
+        let set = try parse(
+            ["--containers", "c", "--queue", "q", "--request-timeout", "2.5"],
+            ["TAGSERVICE_REQUEST_TIMEOUT": "9", "TAGSERVICE_SHUTDOWN_TIMEOUT": "4"]
+        )
+        #expect(set.requestTimeout == .milliseconds(2500))
+        #expect(set.shutdownTimeout == .seconds(4))
     }
 }

@@ -13,7 +13,8 @@ import Testing
         defer { fixture.remove() }
         let service = try await fixture.make()
         try await service.application.test(.router) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
+                response in
                 #expect(response.status == .serviceUnavailable)
                 let error = try #require(try response.json["error"]?.objectValue)
                 #expect(error["code"] == "no_container")
@@ -34,7 +35,12 @@ import Testing
         defer { fixture.remove() }
         let service = try await fixture.make()
         try await service.application.test(.router) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: #"a\u0000b"#)) {
+            try await client.execute(
+                uri: "/v1/events",
+                method: .post,
+                headers: .json,
+                body: eventBody(user: #"a\u0000b"#)
+            ) {
                 response in
                 #expect(response.status == .badRequest)
                 let error = try #require(try response.json["error"]?.objectValue)
@@ -51,7 +57,8 @@ import Testing
         let service = try await fixture.make()
         try await service.application.test(.router) { client in
             for user in [#"caf\u00e9"#, #"cafe\u0301"#] {
-                try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: user)) { response in
+                try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: user))
+                { response in
                     #expect(response.status == .ok)
                     // Each is a new user: the once-per-load tag fires for both.
                     let names = try response.json.firedNames
@@ -66,7 +73,8 @@ import Testing
         defer { fixture.remove() }
         let service = try await fixture.make()
         try await service.application.test(.router) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "user-1")) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "user-1"))
+            { response in
                 #expect(response.status == .ok)
                 let answer = try response.json
                 #expect(answer["user_id"] == "user-1")
@@ -83,7 +91,8 @@ import Testing
         defer { fixture.remove() }
         let service = try await fixture.make()
         try await service.application.test(.router) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "user-1")) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "user-1"))
+            { response in
                 let records = try #require(try response.json["records"]?.arrayValue)
                 let lines = records.compactMap(\.objectValue)
                 #expect(lines.map { $0["name"] } == ["played song", "first play"])
@@ -98,10 +107,11 @@ import Testing
         let service = try await fixture.make()
         try await service.application.test(.router) { client in
             for user in ["a", "b", "a"] {
-                try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: user))
+                try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: user))
             }
             // The once-per-load tag fired once for each user, not once per push.
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "b")) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "b")) {
+                response in
                 let answer = try response.json
                 #expect(answer.firedNames == ["Braze - played song"])
             }
@@ -115,7 +125,8 @@ import Testing
         fixture.configuration.waitsForDurability = false
         let service = try await fixture.make()
         try await service.application.test(.router) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u")) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "u")) {
+                response in
                 #expect(response.status == .ok)
                 let answer = try response.json
                 #expect(answer["durable"] == false)
@@ -131,7 +142,7 @@ import Testing
             string: #"{"user_id": "u", "event": "other", "context": {"platform": "iOS", "app_id": "com.example"}}"#
         )
         try await service.application.test(.router) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: body) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: body) { response in
                 #expect(response.status == .ok)
                 let answer = try response.json
                 #expect(answer.firedNames == [])

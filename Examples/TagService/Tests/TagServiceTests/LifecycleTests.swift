@@ -16,7 +16,12 @@ import Testing
         let acknowledged = try await service.application.test(.live) { client in
             var count = 0
             for index in 0..<20 {
-                try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "user-\(index % 5)")) {
+                try await client.execute(
+                    uri: "/v1/events",
+                    method: .post,
+                    headers: .json,
+                    body: eventBody(user: "user-\(index % 5)")
+                ) {
                     response in
                     #expect(response.status == .ok)
                     count += try response.json.firedNames.count
@@ -35,7 +40,8 @@ import Testing
         let fixture = try TestService()
         defer { fixture.remove() }
         try await fixture.make().application.test(.router) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
+                response in
                 let answer = try response.json
                 #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
             }
@@ -45,11 +51,13 @@ import Testing
         let restarted = try await fixture.make()
         #expect(restarted.sessions.count == 0)
         try await restarted.application.test(.router) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
+                response in
                 let answer = try response.json
                 #expect(answer.firedNames == ["Braze - played song"])
             }
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "grace")) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "grace")) {
+                response in
                 let answer = try response.json
                 #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
             }
@@ -66,7 +74,7 @@ import Testing
         let fixture = try TestService()
         defer { fixture.remove() }
         try await fixture.make().application.test(.router) { client in
-            _ = try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada"))
+            _ = try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada"))
         }
         let directory = try #require(fixture.configuration.sessionsDirectory)
         let segments = try FileManager.default.contentsOfDirectory(atPath: directory).filter {
@@ -80,7 +88,8 @@ import Testing
         try handle.close()
         let restarted = try await fixture.make()
         try await restarted.application.test(.router) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
+                response in
                 let names = try response.json.firedNames
                 #expect(names == ["Braze - played song"])
             }

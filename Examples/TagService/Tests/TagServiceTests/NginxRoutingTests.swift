@@ -74,6 +74,34 @@ struct NginxRoutingTests {
             }
             // The users are spread over the instances (not all hashed to one).
             #expect(Set(owners.values).count > 1)
+            // A user whose id is not ASCII: nginx hashes the header's bytes and the percent-decoded path ($uri),
+            // in either case of the hex digits — the bytes TagService reads from each (issue 38).
+            try await TestClient.withClient(host: "127.0.0.1", port: nginx.port) { client in
+                for index in 0..<12 {
+                    let user = "caf\u{E9}-\(index)"
+                    let encoded = user.utf8.map { byte in
+                        byte < 0x80 ? String(UnicodeScalar(byte)) : "%" + String(byte, radix: 16, uppercase: true)
+                    }.joined()
+                    var seen: [String] = []
+                    for (path, headers) in [
+                        ("/v1/events", [header: user] as HTTPFields), ("/v1/users/\(encoded)/events", [:]),
+                        ("/v1/users/\(encoded.lowercased())/batch", [:]), ("/v1/batch", [header: user]),
+                    ] {
+                        let response = try await client.execute(
+                            TestClient.Request(
+                                path,
+                                method: .post,
+                                authority: "127.0.0.1:\(nginx.port)",
+                                headers: headers,
+                                body: ByteBuffer(string: #"{"event": "played song"}"#)
+                            )
+                        )
+                        #expect(response.status == .ok, "\(path)")
+                        seen.append(response.body.map { String(buffer: $0) } ?? "")
+                    }
+                    #expect(Set(seen).count == 1, "\(user): \(seen)")
+                }
+            }
         }
     }
 

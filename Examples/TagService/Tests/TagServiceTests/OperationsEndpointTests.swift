@@ -61,7 +61,8 @@ import Testing
                 #expect(answer["containers"] == .array([.string(TestService.fixtureID)]))
                 #expect(answer["missing"] == .array(["GTM-ABSENT1"]))
             }
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "ada")) { response in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
+                response in
                 #expect(response.status == .ok)
                 let answer = try response.json
                 #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
@@ -73,9 +74,9 @@ import Testing
         let fixture = try TestService()
         defer { fixture.remove() }
         try await fixture.make().application.test(.router) { client in
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "a"))
-            try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: "a"))
-            try await client.execute(uri: "/v1/events", method: .post, body: ByteBuffer(string: "{"))
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "a"))
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "a"))
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: ByteBuffer(string: "{"))
             try await client.execute(uri: "/metrics", method: .get) { response in
                 #expect(response.status == .ok)
                 #expect(response.headers[.contentType]?.hasPrefix("text/plain") == true)

@@ -57,6 +57,7 @@ struct PostgresModeTests {
                 try await clientB.execute(
                     uri: "/v1/users/u1/events",
                     method: .post,
+                    headers: .json,
                     body: ByteBuffer(string: #"{"event": "played song", "parameters": {"title": "Blue in Green"}}"#)
                 ) { response in
                     #expect(response.status == .ok)
@@ -87,7 +88,12 @@ struct PostgresModeTests {
                 let json4 = try response.json
                 #expect(json4["error"]?.objectValue?["code"] == "user_id_mismatch")
             }
-            try await client.execute(uri: "/v1/users/u2/events", method: .post, body: eventBody(user: "u1")) {
+            try await client.execute(
+                uri: "/v1/users/u2/events",
+                method: .post,
+                headers: .json,
+                body: eventBody(user: "u1")
+            ) {
                 response in
                 #expect(response.status == .badRequest)
             }
@@ -107,20 +113,33 @@ struct PostgresModeTests {
         try await body(cluster, fixture, service, try #require(service.scaleOut))
     }
 
+    /// Issue 38: the path's id was used percent-encoded, a repeated header joined, a header and a path that
+    /// disagree resolved silently. The same rules as the local mode (``checkUserIDRules(_:)``).
+    @Test func theUserIDRulesAreTheLocalModes() async throws {
+        try await withOneInstance { _, _, service, _ in
+            try await service.application.test(.live) { client in
+                try await checkUserIDRules(client)
+            }
+            #expect(service.sessions.count == 2)
+        }
+    }
+
     @Test func aLostPostgresGives503AndTheServiceRecoversByItself() async throws {
         try await withOneInstance { cluster, fixture, service, scaleOut in
             @Sendable func titled(_ title: String) -> ByteBuffer {
                 eventBody(user: "u1", parameters: #"{"title": "\#(title)"}"#)
             }
             try await service.application.test(.live) { client in
-                try await client.execute(uri: "/v1/events", method: .post, body: titled("before")) { response in
+                try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: titled("before")) {
+                    response in
                     #expect(response.status == .ok)
                 }
                 try await client.execute(uri: "/ready", method: .get) { response in
                     #expect(response.status == .ok)
                 }
                 try await cluster.crash()
-                try await client.execute(uri: "/v1/events", method: .post, body: titled("refused")) { response in
+                try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: titled("refused")) {
+                    response in
                     #expect(response.status == .serviceUnavailable)
                 }
                 try await client.execute(uri: "/ready", method: .get) { response in
@@ -131,7 +150,8 @@ struct PostgresModeTests {
                 try await client.execute(uri: "/ready", method: .get) { response in
                     #expect(response.status == .ok)
                 }
-                try await client.execute(uri: "/v1/events", method: .post, body: titled("after")) { response in
+                try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: titled("after")) {
+                    response in
                     #expect(response.status == .ok)
                     // The refused event left no trace in the session: this is its second acknowledged event.
                     let json5 = try response.json
@@ -151,7 +171,12 @@ struct PostgresModeTests {
         try await withOneInstance { _, _, service, scaleOut in
             try await service.application.test(.live) { client in
                 for user in ["u1", "u2", "u1"] {
-                    try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: user)) {
+                    try await client.execute(
+                        uri: "/v1/events",
+                        method: .post,
+                        headers: .json,
+                        body: eventBody(user: user)
+                    ) {
                         response in
                         #expect(response.status == .ok)
                     }
@@ -191,7 +216,12 @@ struct PostgresModeTests {
         try await service.application.test(.live) { client in
             for round in 1...2 {
                 for user in users {
-                    try await client.execute(uri: "/v1/events", method: .post, body: eventBody(user: user)) {
+                    try await client.execute(
+                        uri: "/v1/events",
+                        method: .post,
+                        headers: .json,
+                        body: eventBody(user: user)
+                    ) {
                         response in
                         #expect(response.status == .ok)
                         // The once-per-load tag fires on a user's first event only, though the session was
@@ -231,7 +261,7 @@ struct PostgresModeTests {
                     batchEvent(user: "u2", title: "x"), batchEvent(user: "u3", title: "y"),
                     batchEvent(user: "u2", title: "z"),
                 ])
-                try await client.execute(uri: "/v1/batch", method: .post, body: mixed) { response in
+                try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: mixed) { response in
                     #expect(response.status == .ok)
                     let results = try response.json.batchResults
                     #expect(results.map { $0["user_id"]?.stringValue } == ["u2", "u3", "u2"])
@@ -243,6 +273,7 @@ struct PostgresModeTests {
                 try await client.execute(
                     uri: "/v1/users/u1/batch",
                     method: .post,
+                    headers: .json,
                     body: batchBody([#"{"event": "played song", "parameters": {"title": "e"}}"#])
                 ) { response in
                     #expect(response.status == .ok)
@@ -250,7 +281,7 @@ struct PostgresModeTests {
                     #expect(answer.batchResults.first?.firedNames == ["Braze - played song"])
                 }
                 let mixed = batchBody([batchEvent(user: "u2", title: "w"), batchEvent(user: "u3", title: "v")])
-                try await client.execute(uri: "/v1/batch", method: .post, body: mixed) { response in
+                try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: mixed) { response in
                     #expect(response.status == .ok)
                 }
             }
@@ -263,18 +294,24 @@ struct PostgresModeTests {
     @Test func aBatchOnAStaleSessionIsPushedAgainOnTheNewestOne() async throws {
         try await withTwoInstances { a, b in
             try await a.application.test(.live) { clientA in
-                try await clientA.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u1")) { response in
+                try await clientA.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "u1"))
+                { response in
                     #expect(response.status == .ok)
                 }
                 // Meanwhile u1 is served by b: a's copy of the session is one event behind.
                 try await b.application.test(.live) { clientB in
-                    try await clientB.execute(uri: "/v1/events", method: .post, body: eventBody(user: "u1")) {
+                    try await clientB.execute(
+                        uri: "/v1/events",
+                        method: .post,
+                        headers: .json,
+                        body: eventBody(user: "u1")
+                    ) {
                         response in
                         #expect(response.status == .ok)
                     }
                 }
                 let body = batchBody([batchEvent(user: "u1", title: "a"), batchEvent(user: "u1", title: "b")])
-                try await clientA.execute(uri: "/v1/batch", method: .post, body: body) { response in
+                try await clientA.execute(uri: "/v1/batch", method: .post, headers: .json, body: body) { response in
                     #expect(response.status == .ok)
                     let results = try response.json.batchResults
                     #expect(results.map { $0["status"] } == [200, 200])

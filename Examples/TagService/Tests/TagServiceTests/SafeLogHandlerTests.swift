@@ -49,6 +49,20 @@ import Testing
         #expect(metadata["proxy"] == "Bearer [redacted]")
     }
 
+    @Test func writeKeysAndBasicCredentialsAreRedacted() {
+        let (logger, lines) = Self.logger(secrets: ["wk-live-0123456789abcdef"])
+        logger.warning(
+            "proxy echoed the request",
+            metadata: [
+                "headers": "Authorization: Basic d2stbGl2ZS0wMTIzNDU2Nzg5YWJjZGVmOg==",
+                "key": "wk-live-0123456789abcdef",
+            ]
+        )
+        let (_, metadata) = lines.withLock { $0[0] }
+        #expect(metadata["headers"] == "Authorization: Basic [redacted]")
+        #expect(metadata["key"] == "[redacted]")
+    }
+
     @Test func repeatedErrorsAreCountedNotWritten() {
         let (logger, lines) = Self.logger()
         for _ in 0..<1000 { logger.error("records not durable") }

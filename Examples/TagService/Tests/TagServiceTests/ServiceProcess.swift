@@ -120,6 +120,18 @@ final class ServiceProcess: @unchecked Sendable {
         return try await send(request)
     }
 
+    /// `POST path` with `body` and an `Authorization` header over a socket of its own (`Connection: close`);
+    /// the whole answer as text. (FoundationNetworking's `URLSession` does not always return a `401` that
+    /// carries a `WWW-Authenticate` challenge.)
+    func rawPost(_ path: String, body: String, authorization: String?) async throws -> String {
+        let fd = try ServingTests.connect(port)
+        var request = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        if let authorization { request += "Authorization: \(authorization)\r\n" }
+        request += "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        ServingTests.send(fd, request)
+        return await ServingTests.readUntilClosed(fd)
+    }
+
     /// `GET path`; the status and the body as JSON.
     func get(_ path: String) async throws -> (Int, [String: Any]) {
         try await send(URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!))

@@ -1,6 +1,7 @@
 import ContainerKit
 import ContainerKitBraze
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
@@ -82,4 +83,9 @@ extension ValueMap {
     var firedNames: [String] {
         (self["fired"]?.arrayValue ?? []).compactMap { $0.objectValue?["name"]?.stringValue }
     }
+}
+
+extension HTTPFields {
+    /// `Content-Type: application/json`, which every body the service reads must have.
+    static let json: HTTPFields = [.contentType: "application/json"]
 }
