@@ -138,6 +138,35 @@ import Testing
         #expect(appends[2].sessions.first?.snapshot.model["plan"] == "gold", "on the newest session")
     }
 
+    /// A batch pushes every event, then waits once; the events of a user whose commit was fenced are pushed
+    /// again, in order, on the newest session, and every outcome is a success.
+    @Test func aBatchPushesAllThenWaitsAndPushesFencedEventsAgainInOrder() async throws {
+        let front = RecordingFront()
+        let persistence = InMemorySessionPersistence()
+        let sessions = try await Self.store(
+            committer: RecordCommitter(front, keepsSessions: true),
+            persistence: persistence
+        )
+        try await sessions.push(event: "login", for: "gil", prepare: Self.nameUser)
+        _ = try await persistence.save([
+            .save(StoredSession(snapshot: SessionSnapshot(sessionID: "gil", model: ["plan": "gold"]), version: 7))
+        ])
+        // gil's two events are refused (the store holds version 7); hal's is kept.
+        front.failures.withLock { $0 = [DurabilityError(.superseded, "newer"), DurabilityError(.superseded, "newer")] }
+        let requests = [
+            SessionStore.PushRequest(event: "played song", parameters: ["n": 1, "duration": 545], userID: "gil"),
+            SessionStore.PushRequest(event: "played song", parameters: ["n": 2, "duration": 545], userID: "gil"),
+        ]
+        let outcomes = await sessions.push(requests, prepare: Self.nameUser)
+        let results = try outcomes.map { try $0.get() }
+        #expect(results.count == 2)
+        let appends = front.appends.withLock { $0 }
+        #expect(appends.count == 5, "login, two fenced, two pushed again")
+        #expect(appends.suffix(2).compactMap { $0.sessions.first?.version } == [8, 9])
+        #expect(appends.last?.sessions.first?.snapshot.model["n"] == 2)
+        #expect(appends.last?.sessions.first?.snapshot.model["plan"] == "gold")
+    }
+
     /// A store that keeps records only (a durable queue): the records are one append per push, and the
     /// session is saved by the persistence.
     @Test func aRecordsOnlyFrontGetsOneAppendPerPushAndThePersistenceTheSession() async throws {

@@ -166,10 +166,10 @@ public struct PushResult: Sendable {
     }
 
     /// The durable positions of this push's records: one token per write (a tag's records), in firing
-    /// order, without repeats.
+    /// order, then the push's commit (``PushCommitter``), without repeats.
     public var durability: [DurabilityToken] {
         var seen = Set<DurabilityToken>()
-        return outputs.compactMap(\.durability).filter { seen.insert($0).inserted }
+        return (outputs.compactMap(\.durability) + commits).filter { seen.insert($0).inserted }
     }
 
     /// Returns once every record this push's tags produced is durable (for example written and synced by

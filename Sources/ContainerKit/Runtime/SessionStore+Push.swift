@@ -56,4 +56,79 @@ extension SessionStore {
             }
         }
     }
+    /// One event of a batch for ``push(_:waitsForDurability:prepare:)``.
+    public struct PushRequest: Sendable {
+        /// The event's name.
+        public var event: String
+        /// Its parameters.
+        public var parameters: ValueMap
+        /// The user whose session it goes into.
+        public var userID: String
+        /// The client context of the user's session, if the request gives one.
+        public var context: ClientContext?
+
+        /// Creates a request.
+        public init(event: String, parameters: ValueMap = ValueMap(), userID: String, context: ClientContext? = nil) {
+            self.event = event
+            self.parameters = parameters
+            self.userID = userID
+            self.context = context
+        }
+    }
+
+    /// Pushes a batch of events in order (so each user's in the order given), then waits for what each
+    /// produced to be durable: one wait after all the pushes, so they share the store's group commits.
+    /// Events whose commit was refused because another instance stored a newer session are pushed again, in
+    /// order, on the newest sessions (up to twice), as ``push(event:parameters:for:context:waitsForDurability:prepare:)``
+    /// does for one.
+    /// - Returns: each event's outcome, in the order of `requests`.
+    public func push(
+        _ requests: [PushRequest],
+        waitsForDurability: Bool = true,
+        prepare: (DataLayer) -> Void = { _ in }
+    ) async -> [Result<PushResult, PushError>] {
+        var outcomes = [Result<PushResult, PushError>?](repeating: nil, count: requests.count)
+        var pending = Array(requests.indices)
+        let dropsFailedCopies = configuration.committer?.keepsSessions == true
+        for attempt in 1...3 {
+            var pushed: [(index: Int, result: PushResult)] = []
+            for index in pending {
+                let request = requests[index]
+                do {
+                    let result = try await push(
+                        event: request.event,
+                        parameters: request.parameters,
+                        for: request.userID,
+                        context: request.context,
+                        waitsForDurability: false,
+                        prepare: prepare
+                    )
+                    pushed.append((index, result))
+                } catch {
+                    outcomes[index] = .failure(error)
+                }
+            }
+            guard waitsForDurability else {
+                for (index, result) in pushed { outcomes[index] = .success(result) }
+                break
+            }
+            var again: [Int] = []
+            for (index, result) in pushed {
+                do {
+                    try await result.waitUntilDurable()
+                    outcomes[index] = .success(result)
+                } catch {
+                    if dropsFailedCopies { invalidate(requests[index].userID) }
+                    if error.code == .superseded, attempt < 3 {
+                        again.append(index)
+                    } else {
+                        outcomes[index] = .failure(.notDurable(error, result: result))
+                    }
+                }
+            }
+            if again.isEmpty { break }
+            pending = again
+        }
+        return outcomes.map { $0! }
+    }
 }
