@@ -34,6 +34,9 @@ struct APIError: Error, Sendable {
         static let invalidUserID = Code(rawValue: "invalid_user_id")
         /// The `X-User-ID` header and the path name two different users (400).
         static let conflictingUserID = Code(rawValue: "conflicting_user_id")
+        /// The push would take the user's data layer past `--max-session-bytes` (413): it was refused and changed
+        /// nothing.
+        static let sessionTooLarge = Code(rawValue: "session_too_large")
         /// A batch holds more events than `--max-batch-events` (413).
         static let tooManyEvents = Code(rawValue: "too_many_events")
         /// The request was not received whole within `--request-timeout` (408; the connection is closed).
@@ -58,7 +61,7 @@ struct APIError: Error, Sendable {
         switch code {
         case .unauthorized: .unauthorized
         case .requestTimeout: .requestTimeout
-        case .bodyTooLarge, .tooManyEvents: .contentTooLarge
+        case .bodyTooLarge, .tooManyEvents, .sessionTooLarge: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
         case .notDurable, .noContainer, .sessionsUnavailable, .queueNotRunning, .shuttingDown: .serviceUnavailable
         default: .badRequest
@@ -78,6 +81,15 @@ struct APIError: Error, Sendable {
         default:
             readiness.commit(succeeded: false)
             self.init(.notDurable, "the event's records could not be made durable now; retry later")
+        }
+    }
+
+    /// The refusal of a push the library refused (``PushResult/refusal``: `session_too_large`).
+    init(refusal: ContainerError) {
+        if refusal.code == .sessionTooLarge {
+            self.init(.sessionTooLarge, "the event would make the user's data layer larger than allowed; it was not pushed")
+        } else {
+            self.init(.invalidField, "the event was refused: \(refusal.message)")
         }
     }
 

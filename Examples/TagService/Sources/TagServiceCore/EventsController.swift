@@ -52,7 +52,10 @@ struct EventsController: Sendable {
         }
     }
 
-    /// `POST /v1/events` (`pathUser`: the `:user_id` of `POST /v1/users/{user_id}/events`).
+    /// `POST /v1/events` (`pathUser`: the `:user_id` of `POST /v1/users/{user_id}/events`): one
+    /// ``SessionStore/push(event:parameters:for:context:waitsForDurability:prepare:)``, which loads the user's
+    /// session on a miss, pushes, and commits the push's records (and, with PostgreSQL, the session's change)
+    /// in one append; the answer waits for that commit unless `--no-durable-wait`.
     func handle(_ request: Request, pathUser: String?) async throws(APIError) -> Response {
         let routedUser = try RoutedUser.of(request, pathSegment: pathUser)
         let event = try EventRequest(
@@ -60,31 +63,28 @@ struct EventsController: Sendable {
             routedUser: routedUser
         )
         try requireContainer(events: 1)
-        let session = try await self.session(of: event)
-        let result = await session.push(event: event.event, parameters: event.parameters)
-        sessions.didChange(session)
-        if waitsForDurability {
-            do {
-                try await result.waitUntilDurable()
-                readiness.commit(succeeded: true)
-            } catch {
-                // `error` is a DurabilityError: answered by its code, never by its text. The detail (with the
-                // segment's path) goes to the log only; the client learns what to do.
-                logger.error(
-                    "records not durable",
-                    metadata: ["user_id": "\(event.userID)", "code": "\(error.code)", "error": "\(error.message)"]
-                )
-                throw APIError(durability: error, readiness: readiness)
-            }
+        let result: PushResult
+        do {
+            result = try await sessions.push(
+                event: event.event,
+                parameters: event.parameters,
+                for: event.userID,
+                context: event.context,
+                waitsForDurability: waitsForDurability,
+                prepare: Self.nameBrazeUser
+            )
+        } catch {
+            throw refusal(error, userID: event.userID)
         }
+        if waitsForDurability { readiness.commit(succeeded: true) }
+        if let refusal = result.refusal { throw APIError(refusal: refusal) }
         return eventAnswer(result, userID: event.userID, durable: waitsForDurability)
     }
 
-    /// `POST /v1/batch`: each readable event pushed in order (so a user's events in the order they are
-    /// listed), its answer's item written at once (``BatchAnswer``: the push's result is released before the
-    /// next push), then one wait until every record of the batch is durable, then the answer. When that wait
-    /// fails, each event's own writes tell which events are durable (they have all ended by then, so this
-    /// waits no more).
+    /// `POST /v1/batch`: every readable event pushed in order (so a user's events in the order they are
+    /// listed), then one wait for all their commits (``SessionStore/push(_:waitsForDurability:prepare:)``:
+    /// they share the store's group commits, and events fenced by another instance are pushed again on the
+    /// newest session), then the answer, one item per event.
     func handleBatch(_ request: Request, pathUser: String?) async throws(APIError) -> Response {
         let routedUser = try RoutedUser.of(request, pathSegment: pathUser)
         let batch = try BatchRequest(
@@ -93,41 +93,67 @@ struct EventsController: Sendable {
             routedUser: routedUser
         )
         try requireContainer(events: batch.items.count)
-        var answer = BatchAnswer(events: batch.items.count)
-        for (item, userID) in zip(batch.items, batch.userIDs) {
-            switch item {
-            case .failure(let error):
-                answer.appendRefused(error, userID: userID)
-            case .success(let event):
-                do throws(APIError) {
-                    let session = try await self.session(of: event)
-                    let result = await session.push(event: event.event, parameters: event.parameters)
-                    sessions.didChange(session)
-                    answer.appendPushed(
-                        result,
-                        userID: event.userID,
-                        durable: waitsForDurability,
-                        tokens: result.durability
-                    )
-                } catch {
-                    answer.appendRefused(error, userID: userID)
-                }
-            }
-        }
-        if waitsForDurability, !answer.tokens.isEmpty {
-            do {
-                try await DurabilityToken.waitUntilDurable(answer.tokens)
-                readiness.commit(succeeded: true)
-            } catch {
-                // `error` is a DurabilityError, answered by its code (as for one event).
-                logger.error(
-                    "records of a batch not durable",
-                    metadata: ["code": "\(error.code)", "error": "\(error.message)"]
+        var requests: [SessionStore.PushRequest] = []
+        var positions: [Int] = []
+        for (index, item) in batch.items.enumerated() {
+            guard case .success(let event) = item else { continue }
+            requests.append(
+                SessionStore.PushRequest(
+                    event: event.event,
+                    parameters: event.parameters,
+                    userID: event.userID,
+                    context: event.context
                 )
-                await answer.refuseUndurable(APIError(durability: error, readiness: readiness))
+            )
+            positions.append(index)
+        }
+        let pushed = await sessions.push(
+            requests,
+            waitsForDurability: waitsForDurability,
+            prepare: Self.nameBrazeUser
+        )
+        // Refused items keep their refusal; each pushed one gets its outcome below.
+        var outcomes: [Result<PushResult, APIError>?] = batch.items.map { item in
+            if case .failure(let error) = item { return .failure(error) }
+            return nil
+        }
+        var allDurable = true
+        for (index, outcome) in pushed.enumerated() {
+            switch outcome {
+            case .success(let result):
+                outcomes[positions[index]] = result.refusal.map { .failure(APIError(refusal: $0)) } ?? .success(result)
+            case .failure(let error):
+                if case .notDurable = error { allDurable = false }
+                outcomes[positions[index]] = .failure(refusal(error, userID: requests[index].userID))
             }
         }
-        return answer.response()
+        if waitsForDurability, allDurable, !requests.isEmpty { readiness.commit(succeeded: true) }
+        return BatchAnswer.response(outcomes.map { $0! }, userIDs: batch.userIDs, durable: waitsForDurability)
+    }
+
+    /// A new session's Braze user is the request's `user_id` (an `external_id`), so that every record its
+    /// tags make names the user.
+    static func nameBrazeUser(_ session: DataLayer) {
+        if BrazeTagProvider.user(of: session) == nil {
+            BrazeTagProvider.setUser(.externalID(session.sessionID), on: session)
+        }
+    }
+
+    /// The answer to a push the session store could not acknowledge: its session could not be loaded, or
+    /// its commit failed (answered by the error's code, never its text; the detail goes to the log).
+    private func refusal(_ error: SessionStore.PushError, userID: String) -> APIError {
+        switch error {
+        case .sessionUnavailable(let failure):
+            metrics.refusedEvent(reason: "sessions_unavailable")
+            logger.error("cannot load a session", metadata: ["user_id": "\(userID)", "error": "\(failure.message)"])
+            return APIError(.sessionsUnavailable, "the user's session cannot be loaded now; retry later")
+        case .notDurable(let failure, _):
+            logger.error(
+                "records not durable",
+                metadata: ["user_id": "\(userID)", "code": "\(failure.code)", "error": "\(failure.message)"]
+            )
+            return APIError(durability: failure, readiness: readiness)
+        }
     }
 
     /// Without a live container nothing would be evaluated: the answer would say "no tag fired, durable"
@@ -136,26 +162,5 @@ struct EventsController: Sendable {
         guard sessions.tagManager.containers.isEmpty else { return }
         for _ in 0..<events { metrics.refusedEvent(reason: "no_container") }
         throw APIError(.noContainer, "no container is live; the event was not evaluated, retry later")
-    }
-
-    /// The user's session: the live one, the saved one (loaded now; other users do not wait for it), or a
-    /// new one whose Braze user is the request's `user_id` (an `external_id`), so that every record its
-    /// tags make names the user.
-    private func session(of event: EventRequest) async throws(APIError) -> DataLayer {
-        let session: DataLayer
-        do {
-            session = try await sessions.loadSession(for: event.userID, context: event.context)
-        } catch {
-            metrics.refusedEvent(reason: "sessions_unavailable")
-            logger.error(
-                "cannot load a session",
-                metadata: ["user_id": "\(event.userID)", "error": "\(error.message)"]
-            )
-            throw APIError(.sessionsUnavailable, "the user's session cannot be loaded now; retry later")
-        }
-        if BrazeTagProvider.user(of: session) == nil {
-            BrazeTagProvider.setUser(.externalID(event.userID), on: session)
-        }
-        return session
     }
 }

@@ -7,7 +7,8 @@ import Hummingbird
 struct OperationsController: Sendable {
     let manager: TagManager
     let sessions: SessionStore
-    let queue: DurableQueue
+    /// The local record queue (`nil` with `--postgres`).
+    let queue: DurableQueue?
     let metrics: ServiceMetrics
     let readiness: Readiness
     /// The containers `/ready` waits for (`--open` mode); empty: any live container will do.
@@ -37,7 +38,7 @@ struct OperationsController: Sendable {
         if let metricsToken { metricsRoutes.add(middleware: MetricsTokenMiddleware(token: WriteKeys([metricsToken]))) }
         metricsRoutes.get("metrics") { _, _ in
             self.metrics.update(sessions: self.sessions.statistics, containers: self.manager.containers.count)
-            self.metrics.update(queue: self.queue.statistics)
+            if let queue = self.queue { self.metrics.update(queue: queue.statistics) }
             var text = self.metrics.render()
             if let scaleOut = self.scaleOut { text += Array(await scaleOut.metricsText().utf8) }
             return Response(
@@ -63,10 +64,12 @@ struct OperationsController: Sendable {
         let missing = requiredIDs.filter { manager.container(id: $0) == nil }
         let containersReady = requiredIDs.isEmpty ? !live.isEmpty : missing.isEmpty
         let failed = readiness.lastCommitFailed
-        let writable = !failed || Readiness.probe(queue.directory)
-        let running = readiness.queueRunning
+        let writable = !failed || queue.map { Readiness.probe($0.directory) } ?? true
+        let running = queue == nil || readiness.queueRunning
         let postgres = scaleOut.map { $0.store.isAvailable }
-        let ready = containersReady && writable && running && postgres != false
+        // A session store that cannot save or load now is not ready either.
+        let sessionsHealthy = sessions.persistenceIsHealthy
+        let ready = containersReady && writable && running && postgres != false && sessionsHealthy
         var body = ValueMap()
         body["ready"] = .bool(ready)
         body["containers"] = .array(live.map(Value.string))
@@ -75,6 +78,7 @@ struct OperationsController: Sendable {
         body["last_commit"] = .string(failed ? "failed" : "ok")
         body["queue_writable"] = .bool(writable)
         if let postgres { body["postgres_available"] = .bool(postgres) }
+        body["sessions_healthy"] = .bool(sessionsHealthy)
         return Response.json(body, status: ready ? .ok : .serviceUnavailable)
     }
 }

@@ -40,7 +40,8 @@ public struct TagServiceApplication: Sendable {
     let logger: Logging.Logger
     let manager: TagManager
     let sessions: SessionStore
-    let queue: DurableQueue
+    /// The local durable record queue (`nil` with `--postgres`, whose store keeps the records).
+    let queue: DurableQueue?
     let metrics: ServiceMetrics
     /// `--postgres`: the PostgreSQL record store, session loading and delivery.
     let scaleOut: PostgresScaleOut?
@@ -60,40 +61,61 @@ public struct TagServiceApplication: Sendable {
         self.configuration = configuration
         try StartupCheck.paths(of: configuration)
         let metrics = ServiceMetrics()
-        let manager = TagManager(logger: SwiftLogAdapter(logger), defaultContext: .server, observer: metrics)
-
-        // What a previous run left undelivered: the queue's own counts start at zero with each run.
-        metrics.backlogAtStart = (try? DurableQueue.pendingRecords(in: configuration.queueDirectory).count) ?? 0
-        let queue = try RecordQueue.open(configuration, observer: metrics, logger: logger)
-        // --postgres: the records travel in each push's result and are committed with its session instead.
-        BrazeTagProvider(sink: configuration.postgresURL == nil ? queue : AnswersOnlySink())
-            .register(on: manager)
-
-        // --postgres: the sessions load from and save to PostgreSQL, and the records go through its store.
-        let postgres = try PostgresScaleOut.store(configuration, logger: logger)
-        var sessionConfiguration = SessionStore.Configuration(
-            idleTimeout: configuration.sessionIdleTimeout,
-            maximumSessions: configuration.maximumSessions,
-            onEvict: { userID, _, reason in
-                logger.debug("session evicted", metadata: ["user_id": "\(userID)", "reason": "\(reason.rawValue)"])
-            },
-            persistence: postgres?.sessions
-                ?? configuration.sessionsDirectory.map { FileSessionPersistence(directory: $0) },
-            saveInterval: configuration.sessionSaveInterval,
-            onSave: { count in logger.debug("sessions saved", metadata: ["count": "\(count)"]) }
+        let manager = TagManager(
+            logger: SwiftLogAdapter(logger),
+            defaultContext: .server,
+            observer: metrics,
+            maximumDataLayerBytes: configuration.maximumSessionBytes
         )
-        // Each push's session change is committed with its records (PostgresScaleOut.push).
-        sessionConfiguration.checkpointsWithRecords = postgres != nil
-        let sessions = SessionStore(tagManager: manager, configuration: sessionConfiguration)
-        let scaleOut = try postgres.map { store in
-            try PostgresScaleOut(
-                store: store,
+        // The Braze provider keeps each push's records back; the session store commits them with the push,
+        // in one append (the library's RecordCommitter): to the local durable queue, or with the session's
+        // change to PostgreSQL. The two modes differ in this configuration only.
+        BrazeTagProvider(sink: CommitSink()).register(on: manager)
+
+        let postgres = try PostgresScaleOut.store(configuration, logger: logger)
+        let queue: DurableQueue?
+        let scaleOut: PostgresScaleOut?
+        let committer: RecordCommitter
+        if let postgres {
+            queue = nil
+            let out = try PostgresScaleOut(
+                store: postgres,
                 configuration: configuration,
-                sessions: sessions,
                 diagnostics: SwiftLogAdapter(logger),
                 observer: metrics
             )
+            scaleOut = out
+            committer = RecordCommitter(out.pipeline, keepsSessions: true)
+        } else {
+            // What a previous run left undelivered: the queue's own counts start at zero with each run.
+            metrics.backlogAtStart = (try? DurableQueue.pendingRecords(in: configuration.queueDirectory).count) ?? 0
+            let local = try RecordQueue.open(configuration, observer: metrics, logger: logger)
+            queue = local
+            scaleOut = nil
+            committer = RecordCommitter(local)
         }
+        let sessions = SessionStore(
+            tagManager: manager,
+            configuration: SessionStore.Configuration(
+                idleTimeout: configuration.sessionIdleTimeout,
+                maximumSessions: configuration.maximumSessions,
+                onEvict: { userID, _, reason in
+                    logger.debug(
+                        "session evicted",
+                        metadata: ["user_id": "\(userID)", "reason": "\(reason.rawValue)"]
+                    )
+                },
+                // A stored session lives as long as an idle one in memory: one evicted for capacity comes back
+                // within the idle timeout, and is forgotten after it.
+                persistence: postgres?.sessions
+                    ?? configuration.sessionsDirectory.map {
+                        FileSessionPersistence(directory: $0, lifetime: configuration.sessionIdleTimeout)
+                    },
+                saveInterval: configuration.sessionSaveInterval,
+                committer: committer,
+                onSave: { count in logger.debug("sessions saved", metadata: ["count": "\(count)"]) }
+            )
+        )
 
         let containers: any Service
         if configuration.openIDs.isEmpty {
@@ -137,23 +159,16 @@ public struct TagServiceApplication: Sendable {
         } else {
             ingestion.add(middleware: WriteKeyMiddleware(keys: writeKeys))
         }
-        if let scaleOut {
-            PostgresEventsController(
-                scaleOut: scaleOut,
-                maximumBodyBytes: configuration.maximumBodyBytes,
-                batchLimits: batchLimits
-            ).register(on: ingestion)
-        } else {
-            EventsController(
-                sessions: sessions,
-                metrics: metrics,
-                readiness: readiness,
-                waitsForDurability: configuration.waitsForDurability,
-                maximumBodyBytes: configuration.maximumBodyBytes,
-                batchLimits: batchLimits,
-                logger: logger
-            ).register(on: ingestion)
-        }
+        EventsController(
+            sessions: sessions,
+            metrics: metrics,
+            readiness: readiness,
+            // A PostgreSQL commit carries the session: its answer always waits for it.
+            waitsForDurability: configuration.waitsForDurability || scaleOut != nil,
+            maximumBodyBytes: configuration.maximumBodyBytes,
+            batchLimits: batchLimits,
+            logger: logger
+        ).register(on: ingestion)
         OperationsController(
             manager: manager,
             sessions: sessions,
@@ -181,9 +196,8 @@ public struct TagServiceApplication: Sendable {
                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections)
             ),
             // Shut down in reverse order, each after the next has returned (see the type's documentation).
-            services: [
-                RecordQueueService(queue: queue, readiness: readiness)
-            ] + (scaleOut?.services ?? []) + [
+            services: (queue.map { [RecordQueueService(queue: $0, readiness: readiness)] } ?? [])
+                + (scaleOut?.services ?? []) + [
                 sessions.cancelledOnGracefulShutdown(),
                 containers,
             ],

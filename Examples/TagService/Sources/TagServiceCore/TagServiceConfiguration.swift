@@ -77,6 +77,9 @@ public struct TagServiceConfiguration: Sendable {
     public var sessionIdleTimeout: Duration = .seconds(30 * 60)
     /// The most sessions kept at once; the least recently used goes first.
     public var maximumSessions = 100_000
+    /// The most bytes one user's data layer may hold (``TagManager/maximumDataLayerBytes``): a push past it is
+    /// refused with 413 `session_too_large`.
+    public var maximumSessionBytes = TagManager.defaultMaximumDataLayerBytes
     /// `--postgres <url>` (`CONTAINERKIT_POSTGRES_URL`): records and sessions in PostgreSQL, shared by every
     /// instance that names the same database (Docs/Scaling.md); `nil`: the local queue and in-memory sessions.
     public var postgresURL: String?
@@ -181,6 +184,8 @@ extension TagServiceConfiguration {
           --session-idle <s>        evict sessions idle this long, default 1800 (TAGSERVICE_SESSION_IDLE)
           --max-sessions <n>        most sessions kept, least recently used evicted first, default 100000
                                     (TAGSERVICE_MAX_SESSIONS)
+          --max-session-bytes <n>   most bytes one user's data layer may hold; a push past it gets 413
+                                    session_too_large; default 4194304 (TAGSERVICE_MAX_SESSION_BYTES)
           --log-level <level>       trace, debug, info, notice, warning, error, critical; default info
                                     (TAGSERVICE_LOG_LEVEL)
           --postgres <url>          records and sessions in PostgreSQL, postgres://user@host:port/db, shared
@@ -241,6 +246,7 @@ extension TagServiceConfiguration {
             "--max-batch-bytes": "TAGSERVICE_MAX_BATCH_BYTES", "--reload-interval": "TAGSERVICE_RELOAD_INTERVAL",
             "--container-url": "TAGSERVICE_CONTAINER_URL", "--saved-containers": "TAGSERVICE_SAVED_CONTAINERS",
             "--session-idle": "TAGSERVICE_SESSION_IDLE", "--max-sessions": "TAGSERVICE_MAX_SESSIONS",
+            "--max-session-bytes": "TAGSERVICE_MAX_SESSION_BYTES",
             "--log-level": "TAGSERVICE_LOG_LEVEL", "--delivery-linger": "TAGSERVICE_DELIVERY_LINGER",
             "--open-timeout": "TAGSERVICE_OPEN_TIMEOUT", "--concurrent-deliveries": "TAGSERVICE_CONCURRENT_DELIVERIES",
             "--commit-delay": "TAGSERVICE_COMMIT_DELAY", "--idle-timeout": "TAGSERVICE_IDLE_TIMEOUT",
@@ -373,6 +379,12 @@ extension TagServiceConfiguration {
                 throw UsageError("--max-sessions must be a positive integer, not '\(count)'")
             }
             configuration.maximumSessions = number
+        }
+        if let count = values["--max-session-bytes"] {
+            guard let number = Int(count), (1024...(12 << 20)).contains(number) else {
+                throw UsageError("--max-session-bytes must be an integer from 1024 to 12582912, not '\(count)'")
+            }
+            configuration.maximumSessionBytes = number
         }
         for id in opens where !ContainerLoader.isContainerID(id) {
             throw UsageError("--open needs a container id (GTM-XXXX), not '\(id)'")

@@ -75,7 +75,7 @@ import Testing
                 #expect(error["message"]?.stringValue?.isEmpty == false)
             }
         }
-        #expect(service.queue.lastTicket == 0)
+        #expect(service.queue?.lastTicket == 0)
         #expect(service.sessions.count == 0)
         #expect(try fixture.deliveredRecords().isEmpty)
     }
@@ -97,7 +97,7 @@ import Testing
                 #expect(response.status == .ok)
             }
         }
-        #expect(service.queue.lastTicket == 0)
+        #expect(service.queue?.lastTicket == 0)
     }
 
     /// Issue 38: a body that is not declared JSON is refused before it is read, on every endpoint that reads one
@@ -123,7 +123,7 @@ import Testing
                 }
             }
         }
-        #expect(service.queue.lastTicket == 0)
+        #expect(service.queue?.lastTicket == 0)
         #expect(service.sessions.count == 0)
     }
 

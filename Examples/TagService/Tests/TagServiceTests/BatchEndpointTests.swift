@@ -56,7 +56,7 @@ extension ValueMap {
                 #expect(results.map { $0.recordTitles.first ?? "" } == events.map(\.1))
                 #expect(results.map { $0.firedNames.count } == [2, 2, 1, 2, 1, 1])
                 // Answered once every record is durable.
-                #expect(service.queue.statistics.durableRecords == 9)
+                #expect(service.queue?.statistics.durableRecords == 9)
             }
         }
         #expect(service.sessions.existingSession(for: "u1")?.snapshot().eventNumber == 3)
@@ -244,7 +244,7 @@ extension ValueMap {
             }
         }
         #expect(service.sessions.count == 0)
-        #expect(service.queue.lastTicket == 0)
+        #expect(service.queue?.lastTicket == 0)
     }
 }
 

@@ -27,7 +27,7 @@ import Testing
         }
         // Nothing was pushed: no session, no record.
         #expect(service.sessions.count == 0)
-        #expect(service.queue.statistics.durableRecords == 0)
+        #expect(service.queue?.statistics.durableRecords == 0)
     }
 
     @Test func aUserIDWithANULIsABadRequest() async throws {
@@ -81,7 +81,7 @@ import Testing
                 #expect(answer["durable"] == true)
                 #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
                 // Both records were written and synced before the answer was sent.
-                #expect(service.queue.statistics.durableRecords == 2)
+                #expect(service.queue?.statistics.durableRecords == 2)
             }
         }
     }

@@ -66,7 +66,7 @@ import Testing
             try await group.waitForAll()
         }
         // Nothing was committed, nothing was lost: the records were never taken by a running queue.
-        #expect(service.queue.statistics.durableRecords == 0)
+        #expect(service.queue?.statistics.durableRecords == 0)
     }
 
     /// `POST path` with `body` (a `GET` without one); the status and the body as JSON.

@@ -67,7 +67,7 @@ import Testing
                 #expect($0.status == .unauthorized)
             }
             #expect(service.sessions.count == 0)
-            #expect(service.queue.lastTicket == 0)
+            #expect(service.queue?.lastTicket == 0)
 
             // Either key (rotation), as Basic with an empty password or as Bearer, schemes in any case.
             let accepted = [
