@@ -220,14 +220,15 @@ import Testing
     /// Records that overflow the memory buffer are read back from their segments; one open of a segment
     /// fails (too many open files, say) while the destination is busy: the read is retried and every record
     /// arrives.
-    @Test(arguments: [EMFILE, EIO, EACCES])
-    func aFailedOpenOfABacklogSegmentIsRetriedWhileRunning(errorNumber: Int32) async throws {
+    @Test(arguments: [EMFILE, EIO, EACCES], [1, 4])
+    func aFailedOpenOfABacklogSegmentIsRetriedWhileRunning(errorNumber: Int32, deliveries: Int) async throws {
         let directory = TemporaryDirectory("backlog-open")
         defer { directory.remove() }
         let fault = TransientFault(.open, errorNumber)
         let destination = GatedDestination(batchSize: 10)
         var configuration = settings(faults: fault.faults)
-        configuration.delivery.retry.baseDelay = .milliseconds(1)
+        // The default backoff (half a second at most, `random` is 1): the retry comes from the loop's own timer.
+        configuration.delivery.maximumConcurrentDeliveries = deliveries
         configuration.maximumBufferedRecords = 10
         configuration.maximumSegmentBytes = 4096
         let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: configuration)
