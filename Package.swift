@@ -65,7 +65,13 @@ let package = Package(
             dependencies: ["ContainerKit", "ContainerKitTesting"],
             path: "Tests/TestSupport"
         ),
-        .testTarget(name: "ContainerKitTests", dependencies: ["ContainerKit", "ContainerKitTesting", "TestSupport"]),
+        .testTarget(
+            name: "ContainerKitTests",
+            // The embedding guide's snippets use the Braze provider and the delivery library too.
+            dependencies: [
+                "ContainerKit", "ContainerKitTesting", "TestSupport", "ContainerKitDelivery", "ContainerKitBraze",
+            ]
+        ),
         .testTarget(
             name: "ContainerKitDiffTests",
             dependencies: ["ContainerKitDiff", "ContainerKitTesting", "TestSupport"]

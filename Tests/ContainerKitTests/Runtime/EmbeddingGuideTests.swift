@@ -1,4 +1,7 @@
 import ContainerKit
+import ContainerKitBraze
+import ContainerKitDelivery
+import ContainerKitTesting
 import Foundation
 import Testing
 
@@ -54,6 +57,28 @@ struct EmbeddingGuideTests {
         saving.cancel()
         try await saving.value
         #expect(try await FileSessionPersistence(directory: directory).load(userID: "user-42") != nil)
+    }
+
+    @Test func theOnePushOneCommitSnippetRuns() async throws {
+        let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .warning))
+        manager.add(try await ContainerLoader().load(path: "Containers/GTM-MUSIC01.json"))
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("guide-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let queueDirectory = root + "/queue"
+        let persistence = InMemorySessionPersistence()
+        let braze = InMemoryAnalyticsSink()
+        let queue = try DurableQueue(directory: queueDirectory, destination: braze)  // run() beside the server
+        BrazeTagProvider(sink: CommitSink()).register(on: manager)
+        let committing = SessionStore(
+            tagManager: manager,
+            configuration: .init(persistence: persistence, committer: RecordCommitter(queue))
+        )
+        let running = Task { try await queue.run() }
+        // Per request: load on a miss, push, commit the push's records in one append, wait until durable.
+        let result = try await committing.push(event: "played song", parameters: ["duration": 545], for: "user-42")
+        #expect(!result.fired.isEmpty)
+        running.cancel()
+        try await running.value
     }
 
     @Test func theGuidesCodeRuns() async throws {
