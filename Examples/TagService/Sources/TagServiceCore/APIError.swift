@@ -87,7 +87,10 @@ struct APIError: Error, Sendable {
     /// The refusal of a push the library refused (``PushResult/refusal``: `session_too_large`).
     init(refusal: ContainerError) {
         if refusal.code == .sessionTooLarge {
-            self.init(.sessionTooLarge, "the event would make the user's data layer larger than allowed; it was not pushed")
+            self.init(
+                .sessionTooLarge,
+                "the event would make the user's data layer larger than allowed; it was not pushed"
+            )
         } else {
             self.init(.invalidField, "the event was refused: \(refusal.message)")
         }

@@ -198,9 +198,9 @@ public struct TagServiceApplication: Sendable {
             // Shut down in reverse order, each after the next has returned (see the type's documentation).
             services: (queue.map { [RecordQueueService(queue: $0, readiness: readiness)] } ?? [])
                 + (scaleOut?.services ?? []) + [
-                sessions.cancelledOnGracefulShutdown(),
-                containers,
-            ],
+                    sessions.cancelledOnGracefulShutdown(),
+                    containers,
+                ],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )
