@@ -30,6 +30,34 @@ import Testing
         #expect(service.queue?.statistics.durableRecords == 0)
     }
 
+    /// A user's data layer has a size limit (`--max-session-bytes`): the push that would pass it gets 413
+    /// `session_too_large`, changes nothing, and smaller pushes go on (issue 38).
+    @Test func aPushThatWouldMakeTheSessionTooLargeIs413AndChangesNothing() async throws {
+        var fixture = try TestService()
+        fixture.configuration.maximumSessionBytes = 4096
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        let big = String(repeating: "x", count: 3000)
+        try await service.application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
+                response in
+                #expect(response.status == .ok)
+            }
+            let body = eventBody(user: "ada", parameters: #"{"title": "\#(big)"}"#)
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: body) { response in
+                #expect(response.status == .contentTooLarge)
+                let error = try #require(try response.json["error"]?.objectValue)
+                #expect(error["code"] == "session_too_large")
+            }
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
+                response in
+                #expect(response.status == .ok)
+            }
+        }
+        #expect(service.sessions.existingSession(for: "ada")?.get("title") == "So What")
+        #expect(service.sessions.existingSession(for: "ada")?.snapshot().eventNumber == 2)
+    }
+
     @Test func aUserIDWithANULIsABadRequest() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }

@@ -33,6 +33,38 @@ import Testing
         }
     }
 
+    /// A session store that cannot load (its directory replaced by a file) makes `/ready` 503 with
+    /// `sessions_healthy: false`, and the service ready again once a load works (issue 38).
+    @Test func notReadyWhileTheSessionStoreCannotLoad() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        let directory = try #require(fixture.configuration.sessionsDirectory)
+        try FileManager.default.removeItem(atPath: directory)
+        try Data("not a directory".utf8).write(to: URL(fileURLWithPath: directory))
+        try await service.application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
+                response in
+                #expect(response.status == .serviceUnavailable)
+                #expect(try response.json["error"]?.objectValue?["code"] == "sessions_unavailable")
+            }
+            try await client.execute(uri: "/ready", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+                #expect(try response.json["sessions_healthy"] == false)
+            }
+            try FileManager.default.removeItem(atPath: directory)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
+                response in
+                #expect(response.status == .ok)
+            }
+            try await client.execute(uri: "/ready", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(try response.json["sessions_healthy"] == true)
+            }
+        }
+    }
+
     @Test func notReadyWithoutAContainer() async throws {
         let fixture = try TestService(containers: false)
         defer { fixture.remove() }
