@@ -46,11 +46,13 @@ import Testing
             try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
                 response in
                 #expect(response.status == .serviceUnavailable)
-                #expect(try response.json["error"]?.objectValue?["code"] == "sessions_unavailable")
+                let body = try response.json
+                #expect(body["error"]?.objectValue?["code"] == "sessions_unavailable")
             }
             try await client.execute(uri: "/ready", method: .get) { response in
                 #expect(response.status == .serviceUnavailable)
-                #expect(try response.json["sessions_healthy"] == false)
+                let body = try response.json
+                #expect(body["sessions_healthy"] == false)
             }
             try FileManager.default.removeItem(atPath: directory)
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
@@ -60,7 +62,8 @@ import Testing
             }
             try await client.execute(uri: "/ready", method: .get) { response in
                 #expect(response.status == .ok)
-                #expect(try response.json["sessions_healthy"] == true)
+                let body = try response.json
+                #expect(body["sessions_healthy"] == true)
             }
         }
     }
