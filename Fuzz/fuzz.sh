@@ -2,7 +2,8 @@
 # Builds the libFuzzer harnesses in Fuzz/Harnesses (outside the package's targets: `swift build` and
 # `make test` never compile them) and runs each for FUZZ_SECONDS seconds with AddressSanitizer and leak
 # detection. Fails on any crash, leak, timeout or out-of-memory; the input that caused it is kept in
-# .build/fuzz/artifacts/ (turn it into a test in Tests/ContainerKitTests/Fuzz/FuzzRegressionTests.swift).
+# .build/fuzz/artifacts/ (copy it into Fuzz/Seeds/<harness>/crash-<what>, which FuzzSeedReplayTests replays, and
+# add a focused test next to the code it broke; see Fuzz/README.md).
 #
 #   make fuzz FUZZ_SECONDS=300                 # every harness, 300 s each
 #   FUZZ_TARGETS="regex loader" Fuzz/fuzz.sh   # some of them

@@ -13,8 +13,10 @@ import Foundation
 
 @testable import ContainerKit
 
+/// Where each input's directory is made (on tmpfs when there is one: every input syncs); removed at exit.
 let sessionsRoot: String = {
     let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm/" : NSTemporaryDirectory()
+    atexit { try? FileManager.default.removeItem(atPath: sessionsRoot) }
     return base + "containerkit-fuzz-sessions-\(getpid())"
 }()
 nonisolated(unsafe) var sessionsRun = 0
