@@ -53,7 +53,7 @@ extra_sources() {
     case $1 in
     batchbody)
         local core=Examples/TagService/Sources/TagServiceCore
-        echo "$core/BatchRequest.swift $core/EventRequest.swift $core/APIError.swift $core/Readiness.swift"
+        echo "$core/BatchRequest.swift $core/EventRequest.swift $core/APIError.swift $core/Readiness.swift $core/JSONSpans.swift $core/UserIDRules.swift"
         ;;
     esac
 }

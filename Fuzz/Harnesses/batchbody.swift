@@ -14,8 +14,9 @@ import ContainerKit
 
 func checkAcceptedEvent(_ request: EventRequest, routed: String?) {
     let user = Array(request.userID.utf8)
-    precondition(!user.isEmpty && user.count <= EventRequest.maximumUserIDBytes, "user ID of \(user.count) bytes")
+    precondition(!user.isEmpty && user.count <= UserIDRules.maximumBytes, "user ID of \(user.count) bytes")
     precondition(!user.contains(0), "a user ID with a NUL was accepted")
+    precondition(UserIDRules.problem(with: request.userID) == nil, "a user ID the rules refuse was accepted")
     precondition(String(validating: user, as: UTF8.self) != nil, "a user ID is not valid UTF-8")
     precondition(!request.event.isEmpty, "an empty event name was accepted")
     if let routed, !routed.isEmpty {

@@ -16,6 +16,8 @@ public enum HTTPResponse {
 
         public static let ok = Status(code: 200)
         public static let badRequest = Status(code: 400)
+        public static let unauthorized = Status(code: 401)
+        public static let requestTimeout = Status(code: 408)
         public static let contentTooLarge = Status(code: 413)
         public static let unsupportedMediaType = Status(code: 415)
         public static let serviceUnavailable = Status(code: 503)
@@ -39,6 +41,9 @@ public struct HTTPFields: Sendable, ExpressibleByDictionaryLiteral {
     }
 
     public subscript(name: Name) -> String? { fields[name] }
+
+    /// Every value of `name` (a stand-in keeps one).
+    public subscript(values name: Name) -> [String] { fields[name].map { [$0] } ?? [] }
 }
 
 public struct ResponseBody: Sendable {
