@@ -48,27 +48,15 @@ struct NginxRoutingTests {
                 var owners: [String: String] = [:]
                 for index in 0..<40 {
                     let user = "user-\(index)"
-                    let body = ByteBuffer(string: #"{"event": "played song"}"#)
-                    var seen: [String] = []
-                    for (path, routedByHeader) in [
-                        ("/v1/events", true), ("/v1/users/\(user)/events", false),
-                        ("/v1/batch", true), ("/v1/users/\(user)/batch", false),
-                    ] {
-                        let headers: HTTPFields = routedByHeader ? [header: user] : [:]
-                        let response = try await client.execute(
-                            TestClient.Request(
-                                path,
-                                method: .post,
-                                authority: "127.0.0.1:\(nginx.port)",
-                                headers: headers,
-                                body: body
-                            )
-                        )
-                        #expect(response.status == .ok, "\(path)")
-                        seen.append(response.body.map { String(buffer: $0) } ?? "")
-                    }
-                    #expect(Set(seen).count == 1, "\(user): \(seen)")
-                    owners[user] = seen.first
+                    owners[user] = try await Self.instance(
+                        answering: [
+                            ("/v1/events", [header: user]), ("/v1/users/\(user)/events", [:]),
+                            ("/v1/batch", [header: user]), ("/v1/users/\(user)/batch", [:]),
+                        ],
+                        user: user,
+                        client: client,
+                        port: nginx.port
+                    )
                 }
                 return owners
             }
@@ -82,27 +70,44 @@ struct NginxRoutingTests {
                     let encoded = user.utf8.map { byte in
                         byte < 0x80 ? String(UnicodeScalar(byte)) : "%" + String(byte, radix: 16, uppercase: true)
                     }.joined()
-                    var seen: [String] = []
-                    for (path, headers) in [
-                        ("/v1/events", [header: user] as HTTPFields), ("/v1/users/\(encoded)/events", [:]),
-                        ("/v1/users/\(encoded.lowercased())/batch", [:]), ("/v1/batch", [header: user]),
-                    ] {
-                        let response = try await client.execute(
-                            TestClient.Request(
-                                path,
-                                method: .post,
-                                authority: "127.0.0.1:\(nginx.port)",
-                                headers: headers,
-                                body: ByteBuffer(string: #"{"event": "played song"}"#)
-                            )
-                        )
-                        #expect(response.status == .ok, "\(path)")
-                        seen.append(response.body.map { String(buffer: $0) } ?? "")
-                    }
-                    #expect(Set(seen).count == 1, "\(user): \(seen)")
+                    _ = try await Self.instance(
+                        answering: [
+                            ("/v1/events", [header: user]), ("/v1/users/\(encoded)/events", [:]),
+                            ("/v1/users/\(encoded.lowercased())/batch", [:]), ("/v1/batch", [header: user]),
+                        ],
+                        user: user,
+                        client: client,
+                        port: nginx.port
+                    )
                 }
             }
         }
+    }
+
+    /// Posts an event to each of `routes` (path and headers) through nginx on `port`: each must be answered 200,
+    /// all by the same instance, whose name (the stand-in's answer) it returns.
+    private static func instance(
+        answering routes: [(path: String, headers: HTTPFields)],
+        user: String,
+        client: TestClient,
+        port: Int
+    ) async throws -> String? {
+        var seen: [String] = []
+        for (path, headers) in routes {
+            let response = try await client.execute(
+                TestClient.Request(
+                    path,
+                    method: .post,
+                    authority: "127.0.0.1:\(port)",
+                    headers: headers,
+                    body: ByteBuffer(string: #"{"event": "played song"}"#)
+                )
+            )
+            #expect(response.status == .ok, "\(path)")
+            seen.append(response.body.map { String(buffer: $0) } ?? "")
+        }
+        #expect(Set(seen).count == 1, "\(user): \(seen)")
+        return seen.first
     }
 
     /// Runs `body` with one stand-in instance per name on 127.0.0.1, each answering every event request with
