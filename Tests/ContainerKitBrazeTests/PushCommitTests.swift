@@ -16,7 +16,18 @@ import Testing
     final class RecordingFront: AnalyticsSink, DurabilitySource {
         struct Append: Sendable {
             var records: [AnalyticsRecord]
-            var sessions: [StoredSession]
+            var sessions: [SessionCheckpoint]
+        }
+
+        /// The state of `user` after every checkpoint appended so far, on top of `base`.
+        func state(of user: String, from base: StoredSession? = nil) -> SessionSnapshot? {
+            var fold = SessionFold()
+            if let base { fold.apply(snapshot: base.snapshot, version: base.version) }
+            for checkpoint in appends.withLock({ $0 }).flatMap(\.sessions)
+            where checkpoint.userID == user && checkpoint.version > base?.version ?? 0 {
+                fold.apply(checkpoint)
+            }
+            return fold.unapplied == 0 ? fold.stored?.snapshot : nil
         }
         let appends = Mutex<[Append]>([])
         /// The failure of the next waits, once each (`nil`: durable).
@@ -84,7 +95,10 @@ import Testing
         #expect(appends[0].records.map(\.id) == records.map(\.id))
         #expect(appends[1].records.isEmpty)
         #expect(appends.map { $0.sessions.map(\.version) } == [[1], [2]])
-        #expect(appends[1].sessions.first?.snapshot.model["genre"] == "rock")
+        #expect(appends[0].sessions.first?.isDelta == false, "a new session's first commit is its snapshot")
+        #expect(appends[1].sessions.first?.isDelta == true, "then deltas")
+        #expect(front.state(of: "ada")?.model["genre"] == "rock")
+        #expect(front.state(of: "ada") == sessions.existingSession(for: "ada")?.snapshot())
     }
 
     /// The commit happens inside the session's turn: concurrent pushes of one user append in the order they
@@ -107,8 +121,9 @@ import Testing
         let appends = front.appends.withLock { $0 }
         #expect(appends.count == 21)
         #expect(appends.compactMap { $0.sessions.first?.version } == Array(1...21).map(Int64.init))
-        // Each append's snapshot holds its own push: the event counter counts up with the versions.
-        #expect(appends.compactMap { $0.sessions.first?.snapshot.eventNumber } == Array(1...21))
+        // Each append's checkpoint holds its own push: the event counter counts up with the versions.
+        #expect(appends.compactMap { $0.sessions.first?.eventNumber } == Array(1...21))
+        #expect(front.state(of: "fay") == sessions.existingSession(for: "fay")?.snapshot())
     }
 
     /// A commit refused because another instance stored a newer version drops the stale session, loads the
@@ -135,7 +150,9 @@ import Testing
         let appends = front.appends.withLock { $0 }
         #expect(appends.count == 3)
         #expect(appends[2].sessions.first?.version == 6, "pushed again above the stored version")
-        #expect(appends[2].sessions.first?.snapshot.model["plan"] == "gold", "on the newest session")
+        let state = front.state(of: "bob", from: StoredSession(snapshot: elsewhere, version: 5))
+        #expect(state?.model["plan"] == "gold", "on the newest session")
+        #expect(state?.model["genre"] == "jazz")
     }
 
     /// A batch pushes every event, then waits once; the events of a user whose commit was fenced are pushed
@@ -163,8 +180,12 @@ import Testing
         let appends = front.appends.withLock { $0 }
         #expect(appends.count == 5, "login, two fenced, two pushed again")
         #expect(appends.suffix(2).compactMap { $0.sessions.first?.version } == [8, 9])
-        #expect(appends.last?.sessions.first?.snapshot.model["n"] == 2)
-        #expect(appends.last?.sessions.first?.snapshot.model["plan"] == "gold")
+        let state = front.state(
+            of: "gil",
+            from: StoredSession(snapshot: SessionSnapshot(sessionID: "gil", model: ["plan": "gold"]), version: 7)
+        )
+        #expect(state?.model["n"] == 2)
+        #expect(state?.model["plan"] == "gold")
     }
 
     /// A store that keeps records only (a durable queue): the records are one append per push, and the
@@ -215,5 +236,15 @@ import Testing
         #expect(!result.fired.isEmpty)
         let error = await #expect(throws: DurabilityError.self) { try await result.waitUntilDurable() }
         #expect(error?.code == .notRunning)
+    }
+}
+
+extension SessionCheckpoint {
+    /// The event counter the checkpoint carries.
+    var eventNumber: Int {
+        switch content {
+        case .snapshot(let snapshot): snapshot.eventNumber
+        case .delta(let delta): delta.eventNumber
+        }
     }
 }

@@ -263,7 +263,11 @@ struct Evaluation: MacroResolver {
         if case .paused = storage.program.tags[t].kind { return nil }
         if storage.program.tags[t].oncePerLoad {
             let key = storage.id + "#" + String(t)
-            let first = dataLayer.state.withLock { $0.firedOncePerLoad.insert(key).inserted }
+            let first = dataLayer.state.withLock { state in
+                let inserted = state.firedOncePerLoad.insert(key).inserted
+                if inserted { state.changes?.firedOncePerLoad.append(key) }
+                return inserted
+            }
             if !first {
                 tagState[t].formUnion(.skippedOncePerLoad)
                 return nil

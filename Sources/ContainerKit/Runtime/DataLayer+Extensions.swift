@@ -87,6 +87,7 @@ extension DataLayer {
         state.withLock { state in
             state.extensions[ObjectIdentifier(key)] = ExtensionEntry(attributeKey: Key.attributeKey, box: box)
             state.attributes[Key.attributeKey] = attribute
+            state.changes?.attributes = true
         }
     }
 }

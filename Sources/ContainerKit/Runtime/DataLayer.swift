@@ -75,8 +75,14 @@ public final class DataLayer: Sendable {
         /// At least the bytes of ``model``, ``rawValues`` and ``userProperties`` as JSON (see
         /// ``TagManager/maximumDataLayerBytes``): exact after a scan, then grown by each push's loose bound.
         var sizeBound = 0
+        /// What changed since the session's store last committed it (``DataLayer/takeDelta()``); `nil`
+        /// unless the store commits deltas.
+        var changes: SessionChanges?
 
-        init(context: ClientContext) { self.context = context }
+        init(context: ClientContext, keepsChanges: Bool) {
+            self.context = context
+            if keepsChanges { changes = SessionChanges() }
+        }
     }
 
     /// A push waiting to be processed: the message, and the event name when `push(event:parameters:)`
@@ -156,10 +162,11 @@ public final class DataLayer: Sendable {
         context: ClientContext,
         sessionID: String,
         debug: Bool,
-        committing: (@Sendable (DataLayer, inout PushResult) -> Void)? = nil
+        committing: (@Sendable (DataLayer, inout PushResult) -> Void)? = nil,
+        keepsChanges: Bool = false
     ) {
         self.tagManager = tagManager
-        self.state = Mutex(State(context: context))
+        self.state = Mutex(State(context: context, keepsChanges: keepsChanges))
         self.sessionID = sessionID
         self.debug = debug
         self.committing = committing
@@ -170,7 +177,12 @@ public final class DataLayer: Sendable {
 
     /// Replaces what the built-in macros report for this session's client (for example after the client
     /// upgraded its app); events already being evaluated keep the context they started with.
-    public func updateContext(_ context: ClientContext) { state.withLock { $0.context = context } }
+    public func updateContext(_ context: ClientContext) {
+        state.withLock { state in
+            state.context = context
+            state.changes?.context = true
+        }
+    }
 
     // MARK: Pushing
 
@@ -444,6 +456,19 @@ public final class DataLayer: Sendable {
                 for (key, value) in message where !value.isUndefined { state.rawValues[key] = value }
                 if let event = pending.event { state.rawValues["event"] = event }
             }
+            if state.changes != nil {
+                state.changes!.noteMerged(
+                    message,
+                    dotted: dotted,
+                    clears: message[DataLayer.clearKey]?.isTruthy ?? false
+                )
+                if pending.event != nil { state.changes!.modelKeys.append("event") }
+                if readsRawValues {
+                    for (key, value) in message where !value.isUndefined { state.changes!.rawKeys.append(key) }
+                    if pending.event != nil { state.changes!.rawKeys.append("event") }
+                }
+                if userProperties != nil { state.changes!.userProperties = true }
+            }
             if case .object(let properties)? = userProperties {
                 for (key, value) in properties {
                     switch value {
@@ -624,6 +649,8 @@ public final class DataLayer: Sendable {
         state.withLock {
             $0.model = ValueMap()
             $0.rawValues = ValueMap()
+            $0.changes?.replacesModel = true
+            $0.changes?.replacesRawValues = true
         }
     }
 
@@ -639,7 +666,10 @@ public final class DataLayer: Sendable {
 
     /// Sets (or with `nil`, removes) a Firebase user property; the push form is ``userPropertiesKey``.
     public func setUserProperty(_ value: Value?, forKey key: String) {
-        state.withLock { $0.userProperties[key] = value }
+        state.withLock { state in
+            state.userProperties[key] = value
+            state.changes?.userProperties = true
+        }
     }
 
     /// Every user property of this session.
@@ -655,6 +685,7 @@ public final class DataLayer: Sendable {
         state.withLock { state in
             state.attributes[key] = value
             state.attributeChanged(key)
+            state.changes?.attributes = true
         }
     }
 

@@ -16,14 +16,18 @@
 /// let result = try await sessions.push(event: "played song", parameters: ["genre": "jazz"], for: "user-42")
 /// ```
 public protocol PushCommitter: Sendable {
-    /// Whether the store keeps sessions with the records (a transactional store: PostgreSQL). Then every
-    /// commit carries the session's checkpoint and the ``SessionStore`` saves nothing else for it; otherwise
-    /// (a segment log or memory, which keep records only) the session is saved by the store's persistence.
+    /// Whether the store keeps sessions with the records (PostgreSQL, the segment log of a ``SessionLog``).
+    /// Then every commit carries the session's checkpoint (a delta, now and then a snapshot) and the
+    /// ``SessionStore`` saves nothing else for it but snapshots of sessions evicted for capacity and the
+    /// removal of ended ones; otherwise (a store that keeps records only) the session is saved by the
+    /// store's persistence.
     var keepsSessions: Bool { get }
 
     /// Commits what `result` produced since ``PushResult/committedOutputs`` with `checkpoint`, the session's
-    /// state after the push with its next version (`nil` when the store no longer holds the session: it was
-    /// dropped meanwhile, and nothing may be committed for it).
+    /// change with its next version — a ``SessionDelta`` of what the push changed, or every
+    /// ``SessionStore/Configuration/snapshotInterval`` commits the whole snapshot — or `nil` when the store no
+    /// longer holds the session (it was dropped meanwhile, and nothing may be committed for it). Only a
+    /// committer that keeps sessions gets checkpoints.
     /// - Returns: the position to wait for (`nil`: nothing to wait for), or the error the push's waiters get.
-    func commit(_ result: PushResult, checkpoint: StoredSession?) -> Result<DurabilityToken?, DurabilityError>
+    func commit(_ result: PushResult, checkpoint: SessionCheckpoint?) -> Result<DurabilityToken?, DurabilityError>
 }

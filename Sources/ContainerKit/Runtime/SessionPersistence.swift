@@ -83,11 +83,16 @@ public struct StoredSession: Sendable, Hashable {
     /// The version: 1 for the first save of a session, one more for each save after it (see
     /// ``SessionPersistence`` for how it fences).
     public var version: Int64
+    /// How many deltas (``SessionDelta``) a load applied on top of the stored snapshot to make
+    /// ``snapshot``: the store writes the next snapshot sooner when the chain is long. 0 for a snapshot as
+    /// saved.
+    public var deltas: Int
 
     /// Creates a stored session.
-    public init(snapshot: SessionSnapshot, version: Int64) {
+    public init(snapshot: SessionSnapshot, version: Int64, deltas: Int = 0) {
         self.snapshot = snapshot
         self.version = version
+        self.deltas = deltas
     }
 
     /// The user ID (``SessionSnapshot/sessionID``).
@@ -119,4 +124,152 @@ public struct SessionSaveResult: Sendable, Hashable {
 
     /// Creates a result.
     public init(superseded: [String] = []) { self.superseded = superseded }
+}
+
+/// One commit of a session's state, in the append of the push that produced it (see ``PushCommitter``): a
+/// delta from the state of the version before (``SessionDelta``), or the whole state (``SessionSnapshot``).
+///
+/// A store keeps a session as its last snapshot and the deltas committed after it, and **fences** each
+/// commit by version: a snapshot is kept only if the stored session's newest version is ``expected`` or lower
+/// (or there is none); a delta only if it is exactly ``expected`` (``version`` − 1), since it applies to that
+/// state. A refused commit fails the whole append with ``DurabilityError/Code-swift.struct/superseded``.
+public struct SessionCheckpoint: Sendable, Hashable {
+    /// What the checkpoint holds.
+    public enum Content: Sendable, Hashable {
+        /// The whole state.
+        case snapshot(SessionSnapshot)
+        /// The changes since version ``SessionCheckpoint/expected``.
+        case delta(SessionDelta)
+    }
+
+    /// The user ID.
+    public var userID: String
+    /// The version this commit makes.
+    public var version: Int64
+    /// The newest version of the session this owner knows is stored (loaded or committed by it).
+    public var expected: Int64
+    /// The state or the change.
+    public var content: Content
+
+    /// Creates a checkpoint.
+    public init(userID: String, version: Int64, expected: Int64, content: Content) {
+        self.userID = userID
+        self.version = version
+        self.expected = expected
+        self.content = content
+    }
+
+    /// A whole snapshot saved as `stored` (fenced as a ``SessionPersistence`` save: it replaces versions
+    /// below its own).
+    public init(_ stored: StoredSession) {
+        self.init(
+            userID: stored.userID,
+            version: stored.version,
+            expected: stored.version - 1,
+            content: .snapshot(stored.snapshot)
+        )
+    }
+
+    /// Whether it is a delta.
+    public var isDelta: Bool {
+        if case .delta = content { return true }
+        return false
+    }
+
+    /// The content's compact JSON text (a ``SessionSnapshot`` or a ``SessionDelta``).
+    public var jsonText: String {
+        switch content {
+        case .snapshot(let snapshot): snapshot.jsonText
+        case .delta(let delta): delta.jsonText
+        }
+    }
+
+    /// Appends the content's compact JSON text.
+    package func writeJSON(to writer: inout JSONByteWriter) {
+        switch content {
+        case .snapshot(let snapshot): snapshot.writeJSON(to: &writer)
+        case .delta(let delta): delta.writeJSON(to: &writer)
+        }
+    }
+}
+
+/// Folds a stored session from its last snapshot and the deltas after it, as a store loads one on a miss.
+public struct SessionFold: Sendable {
+    /// The state so far (`nil` until a snapshot is applied), with the newest version seen.
+    ///
+    /// When deltas could not be applied, it holds the state of what applied with the **newest version
+    /// seen** and ``StoredSession/deltas`` `Int.max`: the session's next commit is then a whole snapshot that
+    /// replaces the unreadable chain, and is still fenced if another instance stored a newer version.
+    public var stored: StoredSession? {
+        guard var state else { return nil }
+        if unapplied > 0 {
+            state.version = max(state.version, newest)
+            state.deltas = .max
+        }
+        return state
+    }
+    private var state: StoredSession?
+    private var newest: Int64 = 0
+    /// Deltas that could not be applied: one before any snapshot, one whose version does not follow the state's
+    /// (a gap), or one that does not parse. Counted, and the fold stops applying deltas at the first of them.
+    public private(set) var unapplied = 0
+    /// What was wrong with the first delta not applied.
+    public private(set) var problem: String?
+
+    /// An empty fold.
+    public init() {}
+
+    /// Takes a snapshot of `version` as the state (replacing anything before it).
+    public mutating func apply(snapshot: SessionSnapshot, version: Int64) {
+        newest = max(newest, version)
+        guard unapplied == 0 else {
+            unapplied += 1
+            return
+        }
+        state = StoredSession(snapshot: snapshot, version: version)
+    }
+
+    /// Applies the delta of `version` (JSON text as ``SessionDelta/jsonText`` writes it).
+    public mutating func apply(deltaText: String, version: Int64) {
+        do throws(ContainerError) {
+            apply(delta: try SessionDelta(jsonText: deltaText), version: version)
+        } catch {
+            refuse("the delta of version \(version) does not parse: \(error.message)", version: version)
+        }
+    }
+
+    /// Applies the delta of `version`, if it follows the state's version.
+    public mutating func apply(delta: SessionDelta, version: Int64) {
+        guard unapplied == 0, var next = state else {
+            refuse("the delta of version \(version) has no snapshot before it", version: version)
+            return
+        }
+        guard version == next.version + 1 else {
+            refuse("the delta of version \(version) does not follow version \(next.version)", version: version)
+            return
+        }
+        delta.apply(to: &next.snapshot)
+        next.version = version
+        next.deltas += 1
+        newest = max(newest, version)
+        state = next
+    }
+
+    /// Applies a checkpoint (its snapshot, or its delta).
+    public mutating func apply(_ checkpoint: SessionCheckpoint) {
+        switch checkpoint.content {
+        case .snapshot(let snapshot): apply(snapshot: snapshot, version: checkpoint.version)
+        case .delta(let delta): apply(delta: delta, version: checkpoint.version)
+        }
+    }
+
+    /// Notes a version the store holds that is not read (a line that cannot be parsed at all): counted as not
+    /// applied.
+    public mutating func skip(version: Int64, problem: String) { refuse(problem, version: version) }
+
+    private mutating func refuse(_ message: String, version: Int64) {
+        newest = max(newest, version)
+        unapplied += 1
+        if problem == nil { problem = message }
+    }
 }

@@ -215,6 +215,7 @@ extension DataLayer {
             state.firedOncePerLoad = Set(snapshot.firedOncePerLoad)
             state.eventNumber = snapshot.eventNumber
             state.context = snapshot.context
+            if state.changes != nil { state.changes = SessionChanges() }
         }
     }
 }
@@ -230,13 +231,15 @@ extension TagManager {
     func restoreDataLayer(
         from snapshot: SessionSnapshot,
         debug: Bool,
-        committing: (@Sendable (DataLayer, inout PushResult) -> Void)?
+        committing: (@Sendable (DataLayer, inout PushResult) -> Void)?,
+        keepsChanges: Bool = false
     ) -> DataLayer {
         let layer = makeDataLayer(
             context: snapshot.context,
             sessionID: snapshot.sessionID,
             debug: debug,
-            committing: committing
+            committing: committing,
+            keepsChanges: keepsChanges
         )
         layer.restore(snapshot)
         return layer

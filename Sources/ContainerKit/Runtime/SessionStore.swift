@@ -85,6 +85,11 @@ public final class SessionStore: Sendable {
         /// append (see ``SessionStore/push(event:parameters:for:context:waitsForDurability:prepare:)``).
         /// `nil`: the host commits (or a tag's sink writes records as they are made).
         public var committer: (any PushCommitter)?
+        /// With a committer that keeps sessions: a session's commits are deltas (``SessionDelta``), and every
+        /// this many commits (and a session's first) the whole snapshot instead, so that a load applies at most
+        /// this many deltas. Sessions evicted for capacity with deltas since their last snapshot get one
+        /// written behind (by ``SessionStore/run()``'s saves).
+        public var snapshotInterval = 16
         /// Called after each save into the ``persistence`` that kept something, with how many changes it
         /// kept (for a log line or a metric).
         public var onSave: (@Sendable (_ saved: Int) -> Void)?
@@ -170,12 +175,16 @@ public final class SessionStore: Sendable {
         var version: Int64
         /// Whether the session changed since its last save (it is then in its shard's `dirty` list).
         var dirty = false
+        /// Deltas committed since the session's last snapshot (`Int.max`: none stored yet, or a load could not
+        /// apply them all: the next commit is a snapshot).
+        var deltas: Int
 
-        init(userID: String, session: DataLayer, now: Int64, version: Int64 = 0) {
+        init(userID: String, session: DataLayer, now: Int64, version: Int64 = 0, deltas: Int = .max) {
             self.userID = userID
             self.session = session
             self.lastUsed = now
             self.version = version
+            self.deltas = deltas
         }
     }
 
@@ -237,7 +246,9 @@ public final class SessionStore: Sendable {
             evicted += 1
             guard persistent else { return }
             switch reason {
-            case .capacity where entry.dirty: departed[key] = Departed(entry: entry, reason: reason)
+            case .capacity where entry.dirty || (entry.deltas > 0 && entry.deltas != .max):
+                // Unsaved changes, or deltas since the last snapshot: a snapshot is written behind.
+                departed[key] = Departed(entry: entry, reason: reason)
             case .idle, .removed: departed[key] = Departed(entry: entry, reason: reason)
             default: break
             }
@@ -416,7 +427,12 @@ public final class SessionStore: Sendable {
                 // A user whose session ended (or expired) continues above its version.
                 let floor = stored == nil ? try await persistence.endedVersion(userID: userID) : 0
                 let made = stored.map {
-                    tagManager.restoreDataLayer(from: $0.snapshot, debug: false, committing: committing)
+                    tagManager.restoreDataLayer(
+                        from: $0.snapshot,
+                        debug: false,
+                        committing: committing,
+                        keepsChanges: keepsDeltas
+                    )
                 }
                 evicted = []
                 result = .success(
@@ -428,13 +444,15 @@ public final class SessionStore: Sendable {
                                 context: context,
                                 sessionID: userID,
                                 debug: false,
-                                committing: committing
+                                committing: committing,
+                                keepsChanges: keepsDeltas
                             )
                         let entry = Entry(
                             userID: userID,
                             session: session,
                             now: now(),
-                            version: stored?.version ?? floor
+                            version: stored?.version ?? floor,
+                            deltas: stored?.deltas ?? .max
                         )
                         insert(entry, into: &shard, evicted: &evicted)
                         markHandedOut(entry, in: &shard)
@@ -478,6 +496,9 @@ public final class SessionStore: Sendable {
         configuration.checkpointsWithRecords || configuration.committer?.keepsSessions == true
     }
 
+    /// Whether the store's sessions keep their changes for delta commits.
+    private var keepsDeltas: Bool { configuration.committer?.keepsSessions == true }
+
     /// The hook a session of this store commits its pushes with (none without a committer).
     private var committing: (@Sendable (DataLayer, inout PushResult) -> Void)? {
         guard configuration.committer != nil else { return nil }
@@ -488,9 +509,9 @@ public final class SessionStore: Sendable {
     /// keeps sessions (else the session is marked changed, for the persistence's next save).
     private func commit(_ session: DataLayer, _ result: inout PushResult) {
         guard let committer = configuration.committer else { return }
-        let checkpoint: StoredSession?
+        let checkpoint: SessionCheckpoint?
         if committer.keepsSessions {
-            checkpoint = self.checkpoint(session)
+            checkpoint = self.nextCheckpoint(session)
         } else {
             checkpoint = nil
             didChange(session)
@@ -539,7 +560,8 @@ public final class SessionStore: Sendable {
             context: context,
             sessionID: userID,
             debug: false,
-            committing: committing
+            committing: committing,
+            keepsChanges: keepsDeltas
         )
         let entry = Entry(userID: userID, session: session, now: time, version: shard.departed[key]?.entry.version ?? 0)
         insert(entry, into: &shard, evicted: &evicted)
@@ -597,11 +619,38 @@ public final class SessionStore: Sendable {
                 guard let entry = shard.entries[key], entry.session === session else { return nil }
                 entry.dirty = false
                 entry.version += 1
+                entry.deltas = 0
                 return entry.version
             })
         else { return nil }
-        // The snapshot is taken outside the shard's lock (it takes the session's own).
+        // The snapshot is taken outside the shard's lock (it takes the session's own); the changes it holds are
+        // not committed again as a delta.
+        _ = session.takeDelta()
         return StoredSession(snapshot: session.snapshot(), version: version)
+    }
+
+    /// The checkpoint of `session`'s next commit: a delta of what changed since its last one, or the whole
+    /// snapshot when none is stored yet or ``Configuration/snapshotInterval`` deltas follow the last snapshot.
+    /// Counts the version as used. `nil` when `session` is not the store's live session of its user.
+    private func nextCheckpoint(_ session: DataLayer) -> SessionCheckpoint? {
+        let key = SessionKey(session.sessionID)
+        let interval = max(1, configuration.snapshotInterval)
+        guard
+            let (version, snapshots) = shard(for: key).withLock({ shard -> (Int64, Bool)? in
+                guard let entry = shard.entries[key], entry.session === session else { return nil }
+                entry.dirty = false
+                entry.version += 1
+                let snapshots = entry.deltas >= interval - 1
+                entry.deltas = snapshots ? 0 : entry.deltas + 1
+                return (entry.version, snapshots)
+            })
+        else { return nil }
+        // Taken outside the shard's lock (it takes the session's own), inside the session's turn.
+        let delta = session.takeDelta()
+        if !snapshots, let delta {
+            return SessionCheckpoint(userID: session.sessionID, version: version, expected: version - 1, content: .delta(delta))
+        }
+        return SessionCheckpoint(StoredSession(snapshot: session.snapshot(), version: version))
     }
 
     /// Adds `entry`, first evicting the shard's least recently used session when the store is full.
@@ -879,7 +928,12 @@ public final class SessionStore: Sendable {
         let time = now()
         var evicted: [(Entry, EvictionReason)] = []
         for snapshot in snapshots {
-            let session = tagManager.restoreDataLayer(from: snapshot, debug: false, committing: committing)
+            let session = tagManager.restoreDataLayer(
+                from: snapshot,
+                debug: false,
+                committing: committing,
+                keepsChanges: keepsDeltas
+            )
             let key = SessionKey(snapshot.sessionID)
             shard(for: key).withLock { shard in
                 var version: Int64 = 0

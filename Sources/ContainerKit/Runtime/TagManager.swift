@@ -305,14 +305,16 @@ public final class TagManager: Sendable {
         context: ClientContext?,
         sessionID: String?,
         debug: Bool,
-        committing: (@Sendable (DataLayer, inout PushResult) -> Void)?
+        committing: (@Sendable (DataLayer, inout PushResult) -> Void)?,
+        keepsChanges: Bool = false
     ) -> DataLayer {
         DataLayer(
             tagManager: self,
             context: context ?? defaultContext,
             sessionID: sessionID ?? DataLayer.makeSessionID(),
             debug: debug || isDebugMode,
-            committing: committing
+            committing: committing,
+            keepsChanges: keepsChanges
         )
     }
 

@@ -120,12 +120,12 @@ public struct EncodedRecords: Sendable {
     public var bytes: [UInt8]
     /// Where each record's line ends in ``bytes`` (just after its line feed).
     public var lineEnds: [Int]
-    /// Session snapshots to commit with the records, each with its fencing version (see
-    /// ``SessionPersistence``); empty for records alone.
-    public var sessions: [StoredSession]
+    /// Session changes to commit with the records (deltas or snapshots, each fenced by its version: see
+    /// ``SessionCheckpoint``); empty for records alone.
+    public var sessions: [SessionCheckpoint]
 
     /// Encodes `records`: each once, as the segment log writes them; `sessions` travel with them.
-    public init(_ records: [AnalyticsRecord], sessions: [StoredSession] = []) {
+    public init(_ records: [AnalyticsRecord], sessions: [SessionCheckpoint] = []) {
         var json = JSONByteWriter(capacity: records.count * 320)
         var ends: [Int] = []
         ends.reserveCapacity(records.count)
