@@ -169,12 +169,18 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     }
 
     /// Hands records the provider encoded to the store; returns the token to wait on (`nil` when
-    /// `encoded` holds none).
+    /// `encoded` holds no record and no session change).
     /// - Throws: `.queueFull` or `.closed`; nothing is taken then.
     @discardableResult
     public func enqueue(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken? {
-        guard !encoded.records.isEmpty else { return nil }
+        guard !encoded.records.isEmpty || !encoded.sessions.isEmpty else { return nil }
         return try append(encoded)
+    }
+
+    /// Notes a ticket the store handed out for lines appended past ``append(_:)`` (a store's own session
+    /// lines), so that a drain waits for it too.
+    package func noteAppended(ticket: UInt64) {
+        shell.withLock { $0.machine.appended(ticket: ticket) }
     }
 
     /// Hands encoded records to the store; returns the token to wait on.

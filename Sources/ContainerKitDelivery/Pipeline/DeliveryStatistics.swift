@@ -34,6 +34,13 @@ public struct DeliveryStatistics: Sendable, Hashable {
     public var segmentCount = 0
     /// Bytes the store holds (segments and lines not committed yet).
     public var queueBytes = 0
+    /// Session lines a load or a compaction could not apply (a changed byte, a gap), for a store that keeps
+    /// sessions.
+    public var unappliedSessionLines = 0
+    /// Appends refused because the session change they carried was fenced (a newer version is stored).
+    public var fencedAppends = 0
+    /// Snapshots the store wrote itself to fold old sessions' chains (the segment log's compaction).
+    public var sessionCompactions = 0
 
     /// All zero.
     public init() {}

@@ -36,6 +36,12 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         var acknowledgements = 0
         var segmentCount = 0
         var queueBytes = 0
+        /// Appends refused because a session line of theirs was fenced.
+        var fencedAppends = 0
+        /// Compaction snapshots written.
+        var compactions = 0
+        /// Session lines a load or a compaction could not apply (a corrupt line, a gap).
+        var unappliedSessionLines = 0
     }
 
     private struct State {
@@ -45,6 +51,8 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         var stopping = false
         var jobs: [@Sendable () -> Void] = []
         var lastAckSync: ContinuousClock.Instant?
+        /// Whether a compaction job is queued or running.
+        var compacting = false
     }
 
     let directory: String
@@ -74,10 +82,14 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
                     maximumQueueBytes: settings.maximumQueueBytes,
                     maximumBufferedRecords: settings.maximumBufferedRecords,
                     batchSize: settings.batchSize,
-                    maximumInFlight: settings.maximumInFlight
+                    maximumInFlight: settings.maximumInFlight,
+                    sessions: recovery.sessions
                 )
             )
         )
+        if recovery.unreadableSessionLines > 0 {
+            state.withLock { $0.counters.unappliedSessionLines += recovery.unreadableSessionLines }
+        }
     }
 
     /// The store's counters now.
@@ -96,6 +108,9 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         statistics.corruptRecords = counters.corruptLines
         statistics.segmentCount = counters.segmentCount
         statistics.queueBytes = counters.queueBytes
+        statistics.unappliedSessionLines = counters.unappliedSessionLines
+        statistics.fencedAppends = counters.fencedAppends
+        statistics.sessionCompactions = counters.compactions
     }
 
     /// The ticket of the latest append.
@@ -104,11 +119,159 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
     // MARK: RecordStore
 
     func append(_ records: EncodedRecords) throws(AnalyticsSinkError) -> UInt64 {
+        guard !records.sessions.isEmpty else {
+            let (ticket, actions) = try state.withLock { state throws(AnalyticsSinkError) in
+                try state.machine.enqueue(records.bytes, records: records.records, lineEnds: records.lineEnds)
+            }
+            perform(actions)
+            return ticket
+        }
+        // The push's session change follows its records, in the same append (encoded here, outside the lock).
+        var json = JSONByteWriter(capacity: records.bytes.count + 512 * records.sessions.count)
+        records.bytes.withUnsafeBufferPointer { json.append($0) }
+        var lines: [(header: SessionLine, range: Range<Int>)] = []
+        for checkpoint in records.sessions {
+            let start = json.count
+            SessionLine.append(checkpoint, to: &json)
+            let header = SessionLine(
+                userID: checkpoint.userID,
+                version: checkpoint.version,
+                expected: checkpoint.expected,
+                kind: checkpoint.isDelta ? .delta : .snapshot
+            )
+            lines.append((header, start..<json.count))
+        }
+        let bytes = json.bytes
         let (ticket, actions) = try state.withLock { state throws(AnalyticsSinkError) in
-            try state.machine.enqueue(records.bytes, records: records.records, lineEnds: records.lineEnds)
+            try state.machine.enqueue(bytes, records: records.records, lineEnds: records.lineEnds, sessions: lines)
         }
         perform(actions)
         return ticket
+    }
+
+    /// Appends session lines without records (saves, removals, compactions), one append per line so that a
+    /// fenced line refuses only itself; returns each line's ticket.
+    func appendSessionLines(
+        _ lines: [(header: SessionLine, body: ((inout JSONByteWriter) -> Void)?)]
+    ) throws(AnalyticsSinkError) -> [UInt64] {
+        var tickets: [UInt64] = []
+        for (header, body) in lines {
+            var json = JSONByteWriter(capacity: 512)
+            SessionLine.append(header, to: &json, body: body)
+            let bytes = json.bytes
+            let (ticket, actions) = try state.withLock { state throws(AnalyticsSinkError) in
+                try state.machine.enqueue(bytes, records: [], lineEnds: [], sessions: [(header, 0..<bytes.count)])
+            }
+            perform(actions)
+            tickets.append(ticket)
+        }
+        return tickets
+    }
+
+    // MARK: Sessions
+
+    /// The session of `userID` as the log holds it: its last snapshot with the later deltas applied, read on
+    /// the reader thread. `nil` when the log holds none (never stored, or ended).
+    /// - Throws: when a segment cannot be read now.
+    func loadSession(_ userID: String) async throws(AnalyticsSinkError) -> SessionFold? {
+        let key = SessionKey(userID)
+        let directory = self.directory
+        for attempt in 1...3 {
+            guard let chain = state.withLock({ $0.machine.sessions.chain(of: key) }), !chain.lines.isEmpty else {
+                return nil
+            }
+            let outcome = await onReader { () -> Result<SessionFold, AnalyticsSinkError> in
+                do throws(AnalyticsSinkError) {
+                    return .success(try Self.fold(chain, directory: directory))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch outcome {
+            case .success(let fold):
+                if fold.unapplied > 0 {
+                    state.withLock { $0.counters.unappliedSessionLines += fold.unapplied }
+                }
+                return fold
+            case .failure(let error):
+                // A compaction deleted a segment of the chain meanwhile: the index has the new chain.
+                if error.errorNumber == ENOENT, attempt < 3 { continue }
+                throw error
+            }
+        }
+        return nil
+    }
+
+    /// The version at which `userID`'s session ended (its removal), or 0.
+    func endedVersion(_ userID: String) -> Int64 {
+        state.withLock { state in
+            guard let chain = state.machine.sessions.chain(of: SessionKey(userID)), chain.ended else { return 0 }
+            return chain.head
+        }
+    }
+
+    /// Reads and folds the lines of `chain` (on the calling thread).
+    private static func fold(_ chain: SessionIndex.Chain, directory: String) throws(AnalyticsSinkError) -> SessionFold {
+        var fold = SessionFold()
+        for ref in chain.lines {
+            switch try SegmentLog.readSessionLine(directory, ref) {
+            case .success(let parsed):
+                do throws(ContainerError) {
+                    switch parsed.header.kind {
+                    case .snapshot, .compaction:
+                        fold.apply(snapshot: try SessionSnapshot(jsonValue: parsed.body ?? .null), version: ref.version)
+                    case .delta:
+                        fold.apply(delta: try SessionDelta(jsonValue: parsed.body ?? .null), version: ref.version)
+                    case .removal:
+                        break
+                    }
+                } catch {
+                    fold.skip(version: ref.version, problem: "the line of version \(ref.version) does not parse: \(error.message)")
+                }
+            case .failure(let problem):
+                fold.skip(version: ref.version, problem: "the line of version \(ref.version): \(problem.message)")
+            }
+        }
+        return fold
+    }
+
+    /// Folds the chains that keep the oldest delivered segment and appends each as a compaction snapshot
+    /// (fenced at its head: a push committed meanwhile wins, and the next compaction tries again). Reader
+    /// thread.
+    private func compactOldest() {
+        let (work, directory) = state.withLock { ($0.machine.sessionsToCompact, self.directory) }
+        var lines: [(header: SessionLine, body: ((inout JSONByteWriter) -> Void)?)] = []
+        var unapplied = 0
+        for (key, chain) in work {
+            let fold: SessionFold
+            do {
+                fold = try Self.fold(chain, directory: directory)
+            } catch {
+                report("could not compact the session of '\(key.userID)': \(error.message)")
+                continue
+            }
+            guard let stored = fold.stored else { continue }
+            if fold.unapplied > 0 {
+                unapplied += fold.unapplied
+                report(
+                    "compacted the session of '\(key.userID)' without \(fold.unapplied) unreadable lines: "
+                        + (fold.problem ?? "")
+                )
+            }
+            let header = SessionLine(userID: key.userID, version: chain.head, expected: chain.head, kind: .compaction)
+            let snapshot = stored.snapshot
+            lines.append((header, { snapshot.writeJSON(to: &$0) }))
+        }
+        do {
+            _ = try appendSessionLines(lines)
+        } catch {
+            report("could not compact sessions: \(error.message)")
+        }
+        state.withLock { state in
+            state.compacting = false
+            state.counters.compactions += lines.count
+            state.counters.unappliedSessionLines += unapplied
+        }
     }
 
     func run(reporting commits: RecordStoreCommits) async throws {
@@ -193,6 +356,44 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         for case .wakeWriter in actions { writerWakeup.signal() }
     }
 
+    /// Performs the actions of a commit on the writer thread: deletions its snapshots allowed and
+    /// compactions go to the reader thread (not waited for).
+    private func performAfterCommit(_ actions: [DurableQueueMachine.Action]) {
+        perform(actions)
+        for action in actions {
+            switch action {
+            case .acknowledge(let position, let deleting):
+                let log = self.log
+                let report = self.report
+                queueOnReader {
+                    do throws(AnalyticsSinkError) {
+                        try log.acknowledge(position, deleting: deleting, sync: true)
+                    } catch {
+                        report("could not delete delivered segments: \(error.message)")
+                    }
+                }
+            case .compactSessions:
+                let first = state.withLock { state -> Bool in
+                    defer { state.compacting = true }
+                    return !state.compacting
+                }
+                if first { queueOnReader { [self] in compactOldest() } }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Queues `job` for the reader thread without waiting (dropped once the store stops).
+    private func queueOnReader(_ job: @escaping @Sendable () -> Void) {
+        let queued = state.withLock { state -> Bool in
+            guard state.commits != nil, !state.stopping else { return false }
+            state.jobs.append(job)
+            return true
+        }
+        if queued { readerWakeup.signal() }
+    }
+
     /// Writes the acknowledgements among `actions`, on the reader thread.
     private func performAcknowledgements(_ actions: [DurableQueueMachine.Action]) async {
         for case .acknowledge(let position, let deleting) in actions {
@@ -266,13 +467,21 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
             busy = true
             let commits = state.withLock { $0.commits }
             do throws(SegmentLog.AppendFailure) {
-                try log.append(commit.bytes, to: commit.segment, at: commit.offset)
+                if !commit.bytes.isEmpty { try log.append(commit.bytes, to: commit.segment, at: commit.offset) }
                 let actions = state.withLock { state in
                     state.counters.commits += 1
+                    state.counters.fencedAppends += commit.refused.count
                     return state.machine.committed(commit)
                 }
+                for ticket in commit.refused {
+                    commits?.failed(
+                        ticket...ticket,
+                        records: 0,
+                        error: DurabilityError(.superseded, "a newer version of the session is stored")
+                    )
+                }
                 commits?.committed(through: commit.tickets.upperBound, records: commit.recordCount)
-                perform(actions)
+                performAfterCommit(actions)
             } catch {
                 let usable: Bool
                 if case .clean = error { usable = true } else { usable = false }

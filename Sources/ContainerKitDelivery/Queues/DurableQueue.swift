@@ -116,7 +116,7 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource {
     /// The engine: the one delivery pipeline.
     let pipeline: DeliveryPipeline<SegmentRecordStore>
     private let diagnostics: FrontDiagnostics
-    private let logs: LogLimiter
+    let logs: LogLimiter
     /// What recovery found wrong on disk, logged when ``run()`` starts (by then the queue reports to the
     /// manager's logger).
     private let recoveryWarnings: [String]

@@ -26,10 +26,17 @@ struct DurableQueueMachine: Sendable {
         var bytes: [UInt8]
         /// The records, as the appends handed them over (one array per append: taking them copies no record).
         var chunks: [[AnalyticsRecord]]
+        /// Where each chunk's first record line starts in ``bytes`` (an append's session lines follow its records).
+        var chunkStarts: [Int]
         /// How many records ``chunks`` hold.
         var recordCount: Int
         var lineEnds: [Int]
         var tickets: ClosedRange<UInt64>
+        /// Tickets of the range whose appends were refused because a session line of theirs is fenced (their
+        /// lines are not in ``bytes``): they fail with `.superseded`.
+        var refused: [UInt64] = []
+        /// The session lines in ``bytes``.
+        var sessionLines: [(header: SessionLine, range: Range<Int>)] = []
         /// The segment to append to (a new one when it is not the active segment).
         var segment: UInt64
         /// Where in it the commit starts (its good size).
@@ -67,7 +74,13 @@ struct DurableQueueMachine: Sendable {
         /// Everything committed is delivered, although nothing new was acknowledged (a disk read found the
         /// backlog already confirmed, as after a restart whose ack is at the end of the log): flushes end.
         case caughtUp
+        /// More than ``maximumRetainedSegments`` delivered segments are kept only for session lines: fold the
+        /// chains in the oldest into new snapshots (``sessionsToCompact``) so that it can go.
+        case compactSessions
     }
+
+    /// How many delivered segments may be kept for session lines before a compaction folds the oldest.
+    static let maximumRetainedSegments = 2
 
     /// What the delivery loop does next.
     enum DeliveryStep: Sendable, Hashable {
@@ -107,13 +120,25 @@ struct DurableQueueMachine: Sendable {
     /// How many batches may be in flight at once.
     let maximumInFlight: Int
 
+    /// One append waiting for the writer: its lines (records first, then session lines), as handed over.
+    private struct PendingAppend: Sendable {
+        var bytes: [UInt8]
+        var records: [AnalyticsRecord]
+        /// Each record's line end in ``bytes``.
+        var lineEnds: [Int]
+        var ticket: UInt64
+        var sessions: [(header: SessionLine, range: Range<Int>)]
+    }
+
     // Appending.
     private(set) var lastTicket: UInt64 = 0
-    private var pendingBytes: [UInt8] = []
-    private var pendingChunks: [[AnalyticsRecord]] = []
+    private var pending: [PendingAppend] = []
     private var pendingRecordCount = 0
-    private var pendingLineEnds: [Int] = []
-    private var pendingFirstTicket: UInt64 = 1
+    private var pendingByteCount = 0
+    /// The sessions in the log (their committed lines).
+    private(set) var sessions: SessionIndex
+    /// The end of the last committed record line (session lines may follow it): what delivery must reach.
+    private var recordsEnd: Position
     private(set) var writing: Commit?
     private(set) var writerWaiting = false
     private(set) var resolvedTicket: UInt64 = 0
@@ -145,9 +170,12 @@ struct DurableQueueMachine: Sendable {
         maximumQueueBytes: Int,
         maximumBufferedRecords: Int,
         batchSize: Int,
-        maximumInFlight: Int = 1
+        maximumInFlight: Int = 1,
+        sessions: SessionIndex = SessionIndex()
     ) {
         self.segments = segments.map { Segment(index: $0.index, size: $0.size, sealed: true) }
+        self.sessions = sessions
+        self.recordsEnd = cursor
         self.cursor = cursor
         self.nextSegmentIndex = nextSegmentIndex
         self.queueBytes = segments.reduce(0) { $0 + $1.size }
@@ -162,12 +190,14 @@ struct DurableQueueMachine: Sendable {
 
     // MARK: Appending
 
-    /// Takes encoded lines (`lineEnds`: where each record's line ends in `bytes`) and gives them the next
-    /// ticket. Refuses them when the queue is closed or its bytes would pass the maximum.
+    /// Takes encoded lines (`lineEnds`: where each record's line ends in `bytes`; `sessions`: the session
+    /// lines after them) and gives them the next ticket. Refuses them when the queue is closed or its bytes
+    /// would pass the maximum. Session lines are fenced when the writer takes them (``takeCommit()``).
     mutating func enqueue(
         _ bytes: [UInt8],
         records: [AnalyticsRecord],
-        lineEnds: [Int]
+        lineEnds: [Int],
+        sessions sessionLines: [(header: SessionLine, range: Range<Int>)] = []
     ) throws(AnalyticsSinkError) -> (ticket: UInt64, actions: [Action]) {
         guard !closed else { throw AnalyticsSinkError(.closed, "the durable queue is shut down") }
         guard queueBytes + bytes.count <= maximumQueueBytes else {
@@ -178,13 +208,12 @@ struct DurableQueueMachine: Sendable {
             )
         }
         lastTicket += 1
-        if pendingRecordCount == 0 { pendingFirstTicket = lastTicket }
-        let base = pendingBytes.count
-        pendingBytes.append(contentsOf: bytes)
-        // The append's array is kept as it is (one reference), not copied record by record.
-        pendingChunks.append(records)
+        // The append's arrays are kept as they are (one reference each), not copied.
+        pending.append(
+            PendingAppend(bytes: bytes, records: records, lineEnds: lineEnds, ticket: lastTicket, sessions: sessionLines)
+        )
         pendingRecordCount += records.count
-        for end in lineEnds { pendingLineEnds.append(end + base) }
+        pendingByteCount += bytes.count
         queueBytes += bytes.count
         var actions: [Action] = []
         if writerWaiting {
@@ -209,56 +238,120 @@ struct DurableQueueMachine: Sendable {
     /// nothing is pending.
     mutating func takeCommit() -> Commit? {
         guard writing == nil else { return nil }
-        guard pendingRecordCount > 0 else {
+        guard let first = pending.first else {
             writerWaiting = true
             return nil
         }
         writerWaiting = false
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(pendingByteCount)
+        var chunks: [[AnalyticsRecord]] = []
+        chunks.reserveCapacity(pending.count)
+        var chunkStarts: [Int] = []
+        chunkStarts.reserveCapacity(pending.count)
+        var lineEnds: [Int] = []
+        lineEnds.reserveCapacity(pendingRecordCount)
+        var recordCount = 0
+        var refused: [UInt64] = []
+        var sessionLines: [(header: SessionLine, range: Range<Int>)] = []
+        // The heads this commit's earlier lines made.
+        var heads: [SessionKey: Int64] = [:]
+        for append in pending {
+            if !append.sessions.isEmpty, !admits(append.sessions, heads: &heads) {
+                refused.append(append.ticket)
+                queueBytes -= append.bytes.count
+                continue
+            }
+            let base = bytes.count
+            bytes.append(contentsOf: append.bytes)
+            if !append.records.isEmpty {
+                chunks.append(append.records)
+                chunkStarts.append(base)
+                recordCount += append.records.count
+                for end in append.lineEnds { lineEnds.append(end + base) }
+            }
+            for (header, range) in append.sessions {
+                sessionLines.append((header, (range.lowerBound + base)..<(range.upperBound + base)))
+            }
+        }
         let target: (UInt64, Int)
         if let active = segments.last, !active.sealed,
-            active.size == 0 || active.size + pendingBytes.count <= maximumSegmentBytes
+            active.size == 0 || active.size + bytes.count <= maximumSegmentBytes
         {
             target = (active.index, active.size)
         } else {
             target = (nextSegmentIndex, 0)
         }
-        let commit = Commit(
-            bytes: pendingBytes,
-            chunks: pendingChunks,
-            recordCount: pendingRecordCount,
-            lineEnds: pendingLineEnds,
-            tickets: pendingFirstTicket...lastTicket,
+        var commit = Commit(
+            bytes: bytes,
+            chunks: chunks,
+            chunkStarts: chunkStarts,
+            recordCount: recordCount,
+            lineEnds: lineEnds,
+            tickets: first.ticket...lastTicket,
             segment: target.0,
             offset: target.1
         )
-        pendingBytes = []
-        pendingChunks = []
+        commit.refused = refused
+        commit.sessionLines = sessionLines
+        pending.removeAll(keepingCapacity: true)
         pendingRecordCount = 0
-        pendingLineEnds = []
-        pendingFirstTicket = lastTicket + 1
+        pendingByteCount = 0
         writing = commit
         return commit
+    }
+
+    /// Whether an append's session lines may follow the heads (the log's, changed by this commit's earlier
+    /// lines in `heads`); when they may, `heads` takes their versions.
+    private func admits(_ lines: [(header: SessionLine, range: Range<Int>)], heads: inout [SessionKey: Int64])
+        -> Bool
+    {
+        var taken: [(SessionKey, Int64)] = []
+        for (header, _) in lines {
+            let key = SessionKey(header.userID)
+            let head = taken.last { $0.0 == key }?.1 ?? heads[key] ?? sessions.head(key)
+            guard header.isAdmitted(afterHead: head) else { return false }
+            taken.append((key, max(head, header.version)))
+        }
+        for (key, head) in taken { heads[key] = head }
+        return true
     }
 
     /// The writer appended and synced `commit`.
     mutating func committed(_ commit: Commit) -> [Action] {
         writing = nil
-        if segments.last?.index != commit.segment {
+        recordRefusals(commit)
+        guard !commit.bytes.isEmpty else {
+            // Every append was refused: nothing was written.
+            resolvedTicket = commit.tickets.upperBound
+            var actions: [Action] = [.resolveDurability(through: resolvedTicket)]
+            if !pending.isEmpty { actions.append(.wakeWriter) }
+            return actions
+        }
+        let startsSegment = segments.last?.index != commit.segment
+        if startsSegment {
             if !segments.isEmpty { segments[segments.count - 1].sealed = true }
             segments.append(Segment(index: commit.segment, size: 0, sealed: false))
             nextSegmentIndex = commit.segment + 1
         }
+        // Nothing waits for delivery before a commit without records: the cursor may pass it (its session
+        // lines are not delivered), so that the segments before it can go.
+        let passes = commit.recordCount == 0 && caughtUp
         segments[segments.count - 1].size = commit.offset + commit.bytes.count
         resolvedTicket = commit.tickets.upperBound
         var actions: [Action] = [.resolveDurability(through: resolvedTicket)]
+        if let last = commit.lineEnds.last {
+            recordsEnd = max(recordsEnd, Position(segment: commit.segment, offset: commit.offset + last))
+        }
         if !diskBacklog && bufferedRecords + commit.recordCount <= maximumBufferedRecords {
             var index = 0
-            for records in commit.chunks where !records.isEmpty {
+            for (chunk, records) in commit.chunks.enumerated() where !records.isEmpty {
                 memory.append(
                     MemoryChunk(
                         records: records,
                         lineEnds: commit.lineEnds[index..<(index + records.count)],
-                        lineStart: index == 0 ? 0 : commit.lineEnds[index - 1],
+                        lineStart: commit.chunkStarts.isEmpty ? (index == 0 ? 0 : commit.lineEnds[index - 1])
+                            : commit.chunkStarts[chunk],
                         bytes: commit.bytes,
                         segment: commit.segment,
                         offset: commit.offset
@@ -270,10 +363,52 @@ struct DurableQueueMachine: Sendable {
         } else {
             diskBacklog = true
         }
+        var released: [UInt64] = []
+        for (header, range) in commit.sessionLines {
+            let ref = SessionLineRef(
+                segment: commit.segment,
+                offset: commit.offset + range.lowerBound,
+                length: range.count,
+                version: header.version,
+                kind: header.kind
+            )
+            released += sessions.add(header, at: ref)
+        }
+        let cursorSegment = cursor.segment
+        if passes {
+            cursor = max(cursor, Position(segment: commit.segment, offset: commit.offset + commit.bytes.count))
+            recordsEnd = max(recordsEnd, cursor)
+        }
         normalizeCursor()
-        actions.append(.wakeDelivery)
-        if pendingRecordCount > 0 { actions.append(.wakeWriter) }
+        if commit.recordCount > 0 { actions.append(.wakeDelivery) }
+        if !pending.isEmpty { actions.append(.wakeWriter) }
+        if !released.isEmpty || cursor.segment != cursorSegment, let deletion = deleteUnpinned() {
+            actions.append(deletion)
+        }
+        if startsSegment && retainedForSessions.count > Self.maximumRetainedSegments {
+            actions.append(.compactSessions)
+        }
         return actions
+    }
+
+    /// The sessions with a live line in the oldest delivered segment kept for them (see
+    /// ``Action/compactSessions``), with their chains; empty when none is kept.
+    var sessionsToCompact: [(SessionKey, SessionIndex.Chain)] {
+        guard let oldest = retainedForSessions.first else { return [] }
+        return sessions.users(pinning: oldest)
+    }
+
+    /// Fails the tickets of `commit`'s refused appends (their session lines were fenced).
+    private mutating func recordRefusals(_ commit: Commit) {
+        for ticket in commit.refused {
+            failedTickets.append(
+                (
+                    ticket...ticket,
+                    AnalyticsSinkError(.superseded, "a newer version of the session is stored; the push was not written")
+                )
+            )
+        }
+        if failedTickets.count > 4096 { failedTickets.removeFirst(failedTickets.count - 4096) }
     }
 
     /// The writer could not commit `commit`; the log removed every trace of it. Only the tickets of this
@@ -281,6 +416,7 @@ struct DurableQueueMachine: Sendable {
     /// a new one.
     mutating func commitFailed(_ commit: Commit, _ error: AnalyticsSinkError, segmentUsable: Bool) -> [Action] {
         writing = nil
+        recordRefusals(commit)
         queueBytes -= commit.bytes.count
         if !segmentUsable, let last = segments.last, last.index == commit.segment {
             segments[segments.count - 1].sealed = true
@@ -290,7 +426,7 @@ struct DurableQueueMachine: Sendable {
         if failedTickets.count > 4096 { failedTickets.removeFirst(failedTickets.count - 4096) }
         resolvedTicket = commit.tickets.upperBound
         var actions: [Action] = [.resolveDurability(through: resolvedTicket)]
-        if pendingRecordCount > 0 { actions.append(.wakeWriter) }
+        if !pending.isEmpty { actions.append(.wakeWriter) }
         return actions
     }
 
@@ -301,7 +437,7 @@ struct DurableQueueMachine: Sendable {
     }
 
     /// Whether every enqueued line has been committed (or failed).
-    var everythingResolved: Bool { pendingRecordCount == 0 && writing == nil }
+    var everythingResolved: Bool { pending.isEmpty && writing == nil }
 
     // MARK: Delivery
 
@@ -312,7 +448,7 @@ struct DurableQueueMachine: Sendable {
     }
 
     /// Whether everything committed is delivered.
-    var caughtUp: Bool { flights.isEmpty && bufferedRecords == 0 && !diskBacklog && cursor >= durableEnd }
+    var caughtUp: Bool { flights.isEmpty && bufferedRecords == 0 && !diskBacklog && cursor >= recordsEnd }
 
     /// The batches handed out by ``nextBatch()`` and not yet confirmed, oldest first.
     var inFlight: [Batch] { flights.filter { !$0.settled }.map(\.batch) }
@@ -474,11 +610,29 @@ struct DurableQueueMachine: Sendable {
 
     private mutating func advance(to end: Position) -> [Action] {
         if end > cursor { cursor = end }
+        if cursor > recordsEnd { recordsEnd = cursor }
         normalizeCursor()
-        let done = segments.filter { $0.sealed && $0.index < cursor.segment }
-        segments.removeAll { $0.sealed && $0.index < cursor.segment }
+        return [.acknowledge(cursor, deleting: takeDeletable())]
+    }
+
+    /// The sealed segments before the cursor that hold no live session line, taken out of the queue.
+    private mutating func takeDeletable() -> [UInt64] {
+        let done = segments.filter { $0.sealed && $0.index < cursor.segment && !sessions.isPinned($0.index) }
+        guard !done.isEmpty else { return [] }
+        segments.removeAll { $0.sealed && $0.index < cursor.segment && !sessions.isPinned($0.index) }
         queueBytes -= done.reduce(0) { $0 + $1.size }
-        return [.acknowledge(cursor, deleting: done.map(\.index))]
+        return done.map(\.index)
+    }
+
+    /// An acknowledgement that deletes the delivered segments a commit's snapshots released, if any.
+    private mutating func deleteUnpinned() -> Action? {
+        let deleting = takeDeletable()
+        return deleting.isEmpty ? nil : .acknowledge(cursor, deleting: deleting)
+    }
+
+    /// Delivered segments kept only for their session lines, oldest first: what a compaction folds away.
+    var retainedForSessions: [UInt64] {
+        segments.filter { $0.sealed && $0.index < cursor.segment && sessions.isPinned($0.index) }.map(\.index)
     }
 
     /// Moves the cursor past sealed segments it has reached the end of.

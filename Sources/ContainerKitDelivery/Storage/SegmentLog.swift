@@ -97,7 +97,29 @@ final class SegmentLog: @unchecked Sendable {
             directory: directory,
             warnings: &warnings
         )
-        for segment in confirmed { _ = unlink(Self.path(directory, Self.segmentName(segment.index))) }
+        // Sessions live in the segments too: every segment is read for them, and a delivered segment is kept
+        // while it holds a line a load still reads.
+        var sessions = SessionIndex()
+        var sessionProblems = 0
+        do {
+            sessionProblems = try Self.scanSessions(
+                directory,
+                segments: confirmed + kept,
+                into: &sessions,
+                warnings: &warnings
+            )
+        } catch {
+            closeFD(lock)
+            throw error
+        }
+        var retained: [SegmentExtent] = []
+        for segment in confirmed {
+            if sessions.isPinned(segment.index) {
+                retained.append(segment)
+            } else {
+                _ = unlink(Self.path(directory, Self.segmentName(segment.index)))
+            }
+        }
         let ackPath = Self.path(directory, Self.ackFileName)
         do {
             ackFD = try Self.openAck(ackPath, at: cursor, faults: faults)
@@ -108,7 +130,14 @@ final class SegmentLog: @unchecked Sendable {
         // A queue whose ack points at a segment not written yet (a fresh queue's is segment 1) writes that
         // segment next, so a restart finds the ack at a segment that is there.
         let nextIndex = kept.last.map { max($0.index + 1, cursor.segment + 1) } ?? max(cursor.segment, 1)
-        recovery = Recovery(segments: kept, cursor: cursor, nextIndex: nextIndex, warnings: warnings)
+        recovery = Recovery(
+            segments: retained + kept,
+            cursor: cursor,
+            nextIndex: nextIndex,
+            warnings: warnings,
+            sessions: sessions,
+            unreadableSessionLines: sessionProblems
+        )
     }
 
     /// What opening found.
@@ -341,6 +370,10 @@ final class SegmentLog: @unchecked Sendable {
         var nextIndex: UInt64
         /// Problems found (an ack that does not fit the segments), as warnings naming the files.
         var warnings: [String]
+        /// The sessions the segments hold.
+        var sessions = SessionIndex()
+        /// Session lines that could not be read (a changed byte): the loads of their users stop before them.
+        var unreadableSessionLines = 0
     }
 
     /// Segment indexes above this (and acks pointing above it) are refused as corrupt, so index
@@ -534,7 +567,8 @@ final class SegmentLog: @unchecked Sendable {
                 var consumedAny = false
                 while result.records.count < limit, let newline = bytes[lineStart...].firstIndex(of: 0x0A) {
                     let line = bytes[lineStart..<newline]
-                    if !line.isEmpty {
+                    // Session lines are the sessions' (see ``SessionLine``), not records: passed over unread.
+                    if !line.isEmpty && !SessionLine.isSessionLine(line) {
                         switch parseLine(line) {
                         case .success(let record):
                             result.records.append(record)
@@ -572,6 +606,88 @@ final class SegmentLog: @unchecked Sendable {
             if result.failure != nil || result.records.count >= limit || position.offset < segment.size { break }
         }
         return result
+    }
+
+    /// Reads the session lines of `segments` (oldest first) into `index`, in log order. A line that cannot
+    /// be read (its checksum or its JSON) is counted and reported in `warnings` (the first few); its user's
+    /// loads stop before the gap it leaves. A torn last line is ignored.
+    /// - Throws: when a segment cannot be opened or read (the log cannot be opened now).
+    static func scanSessions(
+        _ directory: String,
+        segments: [SegmentExtent],
+        into index: inout SessionIndex,
+        warnings: inout [String]
+    ) throws(AnalyticsSinkError) -> Int {
+        var problems = 0
+        for segment in segments where segment.size > 0 {
+            let path = path(directory, segmentName(segment.index))
+            let fd: Int32
+            do {
+                fd = try FileIO.openFile(path, O_RDONLY)
+            } catch {
+                if error.errorNumber == ENOENT || error.errorNumber == EISDIR { continue }
+                throw error
+            }
+            defer { closeFD(fd) }
+            var offset = 0
+            var carry: [UInt8] = []
+            while offset < segment.size {
+                let bytes: [UInt8]
+                do throws(AnalyticsSinkError) {
+                    bytes = try FileIO.readBytes(fd, count: min(1 << 20, segment.size - offset), at: offset, path: path)
+                } catch {
+                    if error.errorNumber == EISDIR { break }
+                    throw error
+                }
+                if bytes.isEmpty { break }
+                let chunkStart = offset - carry.count
+                let data = carry.isEmpty ? bytes : carry + bytes
+                offset += bytes.count
+                var lineStart = 0
+                while let newline = data[lineStart...].firstIndex(of: 0x0A) {
+                    let line = data[lineStart..<newline]
+                    if SessionLine.isSessionLine(line) {
+                        switch SessionLine.parse(line) {
+                        case .success(let parsed):
+                            let ref = SessionLineRef(
+                                segment: segment.index,
+                                offset: chunkStart + lineStart,
+                                length: newline + 1 - lineStart,
+                                version: parsed.header.version,
+                                kind: parsed.header.kind
+                            )
+                            index.add(parsed.header, at: ref)
+                        case .failure(let problem):
+                            problems += 1
+                            if problems <= 3 {
+                                warnings.append(
+                                    "skipped an unreadable session line at '\(segmentName(segment.index))' offset "
+                                        + "\(chunkStart + lineStart): \(problem.message)"
+                                )
+                            }
+                        }
+                    }
+                    lineStart = newline + 1
+                }
+                carry = Array(data[lineStart...])
+            }
+        }
+        return problems
+    }
+
+    /// The session line at `ref` (without its line feed), parsed and checked.
+    /// - Throws: when the segment cannot be read now; a line that does not parse is a `.failure`.
+    static func readSessionLine(_ directory: String, _ ref: SessionLineRef) throws(AnalyticsSinkError)
+        -> Result<SessionLine.Parsed, LineProblem>
+    {
+        let path = path(directory, segmentName(ref.segment))
+        let fd = try FileIO.openFile(path, O_RDONLY)
+        defer { closeFD(fd) }
+        let bytes = try FileIO.readBytes(fd, count: ref.length, at: ref.offset, path: path)
+        guard bytes.count == ref.length, bytes.last == 0x0A else {
+            return .failure(LineProblem(message: "the session line was cut short", checksum: false))
+        }
+        return SessionLine.parse(bytes[0..<(bytes.count - 1)])
     }
 
     /// The bytes a read asks for per record line it wants (the first chunk of a read; lines are 200–400

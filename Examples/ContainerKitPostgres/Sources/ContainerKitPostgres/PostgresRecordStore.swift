@@ -5,35 +5,49 @@ import Logging
 import PostgresNIO
 import Synchronization
 
-/// PostgreSQL as a ``RecordStore`` of the one ``DeliveryPipeline``: records (and the session snapshots their
+/// PostgreSQL as a ``RecordStore`` of the one ``DeliveryPipeline``: records (and the session checkpoints their
 /// push produced) are committed in group commits, and delivered from any number of instances, each leasing
 /// a share of the delivery partitions.
 ///
 /// ```swift
 /// let store = PostgresRecordStore(configuration: .init(endpoint: try PostgresEndpoint(url: url)))
 /// let pipeline = DeliveryPipeline(store: store, destination: SharedRateLimitDestination(braze, store: store))
-/// let sessions = SessionStore(tagManager: manager, configuration: .init(persistence: store.sessions))
+/// let sessions = SessionStore(
+///     tagManager: manager,
+///     configuration: .init(persistence: store.sessions, committer: RecordCommitter(pipeline, keepsSessions: true))
+/// )
+/// BrazeTagProvider(sink: CommitSink()).register(on: manager)
 /// // in the service's task group:  try await pipeline.run();  try await sessions.run()
-/// // per request (one at a time per user):
-/// let session = try await sessions.loadSession(for: user)
-/// let result = await session.push(event: "purchase", parameters: parameters)
-/// let stored = sessions.checkpoint(session)!                        // the snapshot and its next version
-/// let token = try pipeline.append(EncodedRecords(records(of: result), sessions: [stored]))
-/// try await token.waitUntilDurable()                                // records and session committed together
+/// // per request: the push's records and its session delta are committed together, then it returns
+/// let result = try await sessions.push(event: "purchase", parameters: parameters, for: user)
 /// ```
 ///
 /// ## Group commit
 /// Every ``append(_:)`` joins the open **group**; one writer connection commits each group in **one
-/// transaction** — one multi-row `INSERT` of all its records and one statement for all its session
-/// snapshots — then reports the group's tickets to the pipeline. While a transaction runs, the next group
-/// gathers, so under load one commit carries many requests (``Statistics/rowsPerCommit``).
+/// transaction** — one multi-row `INSERT` of all its records, one statement that takes the advisory locks of
+/// the group's session users, and one statement that fences and inserts all its session checkpoints — then
+/// reports the group's tickets to the pipeline. While a transaction runs, the next group gathers, so under
+/// load one commit carries many requests (``Statistics/rowsPerCommit``).
+///
+/// ## Sessions
+/// A user's session is kept in `ck_session_changes` as its last snapshot and the deltas committed after it,
+/// one row per version (``SessionCheckpoint``): a push inserts a small delta row; every few commits (the
+/// ``SessionStore``'s ``SessionStore/Configuration/snapshotInterval``) it inserts the whole snapshot, which
+/// deletes the user's older rows in the same transaction. A load folds the newest snapshot and the deltas
+/// after it (``PostgresSessionPersistence``). A `ck_sessions` row written before deltas existed counts as a
+/// snapshot at its version.
 ///
 /// ## Fencing
-/// A session snapshot carries a version (``StoredSession/version``, counted by the ``SessionStore`` from the
-/// version it loaded). It replaces the stored row only if that row holds the version just below it, or there
-/// is no row; otherwise another instance wrote the user meanwhile, and the write is **refused**: the
-/// transaction is rolled back, the appends that carried that user fail with
-/// ``AnalyticsSinkError/Code/superseded``, and the rest of the group is committed again without them.
+/// A checkpoint carries its version and the version it continues (``SessionCheckpoint/expected``). The user's
+/// stored **head** is their newest version in either table. A delta is kept only if the head is exactly its
+/// expected version (it applies to that state); a snapshot only if the head is no higher. The group's
+/// checkpoints of one user are checked as a chain: the first against the head, each next one against the one
+/// before. Otherwise another instance wrote the user meanwhile, and the write is **refused**: the transaction
+/// is rolled back, the appends that carried that user fail with ``AnalyticsSinkError/Code/superseded``, and
+/// the rest of the group is committed again without them. The group's users are locked first
+/// (`pg_advisory_xact_lock`, in one order), so the head is read after any other instance's write of the same
+/// user committed: two instances never both continue one version, and a removal never deletes the snapshot a
+/// concurrent delta applies to.
 ///
 /// ## Delivery
 /// The rows are split into ``Configuration/partitions`` partitions (`hash(user) % partitions`, so a user's
@@ -119,12 +133,15 @@ public final class PostgresRecordStore: RecordStore {
         public var commits = 0
         /// Record rows committed.
         public var committedRows = 0
-        /// Session rows written (or removed).
+        /// Session rows written (one per checkpoint), plus removals.
         public var committedSessions = 0
         /// Groups (or parts of groups) that failed: nothing of them acknowledged.
         public var failedCommits = 0
         /// Session writes refused because another instance holds a newer version.
         public var fencedSessions = 0
+        /// Stored session deltas (or snapshots) a load could not apply: the row does not parse, or does not
+        /// follow the version before it. The session continues from what applied; its next commit is a snapshot.
+        public var unappliedSessionDeltas = 0
         /// Total seconds spent in committed transactions (BEGIN to COMMIT answered).
         public var commitSeconds = 0.0
         /// The longest commit, in seconds.
@@ -157,7 +174,7 @@ public final class PostgresRecordStore: RecordStore {
         var ticket: UInt64
         var partitions: [Int32]
         var payloads: [String]
-        var sessions: [StoredSession]
+        var sessions: [SessionCheckpoint]
         var removals: [(userID: String, version: Int64)]
     }
 
@@ -217,6 +234,10 @@ public final class PostgresRecordStore: RecordStore {
         /// The last read passed over partitions with a batch in flight: an acknowledgement tells the pipeline
         /// to read again.
         var waitingForAcknowledgement = false
+        /// Users whose stored rows a load found but could not make a session of (no readable snapshot), with
+        /// their head version: ``PostgresSessionPersistence/endedVersion(userID:)`` starts their new session
+        /// above it, so that its first snapshot is kept (bounded; see ``PostgresSessionPersistence``).
+        var unreadableHeads: [UserIDKey: Int64] = [:]
     }
 
     let state: Mutex<State>

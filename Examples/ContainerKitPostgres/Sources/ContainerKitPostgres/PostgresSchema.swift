@@ -7,7 +7,8 @@ import PostgresNIO
 /// |---|---|---|
 /// | `ck_records` | committed records, partitioned by `generation` into `ck_records_<n>` | a generation is dropped whole once every row of it is acknowledged: never `DELETE` |
 /// | `ck_cursors` | per delivery partition, the last acknowledged `(xid, seq)` | one row per partition, updated per batch (HOT updates: fill factor 10, vacuumed every 200 dead rows) |
-/// | `ck_sessions` | per user, the session snapshot and its version | one row per user, updated in place (HOT updates: fill factor 70, vacuumed at 1% dead rows) |
+/// | `ck_session_changes` | per user, the last session snapshot and the deltas committed after it, a row per version | rows are only inserted; a snapshot row deletes the user's older rows in its transaction (vacuumed at 1% dead rows) |
+/// | `ck_sessions` | per user, a snapshot and its version, as versions before session deltas wrote them | read as a snapshot row until the user's next snapshot deletes it; no longer written |
 /// | `ck_meta` | the current generation and the partition count | one row |
 ///
 /// A record row carries the id of the transaction that wrote it (`xid`) and a sequence number: delivery
@@ -104,15 +105,30 @@ public enum PostgresSchema {
             updated_at timestamptz NOT NULL DEFAULT now()
         ) WITH (fillfactor = 80)
         """,
-        // Session and cursor rows are updated in place all the time. Free room on every page lets an update be
-        // HOT (no index entry, the old version pruned by the next visit of the page), and autovacuum visits
-        // these tables after a fixed number of dead rows instead of a fraction of the table.
+        // One row per session commit: a delta (what a push changed) or, every few commits, the whole snapshot.
+        """
+        CREATE TABLE IF NOT EXISTS ck_session_changes (
+            user_id text NOT NULL,
+            version bigint NOT NULL,
+            snapshot bool NOT NULL,
+            body text NOT NULL,
+            PRIMARY KEY (user_id, version))
+        """,
+        // Cursor rows (and legacy session rows) are updated in place all the time. Free room on every page lets an
+        // update be HOT (no index entry, the old version pruned by the next visit of the page), and autovacuum
+        // visits these tables after a fixed number of dead rows instead of a fraction of the table. Session
+        // changes die at the rate of commits (each snapshot deletes the rows before it): vacuumed the same way.
         """
         ALTER TABLE ck_cursors SET (fillfactor = 10, autovacuum_vacuum_scale_factor = 0,
             autovacuum_vacuum_threshold = 200, autovacuum_vacuum_cost_delay = 0)
         """,
         """
         ALTER TABLE ck_sessions SET (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01,
+            autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0,
+            toast.autovacuum_vacuum_scale_factor = 0.01, toast.autovacuum_vacuum_threshold = 1000)
+        """,
+        """
+        ALTER TABLE ck_session_changes SET (autovacuum_vacuum_scale_factor = 0.01,
             autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0,
             toast.autovacuum_vacuum_scale_factor = 0.01, toast.autovacuum_vacuum_threshold = 1000)
         """,

@@ -5,13 +5,21 @@ import Logging
 import PostgresNIO
 
 /// The sessions of a ``PostgresRecordStore`` as a ``SessionPersistence``: a ``SessionStore`` configured with
-/// it loads a session it does not hold from PostgreSQL (`ck_sessions`), and its own saves (idle sessions
-/// removed, changes not written with records) join the store's group commit.
+/// it loads a session it does not hold from PostgreSQL, and its own saves (sessions evicted for capacity
+/// written behind, idle sessions removed) join the store's group commit.
 ///
-/// The snapshot a push produced is written **with the push's records**, in their transaction: the host takes
-/// it with ``SessionStore/checkpoint(_:)`` and appends it in ``EncodedRecords/sessions`` (see
-/// ``PostgresRecordStore``). Both paths fence the same way: a version replaces the stored row only if that
-/// row holds the version just below it (or there is none).
+/// A user's session is stored in `ck_session_changes` as its last snapshot and the deltas committed after
+/// it (see ``PostgresRecordStore``): with a committer that keeps sessions (`RecordCommitter(pipeline,
+/// keepsSessions: true)`), each push's checkpoint is written **with the push's records**, in their
+/// transaction. A load folds the newest snapshot and the deltas after it (``SessionFold``); a `ck_sessions`
+/// row, as versions before deltas wrote it, counts as a snapshot at its version. Saves are whole snapshots,
+/// fenced as the contract says: kept only if the stored head is below their version.
+///
+/// A stored row that cannot be applied (a delta that does not parse or does not follow the one before) is
+/// logged, counted (``PostgresRecordStore/Statistics/unappliedSessionDeltas``), and the session continues
+/// from what applied, at the newest stored version: its next commit is a snapshot that replaces the
+/// unreadable rows. When not even a snapshot is readable, ``load(userID:)`` returns `nil` and
+/// ``endedVersion(userID:)`` the newest stored version, so the user's new session is kept above it.
 ///
 /// Saves are committed by the store's writer, which runs in the pipeline's ``DeliveryPipeline/run()``: a save
 /// waits until it runs. Loads work at any time.
@@ -19,22 +27,40 @@ public struct PostgresSessionPersistence: SessionPersistence {
     /// The store whose tables and writer are used.
     public let store: PostgresRecordStore
 
+    /// The most users whose unreadable head is kept for ``endedVersion(userID:)`` (beyond, the list starts
+    /// over: such a user's new session is fenced once, and the retry loads again).
+    static let maximumUnreadableHeads = 4096
+
     /// Creates the persistence of `store` (also ``PostgresRecordStore/sessions``).
     public init(store: PostgresRecordStore) { self.store = store }
 
-    /// The newest committed session of `userID`, or `nil` for a user PostgreSQL has never seen.
-    /// - Throws: ``ContainerError`` `io_error` when the server cannot be reached or the row does not parse.
+    /// The newest committed session of `userID` — its newest snapshot with the deltas after it applied — or
+    /// `nil` for a user PostgreSQL has never seen (or whose rows hold no readable snapshot).
+    /// - Throws: ``ContainerError`` `io_error` when the server cannot be reached.
     public func load(userID: String) async throws(ContainerError) -> StoredSession? {
-        let loaded: (Int64, String)?
+        let rows: [(version: Int64, snapshot: Bool, body: String)]
         do {
-            loaded = try await store.withShortConnection { connection in
-                let rows = try await connection.rows(
-                    "SELECT version, snapshot FROM ck_sessions WHERE user_id = \(userID)",
+            rows = try await store.withShortConnection { connection in
+                // The base is the newest snapshot row, or the legacy row when it is newer; the rows from it on,
+                // in version order (the PRIMARY KEY's index: the user's rows, backwards for the base).
+                let found = try await connection.rows(
+                    """
+                    WITH base AS (
+                        SELECT greatest(
+                            (SELECT max(version) FROM ck_session_changes WHERE user_id = \(userID) AND snapshot),
+                            (SELECT version FROM ck_sessions WHERE user_id = \(userID))) AS version)
+                    SELECT c.version, c.snapshot, c.body FROM ck_session_changes c, base
+                    WHERE c.user_id = \(userID) AND c.version >= coalesce(base.version, 0)
+                    UNION ALL
+                    SELECT s.version, true, s.snapshot FROM ck_sessions s, base
+                    WHERE s.user_id = \(userID) AND s.version = base.version
+                    ORDER BY 1, 2 DESC
+                    """,
                     logger: store.configuration.logger
                 )
-                var found: (Int64, String)?
-                for try await row in rows.decode((Int64, String).self) { found = row }
-                return found
+                var rows: [(version: Int64, snapshot: Bool, body: String)] = []
+                for try await row in found.decode((Int64, Bool, String).self) { rows.append(row) }
+                return rows
             }
         } catch {
             throw ContainerError(
@@ -42,16 +68,61 @@ public struct PostgresSessionPersistence: SessionPersistence {
                 "cannot load the session of '\(userID)' from postgresql: \(PostgresStoreError.describe(error))"
             )
         }
-        guard let (version, text) = loaded else { return nil }
-        do {
-            return StoredSession(snapshot: try SessionSnapshot(jsonText: text), version: version)
-        } catch {
-            throw ContainerError(.io, "the stored session of '\(userID)' (version \(version)) does not parse: \(error)")
+        var fold = SessionFold()
+        var seen = Set<Int64>()
+        for row in rows {
+            // A legacy row and a snapshot row of one version are one snapshot (the first, from ck_session_changes).
+            guard seen.insert(row.version).inserted else { continue }
+            if row.snapshot {
+                do {
+                    fold.apply(snapshot: try SessionSnapshot(jsonText: row.body), version: row.version)
+                } catch {
+                    fold.skip(
+                        version: row.version,
+                        problem: "the snapshot of version \(row.version) does not parse: \(error.message)"
+                    )
+                }
+            } else {
+                fold.apply(deltaText: row.body, version: row.version)
+            }
         }
+        let loaded = fold.stored
+        let head = rows.last?.version ?? 0
+        let user = UserIDKey(userID)
+        store.state.withLock { state in
+            if fold.unapplied > 0 { state.statistics.unappliedSessionDeltas += fold.unapplied }
+            if loaded == nil && head > 0 {
+                if state.unreadableHeads.count >= Self.maximumUnreadableHeads { state.unreadableHeads = [:] }
+                state.unreadableHeads[user] = head
+            } else if !state.unreadableHeads.isEmpty {
+                state.unreadableHeads[user] = nil
+            }
+        }
+        if fold.unapplied > 0 {
+            store.configuration.logger.warning(
+                "stored session rows could not be applied; the session continues from what applied",
+                metadata: [
+                    "user_id": "\(userID)",
+                    "unapplied": "\(fold.unapplied)",
+                    "version": "\(head)",
+                    "problem": "\(fold.problem ?? "")",
+                ]
+            )
+        }
+        return loaded
+    }
+
+    /// The newest stored version of a user whose rows ``load(userID:)`` found but could not make a session of
+    /// (no readable snapshot): the new session continues above it, so its first snapshot replaces those rows.
+    /// 0 otherwise (a removed session leaves no rows).
+    public func endedVersion(userID: String) async throws(ContainerError) -> Int64 {
+        let user = UserIDKey(userID)
+        return store.state.withLock { $0.unreadableHeads[user] ?? 0 }
     }
 
     /// Writes `changes` through the store's group commit, one append per change, so that a fenced session
-    /// refuses only itself.
+    /// refuses only itself: a save as a whole snapshot (kept if the stored head is below its version), a
+    /// removal of all the user's rows if none is newer than its version.
     /// - Returns: the users whose change was refused because another instance stored a newer version.
     /// - Throws: ``ContainerError`` `io_error` when a commit failed (the changes are kept by the caller).
     public func save(_ changes: [SessionChange]) async throws(ContainerError) -> SessionSaveResult {
@@ -61,7 +132,13 @@ public struct PostgresSessionPersistence: SessionPersistence {
                 let entry: PostgresRecordStore.Entry
                 switch change {
                 case .save(let stored):
-                    entry = .init(ticket: 0, partitions: [], payloads: [], sessions: [stored], removals: [])
+                    entry = .init(
+                        ticket: 0,
+                        partitions: [],
+                        payloads: [],
+                        sessions: [SessionCheckpoint(stored)],
+                        removals: []
+                    )
                 case .remove(let userID, let version):
                     entry = .init(ticket: 0, partitions: [], payloads: [], sessions: [], removals: [(userID, version)])
                 }

@@ -50,9 +50,12 @@ struct PostgresRecordStoreTests {
                 logger: testLogger
             )
             try await blocker.query("BEGIN", logger: testLogger)
-            try await blocker.query("LOCK TABLE ck_sessions IN EXCLUSIVE MODE", logger: testLogger)
+            try await blocker.query("LOCK TABLE ck_session_changes IN EXCLUSIVE MODE", logger: testLogger)
             let token = try instance.pipeline.append(
-                EncodedRecords([makeRecord(user: "u1", event: "cut")], sessions: [stored("u1", event: 2, version: 2)])
+                EncodedRecords(
+                    [makeRecord(user: "u1", event: "cut")],
+                    sessions: [SessionCheckpoint(stored("u1", event: 2, version: 2))]
+                )
             )
             // Waits (in the server, bounded) until the writer waits for the lock, then ends its backend.
             try await blocker.query(
@@ -91,7 +94,7 @@ struct PostgresRecordStoreTests {
             )
         }
         #expect(try await query(endpoint, "SELECT count(*) FROM ck_records", as: Int64.self) == [2])
-        #expect(try await query(endpoint, "SELECT version FROM ck_sessions", as: Int64.self) == [2])
+        #expect(try await query(endpoint, "SELECT version FROM ck_session_changes", as: Int64.self) == [2])
     }
 
     @Test func rotationDropsOnlyGenerationsWhoseRowsAreAllAcknowledged() async throws {

@@ -50,7 +50,10 @@ struct PostgresSessionTests {
             // The old owner still believes version 1 is the latest: its version 2 is refused, and its records with
             // it, while another append of the same group commits.
             let refused = try stale.pipeline.append(
-                EncodedRecords([makeRecord(user: "u", event: "stale")], sessions: [stored("u", event: 2, version: 2)])
+                EncodedRecords(
+                    [makeRecord(user: "u", event: "stale")],
+                    sessions: [SessionCheckpoint(stored("u", event: 2, version: 2))]
+                )
             )
             let other = try stale.pipeline.append(EncodedRecords([makeRecord(user: "v", event: "other")]))
             let error = await #expect(throws: DurabilityError.self) {
@@ -76,7 +79,7 @@ struct PostgresSessionTests {
         let events = try await query(endpoint, "SELECT payload FROM ck_records ORDER BY xid, seq", as: String.self)
         #expect(events.count == 4)
         #expect(!events.contains { $0.contains("\"stale\"") })
-        #expect(try await query(endpoint, "SELECT version FROM ck_sessions WHERE user_id = 'u'", as: Int64.self) == [3])
+        #expect(try await query(endpoint, versionsOfU, as: Int64.self) == [3])
     }
 
     @Test func theSessionStoresOwnSavesAreFencedAndReportSupersededUsers() async throws {
@@ -124,7 +127,7 @@ struct PostgresSessionTests {
         }
         let rows = try await query(
             endpoint,
-            "SELECT encode(convert_to(user_id, 'UTF8'), 'hex') FROM ck_sessions",
+            "SELECT encode(convert_to(user_id, 'UTF8'), 'hex') FROM ck_session_changes",
             as: String.self
         )
         #expect(Set(rows) == ["636166c3a9", "63616665cc81"])
@@ -155,7 +158,7 @@ struct PostgresSessionTests {
             let again = try await sessionsA.loadSession(for: "u")
             try await first.commit([], sessions: [try #require(sessionsA.checkpoint(again))])
         }
-        #expect(try await query(endpoint, "SELECT version FROM ck_sessions WHERE user_id = 'u'", as: Int64.self) == [3])
+        #expect(try await query(endpoint, versionsOfU, as: Int64.self) == [3])
     }
 
     @Test func sessionsEvictedUnderTheCapContinueFromPostgresWithNothingKeptPerUser() async throws {
@@ -180,11 +183,319 @@ struct PostgresSessionTests {
             }
         }
         // Every user was evicted between its two requests and loaded again: versions continue, nothing fenced.
-        let versions = try await query(endpoint, "SELECT DISTINCT version FROM ck_sessions", as: Int64.self)
+        let versions = try await query(endpoint, "SELECT DISTINCT version FROM ck_session_changes", as: Int64.self)
         #expect(versions == [2])
         #expect(instance.store.statistics.fencedSessions == 0)
         #expect(sessions.statistics.loaded == 20)
     }
+
+    // MARK: Snapshot and deltas
+
+    /// A store whose committer keeps sessions inserts a row per push — a delta, and every 16 commits the whole
+    /// snapshot, which deletes the rows before it — and another instance folds the last snapshot and the deltas
+    /// after it into the state the owner holds: nested keys, user properties and the Braze user attribute.
+    @Test func pushesCommitDeltaRowsAndAnotherInstanceLoadsTheOwnersState() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let first = Instance(endpoint, name: "first") { $0.delivers = false }
+        let second = Instance(endpoint, name: "second") { $0.delivers = false }
+        let owner = committing(first)
+        try await withRunning([first.run, second.run]) {
+            for push in 1...40 {
+                try await owner.push(
+                    event: "played song",
+                    parameters: songParameters(push),
+                    for: "u",
+                    prepare: { nameBrazeUser($0, known: push >= 25) }
+                )
+                if push == 20 {
+                    // The snapshot of version 17 and three deltas after it.
+                    let elsewhere = try await committing(second).loadSession(for: "u")
+                    #expect(elsewhere.snapshot() == owner.existingSession(for: "u")?.snapshot())
+                }
+            }
+            #expect(first.store.statistics.committedSessions == 40, "a row per push")
+            #expect(try await query(endpoint, rowsOfU, as: String.self) == ["33:true"] + (34...40).map { "\($0):false" })
+            let stored = try #require(try await second.store.sessions.load(userID: "u"))
+            #expect(stored.version == 40)
+            #expect(stored.deltas == 7)
+            let live = try #require(owner.existingSession(for: "u")).snapshot()
+            let loaded = try await committing(second).loadSession(for: "u")
+            #expect(loaded.snapshot() == live)
+            #expect(live.model["song"] == songParameters(40)["song"])
+            #expect(live.userProperties["plan"] == "pro")
+            #expect(live.attributes[brazeUserAttribute] == .object(["external_id": "u"]))
+            #expect(second.store.statistics.unappliedSessionDeltas == 0)
+        }
+    }
+
+    /// A delta is kept only on top of the version it continues: a stale owner's (below the head), one that skips
+    /// versions, and a snapshot not above the head are refused with their records.
+    @Test func aStaleOwnersDeltaIsFencedAndTheHeadStays() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let stale = Instance(endpoint, name: "stale") { $0.delivers = false }
+        let owner = Instance(endpoint, name: "owner") { $0.delivers = false }
+        try await withRunning([stale.run, owner.run]) {
+            try await stale.commit([], sessions: [stored("u", version: 1)])
+            try await stale.commit([makeRecord(user: "u", event: "one")], checkpoints: [delta("u", 2, "a")])
+            // The user moved: the owner loads version 2 and goes on, two commits in one append.
+            #expect(try await owner.store.sessions.load(userID: "u")?.version == 2)
+            try await owner.commit([makeRecord(user: "u")], checkpoints: [delta("u", 3, "b"), delta("u", 4, "c")])
+            let refused: [(String, SessionCheckpoint)] = [
+                ("stale", delta("u", 3, "stale")),
+                ("gap", delta("u", 6, "gap")),
+                (
+                    "below",
+                    SessionCheckpoint(stored("u", event: 9, version: 4))
+                ),
+            ]
+            for (event, checkpoint) in refused {
+                let error = await #expect(throws: DurabilityError.self) {
+                    try await stale.commit([makeRecord(user: "u", event: event)], checkpoints: [checkpoint])
+                }
+                #expect(error?.code == .superseded, "\(event)")
+            }
+            #expect(stale.store.statistics.fencedSessions == 3)
+            let loaded = try #require(try await stale.store.sessions.load(userID: "u"))
+            #expect(loaded.version == 4)
+            #expect(loaded.deltas == 3)
+            #expect(loaded.snapshot.model.keys == ["a", "b", "c"])
+        }
+        #expect(try await query(endpoint, rowsOfU, as: String.self) == ["1:true", "2:false", "3:false", "4:false"])
+        let events = try await query(endpoint, "SELECT payload FROM ck_records", as: String.self)
+        #expect(events.count == 2)
+        #expect(!events.contains { $0.contains("\"stale\"") || $0.contains("\"gap\"") || $0.contains("\"below\"") })
+    }
+
+    /// Two instances pushing one user: the one holding a stale copy is fenced, loads the newest and pushes again
+    /// on top; under concurrent pushes no version is stored twice, the chain folds without a gap, and every
+    /// acknowledged push is in the state.
+    @Test func twoInstancesPushingOneUserNeverForkItNorLoseAnAcknowledgedPush() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let first = Instance(endpoint, name: "first") { $0.delivers = false }
+        let second = Instance(endpoint, name: "second") { $0.delivers = false }
+        let a = committing(first)
+        let b = committing(second)
+        try await withRunning([first.run, second.run]) {
+            // Both hold version 1; a commits version 2; b's delta from version 1 is fenced and pushed again.
+            try await a.push(event: "tick", parameters: ["a0": true], for: "u")
+            _ = try await b.loadSession(for: "u")
+            try await a.push(event: "tick", parameters: ["a1": true], for: "u")
+            try await b.push(event: "tick", parameters: ["b0": true], for: "u")
+            #expect(second.store.statistics.fencedSessions == 1)
+            #expect(b.existingSession(for: "u")?.get("a1") == true, "b's push ends up on top of a's")
+            var acknowledged = ["a0", "a1", "b0"]
+            acknowledged += try await withThrowingTaskGroup(of: [String].self) { group in
+                for (name, sessions) in [("a", a), ("b", b)] {
+                    group.addTask {
+                        var kept: [String] = []
+                        for index in 1...25 {
+                            let key = "\(name)-\(index)"
+                            do throws(SessionStore.PushError) {
+                                try await sessions.push(event: "tick", parameters: [key: true], for: "u")
+                                kept.append(key)
+                            } catch {
+                                // Refused three times by the other instance's commits: not acknowledged.
+                                guard case .notDurable(let failure, _) = error, failure.code == .superseded else {
+                                    throw error
+                                }
+                            }
+                        }
+                        return kept
+                    }
+                }
+                var all: [String] = []
+                for try await kept in group { all += kept }
+                return all
+            }
+            let loaded = try #require(try await first.store.sessions.load(userID: "u"))
+            #expect(first.store.statistics.unappliedSessionDeltas == 0)
+            for key in acknowledged { #expect(loaded.snapshot.model[key] == true, "acknowledged push '\(key)' kept") }
+            #expect(loaded.snapshot.eventNumber == acknowledged.count, "nothing else was kept")
+            let versions = try await query(
+                endpoint,
+                "SELECT version FROM ck_session_changes WHERE user_id = 'u' ORDER BY version",
+                as: Int64.self
+            )
+            #expect(versions == Array(try #require(versions.first)...loaded.version))
+        }
+    }
+
+    /// A delta row that does not parse: the load returns the state before it at the newest version (counted,
+    /// logged), and the session's next commit is a snapshot, kept, that replaces the unreadable rows.
+    @Test func aCorruptDeltaRowLoadsTheStateBeforeItAndTheNextCommitIsAKeptSnapshot() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let first = Instance(endpoint, name: "first") { $0.delivers = false }
+        let second = Instance(endpoint, name: "second") { $0.delivers = false }
+        let owner = committing(first)
+        try await withRunning([first.run, second.run]) {
+            for push in 1...5 {
+                try await owner.push(event: "tick", parameters: ["k\(push)": .int(Int64(push))], for: "u")
+            }
+            _ = try await query(
+                endpoint,
+                "UPDATE ck_session_changes SET body = '{\"format\":1,' WHERE user_id = 'u' AND version = 4 RETURNING version",
+                as: Int64.self
+            )
+            let stored = try #require(try await second.store.sessions.load(userID: "u"))
+            #expect(stored.version == 5)
+            #expect(stored.deltas == .max, "the next commit is a snapshot")
+            #expect(stored.snapshot.model["k3"] == 3)
+            #expect(stored.snapshot.model["k4"] == nil && stored.snapshot.model["k5"] == nil)
+            #expect(second.store.statistics.unappliedSessionDeltas == 2, "the corrupt row and the one after it")
+
+            let next = committing(second)
+            try await next.push(event: "tick", parameters: ["k6": 6], for: "u")
+            #expect(second.store.statistics.fencedSessions == 0)
+            #expect(try await query(endpoint, rowsOfU, as: String.self) == ["6:true"])
+            let reloaded = try #require(try await first.store.sessions.load(userID: "u"))
+            #expect(reloaded.snapshot == next.existingSession(for: "u")?.snapshot())
+            #expect(reloaded.snapshot.model["k5"] == nil && reloaded.snapshot.model["k6"] == 6)
+        }
+    }
+
+    /// With no readable snapshot there is no state to continue: the load finds no session, and the new one
+    /// starts above the stored versions, so that its first snapshot is kept.
+    @Test func aCorruptSnapshotRowGivesANewSessionAboveTheStoredVersions() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let first = Instance(endpoint, name: "first") { $0.delivers = false }
+        let second = Instance(endpoint, name: "second") { $0.delivers = false }
+        let owner = committing(first)
+        try await withRunning([first.run, second.run]) {
+            for push in 1...3 { try await owner.push(event: "tick", parameters: ["k\(push)": true], for: "u") }
+            _ = try await query(
+                endpoint,
+                "UPDATE ck_session_changes SET body = 'garbage' WHERE user_id = 'u' AND version = 1 RETURNING version",
+                as: Int64.self
+            )
+            #expect(try await second.store.sessions.load(userID: "u") == nil)
+            #expect(try await second.store.sessions.endedVersion(userID: "u") == 3)
+            let next = committing(second)
+            try await next.push(event: "tick", parameters: ["fresh": true], for: "u")
+            #expect(second.store.statistics.fencedSessions == 0)
+            #expect(second.store.statistics.unappliedSessionDeltas > 0)
+            #expect(try await query(endpoint, rowsOfU, as: String.self) == ["4:true"])
+            let fresh = try #require(try await first.store.sessions.load(userID: "u"))
+            #expect(fresh.version == 4)
+            #expect(fresh.snapshot.model["fresh"] == true && fresh.snapshot.model["k3"] == nil)
+        }
+    }
+
+    /// A `ck_sessions` row from before session deltas is the user's snapshot at its version: loaded, continued
+    /// with deltas (fenced against its version), and deleted by the user's next snapshot.
+    @Test func aLegacySessionsRowIsLoadedAsASnapshotAndContinuedWithDeltas() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let first = Instance(endpoint, name: "first") { $0.delivers = false }
+        let second = Instance(endpoint, name: "second") { $0.delivers = false }
+        let legacy = SessionSnapshot(
+            sessionID: "u",
+            model: ["plan": "gold", "cart": .object(["items": 2])],
+            userProperties: ["tier": "a"],
+            attributes: [brazeUserAttribute: .object(["external_id": "u"])],
+            eventNumber: 7
+        )
+        try await withRunning([first.run, second.run]) {
+            #expect(try await first.store.sessions.load(userID: "u") == nil)  // creates the tables
+            _ = try await query(
+                endpoint,
+                "INSERT INTO ck_sessions (user_id, version, snapshot) VALUES ('u', 7, $json$\(legacy.jsonText)$json$) RETURNING version",
+                as: Int64.self
+            )
+            #expect(try await second.store.sessions.load(userID: "u") == StoredSession(snapshot: legacy, version: 7))
+            let owner = committing(second)
+            #expect(try await owner.loadSession(for: "u").snapshot() == legacy)
+            try await owner.push(event: "upgrade", parameters: ["plan": "platinum"], for: "u")
+            #expect(try await query(endpoint, rowsOfU, as: String.self) == ["8:false"])
+            let continued = try #require(try await first.store.sessions.load(userID: "u"))
+            #expect(continued.version == 8)
+            #expect(continued.snapshot == owner.existingSession(for: "u")?.snapshot())
+            // A delta from before the legacy row's version is stale.
+            let error = await #expect(throws: DurabilityError.self) {
+                try await first.commit([], checkpoints: [delta("u", 7, "stale")])
+            }
+            #expect(error?.code == .superseded)
+            // The 16th commit since the load is a snapshot: it replaces the legacy row.
+            for push in 2...16 { try await owner.push(event: "tick", parameters: ["n": .int(Int64(push))], for: "u") }
+            #expect(try await query(endpoint, "SELECT count(*) FROM ck_sessions", as: Int64.self) == [0])
+            #expect(try await query(endpoint, rowsOfU, as: String.self) == ["23:true"])
+            #expect(try await first.store.sessions.load(userID: "u")?.snapshot == owner.existingSession(for: "u")?.snapshot())
+        }
+    }
+
+    /// A removal names the version the ending session held: below the stored head it changes nothing (deleting
+    /// the rows up to it would leave the newer deltas without their snapshot); at the head it deletes all of the
+    /// user's rows, the legacy row included.
+    @Test func aRemovalBelowTheHeadKeepsTheChainAndOneAtTheHeadDeletesEveryRow() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let instance = Instance(endpoint) { $0.delivers = false }
+        let persistence = instance.store.sessions
+        try await withRunning([instance.run]) {
+            try await instance.commit([], sessions: [stored("u", version: 1)])
+            try await instance.commit([], checkpoints: [delta("u", 2, "a"), delta("u", 3, "b")])
+            _ = try await persistence.save([.remove(userID: "u", version: 2)])
+            #expect(try await query(endpoint, rowsOfU, as: String.self) == ["1:true", "2:false", "3:false"])
+            #expect(try await persistence.load(userID: "u")?.snapshot.model.keys == ["a", "b"])
+
+            _ = try await query(
+                endpoint,
+                "INSERT INTO ck_sessions (user_id, version, snapshot) VALUES ('v', 4, '{}') RETURNING version",
+                as: Int64.self
+            )
+            _ = try await persistence.save([.remove(userID: "u", version: 3), .remove(userID: "v", version: 4)])
+            #expect(try await query(endpoint, "SELECT count(*) FROM ck_session_changes", as: Int64.self) == [0])
+            #expect(try await query(endpoint, "SELECT count(*) FROM ck_sessions", as: Int64.self) == [0])
+            #expect(try await persistence.load(userID: "u") == nil)
+            #expect(try await persistence.endedVersion(userID: "u") == 0)
+        }
+    }
+}
+
+/// The user `u`'s session rows, as `version:snapshot`.
+private let rowsOfU = "SELECT version || ':' || snapshot FROM ck_session_changes WHERE user_id = 'u' ORDER BY version"
+
+/// The versions of user `u`'s session rows.
+private let versionsOfU = "SELECT version FROM ck_session_changes WHERE user_id = 'u' ORDER BY version"
+
+/// The session attribute the Braze provider keeps its user in (`BrazeTagProvider.userAttributeKey`).
+private let brazeUserAttribute = "braze.user"
+
+/// Names the session's Braze user as the Braze provider does (an alias first, the external id once known).
+private func nameBrazeUser(_ session: DataLayer, known: Bool) {
+    let user: Value = known ? .object(["external_id": .string(session.sessionID)]) : .object(["braze_id": "anon-1"])
+    if session.attribute(brazeUserAttribute) != user { session.setAttribute(user, forKey: brazeUserAttribute) }
+}
+
+/// The parameters of push `push`: nested objects, a dotted key, now and then user properties and a new key.
+private func songParameters(_ push: Int) -> ValueMap {
+    var parameters: ValueMap = [
+        "song": .object(["title": .string("take \(push)"), "artist": .object(["name": "Miles", "plays": .int(Int64(push))])]),
+        "queue.length": .int(Int64(push % 4)),
+    ]
+    if push % 5 == 0 {
+        parameters["gtm.userProperties"] = .object(["plan": push % 10 == 0 ? "pro" : "gold", "pushes": .int(Int64(push))])
+    }
+    if push % 7 == 0 { parameters["coupon\(push)"] = .string("c\(push)") }
+    return parameters
+}
+
+/// A delta checkpoint of `userID` at `version` (from the version before) that sets `key`.
+private func delta(_ userID: String, _ version: Int64, _ key: String) -> SessionCheckpoint {
+    SessionCheckpoint(
+        userID: userID,
+        version: version,
+        expected: version - 1,
+        content: .delta(SessionDelta(sessionID: userID, model: [key: .int(version)], eventNumber: Int(version)))
+    )
+}
+
+/// A session store on `instance` whose pushes commit their records and the session's checkpoint in one append.
+private func committing(_ instance: Instance) -> SessionStore {
+    SessionStore(
+        tagManager: TagManager(logger: InMemoryLogger()),
+        configuration: .init(
+            persistence: instance.store.sessions,
+            committer: RecordCommitter(instance.pipeline, keepsSessions: true)
+        )
+    )
 }
 
 /// A session store configuration whose host commits each session's change with its records.

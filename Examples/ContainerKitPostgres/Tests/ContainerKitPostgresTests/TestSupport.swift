@@ -104,9 +104,14 @@ struct Instance: Sendable {
         pipeline = DeliveryPipeline(store: store, destination: destination, configuration: pipelineConfiguration)
     }
 
-    /// Appends `records` and `sessions` and returns once they are committed together.
+    /// Appends `records` and `sessions` (whole snapshots) and returns once they are committed together.
     func commit(_ records: [AnalyticsRecord], sessions: [StoredSession] = []) async throws {
-        let token = try pipeline.append(EncodedRecords(records, sessions: sessions))
+        try await commit(records, checkpoints: sessions.map(SessionCheckpoint.init))
+    }
+
+    /// Appends `records` and `checkpoints` and returns once they are committed together.
+    func commit(_ records: [AnalyticsRecord], checkpoints: [SessionCheckpoint]) async throws {
+        let token = try pipeline.append(EncodedRecords(records, sessions: checkpoints))
         try await pipeline.waitUntilDurable(ticket: token.ticket)
     }
 
