@@ -287,7 +287,8 @@ extension PostgresRecordStore {
                     inserted AS (
                         INSERT INTO ck_session_changes (user_id, version, snapshot, body)
                         SELECT r.user_id, r.version, r.snapshot, r.body
-                        FROM unnest(\(rowUsers)::text[], \(rowVersions)::bigint[], \(rowSnapshots)::bool[], \(rowBodies)::text[])
+                        FROM unnest(\(rowUsers)::text[], \(rowVersions)::bigint[], \(rowSnapshots)::bool[],
+                            \(rowBodies)::text[])
                             AS r(user_id, version, snapshot, body)
                         JOIN accepted a ON a.user_id = r.user_id
                         ON CONFLICT (user_id, version) DO NOTHING
@@ -331,7 +332,8 @@ extension PostgresRecordStore {
                 try await connection.execute(
                     """
                     WITH ended AS (
-                        SELECT DISTINCT r.user_id FROM unnest(\(users)::text[], \(versions)::bigint[]) AS r(user_id, version)
+                        SELECT DISTINCT r.user_id
+                        FROM unnest(\(users)::text[], \(versions)::bigint[]) AS r(user_id, version)
                         WHERE greatest(
                             (SELECT max(x.version) FROM ck_session_changes x WHERE x.user_id = r.user_id),
                             (SELECT s.version FROM ck_sessions s WHERE s.user_id = r.user_id), 0) <= r.version),

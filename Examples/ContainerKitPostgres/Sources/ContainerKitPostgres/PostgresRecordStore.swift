@@ -133,7 +133,8 @@ public final class PostgresRecordStore: RecordStore {
         public var commits = 0
         /// Record rows committed.
         public var committedRows = 0
-        /// Session rows written (one per checkpoint), plus removals.
+        /// Session rows inserted (one per checkpoint; a checkpoint followed by a snapshot in the same commit is
+        /// not written), plus removals.
         public var committedSessions = 0
         /// Groups (or parts of groups) that failed: nothing of them acknowledged.
         public var failedCommits = 0
@@ -278,13 +279,13 @@ public final class PostgresRecordStore: RecordStore {
         state.withLock { Double($0.leases.count) / Double(max(1, $0.partitions)) }
     }
 
-    /// The ``SessionPersistence`` over this store's sessions table (loads on a miss; saves join the group
+    /// The ``SessionPersistence`` over this store's session tables (loads on a miss; saves join the group
     /// commit).
     public var sessions: PostgresSessionPersistence { PostgresSessionPersistence(store: self) }
 
     // MARK: Appending
 
-    /// Takes `records` and the session snapshots that travel with them into the open group; returns at once.
+    /// Takes `records` and the session checkpoints that travel with them into the open group; returns at once.
     /// - Throws: `.closed` after ``run(reporting:)`` ended, `.queueFull` when too many records wait already.
     public func append(_ records: EncodedRecords) throws(AnalyticsSinkError) -> UInt64 {
         let count = state.withLock { $0.partitions }

@@ -42,18 +42,18 @@ public struct PostgresSessionPersistence: SessionPersistence {
         do {
             rows = try await store.withShortConnection { connection in
                 // The base is the newest snapshot row, or the legacy row when it is newer; the rows from it on,
-                // in version order (the PRIMARY KEY's index: the user's rows, backwards for the base).
+                // in version order (the PRIMARY KEY's index: the user's rows, backwards for the newest snapshot).
                 let found = try await connection.rows(
                     """
-                    WITH base AS (
-                        SELECT greatest(
-                            (SELECT max(version) FROM ck_session_changes WHERE user_id = \(userID) AND snapshot),
-                            (SELECT version FROM ck_sessions WHERE user_id = \(userID))) AS version)
-                    SELECT c.version, c.snapshot, c.body FROM ck_session_changes c, base
-                    WHERE c.user_id = \(userID) AND c.version >= coalesce(base.version, 0)
+                    WITH latest AS (
+                        SELECT (SELECT max(version) FROM ck_session_changes WHERE user_id = \(userID) AND snapshot)
+                                AS snapshot,
+                            (SELECT version FROM ck_sessions WHERE user_id = \(userID)) AS legacy)
+                    SELECT c.version, c.snapshot, c.body FROM ck_session_changes c, latest l
+                    WHERE c.user_id = \(userID) AND c.version >= coalesce(greatest(l.snapshot, l.legacy), 0)
                     UNION ALL
-                    SELECT s.version, true, s.snapshot FROM ck_sessions s, base
-                    WHERE s.user_id = \(userID) AND s.version = base.version
+                    SELECT s.version, true, s.snapshot FROM ck_sessions s, latest l
+                    WHERE s.user_id = \(userID) AND s.version > coalesce(l.snapshot, 0)
                     ORDER BY 1, 2 DESC
                     """,
                     logger: store.configuration.logger
@@ -71,7 +71,8 @@ public struct PostgresSessionPersistence: SessionPersistence {
         var fold = SessionFold()
         var seen = Set<Int64>()
         for row in rows {
-            // A legacy row and a snapshot row of one version are one snapshot (the first, from ck_session_changes).
+            // A version read twice (a legacy row and a delta of its version, which no writer makes) is read once:
+            // the snapshot, which comes first.
             guard seen.insert(row.version).inserted else { continue }
             if row.snapshot {
                 do {

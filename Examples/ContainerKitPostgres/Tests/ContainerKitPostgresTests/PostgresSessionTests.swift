@@ -214,7 +214,9 @@ struct PostgresSessionTests {
                 }
             }
             #expect(first.store.statistics.committedSessions == 40, "a row per push")
-            #expect(try await query(endpoint, rowsOfU, as: String.self) == ["33:true"] + (34...40).map { "\($0):false" })
+            #expect(
+                try await query(endpoint, rowsOfU, as: String.self) == ["33:true"] + (34...40).map { "\($0):false" }
+            )
             let stored = try #require(try await second.store.sessions.load(userID: "u"))
             #expect(stored.version == 40)
             #expect(stored.deltas == 7)
@@ -333,7 +335,10 @@ struct PostgresSessionTests {
             }
             _ = try await query(
                 endpoint,
-                "UPDATE ck_session_changes SET body = '{\"format\":1,' WHERE user_id = 'u' AND version = 4 RETURNING version",
+                """
+                UPDATE ck_session_changes SET body = '{"format":1,' WHERE user_id = 'u' AND version = 4
+                RETURNING version
+                """,
                 as: Int64.self
             )
             let stored = try #require(try await second.store.sessions.load(userID: "u"))
@@ -397,7 +402,10 @@ struct PostgresSessionTests {
             #expect(try await first.store.sessions.load(userID: "u") == nil)  // creates the tables
             _ = try await query(
                 endpoint,
-                "INSERT INTO ck_sessions (user_id, version, snapshot) VALUES ('u', 7, $json$\(legacy.jsonText)$json$) RETURNING version",
+                """
+                INSERT INTO ck_sessions (user_id, version, snapshot)
+                VALUES ('u', 7, $json$\(legacy.jsonText)$json$) RETURNING version
+                """,
                 as: Int64.self
             )
             #expect(try await second.store.sessions.load(userID: "u") == StoredSession(snapshot: legacy, version: 7))
@@ -417,7 +425,10 @@ struct PostgresSessionTests {
             for push in 2...16 { try await owner.push(event: "tick", parameters: ["n": .int(Int64(push))], for: "u") }
             #expect(try await query(endpoint, "SELECT count(*) FROM ck_sessions", as: Int64.self) == [0])
             #expect(try await query(endpoint, rowsOfU, as: String.self) == ["23:true"])
-            #expect(try await first.store.sessions.load(userID: "u")?.snapshot == owner.existingSession(for: "u")?.snapshot())
+            #expect(
+                try await first.store.sessions.load(userID: "u")?.snapshot
+                    == owner.existingSession(for: "u")?.snapshot()
+            )
         }
     }
 
@@ -467,11 +478,15 @@ private func nameBrazeUser(_ session: DataLayer, known: Bool) {
 /// The parameters of push `push`: nested objects, a dotted key, now and then user properties and a new key.
 private func songParameters(_ push: Int) -> ValueMap {
     var parameters: ValueMap = [
-        "song": .object(["title": .string("take \(push)"), "artist": .object(["name": "Miles", "plays": .int(Int64(push))])]),
+        "song": .object([
+            "title": .string("take \(push)"), "artist": .object(["name": "Miles", "plays": .int(Int64(push))]),
+        ]),
         "queue.length": .int(Int64(push % 4)),
     ]
     if push % 5 == 0 {
-        parameters["gtm.userProperties"] = .object(["plan": push % 10 == 0 ? "pro" : "gold", "pushes": .int(Int64(push))])
+        parameters["gtm.userProperties"] = .object([
+            "plan": push % 10 == 0 ? "pro" : "gold", "pushes": .int(Int64(push)),
+        ])
     }
     if push % 7 == 0 { parameters["coupon\(push)"] = .string("c\(push)") }
     return parameters
