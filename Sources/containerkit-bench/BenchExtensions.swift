@@ -4,6 +4,7 @@ enum BenchExtensions {
         await LintBench.run()
         await BrazeBench.run()
         await SessionBench.run()
+        await SessionLogBench.run()
         await DiffBench.run()
     }
 }

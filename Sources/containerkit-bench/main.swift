@@ -10,6 +10,12 @@ if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "diff" {
     exit(0)
 }
 
+// `CONTAINERKIT_BENCH_ONLY=sessions` runs the figures of sessions in the queue's log alone.
+if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "sessions" {
+    await SessionLogBench.run()
+    exit(0)
+}
+
 // `CONTAINERKIT_BENCH_ONLY=queue` runs the Braze queue figures alone (durable enqueue, end to end).
 if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "queue" {
     await BrazeBench.run()

@@ -47,7 +47,11 @@ import Testing
 
         /// Stops the queue (cancelled: what is committed stays on disk) and waits until its directory is free.
         func stop() async {
-            guard let running = current.withLock({ current in defer { current = nil }; return current }) else {
+            guard
+                let running = current.withLock({ current in
+                    defer { current = nil }; return current
+                })
+            else {
                 return
             }
             running.task.cancel()
@@ -256,7 +260,12 @@ import Testing
         let sessions = Self.store(queue, manager: try await Self.manager(), snapshotInterval: 1000)
         // Users 0–9 push once and go quiet (their only lines are in the first segments); user 10 keeps pushing.
         for n in 0..<10 {
-            try await sessions.push(event: "login", parameters: ["n": .int(Int64(n))], for: "quiet-\(n)", prepare: Self.nameUser)
+            try await sessions.push(
+                event: "login",
+                parameters: ["n": .int(Int64(n))],
+                for: "quiet-\(n)",
+                prepare: Self.nameUser
+            )
         }
         for n in 0..<200 {
             try await sessions.push(

@@ -170,6 +170,29 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
 
     // MARK: Sessions
 
+    /// Whether ``run(reporting:)`` started.
+    var isRunning: Bool { state.withLock { $0.commits != nil || $0.stopping } }
+
+    /// Commits what is pending on the caller's thread (before ``run(reporting:)``: no writer thread runs).
+    /// - Returns: how many appends were written (not refused).
+    /// - Throws: the write's error.
+    func commitNow() throws(AnalyticsSinkError) -> Int {
+        guard let commit = state.withLock({ $0.machine.takeCommit() }) else { return 0 }
+        do throws(SegmentLog.AppendFailure) {
+            if !commit.bytes.isEmpty { try log.append(commit.bytes, to: commit.segment, at: commit.offset) }
+            _ = state.withLock { state in
+                state.counters.commits += 1
+                return state.machine.committed(commit)
+            }
+            return commit.tickets.count - commit.refused.count
+        } catch {
+            let usable: Bool
+            if case .clean = error { usable = true } else { usable = false }
+            _ = state.withLock { $0.machine.commitFailed(commit, error.error, segmentUsable: usable) }
+            throw error.error
+        }
+    }
+
     /// The session of `userID` as the log holds it: its last snapshot with the later deltas applied, read on
     /// the reader thread. `nil` when the log holds none (never stored, or ended).
     /// - Throws: when a segment cannot be read now.
@@ -226,7 +249,10 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
                         break
                     }
                 } catch {
-                    fold.skip(version: ref.version, problem: "the line of version \(ref.version) does not parse: \(error.message)")
+                    fold.skip(
+                        version: ref.version,
+                        problem: "the line of version \(ref.version) does not parse: \(error.message)"
+                    )
                 }
             case .failure(let problem):
                 fold.skip(version: ref.version, problem: "the line of version \(ref.version): \(problem.message)")

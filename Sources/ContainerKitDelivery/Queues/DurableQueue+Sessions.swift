@@ -36,7 +36,10 @@ public struct DurableQueueSessions: SessionPersistence {
         do {
             fold = try await queue.store.loadSession(userID)
         } catch {
-            throw ContainerError(.io, "cannot load the session of '\(userID)' from '\(queue.directory)': \(error.message)")
+            throw ContainerError(
+                .io,
+                "cannot load the session of '\(userID)' from '\(queue.directory)': \(error.message)"
+            )
         }
         guard let fold else { return nil }
         if fold.unapplied > 0 {
@@ -101,5 +104,42 @@ extension DurableQueue {
                 "problem": fold.problem ?? "",
             ]
         )
+    }
+}
+
+extension DurableQueue {
+    /// Writes `sessions` into the log as snapshots, durably, before the queue runs: how a service moves the
+    /// sessions of another store (the files of an earlier version's `FileSessionPersistence`, read with
+    /// `LegacySessionFiles`) into the one log once. A session the log already holds at the same or a newer
+    /// version is left as it is.
+    /// - Returns: how many sessions were written.
+    /// - Throws: `.closed` once ``run()`` started; the write's error (nothing of it is kept then).
+    @discardableResult
+    public func importSessions(_ sessions: [StoredSession]) throws(AnalyticsSinkError) -> Int {
+        try store.importSessions(sessions)
+    }
+}
+
+extension SegmentRecordStore {
+    /// See ``DurableQueue/importSessions(_:)``: one commit, written and synced on the caller's thread (no
+    /// writer runs yet).
+    func importSessions(_ sessions: [StoredSession]) throws(AnalyticsSinkError) -> Int {
+        guard !sessions.isEmpty else { return 0 }
+        guard !isRunning else {
+            throw AnalyticsSinkError(.closed, "sessions are imported before the queue runs")
+        }
+        var lines: [(header: SessionLine, body: ((inout JSONByteWriter) -> Void)?)] = []
+        for stored in sessions {
+            let header = SessionLine(
+                userID: stored.userID,
+                version: stored.version,
+                expected: stored.version - 1,
+                kind: .snapshot
+            )
+            let snapshot = stored.snapshot
+            lines.append((header, { snapshot.writeJSON(to: &$0) }))
+        }
+        _ = try appendSessionLines(lines)
+        return try commitNow()
     }
 }

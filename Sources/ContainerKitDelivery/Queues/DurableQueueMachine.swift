@@ -210,7 +210,13 @@ struct DurableQueueMachine: Sendable {
         lastTicket += 1
         // The append's arrays are kept as they are (one reference each), not copied.
         pending.append(
-            PendingAppend(bytes: bytes, records: records, lineEnds: lineEnds, ticket: lastTicket, sessions: sessionLines)
+            PendingAppend(
+                bytes: bytes,
+                records: records,
+                lineEnds: lineEnds,
+                ticket: lastTicket,
+                sessions: sessionLines
+            )
         )
         pendingRecordCount += records.count
         pendingByteCount += bytes.count
@@ -350,7 +356,8 @@ struct DurableQueueMachine: Sendable {
                     MemoryChunk(
                         records: records,
                         lineEnds: commit.lineEnds[index..<(index + records.count)],
-                        lineStart: commit.chunkStarts.isEmpty ? (index == 0 ? 0 : commit.lineEnds[index - 1])
+                        lineStart: commit.chunkStarts.isEmpty
+                            ? (index == 0 ? 0 : commit.lineEnds[index - 1])
                             : commit.chunkStarts[chunk],
                         bytes: commit.bytes,
                         segment: commit.segment,
@@ -404,7 +411,10 @@ struct DurableQueueMachine: Sendable {
             failedTickets.append(
                 (
                     ticket...ticket,
-                    AnalyticsSinkError(.superseded, "a newer version of the session is stored; the push was not written")
+                    AnalyticsSinkError(
+                        .superseded,
+                        "a newer version of the session is stored; the push was not written"
+                    )
                 )
             )
         }

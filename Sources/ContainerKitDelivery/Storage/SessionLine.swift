@@ -115,11 +115,17 @@ struct SessionLine: Sendable, Hashable {
             let kind = Kind(rawValue: kindText.utf8.first!)
         else {
             return .failure(
-                SegmentLog.LineProblem(message: "not a session line (session, v, x, k missing or wrong)", checksum: false)
+                SegmentLog.LineProblem(
+                    message: "not a session line (session, v, x, k missing or wrong)",
+                    checksum: false
+                )
             )
         }
         return .success(
-            Parsed(header: SessionLine(userID: userID, version: version, expected: expected, kind: kind), body: map["b"])
+            Parsed(
+                header: SessionLine(userID: userID, version: version, expected: expected, kind: kind),
+                body: map["b"]
+            )
         )
     }
 }

@@ -87,7 +87,13 @@ struct SessionDeltaTests {
     /// stays small.
     @Test func aDeltaHoldsOnlyTheKeysThePushSet() async throws {
         let manager = TagManager(logger: InMemoryLogger())
-        let session = manager.makeDataLayer(context: nil, sessionID: "u", debug: false, committing: nil, keepsChanges: true)
+        let session = manager.makeDataLayer(
+            context: nil,
+            sessionID: "u",
+            debug: false,
+            committing: nil,
+            keepsChanges: true
+        )
         var big = ValueMap()
         for index in 0..<200 { big["key\(index)"] = .string(String(repeating: "x", count: 40)) }
         await session.push(big)
@@ -113,7 +119,13 @@ struct SessionDeltaTests {
         )
         let manager = TagManager(logger: InMemoryLogger())
         manager.add(container)
-        let session = manager.makeDataLayer(context: nil, sessionID: "u", debug: false, committing: nil, keepsChanges: true)
+        let session = manager.makeDataLayer(
+            context: nil,
+            sessionID: "u",
+            debug: false,
+            committing: nil,
+            keepsChanges: true
+        )
         let base = session.snapshot()
         await #expect(session.push(event: "open").fired.map(\.tagID) == [1, 2])
         var fold = SessionFold()
@@ -154,7 +166,8 @@ struct SessionDeltaTests {
 
     @Test(arguments: [
         #"[]"#, #"{"format":2,"session_id":"u","event_number":1}"#, #"{"format":1,"event_number":1}"#,
-        #"{"format":1,"session_id":"u","event_number":-1}"#, #"{"format":1,"session_id":"u","event_number":1,"model":[]}"#,
+        #"{"format":1,"session_id":"u","event_number":-1}"#,
+        #"{"format":1,"session_id":"u","event_number":1,"model":[]}"#,
         #"{"format":1,"session_id":"u","event_number":1,"replaces_model":1}"#,
         #"{"format":1,"session_id":"u","event_number":1,"context":7}"#,
     ])
