@@ -14,16 +14,21 @@ import Synchronization
 /// - `session_log_pushes_per_s`: pushes acknowledged durable per second with 64 users pushing at once,
 ///   `records_only_pushes_per_s` the same with sessions kept in memory only (records alone in the log), and
 ///   `session_log_vs_records_only` the median of each round's ratio: what keeping every session durable in
-///   the same append costs.
+///   the same append costs. (A push whose tags make no record appends nothing and waits for nothing when
+///   sessions stay in memory; `session_log_pushes_with_records` says how many of the stream's pushes make
+///   records.)
 enum SessionLogBench {
     /// Counts the checkpoints a committer commits, by kind and size.
     final class CountingCommitter: PushCommitter {
         let inner: RecordCommitter
-        let counts = Mutex((snapshots: 0, deltas: 0, snapshotBytes: 0, deltaBytes: 0))
+        let counts = Mutex((snapshots: 0, deltas: 0, snapshotBytes: 0, deltaBytes: 0, withRecords: 0))
         init(_ inner: RecordCommitter) { self.inner = inner }
         var keepsSessions: Bool { inner.keepsSessions }
 
         func commit(_ result: PushResult, checkpoint: SessionCheckpoint?) -> Result<DurabilityToken?, DurabilityError> {
+            if result.outputs.dropFirst(result.committedOutputs).contains(where: { !$0.records.isEmpty }) {
+                counts.withLock { $0.withRecords += 1 }
+            }
             if let checkpoint {
                 let bytes = checkpoint.jsonText.utf8.count
                 counts.withLock { counts in
@@ -101,7 +106,10 @@ enum SessionLogBench {
         }
         let counts = committer.counts.withLock { $0 }
         let pushes = counts.snapshots + counts.deltas
-        print("session_log_users=\(users) session_log_pushes=\(pushes) session_snapshots=\(counts.snapshots)")
+        print(
+            "session_log_users=\(users) session_log_pushes=\(pushes) session_snapshots=\(counts.snapshots) "
+                + "session_log_pushes_with_records=\(counts.withRecords)"
+        )
         print("session_writes_per_push=\(Harness.ratio(Double(counts.snapshots) / Double(max(1, pushes))))")
         let deltaBytes = Double(counts.deltaBytes) / Double(max(1, counts.deltas))
         let snapshotBytes = Double(counts.snapshotBytes) / Double(max(1, counts.snapshots))
