@@ -47,6 +47,33 @@ import ContainerKit
 ///    or task. ``run(reporting:)`` works until its task is cancelled; then it stops at once: tickets not
 ///    committed yet are reported failed (`.closed`), nothing committed is lost, and it returns.
 ///
+/// ## Stores that keep sessions
+/// A store may keep the sessions of a ``SessionStore`` with the records (the segment log behind
+/// ``DurableQueue/sessions``; PostgreSQL's `ck_session_changes`): a ``RecordCommitter`` with
+/// `keepsSessions: true` then hands it, in **one append per push**, the push's records and its session's
+/// change (``EncodedRecords/sessions``). Such a store also implements ``SessionPersistence`` over the same
+/// storage, and guarantees:
+///
+/// 7. **An append commits whole.** Its records and its session lines are durable together or not at all;
+///    "committed" (item 2) covers both: once reported, a load on any instance sees the change.
+/// 8. **A session is its last snapshot and the deltas after it.** A delta of version *v* applies to the state
+///    of version *v − 1* (``SessionDelta/apply(to:)``); a snapshot is a whole state. The store keeps, per user,
+///    the last snapshot and the later deltas (older lines may go), and loads a session on a miss by folding
+///    them in version order (``SessionFold``), evaluating nothing.
+/// 9. **Fencing refuses a stale owner.** A delta is kept only if the user's newest stored version is exactly
+///    its ``SessionCheckpoint/expected``; a snapshot only if it is that or lower; a removal only if it is the
+///    removal's version or lower. A refused change refuses its whole append (its records too), reported as a
+///    failed commit with `.superseded`; the ``SessionStore`` then loads the newest state and pushes again.
+///    Two owners of one version never both commit (a unique key, or one writer that checks in commit order).
+/// 10. **What cannot be applied is not a crash.** A line that does not parse or leaves a version gap stops
+///    the fold there: the load returns what applies with the newest version seen and
+///    ``StoredSession/deltas`` `Int.max`, so the session's next commit is a snapshot, fenced like any other;
+///    the store counts the lines and logs the user ID.
+///
+/// `SessionPersistenceConformance` and `SessionCommitConformance` (ContainerKitTesting) check these
+/// promises against a store; they run against the segment log, PostgreSQL and the in-memory reference
+/// `InMemorySessionLog`.
+///
 /// ```swift
 /// final class ListStore: RecordStore {           // a store for tests, in memory
 ///     let state = Mutex<(records: [AnalyticsRecord], acknowledged: Int, tickets: UInt64)>(([], 0, 0))
@@ -108,11 +135,10 @@ extension RecordStore {
 /// after the other in ``bytes``; ``lineEnds`` says where each record's line ends. A store that keeps
 /// JSON (a database's `jsonb` column) takes ``json(at:)``.
 ///
-/// A transactional store also takes ``sessions``: the snapshots of the sessions whose push produced the
-/// records, to be committed **in the same transaction** (so an acknowledged event's records and the session
-/// state it produced are durable together). A store that keeps only records (memory, the segment log)
-/// ignores them; a store that keeps them refuses the whole append's commit when a session's version is
-/// fenced (``RecordStoreCommits/failed(_:records:error:)`` with ``DurabilityError/Code-swift.struct/superseded``).
+/// A store that keeps sessions also takes ``sessions``: the change of the session whose push produced the
+/// records (a ``SessionCheckpoint``: a delta, or now and then a whole snapshot), to be committed **in the same
+/// commit** (see "Stores that keep sessions" in ``RecordStore``). A store that keeps only records (memory)
+/// ignores them.
 public struct EncodedRecords: Sendable {
     /// The records, in order.
     public var records: [AnalyticsRecord]

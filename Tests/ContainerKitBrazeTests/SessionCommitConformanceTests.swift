@@ -1,0 +1,42 @@
+import ContainerKit
+import ContainerKitTesting
+import Foundation
+import Testing
+
+@testable import ContainerKitBraze
+@testable import ContainerKitDelivery
+
+/// The promises of a store that keeps sessions (``SessionCommitConformance``), held by the segment log and the
+/// in-memory reference; PostgreSQL runs the same checks in its own package.
+@Suite struct SessionCommitConformanceTests {
+    @Test func theSegmentLogKeepsSessionsAsPromised() async throws {
+        let directory = TemporaryDirectory("commit-conformance")
+        defer { directory.remove() }
+        var configuration = DurableQueue.Configuration()
+        configuration.delivery.logger = InMemoryLogger()
+        let queue = try DurableQueue(
+            directory: directory.path,
+            destination: ScriptedDownstream(),
+            configuration: configuration
+        )
+        try await whileRunning(queue) {
+            try await SessionCommitConformance {
+                .init(committer: RecordCommitter(queue, keepsSessions: true), persistence: queue.sessions)
+            }.checkAll()
+        }
+    }
+
+    @Test func theInMemoryReferenceKeepsSessionsAsPromised() async throws {
+        let log = InMemorySessionLog()
+        var configuration = DeliveryPipeline<InMemorySessionLog>.Configuration()
+        configuration.delivery.logger = InMemoryLogger()
+        let pipeline = DeliveryPipeline(store: log, destination: ScriptedDownstream(), configuration: configuration)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await pipeline.run() }
+            try await SessionCommitConformance {
+                .init(committer: RecordCommitter(pipeline, keepsSessions: true), persistence: log.sessions)
+            }.checkAll()
+            group.cancelAll()
+        }
+    }
+}
