@@ -2,6 +2,7 @@ import ContainerKit
 import ContainerKitDelivery
 import ContainerKitPostgres
 import ContainerKitTesting
+import Synchronization
 import Testing
 
 @Suite(.timeLimit(.minutes(2)))
@@ -34,6 +35,28 @@ struct PostgresSessionTests {
                 make: { first.store.sessions },
                 reopen: { second.store.sessions }
             ).checkAll()
+        }
+    }
+
+    /// The promises of a store that keeps sessions — the checks the segment log and the in-memory reference
+    /// pass — over two instances sharing one database.
+    @Test func theSessionCommitContractHolds() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let first = Instance(endpoint, name: "first") { $0.delivers = false }
+        let second = Instance(endpoint, name: "second") { $0.delivers = false }
+        let turn = Mutex(0)
+        try await withRunning([first.run, second.run]) {
+            try await SessionCommitConformance {
+                // Instances alternate, as users' requests land on either.
+                let instance = turn.withLock { turn in
+                    defer { turn += 1 }
+                    return turn % 2 == 0 ? first : second
+                }
+                return .init(
+                    committer: RecordCommitter(instance.pipeline, keepsSessions: true),
+                    persistence: instance.store.sessions
+                )
+            }.checkAll()
         }
     }
 
