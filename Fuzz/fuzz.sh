@@ -44,6 +44,8 @@ build_module ContainerKitDiff Sources/ContainerKitDiff
 build_module ContainerKitLint Sources/ContainerKitLint
 build_module ContainerKitBrazeLint Sources/ContainerKitBrazeLint
 build_module ContainerKitCLI Sources/ContainerKitCLI
+# The testing helpers: `sessionlog` writes lines in the earlier session files' format with LegacySessionFileWriter.
+build_module ContainerKitTesting Sources/ContainerKitTesting
 # Stand-ins for the few Hummingbird and NIOCore types that the TagService files compiled into `batchbody` name.
 build_module NIOCore Fuzz/Stubs/NIOCore
 build_module Hummingbird Fuzz/Stubs/Hummingbird
@@ -58,11 +60,9 @@ extra_sources() {
     esac
 }
 
-harness_options() {  # libFuzzer options of one harness
+harness_options() {  # libFuzzer options of one harness (none has any today)
     case $1 in
-    # Its tasks free memory on other threads after an input is done, so libFuzzer would run a leak scan after
-    # nearly every input (most of its time); leaks are still found and fail the run when it ends.
-    sessionlog) echo "-detect_leaks=0" ;;
+    *) ;;
     esac
 }
 
@@ -86,7 +86,7 @@ for target in $TARGETS; do
         echo "fuzz: building harness $target" >&2
         # shellcheck disable=SC2086
         "$SWIFTC" "${FLAGS[@]}" Fuzz/Harnesses/FuzzSupport.swift "Fuzz/Harnesses/$target.swift" $extra \
-            -L "$OUT" -lContainerKitCLI -lContainerKitBrazeLint -lContainerKitLint -lContainerKitDiff \
+            -L "$OUT" -lContainerKitTesting -lContainerKitCLI -lContainerKitBrazeLint -lContainerKitLint -lContainerKitDiff \
             -lContainerKitBraze -lContainerKitDelivery -lContainerKit -lHummingbird -lNIOCore -o "$binary" 2>&1 | quiet
         [ -x "$binary" ] || { echo "fuzz: building harness $target failed" >&2; exit 1; }
     fi

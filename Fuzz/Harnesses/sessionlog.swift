@@ -1,19 +1,21 @@
-// The session log of `FileSessionPersistence`. The first byte picks the mode:
-// - bit 0 clear: one line through `FileSessionPersistence.parse`; what it returns must lie inside the line, a
-//   snapshot it finds is read as `load` reads it, and what reads back is written again by `line(for:)` and must
-//   parse to the same version, user and snapshot;
-// - bit 0 set: a damaged log — the bytes are written as a segment file (bit 2: cut at the first NUL into two
-//   segments) into a fresh directory, a `FileSessionPersistence` opens it, loads the users its lines name (and
-//   two others), saves the first above every version it has (it must load back as saved), removes the second,
-//   compacts, and every user must load as expected from the log and those two changes — from the same
-//   persistence and from a new one opened on the directory; nothing may crash or hang.
-// Bit 1 fixes the checksum of every line that has the frame's shape, so that the snapshots behind them are
-// parsed (a fuzzer would hardly guess a 64-bit FNV-1a).
+// The session files of the earlier `FileSessionPersistence`, as `LegacySessionFiles` reads them for an upgrade.
+// The first byte picks the mode:
+// - bit 0 clear: one line through `LegacySessionFiles.parse`; what it returns must lie inside the line, a
+//   snapshot it finds is read as `read(directory:)` reads it, and what reads back is written again (by
+//   `LegacySessionFileWriter`, in the line's own format) and must parse to the same version, user, time and
+//   snapshot;
+// - bit 0 set: a damaged directory — the bytes are written as a segment file (bit 2: cut at the first NUL into
+//   two segments) into a fresh directory and `LegacySessionFiles.read(directory:)` reads it: its contents must
+//   be what the lines say, worked out here line by line (each user's newest version, removals, skipped lines),
+//   and a second read must give the same; nothing may crash or hang.
+// Bit 1 fixes the checksum of every line that has a frame's shape (the whole line's `"k"` or the snapshot's
+// `"c"`), so that the snapshots behind them are parsed (a fuzzer would hardly guess a 64-bit FNV-1a).
+import ContainerKitTesting
 import Foundation
 
 @testable import ContainerKit
 
-/// Where each input's directory is made (on tmpfs when there is one: every input syncs); removed at exit.
+/// Where each input's directory is made (on tmpfs when there is one); removed at exit.
 let sessionsRoot: String = {
     let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm/" : NSTemporaryDirectory()
     atexit { try? FileManager.default.removeItem(atPath: sessionsRoot) }
@@ -21,50 +23,35 @@ let sessionsRoot: String = {
 }()
 nonisolated(unsafe) var sessionsRun = 0
 
-final class ResultBox<T>: @unchecked Sendable {
-    var value: T?
-}
-
-/// Runs `body` on the concurrency runtime and waits for it (libFuzzer's thread is no task).
-func runBlocking<T>(_ body: @escaping @Sendable () async -> T) -> T {
-    let box = ResultBox<T>()
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        box.value = await body()
-        done.signal()
+/// The first index of `pattern` in `line`, if any.
+func find(_ pattern: [UInt8], in line: ArraySlice<UInt8>) -> Int? {
+    guard line.count >= pattern.count else { return nil }
+    return (line.startIndex...(line.endIndex - pattern.count)).first {
+        line[$0..<$0 + pattern.count].elementsEqual(pattern)
     }
-    done.wait()
-    return box.value!
 }
 
-/// FNV-1a, 64 bits, as lower-case hex (what a line's `"c"` holds).
-func fnvHex(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in bytes {
-        hash ^= UInt64(byte)
-        hash = hash &* 0x100_0000_01b3
-    }
-    let digits = Array("0123456789abcdef".utf8)
-    return (0..<16).map { digits[Int((hash >> UInt64((15 - $0) * 4)) & 0xF)] }
-}
-
-/// `line` (without its newline) with the checksum of its snapshot written into its `"c"`, when it has the shape
-/// `…,"c":"<16 bytes>","s":…}`.
+/// `line` (without its newline) with its checksum written in: the whole line's, when it has the shape
+/// `…,"t":<digits>,"k":"<16 bytes>…`, else the snapshot's, when it has the shape `…,"c":"<16 bytes>","s":…}`.
 func fixingChecksum(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-    let marker = Array(#","c":""#.utf8)
+    var fixed = line
+    if let at = find(Array(#","k":""#.utf8), in: line), line.endIndex - (at + 6) >= 16 {
+        let hole = at + 6
+        let sum = Array(line).withUnsafeBufferPointer {
+            LegacySessionFiles.lineChecksum($0, hole: hole - line.startIndex)
+        }
+        fixed.replaceSubrange(hole..<hole + 16, with: LegacySessionFiles.hex(sum))
+        return fixed
+    }
     let separator = Array(#"","s":"#.utf8)
-    guard line.count >= marker.count, line.last == 0x7D,
-        let at = (line.startIndex...(line.endIndex - marker.count)).first(where: {
-            line[$0..<$0 + marker.count].elementsEqual(marker)
-        })
-    else { return line }
-    let hole = at + marker.count
+    guard line.last == 0x7D, let at = find(Array(#","c":""#.utf8), in: line) else { return line }
+    let hole = at + 6
     let snapshotStart = hole + 16 + separator.count
     guard snapshotStart < line.endIndex - 1, line[(hole + 16)..<snapshotStart].elementsEqual(separator) else {
         return line
     }
-    var fixed = line
-    fixed.replaceSubrange(hole..<hole + 16, with: fnvHex(line[snapshotStart..<(line.endIndex - 1)]))
+    let sum = LegacySessionFiles.checksum(line[snapshotStart..<(line.endIndex - 1)])
+    fixed.replaceSubrange(hole..<hole + 16, with: LegacySessionFiles.hex(sum))
     return fixed
 }
 
@@ -80,83 +67,94 @@ func fixingChecksums(_ bytes: [UInt8]) -> [UInt8] {
 
 func sameBytes(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
 
+/// The snapshot a parsed line holds, when it reads as its user's session.
+func session(in line: ArraySlice<UInt8>, _ parsed: LegacySessionFiles.ParsedLine) -> SessionSnapshot? {
+    guard let range = parsed.snapshot else { return nil }
+    let bytes = Array(line)
+    guard let value = try? Value(jsonBytes: Array(bytes[range])), let snapshot = try? SessionSnapshot(jsonValue: value),
+        sameBytes(snapshot.sessionID, parsed.userID)
+    else { return nil }
+    return snapshot
+}
+
 func checkLine(_ line: [UInt8]) {
-    guard let parsed = FileSessionPersistence.parse(line[...]) else { return }
+    guard let parsed = LegacySessionFiles.parse(line[...]) else { return }
     precondition(parsed.version >= 0, "negative version \(parsed.version)")
     guard let range = parsed.snapshot else { return }
     precondition(range.lowerBound >= 0 && range.upperBound <= line.count, "snapshot range \(range) outside the line")
     guard let value = try? Value(jsonBytes: Array(line[range])), let snapshot = try? SessionSnapshot(jsonValue: value)
     else { return }
-    // What reads back is written again and must read back the same.
-    let written = FileSessionPersistence.line(for: StoredSession(snapshot: snapshot, version: parsed.version))
-    guard let again = FileSessionPersistence.parse(written[...]), let againRange = again.snapshot else {
+    // What reads back is written again, in the line's format, and must read back the same.
+    let stored = StoredSession(snapshot: snapshot, version: parsed.version)
+    let written =
+        parsed.time.map { LegacySessionFileWriter.line(for: stored, time: $0) }
+        ?? LegacySessionFileWriter.earlierFormatLine(for: stored)
+    guard let again = LegacySessionFiles.parse(written[...]), let againRange = again.snapshot else {
         fatalError("a line written for a snapshot that was read does not parse")
     }
     precondition(again.version == parsed.version, "version \(parsed.version) reads back as \(again.version)")
+    precondition(again.time == parsed.time, "the time does not read back")
     precondition(sameBytes(again.userID, snapshot.sessionID), "the user ID does not read back")
     let reread = try? SessionSnapshot(jsonValue: Value(jsonBytes: Array(written[againRange])))
     precondition(reread == snapshot, "a snapshot does not read back as written")
+}
+
+/// What `read(directory:)` must return for `segments`, worked out line by line.
+func expectedContents(of segments: [[UInt8]]) -> (sessions: [StoredSession], ended: Int, skipped: Int) {
+    var newest: [SessionKey: (position: (Int, Int), line: ArraySlice<UInt8>, parsed: LegacySessionFiles.ParsedLine)] =
+        [:]
+    var skipped = 0
+    for (file, segment) in segments.enumerated() {
+        var lines = segment.split(separator: 0x0A, omittingEmptySubsequences: false)
+        if segment.last == 0x0A || segment.isEmpty { lines.removeLast() }
+        for (number, line) in lines.enumerated() {
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x0D || $0 == 0x09 }) { continue }
+            guard let parsed = LegacySessionFiles.parse(line) else {
+                skipped += 1
+                continue
+            }
+            let key = SessionKey(parsed.userID)
+            if let old = newest[key], old.parsed.version > parsed.version { continue }
+            newest[key] = ((file, number), line, parsed)
+        }
+    }
+    var sessions: [StoredSession] = []
+    var ended = 0
+    for (_, entry) in newest.sorted(by: { $0.value.position < $1.value.position }) {
+        guard entry.parsed.snapshot != nil else {
+            ended += 1
+            continue
+        }
+        guard let snapshot = session(in: entry.line, entry.parsed) else {
+            skipped += 1
+            continue
+        }
+        sessions.append(StoredSession(snapshot: snapshot, version: entry.parsed.version))
+    }
+    return (sessions, ended, skipped)
 }
 
 func checkLog(_ bytes: [UInt8], twoSegments: Bool) {
     sessionsRun += 1
     let directory = sessionsRoot + "/\(sessionsRun)"
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    guard (try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)) != nil
-    else { return }
     var segments = [bytes]
     if twoSegments, let nul = bytes.firstIndex(of: 0) {
         segments = [Array(bytes[..<nul]), Array(bytes[(nul + 1)...])]
     }
     for (index, segment) in segments.enumerated() {
-        let path = directory + "/00000000000\(index + 1).sessions"
-        guard FileManager.default.createFile(atPath: path, contents: Data(segment)) else { return }
+        guard (try? LegacySessionFileWriter.write([segment], segment: index + 1, in: directory)) != nil else { return }
     }
-    // The users the lines name (as the index reads them), and two others.
-    var users: [String] = []
-    // The newest version any line gives the first user: a save above it is never superseded.
-    var newest: Int64 = 0
-    for segment in segments {
-        for line in segment.split(separator: 0x0A) {
-            guard let parsed = FileSessionPersistence.parse(line) else { continue }
-            if users.count < 8, !users.contains(where: { sameBytes($0, parsed.userID) }) { users.append(parsed.userID) }
-            if sameBytes(parsed.userID, users[0]) { newest = max(newest, parsed.version) }
-        }
+    guard let contents = try? LegacySessionFiles.read(directory: directory) else {
+        fatalError("a directory of regular segment files does not read")
     }
-    for extra in ["ada", ""] where !users.contains(where: { sameBytes($0, extra) }) { users.append(extra) }
-    let persistence = FileSessionPersistence(directory: directory, segmentBytes: 4096)
-    runBlocking { [users, newest] in
-        // What each user loads as (nil also when its line does not read).
-        var expected: [StoredSession?] = []
-        for user in users { expected.append(try? await persistence.load(userID: user)) }
-        _ = persistence.count
-        _ = persistence.skippedLines
-        // Save the first user above every version it has (a version of 19 digits is not written by anyone
-        // and does not read back); it must read back as saved.
-        guard newest < 999_999_999_999_999_998 else { return }
-        var snapshot = expected[0]?.snapshot ?? SessionSnapshot(sessionID: users[0], model: ["screen": "home"])
-        snapshot.sessionID = users[0]
-        let stored = StoredSession(snapshot: snapshot, version: newest + 1)
-        guard let result = try? await persistence.save([.save(stored)]) else { return }
-        precondition(result.superseded.isEmpty, "a save above every version of its user was superseded")
-        let back = try? await persistence.load(userID: users[0])
-        precondition(back == stored, "a saved session does not load back")
-        expected[0] = stored
-        // Remove the second user; then compact: every session must load as before, also after reopening.
-        if let removed = expected[1], removed.version < 999_999_999_999_999_998 {
-            let removal = SessionChange.remove(userID: users[1], version: removed.version + 1)
-            if let result = try? await persistence.save([removal]), result.superseded.isEmpty { expected[1] = nil }
-        }
-        try? persistence.compact()
-        let reopened = FileSessionPersistence(directory: directory, segmentBytes: 4096)
-        for (index, user) in users.enumerated() {
-            let now = try? await persistence.load(userID: user)
-            precondition(now == expected[index], "the session of user \(index) changed in compaction")
-            let again = try? await reopened.load(userID: user)
-            precondition(again == expected[index], "the session of user \(index) changed in reopening")
-        }
-        return ()
-    }
+    let expected = expectedContents(of: segments)
+    precondition(contents.storedSessions == expected.sessions, "the sessions are not what the lines say")
+    precondition(contents.endedSessions == expected.ended, "\(contents.endedSessions) ended, not \(expected.ended)")
+    precondition(contents.skippedLines == expected.skipped, "\(contents.skippedLines) skipped, not \(expected.skipped)")
+    precondition((contents.firstProblem == nil) == (expected.skipped == 0), "the first problem is not named")
+    precondition(contents.ignoredFiles == 0 && contents.files.count == segments.count, "a segment was not read")
+    precondition((try? LegacySessionFiles.read(directory: directory)) == contents, "a second read differs")
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")

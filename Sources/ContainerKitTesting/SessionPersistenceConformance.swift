@@ -1,8 +1,8 @@
 import ContainerKit
 
-/// The ``SessionPersistence`` contract as checks that any engine can run: the file log, PostgreSQL, an engine
-/// of your own. Each check drives a real ``SessionStore`` (or the persistence directly) and throws a
-/// ``Failure`` that says what the engine did wrong.
+/// The ``SessionPersistence`` contract as checks that any engine can run: the durable queue's segment log,
+/// PostgreSQL, an engine of your own. Each check drives a real ``SessionStore`` (or the persistence directly)
+/// and throws a ``Failure`` that says what the engine did wrong.
 ///
 /// ```swift
 /// @Test func myEngineKeepsTheContract() async throws {

@@ -185,24 +185,31 @@ struct FuzzSeedReplayTests {
         }
     }
 
-    /// A session-log line with the checksum of its snapshot written in, as the harness's mode bit 1 does.
+    /// Session-file lines with their checksums written in (the whole line's `"k"`, else the snapshot's `"c"`), as
+    /// the harness's mode bit 1 does.
     static func fixingChecksums(_ bytes: [UInt8]) -> [UInt8] {
-        let marker = Array(#","c":""#.utf8)
-        let separator = Array(#"","s":"#.utf8)
+        func find(_ text: String, in line: ArraySlice<UInt8>) -> Int? {
+            let pattern = Array(text.utf8)
+            guard line.count >= pattern.count else { return nil }
+            return (line.startIndex...(line.endIndex - pattern.count)).first {
+                line[$0..<$0 + pattern.count].elementsEqual(pattern)
+            }
+        }
         var out: [UInt8] = []
         for (index, line) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
             if index > 0 { out.append(0x0A) }
             var fixed = line
-            if line.count >= marker.count, line.last == 0x7D,
-                let at = (line.startIndex...(line.endIndex - marker.count)).first(where: {
-                    line[$0..<$0 + marker.count].elementsEqual(marker)
-                })
-            {
-                let hole = at + marker.count
-                let start = hole + 16 + separator.count
-                if start < line.endIndex - 1, line[(hole + 16)..<start].elementsEqual(separator) {
-                    let sum = FileSessionPersistence.checksum(line[start..<(line.endIndex - 1)])
-                    fixed.replaceSubrange(hole..<hole + 16, with: Array(String(format: "%016llx", sum).utf8))
+            if let at = find(#","k":""#, in: line), line.endIndex - (at + 6) >= 16 {
+                let sum = Array(line).withUnsafeBufferPointer {
+                    LegacySessionFiles.lineChecksum($0, hole: at + 6 - line.startIndex)
+                }
+                fixed.replaceSubrange(at + 6..<at + 22, with: LegacySessionFiles.hex(sum))
+            } else if line.last == 0x7D, let at = find(#","c":""#, in: line) {
+                let hole = at + 6
+                let start = hole + 16 + 6
+                if start < line.endIndex - 1, line[(hole + 16)..<start].elementsEqual(#"","s":"#.utf8) {
+                    let sum = LegacySessionFiles.checksum(line[start..<(line.endIndex - 1)])
+                    fixed.replaceSubrange(hole..<hole + 16, with: LegacySessionFiles.hex(sum))
                 }
             }
             out.append(contentsOf: fixed)
@@ -210,7 +217,9 @@ struct FuzzSeedReplayTests {
         return out
     }
 
-    @Test func sessionLogSeeds() async throws {
+    /// As the harness: a line parses within its bounds and what reads back is written again the same; a
+    /// directory of segments reads as its lines say (each user's newest version, removals, skipped lines).
+    @Test func sessionLogSeeds() throws {
         let root = NSTemporaryDirectory() + "containerkit-seed-sessions-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
         for (number, bytes) in Self.inputs("sessionlog").enumerated() {
@@ -218,54 +227,58 @@ struct FuzzSeedReplayTests {
             var rest = Array(bytes.dropFirst())
             if mode & 2 == 2 { rest = Self.fixingChecksums(rest) }
             if mode & 1 == 0 {
-                if let parsed = FileSessionPersistence.parse(rest[...]), let range = parsed.snapshot {
+                if let parsed = LegacySessionFiles.parse(rest[...]), let range = parsed.snapshot {
                     #expect(range.upperBound <= rest.count)
-                    _ = try? SessionSnapshot(jsonValue: Value(jsonBytes: Array(rest[range])))
+                    if let snapshot = try? SessionSnapshot(jsonValue: Value(jsonBytes: Array(rest[range]))) {
+                        let stored = StoredSession(snapshot: snapshot, version: parsed.version)
+                        let written =
+                            parsed.time.map { LegacySessionFileWriter.line(for: stored, time: $0) }
+                            ?? LegacySessionFileWriter.earlierFormatLine(for: stored)
+                        let again = try #require(LegacySessionFiles.parse(written[...]), "seed \(number)")
+                        #expect(again.version == parsed.version && again.time == parsed.time, "seed \(number)")
+                    }
                 }
                 continue
             }
             let directory = root + "/\(number)"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             var segments = [rest]
             if mode & 4 == 4, let nul = rest.firstIndex(of: 0) {
                 segments = [Array(rest[..<nul]), Array(rest[(nul + 1)...])]
             }
-            var users: [String] = []
-            var newest: Int64 = 0
-            for (index, segment) in segments.enumerated() {
-                try Data(segment).write(to: URL(fileURLWithPath: directory + "/00000000000\(index + 1).sessions"))
-                for line in segment.split(separator: 0x0A) {
-                    guard let parsed = FileSessionPersistence.parse(line) else { continue }
-                    if !users.contains(where: { $0.utf8.elementsEqual(parsed.userID.utf8) }) {
-                        users.append(parsed.userID)
+            // Each user's newest line (of one version, the later), in file order, and the lines that do not read.
+            var newest: [SessionKey: (position: (Int, Int), line: ArraySlice<UInt8>, version: Int64, removed: Bool)] =
+                [:]
+            var skipped = 0
+            for (file, segment) in segments.enumerated() {
+                try LegacySessionFileWriter.write([segment], segment: file + 1, in: directory)
+                for (index, line) in segment.split(separator: 0x0A).enumerated()
+                where !line.allSatisfy({ $0 == 0x20 || $0 == 0x0D || $0 == 0x09 }) {
+                    guard let parsed = LegacySessionFiles.parse(line) else {
+                        skipped += 1
+                        continue
                     }
-                    if parsed.userID.utf8.elementsEqual(users[0].utf8) { newest = max(newest, parsed.version) }
+                    let key = SessionKey(parsed.userID)
+                    if let old = newest[key], old.version > parsed.version { continue }
+                    newest[key] = ((file, index), line, parsed.version, parsed.snapshot == nil)
                 }
             }
-            for extra in ["ada", ""] where !users.contains(where: { $0.utf8.elementsEqual(extra.utf8) }) {
-                users.append(extra)
+            var expected: [StoredSession] = []
+            for (key, entry) in newest.sorted(by: { $0.value.position < $1.value.position }) where !entry.removed {
+                let line = Array(entry.line)
+                let range = try #require(LegacySessionFiles.parse(line[...])?.snapshot)
+                guard let snapshot = try? SessionSnapshot(jsonValue: Value(jsonBytes: Array(line[range]))),
+                    snapshot.sessionID.utf8.elementsEqual(key.userID.utf8)
+                else {
+                    skipped += 1
+                    continue
+                }
+                expected.append(StoredSession(snapshot: snapshot, version: entry.version))
             }
-            let persistence = FileSessionPersistence(directory: directory, segmentBytes: 4096)
-            var expected: [StoredSession?] = []
-            for user in users { expected.append(try? await persistence.load(userID: user)) }
-            // The first user saved above every version it has, the second removed: every user loads as expected
-            // after compaction, and from a second opening.
-            var snapshot = expected[0]?.snapshot ?? SessionSnapshot(sessionID: users[0])
-            snapshot.sessionID = users[0]
-            let stored = StoredSession(snapshot: snapshot, version: newest + 1)
-            #expect(try await persistence.save([.save(stored)]).superseded.isEmpty)
-            expected[0] = stored
-            if let removed = expected[1] {
-                let removal = SessionChange.remove(userID: users[1], version: removed.version + 1)
-                #expect(try await persistence.save([removal]).superseded.isEmpty)
-                expected[1] = nil
-            }
-            try persistence.compact()
-            let reopened = FileSessionPersistence(directory: directory, segmentBytes: 4096)
-            for (index, user) in users.enumerated() {
-                #expect((try? await persistence.load(userID: user)) == expected[index], "seed \(number) user \(index)")
-                #expect((try? await reopened.load(userID: user)) == expected[index], "seed \(number) user \(index)")
-            }
+            let contents = try LegacySessionFiles.read(directory: directory)
+            #expect(contents.storedSessions == expected, "seed \(number)")
+            #expect(contents.endedSessions == newest.values.count { $0.removed }, "seed \(number)")
+            #expect(contents.skippedLines == skipped, "seed \(number)")
+            #expect(try LegacySessionFiles.read(directory: directory) == contents, "seed \(number)")
         }
     }
 

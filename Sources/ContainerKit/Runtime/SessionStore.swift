@@ -23,8 +23,8 @@ import Synchronization
 /// server (it is shaped like a swift-service-lifecycle `Service`).
 ///
 /// ## Keeping sessions: a persistence
-/// With a ``Configuration/persistence`` (``FileSessionPersistence`` on one machine, or a shared store
-/// implementing ``SessionPersistence``), sessions survive a crash and follow their user between
+/// With a ``Configuration/persistence`` (the durable queue's `DurableQueue.sessions` on one machine, or a
+/// shared store implementing ``SessionPersistence``), sessions survive a crash and follow their user between
 /// instances:
 /// - ``loadSession(for:context:)`` loads a session the store does not hold from the persistence (once,
 ///   however many requests of that user arrive meanwhile; other users do not wait for it);
@@ -33,7 +33,13 @@ import Synchronization
 ///   owner (``SessionPersistence``); sessions that ended (idle) are removed from it;
 /// - when ``run()`` is cancelled it saves what changed since the last save, then returns.
 ///
-/// A crash (`kill -9`) loses at most the changes of the last save interval. Without a persistence,
+/// With a ``Configuration/committer`` that keeps sessions (`RecordCommitter(queue, keepsSessions: true)` over
+/// `queue.sessions`, or PostgreSQL's), each push commits its session's change — a delta, every
+/// ``Configuration/snapshotInterval`` commits the snapshot — in its own append, with its records: nothing
+/// acknowledged is lost, and ``run()`` saves only snapshots of sessions evicted for capacity and the removals
+/// of ended ones.
+///
+/// Otherwise a crash (`kill -9`) loses at most the changes of the last save interval. Without a persistence,
 /// ``save(to:)`` and ``restore(from:)`` carry every session across a clean restart as one file, and the
 /// ``Configuration/onEvict`` hook can keep an evicted session's snapshot in a store of the host's.
 ///

@@ -25,8 +25,8 @@ public final class TagManager: Sendable {
     /// The most bytes a data layer may hold (its model, version-1 raw values and user properties, as JSON);
     /// a push that would take a session past it is refused with `session_too_large`
     /// (``PushResult/refusal``), merged into nothing and evaluated nowhere. `nil`: no limit. The default,
-    /// 4 MiB, keeps every session within what ``FileSessionPersistence`` and ``SessionStore/restore(from:)``
-    /// read back (16 MiB a line).
+    /// 4 MiB, keeps every session within what ``SessionStore/restore(from:)`` and the session files of earlier
+    /// versions (``LegacySessionFiles``) read back (16 MiB a line).
     public let maximumDataLayerBytes: Int?
     /// The default ``maximumDataLayerBytes``: 4 MiB.
     public static let defaultMaximumDataLayerBytes = 4 << 20

@@ -40,23 +40,47 @@ struct EmbeddingGuideTests {
         #expect(checked > 20)
     }
 
+    /// The queue's log as the persistence, with the sessions of an earlier version's files imported first:
+    /// user-42 continues from their old session, and the push's state survives a restart of the queue.
     @Test func thePersistenceSnippetRuns() async throws {
         let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .warning))
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("guide-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let persistence = FileSessionPersistence(directory: directory)  // created 0700, files 0600
+        manager.add(try await ContainerLoader().load(path: "Containers/GTM-MUSIC01.json"))
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("guide-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let queueDirectory = root + "/queue"
+        let oldSessionsDirectory = root + "/sessions"
+        let earlier = StoredSession(
+            snapshot: SessionSnapshot(sessionID: "user-42", model: ["genre": "rock"], eventNumber: 3),
+            version: 5
+        )
+        try LegacySessionFileWriter.write(
+            [LegacySessionFileWriter.line(for: earlier, time: 1_795_000_000)],
+            segment: 1,
+            in: oldSessionsDirectory
+        )
+        let braze = InMemoryAnalyticsSink()
+        let queue = try DurableQueue(directory: queueDirectory, destination: braze)  // records and sessions: one log
+        BrazeTagProvider(sink: CommitSink()).register(on: manager)
         let durable = SessionStore(
             tagManager: manager,
-            configuration: SessionStore.Configuration(persistence: persistence, saveInterval: .seconds(1))
+            configuration: .init(persistence: queue.sessions, committer: RecordCommitter(queue, keepsSessions: true))
         )
-        let saving = Task { try await durable.run() }  // beside the server: saves every second, the rest when cancelled
-        // Per request:
-        let user = try await durable.loadSession(for: "user-42", context: ClientContext(platform: "Android"))
-        await user.push(event: "played song", parameters: ["genre": "jazz"])
-        durable.didChange(user)  // saved at the next interval
-        saving.cancel()
-        try await saving.value
-        #expect(try await FileSessionPersistence(directory: directory).load(userID: "user-42") != nil)
+        let old = try LegacySessionFiles.read(directory: oldSessionsDirectory)  // once, before queue.run()
+        try queue.importSessions(old.storedSessions)  // as snapshots, written and synced in one commit
+        let running = Task { try await queue.run() }
+        // Beside the server: queue.run() and durable.run() (evicts idle sessions, saves what is left when cancelled).
+        // Per request: load on a miss, push, commit its records and the session's change in one append.
+        let played = try await durable.push(event: "played song", parameters: ["genre": "jazz"], for: "user-42")
+        #expect(played.refusal == nil)
+        // The imported session went on: its fourth event, its genre replaced.
+        let state = try #require(durable.existingSession(for: "user-42")).snapshot()
+        #expect(state.eventNumber == 4 && state.model["genre"] == "jazz")
+        running.cancel()
+        try await running.value
+        // Another process: the queue opened again loads the pushed state.
+        let reopened = try DurableQueue(directory: queueDirectory, destination: braze)
+        let stored = try #require(try await reopened.sessions.load(userID: "user-42"))
+        #expect(stored.snapshot == state && stored.version > earlier.version)
     }
 
     @Test func theOnePushOneCommitSnippetRuns() async throws {
