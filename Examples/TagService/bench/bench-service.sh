@@ -85,7 +85,7 @@ PIDS+=("$TRACK_PID")
 wait_for "http://127.0.0.1:$TRACK_PORT/stats" 10 "$TRACK_PID"
 
 BRAZE_REST_ENDPOINT="http://127.0.0.1:$TRACK_PORT" BRAZE_REST_API_KEY=bench \
-    "$SERVICE_BIN" --containers "$WORK/containers" --queue "$WORK/queue" --sessions "$WORK/sessions" \
+    "$SERVICE_BIN" --containers "$WORK/containers" --queue "$WORK/queue" \
     --host 127.0.0.1 --port "$SERVICE_PORT" --log-level warning ${BENCH_SERVICE_FLAGS:-} &
 SERVICE_PID=$!
 PIDS+=("$SERVICE_PID")

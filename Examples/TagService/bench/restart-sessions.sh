@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Restart measurement with many saved sessions (Examples/TagService README, "Operating it").
 #
-# Builds TagService in release mode, starts it with --sessions, gives BENCH_SESSIONS users (default
-# 1,000,000) one event each through POST /v1/batch, stops it with SIGTERM (the changed sessions are saved),
-# then starts it again over the same directories and measures, from the exec:
+# Builds TagService in release mode, starts it, gives BENCH_SESSIONS users (default 1,000,000) one event each
+# through POST /v1/batch (each event's session change is committed with its records, in the queue's log), stops
+# it with SIGTERM, then starts it again over the same queue directory and measures, from the exec:
 #   restart_port_open_ms=          until GET /health answers
 #   restart_first_restored_ms=     until POST /v1/events of a saved user is answered (the answer must show
 #                                  the session restored: the once-per-load tag does not fire again)
 #   restart_second_restored_ms=    the same for another saved user, right after
 #   restart_new_user_ms=           until a new user's event is answered, right after
-# and prints sessions_saved_bytes=, shutdown_ms= (SIGTERM to exit of the first run, with its last save).
+# and prints queue_bytes= (the queue directory after the first run: records delivered, the segments kept for
+# their session lines), shutdown_ms= (SIGTERM to exit of the first run, with its drain).
 #
 # Run it on a quiet machine if you can; the figures move with the disk and its cache (the second start
 # reads the files the first one just wrote, so they are usually in the page cache).
@@ -34,7 +35,7 @@ mkdir -p "$WORK/containers"
 cp Tests/TagServiceTests/Fixtures/containers/GTM-TAGSVC1.json "$WORK/containers/"
 
 start() {
-    "$BIN/TagService" --containers "$WORK/containers" --queue "$WORK/queue" --sessions "$WORK/sessions" \
+    "$BIN/TagService" --containers "$WORK/containers" --queue "$WORK/queue" \
         --host 127.0.0.1 --port "$PORT" --log-level warning --max-sessions "$SESSIONS" \
         --max-batch-events 100 &
     SERVICE_PID=$!
@@ -61,7 +62,7 @@ kill -TERM "$SERVICE_PID"
 wait "$SERVICE_PID"
 SERVICE_PID=""
 t1=$(date +%s%N)
-echo "sessions_saved_bytes=$(du -sb "$WORK/sessions" | cut -f1)"
+echo "queue_bytes=$(du -sb "$WORK/queue" | cut -f1)"
 echo "shutdown_ms=$(((t1 - t0) / 1000000))"
 
 # The second start: the port, then a saved user's first answer, measured from the exec.
@@ -77,7 +78,7 @@ def post(user):
     return answer.status, json.loads(answer.read())
 t0 = time.monotonic()
 process = subprocess.Popen([binary, "--containers", work + "/containers", "--queue", work + "/queue",
-                            "--sessions", work + "/sessions", "--host", "127.0.0.1", "--port", str(port),
+                            "--host", "127.0.0.1", "--port", str(port),
                             "--log-level", "warning", "--max-sessions", str(total)])
 try:
     while True:   # the port: a connection is accepted

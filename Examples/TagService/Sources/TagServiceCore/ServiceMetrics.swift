@@ -47,8 +47,9 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
     /// Sessions created and evicted since start, read from the session store when the page is rendered.
     let sessionsCreated: CoreMetrics.Gauge
     let sessionsEvicted: CoreMetrics.Gauge
-    /// Sessions loaded from `--sessions` on a miss, session versions saved into it, saves that failed (their
-    /// changes are kept and saved again), and changes waiting for the next save.
+    /// Sessions loaded from the queue's log (or PostgreSQL) on a miss, session versions the store's own saves
+    /// wrote (snapshots of evicted sessions, removals), saves that failed (their changes are kept and saved
+    /// again), and changes waiting for the next save.
     let sessionsLoaded: CoreMetrics.Gauge
     let sessionsSaved: CoreMetrics.Gauge
     let sessionSaveFailures: CoreMetrics.Gauge

@@ -1,8 +1,9 @@
 import Foundation
 
 /// The paths of a configuration, checked before anything starts: a service that would log an error every
-/// few seconds forever (a missing containers directory), or lose its sessions (a sessions directory that
-/// cannot be created), refuses to start instead, with a message naming the path and a non-zero exit.
+/// few seconds forever (a missing containers directory), or could not import an earlier version's sessions (a
+/// `--sessions` path that is not a directory), refuses to start instead, with a message naming the path and a
+/// non-zero exit.
 enum StartupCheck {
     /// A path the service cannot work with.
     struct Failure: Error, CustomStringConvertible {
@@ -10,20 +11,12 @@ enum StartupCheck {
     }
 
     /// Checks the containers directory (it must exist and be a directory), the queue directory's parent
-    /// (the queue creates the directory itself) and the sessions directory (created `0700` if missing; its
-    /// parent must exist).
+    /// (the queue creates the directory itself) and the sessions directory of an earlier version (when it
+    /// exists, it must be a directory; an absent one holds nothing to import).
     static func paths(of configuration: TagServiceConfiguration) throws(Failure) {
         try requireDirectory(configuration.containersDirectory, role: "the containers directory (--containers)")
         try requireParent(of: configuration.queueDirectory, role: "the queue directory (--queue)")
-        if let sessions = configuration.sessionsDirectory {
-            try requireParent(of: sessions, role: "the sessions directory (--sessions)")
-            if !exists(sessions) {
-                guard mkdir(sessions, 0o700) == 0 || errno == EEXIST else {
-                    throw Failure(
-                        description: "cannot create the sessions directory (--sessions) '\(sessions)': \(reason())"
-                    )
-                }
-            }
+        if let sessions = configuration.sessionsDirectory, exists(sessions) {
             try requireDirectory(sessions, role: "the sessions directory (--sessions)")
         }
     }

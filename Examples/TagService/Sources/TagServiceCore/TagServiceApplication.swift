@@ -20,8 +20,9 @@ import ServiceLifecycle
 /// (`LibraryServices.swift`) plus two small ones of the example, started in this order:
 ///
 /// 1. the ``DurableQueue`` (the Braze provider's sink),
-/// 2. the ``SessionStore`` (evicts idle sessions; with `--sessions`, saves the changed ones every
-///    `--session-save-interval` and loads a returning user's session on demand),
+/// 2. the ``SessionStore`` (evicts idle sessions, loads a returning user's session on demand, and every
+///    `--session-save-interval` writes snapshots of sessions evicted for capacity and removals of ended ones;
+///    each push's session change is committed with its records),
 /// 3. the containers: the ``TagManager`` (`--open`: loading and refreshes) or the
 ///    ``ContainerDirectoryWatcher``,
 /// 4. the HTTP server (Hummingbird adds it last).
@@ -30,7 +31,7 @@ import ServiceLifecycle
 /// server stops accepting and finishes the requests in flight (their records still reach the running
 /// queue, and their answers wait until the records are durable) — for at most `--shutdown-timeout`, after
 /// which what is still in flight is cut, unacknowledged (``BoundedHTTP1Channel``); the containers stop
-/// refreshing; the store saves the sessions changed since its last save; the queue refuses new records,
+/// refreshing; the store writes what is left (evicted sessions, ended ones); the queue refuses new records,
 /// commits what it holds and drains it into Braze. Then ``runService()`` returns and the process exits 0.
 public struct TagServiceApplication: Sendable {
     /// The configuration the service runs with.
@@ -49,7 +50,8 @@ public struct TagServiceApplication: Sendable {
     /// The swift-metrics factory of the service's `/metrics` page, for `MetricsSystem.bootstrap`.
     public var metricsFactory: any MetricsFactory { metrics.factory }
 
-    /// Loads the containers, opens the queue, restores the sessions and builds the routes.
+    /// Loads the containers, opens the queue (importing the session files of an earlier version, with
+    /// `--sessions`: ``LegacySessionImport``) and builds the routes.
     ///
     /// - Parameter onServerRunning: called with the bound port once the server listens (the chosen one
     ///   when ``TagServiceConfiguration/port`` is 0).
@@ -76,6 +78,7 @@ public struct TagServiceApplication: Sendable {
         let queue: DurableQueue?
         let scaleOut: PostgresScaleOut?
         let committer: RecordCommitter
+        let persistence: any SessionPersistence
         if let postgres {
             queue = nil
             let out = try PostgresScaleOut(
@@ -86,13 +89,30 @@ public struct TagServiceApplication: Sendable {
             )
             scaleOut = out
             committer = RecordCommitter(out.pipeline, keepsSessions: true)
+            persistence = postgres.sessions
+            if let directory = configuration.sessionsDirectory {
+                logger.warning(
+                    "--sessions is not imported with --postgres",
+                    metadata: ["sessions_directory": "\(directory)"]
+                )
+            }
         } else {
             // What a previous run left undelivered: the queue's own counts start at zero with each run.
             metrics.backlogAtStart = (try? DurableQueue.pendingRecords(in: configuration.queueDirectory).count) ?? 0
             let local = try RecordQueue.open(configuration, observer: metrics, logger: logger)
+            // Sessions live in the queue's log: each push's change in the append of its records.
+            if let directory = configuration.sessionsDirectory {
+                try LegacySessionImport.run(
+                    directory: directory,
+                    into: local,
+                    idleTimeout: configuration.sessionIdleTimeout,
+                    logger: logger
+                )
+            }
             queue = local
             scaleOut = nil
-            committer = RecordCommitter(local)
+            committer = RecordCommitter(local, keepsSessions: true)
+            persistence = local.sessions
         }
         let sessions = SessionStore(
             tagManager: manager,
@@ -105,12 +125,9 @@ public struct TagServiceApplication: Sendable {
                         metadata: ["user_id": "\(userID)", "reason": "\(reason.rawValue)"]
                     )
                 },
-                // A stored session lives as long as an idle one in memory: one evicted for capacity comes back
-                // within the idle timeout, and is forgotten after it.
-                persistence: postgres?.sessions
-                    ?? configuration.sessionsDirectory.map {
-                        FileSessionPersistence(directory: $0, lifetime: configuration.sessionIdleTimeout)
-                    },
+                persistence: persistence,
+                // Each push commits its session's change; the store's own saves are the snapshots of sessions
+                // evicted for capacity and the removals of ended ones.
                 saveInterval: configuration.sessionSaveInterval,
                 committer: committer,
                 onSave: { count in logger.debug("sessions saved", metadata: ["count": "\(count)"]) }
@@ -216,8 +233,8 @@ public struct TagServiceApplication: Sendable {
     /// documentation), as Hummingbird's `runService()` does — with a last bound: should the graceful shutdown
     /// take 15 s longer than ``TagServiceConfiguration/shutdownTimeout`` (a request that ignores its closed
     /// connection, a destination that does not answer within the drain), every service is cancelled. The record
-    /// queue then commits what it holds and stops (what is durable is delivered at the next start), the session
-    /// store saves what changed: nothing acknowledged is lost.
+    /// queue then commits what it holds and stops (what is durable is delivered at the next start); every
+    /// acknowledged push's session change was committed with its records: nothing acknowledged is lost.
     public func runService() async throws {
         var group = ServiceGroupConfiguration(
             services: [application],

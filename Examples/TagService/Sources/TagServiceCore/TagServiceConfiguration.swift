@@ -12,10 +12,12 @@ public struct TagServiceConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// The port to listen on; 0 picks a free one.
     public var port = 8080
-    /// The directory sessions are kept in (``FileSessionPersistence``: saved every ``sessionSaveInterval``,
-    /// loaded when their user comes back); `nil`: sessions live in memory only.
+    /// `--sessions`: the sessions directory of an earlier version (its `FileSessionPersistence` files), imported
+    /// into the queue once at start (``LegacySessionImport``); `nil`: nothing to import. Sessions live in the
+    /// queue directory, each push's change committed with its records, whether or not this is set.
     public var sessionsDirectory: String?
-    /// How often changed sessions are saved into ``sessionsDirectory``: what a crash loses at most.
+    /// How often the session store writes what no push commits: snapshots of sessions evicted for capacity and
+    /// the removals of ended ones.
     public var sessionSaveInterval: Duration = .seconds(1)
     /// Braze's REST endpoint (`BRAZE_REST_ENDPOINT`); `nil`: records go to ``recordsFile``.
     public var brazeEndpoint: URL?
@@ -81,7 +83,7 @@ public struct TagServiceConfiguration: Sendable {
     /// refused with 413 `session_too_large`.
     public var maximumSessionBytes = TagManager.defaultMaximumDataLayerBytes
     /// `--postgres <url>` (`CONTAINERKIT_POSTGRES_URL`): records and sessions in PostgreSQL, shared by every
-    /// instance that names the same database (Docs/Scaling.md); `nil`: the local queue and in-memory sessions.
+    /// instance that names the same database (Docs/Scaling.md); `nil`: records and sessions in the local queue.
     public var postgresURL: String?
     /// This instance's name in PostgreSQL's activity view and the delivery log (host:port by default).
     public var instanceName = ProcessInfo.processInfo.hostName
@@ -141,12 +143,13 @@ extension TagServiceConfiguration {
           --queue <dir>             durable queue directory, one per instance (TAGSERVICE_QUEUE)
           --host <address>          listen address, default 127.0.0.1 (TAGSERVICE_HOST)
           --port <n>                listen port, default 8080; 0 picks one (TAGSERVICE_PORT)
-          --sessions <dir>          keep sessions in this directory (created 0700): changes saved every
-                                    --session-save-interval, each loaded when its user comes back
-                                    (TAGSERVICE_SESSIONS)
+          --sessions <dir>          the sessions directory of an earlier version: its files are imported into
+                                    the queue once, at the first start (a marker file then says so); sessions
+                                    live in the queue directory either way (TAGSERVICE_SESSIONS)
           --session-save-interval <s>
-                                    seconds between saves of changed sessions, default 1: what a crash
-                                    loses at most (TAGSERVICE_SESSION_SAVE_INTERVAL)
+                                    seconds between writes of snapshots of sessions evicted for capacity and
+                                    removals of ended ones, default 1; each event's session change is
+                                    committed with its records (TAGSERVICE_SESSION_SAVE_INTERVAL)
           --no-durable-wait         answer POST /v1/events and /v1/batch without waiting until their records
                                     are durable (TAGSERVICE_NO_DURABLE_WAIT=1)
           --delivery-linger <s>     seconds a partial batch of records waits for more before it is sent to

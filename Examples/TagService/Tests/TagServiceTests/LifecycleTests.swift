@@ -46,8 +46,8 @@ import Testing
                 #expect(answer.firedNames == ["Braze - played song", "Braze - first play"])
             }
         }
-        // The first service saved its sessions (at the latest at shutdown); the second loads ada's when she
-        // comes back, not at start.
+        // The first service committed ada's session with her event's records, in the queue's log; the second
+        // loads it when she comes back, not at start.
         let restarted = try await fixture.make()
         #expect(restarted.sessions.count == 0)
         try await restarted.application.test(.router) { client in
@@ -70,21 +70,21 @@ import Testing
         )
     }
 
-    @Test func aTornLineInTheSessionsLogLosesOnlyThatChange() async throws {
+    @Test func aTornLineInTheQueuesLogLosesOnlyThatChange() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
         try await fixture.make().application.test(.router) { client in
             _ = try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada"))
         }
-        let directory = try #require(fixture.configuration.sessionsDirectory)
+        let directory = fixture.configuration.queueDirectory
         let segments = try FileManager.default.contentsOfDirectory(atPath: directory).filter {
-            $0.hasSuffix(".sessions")
+            $0.hasPrefix("segment-")
         }
         #expect(!segments.isEmpty)
-        // A crash tore the last append: half a line.
+        // A crash tore the last append: half of a session line of ada's.
         let handle = try #require(FileHandle(forWritingAtPath: directory + "/" + segments.sorted().last!))
         handle.seekToEndOfFile()
-        handle.write(Data(#"{"v":9,"u":"ada","c":"0000000000000000","s":{"form"#.utf8))
+        handle.write(Data(#"{"session":"ada","v":9,"x":8,"k":"d","b":{"model"#.utf8))
         try handle.close()
         let restarted = try await fixture.make()
         try await restarted.application.test(.router) { client in
@@ -95,6 +95,69 @@ import Testing
             }
         }
         #expect(restarted.sessions.statistics.loaded == 1)
+        #expect(restarted.sessions.existingSession(for: "ada")?.snapshot().eventNumber == 2)
+    }
+
+    /// `--sessions` names an earlier version's session files: they are imported into the queue once, at the
+    /// first start, and a user's next event continues from the imported session. The marker written into the
+    /// directory keeps later starts from reading the files again.
+    @Test func anEarlierVersionsSessionFilesAreImportedOnceAtStart() async throws {
+        // ada's session as an earlier version left it: one event, the once-per-load tag fired.
+        let earlier = try TestService()
+        defer { earlier.remove() }
+        let first = try await earlier.make()
+        try await first.application.test(.router) { client in
+            _ = try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada"))
+        }
+        let snapshot = try #require(first.sessions.existingSession(for: "ada")).snapshot()
+        let ada = StoredSession(snapshot: snapshot, version: 7)
+
+        var fixture = try TestService()
+        defer { fixture.remove() }
+        let old = fixture.legacySessionsDirectory
+        let now = Int64(Date().timeIntervalSince1970)
+        let grace = StoredSession(snapshot: SessionSnapshot(sessionID: "grace", eventNumber: 5), version: 2)
+        let gone = StoredSession(snapshot: SessionSnapshot(sessionID: "gone", eventNumber: 5), version: 1)
+        try LegacySessionFileWriter.write(
+            [
+                LegacySessionFileWriter.line(for: ada, time: now - 60),
+                LegacySessionFileWriter.line(for: grace, time: now - 7200),  // past --session-idle: expired
+                LegacySessionFileWriter.line(for: gone, time: now - 60),
+                LegacySessionFileWriter.removalLine(userID: "gone", version: 1, time: now - 30),
+                Array(#"{"v":3,"u":"torn","t":1,"k":"00"#.utf8),
+            ],
+            segment: 1,
+            in: old
+        )
+        fixture.configuration.sessionsDirectory = old
+        fixture.configuration.sessionIdleTimeout = .seconds(3600)
+        let service = try await fixture.make()
+        let marker = try String(contentsOfFile: old + "/" + LegacySessionImport.markerName, encoding: .utf8)
+        #expect(marker.contains(fixture.configuration.queueDirectory))
+        #expect(marker.contains("1 sessions imported, 1 expired, 1 ended, 1 lines skipped"))
+        try await service.application.test(.router) { client in
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
+                response in
+                let names = try response.json.firedNames
+                #expect(names == ["Braze - played song"])
+            }
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "grace")) {
+                response in
+                let names = try response.json.firedNames
+                #expect(names == ["Braze - played song", "Braze - first play"])
+            }
+        }
+        #expect(service.sessions.existingSession(for: "ada")?.snapshot().eventNumber == 2)
+        #expect(service.sessions.existingSession(for: "grace")?.snapshot().eventNumber == 1, "a new session")
+
+        // A newer line in the old files is not read again: the marker is there, ada continues from the queue.
+        let newer = StoredSession(snapshot: SessionSnapshot(sessionID: "ada", eventNumber: 40), version: 99)
+        try LegacySessionFileWriter.write([LegacySessionFileWriter.line(for: newer, time: now)], segment: 2, in: old)
+        let restarted = try await fixture.make()
+        try await restarted.application.test(.router) { client in
+            _ = try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada"))
+        }
+        #expect(restarted.sessions.existingSession(for: "ada")?.snapshot().eventNumber == 3)
     }
 
     @Test func aChangedContainerFileIsReloaded() async throws {

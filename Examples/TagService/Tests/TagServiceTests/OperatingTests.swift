@@ -1,4 +1,6 @@
 import ContainerKit
+import ContainerKitBraze
+import ContainerKitTesting
 import Foundation
 import Synchronization
 import Testing
@@ -23,15 +25,15 @@ import Testing
     @Test func sessionsSurviveKill9() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
-        let arguments = Self.arguments(fixture, ["--session-save-interval", "0.05"])
+        let arguments = Self.arguments(fixture)
 
         let first = try ServiceProcess(arguments)
         try await first.waitUntilListening()
         let (status, answer) = try await first.postEvent(user: "ada")
         #expect(status == 200)
         #expect(ServiceProcess.firedNames(answer) == ["Braze - played song", "Braze - first play"])
-        // The change is saved in the background within the save interval; then the process is killed.
-        #expect(await first.nextLine(containing: "sessions saved") != nil)
+        // The answer came once the event's records and ada's session change were durable, in one append of the
+        // queue's log; then the process is killed.
         #expect(await first.stop(SIGKILL) == SIGKILL)
 
         let second = try ServiceProcess(arguments)
@@ -43,9 +45,51 @@ import Testing
         #expect(await second.stop(SIGTERM) == 0)
     }
 
+    /// An earlier version's sessions directory (`--sessions`) is imported into the queue once, at the first
+    /// start, which says so in its log; ada's next event continues her session, also after `kill -9`; a later
+    /// start does not import again.
+    @Test func anEarlierVersionsSessionsAreImportedOnce() async throws {
+        var fixture = try TestService()
+        defer { fixture.remove() }
+        let now = Int64(Date().timeIntervalSince1970)
+        let ada = StoredSession(
+            snapshot: SessionSnapshot(sessionID: "ada", model: ["title": "So What"], eventNumber: 4),
+            version: 3
+        )
+        try LegacySessionFileWriter.write(
+            [LegacySessionFileWriter.line(for: ada, time: now), Array("torn".utf8)],
+            segment: 1,
+            in: fixture.legacySessionsDirectory
+        )
+        fixture.configuration.sessionsDirectory = fixture.legacySessionsDirectory
+
+        let first = try ServiceProcess(Self.arguments(fixture))
+        let imported = await first.nextLine(containing: "imported the session files of an earlier version")
+        #expect(imported?.contains("imported=1") == true && imported?.contains("skipped_lines=1") == true)
+        try await first.waitUntilListening()
+        let (status, _) = try await first.postEvent(user: "ada")
+        #expect(status == 200)
+        #expect(await first.stop(SIGKILL) == SIGKILL)
+        let marker = fixture.legacySessionsDirectory + "/IMPORTED-INTO-QUEUE"
+        #expect(try Self.mode(marker) == 0o600)
+
+        let second = try ServiceProcess(Self.arguments(fixture))
+        try await second.waitUntilListening()
+        #expect(await second.stop(SIGTERM) == 0)
+        #expect(!second.log.contains { $0.contains("imported the session files") })
+        // The queue holds ada's imported session and her event: version 3 + 1, her fifth event.
+        let queue = try DurableQueue(
+            directory: fixture.configuration.queueDirectory,
+            destination: InMemoryAnalyticsSink()
+        )
+        let stored = try #require(try await queue.sessions.load(userID: "ada"))
+        #expect(stored.version == 4 && stored.snapshot.eventNumber == 5)
+        #expect(stored.snapshot.model["title"] == "So What")
+    }
+
     @Test(arguments: [
         ("containers", "the containers directory (--containers)"),
-        ("sessions", "the parent directory of the sessions directory (--sessions)"),
+        ("sessions", "the sessions directory (--sessions)"),
     ])
     func aBadPathIsRefusedAtStartWithANonZeroExit(missing: String, message: String) async throws {
         var fixture = try TestService()
@@ -53,28 +97,25 @@ import Testing
         if missing == "containers" {
             fixture.configuration.containersDirectory = fixture.root.appendingPathComponent("absent").path
         } else {
-            fixture.configuration.sessionsDirectory = fixture.root.appendingPathComponent("absent/sessions").path
+            // An earlier version's sessions directory that is a file: nothing could be imported.
+            let path = fixture.root.appendingPathComponent("absent").path
+            try Data("not a directory".utf8).write(to: URL(fileURLWithPath: path))
+            fixture.configuration.sessionsDirectory = path
         }
         let service = try ServiceProcess(Self.arguments(fixture))
         #expect(await service.exit() == 1)
         #expect(service.log.contains { $0.contains(message) && $0.contains("absent") })
     }
 
-    @Test func queueSessionAndRecordFilesArePrivate() async throws {
+    @Test func queueAndRecordFilesArePrivate() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
         let previous = umask(0o022)
         defer { umask(previous) }
-        let service = try ServiceProcess(Self.arguments(fixture, ["--session-save-interval", "0.05"]))
+        let service = try ServiceProcess(Self.arguments(fixture))
         try await service.waitUntilListening()
-        _ = try await service.postEvent(user: "ada")
-        #expect(await service.nextLine(containing: "sessions saved") != nil)
+        _ = try await service.postEvent(user: "ada")  // its records and ada's session, in the queue's log
         #expect(await service.stop(SIGTERM) == 0)
-        let sessions = try #require(fixture.configuration.sessionsDirectory)
-        #expect(try Self.mode(sessions) == 0o700)
-        let files = try FileManager.default.contentsOfDirectory(atPath: sessions)
-        #expect(!files.isEmpty)
-        for file in files { #expect(try Self.mode(sessions + "/" + file) == 0o600, "\(file)") }
         let queue = fixture.configuration.queueDirectory
         #expect(try Self.mode(queue) == 0o700)
         let queueFiles = try FileManager.default.contentsOfDirectory(atPath: queue)

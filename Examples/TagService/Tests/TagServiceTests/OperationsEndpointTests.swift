@@ -33,16 +33,29 @@ import Testing
         }
     }
 
-    /// A session store that cannot load (its directory replaced by a file) makes `/ready` 503 with
-    /// `sessions_healthy: false`, and the service ready again once a load works (issue 38).
+    /// A session store that cannot load (the queue's segments that hold the session moved away) makes `/ready`
+    /// 503 with `sessions_healthy: false`, and the service ready again once a load works (issue 38).
     @Test func notReadyWhileTheSessionStoreCannotLoad() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
+        try await fixture.make().application.test(.router) { client in
+            _ = try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada"))
+        }
+        // A restarted service holds no session in memory: ada's is loaded from the queue's log, whose segments
+        // are away for a moment (a disk that fails, an operator's mistake).
         let service = try await fixture.make()
-        let directory = try #require(fixture.configuration.sessionsDirectory)
-        try FileManager.default.removeItem(atPath: directory)
-        try Data("not a directory".utf8).write(to: URL(fileURLWithPath: directory))
+        let directory = fixture.configuration.queueDirectory
+        let segments = try FileManager.default.contentsOfDirectory(atPath: directory).filter {
+            $0.hasPrefix("segment-")
+        }
+        #expect(!segments.isEmpty)
         try await service.application.test(.router) { client in
+            for segment in segments {
+                try FileManager.default.moveItem(
+                    atPath: directory + "/" + segment,
+                    toPath: directory + "/away-" + segment
+                )
+            }
             try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
                 response in
                 #expect(response.status == .serviceUnavailable)
@@ -54,8 +67,12 @@ import Testing
                 let body = try response.json
                 #expect(body["sessions_healthy"] == false)
             }
-            try FileManager.default.removeItem(atPath: directory)
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+            for segment in segments {
+                try FileManager.default.moveItem(
+                    atPath: directory + "/away-" + segment,
+                    toPath: directory + "/" + segment
+                )
+            }
             try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "ada")) {
                 response in
                 #expect(response.status == .ok)
@@ -66,6 +83,7 @@ import Testing
                 #expect(body["sessions_healthy"] == true)
             }
         }
+        #expect(service.sessions.existingSession(for: "ada")?.snapshot().eventNumber == 2)
     }
 
     @Test func notReadyWithoutAContainer() async throws {

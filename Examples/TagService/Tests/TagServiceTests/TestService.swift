@@ -11,7 +11,8 @@ import Testing
 
 /// A service in a fresh temporary directory: `containers/` holds the fixture container (a "played song"
 /// Braze tag and a once-per-load "first play" tag), `queue/` the durable queue, `records.jsonl` is never
-/// used (records go to `queue.jsonl`, beside the queue), `sessions/` the sessions' log.
+/// used (records go to `queue.jsonl`, beside the queue). Sessions live in the queue's log; `sessions/` (in
+/// ``legacySessionsDirectory``) is where a test puts an earlier version's session files for `--sessions`.
 struct TestService {
     let root: URL
     var configuration: TagServiceConfiguration
@@ -33,8 +34,10 @@ struct TestService {
             queueDirectory: root.appendingPathComponent("queue").path
         )
         configuration.port = 0
-        configuration.sessionsDirectory = root.appendingPathComponent("sessions").path
     }
+
+    /// Where a test writes an earlier version's session files (give it as ``TagServiceConfiguration/sessionsDirectory``).
+    var legacySessionsDirectory: String { root.appendingPathComponent("sessions").path }
 
     /// The fixture container in the test bundle.
     static var fixtureURL: URL {
