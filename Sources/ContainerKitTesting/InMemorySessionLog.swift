@@ -18,12 +18,14 @@ import Synchronization
 public final class InMemorySessionLog: RecordStore {
     private struct Line {
         var version: Int64
+        var id: UInt64
         var snapshot: Bool
         var text: String
     }
 
     private struct Session {
         var head: Int64 = 0
+        var headID: UInt64 = 0
         var lines: [Line] = []
         var ended = false
     }
@@ -41,26 +43,32 @@ public final class InMemorySessionLog: RecordStore {
     /// change is fenced.
     public func append(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> UInt64 {
         try sessionLines.withLock { sessions throws(AnalyticsSinkError) in
-            var heads: [[UInt8]: Int64] = [:]
+            var heads: [[UInt8]: Session] = [:]
             for checkpoint in encoded.sessions {
                 let key = Array(checkpoint.userID.utf8)
-                let head = heads[key] ?? sessions[key]?.head ?? 0
-                let admitted = checkpoint.isDelta ? head == checkpoint.expected : head <= checkpoint.expected
-                guard admitted else {
+                let head = heads[key] ?? sessions[key] ?? Session()
+                guard checkpoint.isAdmitted(afterHead: head.head, headID: head.headID, ended: head.ended) else {
                     throw AnalyticsSinkError(
                         .superseded,
-                        "version \(head) of the session of '\(checkpoint.userID)' is stored, not \(checkpoint.expected)"
+                        "version \(head.head) of the session of '\(checkpoint.userID)' is stored, not the one this "
+                            + "change continues"
                     )
                 }
-                heads[key] = checkpoint.version
+                heads[key] = Session(head: checkpoint.version, headID: checkpoint.id)
             }
             let ticket = try records.append(encoded)
             for checkpoint in encoded.sessions {
                 let key = Array(checkpoint.userID.utf8)
                 var session = sessions[key] ?? Session()
-                let line = Line(version: checkpoint.version, snapshot: !checkpoint.isDelta, text: checkpoint.jsonText)
+                let line = Line(
+                    version: checkpoint.version,
+                    id: checkpoint.id,
+                    snapshot: !checkpoint.isDelta,
+                    text: checkpoint.jsonText
+                )
                 if line.snapshot { session.lines = [line] } else { session.lines.append(line) }
                 session.head = checkpoint.version
+                session.headID = checkpoint.id
                 session.ended = false
                 sessions[key] = session
             }
@@ -93,12 +101,13 @@ public final class InMemorySessionLog: RecordStore {
             for line in session.lines {
                 if line.snapshot {
                     do throws(ContainerError) {
-                        fold.apply(snapshot: try SessionSnapshot(jsonText: line.text), version: line.version)
+                        let snapshot = try SessionSnapshot(jsonText: line.text)
+                        fold.apply(snapshot: snapshot, version: line.version, id: line.id)
                     } catch {
-                        fold.skip(version: line.version, problem: error.message)
+                        fold.skip(version: line.version, id: line.id, problem: error.message)
                     }
                 } else {
-                    fold.apply(deltaText: line.text, version: line.version)
+                    fold.apply(deltaText: line.text, version: line.version, id: line.id)
                 }
             }
             return fold.stored
@@ -126,7 +135,7 @@ public final class InMemorySessionLog: RecordStore {
                         let key = Array(userID.utf8)
                         guard var session = sessions[key], !session.ended else { return true }
                         guard session.head <= version else { return false }
-                        session = Session(head: version, lines: [], ended: true)
+                        session = Session(head: version, headID: SessionCheckpoint.makeID(), lines: [], ended: true)
                         sessions[key] = session
                         return true
                     }

@@ -50,6 +50,7 @@ public struct SessionCommitConformance: Sendable {
         try await deltasFoldIntoTheStateAnotherInstanceLoads()
         try await aStaleOwnersPushIsFencedAndPushedAgainOnTheNewestState()
         try await anEndedSessionIsNotLoadedAndAReturningUserContinuesAboveIt()
+        try await concurrentPushesOfOneUserOnTwoInstancesAllSucceedOnce()
     }
 
     func store(_ instance: Instance, clock: ManualClock? = nil) -> SessionStore {
@@ -109,6 +110,42 @@ public struct SessionCommitConformance: Sendable {
         let loaded = try await store(try await make()).loadSession(for: user).snapshot()
         guard loaded.model["a"] == 1, loaded.model["b"] == 2, loaded.model["c"] == 3, loaded.eventNumber == 3 else {
             throw Failure(description: "after a fenced push '\(user)' holds \(loaded.jsonText)")
+        }
+    }
+
+    /// 64 pushes of one user at once, spread over two instances (a load balancer without affinity, or a user
+    /// moving): the instances fence each other, and every push still succeeds — pushed again on the newest state
+    /// as often as it takes, within ``SessionStore/Configuration/maximumPushAttempts`` — and is in the final
+    /// state exactly once.
+    public func concurrentPushesOfOneUserOnTwoInstancesAllSucceedOnce() async throws {
+        let user = prefix + "two-instances"
+        let stores = [store(try await make()), store(try await make())]
+        let failures = try await withThrowingTaskGroup(of: String?.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    do {
+                        try await stores[index % 2].push(
+                            event: "tap",
+                            parameters: ["k\(index)": .int(Int64(index))],
+                            for: user
+                        )
+                        return nil
+                    } catch {
+                        return "push \(index): \(error)"
+                    }
+                }
+            }
+            var failures: [String] = []
+            for try await failure in group { if let failure { failures.append(failure) } }
+            return failures
+        }
+        guard failures.isEmpty else {
+            throw Failure(description: "\(failures.count) of 64 pushes failed, first: \(failures[0])")
+        }
+        let loaded = try await store(try await make()).loadSession(for: user).snapshot()
+        let keys = (0..<64).filter { loaded.model["k\($0)"] == .int(Int64($0)) }.count
+        guard loaded.eventNumber == 64, keys == 64 else {
+            throw Failure(description: "'\(user)' holds \(loaded.eventNumber) events and \(keys) of the 64 keys")
         }
     }
 

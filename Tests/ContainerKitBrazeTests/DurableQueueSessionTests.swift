@@ -276,6 +276,7 @@ import Testing
             )
         }
         try await queue.flush()
+        try await queue.settleSessionCompactions()
         let statistics = queue.statistics
         #expect(statistics.sessionCompactions >= 10, "the quiet sessions were folded forward")
         #expect(statistics.segmentCount <= 8, "\(statistics.segmentCount) segments kept")

@@ -82,6 +82,13 @@ import Testing
         child.terminationHandler = { _ in exited.open() }
         try child.run()
         let reader = output.fileHandleForReading
+        // A watchdog, not a timing check: a child that stops making progress is killed, and the count check
+        // below reports it.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(120))
+            kill(child.processIdentifier, SIGKILL)
+        }
+        defer { watchdog.cancel() }
         let acknowledged: [Int] = await onThread {
             var numbers: [Int] = []
             var pending = ""

@@ -89,12 +89,16 @@ public struct StoredSession: Sendable, Hashable {
     /// ``snapshot``: the store writes the next snapshot sooner when the chain is long. 0 for a snapshot as
     /// saved.
     public var deltas: Int
+    /// The ``SessionCheckpoint/id`` of the newest change the store holds for the session (0: none is known, as
+    /// for a store without lineage): the session's next commit continues it (``SessionCheckpoint/parent``).
+    public var checkpointID: UInt64
 
     /// Creates a stored session.
-    public init(snapshot: SessionSnapshot, version: Int64, deltas: Int = 0) {
+    public init(snapshot: SessionSnapshot, version: Int64, deltas: Int = 0, checkpointID: UInt64 = 0) {
         self.snapshot = snapshot
         self.version = version
         self.deltas = deltas
+        self.checkpointID = checkpointID
     }
 
     /// The user ID (``SessionSnapshot/sessionID``).
@@ -132,9 +136,12 @@ public struct SessionSaveResult: Sendable, Hashable {
 /// delta from the state of the version before (``SessionDelta``), or the whole state (``SessionSnapshot``).
 ///
 /// A store keeps a session as its last snapshot and the deltas committed after it, and **fences** each
-/// commit by version: a snapshot is kept only if the stored session's newest version is ``expected`` or lower
-/// (or there is none); a delta only if it is exactly ``expected`` (``version`` − 1), since it applies to that
-/// state. A refused commit fails the whole append with ``DurabilityError/Code-swift.struct/superseded``.
+/// commit by version and lineage: a snapshot is kept only if the stored session's newest version is
+/// ``expected`` or lower (or there is none); a delta only if it is exactly ``expected`` (``version`` − 1), since
+/// it applies to that state. A commit with a ``parent`` is kept only if the newest change stored is that very
+/// change (its ``id``), or — for a snapshot — if none is stored or the session ended: two owners that both
+/// wrote a version 5 (one of them refused) never see the refused owner's version 6 continue the other's 5. A
+/// refused commit fails the whole append with ``DurabilityError/Code-swift.struct/superseded``.
 public struct SessionCheckpoint: Sendable, Hashable {
     /// What the checkpoint holds.
     public enum Content: Sendable, Hashable {
@@ -150,15 +157,50 @@ public struct SessionCheckpoint: Sendable, Hashable {
     public var version: Int64
     /// The newest version of the session this owner knows is stored (loaded or committed by it).
     public var expected: Int64
+    /// This change's identity: random, never 0.
+    public var id: UInt64
+    /// The ``id`` of the change this one continues — the one this owner loaded or committed last (0: none, a
+    /// new session) — or `nil` for a change fenced by version alone (a snapshot saved through
+    /// ``SessionPersistence/save(_:)``).
+    public var parent: UInt64?
     /// The state or the change.
     public var content: Content
 
     /// Creates a checkpoint.
-    public init(userID: String, version: Int64, expected: Int64, content: Content) {
+    public init(
+        userID: String,
+        version: Int64,
+        expected: Int64,
+        id: UInt64 = SessionCheckpoint.makeID(),
+        parent: UInt64? = nil,
+        content: Content
+    ) {
         self.userID = userID
         self.version = version
         self.expected = expected
+        self.id = id
+        self.parent = parent
         self.content = content
+    }
+
+    /// A new random identity (never 0).
+    public static func makeID() -> UInt64 {
+        var generator = SystemRandomNumberGenerator()
+        return max(1, generator.next())
+    }
+
+    /// Whether a store whose newest change of the session has version `head` and identity `headID` (0: none
+    /// known; `ended`: it is a removal) keeps this checkpoint. See the type's documentation.
+    public func isAdmitted(afterHead head: Int64, headID: UInt64, ended: Bool) -> Bool {
+        switch content {
+        case .delta:
+            guard head == expected else { return false }
+            return parent == nil || parent == headID
+        case .snapshot:
+            guard head <= expected else { return false }
+            guard let parent else { return true }
+            return parent == headID || headID == 0 || ended
+        }
     }
 
     /// A whole snapshot saved as `stored` (fenced as a ``SessionPersistence`` save: it replaces versions
@@ -168,6 +210,7 @@ public struct SessionCheckpoint: Sendable, Hashable {
             userID: stored.userID,
             version: stored.version,
             expected: stored.version - 1,
+            id: stored.checkpointID != 0 ? stored.checkpointID : SessionCheckpoint.makeID(),
             content: .snapshot(stored.snapshot)
         )
     }
@@ -206,12 +249,23 @@ public struct SessionFold: Sendable {
         guard var state else { return nil }
         if unapplied > 0 {
             state.version = max(state.version, newest)
+            state.checkpointID = newestID
             state.deltas = .max
         }
         return state
     }
     private var state: StoredSession?
     private var newest: Int64 = 0
+    /// The identity of the newest line seen (applied or not), when known.
+    private var newestID: UInt64 = 0
+
+    /// Notes the identity of the line of `version` (for lineage: ``StoredSession/checkpointID``).
+    private mutating func note(version: Int64, id: UInt64) {
+        if version >= newest {
+            newest = version
+            newestID = id
+        }
+    }
     /// Deltas that could not be applied: one before any snapshot, one whose version does not follow the state's
     /// (a gap), or one that does not parse. Counted, and the fold stops applying deltas at the first of them.
     public private(set) var unapplied = 0
@@ -221,56 +275,60 @@ public struct SessionFold: Sendable {
     /// An empty fold.
     public init() {}
 
-    /// Takes a snapshot of `version` as the state (replacing anything before it).
-    public mutating func apply(snapshot: SessionSnapshot, version: Int64) {
-        newest = max(newest, version)
+    /// Takes a snapshot of `version` (the change `id`, 0 when unknown) as the state (replacing anything before
+    /// it).
+    public mutating func apply(snapshot: SessionSnapshot, version: Int64, id: UInt64 = 0) {
+        note(version: version, id: id)
         guard unapplied == 0 else {
             unapplied += 1
             return
         }
-        state = StoredSession(snapshot: snapshot, version: version)
+        state = StoredSession(snapshot: snapshot, version: version, checkpointID: id)
     }
 
     /// Applies the delta of `version` (JSON text as ``SessionDelta/jsonText`` writes it).
-    public mutating func apply(deltaText: String, version: Int64) {
+    public mutating func apply(deltaText: String, version: Int64, id: UInt64 = 0) {
         do throws(ContainerError) {
-            apply(delta: try SessionDelta(jsonText: deltaText), version: version)
+            apply(delta: try SessionDelta(jsonText: deltaText), version: version, id: id)
         } catch {
-            refuse("the delta of version \(version) does not parse: \(error.message)", version: version)
+            refuse("the delta of version \(version) does not parse: \(error.message)", version: version, id: id)
         }
     }
 
-    /// Applies the delta of `version`, if it follows the state's version.
-    public mutating func apply(delta: SessionDelta, version: Int64) {
+    /// Applies the delta of `version` (the change `id`), if it follows the state's version.
+    public mutating func apply(delta: SessionDelta, version: Int64, id: UInt64 = 0) {
         guard unapplied == 0, var next = state else {
-            refuse("the delta of version \(version) has no snapshot before it", version: version)
+            refuse("the delta of version \(version) has no snapshot before it", version: version, id: id)
             return
         }
         guard version == next.version + 1 else {
-            refuse("the delta of version \(version) does not follow version \(next.version)", version: version)
+            refuse("the delta of version \(version) does not follow version \(next.version)", version: version, id: id)
             return
         }
         delta.apply(to: &next.snapshot)
         next.version = version
         next.deltas += 1
-        newest = max(newest, version)
+        next.checkpointID = id
+        note(version: version, id: id)
         state = next
     }
 
     /// Applies a checkpoint (its snapshot, or its delta).
     public mutating func apply(_ checkpoint: SessionCheckpoint) {
         switch checkpoint.content {
-        case .snapshot(let snapshot): apply(snapshot: snapshot, version: checkpoint.version)
-        case .delta(let delta): apply(delta: delta, version: checkpoint.version)
+        case .snapshot(let snapshot): apply(snapshot: snapshot, version: checkpoint.version, id: checkpoint.id)
+        case .delta(let delta): apply(delta: delta, version: checkpoint.version, id: checkpoint.id)
         }
     }
 
     /// Notes a version the store holds that is not read (a line that cannot be parsed at all): counted as not
     /// applied.
-    public mutating func skip(version: Int64, problem: String) { refuse(problem, version: version) }
+    public mutating func skip(version: Int64, id: UInt64 = 0, problem: String) {
+        refuse(problem, version: version, id: id)
+    }
 
-    private mutating func refuse(_ message: String, version: Int64) {
-        newest = max(newest, version)
+    private mutating func refuse(_ message: String, version: Int64, id: UInt64) {
+        note(version: version, id: id)
         unapplied += 1
         if problem == nil { problem = message }
     }

@@ -14,8 +14,11 @@ extension SessionStore {
     /// With a ``Configuration/committer`` the push's records and the session's change are committed as one
     /// unit inside the session's turn. A commit refused because another instance stored a newer version of
     /// the session (the user was served elsewhere meanwhile) drops the stale copy, loads the newest and
-    /// pushes again, up to twice: the caller never sees the fencing. A commit that failed otherwise drops
-    /// the copy too (it may have been kept after all), so the user's next push loads what is stored.
+    /// pushes again — up to ``Configuration/maximumPushAttempts`` times in all, after a short random pause
+    /// that grows with each attempt (two instances pushing one user at once settle instead of refusing each
+    /// other in step): the caller does not see the fencing. A commit that failed otherwise drops the copy too
+    /// (it may have been kept after all), so the user's next push loads what is stored. Only the copy the push
+    /// ran on is dropped, never a newer one another request loaded meanwhile.
     /// Without a committer the session is reported changed (``didChange(_:)``) for the persistence.
     ///
     /// - Parameters:
@@ -36,26 +39,58 @@ extension SessionStore {
         var attempt = 0
         while true {
             attempt += 1
-            let session: DataLayer
-            do {
-                session = try await loadSession(for: userID, context: context)
-            } catch {
-                throw .sessionUnavailable(error)
-            }
-            prepare(session)
-            let result = await session.push(event: event, parameters: parameters)
-            if configuration.committer == nil { didChange(session) }
+            let (result, session) = try await pushOnce(
+                event: event,
+                parameters: parameters,
+                for: userID,
+                context: context,
+                prepare: prepare
+            )
             guard waitsForDurability else { return result }
             do {
                 try await result.waitUntilDurable()
                 return result
             } catch {
-                if configuration.committer?.keepsSessions == true { invalidate(userID) }
-                if error.code == .superseded, attempt < 3 { continue }
+                if configuration.committer?.keepsSessions == true { invalidate(session) }
+                if error.code == .superseded, attempt < configuration.maximumPushAttempts {
+                    await pauseBeforeAttempt(attempt + 1)
+                    continue
+                }
                 throw .notDurable(error, result: result)
             }
         }
     }
+
+    /// Loads the session of `userID` and pushes the event into it (committed inside the turn, not waited for);
+    /// returns the result and the session it ran on.
+    private func pushOnce(
+        event: String,
+        parameters: ValueMap,
+        for userID: String,
+        context: ClientContext?,
+        prepare: (DataLayer) -> Void
+    ) async throws(PushError) -> (PushResult, DataLayer) {
+        let session: DataLayer
+        do {
+            session = try await loadSession(for: userID, context: context)
+        } catch {
+            throw .sessionUnavailable(error)
+        }
+        prepare(session)
+        let result = await session.push(event: event, parameters: parameters)
+        if configuration.committer == nil { didChange(session) }
+        return (result, session)
+    }
+
+    /// A random pause before attempt `attempt` (2 or more) of a fenced push: up to 1 ms, doubling with each
+    /// attempt up to 64 ms, so that two instances that fenced each other do not retry in step (real time,
+    /// whatever clock the store measures idle times on).
+    func pauseBeforeAttempt(_ attempt: Int) async {
+        let ceiling = Int64(1) << min(max(attempt - 2, 0), 6)
+        let microseconds = Int64.random(in: 100...(ceiling * 1000))
+        try? await Task.sleep(for: .microseconds(microseconds))
+    }
+
     /// One event of a batch for ``push(_:waitsForDurability:prepare:)``.
     public struct PushRequest: Sendable {
         /// The event's name.
@@ -79,7 +114,7 @@ extension SessionStore {
     /// Pushes a batch of events in order (so each user's in the order given), then waits for what each
     /// produced to be durable: one wait after all the pushes, so they share the store's group commits.
     /// Events whose commit was refused because another instance stored a newer session are pushed again, in
-    /// order, on the newest sessions (up to twice), as ``push(event:parameters:for:context:waitsForDurability:prepare:)``
+    /// order, on the newest sessions (up to ``Configuration/maximumPushAttempts`` in all), as ``push(event:parameters:for:context:waitsForDurability:prepare:)``
     /// does for one.
     /// - Returns: each event's outcome, in the order of `requests`.
     public func push(
@@ -90,36 +125,37 @@ extension SessionStore {
         var outcomes = [Result<PushResult, PushError>?](repeating: nil, count: requests.count)
         var pending = Array(requests.indices)
         let dropsFailedCopies = configuration.committer?.keepsSessions == true
-        for attempt in 1...3 {
-            var pushed: [(index: Int, result: PushResult)] = []
+        let attempts = max(1, configuration.maximumPushAttempts)
+        for attempt in 1...attempts {
+            if attempt > 1 { await pauseBeforeAttempt(attempt) }
+            var pushed: [(index: Int, result: PushResult, session: DataLayer)] = []
             for index in pending {
                 let request = requests[index]
                 do {
-                    let result = try await push(
+                    let (result, session) = try await pushOnce(
                         event: request.event,
                         parameters: request.parameters,
                         for: request.userID,
                         context: request.context,
-                        waitsForDurability: false,
                         prepare: prepare
                     )
-                    pushed.append((index, result))
+                    pushed.append((index, result, session))
                 } catch {
                     outcomes[index] = .failure(error)
                 }
             }
             guard waitsForDurability else {
-                for (index, result) in pushed { outcomes[index] = .success(result) }
+                for (index, result, _) in pushed { outcomes[index] = .success(result) }
                 break
             }
             var again: [Int] = []
-            for (index, result) in pushed {
+            for (index, result, session) in pushed {
                 do {
                     try await result.waitUntilDurable()
                     outcomes[index] = .success(result)
                 } catch {
-                    if dropsFailedCopies { invalidate(requests[index].userID) }
-                    if error.code == .superseded, attempt < 3 {
+                    if dropsFailedCopies { invalidate(session) }
+                    if error.code == .superseded, attempt < attempts {
                         again.append(index)
                     } else {
                         outcomes[index] = .failure(.notDurable(error, result: result))

@@ -86,15 +86,20 @@ public final class SessionStore: Sendable {
         /// session out does not mark it changed, and the store's own saves only remove sessions that ended
         /// and keep what ``SessionStore/didChange(_:)`` reports (`false`).
         public var checkpointsWithRecords = false
+        /// How many times ``SessionStore/push(event:parameters:for:context:waitsForDurability:prepare:)`` pushes
+        /// an event whose commit was refused because another instance stored a newer version of the session
+        /// (each time on the newest state, after a short random pause that grows): the user's requests landing
+        /// on two instances at once settle without an error to the client.
+        public var maximumPushAttempts = 16
         /// Commits each push of the store's sessions as one unit, inside the session's turn: its records and,
         /// when the committer keeps sessions (``PushCommitter/keepsSessions``), the session's checkpoint, in one
         /// append (see ``SessionStore/push(event:parameters:for:context:waitsForDurability:prepare:)``).
         /// `nil`: the host commits (or a tag's sink writes records as they are made).
         public var committer: (any PushCommitter)?
         /// With a committer that keeps sessions: a session's commits are deltas (``SessionDelta``), and every
-        /// this many commits (and a session's first) the whole snapshot instead, so that a load applies at most
-        /// this many deltas. Sessions evicted for capacity with deltas since their last snapshot get one
-        /// written behind (by ``SessionStore/run()``'s saves).
+        /// this many commits (and a session's first) the whole snapshot instead, in the push's own append, so
+        /// that a load applies at most this many deltas. (The segment log also folds the chains that keep old
+        /// segments into snapshots of its own: its compaction.)
         public var snapshotInterval = 16
         /// Called after each save into the ``persistence`` that kept something, with how many changes it
         /// kept (for a log line or a metric).
@@ -184,13 +189,24 @@ public final class SessionStore: Sendable {
         /// Deltas committed since the session's last snapshot (`Int.max`: none stored yet, or a load could not
         /// apply them all: the next commit is a snapshot).
         var deltas: Int
+        /// The identity of the newest change this copy continues (``SessionCheckpoint/id``): the one loaded, then
+        /// each one committed; 0 for a session never stored.
+        var headID: UInt64
 
-        init(userID: String, session: DataLayer, now: Int64, version: Int64 = 0, deltas: Int = .max) {
+        init(
+            userID: String,
+            session: DataLayer,
+            now: Int64,
+            version: Int64 = 0,
+            deltas: Int = .max,
+            headID: UInt64 = 0
+        ) {
             self.userID = userID
             self.session = session
             self.lastUsed = now
             self.version = version
             self.deltas = deltas
+            self.headID = headID
         }
     }
 
@@ -252,9 +268,7 @@ public final class SessionStore: Sendable {
             evicted += 1
             guard persistent else { return }
             switch reason {
-            case .capacity where entry.dirty || (entry.deltas > 0 && entry.deltas != .max):
-                // Unsaved changes, or deltas since the last snapshot: a snapshot is written behind.
-                departed[key] = Departed(entry: entry, reason: reason)
+            case .capacity where entry.dirty: departed[key] = Departed(entry: entry, reason: reason)
             case .idle, .removed: departed[key] = Departed(entry: entry, reason: reason)
             default: break
             }
@@ -458,7 +472,8 @@ public final class SessionStore: Sendable {
                             session: session,
                             now: now(),
                             version: stored?.version ?? floor,
-                            deltas: stored?.deltas ?? .max
+                            deltas: stored?.deltas ?? .max,
+                            headID: stored?.checkpointID ?? 0
                         )
                         insert(entry, into: &shard, evicted: &evicted)
                         markHandedOut(entry, in: &shard)
@@ -597,10 +612,17 @@ public final class SessionStore: Sendable {
         remove(userID, reason: .superseded)
     }
 
-    private func remove(_ userID: String, reason: EvictionReason) -> DataLayer? {
+    /// Drops `session` if it is still the store's session of its user (see ``invalidate(_:)-(String)``): a push
+    /// whose commit failed drops the copy it ran on, never a newer one another request loaded meanwhile.
+    @discardableResult
+    public func invalidate(_ session: DataLayer) -> Bool {
+        remove(session.sessionID, reason: .superseded, only: session) != nil
+    }
+
+    private func remove(_ userID: String, reason: EvictionReason, only session: DataLayer? = nil) -> DataLayer? {
         let key = SessionKey(userID)
         let entry = shard(for: key).withLock { shard -> Entry? in
-            guard let entry = shard.entries[key] else { return nil }
+            guard let entry = shard.entries[key], session == nil || entry.session === session else { return nil }
             shard.remove(entry, reason)
             return entry
         }
@@ -621,18 +643,19 @@ public final class SessionStore: Sendable {
     public func checkpoint(_ session: DataLayer) -> StoredSession? {
         let key = SessionKey(session.sessionID)
         guard
-            let version = shard(for: key).withLock({ shard -> Int64? in
+            let next = shard(for: key).withLock({ shard -> (Int64, UInt64)? in
                 guard let entry = shard.entries[key], entry.session === session else { return nil }
                 entry.dirty = false
                 entry.version += 1
                 entry.deltas = 0
-                return entry.version
+                entry.headID = SessionCheckpoint.makeID()
+                return (entry.version, entry.headID)
             })
         else { return nil }
         // The snapshot is taken outside the shard's lock (it takes the session's own); the changes it holds are
         // not committed again as a delta.
         _ = session.takeDelta()
-        return StoredSession(snapshot: session.snapshot(), version: version)
+        return StoredSession(snapshot: session.snapshot(), version: next.0, checkpointID: next.1)
     }
 
     /// The checkpoint of `session`'s next commit: a delta of what changed since its last one, or the whole
@@ -642,21 +665,40 @@ public final class SessionStore: Sendable {
         let key = SessionKey(session.sessionID)
         let interval = max(1, configuration.snapshotInterval)
         guard
-            let (version, snapshots) = shard(for: key).withLock({ shard -> (Int64, Bool)? in
+            let (version, snapshots, parent, id) = shard(for: key).withLock({
+                shard -> (Int64, Bool, UInt64, UInt64)? in
                 guard let entry = shard.entries[key], entry.session === session else { return nil }
                 entry.dirty = false
                 entry.version += 1
                 let snapshots = entry.deltas >= interval - 1
                 entry.deltas = snapshots ? 0 : entry.deltas + 1
-                return (entry.version, snapshots)
+                // Each commit continues the one before it (or the loaded one): a store keeps it only on that very
+                // change, so a copy whose earlier commit was refused cannot continue another owner's.
+                let parent = entry.headID
+                entry.headID = SessionCheckpoint.makeID()
+                return (entry.version, snapshots, parent, entry.headID)
             })
         else { return nil }
         // Taken outside the shard's lock (it takes the session's own), inside the session's turn.
         let delta = session.takeDelta()
         if !snapshots, let delta {
-            return SessionCheckpoint(userID: session.sessionID, version: version, expected: version - 1, content: .delta(delta))
+            return SessionCheckpoint(
+                userID: session.sessionID,
+                version: version,
+                expected: version - 1,
+                id: id,
+                parent: parent,
+                content: .delta(delta)
+            )
         }
-        return SessionCheckpoint(StoredSession(snapshot: session.snapshot(), version: version))
+        return SessionCheckpoint(
+            userID: session.sessionID,
+            version: version,
+            expected: version - 1,
+            id: id,
+            parent: parent,
+            content: .snapshot(session.snapshot())
+        )
     }
 
     /// Adds `entry`, first evicting the shard's least recently used session when the store is full.

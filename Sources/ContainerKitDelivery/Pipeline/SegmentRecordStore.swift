@@ -133,13 +133,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         for checkpoint in records.sessions {
             let start = json.count
             SessionLine.append(checkpoint, to: &json)
-            let header = SessionLine(
-                userID: checkpoint.userID,
-                version: checkpoint.version,
-                expected: checkpoint.expected,
-                kind: checkpoint.isDelta ? .delta : .snapshot
-            )
-            lines.append((header, start..<json.count))
+            lines.append((SessionLine(checkpoint), start..<json.count))
         }
         let bytes = json.bytes
         let (ticket, actions) = try state.withLock { state throws(AnalyticsSinkError) in
@@ -169,6 +163,18 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
     }
 
     // MARK: Sessions
+
+    /// Returns once the reader thread ran every job queued before the call (a compaction among them).
+    func drainReaderJobs() async { _ = await onReader {} }
+
+    /// How many delivered segments are kept only for their session lines.
+    var segmentsKeptForSessions: Int { state.withLock { $0.machine.retainedForSessions.count } }
+
+    /// Compacts the oldest segment kept for session lines, on the reader thread, and returns when done.
+    func compactOldestNow() async {
+        state.withLock { $0.compacting = true }
+        _ = await onReader { [self] in compactOldest() }
+    }
 
     /// Whether ``run(reporting:)`` started.
     var isRunning: Bool { state.withLock { $0.commits != nil || $0.stopping } }
@@ -242,15 +248,24 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
                 do throws(ContainerError) {
                     switch parsed.header.kind {
                     case .snapshot, .compaction:
-                        fold.apply(snapshot: try SessionSnapshot(jsonValue: parsed.body ?? .null), version: ref.version)
+                        fold.apply(
+                            snapshot: try SessionSnapshot(jsonValue: parsed.body ?? .null),
+                            version: ref.version,
+                            id: parsed.header.id
+                        )
                     case .delta:
-                        fold.apply(delta: try SessionDelta(jsonValue: parsed.body ?? .null), version: ref.version)
+                        fold.apply(
+                            delta: try SessionDelta(jsonValue: parsed.body ?? .null),
+                            version: ref.version,
+                            id: parsed.header.id
+                        )
                     case .removal:
                         break
                     }
                 } catch {
                     fold.skip(
                         version: ref.version,
+                        id: parsed.header.id,
                         problem: "the line of version \(ref.version) does not parse: \(error.message)"
                     )
                 }
@@ -284,7 +299,14 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
                         + (fold.problem ?? "")
                 )
             }
-            let header = SessionLine(userID: key.userID, version: chain.head, expected: chain.head, kind: .compaction)
+            // The fold of the chain up to its head: the same change, so it keeps the head's identity.
+            let header = SessionLine(
+                userID: key.userID,
+                version: chain.head,
+                expected: chain.head,
+                kind: .compaction,
+                id: chain.headID
+            )
             let snapshot = stored.snapshot
             lines.append((header, { snapshot.writeJSON(to: &$0) }))
         }

@@ -143,3 +143,19 @@ extension SegmentRecordStore {
         return try commitNow()
     }
 }
+
+extension DurableQueue {
+    /// Returns once the compactions of the session lines started so far are written and the segments they
+    /// freed are deleted (for tests: a compaction runs beside the writer).
+    func settleSessionCompactions() async throws {
+        for _ in 0..<20 {
+            await store.drainReaderJobs()
+            try await waitUntilDurable(ticket: store.lastTicket)
+            await store.drainReaderJobs()
+            guard store.segmentsKeptForSessions > DurableQueueMachine.maximumRetainedSegments else { return }
+            // More kept than a compaction allows (the writer started segments faster than compactions ran):
+            // compact the oldest now.
+            await store.compactOldestNow()
+        }
+    }
+}

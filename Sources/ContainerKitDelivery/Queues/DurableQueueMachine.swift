@@ -261,7 +261,7 @@ struct DurableQueueMachine: Sendable {
         var refused: [UInt64] = []
         var sessionLines: [(header: SessionLine, range: Range<Int>)] = []
         // The heads this commit's earlier lines made.
-        var heads: [SessionKey: Int64] = [:]
+        var heads: [SessionKey: SessionIndex.HeadState] = [:]
         for append in pending {
             if !append.sessions.isEmpty, !admits(append.sessions, heads: &heads) {
                 refused.append(append.ticket)
@@ -309,15 +309,24 @@ struct DurableQueueMachine: Sendable {
 
     /// Whether an append's session lines may follow the heads (the log's, changed by this commit's earlier
     /// lines in `heads`); when they may, `heads` takes their versions.
-    private func admits(_ lines: [(header: SessionLine, range: Range<Int>)], heads: inout [SessionKey: Int64])
-        -> Bool
-    {
-        var taken: [(SessionKey, Int64)] = []
+    private func admits(
+        _ lines: [(header: SessionLine, range: Range<Int>)],
+        heads: inout [SessionKey: SessionIndex.HeadState]
+    ) -> Bool {
+        var taken: [(SessionKey, SessionIndex.HeadState)] = []
         for (header, _) in lines {
             let key = SessionKey(header.userID)
-            let head = taken.last { $0.0 == key }?.1 ?? heads[key] ?? sessions.head(key)
-            guard header.isAdmitted(afterHead: head) else { return false }
-            taken.append((key, max(head, header.version)))
+            let head = taken.last { $0.0 == key }?.1 ?? heads[key] ?? sessions.headState(key)
+            guard header.isAdmitted(afterHead: head.version, headID: head.id, ended: head.ended) else { return false }
+            var next = head
+            if header.kind != .compaction {
+                next = SessionIndex.HeadState(
+                    version: max(head.version, header.version),
+                    id: header.version >= head.version ? header.id : head.id,
+                    ended: header.kind == .removal
+                )
+            }
+            taken.append((key, next))
         }
         for (key, head) in taken { heads[key] = head }
         return true

@@ -14,6 +14,8 @@ struct SessionIndex: Sendable {
         var lines: [SessionLineRef]
         /// Whether the newest line is a removal.
         var ended: Bool
+        /// The identity of the newest line (``SessionLine/id``; a compaction keeps the one it folded).
+        var headID: UInt64 = 0
     }
 
     private(set) var chains: [SessionKey: Chain] = [:]
@@ -24,6 +26,19 @@ struct SessionIndex: Sendable {
 
     /// The newest committed version of `key`'s session (0 when the log has none).
     func head(_ key: SessionKey) -> Int64 { chains[key]?.head ?? 0 }
+
+    /// The newest committed version of `key`'s session, its identity, and whether it ended.
+    func headState(_ key: SessionKey) -> HeadState {
+        guard let chain = chains[key] else { return HeadState(version: 0, id: 0, ended: false) }
+        return HeadState(version: chain.head, id: chain.headID, ended: chain.ended)
+    }
+
+    /// What fences the next line of a session.
+    struct HeadState: Sendable, Hashable {
+        var version: Int64
+        var id: UInt64
+        var ended: Bool
+    }
 
     /// Whether segment `index` holds lines a load may still read.
     func isPinned(_ index: UInt64) -> Bool { (pins[index] ?? 0) > 0 }
@@ -41,9 +56,16 @@ struct SessionIndex: Sendable {
         case .compaction:
             // The fold of the chain up to `version`: it replaces the lines up to there, and the deltas committed
             // after them (while the compaction read) stay. One whose base is already newer is dead bytes.
-            guard !chain.ended, let base = chain.lines.first, base.version <= header.version else { return [] }
+            // (At a restart the scan may meet the compaction after deltas it kept — they were committed while it
+            // read — or as the first line of a session whose older segments are gone.)
+            let newestSnapshot = chain.lines.last { $0.kind.isSnapshot }?.version ?? 0
+            guard !chain.ended, newestSnapshot <= header.version else { return [] }
             release(chain.lines.filter { $0.version <= header.version }, into: &released)
-            chain.lines = [ref] + chain.lines.filter { $0.version > header.version }
+            chain.lines = [ref] + chain.lines.filter { $0.version > header.version }.sorted { $0.version < $1.version }
+            if header.version > chain.head {
+                chain.head = header.version
+                chain.headID = header.id
+            }
             pins[ref.segment, default: 0] += 1
             chains[key] = chain
             return released
@@ -59,6 +81,7 @@ struct SessionIndex: Sendable {
             chain.lines = []
             chain.ended = true
         }
+        if header.version >= chain.head { chain.headID = header.id }
         chain.head = max(chain.head, header.version)
         if header.kind != .removal { pins[ref.segment, default: 0] += 1 }
         chains[key] = chain

@@ -4,7 +4,8 @@ import ContainerKit
 /// ``DurableQueue`` live in the same log as its records, written in the same append as the records of the push
 /// that made them (one format, one checksum, one writer, one group commit).
 ///
-/// `{"session":"<user id>","v":<version>,"x":<expected>,"k":"<kind>","b":<body>}` `\t<crc32c>\n` — the body a
+/// `{"session":"<user id>","v":<version>,"x":<expected>,"i":<id>,"p":<parent>,"k":"<kind>","b":<body>}`
+/// `\t<crc32c>\n` (`p` absent for a change fenced by version alone; ids as signed 64-bit patterns) — the body a
 /// ``SessionSnapshot`` (kinds `s` and `c`), a ``SessionDelta`` (`d`) or absent (`r`). Record lines start with
 /// `{"type":`; delivery skips session lines without parsing them.
 struct SessionLine: Sendable, Hashable {
@@ -29,6 +30,10 @@ struct SessionLine: Sendable, Hashable {
     var version: Int64
     var expected: Int64
     var kind: Kind
+    /// The change's identity (``SessionCheckpoint/id``).
+    var id: UInt64
+    /// The identity of the change it continues (``SessionCheckpoint/parent``).
+    var parent: UInt64?
 
     /// The bytes every session line starts with.
     static let prefix: [UInt8] = Array(#"{"session":"#.utf8)
@@ -38,13 +43,19 @@ struct SessionLine: Sendable, Hashable {
         line.count > prefix.count && line.starts(with: prefix)
     }
 
-    /// Whether a line with this header may follow a stored session whose newest version is `head`.
-    func isAdmitted(afterHead head: Int64) -> Bool {
+    /// Whether a line with this header may follow a stored session whose newest version is `head`, its
+    /// identity `headID`, `ended` when it is a removal (see ``SessionCheckpoint``).
+    func isAdmitted(afterHead head: Int64, headID: UInt64, ended: Bool) -> Bool {
         switch kind {
-        case .snapshot: head <= expected
-        case .delta: head == expected
-        case .compaction: head >= version
-        case .removal: head <= version
+        case .snapshot:
+            guard head <= expected else { return false }
+            guard let parent else { return true }
+            return parent == headID || headID == 0 || ended
+        case .delta:
+            guard head == expected else { return false }
+            return parent == nil || parent == headID
+        case .compaction: return head >= version
+        case .removal: return head <= version
         }
     }
 
@@ -61,6 +72,12 @@ struct SessionLine: Sendable, Hashable {
         json.integer(header.version)
         json.raw(#","x":"#)
         json.integer(header.expected)
+        json.raw(#","i":"#)
+        json.integer(Int64(bitPattern: header.id))
+        if let parent = header.parent {
+            json.raw(#","p":"#)
+            json.integer(Int64(bitPattern: parent))
+        }
         json.raw(#","k":""#)
         json.raw(header.kind.rawValue)
         json.raw(0x22)
@@ -77,13 +94,35 @@ struct SessionLine: Sendable, Hashable {
 
     /// Appends the line of a push's checkpoint.
     static func append(_ checkpoint: SessionCheckpoint, to json: inout JSONByteWriter) {
-        let header = SessionLine(
+        append(SessionLine(checkpoint), to: &json) { checkpoint.writeJSON(to: &$0) }
+    }
+
+    /// The header of a push's checkpoint.
+    init(_ checkpoint: SessionCheckpoint) {
+        self.init(
             userID: checkpoint.userID,
             version: checkpoint.version,
             expected: checkpoint.expected,
-            kind: checkpoint.isDelta ? .delta : .snapshot
+            kind: checkpoint.isDelta ? .delta : .snapshot,
+            id: checkpoint.id,
+            parent: checkpoint.parent
         )
-        append(header, to: &json) { checkpoint.writeJSON(to: &$0) }
+    }
+
+    init(
+        userID: String,
+        version: Int64,
+        expected: Int64,
+        kind: Kind,
+        id: UInt64 = SessionCheckpoint.makeID(),
+        parent: UInt64? = nil
+    ) {
+        self.userID = userID
+        self.version = version
+        self.expected = expected
+        self.kind = kind
+        self.id = id
+        self.parent = parent
     }
 
     /// A parsed session line: its header and its body.
@@ -121,12 +160,19 @@ struct SessionLine: Sendable, Hashable {
                 )
             )
         }
-        return .success(
-            Parsed(
-                header: SessionLine(userID: userID, version: version, expected: expected, kind: kind),
-                body: map["b"]
-            )
+        var id: UInt64 = 0
+        if case .int(let value)? = map["i"] { id = UInt64(bitPattern: value) }
+        var parent: UInt64?
+        if case .int(let value)? = map["p"] { parent = UInt64(bitPattern: value) }
+        let header = SessionLine(
+            userID: userID,
+            version: version,
+            expected: expected,
+            kind: kind,
+            id: id,
+            parent: parent
         )
+        return .success(Parsed(header: header, body: map["b"]))
     }
 }
 
