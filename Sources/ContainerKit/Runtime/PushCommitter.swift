@@ -16,11 +16,10 @@
 /// let result = try await sessions.push(event: "played song", parameters: ["genre": "jazz"], for: "user-42")
 /// ```
 public protocol PushCommitter: Sendable {
-    /// Whether the store keeps sessions with the records (PostgreSQL, the segment log of a ``SessionLog``).
+    /// Whether the store keeps sessions with the records (PostgreSQL, the durable queue's segment log).
     /// Then every commit carries the session's checkpoint (a delta, now and then a snapshot) and the
-    /// ``SessionStore`` saves nothing else for it but snapshots of sessions evicted for capacity and the
-    /// removal of ended ones; otherwise (a store that keeps records only) the session is saved by the
-    /// store's persistence.
+    /// ``SessionStore`` saves nothing else for it but the removal of ended ones; otherwise (a store that keeps
+    /// records only) the session is saved by the store's persistence.
     var keepsSessions: Bool { get }
 
     /// Commits what `result` produced since ``PushResult/committedOutputs`` with `checkpoint`, the session's

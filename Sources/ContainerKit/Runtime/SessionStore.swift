@@ -36,8 +36,7 @@ import Synchronization
 /// With a ``Configuration/committer`` that keeps sessions (`RecordCommitter(queue, keepsSessions: true)` over
 /// `queue.sessions`, or PostgreSQL's), each push commits its session's change — a delta, every
 /// ``Configuration/snapshotInterval`` commits the snapshot — in its own append, with its records: nothing
-/// acknowledged is lost, and ``run()`` saves only snapshots of sessions evicted for capacity and the removals
-/// of ended ones.
+/// acknowledged is lost, and ``run()`` saves only the removals of ended ones.
 ///
 /// Otherwise a crash (`kill -9`) loses at most the changes of the last save interval. Without a persistence,
 /// ``save(to:)`` and ``restore(from:)`` carry every session across a clean restart as one file, and the
