@@ -60,6 +60,8 @@ final class SegmentLog: @unchecked Sendable {
     private var activeFD: Int32 = -1
     private var activeIndex: UInt64 = 0
     private var closed = false
+    // The reader thread's: the newest position acknowledged.
+    private var lastAcknowledged: Position?
 
     /// Opens `directory` (creating it), takes its lock, validates the ack and the segments, deletes the
     /// segments the ack confirms and rewrites the ack in its fixed-width form.
@@ -299,6 +301,10 @@ final class SegmentLog: @unchecked Sendable {
     func acknowledge(_ position: Position, deleting: [UInt64], sync: Bool) throws(AnalyticsSinkError) {
         let path = Self.path(directory, Self.ackFileName)
         if let error = fault(.acknowledge, path) { throw error }
+        // Two callers queue acknowledgements (delivery, and a commit whose session lines freed segments): one
+        // queued later with an older position must not move the ack back.
+        let position = max(position, lastAcknowledged ?? position)
+        lastAcknowledged = position
         let bytes = Array(Self.ackText(position).utf8)
         let written = bytes.withUnsafeBytes { pwrite(ackFD, $0.baseAddress, $0.count, 0) }
         guard written == bytes.count else {
