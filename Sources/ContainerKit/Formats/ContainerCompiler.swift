@@ -13,6 +13,7 @@ package enum ContainerCompiler {
             if let resource = root["resource"] {
                 format = .compiledResource
                 builder = try ResourceCompiler.compile(resource, pointer: "/resource")
+                builder.containerID = blobContainerID(root)
             } else if root["containerVersion"] != nil {
                 format = .export
                 builder = try ExportCompiler.compile(root)
@@ -153,6 +154,16 @@ package enum ContainerCompiler {
             if webOnlyCodes.contains(function) { web = true }
         }
         return web ? .web : .mobile
+    }
+
+    /// The container ID in a served script's data blob: `data.blob["5"]`, what the runtime of 2025 and later
+    /// scripts reads as its own id (`ctid: Oi(5, "GTM-…")`, `Oi` reading `data.blob[5]` with the literal as
+    /// fallback).
+    static func blobContainerID(_ root: ValueMap) -> String? {
+        guard case .object(let blob)? = root["blob"], case .string(let id)? = blob["5"],
+            ContainerLoader.isContainerID(id)
+        else { return nil }
+        return id
     }
 
     /// A `GTM-XXXX` token anywhere in a file name: `vendor__app__GTM-5HM9ZRX.json`,

@@ -15,8 +15,11 @@ enum ScriptDataLocator {
         }
     }
 
-    /// The container ID a served `gtm.js` names for itself: the first `ctid` or `containerId` member or
-    /// assignment whose string value is a valid `GTM-XXXX` ID (`ctid:"GTM-K1T5"`, `"containerId": 'GTM-K1T5'`).
+    /// The container ID a served `gtm.js` names for itself: the first `ctid` or `containerId` member,
+    /// assignment or setter call whose string value is a valid `GTM-XXXX` ID (`ctid:"GTM-K1T5"`,
+    /// `"containerId": 'GTM-K1T5'`, and `a.set("containerId", 'GTM-K1T5')` — the sandbox's
+    /// `read_container_data` in scripts of about 2022). Scripts of 2025 and later keep it in `data.blob["5"]`
+    /// instead (`ctid: Oi(5, "GTM-…")` reads it), which the compiler reads from the data itself.
     static func containerID(in bytes: [UInt8]) -> String? {
         for name in [Array("ctid".utf8), Array("containerId".utf8)] {
             var i = 0
@@ -25,9 +28,18 @@ enum ScriptDataLocator {
                 // A whole identifier: not `xctid` or `ctidx`.
                 if start > 0, isIdentifierByte(bytes[start - 1]) { continue }
                 var j = i
-                if j < bytes.count, bytes[j] == 0x22 || bytes[j] == 0x27 { j += 1 }
+                var quoted = false
+                if j < bytes.count, bytes[j] == 0x22 || bytes[j] == 0x27 {
+                    // A quoted name must be a whole string: `"containerId"`, not `"containerIdx"`.
+                    guard start > 0, bytes[start - 1] == bytes[j] else { continue }
+                    quoted = true
+                    j += 1
+                }
                 while j < bytes.count, bytes[j] == 0x20 || bytes[j] == 0x09 { j += 1 }
-                guard j < bytes.count, bytes[j] == 0x3A || bytes[j] == 0x3D else { continue }
+                // `name: value`, `name = value`, or a quoted name as a call's first argument: `set("name", value)`.
+                guard j < bytes.count, bytes[j] == 0x3A || bytes[j] == 0x3D || (quoted && bytes[j] == 0x2C) else {
+                    continue
+                }
                 j += 1
                 while j < bytes.count, bytes[j] == 0x20 || bytes[j] == 0x09 { j += 1 }
                 guard j < bytes.count, bytes[j] == 0x22 || bytes[j] == 0x27 else { continue }
