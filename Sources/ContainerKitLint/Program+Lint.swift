@@ -38,6 +38,7 @@ extension Program {
     func isExportBuiltIn(_ index: Int) -> Bool {
         let pointer = macros[index].origin.pointer
         return pointer.isEmpty || pointer.hasPrefix("/containerVersion/builtInVariable/")
+            || pointer.hasPrefix("/containerVersion/container/enabledBuiltInVariable/")
     }
 }
 

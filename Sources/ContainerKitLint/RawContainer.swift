@@ -70,6 +70,15 @@ package struct RawContainer: Sendable {
         return container["publicId"]?.stringValue
     }
 
+    /// The display names of the built-in variables a format 1.3 export enables in
+    /// `container.enabledBuiltInVariable` (`"event"` is `{{Event}}`), as the compiler names them.
+    var enabledBuiltInVariableNames: [String] {
+        guard kind == .export, case .object(let container)? = body["container"],
+            case .array(let enabled)? = container["enabledBuiltInVariable"]
+        else { return [] }
+        return enabled.compactMap(\.stringValue).map { ExportCompiler.builtInDisplayName(ofType: $0) }
+    }
+
     /// Whether every value of the map is a plain value or a list of plain values.
     static func isFlat(_ root: ValueMap) -> Bool {
         for (_, value) in root {

@@ -56,6 +56,44 @@ package enum ExportCompiler {
         "ELEMENT_VISIBILITY", "YOU_TUBE_VIDEO",
     ]
 
+    /// The display name GTM gives each built-in variable type (what `{{…}}` references use).
+    static let builtInDisplayNames: [String: String] = [
+        "EVENT": "Event", "EVENT_NAME": "Event Name", "CONTAINER_ID": "Container ID",
+        "CONTAINER_VERSION": "Container Version", "RANDOM_NUMBER": "Random Number", "DEBUG_MODE": "Debug Mode",
+        "APP_ID": "App ID", "APP_NAME": "App Name", "APP_VERSION_CODE": "App Version Code",
+        "APP_VERSION_NAME": "App Version Name", "LANGUAGE": "Language", "OS_VERSION": "OS Version",
+        "PLATFORM": "Platform", "SDK_VERSION": "SDK Version", "DEVICE_NAME": "Device Name",
+        "RESOLUTION": "Screen Resolution", "ADVERTISER_ID": "Advertiser ID",
+        "ADVERTISING_TRACKING_ENABLED": "Advertiser Tracking Enabled", "PAGE_URL": "Page URL",
+        "PAGE_HOSTNAME": "Page Hostname", "PAGE_PATH": "Page Path", "REFERRER": "Referrer",
+        "CLICK_ELEMENT": "Click Element", "CLICK_CLASSES": "Click Classes", "CLICK_ID": "Click ID",
+        "CLICK_TARGET": "Click Target", "CLICK_URL": "Click URL", "CLICK_TEXT": "Click Text",
+        "FORM_ELEMENT": "Form Element", "FORM_CLASSES": "Form Classes", "FORM_ID": "Form ID",
+        "FORM_TARGET": "Form Target", "FORM_URL": "Form URL", "FORM_TEXT": "Form Text",
+        "ERROR_MESSAGE": "Error Message", "ERROR_URL": "Error URL", "ERROR_LINE": "Error Line",
+        "NEW_HISTORY_FRAGMENT": "New History Fragment", "OLD_HISTORY_FRAGMENT": "Old History Fragment",
+        "NEW_HISTORY_STATE": "New History State", "OLD_HISTORY_STATE": "Old History State",
+        "HISTORY_SOURCE": "History Source",
+    ]
+
+    /// The display name of built-in variable type `type` (either spelling); the type itself when unknown.
+    package static func builtInDisplayName(ofType type: String) -> String {
+        builtInDisplayNames[upperSnakeCase(type)] ?? type
+    }
+
+    /// A type name in the GTM API v1 spelling (`appVersionCode`) in the v2 one (`APP_VERSION_CODE`); a name
+    /// already in upper case stays as it is.
+    static func upperSnakeCase(_ name: String) -> String {
+        var result = ""
+        var previousLower = false
+        for character in name {
+            if character.isUppercase, previousLower { result.append("_") }
+            previousLower = character.isLowercase || character.isNumber
+            result.append(contentsOf: character.uppercased())
+        }
+        return result
+    }
+
     /// The macro code of a built-in variable type.
     static func builtInFunction(_ type: String) -> (function: String, key: String?)? {
         let codes: [String: String] = [
@@ -115,7 +153,10 @@ package enum ExportCompiler {
             }
             output.version = version["containerVersionId"]?.jsString
             let variables = try items("variable")
-            let builtIns = try items("builtInVariable")
+            var builtIns = try items("builtInVariable").enumerated().map {
+                ($1, JSONPointer.appending("/containerVersion/builtInVariable", $0))
+            }
+            builtIns += enabledBuiltInVariables()
             let triggers = try items("trigger")
             let tags = try items("tag")
 
@@ -129,8 +170,7 @@ package enum ExportCompiler {
                 if macroIndex[name] == nil { macroIndex[name] = pending.count }
                 pending.append((variable, at, false))
             }
-            for (i, builtIn) in builtIns.enumerated() {
-                let at = JSONPointer.appending("/containerVersion/builtInVariable", i)
+            for (builtIn, at) in builtIns {
                 guard let name = builtIn["name"]?.stringValue else { continue }
                 if macroIndex[name] == nil { macroIndex[name] = pending.count }
                 pending.append((builtIn, at, true))
@@ -356,6 +396,36 @@ package enum ExportCompiler {
             return out
         }
 
+        /// The built-in variables a format 1.3 export (2016, GTM API v1) enables in
+        /// `container.enabledBuiltInVariable`: a list of type names (`"event"`, `"appId"`, v1's spelling, or
+        /// `"EVENT"`), each given its display name (`{{Event}}`, `{{App ID}}`) as a `builtInVariable` entry is.
+        /// A type a `builtInVariable` entry already names is left to that entry.
+        func enabledBuiltInVariables() -> [(ValueMap, String)] {
+            guard case .object(let container)? = version["container"],
+                case .array(let enabled)? = container["enabledBuiltInVariable"]
+            else { return [] }
+            var listed: Set<String> = []
+            if case .array(let entries)? = version["builtInVariable"] {
+                for case .object(let entry) in entries {
+                    if let type = entry["type"]?.stringValue { listed.insert(ExportCompiler.upperSnakeCase(type)) }
+                }
+            }
+            var result: [(ValueMap, String)] = []
+            for (i, raw) in enabled.enumerated() {
+                guard let written = raw.stringValue else { continue }
+                let type = ExportCompiler.upperSnakeCase(written)
+                guard listed.insert(type).inserted else { continue }
+                let name = ExportCompiler.builtInDisplayName(ofType: written)
+                result.append(
+                    (
+                        ["type": .string(type), "name": .string(name)],
+                        JSONPointer.appending("/containerVersion/container/enabledBuiltInVariable", i)
+                    )
+                )
+            }
+            return result
+        }
+
         mutating func builtInMacro(_ entry: ValueMap, at pointer: String) -> MacroDef {
             let type = entry["type"]?.stringValue ?? ""
             let name = entry["name"]?.stringValue
@@ -501,7 +571,8 @@ package enum ExportCompiler {
         }
 
         mutating func compileTrigger(_ trigger: ValueMap, at pointer: String) throws(CompileFailure) -> RuleDef {
-            let type = (trigger["type"]?.stringValue ?? "").uppercased()
+            // v2 spells types `CUSTOM_EVENT`; format 1.3 exports (GTM API v1) `customEvent`.
+            let type = ExportCompiler.upperSnakeCase(trigger["type"]?.stringValue ?? "")
             var rule = RuleDef(name: trigger["name"]?.stringValue, origin: Origin(pointer: pointer))
             if let event = ExportCompiler.triggerEvents[type] {
                 rule.ifs.append(eventPredicate(event, pointer: pointer + "/type"))

@@ -148,6 +148,7 @@ struct DanglingReferenceRule: LintRule {
         for entry in variables + source.list("builtInVariable") {
             if let name = entry.map?["name"]?.stringValue { names.insert(name) }
         }
+        names.formUnion(source.enabledBuiltInVariableNames)
         let triggerIDs = Set(triggers.compactMap { $0.map?["triggerId"]?.jsString })
         let tagNames = Set(tags.compactMap { $0.map?["name"]?.stringValue })
         let folderIDs = Set(source.list("folder").compactMap { $0.map?["folderId"]?.jsString })
