@@ -76,11 +76,33 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension PostgresEndpoint {
-    /// Opens one connection.
-    /// - Throws: ``PostgresStoreError/Code/unavailable`` when the server cannot be reached.
-    func connect(logger: Logger, applicationName: String) async throws(PostgresStoreError) -> PostgresConnection {
+    /// The configuration of a ``PostgresClient`` (postgres-nio's pool) for this endpoint, whose connections
+    /// start with `parameters` (`application_name`, `statement_timeout`, …).
+    func clientConfiguration(parameters: [(String, String)], maximumConnections: Int) -> PostgresClient.Configuration {
+        var configuration = PostgresClient.Configuration(
+            host: host,
+            port: port,
+            username: user,
+            password: password,
+            database: database,
+            tls: .disable
+        )
+        configuration.options.additionalStartupParameters = parameters
+        configuration.options.maximumConnections = max(1, maximumConnections)
+        configuration.options.minimumConnections = 0
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
+    }
+
+    /// Opens one connection that starts with `parameters` (`application_name`, `statement_timeout`, …).
+    /// - Throws: ``PostgresStoreError/Code/unavailable`` when the server cannot be reached (the message names
+    ///   neither the URL nor the server's detail; `logger` gets them).
+    func connect(logger: Logger, parameters: [(String, String)]) async throws(PostgresStoreError)
+        -> PostgresConnection
+    {
         var configuration = connectionConfiguration
-        configuration.options.additionalStartupParameters = [("application_name", applicationName)]
+        configuration.options.additionalStartupParameters = parameters
+        configuration.options.connectTimeout = .seconds(5)
         do {
             return try await PostgresConnection.connect(
                 configuration: configuration,
@@ -88,7 +110,11 @@ extension PostgresEndpoint {
                 logger: logger
             )
         } catch {
-            throw PostgresStoreError(.unavailable, "cannot connect to '\(self)': \(String(reflecting: error))")
+            logger.debug(
+                "cannot connect to postgresql",
+                metadata: ["postgres": "\(self)", "error": "\(PostgresStoreError.serverSummary(error))"]
+            )
+            throw PostgresStoreError.classify(error, operation: "the connection", role: user, timeout: .seconds(5))
         }
     }
 

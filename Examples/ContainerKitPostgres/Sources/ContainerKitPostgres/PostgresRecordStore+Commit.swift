@@ -7,11 +7,12 @@ import Synchronization
 
 extension PostgresRecordStore {
     /// Waits for pending entries; returns up to ``Configuration/maximumRowsPerCommit`` rows' worth, or `nil`
-    /// once stopped with nothing pending.
+    /// once stopped (what is pending then fails with `.closed`).
     private func nextGroup() async -> [Entry]? {
         while true {
             let taken: [Entry]?? = state.withLock { state in
-                if state.pending.isEmpty { return state.phase == .running ? .none : .some(nil) }
+                if state.phase == .stopped { return .some(nil) }
+                if state.pending.isEmpty { return .none }
                 var rows = 0
                 var count = 0
                 for entry in state.pending {
@@ -27,7 +28,7 @@ extension PostgresRecordStore {
             if case .some(let group) = taken { return group }
             await withCheckedContinuation { continuation in
                 let resumeNow = state.withLock { state -> Bool in
-                    if !state.pending.isEmpty || state.phase != .running { return true }
+                    if !state.pending.isEmpty || state.phase == .stopped { return true }
                     state.writerWakeup = continuation
                     return false
                 }
@@ -37,66 +38,49 @@ extension PostgresRecordStore {
     }
 
     func writerLoop() async {
-        let logger = configuration.logger
-        var connection: PostgresConnection?
         while let group = await nextGroup() {
-            if connection == nil || connection?.isClosed == true {
-                connection = nil
-                let failFast = state.withLock { state in
-                    state.failFastUntil.map { ContinuousClock.now < $0 } ?? false
-                }
-                if !failFast {
-                    do {
-                        let opened = try await configuration.endpoint.connect(
-                            logger: logger,
-                            applicationName: "containerkit-writer"
-                        )
-                        do {
-                            try await ensureSchema(on: opened)
-                        } catch {
-                            try? await opened.close()
-                            throw error
-                        }
-                        connection = opened
-                    } catch {
-                        logger.warning(
-                            "postgres writer cannot connect",
-                            metadata: ["error": "\(PostgresStoreError.describe(error))"]
-                        )
-                    }
-                }
-            }
-            guard let open = connection else {
-                state.withLock { state in
-                    state.failFastUntil = state.failFastUntil ?? (ContinuousClock.now + configuration.healthInterval)
-                }
-                setAvailable(false)
+            if let failure = failingFast {
                 let error = AnalyticsSinkError(
                     .unavailable,
-                    "postgresql at '\(configuration.endpoint)' cannot be reached"
+                    "\(failure.description); nothing of the commit was stored (commits fail at once until "
+                        + "postgresql answers again)"
                 )
                 resolve(group, outcomes: group.map { _ in error })
                 continue
             }
-            do {
-                try await commit(group, on: open)
+            do throws(PostgresStoreError) {
+                try await commit(group)
             } catch {
-                logger.warning("postgres commit failed", metadata: ["error": "\(PostgresStoreError.describe(error))"])
-                try? await open.close()
-                connection = nil
-                state.withLock { $0.failFastUntil = ContinuousClock.now + configuration.healthInterval }
-                setAvailable(false)
-                let failure = AnalyticsSinkError(
-                    .unavailable,
-                    "the transaction failed, nothing of it acknowledged: \(PostgresStoreError.describe(error))"
-                )
+                let stopped = state.withLock { $0.phase != .running }
+                let failure =
+                    stopped
+                    ? AnalyticsSinkError(.closed, "the store stopped during the commit")
+                    : AnalyticsSinkError(.unavailable, "\(error.description); nothing of the commit was acknowledged")
                 resolve(group, outcomes: group.map { _ in failure })
             }
-            if configuration.commitDelay > .zero, state.withLock({ $0.phase == .running }) {
-                try? await Task.sleep(for: configuration.commitDelay)
-            }
+            await gather()
         }
-        try? await connection?.close()
+    }
+
+    /// After a commit during which appends arrived (others are coming), waits up to
+    /// ``Configuration/commitDelay`` for more — until ``Configuration/gatherTarget`` appends wait, or a tick
+    /// passes with none new. Returns at once when nothing arrived: a lone request waits for nothing.
+    private func gather() async {
+        let delay = configuration.commitDelay
+        guard delay > .zero else { return }
+        var waiting = state.withLock { $0.phase == .running ? $0.pending.count : 0 }
+        guard waiting > 0 else { return }
+        let tick = min(delay / 4, .milliseconds(1))
+        let deadline = ContinuousClock.now + delay
+        while waiting < configuration.gatherTarget {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return }
+            try? await Task.sleep(for: min(tick, left))
+            let now = state.withLock { $0.phase == .running ? $0.pending.count : -1 }
+            // Stopped, or a tick without a new arrival: commit what is there.
+            guard now > waiting else { return }
+            waiting = now
+        }
     }
 
     /// One user's session checkpoints in a group, in ticket order: how the first is fenced, and the rows to
@@ -195,10 +179,13 @@ extension PostgresRecordStore {
         return Int64(namespace) << 32 | Int64(hash)
     }
 
-    /// Commits `group` in one transaction; when session writes are fenced, rolls back, and commits the entries
-    /// that did not carry those users again. Reports every entry's outcome, in ticket order.
-    private func commit(_ group: [Entry], on connection: PostgresConnection) async throws {
+    /// Commits `group` in one call of `ck_commit_group` (one transaction); when session writes are fenced
+    /// (nothing was written), commits the entries that did not carry those users in another. Reports every
+    /// entry's outcome, in ticket order.
+    /// - Throws: the call's failure (then nothing is reported: the caller fails the whole group).
+    private func commit(_ group: [Entry]) async throws(PostgresStoreError) {
         let logger = configuration.logger
+        let namespace = configuration.lockNamespace
         var outcomes = [AnalyticsSinkError?](repeating: nil, count: group.count)
         var remaining = Array(group.indices)
         while !remaining.isEmpty {
@@ -221,97 +208,52 @@ extension PostgresRecordStore {
                 remaining.removeAll { refusedSet.contains($0) }
                 continue
             }
-            var partitions: [Int32] = []
-            var payloads: [String] = []
-            var removals: [(userID: String, version: Int64)] = []
+            var statement = PostgresStatements.CommitGroup(
+                lockKeys: [],
+                partitions: [],
+                payloads: [],
+                chainUsers: [],
+                chainExpected: [],
+                chainDeltas: [],
+                rowUsers: [],
+                rowVersions: [],
+                rowSnapshots: [],
+                rowBodies: [],
+                removalUsers: [],
+                removalVersions: []
+            )
+            var keys: Set<Int64> = []
             for index in remaining {
-                partitions.append(contentsOf: group[index].partitions)
-                payloads.append(contentsOf: group[index].payloads)
-                removals += group[index].removals
-            }
-            try await connection.execute("BEGIN", logger: logger)
-            if !payloads.isEmpty {
-                try await connection.execute(
-                    """
-                    INSERT INTO ck_records (generation, part, payload)
-                    SELECT (SELECT generation FROM ck_meta WHERE id = 1), t.p, t.j
-                    FROM unnest(\(partitions)::int[], \(payloads)::text[]) WITH ORDINALITY AS t(p, j, o) ORDER BY t.o
-                    """,
-                    logger: logger
-                )
-            }
-            if !order.isEmpty || !removals.isEmpty {
-                // The group's users, locked in one order (no deadlock between two writers) until the transaction
-                // ends: the statements after this one read every other transaction's commit of these users.
-                var keys = Set(order.map { Self.sessionLockKey($0.userID, namespace: configuration.lockNamespace) })
-                for removal in removals {
-                    keys.insert(Self.sessionLockKey(removal.userID, namespace: configuration.lockNamespace))
+                statement.partitions.append(contentsOf: group[index].partitions)
+                statement.payloads.append(contentsOf: group[index].payloads)
+                for removal in group[index].removals {
+                    statement.removalUsers.append(removal.userID)
+                    statement.removalVersions.append(removal.version)
+                    keys.insert(Self.sessionLockKey(removal.userID, namespace: namespace))
                 }
-                try await connection.execute(
-                    "SELECT count(pg_advisory_xact_lock(k)) FROM unnest(\(keys.sorted())::bigint[]) AS t(k)",
-                    logger: logger
-                )
             }
-            var fenced: Set<UserIDKey> = []
-            var sessionRows = 0
-            if !order.isEmpty {
-                let users = order.map(\.userID)
-                let expected = order.map { chains[$0]!.expected }
-                let startsWithDelta = order.map { chains[$0]!.startsWithDelta }
-                var rowUsers: [String] = []
-                var rowVersions: [Int64] = []
-                var rowSnapshots: [Bool] = []
-                var rowBodies: [String] = []
-                for user in order {
-                    for checkpoint in chains[user]!.checkpoints {
-                        rowUsers.append(checkpoint.userID)
-                        rowVersions.append(checkpoint.version)
-                        rowSnapshots.append(!checkpoint.isDelta)
-                        rowBodies.append(checkpoint.jsonText)
-                    }
+            for user in order {
+                let chain = chains[user]!
+                keys.insert(Self.sessionLockKey(user.userID, namespace: namespace))
+                statement.chainUsers.append(user.userID)
+                statement.chainExpected.append(chain.expected)
+                statement.chainDeltas.append(chain.startsWithDelta)
+                for checkpoint in chain.checkpoints {
+                    statement.rowUsers.append(checkpoint.userID)
+                    statement.rowVersions.append(checkpoint.version)
+                    statement.rowSnapshots.append(!checkpoint.isDelta)
+                    statement.rowBodies.append(checkpoint.jsonText)
                 }
-                // A user's head is their newest version in either table. A chain starting with a delta goes on
-                // only from exactly that version, one starting with a snapshot from no higher; a version another
-                // writer inserted meanwhile is a conflict, not a second state. A snapshot deletes the user's
-                // older rows (its own chain starts at it), the legacy row included.
-                let rows = try await connection.rows(
-                    """
-                    WITH chains AS (
-                        SELECT * FROM unnest(\(users)::text[], \(expected)::bigint[], \(startsWithDelta)::bool[])
-                            AS t(user_id, expected, delta)),
-                    accepted AS (
-                        SELECT c.user_id FROM chains c, LATERAL (SELECT greatest(
-                            (SELECT max(x.version) FROM ck_session_changes x WHERE x.user_id = c.user_id),
-                            (SELECT s.version FROM ck_sessions s WHERE s.user_id = c.user_id), 0) AS head) h
-                        WHERE CASE WHEN c.delta THEN h.head = c.expected ELSE h.head <= c.expected END),
-                    inserted AS (
-                        INSERT INTO ck_session_changes (user_id, version, snapshot, body)
-                        SELECT r.user_id, r.version, r.snapshot, r.body
-                        FROM unnest(\(rowUsers)::text[], \(rowVersions)::bigint[], \(rowSnapshots)::bool[],
-                            \(rowBodies)::text[])
-                            AS r(user_id, version, snapshot, body)
-                        JOIN accepted a ON a.user_id = r.user_id
-                        ON CONFLICT (user_id, version) DO NOTHING
-                        RETURNING user_id, version, snapshot),
-                    older AS (
-                        DELETE FROM ck_session_changes x USING inserted n
-                        WHERE n.snapshot AND x.user_id = n.user_id AND x.version < n.version),
-                    legacy AS (
-                        DELETE FROM ck_sessions s USING inserted n
-                        WHERE n.snapshot AND s.user_id = n.user_id AND s.version < n.version)
-                    SELECT user_id, count(*) FROM inserted GROUP BY user_id
-                    """,
-                    logger: logger
-                )
-                var written: [UserIDKey: Int] = [:]
-                for try await (user, count) in rows.decode((String, Int64).self) {
-                    written[UserIDKey(user)] = Int(count)
-                }
-                for user in order where written[user] != chains[user]!.checkpoints.count { fenced.insert(user) }
-                sessionRows = rowUsers.count
             }
+            // The group's users, locked in one order (no deadlock between two writers).
+            statement.lockKeys = keys.sorted()
+            state.withLock { $0.statistics.roundTrips += 1 }
+            let sent = statement
+            let answer = try await call("the commit") { connection in
+                try await connection.all(sent, logger: logger)
+            }
+            let fenced = Set((answer.first ?? []).map(UserIDKey.init))
             if !fenced.isEmpty {
-                try await connection.execute("ROLLBACK", logger: logger)
                 let names = fenced.sorted().map(\.userID).joined(separator: "', '")
                 let error = AnalyticsSinkError(.superseded, "another instance holds a newer session of '\(names)'")
                 state.withLock { $0.statistics.fencedSessions += fenced.count }
@@ -324,33 +266,12 @@ extension PostgresRecordStore {
                 }
                 continue
             }
-            if !removals.isEmpty {
-                // An ended session is removed only if no newer version was stored meanwhile — then all of it: a
-                // part would leave deltas without the snapshot they apply to.
-                let users = removals.map { $0.userID }
-                let versions = removals.map { $0.version }
-                try await connection.execute(
-                    """
-                    WITH ended AS (
-                        SELECT DISTINCT r.user_id
-                        FROM unnest(\(users)::text[], \(versions)::bigint[]) AS r(user_id, version)
-                        WHERE greatest(
-                            (SELECT max(x.version) FROM ck_session_changes x WHERE x.user_id = r.user_id),
-                            (SELECT s.version FROM ck_sessions s WHERE s.user_id = r.user_id), 0) <= r.version),
-                    changes AS (DELETE FROM ck_session_changes x USING ended e WHERE x.user_id = e.user_id)
-                    DELETE FROM ck_sessions s USING ended e WHERE s.user_id = e.user_id
-                    """,
-                    logger: logger
-                )
-            }
-            try await connection.execute("COMMIT", logger: logger)
             let seconds = (ContinuousClock.now - started).seconds
             setAvailable(true)
             state.withLock { state in
-                state.failFastUntil = nil
                 state.statistics.commits += 1
-                state.statistics.committedRows += payloads.count
-                state.statistics.committedSessions += sessionRows + removals.count
+                state.statistics.committedRows += sent.payloads.count
+                state.statistics.committedSessions += sent.rowUsers.count + sent.removalUsers.count
                 state.statistics.commitSeconds += seconds
                 state.statistics.maximumCommitSeconds = max(state.statistics.maximumCommitSeconds, seconds)
             }

@@ -45,30 +45,15 @@ extension PostgresRecordStore {
         let seqs = cursors.map { $0.1.seq }
         let rowLimit = Int32(max(1, limit))
         var rows: [(Int32, Int64, Int64, String)] = []
+        let logger = configuration.logger
+        let statement = PostgresStatements.ReadRecords(partitions: parts, xids: xids, seqs: seqs, limit: rowLimit)
         do {
-            rows = try await connection.guarded(
-                """
-                SELECT c.part, r.xid, r.seq, r.payload
-                FROM unnest(\(parts)::int[], \(xids)::bigint[], \(seqs)::bigint[]) WITH ORDINALITY AS c(part, xid, seq, o)
-                CROSS JOIN LATERAL (
-                    SELECT xid, seq, payload FROM ck_records
-                    WHERE part = c.part AND (xid, seq) > (c.xid, c.seq)
-                      AND xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-                    ORDER BY xid, seq LIMIT \(rowLimit)) r
-                ORDER BY c.o, r.xid, r.seq
-                LIMIT \(rowLimit)
-                """,
-                logger: configuration.logger
-            ) { sequence in
-                var rows: [(Int32, Int64, Int64, String)] = []
-                for try await row in sequence.decode((Int32, Int64, Int64, String).self) { rows.append(row) }
-                return rows
-            }
+            rows = try await call(on: connection) { connection in try await connection.all(statement, logger: logger) }
         } catch {
             unreserve(cursors.map(\.0), epoch: epoch)
             throw AnalyticsSinkError(
                 .unavailable,
-                "cannot read the records of partitions \(parts): \(PostgresStoreError.describe(error))"
+                "cannot read the records of partitions \(parts): \(deliveryFailure(error, operation: "the read"))"
             )
         }
         guard !rows.isEmpty else {
@@ -144,21 +129,20 @@ extension PostgresRecordStore {
         let xids = parts.map { ends[$0]!.xid }
         let seqs = parts.map { ends[$0]!.seq }
         let counts = parts.map { Int64(rows[$0] ?? 0) }
+        let logger = configuration.logger
+        // A cursor only moves forward.
+        let statement = PostgresStatements.Acknowledge(
+            partitions: parts.map { Int32($0) },
+            xids: xids,
+            seqs: seqs,
+            counts: counts
+        )
         do {
-            // A cursor only moves forward.
-            try await connection.execute(
-                """
-                UPDATE ck_cursors c SET xid = a.xid, seq = a.seq, acknowledged = c.acknowledged + a.n
-                FROM unnest(\(parts.map { Int32($0) })::int[], \(xids)::bigint[], \(seqs)::bigint[], \(counts)::bigint[])
-                    AS a(part, xid, seq, n)
-                WHERE c.part = a.part AND (c.xid, c.seq) < (a.xid, a.seq)
-                """,
-                logger: configuration.logger
-            )
+            _ = try await call(on: connection) { connection in try await connection.execute(statement, logger: logger) }
         } catch {
             throw AnalyticsSinkError(
                 .unavailable,
-                "cannot acknowledge partitions \(parts): \(PostgresStoreError.describe(error))"
+                "cannot acknowledge partitions \(parts): \(deliveryFailure(error, operation: "the acknowledgement"))"
             )
         }
         let commits = state.withLock { state -> RecordStoreCommits? in
@@ -202,12 +186,14 @@ extension PostgresRecordStore {
             state.leases.filter { $0.value.releasing && $0.value.inFlight <= 0 }.keys.sorted()
         }
         guard !free.isEmpty else { return }
+        let logger = configuration.logger
         for partition in free {
+            let statement = PostgresStatements.ReleaseLease(
+                namespace: configuration.lockNamespace,
+                key: Int32(partition + 1)
+            )
             do {
-                try await connection.execute(
-                    "SELECT pg_advisory_unlock(\(configuration.lockNamespace), \(Int32(partition + 1)))",
-                    logger: configuration.logger
-                )
+                _ = try await call(on: connection) { connection in try await connection.all(statement, logger: logger) }
             } catch {
                 return
             }
@@ -227,7 +213,9 @@ extension PostgresRecordStore {
             do {
                 let connection = try await configuration.endpoint.connect(
                     logger: logger,
-                    applicationName: "containerkit-lease \(configuration.instanceName)"
+                    parameters: configuration.connectionParameters(
+                        applicationName: "containerkit-lease \(configuration.instanceName)"
+                    )
                 )
                 do {
                     try await lease(on: connection)
@@ -240,7 +228,7 @@ extension PostgresRecordStore {
                 if state.withLock({ $0.phase != .running }) { break }
                 logger.warning(
                     "postgres delivery lost its lease connection",
-                    metadata: ["error": "\(PostgresStoreError.describe(error))"]
+                    metadata: ["error": "\(PostgresStoreError.serverSummary(error))"]
                 )
             }
             dropLeases()
@@ -262,14 +250,21 @@ extension PostgresRecordStore {
     }
 
     /// One lease connection's life, until the store stops or a statement fails (the connection is gone).
+    ///
+    /// The lease connection is not one of the pool's: a lease is a session-level advisory lock, which lives as
+    /// long as the connection that took it. A pooled connection goes back to the pool after each call (and
+    /// its locks with it, to whatever call takes it next), and the pool may close it when idle; on a connection
+    /// of its own, a lease ends exactly when this instance can no longer deliver (its process or connection
+    /// died), which is what lets another instance take it over.
     private func lease(on connection: PostgresConnection) async throws {
         let logger = configuration.logger
-        try await ensureSchema(on: connection)
+        try await call(on: connection) { connection in try await self.ensureSchema(on: connection) }
         let partitions = state.withLock { $0.partitions }
-        try await connection.execute(
-            "SELECT pg_advisory_lock_shared(\(configuration.lockNamespace), \(PostgresSchema.memberLockKey))",
-            logger: logger
+        let join = PostgresStatements.JoinMembers(
+            namespace: configuration.lockNamespace,
+            key: PostgresSchema.memberLockKey
         )
+        _ = try await call(on: connection) { connection in try await connection.all(join, logger: logger) }
         state.withLock { state in
             state.epoch += 1
             state.leaseConnection = connection
@@ -297,20 +292,15 @@ extension PostgresRecordStore {
         let offset = Int(PostgresPartitioning.partition(ofKey: configuration.instanceName, count: partitions))
         var taken: Set<Int> = []
         var members = 0
-        let rows = try await connection.rows(
-            """
-            SELECT objid::text::bigint, mode FROM pg_locks
-            WHERE locktype = 'advisory' AND granted AND classid::text::bigint = \(Int64(namespace)) AND objsubid = 2
-              AND objid::text::bigint <= \(Int64(partitions))
-              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-            """,
-            logger: logger
-        )
-        for try await (key, mode) in rows.decode((Int, String).self) {
-            if key == Int(PostgresSchema.memberLockKey) && mode == "ShareLock" {
+        let locks = PostgresStatements.LeaseLocks(namespace: Int64(namespace), partitions: Int64(partitions))
+        for (key, mode) in try await call(
+            on: connection,
+            { connection in try await connection.all(locks, logger: logger) }
+        ) {
+            if key == Int64(PostgresSchema.memberLockKey) && mode == "ShareLock" {
                 members += 1
             } else if key > 0 {
-                taken.insert(key - 1)
+                taken.insert(Int(key) - 1)
             }
         }
         let instances = max(1, members)
@@ -325,18 +315,17 @@ extension PostgresRecordStore {
             for step in 0..<partitions where wanted > 0 {
                 let partition = (offset + step) % partitions
                 if held[partition] != nil || taken.contains(partition) { continue }
-                var locked = false
-                for try await value in try await connection.rows(
-                    "SELECT pg_try_advisory_lock(\(namespace), \(Int32(partition + 1)))",
-                    logger: logger
-                ).decode(Bool.self) { locked = value }
-                guard locked else { continue }
+                let tryLease = PostgresStatements.TryLease(namespace: namespace, key: Int32(partition + 1))
+                let locked = try await call(on: connection) { connection in
+                    try await connection.all(tryLease, logger: logger)
+                }
+                guard locked.first == true else { continue }
                 // The cursor is read after the lock is held: it is the latest the previous holder acknowledged.
-                var cursor = Cursor(xid: 0, seq: 0)
-                for try await (xid, seq) in try await connection.rows(
-                    "SELECT xid, seq FROM ck_cursors WHERE part = \(Int32(partition))",
-                    logger: logger
-                ).decode((Int64, Int64).self) { cursor = Cursor(xid: xid, seq: seq) }
+                let read = PostgresStatements.ReadCursor(partition: Int32(partition))
+                let found = try await call(on: connection) { connection in
+                    try await connection.all(read, logger: logger)
+                }
+                let cursor = found.first.map { Cursor(xid: $0.0, seq: $0.1) } ?? Cursor(xid: 0, seq: 0)
                 state.withLock { state in
                     state.leases[partition] = Lease(epoch: epoch, read: cursor, acknowledged: cursor)
                     state.statistics.leasesTaken += 1
@@ -357,5 +346,22 @@ extension PostgresRecordStore {
         }
         if changed { configuration.onLeasesChanged?(leasedPartitions) }
         return changed
+    }
+
+    /// `error` of a delivery read or acknowledgement, for the message: the lease connection is delivery's own,
+    /// so its failures leave the store's availability alone (the pipeline retries; leases are taken again on a
+    /// new connection).
+    private func deliveryFailure(_ error: any Error, operation: String) -> String {
+        let failure = PostgresStoreError.classify(
+            error,
+            operation: operation,
+            role: configuration.endpoint.user,
+            timeout: configuration.callTimeout
+        )
+        configuration.logger.debug(
+            "postgres delivery call failed",
+            metadata: ["error": "\(failure)", "server": "\(PostgresStoreError.serverSummary(error))"]
+        )
+        return failure.description
     }
 }

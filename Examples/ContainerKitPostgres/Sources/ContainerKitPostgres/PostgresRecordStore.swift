@@ -23,11 +23,19 @@ import Synchronization
 /// ```
 ///
 /// ## Group commit
-/// Every ``append(_:)`` joins the open **group**; one writer connection commits each group in **one
-/// transaction** — one multi-row `INSERT` of all its records, one statement that takes the advisory locks of
-/// the group's session users, and one statement that fences and inserts all its session checkpoints — then
-/// reports the group's tickets to the pipeline. While a transaction runs, the next group gathers, so under
-/// load one commit carries many requests (``Statistics/rowsPerCommit``).
+/// Every ``append(_:)`` joins the open **group**; the writer commits each group in **one round trip**: one
+/// prepared call of `ck_commit_group` (a PL/pgSQL function ``PostgresSchema`` creates), in autocommit, which
+/// takes the advisory locks of the group's session users, reads their heads, and — only if no user is fenced —
+/// inserts all the group's records (one multi-row `INSERT`), its session rows, deletes the rows a snapshot
+/// replaces and applies removals, in one transaction. Then the writer reports the group's tickets to the
+/// pipeline. Nothing is parsed twice: the call is prepared once per connection and PL/pgSQL plans its
+/// statements once per connection (``Statistics/roundTrips`` counts the calls).
+///
+/// While a commit runs, the next group gathers. Like PostgreSQL's `commit_delay` / `commit_siblings`, a writer
+/// that saw appends arrive during its commit (others are coming) waits up to ``Configuration/commitDelay`` for
+/// more before the next commit, and stops early once ``Configuration/gatherTarget`` appends wait or a short tick
+/// (a quarter of the delay, at most 1 ms) passes with no new one; with nothing arriving it commits at once, so a
+/// lone request waits for nothing. Under load one commit carries many requests (``Statistics/rowsPerCommit``).
 ///
 /// ## Sessions
 /// A user's session is kept in `ck_session_changes` as its last snapshot and the deltas committed after it,
@@ -42,9 +50,9 @@ import Synchronization
 /// stored **head** is their newest version in either table. A delta is kept only if the head is exactly its
 /// expected version (it applies to that state); a snapshot only if the head is no higher. The group's
 /// checkpoints of one user are checked as a chain: the first against the head, each next one against the one
-/// before. Otherwise another instance wrote the user meanwhile, and the write is **refused**: the transaction
-/// is rolled back, the appends that carried that user fail with ``AnalyticsSinkError/Code/superseded``, and
-/// the rest of the group is committed again without them. The group's users are locked first
+/// before. Otherwise another instance wrote the user meanwhile, and the write is **refused**: the call
+/// writes nothing, the appends that carried that user fail with ``AnalyticsSinkError/Code/superseded``, and
+/// the rest of the group is committed again without them (a second round trip, only then). The group's users are locked first
 /// (`pg_advisory_xact_lock`, in one order), so the head is read after any other instance's write of the same
 /// user committed: two instances never both continue one version, and a removal never deletes the snapshot a
 /// concurrent delta applies to.
@@ -58,10 +66,26 @@ import Synchronization
 /// behind a cursor; ``acknowledge(through:)`` moves the partitions' cursor rows on the lease connection, so an
 /// instance that lost a lease can acknowledge nothing of it. A crash re-sends at most the batches in flight.
 ///
-/// ## Failures
-/// A lost connection fails the group being committed (`.unavailable`: nothing of it acknowledged; when
-/// `COMMIT` itself was cut off its rows may still be delivered — at least once). Until the server answers
-/// again, new groups fail at once and ``isAvailable`` is `false`; the store reconnects by itself.
+/// ## Connections
+/// Commits, loads, health checks, figures and rotation take a connection of postgres-nio's pool
+/// (`PostgresClient`, at most ``Configuration/maximumConnections``; it runs inside ``run(reporting:)``).
+/// Loads are gathered like commits: while one load query runs, the users asked for meanwhile join the next,
+/// and each query reads up to ``Configuration/maximumUsersPerLoad`` users at once (`user_id = ANY($1)`), so a
+/// burst of new users opens no more connections than the pool holds. Delivery keeps a connection of its own
+/// (the lease connection, below).
+///
+/// ## Failures and deadlines
+/// Every call has a deadline, ``Configuration/callTimeout`` (5 s), below a proxy's usual timeout (nginx's
+/// `proxy_read_timeout` is 60 s): the server cancels a statement past `statement_timeout` (four fifths of it;
+/// `lock_timeout` the same), and the client closes a connection whose call outlives the deadline (a server or
+/// network that stopped answering). A commit that fails — the deadline passed (`postgres_timeout`), the
+/// connection was lost (`postgres_unavailable`), the role lacks a privilege (`postgres_permission_denied`,
+/// naming what to grant) — fails its group with `.unavailable` (nothing of it acknowledged; when the answer
+/// was cut off after the server committed, its rows may still be delivered — at least once), and ``isAvailable``
+/// turns `false`: new groups and loads fail at once until a later call succeeds — the next commit is
+/// attempted after the health check (`ck_probe()`, which takes the locks a commit takes) passes, every
+/// ``Configuration/healthInterval``. Messages never hold the database URL, its password, SQL text or the
+/// server's detail; the log has the server's message and SQLSTATE.
 ///
 /// ## Rotation
 /// Rows are never deleted one by one. Records go into the current **generation** (a partition of
@@ -94,8 +118,21 @@ public final class PostgresRecordStore: RecordStore {
         public var maximumRowsPerCommit = 10_000
         /// The most records waiting for a commit (200,000); beyond, ``append(_:)`` refuses with `queueFull`.
         public var maximumPendingRows = 200_000
-        /// How long the writer lets a group gather after a commit (0: a busy writer gathers while it commits).
-        public var commitDelay: Duration = .zero
+        /// The longest the writer lets a group gather after a commit during which appends arrived
+        /// (``defaultCommitDelay``); 0: never (a busy writer still gathers while it commits). A lone request
+        /// never waits for it: with nothing arriving the writer commits at once.
+        public var commitDelay: Duration = PostgresRecordStore.Configuration.defaultCommitDelay
+        /// The appends a gathering group stops waiting at (64).
+        public var gatherTarget = 64
+        /// The deadline of every call to PostgreSQL (5 s): a commit, a load, a health check, a delivery read.
+        /// The server's `statement_timeout` and `lock_timeout` are four fifths of it, so that the server
+        /// usually ends a slow statement itself; past the whole deadline the client closes the connection.
+        public var callTimeout: Duration = .seconds(5)
+        /// The most connections the store's pool opens (4): the writer, the loader, the health check and one
+        /// for figures or rotation. Delivery's lease connection comes on top.
+        public var maximumConnections = 4
+        /// The most users one load query reads (1,000).
+        public var maximumUsersPerLoad = 1000
         /// How often the newest generation is closed and fully acknowledged ones are dropped (30 s).
         public var rotationInterval: Duration = .seconds(30)
         /// How often the server's reachability is checked (1 s), and how long after a failed connection new
@@ -125,12 +162,29 @@ public final class PostgresRecordStore: RecordStore {
             self.endpoint = endpoint
             self.instanceName = instanceName
         }
+
+        /// ``commitDelay``'s default, 2 ms: long enough under load for a commit to carry several times the
+        /// appends it would without (see Docs/Scaling.md), short beside a commit's own `fsync`.
+        public static let defaultCommitDelay: Duration = .milliseconds(2)
+
+        /// The connection parameters every connection starts with: its name in `pg_stat_activity`, and the
+        /// server's side of the call deadline.
+        func connectionParameters(applicationName: String) -> [(String, String)] {
+            let milliseconds = max(1, Int(callTimeout.seconds * 800))
+            return [
+                ("application_name", applicationName),
+                ("statement_timeout", "\(milliseconds)"),
+                ("lock_timeout", "\(milliseconds)"),
+            ]
+        }
     }
 
     /// Counters since the store was created, and the leases held now.
     public struct Statistics: Sendable, Hashable {
         /// Transactions committed.
         public var commits = 0
+        /// Commit calls sent (one per group; a fenced group's retry is another).
+        public var roundTrips = 0
         /// Record rows committed.
         public var committedRows = 0
         /// Session rows inserted (one per checkpoint; a checkpoint followed by a snapshot in the same commit is
@@ -163,9 +217,17 @@ public final class PostgresRecordStore: RecordStore {
         public var acknowledgedBatches = 0
         /// Rows acknowledged.
         public var acknowledgedRows = 0
+        /// Session load queries sent (each reads many users' rows).
+        public var loadQueries = 0
+        /// Users read by those queries.
+        public var loadedUsers = 0
+        /// Calls that ran past ``Configuration/callTimeout`` (or the server's timeouts derived from it).
+        public var timedOutCalls = 0
 
         /// Record rows per commit, on average.
         public var rowsPerCommit: Double { commits == 0 ? 0 : Double(committedRows) / Double(commits) }
+        /// Round trips per commit, on average (1 unless groups were fenced).
+        public var roundTripsPerCommit: Double { commits == 0 ? 0 : Double(roundTrips) / Double(commits) }
     }
 
     /// The configuration the store was created with.
@@ -218,7 +280,14 @@ public final class PostgresRecordStore: RecordStore {
         var writerWakeup: CheckedContinuation<Void, Never>?
         var partitions: Int
         var available = false
-        var failFastUntil: ContinuousClock.Instant?
+        /// Set by a call that found the server unusable (lost, too slow, refusing the role): new groups and
+        /// loads fail with it at once until a call succeeds.
+        var failingFast: PostgresStoreError?
+        /// The last failure logged at warning level (the same one again is logged at debug).
+        var lastLoggedFailure: String?
+        /// Session loads waiting for the next load query, and the loader waiting for them.
+        var loads: [LoadRequest] = []
+        var loaderWakeup: CheckedContinuation<Void, Never>?
         var statistics = Statistics()
         var availabilityWaiters: [CheckedContinuation<Void, Never>] = []
         var schemaReady = false
@@ -242,15 +311,20 @@ public final class PostgresRecordStore: RecordStore {
     }
 
     let state: Mutex<State>
-    let pool: PostgresConnectionPool
+    /// postgres-nio's pool: the writer's, the loader's and the maintenance calls' connections.
+    let client: PostgresClient
 
     /// Creates a store; connects nothing until ``run(reporting:)``.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        self.pool = PostgresConnectionPool(
-            endpoint: configuration.endpoint,
-            applicationName: "containerkit-store",
-            logger: configuration.logger
+        self.client = PostgresClient(
+            configuration: configuration.endpoint.clientConfiguration(
+                parameters: configuration.connectionParameters(
+                    applicationName: "containerkit \(configuration.instanceName)"
+                ),
+                maximumConnections: configuration.maximumConnections
+            ),
+            backgroundLogger: configuration.logger
         )
         self.state = Mutex(State(partitions: max(1, configuration.partitions)))
     }
@@ -265,7 +339,8 @@ public final class PostgresRecordStore: RecordStore {
         }
     }
 
-    /// Whether PostgreSQL answered the last health check and the last commit did not lose its connection.
+    /// Whether PostgreSQL answered the last health check or commit, and no call failed since for want of it
+    /// (lost, past its deadline, refusing the role). A host's readiness follows it.
     public var isAvailable: Bool { state.withLock { $0.available } }
 
     /// The delivery partition count in force (read from the tables once the store connected).
@@ -341,19 +416,13 @@ public final class PostgresRecordStore: RecordStore {
     // MARK: Figures read from PostgreSQL
 
     /// Committed records no delivery partition has acknowledged yet.
+    /// - Throws: ``PostgresStoreError`` when the server cannot answer within the call deadline.
     public func undeliveredRows() async throws -> Int {
-        try await withShortConnection { connection in
-            let rows = try await connection.rows(
-                """
-                SELECT count(*) FROM ck_records r JOIN ck_cursors c ON c.part = r.part
-                WHERE (r.xid, r.seq) > (c.xid, c.seq)
-                """,
-                logger: configuration.logger
-            )
-            var count = 0
-            for try await value in rows.decode(Int64.self) { count = Int(value) }
-            return count
+        let logger = configuration.logger
+        let counts = try await call("the figures query") { connection in
+            try await connection.all(PostgresStatements.UndeliveredRows(), logger: logger)
         }
+        return Int(counts.first ?? 0)
     }
 
     // MARK: Running
@@ -370,30 +439,40 @@ public final class PostgresRecordStore: RecordStore {
         }
         guard start else { throw AnalyticsSinkError(.closed, "run(reporting:) was called twice") }
         await withTaskGroup(of: Void.self) { group in
+            // The pool's own work (connecting, keeping idle connections alive) until the store stops.
+            group.addTask { await self.client.run() }
             group.addTask { await self.writerLoop() }
+            group.addTask { await self.loaderLoop() }
             group.addTask { await self.maintenanceLoop() }
             if configuration.delivers { group.addTask { await self.leaseLoop() } }
             await withTaskCancellationHandler {
                 await group.waitForAll()
             } onCancel: {
-                self.state.withLock { state in
+                let wakeups = self.state.withLock { state in
                     if state.phase == .running { state.phase = .stopped }
-                    let wakeup = state.writerWakeup
-                    state.writerWakeup = nil
-                    wakeup?.resume()
+                    defer {
+                        state.writerWakeup = nil
+                        state.loaderWakeup = nil
+                    }
+                    return [state.writerWakeup, state.loaderWakeup]
                 }
+                for wakeup in wakeups { wakeup?.resume() }
             }
         }
         let closed = AnalyticsSinkError(.closed, "the store stopped before the commit")
-        let (left, waiters) = state.withLock { state in
+        let (left, waiters, loads) = state.withLock { state in
             state.phase = .stopped
+            defer { state.loads = [] }
             let left = state.pending
             for entry in left { state.failures[entry.ticket] = closed }
             state.resolvedTicket = state.lastTicket
             state.pending = []
             state.pendingRows = 0
             defer { state.waiters = [] }
-            return (left, state.waiters)
+            return (left, state.waiters, state.loads)
+        }
+        for load in loads {
+            load.continuation.resume(returning: .failure(PostgresStoreError(.unavailable, "the store stopped")))
         }
         if let first = left.first?.ticket, let last = left.last?.ticket {
             commits.failed(
@@ -405,7 +484,6 @@ public final class PostgresRecordStore: RecordStore {
         for (ticket, waiter) in waiters {
             waiter.resume(returning: state.withLock { $0.failures[ticket] })
         }
-        await pool.close()
     }
 
     // MARK: Availability
@@ -415,7 +493,8 @@ public final class PostgresRecordStore: RecordStore {
             let changed = state.available != available
             state.available = available
             guard available else { return (changed, []) }
-            state.failFastUntil = nil
+            state.failingFast = nil
+            state.lastLoggedFailure = nil
             defer { state.availabilityWaiters = [] }
             return (changed, state.availabilityWaiters)
         }
@@ -435,16 +514,8 @@ public final class PostgresRecordStore: RecordStore {
         }
     }
 
-    /// Runs `body` on one of the store's side connections (health checks, loads, figures), once the tables
-    /// exist.
-    func withShortConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await pool.withConnection { connection in
-            try await ensureSchema(on: connection)
-            return try await body(connection)
-        }
-    }
-
-    /// Creates the tables the first time this store reaches the server, and reads the partition count.
+    /// Creates the tables and functions the first time this store reaches the server (on the connection of its
+    /// first call), and reads the partition count.
     func ensureSchema(on connection: PostgresConnection) async throws {
         guard !state.withLock({ $0.schemaReady }) else { return }
         let count = try await PostgresSchema.ensure(
@@ -465,23 +536,5 @@ extension Duration {
     var seconds: Double {
         let (whole, fraction) = components
         return Double(whole) + Double(fraction) / 1e18
-    }
-}
-
-extension PostgresStoreError {
-    /// The server's message and SQLSTATE when `error` is PostgreSQL's, else the error's own description.
-    static func describe(_ error: any Error) -> String {
-        if let error = error as? PostgresStoreError { return error.description }
-        if let error = error as? AnalyticsSinkError { return error.description }
-        if let error = error as? PSQLError {
-            if let message = error.serverInfo?[.message] {
-                return "'\(message)' (sqlstate \(error.serverInfo?[.sqlState] ?? "?"))"
-            }
-            return "\(error.code)"
-        }
-        if let error = error as? PostgresTransactionError {
-            return describe(error.commitError ?? error.closureError ?? error.beginError ?? error.rollbackError ?? error)
-        }
-        return String(describing: error)
     }
 }

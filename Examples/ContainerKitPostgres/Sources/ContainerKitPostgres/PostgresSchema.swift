@@ -14,6 +14,15 @@ import PostgresNIO
 /// A record row carries the id of the transaction that wrote it (`xid`) and a sequence number: delivery
 /// reads a partition in `(xid, seq)` order and only below the oldest transaction still running, so a row
 /// committed late never lands behind the cursor.
+///
+/// Three functions do in one call what would take several statements (``functions``; replaced whenever a store
+/// starts, so the newest definition wins; a change of arguments gets a new name):
+///
+/// | function | what it does |
+/// |---|---|
+/// | `ck_commit_group(…)` | a whole group commit (``PostgresRecordStore``'s Group commit and Fencing) in one statement: locks the group's users, reads their heads, and writes records and session rows only if no user is fenced; returns the fenced users |
+/// | `ck_probe()` | takes the locks a commit takes on the tables: answers only when commits could run |
+/// | `ck_rotate(namespace)` | starts a new generation and drops the acknowledged ones, one instance at a time |
 public enum PostgresSchema {
     /// The advisory-lock namespace (the first key of two-key advisory locks) the adapters use by default.
     public static let defaultLockNamespace: Int32 = 0x434B  // "CK"
@@ -35,37 +44,37 @@ public enum PostgresSchema {
         lockNamespace: Int32,
         logger: Logger
     ) async throws -> Int {
-        try await connection.execute("BEGIN", logger: logger)
+        try await connection.query("BEGIN", logger: logger)
         do {
-            try await connection.execute(
+            try await connection.query(
                 "SELECT pg_advisory_xact_lock(\(lockNamespace), \(maintenanceLockKey))",
                 logger: logger
             )
-            for statement in statements {
-                try await connection.execute(PostgresQuery(unsafeSQL: statement), logger: logger)
+            for statement in statements + functions {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
-            try await connection.execute(
+            try await connection.query(
                 "INSERT INTO ck_meta (id, generation, partitions) VALUES (1, 1, \(Int32(partitions))) ON CONFLICT DO NOTHING",
                 logger: logger
             )
-            try await connection.execute(
+            try await connection.query(
                 PostgresQuery(
                     unsafeSQL:
                         "CREATE TABLE IF NOT EXISTS \(generationTable(1)) PARTITION OF ck_records FOR VALUES IN (1)"
                 ),
                 logger: logger
             )
-            let rows = try await connection.rows("SELECT partitions FROM ck_meta WHERE id = 1", logger: logger)
+            let rows = try await connection.query("SELECT partitions FROM ck_meta WHERE id = 1", logger: logger)
             var count = partitions
             for try await value in rows.decode(Int32.self) { count = Int(value) }
-            try await connection.execute(
+            try await connection.query(
                 "INSERT INTO ck_cursors (part) SELECT generate_series(0, \(Int32(count)) - 1) ON CONFLICT DO NOTHING",
                 logger: logger
             )
-            try await connection.execute("COMMIT", logger: logger)
+            try await connection.query("COMMIT", logger: logger)
             return count
         } catch {
-            try? await connection.execute("ROLLBACK", logger: logger)
+            _ = try? await connection.query("ROLLBACK", logger: logger)
             throw error
         }
     }
@@ -131,6 +140,131 @@ public enum PostgresSchema {
         ALTER TABLE ck_session_changes SET (autovacuum_vacuum_scale_factor = 0.01,
             autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0,
             toast.autovacuum_vacuum_scale_factor = 0.01, toast.autovacuum_vacuum_threshold = 1000)
+        """,
+    ]
+
+    /// The functions (see the table above). Each PL/pgSQL statement runs with a snapshot of its own (READ
+    /// COMMITTED), so what a statement reads includes every commit that finished before it started: the head a
+    /// commit reads after taking its users' locks includes the other instances' commits of those users.
+    static let functions = [
+        """
+        CREATE OR REPLACE FUNCTION ck_commit_group(
+            lock_keys bigint[], parts int[], payloads text[],
+            chain_users text[], chain_expected bigint[], chain_deltas bool[],
+            row_users text[], row_versions bigint[], row_snapshots bool[], row_bodies text[],
+            removal_users text[], removal_versions bigint[])
+        RETURNS text[] LANGUAGE plpgsql AS $function$
+        DECLARE
+            fenced text[];
+        BEGIN
+            -- The group's users, in the order given (ascending: no deadlock between two writers), until the end of
+            -- the statement's transaction: what follows reads every other commit of these users.
+            PERFORM pg_advisory_xact_lock(k) FROM unnest(lock_keys) AS t(k);
+            -- A user's head is their newest version in either table. A chain starting with a delta goes on only
+            -- from exactly that version, one starting with a snapshot from no higher: a version another writer
+            -- stored meanwhile is a conflict, not a second state. (A version above the head cannot exist, so no
+            -- row of an accepted chain is there already.)
+            SELECT coalesce(array_agg(c.user_id), '{}') INTO fenced
+            FROM unnest(chain_users, chain_expected, chain_deltas) AS c(user_id, expected, delta)
+            CROSS JOIN LATERAL (SELECT greatest(
+                (SELECT max(x.version) FROM ck_session_changes x WHERE x.user_id = c.user_id),
+                (SELECT s.version FROM ck_sessions s WHERE s.user_id = c.user_id), 0) AS head) h
+            WHERE CASE WHEN c.delta THEN h.head <> c.expected ELSE h.head > c.expected END;
+            IF cardinality(fenced) > 0 THEN
+                RETURN fenced;
+            END IF;
+            IF cardinality(payloads) > 0 THEN
+                INSERT INTO ck_records (generation, part, payload)
+                SELECT (SELECT generation FROM ck_meta WHERE id = 1), t.p, t.j
+                FROM unnest(parts, payloads) WITH ORDINALITY AS t(p, j, o) ORDER BY t.o;
+            END IF;
+            IF cardinality(row_users) > 0 THEN
+                INSERT INTO ck_session_changes (user_id, version, snapshot, body)
+                SELECT r.user_id, r.version, r.snapshot, r.body
+                FROM unnest(row_users, row_versions, row_snapshots, row_bodies) AS r(user_id, version, snapshot, body);
+                IF true = ANY (row_snapshots) THEN
+                    -- A snapshot deletes its user's older rows (its chain starts at it), the legacy row included.
+                    WITH snapshots AS (
+                        SELECT r.user_id, max(r.version) AS version
+                        FROM unnest(row_users, row_versions, row_snapshots) AS r(user_id, version, snapshot)
+                        WHERE r.snapshot GROUP BY r.user_id),
+                    legacy AS (
+                        DELETE FROM ck_sessions s USING snapshots n
+                        WHERE s.user_id = n.user_id AND s.version < n.version)
+                    DELETE FROM ck_session_changes x USING snapshots n
+                    WHERE x.user_id = n.user_id AND x.version < n.version;
+                END IF;
+            END IF;
+            IF cardinality(removal_users) > 0 THEN
+                -- An ended session is removed only if no newer version was stored meanwhile — then all of it: a
+                -- part would leave deltas without the snapshot they apply to.
+                WITH ended AS (
+                    SELECT DISTINCT r.user_id
+                    FROM unnest(removal_users, removal_versions) AS r(user_id, version)
+                    WHERE greatest(
+                        (SELECT max(x.version) FROM ck_session_changes x WHERE x.user_id = r.user_id),
+                        (SELECT s.version FROM ck_sessions s WHERE s.user_id = r.user_id), 0) <= r.version),
+                changes AS (DELETE FROM ck_session_changes x USING ended e WHERE x.user_id = e.user_id)
+                DELETE FROM ck_sessions s USING ended e WHERE s.user_id = e.user_id;
+            END IF;
+            RETURN fenced;
+        END
+        $function$
+        """,
+        """
+        CREATE OR REPLACE FUNCTION ck_probe() RETURNS int LANGUAGE plpgsql AS $function$
+        BEGIN
+            LOCK TABLE ck_records, ck_session_changes, ck_sessions IN ROW EXCLUSIVE MODE;
+            RETURN 1;
+        END
+        $function$
+        """,
+        // One instance at a time (the maintenance lock; a wait longer than a second means another instance
+        // rotates: give up until the next interval). Old generations are dropped when every delivery partition
+        // acknowledged their rows; a new one starts when the current one holds rows.
+        """
+        CREATE OR REPLACE FUNCTION ck_rotate(namespace int, OUT rotated bool, OUT dropped int)
+        LANGUAGE plpgsql AS $function$
+        DECLARE
+            current_generation bigint;
+            old bigint[];
+            old_generation bigint;
+            unacknowledged bool;
+        BEGIN
+            rotated := false;
+            dropped := 0;
+            PERFORM set_config('lock_timeout', '1s', true);
+            BEGIN
+                PERFORM pg_advisory_xact_lock(namespace, -1);
+            EXCEPTION WHEN lock_not_available THEN
+                RETURN;
+            END;
+            SELECT m.generation INTO current_generation FROM ck_meta m WHERE m.id = 1 FOR UPDATE;
+            SELECT coalesce(array_agg(t.g ORDER BY t.g), '{}') INTO old
+            FROM (SELECT CASE WHEN c.relname ~ '^ck_records_[0-9]+$' THEN substr(c.relname, 12)::bigint END AS g
+                FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = 'ck_records'::regclass) t
+            WHERE t.g < current_generation;
+            IF cardinality(old) > 0 THEN
+                LOCK TABLE ck_records IN ACCESS EXCLUSIVE MODE;
+                FOREACH old_generation IN ARRAY old LOOP
+                    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I r JOIN ck_cursors c ON c.part = r.part '
+                        'WHERE (r.xid, r.seq) > (c.xid, c.seq))', 'ck_records_' || old_generation)
+                        INTO unacknowledged;
+                    IF NOT unacknowledged THEN
+                        EXECUTE format('DROP TABLE %I', 'ck_records_' || old_generation);
+                        dropped := dropped + 1;
+                    END IF;
+                END LOOP;
+            END IF;
+            EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I)', 'ck_records_' || current_generation) INTO rotated;
+            IF rotated THEN
+                EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF ck_records FOR VALUES IN (%s)',
+                    'ck_records_' || (current_generation + 1), current_generation + 1);
+                UPDATE ck_meta SET generation = current_generation + 1, rotated_at = now() WHERE id = 1;
+            END IF;
+        END
+        $function$
         """,
     ]
 }

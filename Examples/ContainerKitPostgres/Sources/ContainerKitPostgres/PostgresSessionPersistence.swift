@@ -21,8 +21,10 @@ import PostgresNIO
 /// unreadable rows. When not even a snapshot is readable, ``load(userID:)`` returns `nil` and
 /// ``endedVersion(userID:)`` the newest stored version, so the user's new session is kept above it.
 ///
-/// Saves are committed by the store's writer, which runs in the pipeline's ``DeliveryPipeline/run()``: a save
-/// waits until it runs. Loads work at any time.
+/// Loads are gathered: while one load query runs, the users asked for meanwhile join the next, read in one
+/// query (``PostgresRecordStore/Configuration/maximumUsersPerLoad`` at most). Saves are committed by the store's
+/// writer. Both run in the store's ``PostgresRecordStore/run(reporting:)`` (the pipeline's
+/// ``DeliveryPipeline/run()``): a load or save waits until it runs.
 public struct PostgresSessionPersistence: SessionPersistence {
     /// The store whose tables and writer are used.
     public let store: PostgresRecordStore
@@ -36,37 +38,14 @@ public struct PostgresSessionPersistence: SessionPersistence {
 
     /// The newest committed session of `userID` — its newest snapshot with the deltas after it applied — or
     /// `nil` for a user PostgreSQL has never seen (or whose rows hold no readable snapshot).
-    /// - Throws: ``ContainerError`` `io_error` when the server cannot be reached.
+    /// - Throws: ``ContainerError`` `io_error` when the server cannot be reached or answer within the call
+    ///   deadline, or refuses the store's role (the message says which; it holds no URL, SQL or server detail).
     public func load(userID: String) async throws(ContainerError) -> StoredSession? {
-        let rows: [(version: Int64, snapshot: Bool, body: String)]
+        let rows: [SessionRow]
         do {
-            rows = try await store.withShortConnection { connection in
-                // The base is the newest snapshot row, or the legacy row when it is newer; the rows from it on,
-                // in version order (the PRIMARY KEY's index: the user's rows, backwards for the newest snapshot).
-                let found = try await connection.rows(
-                    """
-                    WITH latest AS (
-                        SELECT (SELECT max(version) FROM ck_session_changes WHERE user_id = \(userID) AND snapshot)
-                                AS snapshot,
-                            (SELECT version FROM ck_sessions WHERE user_id = \(userID)) AS legacy)
-                    SELECT c.version, c.snapshot, c.body FROM ck_session_changes c, latest l
-                    WHERE c.user_id = \(userID) AND c.version >= coalesce(greatest(l.snapshot, l.legacy), 0)
-                    UNION ALL
-                    SELECT s.version, true, s.snapshot FROM ck_sessions s, latest l
-                    WHERE s.user_id = \(userID) AND s.version > coalesce(l.snapshot, 0)
-                    ORDER BY 1, 2 DESC
-                    """,
-                    logger: store.configuration.logger
-                )
-                var rows: [(version: Int64, snapshot: Bool, body: String)] = []
-                for try await row in found.decode((Int64, Bool, String).self) { rows.append(row) }
-                return rows
-            }
+            rows = try await store.sessionRows(of: userID)
         } catch {
-            throw ContainerError(
-                .io,
-                "cannot load the session of '\(userID)' from postgresql: \(PostgresStoreError.describe(error))"
-            )
+            throw ContainerError(.io, "cannot load the session of '\(userID)' from postgresql: \(error.description)")
         }
         var fold = SessionFold()
         var seen = Set<Int64>()

@@ -63,11 +63,12 @@ struct PostgresRecordStoreTests {
                 DO $$ BEGIN
                   FOR i IN 1..3000 LOOP
                     EXIT WHEN EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
-                                      AND application_name = 'containerkit-writer' AND wait_event_type = 'Lock');
+                                      AND application_name = 'containerkit a' AND wait_event_type = 'Lock'
+                                      AND query LIKE '%ck_commit_group%');
                     PERFORM pg_sleep(0.01);
                   END LOOP;
                   PERFORM pg_terminate_backend(pid) FROM pg_stat_activity
-                    WHERE datname = current_database() AND application_name = 'containerkit-writer';
+                    WHERE datname = current_database() AND application_name = 'containerkit a';
                 END $$
                 """,
                 logger: testLogger

@@ -190,8 +190,16 @@ func withRunning<T: Sendable>(
     return result
 }
 
-/// A logger that stays quiet.
-let testLogger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+/// A logger that stays quiet, or with `CKPG_TEST_LOG=debug` (any level) writes to standard error.
+let testLogger: Logger = {
+    guard let level = ProcessInfo.processInfo.environment["CKPG_TEST_LOG"].flatMap({ Logger.Level(rawValue: $0) })
+    else {
+        return Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    }
+    var logger = Logger(label: "test") { StreamLogHandler.standardError(label: $0) }
+    logger.logLevel = level
+    return logger
+}()
 
 /// One query's rows through a short-lived connection.
 func query<T: Sendable>(_ endpoint: PostgresEndpoint, _ sql: String, as type: T.Type) async throws -> [T]

@@ -1,0 +1,297 @@
+import PostgresNIO
+
+/// The statements the store sends, each prepared once per connection (postgres-nio names it and keeps it):
+/// PostgreSQL parses and plans each once per connection instead of once per call. The commit, the probe and
+/// the rotation are functions ``PostgresSchema`` creates, whose statements PL/pgSQL also plans once per
+/// connection.
+enum PostgresStatements {
+    /// A group commit in one round trip: `ck_commit_group` (see ``PostgresSchema``). Returns the fenced users
+    /// (nothing was written then), or none (all of it was).
+    struct CommitGroup: PostgresPreparedStatement {
+        static let sql = "SELECT ck_commit_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        static let bindingDataTypes: [PostgresDataType] = [
+            .int8Array, .int4Array, .textArray, .textArray, .int8Array, .boolArray, .textArray, .int8Array,
+            .boolArray, .textArray, .textArray, .int8Array,
+        ]
+        typealias Row = [String]
+
+        /// The advisory-lock keys of the group's session users, ascending.
+        var lockKeys: [Int64]
+        var partitions: [Int32]
+        var payloads: [String]
+        /// Per user with checkpoints: the id, the version its chain continues, whether the chain starts with a
+        /// delta.
+        var chainUsers: [String]
+        var chainExpected: [Int64]
+        var chainDeltas: [Bool]
+        /// The session rows to insert.
+        var rowUsers: [String]
+        var rowVersions: [Int64]
+        var rowSnapshots: [Bool]
+        var rowBodies: [String]
+        var removalUsers: [String]
+        var removalVersions: [Int64]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 12)
+            bindings.append(lockKeys)
+            bindings.append(partitions)
+            bindings.append(payloads)
+            bindings.append(chainUsers)
+            bindings.append(chainExpected)
+            bindings.append(chainDeltas)
+            bindings.append(rowUsers)
+            bindings.append(rowVersions)
+            bindings.append(rowSnapshots)
+            bindings.append(rowBodies)
+            bindings.append(removalUsers)
+            bindings.append(removalVersions)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> [String] { try row.decode([String].self) }
+    }
+
+    /// The session rows of many users at once: per user, the newest snapshot row (or the legacy `ck_sessions`
+    /// row when it is newer) and the rows after it. Rows come as `(user, version, snapshot, body)`, unordered.
+    struct LoadSessions: PostgresPreparedStatement {
+        static let sql = """
+            WITH users AS (SELECT DISTINCT u AS user_id FROM unnest($1::text[]) AS t(u)),
+            latest AS (
+                SELECT u.user_id,
+                    (SELECT max(c.version) FROM ck_session_changes c WHERE c.user_id = u.user_id AND c.snapshot)
+                        AS snapshot,
+                    (SELECT s.version FROM ck_sessions s WHERE s.user_id = u.user_id) AS legacy
+                FROM users u)
+            SELECT c.user_id, c.version, c.snapshot, c.body
+            FROM latest l JOIN ck_session_changes c ON c.user_id = l.user_id
+                AND c.version >= coalesce(greatest(l.snapshot, l.legacy), 0)
+            UNION ALL
+            SELECT s.user_id, s.version, true, s.snapshot
+            FROM latest l JOIN ck_sessions s ON s.user_id = l.user_id AND s.version > coalesce(l.snapshot, 0)
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.textArray]
+        typealias Row = (String, Int64, Bool, String)
+
+        var users: [String]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(users)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// `ck_probe()`: takes, and at once gives back, the locks a commit takes on the tables; answers only when
+    /// commits could run.
+    struct Probe: PostgresPreparedStatement {
+        static let sql = "SELECT ck_probe()"
+        typealias Row = Int32
+
+        func makeBindings() throws -> PostgresBindings { PostgresBindings() }
+        func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
+    }
+
+    /// `ck_rotate(namespace)`: whether a generation was started, and how many were dropped.
+    struct Rotate: PostgresPreparedStatement {
+        static let sql = "SELECT rotated, dropped FROM ck_rotate($1)"
+        static let bindingDataTypes: [PostgresDataType] = [.int4]
+        typealias Row = (Bool, Int32)
+
+        var namespace: Int32
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(namespace)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// Committed records no delivery partition has acknowledged yet.
+    struct UndeliveredRows: PostgresPreparedStatement {
+        static let sql = """
+            SELECT count(*) FROM ck_records r JOIN ck_cursors c ON c.part = r.part
+            WHERE (r.xid, r.seq) > (c.xid, c.seq)
+            """
+        typealias Row = Int64
+
+        func makeBindings() throws -> PostgresBindings { PostgresBindings() }
+        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+    }
+
+    // MARK: The lease connection's
+
+    /// Up to `limit` rows of each partition after its cursor, only below the oldest transaction still running
+    /// (so a row committed late never lands behind a cursor), partitions in the order given, `limit` in all.
+    struct ReadRecords: PostgresPreparedStatement {
+        static let sql = """
+            SELECT c.part, r.xid, r.seq, r.payload
+            FROM unnest($1::int[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS c(part, xid, seq, o)
+            CROSS JOIN LATERAL (
+                SELECT xid, seq, payload FROM ck_records
+                WHERE part = c.part AND (xid, seq) > (c.xid, c.seq)
+                  AND xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+                ORDER BY xid, seq LIMIT $4) r
+            ORDER BY c.o, r.xid, r.seq
+            LIMIT $4
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.int4Array, .int8Array, .int8Array, .int4]
+        typealias Row = (Int32, Int64, Int64, String)
+
+        var partitions: [Int32]
+        var xids: [Int64]
+        var seqs: [Int64]
+        var limit: Int32
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 4)
+            bindings.append(partitions)
+            bindings.append(xids)
+            bindings.append(seqs)
+            bindings.append(limit)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// Moves the partitions' cursors forward (never back) and counts the rows acknowledged.
+    struct Acknowledge: PostgresPreparedStatement {
+        static let sql = """
+            UPDATE ck_cursors c SET xid = a.xid, seq = a.seq, acknowledged = c.acknowledged + a.n
+            FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::bigint[]) AS a(part, xid, seq, n)
+            WHERE c.part = a.part AND (c.xid, c.seq) < (a.xid, a.seq)
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.int4Array, .int8Array, .int8Array, .int8Array]
+        typealias Row = ()
+
+        var partitions: [Int32]
+        var xids: [Int64]
+        var seqs: [Int64]
+        var counts: [Int64]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 4)
+            bindings.append(partitions)
+            bindings.append(xids)
+            bindings.append(seqs)
+            bindings.append(counts)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// The granted advisory locks of the namespace on partitions and membership: `(key, mode)`.
+    struct LeaseLocks: PostgresPreparedStatement {
+        static let sql = """
+            SELECT objid::text::bigint, mode FROM pg_locks
+            WHERE locktype = 'advisory' AND granted AND classid::text::bigint = $1 AND objsubid = 2
+              AND objid::text::bigint <= $2
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.int8, .int8]
+        typealias Row = (Int64, String)
+
+        var namespace: Int64
+        var partitions: Int64
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(namespace)
+            bindings.append(partitions)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// Takes a partition's lease (`pg_try_advisory_lock`) without waiting: whether it was free.
+    struct TryLease: PostgresPreparedStatement {
+        static let sql = "SELECT pg_try_advisory_lock($1, $2)"
+        static let bindingDataTypes: [PostgresDataType] = [.int4, .int4]
+        typealias Row = Bool
+
+        var namespace: Int32
+        var key: Int32
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(namespace)
+            bindings.append(key)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self) }
+    }
+
+    /// Gives a partition's lease back (`pg_advisory_unlock`).
+    struct ReleaseLease: PostgresPreparedStatement {
+        static let sql = "SELECT pg_advisory_unlock($1, $2)"
+        static let bindingDataTypes: [PostgresDataType] = [.int4, .int4]
+        typealias Row = Bool
+
+        var namespace: Int32
+        var key: Int32
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(namespace)
+            bindings.append(key)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self) }
+    }
+
+    /// Joins the delivering instances: the shared membership lock, held by the lease connection.
+    struct JoinMembers: PostgresPreparedStatement {
+        static let sql = "SELECT 1 FROM (SELECT pg_advisory_lock_shared($1, $2)) AS joined"
+        static let bindingDataTypes: [PostgresDataType] = [.int4, .int4]
+        typealias Row = Int32
+
+        var namespace: Int32
+        var key: Int32
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(namespace)
+            bindings.append(key)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
+    }
+
+    /// A partition's cursor.
+    struct ReadCursor: PostgresPreparedStatement {
+        static let sql = "SELECT xid, seq FROM ck_cursors WHERE part = $1"
+        static let bindingDataTypes: [PostgresDataType] = [.int4]
+        typealias Row = (Int64, Int64)
+
+        var partition: Int32
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(partition)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+}
+
+extension PostgresConnection {
+    /// Runs `statement` and collects its rows.
+    func all<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws
+        -> [Statement.Row]
+    {
+        var rows: [Statement.Row] = []
+        for try await row in try await execute(statement, logger: logger) { rows.append(row) }
+        return rows
+    }
+}
