@@ -155,7 +155,7 @@ struct Evaluation: MacroResolver {
                 var i = 0
                 while i < storage.program.tagOrder.count {
                     let t = storage.program.tagOrder[i]
-                    if tagState[t].intersection(.selection) == .added { _ = fire(t) }
+                    if tagState[t].intersection(.selection) == .added { fire(t) }
                     i += 1
                 }
             }
@@ -251,37 +251,87 @@ struct Evaluation: MacroResolver {
         return true
     }
 
-    /// Fires tag `t` (and its setup and teardown tags); returns whether its call succeeded (`ok`), or `nil`
-    /// if it did not run. (A `Bool`, not the status: statuses carry messages, and copying one per tag is
-    /// measurable on the hot path; the status is in ``fired``.)
+    /// How a tag's sequence (its setup tag, itself, its teardown tag) ended: which of gtm.js's continuations it
+    /// called — the success one, the failure one, or neither (a "don't fire if … fails" stopped it).
+    enum SequenceOutcome {
+        case succeeded, failed, stopped
+    }
+
+    /// The suffix of a once-per-load key (`<container>#<tag>`, see ``callOnce(_:)``) that records that the
+    /// tag's one call failed.
+    static let failedOncePerLoadSuffix = "!failed"
+
+    /// Fires tag `t` with its setup and teardown tags, as gtm.js sequences them (`dr` and `er` in the served
+    /// scripts' runtime): the setup tag first; its success runs the tag, its failure too unless the tag stops
+    /// on setup failure; then the teardown tag, whose outcome is the sequence's (a failed tag skips it when it
+    /// stops on failure). A once-per-load tag whose one call already ran answers with that call's outcome
+    /// without calling again — its setup and teardown tags still run. (An enum, not the status: statuses carry
+    /// messages, and copying one per tag is measurable on the hot path; the status is in ``fired``.)
     @discardableResult
-    private mutating func fire(_ t: Int) -> Bool? {
+    private mutating func fire(_ t: Int) -> SequenceOutcome {
         startTagState()
         let state = tagState[t]
-        if state.contains(.attempted) { return state.contains(.ran) ? state.contains(.succeeded) : nil }
+        if state.contains(.attempted) {
+            // At most once per event: a tag met again (the setup of two tags) answers with its call's outcome.
+            if state.contains(.succeeded) { return .succeeded }
+            return state.contains(.ran) || state.contains(.skippedOncePerLoad) ? .failed : .stopped
+        }
         tagState[t].formUnion(.attempted)
-        if case .paused = storage.program.tags[t].kind { return nil }
-        if storage.program.tags[t].oncePerLoad {
-            let key = storage.id + "#" + String(t)
-            let first = dataLayer.state.withLock { state in
-                let inserted = state.firedOncePerLoad.insert(key).inserted
-                if inserted { state.changes?.firedOncePerLoad.append(key) }
-                return inserted
+        // gtm.js's `__paused` calls its failure callback.
+        if case .paused = storage.program.tags[t].kind { return .failed }
+        var i = 0
+        while i < storage.program.tags[t].setupTags.count {
+            let setup = storage.program.tags[t].setupTags[i]
+            switch fire(setup.tag) {
+            case .succeeded: break
+            case .failed: if setup.stopOnFailure { return .stopped }
+            case .stopped: return .stopped
             }
-            if !first {
-                tagState[t].formUnion(.skippedOncePerLoad)
-                return nil
+            i += 1
+        }
+        var outcome = callOnce(t)
+        i = 0
+        while i < storage.program.tags[t].teardownTags.count {
+            let teardown = storage.program.tags[t].teardownTags[i]
+            if outcome == .stopped || (outcome == .failed && teardown.stopOnFailure) { return .stopped }
+            outcome = fire(teardown.tag)
+            i += 1
+        }
+        return outcome
+    }
+
+    /// Calls tag `t` itself, or — for a once-per-load tag whose one call already ran in this session — answers
+    /// with that call's outcome (gtm.js keeps a once-only tag's outcome and calls the continuation it chose).
+    private mutating func callOnce(_ t: Int) -> SequenceOutcome {
+        guard storage.program.tags[t].oncePerLoad else { return runCall(t) ? .succeeded : .failed }
+        let key = storage.id + "#" + String(t)
+        let earlier = dataLayer.state.withLock { state -> SequenceOutcome? in
+            if state.firedOncePerLoad.contains(key) {
+                return state.firedOncePerLoad.contains(key + Evaluation.failedOncePerLoadSuffix) ? .failed : .succeeded
             }
+            state.firedOncePerLoad.insert(key)
+            state.changes?.firedOncePerLoad.append(key)
+            return nil
         }
-        for setup in storage.program.tags[t].setupTags {
-            let succeeded = fire(setup.tag)
-            if setup.stopOnFailure, succeeded != true { return nil }
+        if let earlier {
+            tagState[t].formUnion(earlier == .succeeded ? [.skippedOncePerLoad, .succeeded] : .skippedOncePerLoad)
+            return earlier
         }
-        let succeeded = call(t)
+        if runCall(t) { return .succeeded }
+        let failed = key + Evaluation.failedOncePerLoadSuffix
+        dataLayer.state.withLock { state in
+            if state.firedOncePerLoad.insert(failed).inserted { state.changes?.firedOncePerLoad.append(failed) }
+        }
+        return .failed
+    }
+
+    /// Calls tag `t` and records its outcome in ``tagState``; returns whether it counts as succeeded. A tag
+    /// ContainerKit cannot run (custom HTML, other web-only tags: ``FiredTag/Status/unsupported``) would
+    /// normally succeed in a browser, so for sequencing it counts as succeeded (it stays reported unsupported).
+    private mutating func runCall(_ t: Int) -> Bool {
+        var succeeded = call(t)
+        if !succeeded, case .unsupported = storage.program.tags[t].kind { succeeded = true }
         tagState[t].formUnion(succeeded ? [.ran, .succeeded] : .ran)
-        for teardown in storage.program.tags[t].teardownTags where !teardown.stopOnFailure || succeeded {
-            fire(teardown.tag)
-        }
         return succeeded
     }
 
