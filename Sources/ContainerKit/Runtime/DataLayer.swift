@@ -409,6 +409,9 @@ public final class DataLayer: Sendable {
         case nil, .undefined?, .null?: eventName = nil
         case let value?: eventName = value.jsString
         }
+        // gtm.js (`if (!a.event) return !1;` when it processes a message): an `event` of `false`, `0`, `NaN`
+        // or `""` only updates the data layer. Mobile SDKs test for a present value: it is an event there.
+        let falsyEvent = eventName != nil && eventValue?.isTruthy == false
         // What the push can add to the session, loosely (no string is read): checked against the limit under
         // the lock, where the session's size is scanned only when this bound reaches it.
         var added = 0
@@ -498,6 +501,7 @@ public final class DataLayer: Sendable {
                 reportedName: &reportedName,
                 eventNumber: eventNumber,
                 candidates: candidates,
+                falsyEvent: falsyEvent,
                 into: &result,
                 scratch: &scratch,
                 turn: number,
@@ -508,6 +512,8 @@ public final class DataLayer: Sendable {
 
     /// Evaluates a merged push in every container of `snapshot` (borrowed: `runtime` holds it) and appends
     /// what it did to `result`. The message, model and names move into the evaluation and on into the result.
+    /// A `falsyEvent` (`false`, `0`, `""`) is no event for web containers: they are skipped, and when every
+    /// container is a web one the push is not an event at all.
     private func evaluate(
         in snapshot: TagManager.Snapshot,
         runtime: TagManager.SessionRuntime,
@@ -517,6 +523,7 @@ public final class DataLayer: Sendable {
         reportedName: inout Value,
         eventNumber: Int,
         candidates: ContainerCandidates?,
+        falsyEvent: Bool,
         into result: inout PushResult,
         scratch: inout EvaluationScratch,
         turn number: UInt64,
@@ -524,13 +531,14 @@ public final class DataLayer: Sendable {
     ) {
         let count = snapshot.containers.count
         guard count > 0 else { return }
+        if falsyEvent, snapshot.containers.allSatisfy({ $0.platform == .web }) { return }
         // The containers no rule of which can pass for this event name get an empty report without an
         // evaluation; one evaluation then serves the first container that needs one and every later one.
         var first = 0
         var firstCandidates: RuleCandidates?
         while first < count {
             firstCandidates = candidates?[first]
-            if firstCandidates?.isEmpty != true { break }
+            if firstCandidates?.isEmpty != true, !falsyEvent || snapshot.containers[first].platform != .web { break }
             first += 1
         }
         var movedMessage = ValueMap()
@@ -584,6 +592,7 @@ public final class DataLayer: Sendable {
             for c in (first + 1)..<count {
                 let rules = candidates?[c]
                 if rules?.isEmpty == true { continue }
+                if falsyEvent, snapshot.containers[c].platform == .web { continue }
                 let trace = evaluation.run(
                     container: runtime.containers[c],
                     at: c,
