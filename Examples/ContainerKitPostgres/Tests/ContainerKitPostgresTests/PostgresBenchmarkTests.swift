@@ -71,7 +71,13 @@ struct PostgresBenchmarkTests {
         let cluster = try await PostgresTestCluster.start()
         defer { cluster.remove() }
         let endpoint = try PostgresEndpoint(url: try await cluster.createDatabase())
-        let instances = (0..<3).map { index in Instance(endpoint, name: "i\(index)") { $0.delivers = false } }
+        let delay = ProcessInfo.processInfo.environment["CKPG_BENCH_COMMIT_DELAY_MS"].flatMap { Int($0) }
+        let instances = (0..<3).map { index in
+            Instance(endpoint, name: "i\(index)") { configuration in
+                configuration.delivers = false
+                if let delay { configuration.commitDelay = .milliseconds(delay) }
+            }
+        }
         let clients = Int(ProcessInfo.processInfo.environment["CKPG_BENCH_CLIENTS"] ?? "") ?? 48
         let duration = Duration.seconds(Int(ProcessInfo.processInfo.environment["CKPG_BENCH_SECONDS"] ?? "") ?? 5)
         try await withRunning(instances.map(\.run)) {
@@ -115,7 +121,7 @@ struct PostgresBenchmarkTests {
             var trips = 0
             for (old, new) in zip(before, after) { trips += roundTripCount(new) - roundTripCount(old) }
             report(
-                "three_instances_\(clients)_clients",
+                "three_instances_\(clients)_clients_delay_\(delay.map { "\($0)ms" } ?? "default")",
                 [
                     ("events", "\(events)"),
                     ("commits", "\(commits)"),

@@ -27,6 +27,10 @@ final class PostgresScaleOut: Sendable {
             instanceName: configuration.instanceName
         )
         storeConfiguration.partitions = configuration.postgresPartitions
+        // `--commit-delay` means what it means for the file queue: how long a busy writer lets the next group
+        // gather (PostgresRecordStore.Configuration.defaultCommitDelay when the flag is absent; see
+        // parseScaleOut).
+        storeConfiguration.commitDelay = configuration.commitDelay
         storeConfiguration.logger = logger
         logger.info("records and sessions go to postgresql", metadata: ["postgres": "\(endpoint)"])
         return PostgresRecordStore(configuration: storeConfiguration)
@@ -88,6 +92,8 @@ final class PostgresScaleOut: Sendable {
         var lines = [
             "# TYPE containerkit_postgres_commits_total counter",
             "containerkit_postgres_commits_total \(store.commits)",
+            "# TYPE containerkit_postgres_round_trips_total counter",
+            "containerkit_postgres_round_trips_total \(store.roundTrips)",
             "# TYPE containerkit_postgres_committed_rows_total counter",
             "containerkit_postgres_committed_rows_total \(store.committedRows)",
             "# TYPE containerkit_postgres_rows_per_commit gauge",
@@ -100,6 +106,12 @@ final class PostgresScaleOut: Sendable {
             "containerkit_postgres_failed_commits_total \(store.failedCommits)",
             "# TYPE containerkit_postgres_fenced_sessions_total counter",
             "containerkit_postgres_fenced_sessions_total \(store.fencedSessions)",
+            "# TYPE containerkit_postgres_timed_out_calls_total counter",
+            "containerkit_postgres_timed_out_calls_total \(store.timedOutCalls)",
+            "# TYPE containerkit_postgres_load_queries_total counter",
+            "containerkit_postgres_load_queries_total \(store.loadQueries)",
+            "# TYPE containerkit_postgres_loaded_users_total counter",
+            "containerkit_postgres_loaded_users_total \(store.loadedUsers)",
             "# TYPE containerkit_postgres_available gauge",
             "containerkit_postgres_available \(self.store.isAvailable ? 1 : 0)",
             "# TYPE containerkit_postgres_leases_held gauge",

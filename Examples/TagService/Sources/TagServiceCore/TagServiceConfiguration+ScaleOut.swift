@@ -12,6 +12,12 @@ extension TagServiceConfiguration {
                 throw UsageError("--postgres: \(error.message)")
             }
             configuration.postgresURL = url
+            // Without --commit-delay (whose default is the file queue's), PostgreSQL mode gathers a busy writer's
+            // next group for its own default: a commit there is a network round trip and a WAL flush, and the
+            // writer waits only when appends arrived during its commit (a lone request never waits).
+            if values["--commit-delay"] == nil {
+                configuration.commitDelay = PostgresRecordStore.Configuration.defaultCommitDelay
+            }
         }
         if let name = values["--instance-name"] { configuration.instanceName = name }
         if let count = values["--postgres-partitions"] {
