@@ -1,4 +1,7 @@
-// The regex engine: pattern up to the first NUL, subject after it; the first byte's low bit picks ignore case.
+// The regex engines: pattern up to the first NUL, subject after it; the first byte's low bit picks ignore case.
+// Patterns with lookaround or backreferences run on the backtracking matcher (budgeted, so never a hang);
+// every other pattern also runs there, behind an always-true lookahead `(?=)`, and must find the same match
+// as on the linear-time engine whenever both finish.
 import ContainerKit
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -23,5 +26,20 @@ public func fuzzRegex(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         if first & 2 == 2 { _ = pattern.expandReplacement("[$1|$&|$$]", match: found, in: subject) }
     }
     if subject.utf8.count < 256 { _ = pattern.wholeMatch(in: subject) }
+    // Not where the Pike VM is known to end a loop JavaScript backtracks into (`hasOptionalNullableIteration`).
+    if !pattern.usesBacktracking, let search, patternBytes.count < 2_000,
+        (try? RegexParser(pattern.source).root.hasOptionalNullableIteration) == false,
+        let wrapped = try? RegexPattern(
+            "(?=)(?:" + String(decoding: patternBytes, as: UTF8.self) + ")",
+            options: options
+        )
+    {
+        precondition(wrapped.usesBacktracking)
+        var other: RegexPattern.Match?? = nil
+        do { other = .some(try wrapped.firstMatch(in: subject, stepBudget: budget)) } catch {}
+        if let other {
+            precondition(other?.range == search?.range, "the backtracking and linear-time engines disagree")
+        }
+    }
     return 0
 }

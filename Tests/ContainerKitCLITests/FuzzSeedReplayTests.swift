@@ -72,6 +72,15 @@ struct FuzzSeedReplayTests {
             var search: RegexPattern.Match?? = nil
             do { search = .some(try pattern.firstMatch(in: subject, stepBudget: 1 << 20)) } catch {}
             if let matched, let search { #expect(matched == (search != nil), "\(pattern.source)") }
+            // The harness's differential check: behind `(?=)` the pattern runs on the backtracking matcher.
+            if !pattern.usesBacktracking, let search,
+                (try? RegexParser(pattern.source).root.hasOptionalNullableIteration) == false,
+                let wrapped = try? RegexPattern("(?=)(?:" + pattern.source + ")", options: options)
+            {
+                var other: RegexPattern.Match?? = nil
+                do { other = .some(try wrapped.firstMatch(in: subject, stepBudget: 1 << 20)) } catch {}
+                if let other { #expect(other?.range == search?.range, "\(pattern.source)") }
+            }
         }
     }
 

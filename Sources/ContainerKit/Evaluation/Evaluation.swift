@@ -61,6 +61,8 @@ struct Evaluation: MacroResolver {
     /// ``threadConstants``, unretained (it keeps the table alive).
     private var threadConstantsReference: Unmanaged<ThreadConstants.Table>?
     private var evaluatedOrder: [Int] = []
+    /// The predicates whose regular expression ran out of its step budget in this container (traces only).
+    private var budgetExceededPredicates: [Int] = []
 
     init(
         container: TagManager.SessionContainer,
@@ -108,6 +110,7 @@ struct Evaluation: MacroResolver {
         tagStateLive = false
         threadConstants = nil
         threadConstantsReference = nil
+        if !budgetExceededPredicates.isEmpty { budgetExceededPredicates.removeAll() }
         let macroCount = storage.program.macros.count
         if macroMarks.count < macroCount {
             macroMarks.append(contentsOf: repeatElement(0, count: macroCount - macroMarks.count))
@@ -777,18 +780,20 @@ struct Evaluation: MacroResolver {
         }
     }
 
-    /// Whether `pattern` matches within ``RegexPattern/defaultStepBudget``; running out counts as no match,
-    /// with one warning per pattern.
-    private func budgetedMatches(_ pattern: RegexPattern, _ subject: String) -> Bool {
+    /// Whether `pattern` matches within ``RegexPattern/defaultStepBudget``; running out counts as no match
+    /// (counted, one warning per pattern, and predicate `p`'s trace says so).
+    private mutating func budgetedMatches(_ pattern: RegexPattern, _ subject: String, predicate p: Int) -> Bool {
         do throws(RegexBudgetExceeded) {
             return try pattern.matches(subject, stepBudget: RegexPattern.defaultStepBudget)
         } catch {
+            if recordTrace { budgetExceededPredicates.append(p) }
             reportBudgetExceeded(pattern, subject, "_re")
             return false
         }
     }
 
     private func reportBudgetExceeded(_ pattern: RegexPattern, _ subject: String, _ place: String) {
+        dataLayer.tagManager.noteRegexBudgetExceeded()
         dataLayer.tagManager.reportOnce(
             "regex-budget:\(storage.id):\(pattern.source)",
             metadata: [
@@ -914,7 +919,9 @@ struct Evaluation: MacroResolver {
         var a = left.jsString
         let ignoreCase = storage.program.predicates[p].ignoreCase
         if op == .regex {
-            if constantRight, let pattern = storage.program.predicates[p].pattern { return budgetedMatches(pattern, a) }
+            if constantRight, let pattern = storage.program.predicates[p].pattern {
+                return budgetedMatches(pattern, a, predicate: p)
+            }
             if constantRight, let error = storage.program.predicates[p].patternError {
                 let pointer = storage.program.predicates[p].origin.pointer
                 dataLayer.tagManager.reportOnce(
@@ -935,7 +942,7 @@ struct Evaluation: MacroResolver {
                 ) { "invalid regular expression; the condition is false" }
                 return false
             }
-            return budgetedMatches(pattern, a)
+            return budgetedMatches(pattern, a, predicate: p)
         }
         if ignoreCase { a = a.lowercased() }
         let b =
@@ -1058,7 +1065,11 @@ struct Evaluation: MacroResolver {
         let right = evaluate(def.arg1)
         let negation = def.negate ? "not " : ""
         let shownValue = value.isUndefined ? "undefined" : "\"\(value.jsString)\""
-        return "\(subject) \(negation)\(def.op.phrase) \"\(right.jsString)\" (value: \(shownValue))"
+        let budget =
+            budgetExceededPredicates.contains(p)
+            ? "; the regular expression ran out of its step budget on this value, which counts as not matching"
+            : ""
+        return "\(subject) \(negation)\(def.op.phrase) \"\(right.jsString)\" (value: \(shownValue)\(budget))"
     }
 }
 

@@ -90,6 +90,9 @@ struct RegexCompiler {
                 }
             }
             for jump in jumps { program.instructions[jump].x = next }
+        case .lookaround, .backreference:
+            // ``RegexPattern`` runs such patterns on ``RegexBacktracker``; this engine never sees them.
+            throw RegexPatternError(message: "lookaround or backreference", offset: 0, isUnsupported: true)
         case .repetition(let body, let min, let max, let greedy, let span):
             let outermost = outerRepetitionStart == nil
             if outermost { outerRepetitionStart = span.lowerBound }
@@ -169,7 +172,10 @@ struct RegexCompiler {
     /// (in which case whatever follows it can also start the match).
     private func addFirstBytes(of node: RegexNode, to table: inout [Bool]) -> Bool {
         switch node {
-        case .empty, .assertion:
+        case .empty, .assertion, .lookaround:
+            return true
+        case .backreference:
+            for byte in 0..<256 { table[byte] = true }
             return true
         case .literal(let scalar):
             let value = scalar.value

@@ -30,6 +30,10 @@ package indirect enum RegexNode: Sendable {
     case alternation([RegexNode])
     /// A quantified node; `max == nil` means unbounded. `span` is the scalar range of the quantified text.
     case repetition(RegexNode, min: Int, max: Int?, greedy: Bool, span: Range<Int>)
+    /// `(?=…)`, `(?!…)` (`behind` false) and `(?<=…)`, `(?<!…)` (`behind` true): a zero-width test of the body.
+    case lookaround(RegexNode, behind: Bool, negated: Bool)
+    /// `\1` or `\k<name>`: the text capture `group` last matched (empty when it did not participate).
+    case backreference(Int)
 
     /// Whether the node can match the empty string.
     package var isNullable: Bool {
@@ -40,13 +44,40 @@ package indirect enum RegexNode: Sendable {
         case .concat(let items): return items.allSatisfy(\.isNullable)
         case .alternation(let branches): return branches.contains(where: \.isNullable)
         case .repetition(let body, let min, _, _, _): return min == 0 || body.isNullable
+        case .lookaround, .backreference: return true
+        }
+    }
+
+    /// Whether the node repeats something that can match empty beyond its minimum count (`(?: *?|A)?`,
+    /// `(\s*?){1,2}`). JavaScript fails such an optional iteration when it matches empty and backtracks into it
+    /// for a non-empty way (`b(?: *?|A)?` on `"b A"` matches `"b "`); the Pike VM ends the loop instead (`"b"`).
+    /// The backtracking matcher follows JavaScript. Tests that compare the two engines leave these out.
+    package var hasOptionalNullableIteration: Bool {
+        switch self {
+        case .empty, .assertion, .literal, .dot, .set, .backreference: return false
+        case .group(let body, _), .lookaround(let body, _, _): return body.hasOptionalNullableIteration
+        case .concat(let items), .alternation(let items): return items.contains(where: \.hasOptionalNullableIteration)
+        case .repetition(let body, let min, let max, _, _):
+            return (max.map { $0 > min } ?? true) && body.isNullable || body.hasOptionalNullableIteration
+        }
+    }
+
+    /// Whether the node holds lookaround or a backreference, which only the backtracking matcher runs.
+    package var needsBacktracking: Bool {
+        switch self {
+        case .empty, .assertion, .literal, .dot, .set: return false
+        case .lookaround, .backreference: return true
+        case .group(let body, _): return body.needsBacktracking
+        case .concat(let items), .alternation(let items): return items.contains(where: \.needsBacktracking)
+        case .repetition(let body, _, _, _, _): return body.needsBacktracking
         }
     }
 
     /// The lowest and highest capture numbers inside the node, if any.
     var captureBounds: ClosedRange<Int>? {
         switch self {
-        case .empty, .assertion, .literal, .dot, .set: return nil
+        case .empty, .assertion, .literal, .dot, .set, .backreference: return nil
+        case .lookaround(let body, _, _): return body.captureBounds
         case .group(let body, let capture):
             let inner = body.captureBounds
             guard let capture else { return inner }
@@ -63,7 +94,7 @@ package indirect enum RegexNode: Sendable {
     var isAnchoredAtStart: Bool {
         switch self {
         case .assertion(let kind): return kind == .start
-        case .empty, .literal, .dot, .set: return false
+        case .empty, .literal, .dot, .set, .lookaround, .backreference: return false
         case .group(let body, _): return body.isAnchoredAtStart
         case .concat(let items):
             for item in items {
@@ -92,10 +123,10 @@ package indirect enum RegexNode: Sendable {
         case .literal(let scalar):
             scalars.append(scalar)
             return true
-        case .dot, .set, .alternation:
+        case .dot, .set, .alternation, .backreference:
             plain = false
             return false
-        case .assertion:
+        case .assertion, .lookaround:
             plain = false
             return true
         case .group(let body, let capture):

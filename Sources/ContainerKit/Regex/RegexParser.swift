@@ -5,9 +5,11 @@
 /// `\p`, `\x` and `\u` without their digits as letters, `\u{…}` as `u` and a quantifier, `{`, `}` and `]`
 /// as literals where they form no quantifier or class, and a lone surrogate that matches nothing.
 ///
-/// Valid JavaScript this engine does not run (lookaround, backreferences) is refused with
-/// the code ``ContainerError/Code/unsupportedRegex``, so lint can tell it from a pattern GTM itself would
-/// refuse (``ContainerError/Code/invalidRegex``).
+/// Lookaround (`(?=…)`, `(?!…)`, `(?<=…)`, `(?<!…)`) and backreferences (`\1`, `\k<name>`) parse into
+/// ``RegexNode/lookaround(_:behind:negated:)`` and ``RegexNode/backreference(_:)``, which only the backtracking
+/// matcher runs. Valid JavaScript beyond this engine's limits (a repetition count over 1000, very deep nesting)
+/// is refused with the code ``ContainerError/Code/unsupportedRegex``, so lint can tell it from a pattern GTM
+/// itself would refuse (``ContainerError/Code/invalidRegex``).
 package struct RegexParser {
     /// The longest accepted pattern, in scalars.
     static let maxPatternLength = 10_000
@@ -29,8 +31,9 @@ package struct RegexParser {
     private var names: Set<String> = []
     /// How many capturing groups the whole pattern has (a `\N` above it is an octal escape, not a backreference).
     private var totalCaptures = 0
-    /// The names of the pattern's named groups (with any, `\k` must be a backreference to one of them).
-    private var groupNames: Set<String> = []
+    /// The capture number of each of the pattern's named groups (with any, `\k` must be a backreference to
+    /// one of them).
+    private var groupNames: [String: Int] = [:]
     private var hasNamedGroups: Bool { !groupNames.isEmpty }
 
     /// Parses `source`, throwing the first syntax error found.
@@ -92,7 +95,11 @@ package struct RegexParser {
     private mutating func parseQuantifiers(on atom: RegexNode, start: Int) throws(RegexPatternError) -> RegexNode {
         guard let (min, max, length) = quantifier(at: position) else { return atom }
         let quantifierStart = position
+        // Annex B lets a lookahead be quantified (`(?=a)*`), not a lookbehind or another assertion.
         if case .assertion = atom {
+            throw nothingToRepeat(at: quantifierStart, length: length)
+        }
+        if case .lookaround(_, true, _) = atom {
             throw nothingToRepeat(at: quantifierStart, length: length)
         }
         let written = text(quantifierStart..<quantifierStart + length)
@@ -206,8 +213,9 @@ package struct RegexParser {
         }
         position += 1
         var capture: Int?
+        var lookaround: (behind: Bool, negated: Bool)?
         if peek == "?" {
-            try parseGroupKind(start: start, capture: &capture)
+            lookaround = try parseGroupKind(start: start, capture: &capture)
         } else {
             captureCount += 1
             capture = captureCount
@@ -217,27 +225,33 @@ package struct RegexParser {
             throw RegexPatternError(message: "missing ')' to close '('", offset: start)
         }
         position += 1
+        if let lookaround { return .lookaround(body, behind: lookaround.behind, negated: lookaround.negated) }
         return .group(body, capture: capture)
     }
 
-    /// Handles the text after `(?`: non-capturing and named groups; refuses lookaround and other forms.
-    private mutating func parseGroupKind(start: Int, capture: inout Int?) throws(RegexPatternError) {
-        let kinds: [(String, String?)] = [
-            ("(?:", nil),
-            ("(?=", "lookahead '(?=' is not supported"),
-            ("(?!", "negative lookahead '(?!' is not supported"),
-            ("(?<=", "lookbehind '(?<=' is not supported"),
-            ("(?<!", "negative lookbehind '(?<!' is not supported"),
-            ("(?i)", "inline flag '(?i)' is only supported at the start of the pattern"),
+    /// Handles the text after `(?`: non-capturing and named groups, and lookaround (returned); refuses other
+    /// forms.
+    private mutating func parseGroupKind(
+        start: Int,
+        capture: inout Int?
+    ) throws(RegexPatternError) -> (behind: Bool, negated: Bool)? {
+        let lookarounds: [(String, (behind: Bool, negated: Bool))] = [
+            ("(?=", (false, false)), ("(?!", (false, true)), ("(?<=", (true, false)), ("(?<!", (true, true)),
         ]
         position = start
-        for (prefix, refusal) in kinds where hasPrefix(prefix) {
-            if let refusal {
-                // Lookaround is valid JavaScript that this engine does not run; `(?i)` mid-pattern is neither.
-                throw RegexPatternError(message: refusal, offset: start, isUnsupported: prefix != "(?i)")
-            }
+        if hasPrefix("(?:") {
+            position += 3
+            return nil
+        }
+        for (prefix, kind) in lookarounds where hasPrefix(prefix) {
             position += prefix.unicodeScalars.count
-            return
+            return kind
+        }
+        if hasPrefix("(?i)") {
+            throw RegexPatternError(
+                message: "inline flag '(?i)' is only supported at the start of the pattern",
+                offset: start
+            )
         }
         if hasPrefix("(?<") {
             position += 3
@@ -255,7 +269,7 @@ package struct RegexParser {
             position += 1
             captureCount += 1
             capture = captureCount
-            return
+            return nil
         }
         let shown = text(start..<Swift.min(start + 3, scalars.count))
         throw RegexPatternError(message: "unknown group syntax '\(shown)'", offset: start)
@@ -263,11 +277,13 @@ package struct RegexParser {
 
     // MARK: - Escapes
 
-    /// One parsed escape: a code point (a lone surrogate is one too), a class, or an assertion.
+    /// One parsed escape: a code point (a lone surrogate is one too), a class, an assertion, or a
+    /// backreference (outside classes only).
     private enum Escape {
         case unit(UInt32)
         case set(RegexCharClass)
         case assertion(RegexAssertion)
+        case backreference(Int)
 
         static func scalar(_ scalar: Unicode.Scalar) -> Escape { .unit(scalar.value) }
     }
@@ -277,6 +293,7 @@ package struct RegexParser {
         case .unit(let value): return Self.literal(value)
         case .set(let set): return .set(set)
         case .assertion(let kind): return .assertion(kind)
+        case .backreference(let group): return .backreference(group)
         }
     }
 
@@ -318,11 +335,7 @@ package struct RegexParser {
                 let number = self.number(at: &index) ?? 0
                 if number <= totalCaptures {
                     position = index
-                    throw RegexPatternError(
-                        message: "backreference '\(text(start..<position))' is not supported",
-                        offset: start,
-                        isUnsupported: true
-                    )
+                    return .backreference(number)
                 }
             }
             // No such group (or inside a class): a legacy octal escape, or `8`/`9` themselves.
@@ -337,14 +350,10 @@ package struct RegexParser {
                     index += 1
                 }
                 if index > position + 1, index < scalars.count, scalars[index] == ">",
-                    groupNames.contains(text((position + 1)..<index))
+                    let group = groupNames[text((position + 1)..<index)]
                 {
                     position = index + 1
-                    throw RegexPatternError(
-                        message: "backreference '\(text(start..<position))' is not supported",
-                        offset: start,
-                        isUnsupported: true
-                    )
+                    return .backreference(group)
                 }
             }
             throw RegexPatternError(
@@ -394,10 +403,11 @@ package struct RegexParser {
         return !first && (scalar.properties.numericType == .decimal)
     }
 
-    /// Counts the capturing groups and collects the group names, skipping escapes and classes.
-    private static func countGroups(_ scalars: [Unicode.Scalar]) -> (captures: Int, names: Set<String>) {
+    /// Counts the capturing groups and collects the group names with their capture numbers, skipping escapes
+    /// and classes.
+    private static func countGroups(_ scalars: [Unicode.Scalar]) -> (captures: Int, names: [String: Int]) {
         var captures = 0
-        var named: Set<String> = []
+        var named: [String: Int] = [:]
         var inClass = false
         var i = 0
         while i < scalars.count {
@@ -413,7 +423,7 @@ package struct RegexParser {
                         while end < scalars.count, scalars[end] != ">" { end += 1 }
                         var name = String.UnicodeScalarView()
                         name.append(contentsOf: scalars[(i + 3)..<end])
-                        named.insert(String(name))
+                        if named[String(name)] == nil { named[String(name)] = captures }
                     }
                 } else {
                     captures += 1
@@ -519,7 +529,7 @@ package struct RegexParser {
         switch item {
         case .unit(let value): set.insert(value...value)
         case .set(let other): set.formUnion(other)
-        case .assertion: break
+        case .assertion, .backreference: break
         }
     }
 

@@ -1,9 +1,13 @@
-/// A compiled regular expression whose matching time is linear in (pattern size × subject size).
+/// A compiled regular expression: linear-time matching for everything but lookaround and backreferences.
 ///
-/// The syntax is the RE2 / JavaScript common subset: literals, `.`, `^`, `$`, `\b`, `\B`, classes, class escapes
-/// (`\d \w \s` and negations), character escapes, groups (capturing, `(?:)`, named `(?<name>)`), alternation and
-/// greedy or lazy quantifiers (`* + ? {n} {n,} {n,m}`). Backreferences and lookaround are refused. Matching is
-/// over Unicode scalars, with JavaScript's leftmost-first priority, by a Pike VM (no backtracking).
+/// The syntax is JavaScript's outside Unicode mode: literals, `.`, `^`, `$`, `\b`, `\B`, classes, class escapes
+/// (`\d \w \s` and negations), character escapes, groups (capturing, `(?:)`, named `(?<name>)`), alternation,
+/// greedy or lazy quantifiers (`* + ? {n} {n,} {n,m}`), lookaround (`(?=…)`, `(?!…)`, `(?<=…)`, `(?<!…)`) and
+/// backreferences (`\1`, `\k<name>`). Matching is over Unicode scalars, with JavaScript's leftmost-first priority.
+/// A pattern without lookaround or backreferences runs on a Pike VM (no backtracking: the work is linear in
+/// pattern size × subject size, so `(a+)+$` costs what `a+$` costs). One with them runs on a backtracking
+/// matcher (``usesBacktracking``), as Rust's fancy-regex hands only those to a backtracker: its cost can grow
+/// exponentially, so give such matches a step budget (``matches(_:stepBudget:)``), as the evaluator always does.
 ///
 /// Differences from JavaScript's `RegExp` (without flags): `.` excludes only `\n`; a surrogate pair counts as one
 /// scalar and `\u{…}` is always accepted; an unknown letter escape such as `\q` is an error rather than a literal;
@@ -35,12 +39,32 @@ public struct RegexPattern: Sendable {
     /// The options the pattern was compiled with.
     public let options: Options
     let program: RegexProgram
+    /// The backtracking form, for a pattern with lookaround or backreferences (``program`` is then empty).
+    let backtracking: RegexBacktrackProgram?
 
     /// Compiles `source`, throwing a ``RegexPatternError`` that locates the first problem.
     public init(_ source: String, options: Options = []) throws(RegexPatternError) {
         let parser = try RegexParser(source)
         self.source = source
         self.options = options
+        if parser.root.needsBacktracking {
+            do throws(RegexPatternError) {
+                backtracking = try RegexBacktrackProgram.compile(
+                    parser.root,
+                    captureCount: parser.captureCount,
+                    ignoreCase: options.contains(.ignoreCase) || parser.inlineIgnoreCase
+                )
+            } catch {
+                var limit = error
+                limit.code = .unsupportedRegex
+                throw limit
+            }
+            var placeholder = RegexProgram()
+            placeholder.slotCount = 2 * (parser.captureCount + 1)
+            program = placeholder
+            return
+        }
+        backtracking = nil
         do throws(RegexPatternError) {
             program = try RegexCompiler.compile(
                 parser.root,
@@ -58,20 +82,31 @@ public struct RegexPattern: Sendable {
     /// The number of capturing groups, not counting group 0.
     public var captureCount: Int { program.slotCount / 2 - 1 }
 
+    /// Whether the pattern has lookaround or backreferences and so runs on the backtracking matcher, whose
+    /// cost can grow exponentially with the subject (a budgeted match gives up instead).
+    public var usesBacktracking: Bool { backtracking != nil }
+
     /// The step budget the evaluator gives one match: about 4 million thread steps (one thread run at one
     /// input position), tens of milliseconds at most. Ordinary patterns on ordinary values use thousands; a
     /// pattern like `(.{1,1000}){24}z` over a 10 KB value would need hundreds of millions.
     public static let defaultStepBudget = 1 << 22
 
     /// Whether the pattern matches anywhere in `subject`. The fastest check: no capture bookkeeping.
-    /// Unbudgeted: the work is linear in (program size × subject length), but that product may be large.
+    /// Unbudgeted on the linear-time engine: the work is linear in (program size × subject length), but that
+    /// product may be large. A backtracking pattern (``usesBacktracking``) gets ``defaultStepBudget``, and a
+    /// match that runs out of it does not match: these calls never hang.
     public func matches(_ subject: String) -> Bool {
-        (try? matches(subject, stepBudget: .max)) ?? false
+        (try? matches(subject, stepBudget: unbudgeted)) ?? false
     }
+
+    /// The budget of the calls that take none: unlimited on the linear-time engine, ``defaultStepBudget`` on
+    /// the backtracking one.
+    private var unbudgeted: Int { backtracking == nil ? .max : Self.defaultStepBudget }
 
     /// Whether the pattern matches anywhere in `subject`, giving up after `stepBudget` thread steps.
     /// - Throws: ``RegexBudgetExceeded`` when the budget runs out before the answer is known.
     public func matches(_ subject: String, stepBudget: Int) throws(RegexBudgetExceeded) -> Bool {
+        if backtracking != nil { return try match(in: subject, whole: false, stepBudget: stepBudget) != nil }
         var subject = subject
         let outcome = subject.withUTF8 { bytes -> RegexPikeVM.Outcome<Bool> in
             if program.isPureLiteral {
@@ -84,9 +119,10 @@ public struct RegexPattern: Sendable {
     }
 
     /// The leftmost match in `subject`, choosing among matches there as JavaScript would (alternatives in
-    /// order, greedy or lazy quantifiers as written).
+    /// order, greedy or lazy quantifiers as written). A backtracking pattern gets ``defaultStepBudget`` (see
+    /// ``matches(_:)``).
     public func firstMatch(in subject: String) -> Match? {
-        (try? match(in: subject, whole: false, stepBudget: .max)) ?? nil
+        (try? match(in: subject, whole: false, stepBudget: unbudgeted)) ?? nil
     }
 
     /// The leftmost match in `subject`, giving up after `stepBudget` thread steps.
@@ -95,18 +131,39 @@ public struct RegexPattern: Sendable {
         try match(in: subject, whole: false, stepBudget: stepBudget)
     }
 
-    /// The match spanning all of `subject`, if there is one.
+    /// The match spanning all of `subject`, if there is one. A backtracking pattern gets ``defaultStepBudget``
+    /// (see ``matches(_:)``).
     public func wholeMatch(in subject: String) -> Match? {
-        (try? match(in: subject, whole: true, stepBudget: .max)) ?? nil
+        (try? match(in: subject, whole: true, stepBudget: unbudgeted)) ?? nil
     }
 
-    /// The number of instructions the pattern compiled to; a match costs at most this many thread steps per
-    /// input scalar.
-    public var programSize: Int { program.instructions.count }
+    /// The number of instructions the pattern compiled to; a match on the linear-time engine costs at most this
+    /// many thread steps per input scalar.
+    public var programSize: Int { backtracking?.instructions.count ?? program.instructions.count }
+
+    /// For a backtracking pattern: whether it matches `subject` (nil when the budget ran out) and the steps
+    /// (instructions executed) the match took; nil for a linear-time pattern. What budget tests measure.
+    package func backtrackingSteps(_ subject: String, stepBudget: Int) -> (matched: Bool?, steps: Int)? {
+        guard let backtracking else { return nil }
+        var contiguous = subject
+        return contiguous.withUTF8 { bytes in
+            let (outcome, steps) = RegexBacktracker.search(
+                backtracking,
+                over: bytes,
+                whole: false,
+                stepBudget: stepBudget
+            )
+            guard case .answer(let slots) = outcome else { return (nil, steps) }
+            return (slots != nil, steps)
+        }
+    }
 
     private func match(in subject: String, whole: Bool, stepBudget: Int) throws(RegexBudgetExceeded) -> Match? {
         var contiguous = subject
         let outcome: RegexPikeVM.Outcome<[Int]?> = contiguous.withUTF8 { bytes in
+            if let backtracking {
+                return RegexBacktracker.search(backtracking, over: bytes, whole: whole, stepBudget: stepBudget).outcome
+            }
             if program.isPureLiteral {
                 let literal = program.prefix
                 if whole {

@@ -144,6 +144,17 @@ public final class TagManager: Sendable {
     /// The generation of the current snapshot; bumped after every publication.
     private let generation = Atomic<UInt64>(1)
     private let reported = Mutex<Set<String>>([])
+    /// How many regular-expression matches ran out of their step budget (see ``regexBudgetExceededCount``).
+    private let regexBudgetExceeded = Atomic<Int>(0)
+
+    /// How many regular-expression matches, since this runtime was created, ran out of their step budget
+    /// (``RegexPattern/defaultStepBudget``) and so counted as not matching: a condition that was false, a
+    /// regex-table row that was skipped. Each pattern is also logged once, and a debug trace names the
+    /// condition.
+    public var regexBudgetExceededCount: Int { regexBudgetExceeded.load(ordering: .relaxed) }
+
+    /// Counts a match that ran out of its step budget.
+    func noteRegexBudgetExceeded() { regexBudgetExceeded.add(1, ordering: .relaxed) }
     /// Opened containers, preview, delayed initialization (see `TagManager+Opening.swift`).
     let lifecycle = LifecycleState()
 

@@ -66,7 +66,11 @@ struct RegexBacktrackingAnalyzer {
 
     private mutating func build(_ node: RegexNode) throws(LimitExceeded) -> Fragment {
         switch node {
-        case .empty, .assertion:
+        case .empty, .assertion, .backreference:
+            return Fragment()
+        case .lookaround(let body, _, _):
+            // Zero-width: its body is an automaton of its own, whose loops are checked as any other.
+            _ = try build(body)
             return Fragment()
         case .literal(let scalar):
             return try position([scalar.value...scalar.value])
@@ -290,9 +294,9 @@ struct RegexBacktrackingAnalyzer {
     /// For patterns too large to analyse: the first unbounded quantifier whose body holds another one.
     private func syntacticRisk(in node: RegexNode) -> String? {
         switch node {
-        case .empty, .assertion, .literal, .dot, .set:
+        case .empty, .assertion, .literal, .dot, .set, .backreference:
             return nil
-        case .group(let body, _):
+        case .group(let body, _), .lookaround(let body, _, _):
             return syntacticRisk(in: body)
         case .concat(let items), .alternation(let items):
             return items.lazy.compactMap { syntacticRisk(in: $0) }.first
@@ -308,9 +312,9 @@ struct RegexBacktrackingAnalyzer {
     /// tries every way of spreading the input over the iterations.
     private func countedNullableRisk(in node: RegexNode) -> String? {
         switch node {
-        case .empty, .assertion, .literal, .dot, .set:
+        case .empty, .assertion, .literal, .dot, .set, .backreference:
             return nil
-        case .group(let body, _):
+        case .group(let body, _), .lookaround(let body, _, _):
             return countedNullableRisk(in: body)
         case .concat(let items), .alternation(let items):
             return items.lazy.compactMap { countedNullableRisk(in: $0) }.first
@@ -325,8 +329,8 @@ struct RegexBacktrackingAnalyzer {
 
     private static func consumes(_ node: RegexNode) -> Bool {
         switch node {
-        case .empty, .assertion: return false
-        case .literal, .dot, .set: return true
+        case .empty, .assertion, .lookaround: return false
+        case .literal, .dot, .set, .backreference: return true
         case .group(let body, _), .repetition(let body, _, _, _, _): return consumes(body)
         case .concat(let items), .alternation(let items): return items.contains(where: consumes)
         }
@@ -334,8 +338,8 @@ struct RegexBacktrackingAnalyzer {
 
     private static func containsUnboundedRepetition(_ node: RegexNode) -> Bool {
         switch node {
-        case .empty, .assertion, .literal, .dot, .set: return false
-        case .group(let body, _): return containsUnboundedRepetition(body)
+        case .empty, .assertion, .literal, .dot, .set, .backreference: return false
+        case .group(let body, _), .lookaround(let body, _, _): return containsUnboundedRepetition(body)
         case .concat(let items), .alternation(let items): return items.contains(where: containsUnboundedRepetition)
         case .repetition(let body, _, let max, _, _): return max == nil || containsUnboundedRepetition(body)
         }

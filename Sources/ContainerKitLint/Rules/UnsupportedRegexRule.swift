@@ -1,23 +1,25 @@
 import ContainerKit
 
-/// Regular expressions that are valid JavaScript (GTM runs them) but that ContainerKit's linear-time engine
-/// does not run: lookaround, backreferences, repetition counts over 1000.
+/// Regular expressions that are valid JavaScript (GTM runs them) but beyond ContainerKit's regex limits:
+/// repetition counts over 1000, very long patterns, very deep nesting. (Lookaround and backreferences run, on
+/// the backtracking matcher; `regex_backtracking` warns when they can explode.)
 struct UnsupportedRegexRule: LintRule {
     static let description = RuleDescription(
         id: "unsupported_regex",
         name: "Unsupported Regular Expression",
         description:
-            "A regex condition or regex-table row is valid JavaScript but uses what ContainerKit does not run "
-            + "(lookaround, backreferences, huge repetition counts), so here it never matches.",
+            "A regex condition or regex-table row is valid JavaScript but beyond ContainerKit's regex limits "
+            + "(repetition counts over 1000, patterns over 10,000 characters, groups nested over 200 deep), so "
+            + "here it never matches.",
         severity: .warning,
         triggeringExamples: [
             #"""
             {"resource": {"macros": [{"function": "__e"}],
-              "predicates": [{"function": "_re", "arg0": ["macro", 0], "arg1": "^screen_(?!debug)"}]}}
+              "predicates": [{"function": "_re", "arg0": ["macro", 0], "arg1": "^screen_x{1001}"}]}}
             """#,
             #"""
             {"resource": {"macros": [{"function": "__e"}, {"function": "__remm", "vtp_input": ["macro", 0],
-              "vtp_map": ["list", ["map", "key", "(a)\\1", "value", "x"]]}]}}
+              "vtp_map": ["list", ["map", "key", "(?:a{1000}){1000}", "value", "x"]]}]}}
             """#,
         ],
         nonTriggeringExamples: [
@@ -28,6 +30,10 @@ struct UnsupportedRegexRule: LintRule {
             #"""
             {"resource": {"macros": [{"function": "__e"}],
               "predicates": [{"function": "_re", "arg0": ["macro", 0], "arg1": "screen_(view"}]}}
+            """#,
+            #"""
+            {"resource": {"macros": [{"function": "__e"}],
+              "predicates": [{"function": "_re", "arg0": ["macro", 0], "arg1": "^screen_(?!debug)(\\w)\\1"}]}}
             """#,
         ]
     )
