@@ -103,6 +103,7 @@ final class ConnectionSlot: Sendable {
     private struct State {
         var connection: PostgresConnection?
         var expired = false
+        var held = false
     }
     private let state = Mutex(State())
 
@@ -112,10 +113,14 @@ final class ConnectionSlot: Sendable {
     func hold(_ connection: PostgresConnection) {
         let expired = state.withLock { state -> Bool in
             if !state.expired { state.connection = connection }
+            state.held = true
             return state.expired
         }
         if expired { connection.closeNow() }
     }
+
+    /// Whether the call got a connection at all (a deadline passed without one: the server cannot be reached).
+    var held: Bool { state.withLock { $0.held } }
 
     /// The call is done with its connection.
     func release() { state.withLock { $0.connection = nil } }

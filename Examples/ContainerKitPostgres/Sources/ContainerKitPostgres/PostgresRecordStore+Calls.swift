@@ -29,11 +29,22 @@ extension PostgresRecordStore {
                         try await self.ensureSchema(on: connection)
                         return try await body(connection)
                     } catch {
-                        connection.closeNow()
+                        // Closed before it goes back: the pool hears of the close first, and never hands the
+                        // connection out again (a statement written to a closed connection may never be answered).
+                        try? await connection.close()
                         throw error
                     }
                 }
             }
+        } catch is CallTimedOut where !slot.held {
+            // The pool found no connection in time: its attempts to connect fail (it retries by itself).
+            throw failure(
+                PostgresStoreError(
+                    .unavailable,
+                    "\(operation) got no connection to postgresql within \(configuration.callTimeout.secondsText)"
+                ),
+                operation: operation
+            )
         } catch {
             throw failure(error, operation: operation)
         }

@@ -19,9 +19,62 @@ struct PostgresRecordStoreTests {
             try await instance.pipeline.waitUntilDurable(tickets: tickets)
         }
         #expect(instance.store.statistics.commits == 1)
+        #expect(instance.store.statistics.roundTrips == 1, "one call of ck_commit_group")
         #expect(instance.store.statistics.committedRows == 200)
         #expect(instance.pipeline.statistics.commits == 1)
         #expect(try await query(endpoint, "SELECT count(*) FROM ck_records", as: Int64.self) == [200])
+    }
+
+    /// With a long commit delay, a lone append still commits at once; after a commit during which an append
+    /// arrived, the writer waits for more only while they keep coming (here none: a tick, not the delay), and
+    /// not at all once the gather target waits already.
+    @Test func aWriterGathersOnlyWhileAppendsKeepArriving() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let instance = Instance(endpoint) { configuration in
+            configuration.delivers = false
+            configuration.commitDelay = .seconds(5)
+            configuration.gatherTarget = 4
+        }
+        try await withRunning([instance.run]) {
+            try await instance.commit([makeRecord(user: "first")])
+            var started = ContinuousClock.now
+            for index in 0..<3 { try await instance.commit([makeRecord(user: "lone-\(index)")]) }
+            #expect(ContinuousClock.now - started < .seconds(2), "lone appends never wait for the delay")
+
+            for arriving in [1, 4] {
+                // A commit held up by a lock; `arriving` appends come while it waits.
+                let blocker = try await PostgresConnection.connect(
+                    configuration: endpoint.connectionConfiguration,
+                    id: 66,
+                    logger: testLogger
+                )
+                try await blocker.query("BEGIN", logger: testLogger)
+                try await blocker.query("LOCK TABLE ck_records IN EXCLUSIVE MODE", logger: testLogger)
+                let held = try instance.pipeline.append(EncodedRecords([makeRecord(user: "held")]))
+                try await blocker.query(
+                    """
+                    DO $$ BEGIN
+                      FOR i IN 1..3000 LOOP
+                        EXIT WHEN EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
+                            AND wait_event_type = 'Lock' AND query LIKE '%ck_commit_group%');
+                        PERFORM pg_sleep(0.01);
+                      END LOOP;
+                    END $$
+                    """,
+                    logger: testLogger
+                )
+                let during = try (0..<arriving).map { index in
+                    try instance.pipeline.append(EncodedRecords([makeRecord(user: "during-\(index)")])).ticket
+                }
+                started = ContinuousClock.now
+                try await blocker.query("ROLLBACK", logger: testLogger)
+                try await blocker.close()
+                try await instance.pipeline.waitUntilDurable(ticket: held.ticket)
+                try await instance.pipeline.waitUntilDurable(tickets: during)
+                #expect(ContinuousClock.now - started < .seconds(2), "\(arriving) arriving: no 5 s wait")
+            }
+        }
+        #expect(try await query(endpoint, "SELECT count(*) FROM ck_records", as: Int64.self) == [11])
     }
 
     @Test func recordsOfAUserGoToOnePartition() async throws {

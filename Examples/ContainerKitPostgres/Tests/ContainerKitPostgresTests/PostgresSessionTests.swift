@@ -2,6 +2,7 @@ import ContainerKit
 import ContainerKitDelivery
 import ContainerKitPostgres
 import ContainerKitTesting
+import PostgresNIO
 import Synchronization
 import Testing
 
@@ -57,6 +58,59 @@ struct PostgresSessionTests {
                     persistence: instance.store.sessions
                 )
             }.checkAll()
+        }
+    }
+
+    /// 5,000 users PostgreSQL has never seen, loaded at once (a cold start behind a load balancer): every load
+    /// answers, in a few queries of many users each, on no more connections than the pool holds.
+    @Test func aBurstOf5000NewUsersIsLoadedInFewQueriesOnThePoolsConnections() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let instance = Instance(endpoint, name: "burst") { configuration in
+            configuration.delivers = false
+            configuration.maximumConnections = 4
+        }
+        try await withRunning([instance.run]) {
+            #expect(try await instance.store.sessions.load(userID: "warm-up") == nil)
+            // Samples this instance's connections while the burst runs.
+            let monitor = try await PostgresConnection.connect(
+                configuration: endpoint.connectionConfiguration,
+                id: 88,
+                logger: testLogger
+            )
+            let sampling = Task {
+                var most = 0
+                var backends = Set<Int32>()
+                while !Task.isCancelled {
+                    let pids = try await monitor.query(
+                        "SELECT pid FROM pg_stat_activity WHERE application_name = 'containerkit burst'",
+                        logger: testLogger
+                    )
+                    var count = 0
+                    for try await pid in pids.decode(Int32.self) {
+                        count += 1
+                        backends.insert(pid)
+                    }
+                    most = max(most, count)
+                    try? await Task.sleep(for: .milliseconds(2))
+                }
+                return (most, backends.count)
+            }
+            let persistence = instance.store.sessions
+            let found = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for user in 0..<5000 {
+                    group.addTask { try await persistence.load(userID: "cold-\(user)") != nil }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            sampling.cancel()
+            let (most, backends) = try await sampling.value
+            try await monitor.close()
+            #expect(found == 0)
+            #expect(most <= 4, "connections open at once")
+            #expect(backends <= 4, "connections opened during the burst")
+            let statistics = instance.store.statistics
+            #expect(statistics.loadedUsers == 5001)
+            #expect(statistics.loadQueries < 100, "\(statistics.loadQueries) queries for 5,001 users")
         }
     }
 

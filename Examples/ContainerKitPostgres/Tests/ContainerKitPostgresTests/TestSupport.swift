@@ -217,3 +217,8 @@ where T: PostgresDecodable {
     }
     return values
 }
+
+/// Runs one statement that returns no rows through a short-lived connection.
+func execute(_ endpoint: PostgresEndpoint, _ sql: String) async throws {
+    _ = try await query(endpoint, sql, as: Int64.self)
+}
