@@ -77,7 +77,10 @@ extension PostgresRecordStore {
         let (repeated, running) = state.withLock { state -> (Bool, Bool) in
             if failure.code == .timeout { state.statistics.timedOutCalls += 1 }
             // A table or function dropped behind the store's back: created again at the next call.
-            if missingSchema { state.schemaReady = false }
+            if missingSchema {
+                state.schemaReady = false
+                state.schemaStale = true
+            }
             let repeated = state.lastLoggedFailure == failure.description
             state.lastLoggedFailure = failure.description
             let running = state.phase == .running

@@ -52,10 +52,10 @@ import Synchronization
 /// checkpoints of one user are checked as a chain: the first against the head, each next one against the one
 /// before. Otherwise another instance wrote the user meanwhile, and the write is **refused**: the call
 /// writes nothing, the appends that carried that user fail with ``AnalyticsSinkError/Code/superseded``, and
-/// the rest of the group is committed again without them (a second round trip, only then). The group's users are locked first
-/// (`pg_advisory_xact_lock`, in one order), so the head is read after any other instance's write of the same
-/// user committed: two instances never both continue one version, and a removal never deletes the snapshot a
-/// concurrent delta applies to.
+/// the rest of the group is committed again without them (a second round trip, only then). The group's users
+/// are locked first (`pg_advisory_xact_lock`, in one order), so the head is read after any other instance's
+/// write of the same user committed: two instances never both continue one version, and a removal never
+/// deletes the snapshot a concurrent delta applies to.
 ///
 /// ## Delivery
 /// The rows are split into ``Configuration/partitions`` partitions (`hash(user) % partitions`, so a user's
@@ -291,6 +291,12 @@ public final class PostgresRecordStore: RecordStore {
         var statistics = Statistics()
         var availabilityWaiters: [CheckedContinuation<Void, Never>] = []
         var schemaReady = false
+        /// A call is creating the schema; the others wait for it (``schemaWaiters``) instead of running the same
+        /// DDL at once (two of them deadlock with a commit between them).
+        var ensuringSchema = false
+        var schemaWaiters: [CheckedContinuation<Bool, Never>] = []
+        /// A call found a table or function missing: the next ensure runs the DDL whatever the schema's mark says.
+        var schemaStale = false
         var commits: RecordStoreCommits?
         // Delivery.
         var epoch: UInt64 = 0
@@ -515,19 +521,54 @@ public final class PostgresRecordStore: RecordStore {
     }
 
     /// Creates the tables and functions the first time this store reaches the server (on the connection of its
-    /// first call), and reads the partition count.
+    /// first call), and reads the partition count. One call at a time: the others wait for it, and try
+    /// themselves only if it failed.
     func ensureSchema(on connection: PostgresConnection) async throws {
-        guard !state.withLock({ $0.schemaReady }) else { return }
-        let count = try await PostgresSchema.ensure(
-            on: connection,
-            partitions: configuration.partitions,
-            lockNamespace: configuration.lockNamespace,
-            logger: configuration.logger
-        )
-        state.withLock { state in
-            state.partitions = count
-            state.schemaReady = true
+        while true {
+            if state.withLock({ $0.schemaReady }) { return }
+            let mine = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let run = state.withLock { state -> Bool? in
+                    if state.schemaReady { return false }
+                    if state.ensuringSchema {
+                        state.schemaWaiters.append(continuation)
+                        return nil
+                    }
+                    state.ensuringSchema = true
+                    return true
+                }
+                if let run { continuation.resume(returning: run) }
+            }
+            guard mine else { continue }
+            let force = state.withLock { $0.schemaStale }
+            do {
+                let count = try await PostgresSchema.ensure(
+                    on: connection,
+                    partitions: configuration.partitions,
+                    lockNamespace: configuration.lockNamespace,
+                    force: force,
+                    logger: configuration.logger
+                )
+                finishEnsuring { state in
+                    state.partitions = count
+                    state.schemaReady = true
+                    state.schemaStale = false
+                }
+                return
+            } catch {
+                finishEnsuring { _ in }
+                throw error
+            }
         }
+    }
+
+    private func finishEnsuring(_ update: (inout State) -> Void) {
+        let waiters = state.withLock { state in
+            update(&state)
+            state.ensuringSchema = false
+            defer { state.schemaWaiters = [] }
+            return state.schemaWaiters
+        }
+        for waiter in waiters { waiter.resume(returning: false) }
     }
 }
 

@@ -35,15 +35,44 @@ public enum PostgresSchema {
     /// The name of generation `generation`'s table.
     static func generationTable(_ generation: Int64) -> String { "ck_records_\(generation)" }
 
-    /// Creates the tables if they are missing. `partitions` is used only by the first instance that creates
-    /// them; later ones read it from `ck_meta`.
+    /// The schema's mark: a hash of its definitions (``statements``, ``functions``). `ck_meta`'s comment holds
+    /// the mark of the definitions that made it, so a store whose definitions are the same runs no DDL at all
+    /// (DDL takes locks that wait for, and block, the commits of instances already running); any change to the
+    /// definitions changes the mark, and the first store that starts with it runs them once.
+    static let mark: String = {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in (statements + functions).joined(separator: "\u{0}").utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return "containerkit schema " + String(hash, radix: 16)
+    }()
+
+    /// Creates the tables and functions if they are missing or older than these definitions (``mark``).
+    /// `partitions` is used only by the first instance that creates them; later ones read it from `ck_meta`.
+    /// - Parameter force: runs the definitions whatever the mark says (a table or function was dropped).
     /// - Returns: the partition count in force.
     static func ensure(
         on connection: PostgresConnection,
         partitions: Int,
         lockNamespace: Int32,
+        force: Bool = false,
         logger: Logger
     ) async throws -> Int {
+        if !force {
+            var current = ""
+            let marks = try await connection.query(
+                "SELECT coalesce(obj_description(to_regclass('ck_meta'), 'pg_class'), '')",
+                logger: logger
+            )
+            for try await value in marks.decode(String.self) { current = value }
+            if current == mark {
+                var count = partitions
+                let rows = try await connection.query("SELECT partitions FROM ck_meta WHERE id = 1", logger: logger)
+                for try await value in rows.decode(Int32.self) { count = Int(value) }
+                return count
+            }
+        }
         try await connection.query("BEGIN", logger: logger)
         do {
             try await connection.query(
@@ -69,6 +98,10 @@ public enum PostgresSchema {
             for try await value in rows.decode(Int32.self) { count = Int(value) }
             try await connection.query(
                 "INSERT INTO ck_cursors (part) SELECT generate_series(0, \(Int32(count)) - 1) ON CONFLICT DO NOTHING",
+                logger: logger
+            )
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "COMMENT ON TABLE ck_meta IS '\(mark)'"),
                 logger: logger
             )
             try await connection.query("COMMIT", logger: logger)
