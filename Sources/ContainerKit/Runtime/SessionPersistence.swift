@@ -139,7 +139,8 @@ public struct SessionSaveResult: Sendable, Hashable {
 /// commit by version and lineage: a snapshot is kept only if the stored session's newest version is
 /// ``expected`` or lower (or there is none); a delta only if it is exactly ``expected`` (``version`` − 1), since
 /// it applies to that state. A commit with a ``parent`` is kept only if the newest change stored is that very
-/// change (its ``id``), or — for a snapshot — if none is stored or the session ended: two owners that both
+/// change (its ``id``), or — for a snapshot — if none is stored, the session ended or the owner had no change
+/// before (a new session, `parent` 0: fenced by version alone): two owners that both
 /// wrote a version 5 (one of them refused) never see the refused owner's version 6 continue the other's 5. A
 /// refused commit fails the whole append with ``DurabilityError/Code-swift.struct/superseded``.
 public struct SessionCheckpoint: Sendable, Hashable {
@@ -197,8 +198,10 @@ public struct SessionCheckpoint: Sendable, Hashable {
             guard head == expected else { return false }
             return parent == nil || parent == headID
         case .snapshot:
+            // A whole state from an owner with no change of its own before (`parent` 0: a new session) is fenced
+            // by version alone; one that continues a change must continue the newest.
             guard head <= expected else { return false }
-            guard let parent else { return true }
+            guard let parent, parent != 0 else { return true }
             return parent == headID || headID == 0 || ended
         }
     }

@@ -49,7 +49,7 @@ struct SessionLine: Sendable, Hashable {
         switch kind {
         case .snapshot:
             guard head <= expected else { return false }
-            guard let parent else { return true }
+            guard let parent, parent != 0 else { return true }
             return parent == headID || headID == 0 || ended
         case .delta:
             guard head == expected else { return false }

@@ -93,6 +93,11 @@ extension PostgresRecordStore {
         var startsWithDelta: Bool
         /// The newest version of the chain.
         var version: Int64
+        /// The change the first checkpoint continues (``SessionCheckpoint/parent``; `nil`: fenced by version
+        /// alone).
+        var parent: UInt64?
+        /// The identity of the chain's newest checkpoint.
+        var lastID: UInt64
         /// What is inserted: the chain from its last snapshot on (a snapshot deletes the rows before it).
         var checkpoints: [SessionCheckpoint]
 
@@ -105,12 +110,16 @@ extension PostgresRecordStore {
             expected = first.expected
             startsWithDelta = first.isDelta
             version = first.version
+            parent = first.parent
+            lastID = first.id
             checkpoints = [first]
         }
 
         /// Adds `next` if it continues the chain — a delta of the next version from the chain's newest, or a
         /// snapshot above it that expects no more than it — and says whether it did.
         mutating func append(_ next: SessionCheckpoint) -> Bool {
+            // A checkpoint that names the change it continues must continue the chain's newest.
+            if let parent = next.parent, parent != lastID { return false }
             if next.isDelta {
                 guard next.expected == version, next.version == version + 1 else { return false }
                 checkpoints.append(next)
@@ -119,6 +128,7 @@ extension PostgresRecordStore {
                 checkpoints = [next]
             }
             version = next.version
+            lastID = next.id
             return true
         }
     }
@@ -238,11 +248,14 @@ extension PostgresRecordStore {
                 statement.chainUsers.append(user.userID)
                 statement.chainExpected.append(chain.expected)
                 statement.chainDeltas.append(chain.startsWithDelta)
+                statement.chainParents.append(Int64(bitPattern: chain.parent ?? 0))
+                statement.chainChecks.append(chain.parent != nil)
                 for checkpoint in chain.checkpoints {
                     statement.rowUsers.append(checkpoint.userID)
                     statement.rowVersions.append(checkpoint.version)
                     statement.rowSnapshots.append(!checkpoint.isDelta)
                     statement.rowBodies.append(checkpoint.jsonText)
+                    statement.rowIDs.append(Int64(bitPattern: checkpoint.id))
                 }
             }
             // The group's users, locked in one order (no deadlock between two writers).

@@ -7,6 +7,8 @@ struct SessionRow: Sendable {
     var version: Int64
     var snapshot: Bool
     var body: String
+    /// The change's identity (``SessionCheckpoint/id``; 0 for rows written before lineage).
+    var id: UInt64 = 0
 }
 
 /// A caller of ``PostgresRecordStore/sessionRows(of:)`` waiting for the next load query.
@@ -55,9 +57,9 @@ extension PostgresRecordStore {
                         try await connection.all(query, logger: logger)
                     }
                     var byUser: [UserIDKey: [SessionRow]] = [:]
-                    for (user, version, snapshot, body) in rows {
+                    for (user, version, snapshot, body, id) in rows {
                         byUser[UserIDKey(user), default: []].append(
-                            SessionRow(version: version, snapshot: snapshot, body: body)
+                            SessionRow(version: version, snapshot: snapshot, body: body, id: UInt64(bitPattern: id))
                         )
                     }
                     state.withLock { state in

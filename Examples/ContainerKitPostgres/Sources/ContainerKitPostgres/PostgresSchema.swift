@@ -154,6 +154,7 @@ public enum PostgresSchema {
             version bigint NOT NULL,
             snapshot bool NOT NULL,
             body text NOT NULL,
+            id bigint NOT NULL DEFAULT 0,
             PRIMARY KEY (user_id, version))
         """,
         // Cursor rows (and legacy session rows) are updated in place all the time. Free room on every page lets an
@@ -174,6 +175,17 @@ public enum PostgresSchema {
             autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0,
             toast.autovacuum_vacuum_scale_factor = 0.01, toast.autovacuum_vacuum_threshold = 1000)
         """,
+        // Each change's identity (SessionCheckpoint.id, as a signed 64-bit pattern; 0 for rows written before
+        // lineage): a commit that names the change it continues is kept only on that very change.
+        // (Checked first: ALTER TABLE takes the table's strongest lock even when the column is there.)
+        """
+        DO $$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                WHERE attrelid = 'ck_session_changes'::regclass AND attname = 'id' AND NOT attisdropped) THEN
+                ALTER TABLE ck_session_changes ADD COLUMN id bigint NOT NULL DEFAULT 0;
+            END IF;
+        END $$
+        """,
     ]
 
     /// The functions (see the table above). Each PL/pgSQL statement runs with a snapshot of its own (READ
@@ -183,8 +195,9 @@ public enum PostgresSchema {
         """
         CREATE OR REPLACE FUNCTION ck_commit_group(
             lock_keys bigint[], parts int[], payloads text[],
-            chain_users text[], chain_expected bigint[], chain_deltas bool[],
-            row_users text[], row_versions bigint[], row_snapshots bool[], row_bodies text[],
+            chain_users text[], chain_expected bigint[], chain_deltas bool[], chain_parents bigint[],
+            chain_checks bool[],
+            row_users text[], row_versions bigint[], row_snapshots bool[], row_bodies text[], row_ids bigint[],
             removal_users text[], removal_versions bigint[])
         RETURNS text[] LANGUAGE plpgsql AS $function$
         DECLARE
@@ -197,12 +210,18 @@ public enum PostgresSchema {
             -- from exactly that version, one starting with a snapshot from no higher: a version another writer
             -- stored meanwhile is a conflict, not a second state. (A version above the head cannot exist, so no
             -- row of an accepted chain is there already.)
+            -- A chain that names the change it continues (checks) goes on only from that very change (its id):
+            -- a copy whose earlier commit was refused never continues another writer's version of the same number.
             SELECT coalesce(array_agg(c.user_id), '{}') INTO fenced
-            FROM unnest(chain_users, chain_expected, chain_deltas) AS c(user_id, expected, delta)
+            FROM unnest(chain_users, chain_expected, chain_deltas, chain_parents, chain_checks)
+                AS c(user_id, expected, delta, parent, checks)
             CROSS JOIN LATERAL (SELECT greatest(
                 (SELECT max(x.version) FROM ck_session_changes x WHERE x.user_id = c.user_id),
-                (SELECT s.version FROM ck_sessions s WHERE s.user_id = c.user_id), 0) AS head) h
-            WHERE CASE WHEN c.delta THEN h.head <> c.expected ELSE h.head > c.expected END;
+                (SELECT s.version FROM ck_sessions s WHERE s.user_id = c.user_id), 0) AS head,
+                coalesce((SELECT x.id FROM ck_session_changes x WHERE x.user_id = c.user_id
+                    ORDER BY x.version DESC LIMIT 1), 0) AS head_id) h
+            WHERE CASE WHEN c.delta THEN h.head <> c.expected OR (c.checks AND h.head_id <> c.parent)
+                ELSE h.head > c.expected OR (c.checks AND c.parent <> 0 AND h.head_id <> c.parent AND h.head_id <> 0) END;
             IF cardinality(fenced) > 0 THEN
                 RETURN fenced;
             END IF;
@@ -212,9 +231,10 @@ public enum PostgresSchema {
                 FROM unnest(parts, payloads) WITH ORDINALITY AS t(p, j, o) ORDER BY t.o;
             END IF;
             IF cardinality(row_users) > 0 THEN
-                INSERT INTO ck_session_changes (user_id, version, snapshot, body)
-                SELECT r.user_id, r.version, r.snapshot, r.body
-                FROM unnest(row_users, row_versions, row_snapshots, row_bodies) AS r(user_id, version, snapshot, body);
+                INSERT INTO ck_session_changes (user_id, version, snapshot, body, id)
+                SELECT r.user_id, r.version, r.snapshot, r.body, r.id
+                FROM unnest(row_users, row_versions, row_snapshots, row_bodies, row_ids)
+                    AS r(user_id, version, snapshot, body, id);
                 IF true = ANY (row_snapshots) THEN
                     -- A snapshot deletes its user's older rows (its chain starts at it), the legacy row included.
                     WITH snapshots AS (

@@ -55,15 +55,16 @@ public struct PostgresSessionPersistence: SessionPersistence {
             guard seen.insert(row.version).inserted else { continue }
             if row.snapshot {
                 do {
-                    fold.apply(snapshot: try SessionSnapshot(jsonText: row.body), version: row.version)
+                    fold.apply(snapshot: try SessionSnapshot(jsonText: row.body), version: row.version, id: row.id)
                 } catch {
                     fold.skip(
                         version: row.version,
+                        id: row.id,
                         problem: "the snapshot of version \(row.version) does not parse: \(error.message)"
                     )
                 }
             } else {
-                fold.apply(deltaText: row.body, version: row.version)
+                fold.apply(deltaText: row.body, version: row.version, id: row.id)
             }
         }
         let loaded = fold.stored

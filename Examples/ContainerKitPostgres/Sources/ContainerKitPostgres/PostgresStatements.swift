@@ -8,10 +8,10 @@ enum PostgresStatements {
     /// A group commit in one round trip: `ck_commit_group` (see ``PostgresSchema``). Returns the fenced users
     /// (nothing was written then), or none (all of it was).
     struct CommitGroup: PostgresPreparedStatement {
-        static let sql = "SELECT ck_commit_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        static let sql = "SELECT ck_commit_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
         static let bindingDataTypes: [PostgresDataType] = [
-            .int8Array, .int4Array, .textArray, .textArray, .int8Array, .boolArray, .textArray, .int8Array,
-            .boolArray, .textArray, .textArray, .int8Array,
+            .int8Array, .int4Array, .textArray, .textArray, .int8Array, .boolArray, .int8Array, .boolArray,
+            .textArray, .int8Array, .boolArray, .textArray, .int8Array, .textArray, .int8Array,
         ]
         typealias Row = [String]
 
@@ -24,26 +24,35 @@ enum PostgresStatements {
         var chainUsers: [String]
         var chainExpected: [Int64]
         var chainDeltas: [Bool]
+        /// The identity of the change each chain continues (a signed pattern of ``SessionCheckpoint/parent``),
+        /// and whether it is checked (a change fenced by version alone is not).
+        var chainParents: [Int64] = []
+        var chainChecks: [Bool] = []
         /// The session rows to insert.
         var rowUsers: [String]
         var rowVersions: [Int64]
         var rowSnapshots: [Bool]
         var rowBodies: [String]
+        /// Each row's ``SessionCheckpoint/id`` as a signed pattern.
+        var rowIDs: [Int64] = []
         var removalUsers: [String]
         var removalVersions: [Int64]
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 12)
+            var bindings = PostgresBindings(capacity: 15)
             bindings.append(lockKeys)
             bindings.append(partitions)
             bindings.append(payloads)
             bindings.append(chainUsers)
             bindings.append(chainExpected)
             bindings.append(chainDeltas)
+            bindings.append(chainParents)
+            bindings.append(chainChecks)
             bindings.append(rowUsers)
             bindings.append(rowVersions)
             bindings.append(rowSnapshots)
             bindings.append(rowBodies)
+            bindings.append(rowIDs)
             bindings.append(removalUsers)
             bindings.append(removalVersions)
             return bindings
@@ -53,7 +62,8 @@ enum PostgresStatements {
     }
 
     /// The session rows of many users at once: per user, the newest snapshot row (or the legacy `ck_sessions`
-    /// row when it is newer) and the rows after it. Rows come as `(user, version, snapshot, body)`, unordered.
+    /// row when it is newer) and the rows after it. Rows come as `(user, version, snapshot, body, id)`,
+    /// unordered.
     struct LoadSessions: PostgresPreparedStatement {
         static let sql = """
             WITH users AS (SELECT DISTINCT u AS user_id FROM unnest($1::text[]) AS t(u)),
@@ -63,15 +73,15 @@ enum PostgresStatements {
                         AS snapshot,
                     (SELECT s.version FROM ck_sessions s WHERE s.user_id = u.user_id) AS legacy
                 FROM users u)
-            SELECT c.user_id, c.version, c.snapshot, c.body
+            SELECT c.user_id, c.version, c.snapshot, c.body, c.id
             FROM latest l JOIN ck_session_changes c ON c.user_id = l.user_id
                 AND c.version >= coalesce(greatest(l.snapshot, l.legacy), 0)
             UNION ALL
-            SELECT s.user_id, s.version, true, s.snapshot
+            SELECT s.user_id, s.version, true, s.snapshot, 0::bigint
             FROM latest l JOIN ck_sessions s ON s.user_id = l.user_id AND s.version > coalesce(l.snapshot, 0)
             """
         static let bindingDataTypes: [PostgresDataType] = [.textArray]
-        typealias Row = (String, Int64, Bool, String)
+        typealias Row = (String, Int64, Bool, String, Int64)
 
         var users: [String]
 

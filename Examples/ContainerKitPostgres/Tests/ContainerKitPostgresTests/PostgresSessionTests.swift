@@ -21,7 +21,8 @@ struct PostgresSessionTests {
         try await withRunning([first.run, second.run]) {
             #expect(try await first.store.sessions.load(userID: "u") == nil)
             try await first.commit([makeRecord(user: "u")], sessions: [StoredSession(snapshot: snapshot, version: 1)])
-            #expect(try await second.store.sessions.load(userID: "u") == StoredSession(snapshot: snapshot, version: 1))
+            let loaded = try await second.store.sessions.load(userID: "u")
+            #expect(loaded?.snapshot == snapshot && loaded?.version == 1)
         }
     }
 
@@ -485,7 +486,8 @@ struct PostgresSessionTests {
                 """,
                 as: Int64.self
             )
-            #expect(try await second.store.sessions.load(userID: "u") == StoredSession(snapshot: legacy, version: 7))
+            let loaded = try await second.store.sessions.load(userID: "u")
+            #expect(loaded?.snapshot == legacy && loaded?.version == 7 && loaded?.checkpointID == 0)
             let owner = committing(second)
             #expect(try await owner.loadSession(for: "u").snapshot() == legacy)
             try await owner.push(event: "upgrade", parameters: ["plan": "platinum"], for: "u")
