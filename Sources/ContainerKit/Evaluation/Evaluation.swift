@@ -373,7 +373,7 @@ struct Evaluation: MacroResolver {
         threadTable()._withUnsafeGuaranteedRef { $0.text(ofPredicate: p) }
     }
 
-    /// Calls tag `t` and records it in ``fired``; returns whether the call succeeded (`ok`).
+    /// Calls tag `t` and records it in ``fired``; returns whether the call succeeded (`ok` or `pending`).
     private mutating func call(_ t: Int) -> Bool {
         // The parts are computed first and the record is built in place in `fired`: a record built early
         // and appended at the end was copied whole (it is large) on every call.
@@ -428,7 +428,12 @@ struct Evaluation: MacroResolver {
                 }
             }
         }
-        let succeeded = if case .ok = status { true } else { false }
+        // A held call (`pending`) ran: its records are only sent later, so its teardown tags run as after `ok`.
+        let succeeded =
+            switch status {
+            case .ok, .pending: true
+            default: false
+            }
         if fired.capacity == 0 { fired.reserveCapacity(4) }
         // Moved into the record (the closures above captured `parameters`, so the compiler copied it, and
         // retained its buffers around the append, when it was passed as is).
@@ -495,7 +500,9 @@ struct Evaluation: MacroResolver {
         do {
             let output = try handler.perform(call)
             if output.isEmpty { return (.ok, nil) }
-            return (output.dropReason.map(FiredTag.Status.dropped) ?? .ok, output)
+            if let reason = output.dropReason { return (.dropped(reason), output) }
+            if let reason = output.pendingReason { return (.pending(reason), output) }
+            return (.ok, output)
         } catch {
             var metadata: LogMetadata = [
                 "container": call.origin.containerID, "session": dataLayer.sessionID, "class_path": call.origin.name,

@@ -290,14 +290,26 @@ public final class DataLayer: Sendable {
         // lock that ends the turn (one lock less per push than taking and returning them around each).
         var scratch = EvaluationScratch()
         var holdsScratch = false
-        process(pending, into: &result, scratch: &scratch, holdsScratch: &holdsScratch, turn: number, inside: enclosing)
+        // Whether the runtime has push hooks (read under the lock the push takes anyway).
+        var hooks = false
+        process(
+            pending,
+            into: &result,
+            scratch: &scratch,
+            holdsScratch: &holdsScratch,
+            hooks: &hooks,
+            turn: number,
+            inside: enclosing
+        )
         var processed = 0
         var committed = false
         while true {
-            // With a committer, the turn's pushes are committed once nothing nested waits, before the turn ends
-            // (a push a handler's task nests after that is processed and committed on its own).
-            if let committing, !committed, turnstile({ $0.nestedCount }) == 0 {
-                committing(self, &result)
+            // Once nothing nested waits, before the turn ends: the push hooks, then, with a committer, the
+            // commit of the turn's pushes (a push a handler's task nests after that is processed, hooked and
+            // committed on its own).
+            if !committed, committing != nil || hooks, turnstile({ $0.nestedCount }) == 0 {
+                if hooks { runPushHooks(into: &result) }
+                committing?(self, &result)
                 committed = true
             }
             let step = state.withLock { state in
@@ -321,10 +333,19 @@ public final class DataLayer: Sendable {
                     into: &result,
                     scratch: &scratch,
                     holdsScratch: &holdsScratch,
+                    hooks: &hooks,
                     turn: number,
                     inside: enclosing
                 )
             }
+        }
+    }
+
+    /// Runs the runtime's push hooks (``PushHook``) and adds what they return to `result`.
+    private func runPushHooks(into result: inout PushResult) {
+        guard let runtime = state.withLock({ $0.runtime }) else { return }
+        for hook in runtime.snapshot.handlers.pushHooks {
+            if let output = hook.endOfPush(self), !output.isEmpty { result.appendHookOutput(output) }
         }
     }
 
@@ -389,6 +410,7 @@ public final class DataLayer: Sendable {
         into result: inout PushResult,
         scratch: inout EvaluationScratch,
         holdsScratch: inout Bool,
+        hooks: inout Bool,
         turn number: UInt64,
         inside enclosing: TurnMark?
     ) {
@@ -451,6 +473,7 @@ public final class DataLayer: Sendable {
             let runtime = state.runtime!
             let (readsRawValues, readsModel) = runtime.borrowedSnapshot._withUnsafeGuaranteedRef { snapshot in
                 if let lookupName { candidates = state.candidates.candidates(for: lookupName, in: snapshot) }
+                if !snapshot.handlers.pushHooks.isEmpty { hooks = true }
                 return (snapshot.readsRawValues, snapshot.readsModel)
             }
             DataLayer.apply(message, to: &state.model, dotted: dotted)

@@ -1,7 +1,7 @@
 extension FiredTag {
     /// The tag as `containerkit run --format json` prints it: `tag_id`, `name`, `function`, `class_path`,
-    /// `parameters`, `status`, then `message` for `failed` and `dropped`, and the handler's `records` and
-    /// `problems` when it reported any.
+    /// `parameters`, `status`, then `message` for `failed`, `dropped` and `pending`, and the handler's `records`,
+    /// `pending_records` (what it holds for later) and `problems` when it reported any.
     public var jsonValue: Value {
         var map = ValueMap(minimumCapacity: 9)
         map["tag_id"] = tagID.map { .int(Int64($0)) } ?? .null
@@ -13,6 +13,9 @@ extension FiredTag {
         if let message = status.message { map["message"] = .string(message) }
         if let output {
             if !output.records.isEmpty { map["records"] = .array(output.records.map(\.jsonValue)) }
+            if !output.pendingRecords.isEmpty {
+                map["pending_records"] = .array(output.pendingRecords.map(\.jsonValue))
+            }
             if !output.problems.isEmpty { map["problems"] = .array(output.problems.map(Value.string)) }
         }
         return .object(map)
@@ -55,6 +58,10 @@ extension FiredTag {
                     to: &bytes,
                     copyingTo: &records
                 )
+            }
+            if !output.pendingRecords.isEmpty {
+                append(",\"pending_records\":", to: &bytes)
+                FiredTag.appendJSON(records: output.pendingRecords, to: &bytes)
             }
             if !output.problems.isEmpty {
                 append(",\"problems\":", to: &bytes)
@@ -108,8 +115,8 @@ extension PushResult {
         bytes.append(0x7D)
     }
 
-    /// Appends `{"fired":[…],"records":[…]` and the `deferred` / `loop_guard_tripped` members, without the
-    /// closing brace, so that a caller can add members of its own.
+    /// Appends `{"fired":[…],"records":[…]` and the `problems` / `deferred` / `loop_guard_tripped` members,
+    /// without the closing brace, so that a caller can add members of its own.
     public func appendJSONMembers(to bytes: inout [UInt8]) { appendMembers(fired: fired, to: &bytes) }
 
     private func appendMembers(fired: [FiredTag], to bytes: inout [UInt8]) {
@@ -122,7 +129,24 @@ extension PushResult {
         }
         bytes.append(contentsOf: #"],"records":["#.utf8)
         bytes.append(contentsOf: records ?? [])
+        var problems: [String] = []
+        for output in hookOutputs {
+            problems += output.problems
+            let encoded = output.recordsJSON
+            for (index, record) in output.records.enumerated() {
+                if bytes.last != 0x5B { bytes.append(0x2C) }
+                if let encoded {
+                    bytes.append(contentsOf: encoded[index])
+                } else {
+                    record.appendJSON(to: &bytes)
+                }
+            }
+        }
         bytes.append(0x5D)
+        if !problems.isEmpty {
+            bytes.append(contentsOf: #","problems":"#.utf8)
+            JSONWriter.write(.array(problems.map(Value.string)), into: &bytes)
+        }
         if deferred { bytes.append(contentsOf: #","deferred":true"#.utf8) }
         if loopGuardTripped { bytes.append(contentsOf: #","loop_guard_tripped":true"#.utf8) }
     }
@@ -130,13 +154,20 @@ extension PushResult {
 
 extension PushResult {
     /// The push as `containerkit run --format json` prints it: `fired` (each tag's ``FiredTag/jsonValue``),
-    /// `records` (every record the push's tags produced, in order), and `deferred` / `loop_guard_tripped`
-    /// when they are true.
+    /// `records` (every record the push's tags produced, in order, then those its push hooks added — the
+    /// Braze provider's pending records, released), `problems` (what the push hooks reported, such as
+    /// pending records dropped for their age) when there are any, and `deferred` / `loop_guard_tripped` when
+    /// they are true.
     public var jsonValue: Value {
-        var map = ValueMap(minimumCapacity: 4)
+        var map = ValueMap(minimumCapacity: 5)
         let fired = self.fired
+        let hooks = hookOutputs
         map["fired"] = .array(fired.map(\.jsonValue))
-        map["records"] = .array(fired.flatMap { $0.output?.records ?? [] }.map(\.jsonValue))
+        map["records"] = .array(
+            (fired.flatMap { $0.output?.records ?? [] } + hooks.flatMap(\.records)).map(\.jsonValue)
+        )
+        let problems = hooks.flatMap(\.problems)
+        if !problems.isEmpty { map["problems"] = .array(problems.map(Value.string)) }
         if deferred { map["deferred"] = true }
         if loopGuardTripped { map["loop_guard_tripped"] = true }
         return .object(map)

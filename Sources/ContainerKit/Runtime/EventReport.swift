@@ -13,8 +13,12 @@ public struct FiredTag: Sendable, Hashable {
         /// The handler ran and deliberately did nothing with the call (for the Braze provider, a call that
         /// breaks a Braze rule); the message says why.
         case dropped(String)
+        /// The handler ran and kept what the call made for later instead of sending it now (for the Braze
+        /// provider, a call in a session that has no Braze user yet: its records wait in the session until
+        /// the user is known); the message says what is held and until when.
+        case pending(String)
 
-        /// `ok`, `unhandled`, `failed`, `unsupported` or `dropped`.
+        /// `ok`, `unhandled`, `failed`, `unsupported`, `dropped` or `pending`.
         public var name: String {
             switch self {
             case .ok: return "ok"
@@ -22,13 +26,14 @@ public struct FiredTag: Sendable, Hashable {
             case .failed: return "failed"
             case .unsupported: return "unsupported"
             case .dropped: return "dropped"
+            case .pending: return "pending"
             }
         }
 
-        /// What `failed` and `dropped` say; `nil` for the others.
+        /// What `failed`, `dropped` and `pending` say; `nil` for the others.
         public var message: String? {
             switch self {
-            case .failed(let message), .dropped(let message): return message
+            case .failed(let message), .dropped(let message), .pending(let message): return message
             default: return nil
             }
         }
@@ -136,6 +141,9 @@ public struct PushResult: Sendable {
     /// The first evaluated push, then the others (handler-nested pushes), in order.
     private var first: EvaluatedPush?
     private var more: [EvaluatedPush] = []
+    /// What push hooks returned, each with the number of tag outputs that came before it (its place in
+    /// ``outputs``).
+    private var hooked: [(position: Int, output: TagOutput)] = []
 
     init() {}
 
@@ -157,12 +165,29 @@ public struct PushResult: Sendable {
         return tags
     }
 
-    /// The outputs of the fired tags, in firing order, without building the tags.
+    /// The outputs of the fired tags, in firing order, without building the tags, and those of the push
+    /// hooks (``hookOutputs``) where they ran: after the tags of the pushes processed before them.
     public var outputs: [TagOutput] {
+        var outputs = tagOutputs
+        for (offset, hook) in hooked.enumerated() { outputs.insert(hook.output, at: hook.position + offset) }
+        return outputs
+    }
+
+    /// The outputs of the fired tags, in firing order.
+    private var tagOutputs: [TagOutput] {
         var outputs = built.flatMap(\.fired).compactMap(\.output)
         if let first { outputs += first.calls.compactMap(\.output) }
         for push in more { outputs += push.calls.compactMap(\.output) }
         return outputs
+    }
+
+    /// What the runtime's push hooks (``PushHook``) added at the end of the push, in order: records no tag
+    /// call of the push made (the Braze provider's pending records, released once the session has a user).
+    public var hookOutputs: [TagOutput] { hooked.map(\.output) }
+
+    /// Adds the output of a push hook, after the tag outputs so far.
+    mutating func appendHookOutput(_ output: TagOutput) {
+        hooked.append((tagOutputs.count, output))
     }
 
     /// The durable positions of this push's records: one token per write (a tag's records), in firing

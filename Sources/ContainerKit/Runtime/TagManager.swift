@@ -36,10 +36,24 @@ public final class TagManager: Sendable {
     final class Handlers: Sendable {
         let tags: [String: any FunctionCallTagHandler]
         let macros: [String: any FunctionCallMacroHandler]
+        /// The push hooks by name, and in the order they run (by name).
+        let pushHooksByName: [String: any PushHook]
+        let pushHooks: [any PushHook]
 
-        init(tags: [String: any FunctionCallTagHandler] = [:], macros: [String: any FunctionCallMacroHandler] = [:]) {
+        init(
+            tags: [String: any FunctionCallTagHandler] = [:],
+            macros: [String: any FunctionCallMacroHandler] = [:],
+            pushHooks: [String: any PushHook] = [:]
+        ) {
             self.tags = tags
             self.macros = macros
+            self.pushHooksByName = pushHooks
+            self.pushHooks = pushHooks.sorted { $0.key < $1.key }.map(\.value)
+        }
+
+        /// These handlers with other push hooks.
+        func with(pushHooks: [String: any PushHook]) -> Handlers {
+            Handlers(tags: tags, macros: macros, pushHooks: pushHooks)
         }
     }
 
@@ -203,6 +217,25 @@ public final class TagManager: Sendable {
         updateHandlers { _, macros in macros[name] = nil }
     }
 
+    /// Registers `hook` to run at the end of every push of every session (see ``PushHook``), under `name`:
+    /// registering again under the same name replaces it. Hooks run in the order of their names.
+    public func register(pushHook hook: any PushHook, for name: String) {
+        publish { current in
+            var hooks = current.handlers.pushHooksByName
+            hooks[name] = hook
+            return Snapshot(containers: current.containers, handlers: current.handlers.with(pushHooks: hooks))
+        }
+    }
+
+    /// Removes the push hook registered under `name`.
+    public func unregisterPushHook(for name: String) {
+        publish { current in
+            var hooks = current.handlers.pushHooksByName
+            guard hooks.removeValue(forKey: name) != nil else { return nil }
+            return Snapshot(containers: current.containers, handlers: current.handlers.with(pushHooks: hooks))
+        }
+    }
+
     /// The tag handler registered for `name`.
     public func tagHandler(for name: String) -> (any FunctionCallTagHandler)? {
         snapshot.handlers.tags[name]
@@ -220,7 +253,10 @@ public final class TagManager: Sendable {
             var tags = current.handlers.tags
             var macros = current.handlers.macros
             change(&tags, &macros)
-            return Snapshot(containers: current.containers, handlers: Handlers(tags: tags, macros: macros))
+            return Snapshot(
+                containers: current.containers,
+                handlers: Handlers(tags: tags, macros: macros, pushHooks: current.handlers.pushHooksByName)
+            )
         }
     }
 

@@ -16,7 +16,7 @@ extension TagRecord {
 }
 
 /// What a function-call tag handler produced for one call: its records, the problems it found, whether it
-/// deliberately dropped the call, and how to wait until its records are durable.
+/// deliberately dropped the call or held it for later, and how to wait until its records are durable.
 ///
 /// Handlers return it from ``FunctionCallTagHandler/perform(_:)``; the runtime attaches it to the
 /// ``FiredTag`` of the call, so every caller of ``DataLayer/push(_:)`` sees what *its* push produced.
@@ -27,6 +27,8 @@ public struct TagOutput: Sendable {
         let records: [any TagRecord]
         let problems: [String]
         let dropReason: String?
+        let pendingReason: String?
+        let pendingRecords: [any TagRecord]
         let durability: DurabilityToken?
         let recordsJSON: RecordsJSON?
 
@@ -34,12 +36,16 @@ public struct TagOutput: Sendable {
             records: [any TagRecord],
             problems: [String],
             dropReason: String?,
+            pendingReason: String?,
+            pendingRecords: [any TagRecord],
             durability: DurabilityToken?,
             recordsJSON: RecordsJSON?
         ) {
             self.records = records
             self.problems = problems
             self.dropReason = dropReason
+            self.pendingReason = pendingReason
+            self.pendingRecords = pendingRecords
             self.durability = durability
             self.recordsJSON = recordsJSON
         }
@@ -50,23 +56,38 @@ public struct TagOutput: Sendable {
     /// What the call produced, in order.
     public var records: [any TagRecord] {
         get { fields?.records ?? [] }
-        set { self = TagOutput(records: newValue, problems: problems, dropReason: dropReason, durability: durability) }
+        set { self = replacing(records: newValue) }
     }
     /// Problems with the call that the handler reported (for Braze, rule violations), in words.
     public var problems: [String] {
         get { fields?.problems ?? [] }
-        set { self = TagOutput(records: records, problems: newValue, dropReason: dropReason, durability: durability) }
+        set { self = replacing(problems: newValue) }
     }
     /// Why the handler deliberately did nothing with the call (for Braze, a call that breaks a rule);
     /// `nil` when it ran. A dropped call's ``FiredTag/status`` is ``FiredTag/Status/dropped(_:)``.
     public var dropReason: String? {
         get { fields?.dropReason }
-        set { self = TagOutput(records: records, problems: problems, dropReason: newValue, durability: durability) }
+        set { self = replacing(dropReason: .some(newValue)) }
+    }
+    /// What the handler held back for later instead of sending now, and until when (for Braze, a call in a
+    /// session without a user: its records wait in the session until the user is known); `nil` when nothing
+    /// was held. A held call's ``FiredTag/status`` is ``FiredTag/Status/pending(_:)`` (``dropReason`` wins
+    /// when both are set).
+    public var pendingReason: String? {
+        get { fields?.pendingReason }
+        set { self = replacing(pendingReason: .some(newValue)) }
+    }
+    /// The records the call made and the handler holds for later (for Braze, until the session has a user):
+    /// not sent with this push, unlike ``records``. Shown so that a caller sees what waits, with the IDs and
+    /// times the records keep when they are sent.
+    public var pendingRecords: [any TagRecord] {
+        get { fields?.pendingRecords ?? [] }
+        set { self = replacing(pendingRecords: newValue) }
     }
     /// Resolves once ``records`` are durable; `nil` when there is nothing to wait for.
     public var durability: DurabilityToken? {
         get { fields?.durability }
-        set { self = TagOutput(records: records, problems: problems, dropReason: dropReason, durability: newValue) }
+        set { self = replacing(durability: .some(newValue)) }
     }
     /// The JSON of ``records`` as the handler's sink encoded it (the bytes it stored), which answers reuse
     /// instead of encoding each record again; `nil` when the handler did not keep it. Dropped when
@@ -81,20 +102,46 @@ public struct TagOutput: Sendable {
         records: [any TagRecord] = [],
         problems: [String] = [],
         dropReason: String? = nil,
+        pendingReason: String? = nil,
+        pendingRecords: [any TagRecord] = [],
         durability: DurabilityToken? = nil,
         recordsJSON: RecordsJSON? = nil
     ) {
-        if records.isEmpty && problems.isEmpty && dropReason == nil && durability == nil {
+        if records.isEmpty && problems.isEmpty && dropReason == nil && pendingReason == nil
+            && pendingRecords.isEmpty && durability == nil
+        {
             fields = nil
         } else {
             fields = Fields(
                 records: records,
                 problems: problems,
                 dropReason: dropReason,
+                pendingReason: pendingReason,
+                pendingRecords: pendingRecords,
                 durability: durability,
                 recordsJSON: recordsJSON?.count == records.count ? recordsJSON : nil
             )
         }
+    }
+
+    /// This output with some fields replaced (``recordsJSON`` is kept only while ``records`` is).
+    private func replacing(
+        records newRecords: [any TagRecord]? = nil,
+        problems newProblems: [String]? = nil,
+        dropReason newDropReason: String?? = nil,
+        pendingReason newPendingReason: String?? = nil,
+        pendingRecords newPendingRecords: [any TagRecord]? = nil,
+        durability newDurability: DurabilityToken?? = nil
+    ) -> TagOutput {
+        TagOutput(
+            records: newRecords ?? records,
+            problems: newProblems ?? problems,
+            dropReason: newDropReason ?? dropReason,
+            pendingReason: newPendingReason ?? pendingReason,
+            pendingRecords: newPendingRecords ?? pendingRecords,
+            durability: newDurability ?? durability,
+            recordsJSON: newRecords == nil ? recordsJSON : nil
+        )
     }
 
     /// A call that produced nothing and reported nothing.
@@ -105,10 +152,12 @@ public struct TagOutput: Sendable {
 }
 
 extension TagOutput: Equatable {
-    /// Outputs are equal when their records have the same JSON, their problems and drop reasons are the
-    /// same and they wait on the same durable position.
+    /// Outputs are equal when their records and pending records have the same JSON, their problems, drop and
+    /// pending reasons are the same and they wait on the same durable position.
     public static func == (lhs: TagOutput, rhs: TagOutput) -> Bool {
-        lhs.problems == rhs.problems && lhs.dropReason == rhs.dropReason && lhs.durability == rhs.durability
+        lhs.problems == rhs.problems && lhs.dropReason == rhs.dropReason && lhs.pendingReason == rhs.pendingReason
+            && lhs.durability == rhs.durability
+            && lhs.pendingRecords.map(\.jsonValue) == rhs.pendingRecords.map(\.jsonValue)
             && lhs.records.count == rhs.records.count
             && zip(lhs.records, rhs.records).allSatisfy { $0.jsonValue == $1.jsonValue }
     }
@@ -119,6 +168,7 @@ extension TagOutput: Hashable {
         hasher.combine(records.count)
         hasher.combine(problems)
         hasher.combine(dropReason)
+        hasher.combine(pendingReason)
     }
 }
 
