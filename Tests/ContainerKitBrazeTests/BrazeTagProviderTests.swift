@@ -204,17 +204,22 @@ struct ProviderFixture {
         )
     }
 
-    @Test func aCallInASessionWithoutAUserIsDroppedAtOnceSayingWhy() throws {
+    @Test func aCallInASessionWithoutAUserIsHeldPendingSayingHowToReleaseIt() throws {
         let fixture = ProviderFixture()
         BrazeTagProvider.setUser(nil, on: fixture.session)
         let output = try #require(fixture.run(["actionType": "logEvent", "eventName": "anonymous"]))
         #expect(fixture.sink.records.isEmpty)
-        #expect(output.dropReason?.contains("no Braze user") == true)
-        #expect(output.dropReason?.contains("setUser") == true)
-        // changeUser needs no user: it gives the session one.
+        #expect(output.dropReason == nil)
+        #expect(output.pendingReason?.contains("until the session has a Braze user") == true)
+        #expect(output.pendingReason?.contains("setUser") == true)
+        #expect(BrazeTagProvider.pendingRecords(of: fixture.session).map(\.user) == [nil])
+        // changeUser needs no user: it gives the session one, and the push's end releases what was held.
         fixture.run(["actionType": "changeUser", "externalUserId": "u-9"])
         fixture.run(["actionType": "logEvent", "eventName": "known"])
         #expect(fixture.sink.records.map(\.user) == [.externalID("u-9"), .externalID("u-9")])
+        let released = try #require(fixture.provider.endOfPush(fixture.session))
+        #expect(released.records.count == 1)
+        #expect(fixture.sink.records.map(\.user) == Array(repeating: .externalID("u-9"), count: 3))
     }
 
     static let violations: [(ValueMap, String, String)] = [

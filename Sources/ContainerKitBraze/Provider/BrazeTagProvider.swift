@@ -21,9 +21,16 @@ import Foundation
 /// session.push(event: "played song", parameters: ["genre": "jazz"])
 /// ```
 ///
-/// **A session needs a user.** Braze's `/users/track` refuses a record that names no user, so a call in a
-/// session without one (no ``setUser(_:on:)``, no `changeUser` tag fired yet) is dropped at once: the tag's
-/// status is `dropped` and its reason says to call ``setUser(_:on:)``. A `changeUser` tag needs no user.
+/// **Records wait for their user.** Braze's `/users/track` refuses a record that names no user, so the records
+/// of a call in a session without one (no ``setUser(_:on:)``, no `changeUser` tag fired yet) are kept
+/// **pending in the session** — the session attribute ``pendingAttributeKey``, saved with the session like
+/// any attribute — and the tag's status is `pending`, not `ok`. The push that gives the session its user (a
+/// `changeUser` tag, or the host's ``setUser(_:on:)`` before it) releases them: in their original order, with
+/// their original times and IDs, for that user, as records of that push (committed with it). At most
+/// ``Configuration/maximumPendingRecords`` (100) wait, for at most ``Configuration/maximumPendingAge``
+/// (24 h); past either bound the oldest are dropped, said in the outcome and counted
+/// (``pendingStatistics``). ``Configuration/withoutUser`` `.alias(label:)` sends them at once for a user
+/// alias instead. A `changeUser` tag needs no user.
 ///
 /// ## Actions
 /// The tag's `actionType` parameter picks the action (see ``BrazeActionType`` for each one's parameters).
@@ -50,7 +57,7 @@ import Foundation
 /// the given `external_id` and emits a `change_user` record (changing to the current ID again does
 /// nothing). Every record carries the session's user at the time it was made, or no identity if the
 /// host gave none.
-public struct BrazeTagProvider: FunctionCallTagHandler {
+public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
     /// The class paths Braze's GTM integrations use: `BrazeGTMTagManager` and
     /// `com.appboy.googletagmanager.BrazeGtmTagProvider`.
     public static let defaultClassPaths = ["BrazeGTMTagManager", "com.appboy.googletagmanager.BrazeGtmTagProvider"]
@@ -60,26 +67,32 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
 
     /// Where records go.
     public let sink: any AnalyticsSink
-    private let clock: @Sendable () -> Date
+    /// What the provider does in sessions without a user.
+    public let configuration: Configuration
+    let clock: @Sendable () -> Date
     private let ids: AnalyticsRecordIDGenerator
-    private let warnings: LogLimiter
+    let warnings: LogLimiter
+    let counters = PendingCounters()
 
     /// Creates a provider.
     /// - Parameters:
     ///   - sink: where every record goes (synchronously, from the tag handler).
-    ///   - clock: the wall-clock time records are stamped with (a calendar date, which Braze needs); the
-    ///     current time by default.
+    ///   - configuration: what happens to the records of sessions without a user (held, by default).
+    ///   - clock: the wall-clock time records are stamped with (a calendar date, which Braze needs), and that
+    ///     pending records' ages are measured on; the current time by default.
     ///   - idGenerator: where record IDs come from.
     ///   - warningInterval: how often, at most, the same warning (per tag and rule) is logged again (60 s).
     ///   - warningClock: the clock of that interval.
     public init<C: Clock>(
         sink: any AnalyticsSink,
+        configuration: Configuration = Configuration(),
         clock: @escaping @Sendable () -> Date = { Date() },
         idGenerator: AnalyticsRecordIDGenerator = AnalyticsRecordIDGenerator(),
         warningInterval: Duration = .seconds(60),
         warningClock: C = ContinuousClock()
     ) where C.Duration == Duration {
         self.sink = sink
+        self.configuration = configuration
         self.clock = clock
         self.ids = idGenerator
         self.warnings = LogLimiter(
@@ -89,16 +102,26 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
         )
     }
 
-    /// Registers this provider on `tagManager` for each of `classPaths`.
+    /// The name this provider's push hook is registered under (see ``endOfPush(_:)``).
+    public static let pushHookName = "com.braze.containerkit.pending"
+
+    /// Registers this provider on `tagManager` for each of `classPaths`, and as the push hook that releases
+    /// pending records (``endOfPush(_:)``, under ``pushHookName``).
     public func register(on tagManager: TagManager, classPaths: [String] = BrazeTagProvider.defaultClassPaths) {
         sink.inherit(logger: tagManager.logger, observer: tagManager.observer as? any DeliveryObserver)
         for path in classPaths { tagManager.register(tagHandler: self, for: path) }
+        tagManager.register(pushHook: self, for: Self.pushHookName)
     }
 
     // MARK: Identity
 
     /// Sets (or with `nil`, clears) the user of `dataLayer`'s session: typically a `braze_id` or user alias
-    /// before the app knows who the user is. `changeUser` tags replace it with an `external_id`.
+    /// before the app knows who the user is, or the `external_id` a service knows its user by.
+    /// `changeUser` tags replace it with an `external_id`.
+    ///
+    /// Records held for the session while it had no user are released for this user by the next push of
+    /// the session (at its end, with its records: see ``endOfPush(_:)``), whether or not a Braze tag fires in
+    /// it — call this before the push, as a service's `prepare` does. Between pushes they stay pending.
     public static func setUser(_ user: UserIdentity?, on dataLayer: DataLayer) {
         dataLayer.setExtensionValue(user, for: UserKey.self)
     }
@@ -126,9 +149,9 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
         _ = try perform(call)
     }
 
-    /// Runs one Braze tag: builds its records and hands them to the sink, or drops the call with a
-    /// (rate-limited) warning saying why.
-    /// - Returns: the records, the rule violations, the drop reason and the sink's durability token.
+    /// Runs one Braze tag: builds its records and hands them to the sink, holds them in the session while it
+    /// has no user (see the type's documentation), or drops the call with a (rate-limited) warning saying why.
+    /// - Returns: the records, the rule violations, the drop or pending reason and the sink's durability token.
     /// - Throws: ``AnalyticsSinkError`` when the sink refused the records (queue full, shut down); the
     ///   tag's status is then `failed`.
     public func perform(_ call: FunctionCall) throws -> TagOutput {
@@ -151,18 +174,29 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
                 metadata: ["action": actionValue.jsString]
             )
         }
-        let user = Self.user(of: call.dataLayer)
-        // Braze's /users/track refuses a record that names no user: without a user the call could only be
-        // dropped at delivery, after the push had answered "ok". Say so now.
+        var user = Self.user(of: call.dataLayer)
+        // Braze's /users/track refuses a record that names no user: without a user the records wait in the
+        // session (or go to the session's alias, or with no room to hold any, the call is dropped now rather
+        // than at delivery, after the push had answered "ok").
+        var holds = false
         if user == nil && action != .changeUser {
-            return drop(
-                call,
-                key: "no_user",
-                "dropped a braze tag: the session has no braze user",
-                reason: "\(tag): dropped '\(action.rawValue)': the session has no Braze user; give it one with "
-                    + "BrazeTagProvider.setUser(_:on:) or fire a changeUser tag first",
-                metadata: ["action": action.rawValue]
-            )
+            switch configuration.withoutUser {
+            case .alias(let label):
+                let alias = UserIdentity.userAlias(name: call.dataLayer.sessionID, label: label)
+                Self.setUser(alias, on: call.dataLayer)
+                user = alias
+            case .hold where configuration.maximumPendingRecords > 0:
+                holds = true
+            case .hold:
+                return drop(
+                    call,
+                    key: "no_user",
+                    "dropped a braze tag: the session has no braze user",
+                    reason: "\(tag): dropped '\(action.rawValue)': the session has no Braze user; give it one with "
+                        + "BrazeTagProvider.setUser(_:on:) or fire a changeUser tag first",
+                    metadata: ["action": action.rawValue]
+                )
+            }
         }
         var rules = BrazeRules()
         let records = Self.makeRecords(
@@ -193,6 +227,7 @@ public struct BrazeTagProvider: FunctionCallTagHandler {
             Self.setUser(.externalID(externalID), on: call.dataLayer)
         }
         guard !records.isEmpty else { return .none }
+        if holds { return hold(records, action: action, call) }
         // Encoded once: the sink stores these bytes and the push's answer copies them.
         let encoded = EncodedRecords(records)
         let token = try sink.enqueue(encoded)

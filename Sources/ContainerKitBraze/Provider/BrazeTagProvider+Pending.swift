@@ -1,0 +1,240 @@
+import ContainerKit
+import ContainerKitDelivery
+import Foundation
+import Synchronization
+
+extension BrazeTagProvider {
+    /// What the provider does with a Braze tag in a session that has no user yet.
+    public enum WithoutUser: Sendable, Hashable {
+        /// Keep the call's records in the session (pending) until the session gets a user, then send them for
+        /// that user with their original times. The default.
+        case hold
+        /// Give the session a Braze user alias at once — `alias_name` the session ID, `alias_label` `label` —
+        /// and send the records for it: Braze keeps them on an alias-only profile (the `/users/track`
+        /// destination asks it to create one), which `/users/identify` merges into the identified user
+        /// later. A `changeUser` tag's `change_user` record then names the alias as its `previous_user`.
+        case alias(label: String)
+    }
+
+    /// How the provider treats sessions without a user.
+    public struct Configuration: Sendable, Hashable {
+        /// Hold the records of a session without a user (`.hold`, the default), or send them for a user alias.
+        public var withoutUser: WithoutUser
+        /// The most records one session holds pending (100): holding one more drops the oldest. `0` holds
+        /// nothing: a Braze tag in a session without a user is then dropped at once.
+        public var maximumPendingRecords: Int
+        /// The most bytes of record JSON one session holds pending (64 KiB; a typical event is 200–400 bytes):
+        /// past it the oldest are dropped, so that a session's memory stays bounded whatever its records carry
+        /// (a property payload may be up to 50 KB).
+        public var maximumPendingBytes: Int
+        /// The longest a record waits pending (24 hours): an older one is dropped when the session's next push
+        /// ends, or when a tag adds to or releases the session's pending records.
+        public var maximumPendingAge: Duration
+
+        /// Creates a configuration: hold up to 100 records (64 KiB) per session for up to 24 hours.
+        public init(
+            withoutUser: WithoutUser = .hold,
+            maximumPendingRecords: Int = 100,
+            maximumPendingBytes: Int = 64 * 1024,
+            maximumPendingAge: Duration = .seconds(24 * 60 * 60)
+        ) {
+            self.withoutUser = withoutUser
+            self.maximumPendingRecords = max(0, maximumPendingRecords)
+            self.maximumPendingBytes = max(0, maximumPendingBytes)
+            self.maximumPendingAge = maximumPendingAge
+        }
+    }
+
+    /// Counts of pending records since the provider was made (across all sessions it saw).
+    public struct PendingStatistics: Sendable, Hashable {
+        /// Records held because their session had no user.
+        public var held = 0
+        /// Held records released for the session's user.
+        public var released = 0
+        /// Held records dropped because they waited longer than ``Configuration/maximumPendingAge``.
+        public var expired = 0
+        /// Held records dropped because their session held ``Configuration/maximumPendingRecords`` (or
+        /// ``Configuration/maximumPendingBytes``) already.
+        public var overflowed = 0
+
+        /// Records this provider held and has not seen released or dropped since: the pending records of the
+        /// sessions it served (a session that moved to another instance, or ended, is counted until then).
+        public var pending: Int { max(0, held - released - expired - overflowed) }
+    }
+
+    /// Counts of pending records since the provider was made.
+    public var pendingStatistics: PendingStatistics { counters.statistics }
+
+    /// The session attribute that holds a session's pending records: an array of record objects
+    /// (``AnalyticsRecord/jsonValue``, without an identity), oldest first. Absent when none is pending.
+    public static let pendingAttributeKey = "braze.pending"
+
+    /// The records `dataLayer`'s session holds until it has a user, oldest first.
+    public static func pendingRecords(of dataLayer: DataLayer) -> [AnalyticsRecord] {
+        dataLayer.extensionValue(PendingKey.self)?.records ?? []
+    }
+
+    // MARK: Holding
+
+    /// Holds `records` of `call` (a session without a user) in the session, within the bounds.
+    func hold(_ records: [AnalyticsRecord], action: BrazeActionType, _ call: FunctionCall) -> TagOutput {
+        let session = call.dataLayer
+        var pending = Self.pendingRecords(of: session)
+        var problems = expire(&pending, now: clock(), session: session, tag: Self.tagName(call))
+        pending += records
+        counters.add(held: records.count)
+        // The oldest go first, until both the count and the bytes are within their bounds.
+        let sizes = pending.map { $0.jsonLine.utf8.count }
+        let bytes = sizes.reduce(0, +)
+        var excess = max(0, pending.count - configuration.maximumPendingRecords)
+        while excess < pending.count, bytes - sizes[..<excess].reduce(0, +) > configuration.maximumPendingBytes {
+            excess += 1
+        }
+        if excess > 0 {
+            let dropped = pending.prefix(excess)
+            pending.removeFirst(excess)
+            counters.add(overflowed: excess)
+            let reason =
+                "dropped \(Self.describe(dropped)): the session holds at most "
+                + "\(configuration.maximumPendingRecords) pending records, \(configuration.maximumPendingBytes) bytes"
+            problems.append(reason)
+            warn(session, key: "\(Self.tagName(call))|pending_overflow", "dropped pending braze records", reason)
+        }
+        session.setExtensionValue(pending.isEmpty ? nil : PendingRecords(records: pending), for: PendingKey.self)
+        let held = records.count == 1 ? "1 record" : "\(records.count) records"
+        let reason =
+            "\(Self.tagName(call)): held '\(action.rawValue)' (\(held)) until the session has a Braze user: "
+            + "\(pending.count) pending, kept for \(Self.hours(configuration.maximumPendingAge)); a changeUser tag "
+            + "or BrazeTagProvider.setUser(_:on:) releases them"
+        return TagOutput(problems: problems, pendingReason: reason, pendingRecords: records.map { $0 as any TagRecord })
+    }
+
+    /// Drops the records of `pending` older than ``Configuration/maximumPendingAge`` at `now`; returns the
+    /// problem saying so (none when nothing expired).
+    private func expire(_ pending: inout [AnalyticsRecord], now: Date, session: DataLayer, tag: String?) -> [String] {
+        let limit = configuration.maximumPendingAge
+        let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) * 1e-18
+        let oldestKept = now.addingTimeInterval(-seconds)
+        guard let first = pending.first, first.time < oldestKept else { return [] }
+        let expired = pending.prefix { $0.time < oldestKept }
+        pending.removeFirst(expired.count)
+        counters.add(expired: expired.count)
+        let reason =
+            "dropped \(Self.describe(expired)): pending longer than \(Self.hours(limit)) without a Braze user"
+        warn(session, key: "\(tag ?? "braze")|pending_expired", "dropped pending braze records", reason)
+        return [reason]
+    }
+
+    // MARK: Releasing
+
+    /// At the end of each push of a session (a ``PushHook``): releases the records the session holds once it
+    /// has a user — for that user, in their order, with their times and IDs, through the ``sink`` as records of
+    /// this push (a ``CommitSink`` commits them with it) — and drops those that waited too long.
+    ///
+    /// Costs one read of the session's pending records when it holds none.
+    public func endOfPush(_ dataLayer: DataLayer) -> TagOutput? {
+        guard var pending = dataLayer.extensionValue(PendingKey.self)?.records, !pending.isEmpty else {
+            return nil
+        }
+        let problems = expire(&pending, now: clock(), session: dataLayer, tag: nil)
+        guard let user = Self.user(of: dataLayer) else {
+            if !problems.isEmpty {
+                dataLayer.setExtensionValue(
+                    pending.isEmpty ? nil : PendingRecords(records: pending),
+                    for: PendingKey.self
+                )
+            }
+            return problems.isEmpty ? nil : TagOutput(problems: problems)
+        }
+        guard !pending.isEmpty else {
+            dataLayer.setExtensionValue(nil, for: PendingKey.self)
+            return TagOutput(problems: problems)
+        }
+        for index in pending.indices { pending[index].user = user }
+        let encoded = EncodedRecords(pending)
+        let token: DurabilityToken?
+        do {
+            token = try sink.enqueue(encoded)
+        } catch {
+            // The sink refused them (a full or stopped queue): they stay pending for the next push.
+            let reason = "kept \(Self.describe(pending[...])) pending: the sink refused them (\(error))"
+            warn(dataLayer, key: "braze|pending_refused", "could not release pending braze records", reason)
+            return TagOutput(problems: problems + [reason])
+        }
+        dataLayer.setExtensionValue(nil, for: PendingKey.self)
+        counters.add(released: pending.count)
+        return TagOutput(
+            records: pending.map { $0 as any TagRecord },
+            problems: problems,
+            durability: token,
+            recordsJSON: encoded.recordsJSON
+        )
+    }
+
+    // MARK: Helpers
+
+    private func warn(_ session: DataLayer, key: String, _ message: String, _ reason: String) {
+        warnings.log(
+            .warning,
+            key: key,
+            message,
+            metadata: ["session": session.sessionID, "reason": reason],
+            to: session.tagManager.logger
+        )
+    }
+
+    /// `1 pending record ('custom_event' 'k-1' of 2024-05-01T12:00:00.000Z)` or `3 pending records (the
+    /// oldest 'k-1' of …)`, for messages.
+    private static func describe(_ records: ArraySlice<AnalyticsRecord>) -> String {
+        guard let first = records.first else { return "no pending records" }
+        let time = ISO8601Timestamp.string(from: first.time)
+        if records.count == 1 { return "1 pending record ('\(first.kind.rawValue)' '\(first.id)' of \(time))" }
+        return "\(records.count) pending records (the oldest '\(first.kind.rawValue)' '\(first.id)' of \(time))"
+    }
+
+    /// `24 h`, `90 min` or `30 s`.
+    private static func hours(_ duration: Duration) -> String {
+        let seconds = duration.components.seconds
+        if seconds >= 3600 && seconds % 3600 == 0 { return "\(seconds / 3600) h" }
+        if seconds >= 60 && seconds % 60 == 0 { return "\(seconds / 60) min" }
+        return "\(seconds) s"
+    }
+}
+
+/// A session's pending records, oldest first (``BrazeTagProvider/pendingAttributeKey``).
+struct PendingRecords: Sendable {
+    var records: [AnalyticsRecord]
+}
+
+/// The session's pending records, kept typed (decoded from their attribute once, after a restore).
+enum PendingKey: SessionExtensionKey {
+    static var attributeKey: String { BrazeTagProvider.pendingAttributeKey }
+    static func attribute(for stored: PendingRecords) -> Value { .array(stored.records.map(\.jsonValue)) }
+    static func stored(fromAttribute attribute: Value) -> PendingRecords? {
+        guard case .array(let items) = attribute else { return nil }
+        // A record that does not read back (edited by hand) is left out rather than failing the others.
+        return PendingRecords(records: items.compactMap { try? AnalyticsRecord(jsonValue: $0) })
+    }
+}
+
+/// The counts behind ``BrazeTagProvider/pendingStatistics``, shared by the provider's copies.
+final class PendingCounters: Sendable {
+    private let held = Atomic<Int>(0)
+    private let released = Atomic<Int>(0)
+    private let expired = Atomic<Int>(0)
+    private let overflowed = Atomic<Int>(0)
+
+    func add(held count: Int) { held.add(count, ordering: .relaxed) }
+    func add(released count: Int) { released.add(count, ordering: .relaxed) }
+    func add(expired count: Int) { expired.add(count, ordering: .relaxed) }
+    func add(overflowed count: Int) { overflowed.add(count, ordering: .relaxed) }
+
+    var statistics: BrazeTagProvider.PendingStatistics {
+        BrazeTagProvider.PendingStatistics(
+            held: held.load(ordering: .relaxed),
+            released: released.load(ordering: .relaxed),
+            expired: expired.load(ordering: .relaxed),
+            overflowed: overflowed.load(ordering: .relaxed)
+        )
+    }
+}
