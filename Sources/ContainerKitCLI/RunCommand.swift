@@ -13,7 +13,7 @@ struct RunCommand {
             "<container-file> [--events <file.jsonl> | -] [--context key=value]...",
             "[--format text|json] [--log-level <level>]",
             "[--braze <class path>]... [--sink stdout|jsonl:<path>|braze:<endpoint>]",
-            "[--queue <dir>]",
+            "[--queue <dir>] [--braze-user <external id>] [--braze-user-event <event>]",
         ],
         summary: """
             Runs a container over data-layer pushes, one JSON object per input line (default: standard input).
@@ -43,6 +43,19 @@ struct RunCommand {
                 "printed once its records are durable; pending records from an earlier",
                 "run with the same queue are delivered first"
             ),
+            .valued(
+                "--braze-user",
+                "<external id>",
+                "the session's Braze user from the start; without one (and until a",
+                "changeUser tag names one) Braze tags are pending: their records wait"
+            ),
+            .valued(
+                "--braze-user-event",
+                "<event>",
+                "a push of <event> names the session's Braze user, its 'externalUserId'",
+                "parameter, before it is evaluated (as a host would; for containers",
+                "without a changeUser tag): the push releases the pending records"
+            ),
         ],
         exitCodes: """
             0 success, 1 the container could not be loaded, 2 some input lines failed,
@@ -61,8 +74,13 @@ struct RunCommand {
         var brazeClassPaths: [String] = []
         var sink: BrazeSetup.SinkSpec?
         var queueDirectory: String?
+        var brazeUser: String?
+        var brazeUserEvent: String?
 
-        var usesBraze: Bool { !brazeClassPaths.isEmpty || sink != nil || queueDirectory != nil }
+        var usesBraze: Bool {
+            !brazeClassPaths.isEmpty || sink != nil || queueDirectory != nil || brazeUser != nil
+                || brazeUserEvent != nil
+        }
     }
 
     static func parse(_ arguments: [String]) throws(UsageError) -> Options {
@@ -80,6 +98,9 @@ struct RunCommand {
         options.brazeClassPaths = args.values("--braze")
         if let sink = args.value("--sink") { options.sink = try BrazeSetup.SinkSpec(parsing: sink) }
         options.queueDirectory = args.value("--queue")
+        options.brazeUser = args.value("--braze-user")
+        options.brazeUserEvent = args.value("--braze-user-event")
+        if options.brazeUser?.isEmpty == true { throw UsageError("--braze-user needs a non-empty external id") }
         return options
     }
 
@@ -129,6 +150,7 @@ struct RunCommand {
             }
         }
         let session = manager.makeDataLayer()
+        if let user = options.brazeUser { BrazeTagProvider.setUser(.externalID(user), on: session) }
 
         guard let input = PushInput.open(options.eventsPath, command: "run", output: output) else {
             return ExitCode.failure
@@ -196,6 +218,9 @@ struct RunCommand {
                 lineNumber = number
                 message = pushed
             }
+            if let event = options.brazeUserEvent, case .string(event)? = message["event"] {
+                nameBrazeUser(from: message, line: lineNumber, session: session, output: output)
+            }
             let result = await session.push(message)
             do {
                 try await result.waitUntilDurable()
@@ -212,12 +237,28 @@ struct RunCommand {
                 output.print(JSONWriter.string(.object(line)))
             } else {
                 printText(line: lineNumber, message: message, result: result, output: output)
-                for record in result.fired.flatMap({ $0.output?.records ?? [] }) {
+                for record in result.outputs.flatMap(\.records) {
                     output.print("    → \(JSONWriter.string(record.jsonValue))")
+                }
+                for record in result.outputs.flatMap(\.pendingRecords) {
+                    output.print("    ⋯ pending: \(JSONWriter.string(record.jsonValue))")
                 }
             }
         }
         return failedLines > 0 ? ExitCode.failedInput : ExitCode.success
+    }
+
+    /// `--braze-user-event`: the push's `externalUserId` becomes the session's Braze user (an external ID).
+    private static func nameBrazeUser(from message: ValueMap, line: Int, session: DataLayer, output: CommandOutput) {
+        let id: String
+        switch message["externalUserId"] {
+        case .string(let text)? where !text.isEmpty: id = text
+        case .int(let number)?: id = String(number)
+        default:
+            output.error("containerkit run: line \(line): the user event has no 'externalUserId' string; no user named")
+            return
+        }
+        BrazeTagProvider.setUser(.externalID(id), on: session)
     }
 
     static func printText(line: Int, message: ValueMap, result: PushResult, output: CommandOutput) {
@@ -232,6 +273,12 @@ struct RunCommand {
         for tag in fired {
             output.print(ReportFormatting.text(tag))
             for parameterLine in ReportFormatting.parameterLines(tag.parameters) { output.print(parameterLine) }
+        }
+        // What the push hooks did at the end of the push: the Braze provider's pending records, released.
+        for hook in result.hookOutputs {
+            let count = hook.records.count
+            if count > 0 { output.print("  released \(count) pending record\(count == 1 ? "" : "s")") }
+            for problem in hook.problems { output.print("  \(problem)") }
         }
     }
 }
