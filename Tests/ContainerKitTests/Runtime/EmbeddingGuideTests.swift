@@ -105,6 +105,27 @@ struct EmbeddingGuideTests {
         try await running.value
     }
 
+    /// A session without a Braze user: its Braze tags are pending, and the login releases what they held.
+    @Test func thePendingRecordsSnippetRuns() async throws {
+        let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .error))
+        manager.add(try await ContainerLoader().load(path: "Containers/GTM-MUSIC01.json"))
+        let braze = InMemoryAnalyticsSink()
+        let provider = BrazeTagProvider(
+            sink: braze,
+            configuration: .init(maximumPendingRecords: 100, maximumPendingAge: .seconds(24 * 60 * 60))
+        )
+        provider.register(on: manager)  // the tag handler, and the push hook that releases held records
+        let device = manager.makeDataLayer(sessionID: "device-9")  // no Braze user yet
+        let before = await device.push(event: "played song", parameters: ["genre": "jazz", "duration": 545])
+        let held = BrazeTagProvider.pendingRecords(of: device)  // before.fired[0].status.name == "pending"
+        #expect(before.fired[0].status.name == "pending" && held.count == 1 && braze.records.isEmpty)
+        let login = await device.push(event: "login", parameters: ["user_id": "user-42"])  // a changeUser tag
+        let released = login.hookOutputs.flatMap(\.records)  // the held record, for user-42, at its original time
+        let record = try #require(released.first as? AnalyticsRecord)
+        #expect(record.user == .externalID("user-42") && record.time == held[0].time && record.id == held[0].id)
+        #expect(braze.records.map(\.kind) == [.changeUser, .customEvent])
+    }
+
     @Test func theGuidesCodeRuns() async throws {
         // Setting up
         let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .warning))
