@@ -22,6 +22,9 @@ struct EventsController: Sendable {
     let maximumBodyBytes: Int
     let batchLimits: BatchLimits
     let logger: Logging.Logger
+    /// Whether a new session's Braze user is the request's `user_id` (`--braze-user user-id`, the default);
+    /// `false`: sessions have no Braze user until a `changeUser` tag names one (their Braze records wait).
+    var namesBrazeUser = true
 
     /// The routes: `POST /v1/events` and `POST /v1/batch`, and with the user in the path (``RoutedUser``)
     /// `POST /v1/users/{user_id}/events` and `POST /v1/users/{user_id}/batch`, as in `--postgres` mode.
@@ -71,7 +74,7 @@ struct EventsController: Sendable {
                 for: event.userID,
                 context: event.context,
                 waitsForDurability: waitsForDurability,
-                prepare: Self.nameBrazeUser
+                prepare: prepareSession
             )
         } catch {
             throw refusal(error, userID: event.userID)
@@ -110,7 +113,7 @@ struct EventsController: Sendable {
         let pushed = await sessions.push(
             requests,
             waitsForDurability: waitsForDurability,
-            prepare: Self.nameBrazeUser
+            prepare: prepareSession
         )
         // Refused items keep their refusal; each pushed one gets its outcome below.
         var outcomes: [Result<PushResult, APIError>?] = batch.items.map { item in
@@ -129,6 +132,13 @@ struct EventsController: Sendable {
         }
         if waitsForDurability, allDurable, !requests.isEmpty { readiness.commit(succeeded: true) }
         return BatchAnswer.response(outcomes.map { $0! }, userIDs: batch.userIDs, durable: waitsForDurability)
+    }
+
+    /// What runs on the session before each push: ``nameBrazeUser(_:)``, unless the service was started with
+    /// `--braze-user none`.
+    var prepareSession: (DataLayer) -> Void {
+        if namesBrazeUser { return Self.nameBrazeUser }
+        return { _ in }
     }
 
     /// A new session's Braze user is the request's `user_id` (an `external_id`), so that every record its

@@ -39,6 +39,9 @@ struct OperationsController: Sendable {
         metricsRoutes.get("metrics") { _, _ in
             self.metrics.update(sessions: self.sessions.statistics, containers: self.manager.containers.count)
             if let queue = self.queue { self.metrics.update(queue: queue.statistics) }
+            if let braze = self.manager.tagHandler(for: BrazeTagProvider.defaultClassPaths[0]) as? BrazeTagProvider {
+                self.metrics.update(braze: braze.pendingStatistics)
+            }
             var text = self.metrics.render()
             if let scaleOut = self.scaleOut { text += Array(await scaleOut.metricsText().utf8) }
             return Response(

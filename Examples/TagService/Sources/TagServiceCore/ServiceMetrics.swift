@@ -26,7 +26,8 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
     /// Events evaluated (one per event and live container, including events that tags pushed).
     let events: CoreMetrics.Counter
     /// Tags fired, by outcome: `fired` (the handler ran), `failed`, `dropped` (a Braze rule refused the
-    /// call), `unhandled`, `unsupported`.
+    /// call), `pending` (a Braze tag in a session without a user: its records wait in the session),
+    /// `unhandled`, `unsupported`.
     private let tags: [String: CoreMetrics.Counter]
     /// Records taken by the durable queue (in memory or on their way to disk).
     let recordsEnqueued: CoreMetrics.Counter
@@ -56,6 +57,14 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
     let sessionsUnsaved: CoreMetrics.Gauge
     /// Containers live in the tag manager, read when the page is rendered.
     let liveContainers: CoreMetrics.Gauge
+    /// The Braze provider's pending records (``BrazeTagProvider/pendingStatistics``), read when the page is
+    /// rendered: those held now (this instance's view: held here, not yet released or dropped here), and since
+    /// start those held, released for their user, and dropped past a bound (`reason`: `age`, or `size` for the
+    /// count or bytes a session may hold).
+    let brazePending: CoreMetrics.Gauge
+    let brazePendingHeld: CoreMetrics.Gauge
+    let brazePendingReleased: CoreMetrics.Gauge
+    let brazePendingExpired: (age: CoreMetrics.Gauge, size: CoreMetrics.Gauge)
 
     /// Requests answered, by route and status (counted by ``RequestMetricsMiddleware``).
     let requestCounters: RequestCounters
@@ -76,7 +85,7 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
         self.factory = factory
         events = CoreMetrics.Counter(label: "tagservice_events_total", factory: factory)
         var tags: [String: CoreMetrics.Counter] = [:]
-        for status in ["fired", "failed", "dropped", "unhandled", "unsupported"] {
+        for status in ["fired", "failed", "dropped", "pending", "unhandled", "unsupported"] {
             tags[status] = CoreMetrics.Counter(
                 label: "tagservice_tags_total",
                 dimensions: [("status", status)],
@@ -99,6 +108,21 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
         sessionSaveFailures = CoreMetrics.Gauge(label: "tagservice_session_save_failures", factory: factory)
         sessionsUnsaved = CoreMetrics.Gauge(label: "tagservice_sessions_unsaved", factory: factory)
         liveContainers = CoreMetrics.Gauge(label: "tagservice_containers_live", factory: factory)
+        brazePending = CoreMetrics.Gauge(label: "tagservice_braze_pending_records", factory: factory)
+        brazePendingHeld = CoreMetrics.Gauge(label: "tagservice_braze_pending_held", factory: factory)
+        brazePendingReleased = CoreMetrics.Gauge(label: "tagservice_braze_pending_released", factory: factory)
+        brazePendingExpired = (
+            CoreMetrics.Gauge(
+                label: "tagservice_braze_pending_expired",
+                dimensions: [("reason", "age")],
+                factory: factory
+            ),
+            CoreMetrics.Gauge(
+                label: "tagservice_braze_pending_expired",
+                dimensions: [("reason", "size")],
+                factory: factory
+            )
+        )
         requestCounters = RequestCounters(factory: factory)
         refusedEvents = ["no_container", "sessions_unavailable"].reduce(into: [:]) { counters, reason in
             counters[reason] = CoreMetrics.Counter(
@@ -170,6 +194,15 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
         sessionSaveFailures.record(sessions.saveFailures)
         sessionsUnsaved.record(sessions.unsaved)
         liveContainers.record(containers)
+    }
+
+    /// Copies the Braze provider's pending-record counts into the gauges.
+    func update(braze: BrazeTagProvider.PendingStatistics) {
+        brazePending.record(braze.pending)
+        brazePendingHeld.record(braze.held)
+        brazePendingReleased.record(braze.released)
+        brazePendingExpired.age.record(braze.expired)
+        brazePendingExpired.size.record(braze.overflowed)
     }
 
     /// The page `GET /metrics` answers with.

@@ -71,8 +71,10 @@ public struct TagServiceApplication: Sendable {
         )
         // The Braze provider keeps each push's records back; the session store commits them with the push,
         // in one append (the library's RecordCommitter): to the local durable queue, or with the session's
-        // change to PostgreSQL. The two modes differ in this configuration only.
-        BrazeTagProvider(sink: CommitSink()).register(on: manager)
+        // change to PostgreSQL. The two modes differ in this configuration only. A session without a Braze user
+        // (`--braze-user none`) holds its Braze records pending until a changeUser tag names the user.
+        BrazeTagProvider(sink: CommitSink(), configuration: configuration.brazeProviderConfiguration)
+            .register(on: manager)
 
         let postgres = try PostgresScaleOut.store(configuration, logger: logger)
         let queue: DurableQueue?
@@ -184,7 +186,8 @@ public struct TagServiceApplication: Sendable {
             waitsForDurability: configuration.waitsForDurability || scaleOut != nil,
             maximumBodyBytes: configuration.maximumBodyBytes,
             batchLimits: batchLimits,
-            logger: logger
+            logger: logger,
+            namesBrazeUser: configuration.brazeUser == .userID
         ).register(on: ingestion)
         OperationsController(
             manager: manager,

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitBraze
 import Foundation
 
 /// Everything the service needs to start: read from command-line flags, with environment variables as
@@ -23,6 +24,13 @@ public struct TagServiceConfiguration: Sendable {
     public var brazeEndpoint: URL?
     /// Braze's REST API key (`BRAZE_REST_API_KEY`).
     public var brazeAPIKey: String?
+    /// `--braze-user`: how a new session gets its Braze user.
+    public var brazeUser: BrazeUser = .userID
+    /// `--braze-pending-records`: the most records of Braze tags a session without a Braze user holds
+    /// (``BrazeTagProvider/Configuration/maximumPendingRecords``); past it the oldest are dropped.
+    public var brazePendingRecords = 100
+    /// `--braze-pending-age`: the longest such a record waits (``BrazeTagProvider/Configuration/maximumPendingAge``).
+    public var brazePendingAge: Duration = .seconds(24 * 60 * 60)
     /// Whether `POST /v1/events` answers only once the push's records are durable.
     public var waitsForDurability = true
     /// How long the durable queue lets a partial batch of records wait for more before delivering it
@@ -99,6 +107,20 @@ public struct TagServiceConfiguration: Sendable {
     /// The token `GET /metrics` must present as `Authorization: Bearer <token>`; `nil`: `/metrics` is open
     /// like `/health` and `/ready`.
     public var metricsToken: String?
+
+    /// How a new session gets its Braze user.
+    public enum BrazeUser: String, Sendable, Hashable {
+        /// The request's `user_id` is the session's Braze `external_id` from its first push (the default).
+        case userID = "user-id"
+        /// The `user_id` only keys the session (a device or anonymous ID): the session has no Braze user until
+        /// a `changeUser` tag names one, and its Braze tags' records wait pending in the session until then.
+        case none
+    }
+
+    /// The Braze provider's configuration: what a session without a Braze user holds, and for how long.
+    public var brazeProviderConfiguration: BrazeTagProvider.Configuration {
+        BrazeTagProvider.Configuration(maximumPendingRecords: brazePendingRecords, maximumPendingAge: brazePendingAge)
+    }
 
     /// Creates a configuration with the two required directories.
     public init(containersDirectory: String, queueDirectory: String) {
@@ -207,6 +229,14 @@ extension TagServiceConfiguration {
           --write-key-file <path>   more write keys, one a line (# comments) (TAGSERVICE_WRITE_KEY_FILE)
           --metrics-token <token>   GET /metrics then needs Authorization: Bearer <token>
                                     (TAGSERVICE_METRICS_TOKEN); /health and /ready stay open
+          --braze-user <mode>       user-id (default): a session's Braze external_id is its user_id; none:
+                                    the user_id only keys the session, which has no Braze user until a
+                                    changeUser tag names one (its Braze tags are pending until then)
+                                    (TAGSERVICE_BRAZE_USER)
+          --braze-pending-records <n>
+                                    most records a session without a Braze user holds, default 100; the
+                                    oldest are dropped past it; 0 drops such tags (TAGSERVICE_BRAZE_PENDING_RECORDS)
+          --braze-pending-age <s>   longest such a record waits, default 86400 (TAGSERVICE_BRAZE_PENDING_AGE)
           --help                    show this text
 
         Braze:
@@ -260,6 +290,8 @@ extension TagServiceConfiguration {
             "--postgres-partitions": "TAGSERVICE_POSTGRES_PARTITIONS",
             "--braze-requests-per-second": "TAGSERVICE_BRAZE_REQUESTS_PER_SECOND",
             "--write-key-file": "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token": "TAGSERVICE_METRICS_TOKEN",
+            "--braze-user": "TAGSERVICE_BRAZE_USER", "--braze-pending-records": "TAGSERVICE_BRAZE_PENDING_RECORDS",
+            "--braze-pending-age": "TAGSERVICE_BRAZE_PENDING_AGE",
         ]
         for (flag, variable) in valued {
             if let value = environment[variable], !value.isEmpty { values[flag] = value }
@@ -405,6 +437,21 @@ extension TagServiceConfiguration {
                 throw UsageError("--log-level must be trace, debug, info, notice, warning, error or critical")
             }
             configuration.logLevel = level
+        }
+        if let mode = values["--braze-user"] {
+            guard let parsed = BrazeUser(rawValue: mode) else {
+                throw UsageError("--braze-user must be user-id or none, not '\(mode)'")
+            }
+            configuration.brazeUser = parsed
+        }
+        if let count = values["--braze-pending-records"] {
+            guard let number = Int(count), (0...10_000).contains(number) else {
+                throw UsageError("--braze-pending-records must be an integer from 0 to 10000, not '\(count)'")
+            }
+            configuration.brazePendingRecords = number
+        }
+        if let seconds = values["--braze-pending-age"] {
+            configuration.brazePendingAge = try duration(seconds, flag: "--braze-pending-age")
         }
         try parseScaleOut(values, into: &configuration)
         try parseKeys(

@@ -92,7 +92,8 @@ import Testing
             "--container-url", "--concurrent-deliveries", "TAGSERVICE_CONCURRENT_DELIVERIES",
             "--commit-delay", "TAGSERVICE_COMMIT_DELAY", "--write-key", "TAGSERVICE_WRITE_KEYS", "--write-key-file",
             "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token", "TAGSERVICE_METRICS_TOKEN", "--request-timeout",
-            "TAGSERVICE_REQUEST_TIMEOUT", "--shutdown-timeout", "TAGSERVICE_SHUTDOWN_TIMEOUT",
+            "TAGSERVICE_REQUEST_TIMEOUT", "--shutdown-timeout", "TAGSERVICE_SHUTDOWN_TIMEOUT", "--braze-user",
+            "TAGSERVICE_BRAZE_USER", "--braze-pending-records", "--braze-pending-age",
         ] {
             #expect(TagServiceConfiguration.help.contains(word))
         }
