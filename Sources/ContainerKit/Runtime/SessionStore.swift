@@ -680,23 +680,15 @@ public final class SessionStore: Sendable {
         else { return nil }
         // Taken outside the shard's lock (it takes the session's own), inside the session's turn.
         let delta = session.takeDelta()
-        if !snapshots, let delta {
-            return SessionCheckpoint(
-                userID: session.sessionID,
-                version: version,
-                expected: version - 1,
-                id: id,
-                parent: parent,
-                content: .delta(delta)
-            )
-        }
+        let content: SessionCheckpoint.Content
+        if !snapshots, let delta { content = .delta(delta) } else { content = .snapshot(session.snapshot()) }
         return SessionCheckpoint(
             userID: session.sessionID,
             version: version,
             expected: version - 1,
             id: id,
             parent: parent,
-            content: .snapshot(session.snapshot())
+            content: content
         )
     }
 

@@ -53,14 +53,7 @@ public struct DurableQueueSessions: SessionPersistence {
         for change in changes {
             switch change {
             case .save(let stored):
-                let header = SessionLine(
-                    userID: stored.userID,
-                    version: stored.version,
-                    expected: stored.version - 1,
-                    kind: .snapshot
-                )
-                let snapshot = stored.snapshot
-                lines.append((header, { snapshot.writeJSON(to: &$0) }))
+                lines.append(SessionLine.snapshot(stored))
             case .remove(let userID, let version):
                 lines.append((SessionLine(userID: userID, version: version, expected: version, kind: .removal), nil))
             }
@@ -128,18 +121,7 @@ extension SegmentRecordStore {
         guard !isRunning else {
             throw AnalyticsSinkError(.closed, "sessions are imported before the queue runs")
         }
-        var lines: [(header: SessionLine, body: ((inout JSONByteWriter) -> Void)?)] = []
-        for stored in sessions {
-            let header = SessionLine(
-                userID: stored.userID,
-                version: stored.version,
-                expected: stored.version - 1,
-                kind: .snapshot
-            )
-            let snapshot = stored.snapshot
-            lines.append((header, { snapshot.writeJSON(to: &$0) }))
-        }
-        _ = try appendSessionLines(lines)
+        _ = try appendSessionLines(sessions.map(SessionLine.snapshot))
         return try commitNow()
     }
 }

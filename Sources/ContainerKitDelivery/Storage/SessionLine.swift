@@ -125,6 +125,20 @@ struct SessionLine: Sendable, Hashable {
         self.parent = parent
     }
 
+    /// The line of a snapshot saved outside a push (fenced by version alone: it replaces versions below its own),
+    /// with the writer of its body.
+    static func snapshot(_ stored: StoredSession) -> (header: SessionLine, body: ((inout JSONByteWriter) -> Void)?) {
+        let header = SessionLine(
+            userID: stored.userID,
+            version: stored.version,
+            expected: stored.version - 1,
+            kind: .snapshot,
+            id: stored.checkpointID != 0 ? stored.checkpointID : SessionCheckpoint.makeID()
+        )
+        let snapshot = stored.snapshot
+        return (header, { snapshot.writeJSON(to: &$0) })
+    }
+
     /// A parsed session line: its header and its body.
     struct Parsed {
         var header: SessionLine
