@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitBraze
 import Foundation
 
 /// `containerkit preview <preview-url> (--server <base-url> | --drafts <dir>) [--events <file.jsonl> | -]
@@ -12,6 +13,7 @@ struct PreviewCommand {
         synopsis: [
             "<preview-url> (--server <base-url> | --drafts <dir>)",
             "[--events <file.jsonl> | -] [--format text|json] [--log-level <level>]",
+            "[--braze <class path>]... [--braze-user <external id>]",
         ],
         summary: """
             Loads the draft container that a GTM preview URL names
@@ -38,6 +40,13 @@ struct PreviewCommand {
                 ]
             ),
             .logLevel(default: .warning),
+            .valued(
+                "--braze",
+                "<class path>",
+                "run the Braze provider for this class path (repeatable); its records are",
+                "shown, never sent; without a user its tags are pending"
+            ),
+            .valued("--braze-user", "<external id>", "the session's Braze user (implies --braze's default paths)"),
         ],
         exitCodes: """
             0 success, 1 the events file cannot be read, 2 some input lines failed,
@@ -61,6 +70,10 @@ struct PreviewCommand {
         var eventsPath: String
         var json: Bool
         var logLevel: LogLevel
+        var brazeClassPaths: [String] = []
+        var brazeUser: String?
+
+        var usesBraze: Bool { !brazeClassPaths.isEmpty || brazeUser != nil }
     }
 
     static func parse(_ arguments: [String]) throws(UsageError) -> Options {
@@ -84,13 +97,17 @@ struct PreviewCommand {
         case (_?, _?):
             throw UsageError("give either --server or --drafts, not both")
         }
-        return Options(
+        var options = Options(
             url: args.positionals[0],
             source: source,
             eventsPath: args.value("--events") ?? "-",
             json: args.format == "json",
             logLevel: args.logLevel
         )
+        options.brazeClassPaths = args.values("--braze")
+        options.brazeUser = args.value("--braze-user")
+        if options.brazeUser?.isEmpty == true { throw UsageError("--braze-user needs a non-empty external id") }
+        return options
     }
 
     static func run(_ arguments: [String], output: CommandOutput) async -> Int32 {
@@ -137,7 +154,24 @@ struct PreviewCommand {
                     + "\(counts.tags) tags, \(counts.macros) variables, \(counts.rules) rules"
             )
         }
+        if options.usesBraze {
+            // The records are shown in the timeline, never sent: a sink that keeps nothing.
+            let shown = try? BrazeSetup(
+                sink: .standardOutput,
+                queueDirectory: nil,
+                environment: [:],
+                logger: CommandLogger(output: output, minimumLevel: options.logLevel)
+            )
+            if let shown {
+                BrazeTagProvider(sink: shown.sink).register(
+                    on: manager,
+                    classPaths: options.brazeClassPaths.isEmpty
+                        ? BrazeTagProvider.defaultClassPaths : options.brazeClassPaths
+                )
+            }
+        }
         let session = manager.makeDataLayer(debug: true)
+        if let user = options.brazeUser { BrazeTagProvider.setUser(.externalID(user), on: session) }
         var failedLines = 0
         for line in input {
             guard case .push(let lineNumber, let message) = line else {
@@ -148,7 +182,12 @@ struct PreviewCommand {
                 failedLines += 1
                 continue
             }
-            let step = Step(message: message, result: await session.push(message), model: session.model)
+            let step = Step(
+                message: message,
+                result: await session.push(message),
+                model: session.model,
+                showsRecords: options.usesBraze
+            )
             if options.json {
                 output.print(JSONWriter.string(step.json))
             } else {
@@ -174,6 +213,8 @@ struct PreviewCommand {
         var result: PushResult
         /// The data layer after the push.
         var model: ValueMap
+        /// Whether the push's records are shown (a Braze provider runs).
+        var showsRecords = false
 
         var traces: [EvaluationTrace] { result.events.compactMap(\.trace) }
         var notFired: [EvaluationTrace.TagOutcome] { traces.flatMap(\.tags).filter { $0.kind != .fired } }
@@ -205,6 +246,9 @@ struct PreviewCommand {
                 }
             )
             object["data_layer"] = .object(model)
+            if showsRecords {
+                object["records"] = .array(result.outputs.flatMap(\.records).map(\.jsonValue))
+            }
             return .object(object)
         }
 
@@ -219,6 +263,9 @@ struct PreviewCommand {
                 for tag in result.fired {
                     lines.append("  " + ReportFormatting.text(tag))
                     lines += ReportFormatting.parameterLines(tag.parameters).map { "  " + $0 }
+                    for record in tag.output?.pendingRecords ?? [] {
+                        lines.append("      ⋯ pending: \(JSONWriter.string(record.jsonValue))")
+                    }
                 }
                 if !notFired.isEmpty { lines.append("  not fired:") }
                 for tag in notFired {
@@ -231,6 +278,11 @@ struct PreviewCommand {
                 for variable in variables {
                     let value = variable.value.isUndefined ? "undefined" : JSONWriter.string(variable.value)
                     lines.append("    \(variable.name ?? "#\(variable.index)") (\(variable.function)) = \(value)")
+                }
+            }
+            if showsRecords {
+                for record in result.outputs.flatMap(\.records) {
+                    lines.append("  → \(JSONWriter.string(record.jsonValue))")
                 }
             }
             lines.append("  data layer: \(JSONWriter.string(.object(model)))")

@@ -14,6 +14,8 @@ struct RunPendingTests {
         Fixtures.corpusDirectory?.appendingPathComponent("v5-mobile/Appboy__appboy-android-sdk__GTM-5HM9ZRX.json").path
     }
 
+    static let brazeClassPath = "com.appboy.googletagmanager.BrazeGtmTagProvider"
+
     static let stream = [
         #"{"event": "logEvent", "eventName": "app_open", "stringParam": "home"}"#,
         #"{"event": "logEvent", "eventName": "search", "intParam": 3}"#,
@@ -103,6 +105,36 @@ struct RunPendingTests {
         let lines = try jsonLines(result.out)
         #expect(lines.map { $0["fired"]?.arrayValue?.first?.objectValue?["status"] } == ["pending", "pending"])
         #expect(lines.allSatisfy { $0["records"] == [] })
+    }
+
+    /// `preview --braze`: the same statuses in the draft's timeline, the held records under their tag.
+    @Test(.enabled(if: RunPendingTests.brazeSample != nil, Fixtures.corpusMissing))
+    func previewShowsTheBrazeTagPendingWithItsHeldRecord() async throws {
+        let sample = try Data(contentsOf: URL(fileURLWithPath: try #require(Self.brazeSample)))
+        let drafts = try Fixtures.directory(["GTM-5HM9ZRX.json": Array(sample)])
+        let events = try write(Array(Self.stream.prefix(1)))
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let url = "tagmanager.c.com.example.app://preview/p?id=GTM-5HM9ZRX&gtm_auth=tok3n&gtm_preview=1"
+        let captured = CapturedOutput()
+        let code = await CLI.main(
+            ["preview", url, "--drafts", drafts, "--events", events, "--braze", Self.brazeClassPath],
+            output: captured.output
+        )
+        #expect(code == 0, "\(captured.standardError)")
+        #expect(captured.standardOutput.contains("[pending: braze tag 11: held 'logEvent' (1 record)"))
+        #expect(captured.standardOutput.contains("⋯ pending: {\"type\":\"custom_event\""))
+
+        let json = CapturedOutput()
+        _ = await CLI.main(
+            [
+                "preview", url, "--drafts", drafts, "--events", events, "--braze", Self.brazeClassPath, "--format",
+                "json",
+            ],
+            output: json.output
+        )
+        let line = try #require(try jsonLines(json.standardOutput).first)
+        #expect(line["fired"]?.arrayValue?.first?.objectValue?["status"] == "pending")
+        #expect(line["records"] == [])
     }
 
     @Test func aBrazeUserFromTheStartSendsAtOnce() async throws {
