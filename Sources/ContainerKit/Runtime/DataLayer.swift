@@ -78,6 +78,8 @@ public final class DataLayer: Sendable {
         /// What changed since the session's store last committed it (``DataLayer/takeDelta()``); `nil`
         /// unless the store commits deltas.
         var changes: SessionChanges?
+        /// The event IDs the session remembers (``SeenEventID``); `nil` until its first push with one.
+        var seenEventIDs: SeenEventIDs?
 
         init(context: ClientContext, keepsChanges: Bool) {
             self.context = context
@@ -90,6 +92,8 @@ public final class DataLayer: Sendable {
     struct Pending: Sendable {
         var message: ValueMap
         var event: Value?
+        /// The push's event ID (``push(event:parameters:eventID:)``), checked when its turn comes.
+        var eventID: String? = nil
 
         /// The message with the separately given event folded in.
         var fullMessage: ValueMap {
@@ -233,7 +237,7 @@ public final class DataLayer: Sendable {
         state.withLock { transition(&$0.turnstile) }
     }
 
-    private func push(_ pending: consuming Pending) -> PushResult {
+    func push(_ pending: consuming Pending) -> PushResult {
         if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
         // Read once (a task-local read is a runtime call): the turn this call runs inside, if any, and the
         // marks the turn it takes is bound inside.
@@ -256,7 +260,7 @@ public final class DataLayer: Sendable {
         }
     }
 
-    private func push(_ pending: consuming Pending) async -> PushResult {
+    func push(_ pending: consuming Pending) async -> PushResult {
         if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
         let marks = DataLayer.enclosingTurns
         let enclosing = marks?.turn(of: ObjectIdentifier(self))
@@ -292,12 +296,15 @@ public final class DataLayer: Sendable {
         var holdsScratch = false
         // Whether the runtime has push hooks (read under the lock the push takes anyway).
         var hooks = false
+        // The sequence number of the event ID the push carried, once remembered (-1: none).
+        var remembered = -1
         process(
             pending,
             into: &result,
             scratch: &scratch,
             holdsScratch: &holdsScratch,
             hooks: &hooks,
+            remembering: &remembered,
             turn: number,
             inside: enclosing
         )
@@ -307,14 +314,21 @@ public final class DataLayer: Sendable {
             // Once nothing nested waits, before the turn ends: the push hooks, then, with a committer, the
             // commit of the turn's pushes (a push a handler's task nests after that is processed, hooked and
             // committed on its own).
-            if !committed, committing != nil || hooks, turnstile({ $0.nestedCount }) == 0 {
+            // A duplicate (``PushResult/isDuplicate``) applied nothing: nothing to hook or commit.
+            if !committed, committing != nil || hooks, !result.isDuplicate, turnstile({ $0.nestedCount }) == 0 {
                 if hooks { runPushHooks(into: &result) }
+                if remembered >= 0, committing != nil { noteFired(result, sequence: remembered) }
                 committing?(self, &result)
                 committed = true
             }
+            // What the turn did, for the event ID it carried: built outside the lock, kept if the turn ends.
+            let outcome = remembered >= 0 ? seenEventOutcome(result, withFired: committing == nil) : nil
             let step = state.withLock { state in
                 let step = state.turnstile.next()
-                if case .ended = step, holdsScratch { swap(&state.scratch, &scratch) }
+                if case .ended = step {
+                    if holdsScratch { swap(&state.scratch, &scratch) }
+                    if let outcome { state.seenEventIDs?.finish(remembered, outcome) }
+                }
                 return step
             }
             switch step {
@@ -328,12 +342,14 @@ public final class DataLayer: Sendable {
                     tripLoopGuard(into: &result)
                     continue
                 }
+                var unremembered = -1  // a nested push's ID is remembered without the turn's outcome
                 process(
                     nested,
                     into: &result,
                     scratch: &scratch,
                     holdsScratch: &holdsScratch,
                     hooks: &hooks,
+                    remembering: &unremembered,
                     turn: number,
                     inside: enclosing
                 )
@@ -411,6 +427,7 @@ public final class DataLayer: Sendable {
         scratch: inout EvaluationScratch,
         holdsScratch: inout Bool,
         hooks: inout Bool,
+        remembering remembered: inout Int,
         turn number: UInt64,
         inside enclosing: TurnMark?
     ) {
@@ -454,13 +471,31 @@ public final class DataLayer: Sendable {
         // `model` is moved into the evaluation below (a `var` so that it can be; a copy made after the lock costs
         // a retain and a release per push).
         var tooLarge: Int?
+        // An event ID is hashed and the time read before the lock; a seen one makes the push a duplicate.
+        let eventID = pending.eventID
+        var eventIDHash: UInt64 = 0
+        var eventIDTime: Int64 = 0
+        if let eventID {
+            eventIDHash = SeenEventIDs.hash(eventID)
+            eventIDTime = tagManager.eventIDClock?() ?? EventIDWindow.systemMilliseconds()
+        }
+        var duplicate: SeenEventIDs.Entry?
         var (model, eventNumber, runtime) = state.withLock {
             state -> (ValueMap, Int, TagManager.SessionRuntime?) in
+            if let eventID,
+                let seen = state.seenEntry(eventID, hash: eventIDHash, now: eventIDTime, in: tagManager)
+            {
+                duplicate = seen
+                return (ValueMap(), 0, nil)
+            }
             if let limit = tagManager.maximumDataLayerBytes, state.sizeBound &+ added > limit {
                 tooLarge = admit(message, event: pending.event, userProperties: userProperties, limit: limit, &state)
                 if tooLarge != nil { return (ValueMap(), 0, nil) }
             } else {
                 state.sizeBound &+= added
+            }
+            if let eventID {
+                remembered = state.remember(eventID, hash: eventIDHash, now: eventIDTime, in: tagManager)
             }
             if eventValue != nil, !holdsScratch {
                 swap(&scratch, &state.scratch)
@@ -506,6 +541,10 @@ public final class DataLayer: Sendable {
             if eventValue != nil { state.eventNumber += 1 }
             let model = eventValue != nil && (debug || readsModel) ? state.model : ValueMap()
             return (model, state.eventNumber, runtime)
+        }
+        if let duplicate {
+            result.markDuplicate(of: duplicate)
+            return
         }
         if let tooLarge {
             refuse(tooLarge: tooLarge, into: &result)

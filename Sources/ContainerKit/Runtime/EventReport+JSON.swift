@@ -120,6 +120,7 @@ extension PushResult {
     public func appendJSONMembers(to bytes: inout [UInt8]) { appendMembers(fired: fired, to: &bytes) }
 
     private func appendMembers(fired: [FiredTag], to bytes: inout [UInt8]) {
+        if let original = duplicateOf { return appendDuplicateMembers(original, to: &bytes) }
         bytes.append(contentsOf: #"{"fired":["#.utf8)
         // Each record is encoded once, inside its tag, and copied to the push's own list.
         var records: [UInt8]? = []
@@ -159,6 +160,7 @@ extension PushResult {
     /// pending records dropped for their age) when there are any, and `deferred` / `loop_guard_tripped` when
     /// they are true.
     public var jsonValue: Value {
+        if let original = duplicateOf { return duplicateJSONValue(original) }
         var map = ValueMap(minimumCapacity: 5)
         let fired = self.fired
         let hooks = hookOutputs

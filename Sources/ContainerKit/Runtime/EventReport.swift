@@ -144,8 +144,20 @@ public struct PushResult: Sendable {
     /// What push hooks returned, each with the number of tag outputs that came before it (its place in
     /// ``outputs``).
     private var hooked: [(position: Int, output: TagOutput)] = []
+    /// For a duplicate push, the original's summary (see ``duplicateOf``), behind one reference.
+    var duplicate: DuplicateOrigin?
 
     init() {}
+
+    /// Adds each tag call of the evaluated pushes to `packer`, in firing order (for the push's ``SeenEventID``),
+    /// and the durability tokens of what the push hooks added.
+    func packFired(into packer: inout FiredPacker) {
+        if first != nil { first!.packFired(into: &packer) }
+        for index in more.indices { more[index].packFired(into: &packer) }
+        for index in hooked.indices {
+            if let token = hooked[index].output.durability { packer.tokens.append(token) }
+        }
+    }
 
     /// Adds the outcome of one evaluated push (after those already added).
     mutating func append(_ push: consuming EvaluatedPush) {
@@ -280,6 +292,21 @@ struct EvaluatedPush: Sendable {
                     fired: fired,
                     trace: c < traces.count ? traces[c] : nil
                 )
+            )
+        }
+    }
+
+    /// Adds each tag call to `packer`, reading the calls in place (a push with an event ID does this every time).
+    func packFired(into packer: inout FiredPacker) {
+        guard !calls.isEmpty else { return }
+        let containers = runtime.containers
+        for index in calls.indices {
+            let tag = calls[index].tag
+            packer.add(
+                index: tag,
+                tagID: containers[calls[index].container].storage.program.tags[tag].tagID,
+                status: calls[index].status,
+                output: calls[index].output
             )
         }
     }

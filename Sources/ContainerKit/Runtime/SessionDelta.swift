@@ -1,6 +1,7 @@
 /// What a session's pushes changed since its last commit, as a value: the top-level data-layer keys they set
 /// (nested pushes included) with their values after them, the version-1 raw values, user properties and
-/// attributes that changed, the once-per-load tags that fired, the event counter and the client context.
+/// attributes that changed, the once-per-load tags that fired, the event counter, the client context, and the
+/// event IDs the session began to remember (``SeenEventID``) with how many of the oldest it forgot.
 ///
 /// A ``SessionStore`` whose committer keeps sessions (``PushCommitter/keepsSessions``) commits one per push,
 /// in the same append as the push's records, instead of the whole ``SessionSnapshot``; a snapshot is written
@@ -38,6 +39,10 @@ public struct SessionDelta: Sendable, Hashable {
     public var eventNumber: Int
     /// The client context, when it changed.
     public var context: ClientContext?
+    /// The event IDs the session began to remember, oldest first (only these, never the whole list).
+    public var eventIDs: [SeenEventID]
+    /// How many of the oldest event IDs the session forgot (past its window), before ``eventIDs`` are added.
+    public var prunedEventIDs: Int
 
     /// Creates a delta from its parts (nothing changed but the event counter, by default).
     public init(
@@ -50,7 +55,9 @@ public struct SessionDelta: Sendable, Hashable {
         attributes: ValueMap? = nil,
         firedOncePerLoad: [String] = [],
         eventNumber: Int,
-        context: ClientContext? = nil
+        context: ClientContext? = nil,
+        eventIDs: [SeenEventID] = [],
+        prunedEventIDs: Int = 0
     ) {
         self.sessionID = sessionID
         self.model = model
@@ -62,6 +69,8 @@ public struct SessionDelta: Sendable, Hashable {
         self.firedOncePerLoad = firedOncePerLoad
         self.eventNumber = eventNumber
         self.context = context
+        self.eventIDs = eventIDs
+        self.prunedEventIDs = prunedEventIDs
     }
 
     /// Applies the changes to `snapshot` (the session's state before them): afterwards it equals the
@@ -85,6 +94,8 @@ public struct SessionDelta: Sendable, Hashable {
         }
         snapshot.eventNumber = eventNumber
         if let context { snapshot.context = context }
+        if prunedEventIDs > 0 { snapshot.eventIDs.removeFirst(min(prunedEventIDs, snapshot.eventIDs.count)) }
+        if !eventIDs.isEmpty { snapshot.eventIDs += eventIDs }
     }
 
     /// Whether the delta changes nothing but what every push changes (the event counter).
@@ -97,7 +108,7 @@ public struct SessionDelta: Sendable, Hashable {
 
     /// Appends the delta's compact JSON text: `{"format":1,"session_id":…,"event_number":…}` with `model`,
     /// `replaces_model`, `raw_values`, `replaces_raw_values`, `user_properties`, `attributes`,
-    /// `fired_once_per_load` and `context` only when they carry something.
+    /// `fired_once_per_load`, `context`, `event_ids` and `event_ids_pruned` only when they carry something.
     package func writeJSON(to writer: inout JSONByteWriter) {
         writer.raw(#"{"format":"#)
         writer.integer(Int64(SessionDelta.formatVersion))
@@ -134,6 +145,14 @@ public struct SessionDelta: Sendable, Hashable {
         if let context {
             writer.raw(#","context":"#)
             context.writeJSON(to: &writer)
+        }
+        if !eventIDs.isEmpty {
+            writer.raw(#","event_ids":"#)
+            SeenEventID.writeJSON(eventIDs, to: &writer)
+        }
+        if prunedEventIDs > 0 {
+            writer.raw(#","event_ids_pruned":"#)
+            writer.integer(Int64(prunedEventIDs))
         }
         writer.raw(0x7D)
     }
@@ -190,6 +209,12 @@ public struct SessionDelta: Sendable, Hashable {
         case .array(let list)?: fired = list.compactMap(\.stringValue)
         default: throw wrong("fired_once_per_load", "an array")
         }
+        var pruned = 0
+        switch map["event_ids_pruned"] {
+        case nil: break
+        case .int(let count)? where count >= 0 && count <= Int64(Int32.max): pruned = Int(count)
+        default: throw wrong("event_ids_pruned", "a whole number from 0")
+        }
         self.init(
             sessionID: sessionID,
             model: try object("model") ?? ValueMap(),
@@ -200,7 +225,11 @@ public struct SessionDelta: Sendable, Hashable {
             attributes: try object("attributes"),
             firedOncePerLoad: fired,
             eventNumber: Int(eventNumber),
-            context: try map["context"].map { value throws(ContainerError) in try ClientContext(jsonValue: value) }
+            context: try map["context"].map { value throws(ContainerError) in try ClientContext(jsonValue: value) },
+            eventIDs: try map["event_ids"].map { value throws(ContainerError) in
+                try SeenEventID.list(from: value, member: "event_ids")
+            } ?? [],
+            prunedEventIDs: pruned
         )
     }
 }
@@ -217,6 +246,9 @@ struct SessionChanges: Sendable {
     var attributes = false
     var firedOncePerLoad: [String] = []
     var context = false
+    /// Event IDs remembered, and the oldest forgotten, since the changes were last taken.
+    var eventIDsAdded = 0
+    var eventIDsPruned = 0
 
     /// Notes the top-level keys a merged `message` set (its keys, dotted ones by their first part).
     mutating func noteMerged(_ message: ValueMap, dotted: Bool, clears: Bool) {
@@ -264,6 +296,13 @@ struct SessionChanges: Sendable {
         if attributes { delta.attributes = state.attributes.sortedByKey() }
         if !firedOncePerLoad.isEmpty { delta.firedOncePerLoad = firedOncePerLoad.sorted() }
         if context { delta.context = state.context }
+        if eventIDsAdded > 0 || eventIDsPruned > 0, let seen = state.seenEventIDs {
+            // Pruning takes the oldest first: what was added and is still remembered is the newest, and what
+            // was pruned beyond the IDs added was remembered before.
+            let kept = min(eventIDsAdded, seen.count)
+            delta.eventIDs = seen.suffix(kept)
+            delta.prunedEventIDs = eventIDsPruned - (eventIDsAdded - kept)
+        }
         self = SessionChanges(reusing: self)
         return delta
     }

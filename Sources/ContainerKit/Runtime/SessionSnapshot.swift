@@ -6,7 +6,8 @@
 /// A restored session behaves exactly as the original would have: once-per-load tags that fired do not
 /// fire again, the event counter continues, the model, the version-1 raw values and the user properties
 /// are the same (with their key order), and so are the attributes (for example the Braze user identity)
-/// and the client context. Restoring does not replay anything: no event is evaluated.
+/// and the client context, and so are the event IDs it remembers (``SeenEventID``). Restoring does not
+/// replay anything: no event is evaluated.
 public struct SessionSnapshot: Sendable, Hashable {
     /// The version of this snapshot's layout; ``init(jsonValue:)`` refuses others.
     public static let formatVersion = 1
@@ -27,6 +28,8 @@ public struct SessionSnapshot: Sendable, Hashable {
     public var eventNumber: Int
     /// What the built-in macros report for the session's client.
     public var context: ClientContext
+    /// The event IDs the session remembers (see ``TagManager/eventIDs``), oldest first.
+    public var eventIDs: [SeenEventID]
 
     /// Creates a snapshot from its parts.
     public init(
@@ -37,7 +40,8 @@ public struct SessionSnapshot: Sendable, Hashable {
         attributes: ValueMap = ValueMap(),
         firedOncePerLoad: [String] = [],
         eventNumber: Int = 0,
-        context: ClientContext = .server
+        context: ClientContext = .server,
+        eventIDs: [SeenEventID] = []
     ) {
         self.sessionID = sessionID
         self.model = model
@@ -47,12 +51,14 @@ public struct SessionSnapshot: Sendable, Hashable {
         self.firedOncePerLoad = firedOncePerLoad
         self.eventNumber = eventNumber
         self.context = context
+        self.eventIDs = eventIDs
     }
 
     /// The snapshot as one JSON object (`format`, `session_id`, `model`, `raw_values`, `user_properties`,
-    /// `attributes`, `fired_once_per_load`, `event_number`, `context`), keys in order.
+    /// `attributes`, `fired_once_per_load`, `event_number`, `context`, and `event_ids` when the session
+    /// remembers any), keys in order.
     public var jsonValue: Value {
-        var map = ValueMap(minimumCapacity: 9)
+        var map = ValueMap(minimumCapacity: 10)
         map["format"] = .int(Int64(SessionSnapshot.formatVersion))
         map["session_id"] = .string(sessionID)
         map["model"] = .object(model)
@@ -62,6 +68,7 @@ public struct SessionSnapshot: Sendable, Hashable {
         map["fired_once_per_load"] = .array(firedOncePerLoad.map(Value.string))
         map["event_number"] = .int(Int64(eventNumber))
         map["context"] = context.jsonValue
+        if !eventIDs.isEmpty { map["event_ids"] = .array(eventIDs.map(\.jsonValue)) }
         return .object(map)
     }
 
@@ -89,10 +96,15 @@ public struct SessionSnapshot: Sendable, Hashable {
         writer.integer(Int64(eventNumber))
         writer.raw(#","context":"#)
         context.writeJSON(to: &writer)
+        if !eventIDs.isEmpty {
+            writer.raw(#","event_ids":"#)
+            SeenEventID.writeJSON(eventIDs, to: &writer)
+        }
         writer.raw(0x7D)
     }
 
-    /// Reads a snapshot from the JSON object ``jsonValue`` writes.
+    /// Reads a snapshot from the JSON object ``jsonValue`` writes (a snapshot without `event_ids`, as earlier
+    /// versions wrote them, remembers none).
     /// - Throws: ``ContainerError`` (`invalid_structure`) naming the member that is missing or wrong.
     public init(jsonValue: Value) throws(ContainerError) {
         guard case .object(let map) = jsonValue else {
@@ -153,7 +165,10 @@ public struct SessionSnapshot: Sendable, Hashable {
             attributes: try object("attributes"),
             firedOncePerLoad: fired.compactMap(\.stringValue),
             eventNumber: Int(eventNumber),
-            context: try ClientContext(jsonValue: try member("context"))
+            context: try ClientContext(jsonValue: try member("context")),
+            eventIDs: try map["event_ids"].map { value throws(ContainerError) in
+                try SeenEventID.list(from: value, member: "event_ids")
+            } ?? []
         )
     }
 
@@ -199,7 +214,8 @@ extension DataLayer {
                 firedOncePerLoad: state.firedOncePerLoad.count < 2
                     ? Array(state.firedOncePerLoad) : state.firedOncePerLoad.sorted(),
                 eventNumber: state.eventNumber,
-                context: state.context
+                context: state.context,
+                eventIDs: state.seenEventIDs?.events ?? []
             )
         }
     }
@@ -215,6 +231,7 @@ extension DataLayer {
             state.firedOncePerLoad = Set(snapshot.firedOncePerLoad)
             state.eventNumber = snapshot.eventNumber
             state.context = snapshot.context
+            state.seenEventIDs = snapshot.eventIDs.isEmpty ? nil : SeenEventIDs(snapshot.eventIDs)
             if state.changes != nil { state.changes = SessionChanges() }
         }
     }
@@ -222,7 +239,8 @@ extension DataLayer {
 
 extension TagManager {
     /// Makes a session from a snapshot (see ``SessionSnapshot``): the same session ID, model, attributes,
-    /// once-per-load state, event counter, user properties and client context. Nothing is evaluated.
+    /// once-per-load state, event counter, user properties, client context and remembered event IDs. Nothing
+    /// is evaluated.
     public func restoreDataLayer(from snapshot: SessionSnapshot, debug: Bool = false) -> DataLayer {
         restoreDataLayer(from: snapshot, debug: debug, committing: nil)
     }

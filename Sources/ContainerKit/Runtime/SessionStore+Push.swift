@@ -1,5 +1,5 @@
 extension SessionStore {
-    /// Why ``push(event:parameters:for:context:waitsForDurability:prepare:)`` did not acknowledge a push.
+    /// Why ``push(event:parameters:for:context:eventID:waitsForDurability:prepare:)`` did not acknowledge a push.
     public enum PushError: Error, Sendable {
         /// The user's session could not be loaded (the persistence cannot be reached): nothing was pushed.
         case sessionUnavailable(ContainerError)
@@ -21,7 +21,16 @@ extension SessionStore {
     /// ran on is dropped, never a newer one another request loaded meanwhile.
     /// Without a committer the session is reported changed (``didChange(_:)``) for the persistence.
     ///
+    /// With an `eventID`, a push the user's session has already applied (within ``TagManager/eventIDs``) is not
+    /// applied again: the result is marked ``PushResult/isDuplicate`` and names the original
+    /// (``PushResult/duplicateOf``). The seen IDs are part of the session's state, committed with each push, so
+    /// this holds on any instance that loads the session, after a restart too. A duplicate of a push whose commit
+    /// is still in flight waits for that commit (and fails if it fails: the retry then applies it). Without an ID
+    /// a retried request is pushed again.
+    ///
     /// - Parameters:
+    ///   - eventID: the event's ID (a client's message ID), checked by ``DataLayer/validate(eventID:)``: an invalid
+    ///     one refuses the push (``PushResult/refusal``, `invalid_event_id`) before the session is loaded.
     ///   - waitsForDurability: `false` returns right after the push (its commit is appended, not waited
     ///     for): a batch pushes all its events, then waits for each result's ``PushResult/waitUntilDurable()``
     ///     once, so they share one group commit.
@@ -33,9 +42,11 @@ extension SessionStore {
         parameters: ValueMap = ValueMap(),
         for userID: String,
         context: ClientContext? = nil,
+        eventID: String? = nil,
         waitsForDurability: Bool = true,
         prepare: (DataLayer) -> Void = { _ in }
     ) async throws(PushError) -> PushResult {
+        if let refusal = DataLayer.refusal(eventID: eventID) { return refusal }
         var attempt = 0
         while true {
             attempt += 1
@@ -44,6 +55,7 @@ extension SessionStore {
                 parameters: parameters,
                 for: userID,
                 context: context,
+                eventID: eventID,
                 prepare: prepare
             )
             guard waitsForDurability else { return result }
@@ -68,6 +80,7 @@ extension SessionStore {
         parameters: ValueMap,
         for userID: String,
         context: ClientContext?,
+        eventID: String?,
         prepare: (DataLayer) -> Void
     ) async throws(PushError) -> (PushResult, DataLayer) {
         let session: DataLayer
@@ -77,8 +90,13 @@ extension SessionStore {
             throw .sessionUnavailable(error)
         }
         prepare(session)
-        let result = await session.push(event: event, parameters: parameters)
-        if configuration.committer == nil { didChange(session) }
+        let result =
+            if let eventID {
+                await session.push(event: event, parameters: parameters, eventID: eventID)
+            } else {
+                await session.push(event: event, parameters: parameters)
+            }
+        if configuration.committer == nil, !result.isDuplicate { didChange(session) }
         return (result, session)
     }
 
@@ -101,21 +119,33 @@ extension SessionStore {
         public var userID: String
         /// The client context of the user's session, if the request gives one.
         public var context: ClientContext?
+        /// The event's ID, if the request gives one: a push its session has already applied is a duplicate (see
+        /// ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:prepare:)``), also a second
+        /// request of the same batch with the same ID.
+        public var eventID: String?
 
         /// Creates a request.
-        public init(event: String, parameters: ValueMap = ValueMap(), userID: String, context: ClientContext? = nil) {
+        public init(
+            event: String,
+            parameters: ValueMap = ValueMap(),
+            userID: String,
+            context: ClientContext? = nil,
+            eventID: String? = nil
+        ) {
             self.event = event
             self.parameters = parameters
             self.userID = userID
             self.context = context
+            self.eventID = eventID
         }
     }
 
     /// Pushes a batch of events in order (so each user's in the order given), then waits for what each
     /// produced to be durable: one wait after all the pushes, so they share the store's group commits.
     /// Events whose commit was refused because another instance stored a newer session are pushed again, in
-    /// order, on the newest sessions (up to ``Configuration/maximumPushAttempts`` in all), as ``push(event:parameters:for:context:waitsForDurability:prepare:)``
-    /// does for one.
+    /// order, on the newest sessions (up to ``Configuration/maximumPushAttempts`` in all), as
+    /// ``push(event:parameters:for:context:eventID:waitsForDurability:prepare:)`` does for one. A request with an
+    /// invalid event ID is refused in its place (``PushResult/refusal``, `invalid_event_id`).
     /// - Returns: each event's outcome, in the order of `requests`.
     public func push(
         _ requests: [PushRequest],
@@ -131,12 +161,17 @@ extension SessionStore {
             var pushed: [(index: Int, result: PushResult, session: DataLayer)] = []
             for index in pending {
                 let request = requests[index]
+                if let refusal = DataLayer.refusal(eventID: request.eventID) {
+                    outcomes[index] = .success(refusal)
+                    continue
+                }
                 do {
                     let (result, session) = try await pushOnce(
                         event: request.event,
                         parameters: request.parameters,
                         for: request.userID,
                         context: request.context,
+                        eventID: request.eventID,
                         prepare: prepare
                     )
                     pushed.append((index, result, session))

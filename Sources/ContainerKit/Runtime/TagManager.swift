@@ -30,6 +30,14 @@ public final class TagManager: Sendable {
     public let maximumDataLayerBytes: Int?
     /// The default ``maximumDataLayerBytes``: 4 MiB.
     public static let defaultMaximumDataLayerBytes = 4 << 20
+    /// How many event IDs each session remembers, and for how long (24 hours and 1,000 by default): a push
+    /// carrying an ID its session has seen within this window is a duplicate, not applied again (see
+    /// ``SeenEventID`` and ``DataLayer/push(event:parameters:eventID:)``).
+    public let eventIDs: EventIDWindow
+    /// ``eventIDs``' bounds, and its clock unless it is the system's (`nil`), as a push reads them.
+    let eventIDMilliseconds: Int64
+    let eventIDMaximumCount: Int
+    let eventIDClock: (@Sendable () -> Int64)?
 
     /// An immutable snapshot of the registered handlers. Registration swaps in a new snapshot, so an
     /// evaluation holds the registry with one reference and never sees it change midway.
@@ -180,18 +188,24 @@ public final class TagManager: Sendable {
     ///   - observer: where evaluated events and fired tags are reported, for metrics.
     ///   - randomSource: where the random-number variable's values come from; seed it for reproducible runs.
     ///   - maximumDataLayerBytes: the most bytes a session's data layer may hold (`nil`: no limit).
+    ///   - eventIDs: how many event IDs each session remembers, and for how long.
     public init(
         logger: any DiagnosticLogger = StandardErrorLogger(),
         defaultContext: ClientContext = .server,
         observer: (any RuntimeObserver)? = nil,
         randomSource: RandomSource = .system,
-        maximumDataLayerBytes: Int? = TagManager.defaultMaximumDataLayerBytes
+        maximumDataLayerBytes: Int? = TagManager.defaultMaximumDataLayerBytes,
+        eventIDs: EventIDWindow = EventIDWindow()
     ) {
         self.logger = logger
         self.defaultContext = defaultContext
         self.observer = observer
         self.randomSource = randomSource
         self.maximumDataLayerBytes = maximumDataLayerBytes.map { max(1024, $0) }
+        self.eventIDs = eventIDs
+        self.eventIDMilliseconds = eventIDs.milliseconds
+        self.eventIDMaximumCount = eventIDs.maximumCount
+        self.eventIDClock = eventIDs.customClock
     }
 
     // MARK: Handlers

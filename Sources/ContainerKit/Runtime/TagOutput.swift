@@ -8,6 +8,9 @@ public protocol TagRecord: Sendable {
     /// Appends the compact JSON text of ``jsonValue`` to `bytes` (a record type that writes itself
     /// straight to bytes implements this; by default ``jsonValue`` is built and written).
     func appendJSON(to bytes: inout [UInt8])
+    /// The record's stable ID, if it has one (Braze's `AnalyticsRecord` does): what a session remembers of the
+    /// records of a push that carried an event ID (``SeenEventID``). `nil` by default.
+    var recordID: String? { get }
 }
 
 extension TagRecord {

@@ -58,6 +58,8 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
 
     /// A stable identifier, unique per record.
     public var id: String
+    /// ``id``, as a ``TagRecord``'s ID (what a session remembers of a push that carried an event ID).
+    public var recordID: String? { id }
     /// When the record was made, in whole milliseconds.
     public var time: Date
     /// Who the record is about; for ``Payload/changeUser(externalID:previousUser:)`` always the new

@@ -9,6 +9,12 @@ import Testing
 /// pushes did (nested keys, `_clear`, dotted keys, user properties, attributes, once-per-load tags, the host's
 /// changes between pushes), and applying them evaluates nothing.
 struct SessionDeltaTests {
+    /// The wall-clock time the sessions' event IDs are stamped with (a step may push later).
+    @TaskLocal static var now: Int64 = 1_700_000_000_000
+
+    /// At most three event IDs, for a day: the steps remember, forget by count and by age.
+    static let eventIDs = EventIDWindow(duration: .seconds(86_400), maximumCount: 3, clock: { SessionDeltaTests.now })
+
     /// The pushes, host changes included: each step is applied to the live session, then a delta is taken.
     static let steps: [(String, @Sendable (DataLayer) async -> Void)] = [
         ("gtm.js", { _ = await $0.push(event: "gtm.js") }),
@@ -29,12 +35,35 @@ struct SessionDeltaTests {
         ("cleared", { $0.clear() }),
         ("after clear", { _ = await $0.push(event: "played song", parameters: ["genre": "rock", "duration": 12.0]) }),
         ("gtm.load", { _ = await $0.push(event: "gtm.load") }),
+        ("event id", { _ = await $0.push(event: "played song", parameters: ["genre": "jazz"], eventID: "m-1") }),
+        ("duplicate", { _ = await $0.push(event: "played song", parameters: ["genre": "jazz"], eventID: "m-1") }),
+        (
+            "ids past the count",
+            { session in
+                for id in ["m-2", "m-3", "m-4"] { _ = await session.push(event: "screen_view", eventID: id) }
+            }
+        ),
+        (
+            "a day later",
+            { session in
+                await $now.withValue(now + 86_400_001) { _ = await session.push(event: "gtm.js", eventID: "m-5") }
+            }
+        ),
+        (
+            "more ids than the count in one delta",
+            { session in
+                await $now.withValue(now + 86_400_002) {
+                    for n in 6...10 { _ = await session.push(["n": .int(Int64(n))], eventID: "m-\(n)") }
+                }
+            }
+        ),
+        ("without an id", { _ = await $0.push(event: "played song", parameters: ["genre": "pop"]) }),
     ]
 
     /// Runs every step on a session that keeps its changes; after each, the delta (through its JSON text)
     /// applied to the previous state equals the session's snapshot.
     static func checkDeltas(_ container: Container, file: String) async throws {
-        let manager = TagManager(logger: InMemoryLogger())
+        let manager = TagManager(logger: InMemoryLogger(), eventIDs: eventIDs)
         manager.add(container)
         let session = manager.makeDataLayer(
             context: ClientContext(platform: "Android", language: "de", appID: "com.example.music"),
@@ -58,6 +87,7 @@ struct SessionDeltaTests {
             )
             state = session.snapshot()
         }
+        #expect(state.eventIDs.map(\.id) == ["m-8", "m-9", "m-10"], "\(file): the newest three ids are remembered")
     }
 
     @Test(arguments: ["GTM-MUSIC01.json", "GTM-MUSICEX.json", "GTM-DEFAULT1.plist"])

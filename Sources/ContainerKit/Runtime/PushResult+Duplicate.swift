@@ -1,0 +1,92 @@
+/// The original push of a duplicate, as its session remembers it (one reference in ``PushResult``).
+final class DuplicateOrigin: Sendable {
+    let event: SeenEventID
+    init(_ event: SeenEventID) { self.event = event }
+}
+
+extension PushResult {
+    /// Whether the push carried an event ID its session had seen within its window, and so was **not applied
+    /// again**: nothing was merged, evaluated, fired or recorded (``fired``, ``events`` and ``outputs`` are
+    /// empty). ``duplicateOf`` says what the original push did; ``waitUntilDurable()`` waits for the original's
+    /// records and commit while this process is still writing them (a stored original is durable already).
+    public var isDuplicate: Bool { duplicate != nil }
+
+    /// For a duplicate (``isDuplicate``): the original push, as its session remembers it — when it was applied,
+    /// and each tag it fired with its status and the IDs of its records. `nil` for a push that was applied.
+    public var duplicateOf: SeenEventID? { duplicate?.event }
+
+    /// Marks this (empty) result as a duplicate of `entry`'s push, waiting for what that push waits for.
+    mutating func markDuplicate(of entry: SeenEventIDs.Entry) {
+        duplicate = DuplicateOrigin(entry.event)
+        if let durability = entry.durability {
+            commits = durability.tokens
+            commitFailure = durability.failure
+        }
+    }
+
+    /// The tags the push fired, packed for its ``SeenEventID``, with the durability tokens of their records and
+    /// of the push hooks' records.
+    func firedPacker() -> FiredPacker {
+        var packer = FiredPacker()
+        packFired(into: &packer)
+        return packer
+    }
+}
+
+/// What a turn did, for the event ID its push carried: the tags it fired (unless they were noted before the
+/// commit) and what waits for its records and commit.
+struct SeenEventOutcome {
+    var fired: FiredPacker?
+    var durability: SeenEventIDs.Durability?
+}
+
+extension SeenEventIDs {
+    /// Keeps `outcome` on entry `sequence` (if still remembered).
+    func finish(_ sequence: Int, _ outcome: SeenEventOutcome) {
+        if let fired = outcome.fired { setFired(fired, of: sequence) }
+        if let durability = outcome.durability { setDurability(durability, of: sequence) }
+    }
+}
+
+extension DataLayer {
+    /// What `result`'s turn did, for its event ID: the fired tags when `withFired` (a session without a committer
+    /// notes them here, at the end of the turn), and its records' and commit's durability.
+    func seenEventOutcome(_ result: PushResult, withFired: Bool) -> SeenEventOutcome {
+        var packer = result.firedPacker()
+        if !result.commits.isEmpty { packer.tokens += result.commits }
+        var outcome = SeenEventOutcome(fired: withFired ? packer : nil)
+        if !packer.tokens.isEmpty || result.commitFailure != nil {
+            outcome.durability = SeenEventIDs.Durability(tokens: packer.tokens, failure: result.commitFailure)
+        }
+        return outcome
+    }
+}
+
+extension PushResult {
+    /// A duplicate's members, what ``appendJSONMembers(to:)`` writes for it: `{"fired":[…],"records":[]`, then
+    /// `"duplicate":true` and `"original_time"` (milliseconds since 1970) — `fired` the original's tags as the
+    /// session remembers them (``SeenEventID/Tag``: `tag`, `tag_id`, `status`, `message`, `record_ids`), and no
+    /// records: they were produced once, by the original.
+    func appendDuplicateMembers(_ original: SeenEventID, to bytes: inout [UInt8]) {
+        var writer = JSONByteWriter(capacity: 128)
+        writer.raw(#"{"fired":["#)
+        for (index, tag) in original.fired.enumerated() {
+            if index > 0 { writer.raw(0x2C) }
+            tag.writeJSON(to: &writer)
+        }
+        writer.raw(#"],"records":[],"duplicate":true,"original_time":"#)
+        writer.integer(original.time)
+        writer.withBytes { bytes.append(contentsOf: $0) }
+    }
+
+    /// A duplicate as ``jsonValue``: `fired` (the original's tags, as ``appendDuplicateMembers(_:to:)``),
+    /// `records` (empty), `duplicate` and `original_time`.
+    func duplicateJSONValue(_ original: SeenEventID) -> Value {
+        var map = ValueMap(minimumCapacity: 4)
+        map["fired"] = .array(original.fired.map(\.jsonValue))
+        map["records"] = .array([])
+        map["duplicate"] = true
+        map["original_time"] = .int(original.time)
+        return .object(map)
+    }
+}

@@ -1,0 +1,399 @@
+/// The event IDs a session remembers (``SeenEventID``), oldest first, in a ring with an open-addressing table
+/// of their hashes: a push with an ID looks it up, forgets what fell out of the ``EventIDWindow`` and remembers
+/// its own, each in constant time — and, once the ring has grown to the session's bound, without allocating
+/// when what the push fired packs into its entry (up to three tags with a plain status and no records).
+///
+/// The ring is one slot of 64 bytes per ID (hash, time, ID, packed tags, and what does not pack: tags with a
+/// message or records, durability).
+///
+/// IDs are compared as bytes; the hash is a word-at-a-time multiply-and-mix with a seed drawn per process (a
+/// client cannot choose IDs that collide in every process, and colliding IDs only slow down their own
+/// session's look-ups, bounded by ``EventIDWindow/maximumCount``).
+///
+/// `@unchecked Sendable`: a session allocates it on its first push with an ID and touches it only under its
+/// own lock (``DataLayer/State``); a snapshot copies the IDs out. The lock is also why its fields need no
+/// dynamic exclusivity checks.
+final class SeenEventIDs: @unchecked Sendable {
+    /// A remembered ID's original push, for a duplicate.
+    struct Entry {
+        var event: SeenEventID
+        /// What waits for the original push's records and commit, while this process holds them (an entry
+        /// loaded from storage has none: it was stored).
+        var durability: Durability?
+    }
+
+    /// The original push's durability: its tokens, and its commit's failure if the commit failed at once.
+    final class Durability: Sendable {
+        let tokens: [DurabilityToken]
+        let failure: DurabilityError?
+
+        init(tokens: [DurabilityToken], failure: DurabilityError?) {
+            self.tokens = tokens
+            self.failure = failure
+        }
+    }
+
+    /// What an entry keeps that does not pack: all its tags when they do not, and its durability.
+    final class Detail: Sendable {
+        let fired: [SeenEventID.Tag]?
+        let durability: Durability?
+
+        init(fired: [SeenEventID.Tag]?, durability: Durability?) {
+            self.fired = fired
+            self.durability = durability
+        }
+    }
+
+    /// Up to three fired tags, one per word (see ``FiredPacker``); 0 is no tag.
+    struct Packed: Equatable {
+        var a: UInt64 = 0
+        var b: UInt64 = 0
+        var c: UInt64 = 0
+    }
+
+    /// One remembered ID: 64 bytes, a cache line.
+    private struct Slot {
+        var hash: UInt64 = 0
+        var time: Int64 = 0
+        var id: String = ""
+        var packed = Packed()
+        var detail: Detail?
+    }
+
+    /// The entries, `count` of them from `head` on (wrapping), in `capacity` slots (a power of two), and the
+    /// table of their positions by hash (linear probing, -1 empty, twice the capacity). Raw storage: every push
+    /// with an ID reads and writes a few slots, and an array would check its uniqueness on each write.
+    @exclusivity(unchecked) private var slots: UnsafeMutablePointer<Slot>
+    @exclusivity(unchecked) private var table: UnsafeMutablePointer<Int32>
+    @exclusivity(unchecked) private var capacity: Int
+    @exclusivity(unchecked) private var head = 0
+    @exclusivity(unchecked) private(set) var count = 0
+    /// The sequence number of the oldest entry: entry `s` (while `s >= first`) is at ring position
+    /// `head + s - first`.
+    @exclusivity(unchecked) private(set) var first = 0
+
+    init(capacity: Int = 8) {
+        let capacity = max(8, Self.powerOfTwo(atLeast: capacity))
+        self.capacity = capacity
+        slots = .allocate(capacity: capacity)
+        slots.initialize(repeating: Slot(), count: capacity)
+        table = .allocate(capacity: capacity * 2)
+        table.initialize(repeating: -1, count: capacity * 2)
+    }
+
+    deinit {
+        slots.deinitialize(count: capacity)
+        slots.deallocate()
+        table.deallocate()
+    }
+
+    /// A set holding `events`, oldest first.
+    convenience init(_ events: [SeenEventID]) {
+        self.init(capacity: events.count)
+        for event in events {
+            let sequence = append(event.id, time: event.time, hash: Self.hash(event.id))
+            var packer = FiredPacker()
+            for tag in event.fired { packer.add(tag) }
+            setFired(packer, of: sequence)
+        }
+    }
+
+    private static func powerOfTwo(atLeast n: Int) -> Int {
+        var capacity = 1
+        while capacity < n { capacity <<= 1 }
+        return capacity
+    }
+
+    private var mask: Int { capacity - 1 }
+    private var tableMask: Int { capacity * 2 - 1 }
+
+    /// The remembered IDs, oldest first.
+    var events: [SeenEventID] { suffix(count) }
+
+    /// The newest `n` IDs, oldest first.
+    func suffix(_ n: Int) -> [SeenEventID] {
+        let n = min(n, count)
+        guard n > 0 else { return [] }
+        var list: [SeenEventID] = []
+        list.reserveCapacity(n)
+        for offset in (count - n)..<count { list.append(event(at: (head + offset) & mask)) }
+        return list
+    }
+
+    private func event(at position: Int) -> SeenEventID {
+        SeenEventID(
+            id: slots[position].id,
+            time: slots[position].time,
+            fired: slots[position].detail?.fired ?? FiredPacker.tags(of: slots[position].packed)
+        )
+    }
+
+    // MARK: Look-up
+
+    /// The entry of `id` (whose hash is `hash`), if remembered.
+    func entry(_ id: String, hash: UInt64) -> Entry? {
+        guard let position = position(of: id, hash: hash) else { return nil }
+        return Entry(event: event(at: position), durability: slots[position].detail?.durability)
+    }
+
+    private func position(of id: String, hash: UInt64) -> Int? {
+        var slot = Int(truncatingIfNeeded: hash) & tableMask
+        while true {
+            let position = Int(table[slot])
+            if position < 0 { return nil }
+            if slots[position].hash == hash, slots[position].id.hasSameBytes(as: id) { return position }
+            slot = (slot + 1) & tableMask
+        }
+    }
+
+    // MARK: Changes
+
+    /// Remembers `id`, applied at `time` (newest); returns its sequence number. The caller prunes first, so that
+    /// the set stays within its bound.
+    func append(_ id: String, time: Int64, hash: UInt64) -> Int {
+        if count == capacity { grow() }
+        let position = (head + count) & mask
+        slots[position].hash = hash
+        slots[position].time = time
+        slots[position].id = id
+        count += 1
+        insert(position: position, hash: hash)
+        return first + count - 1
+    }
+
+    /// Forgets the IDs older than `window` milliseconds at `now`, then the oldest beyond `maximumCount - room`
+    /// (room for the IDs about to be added); returns how many were forgotten.
+    func prune(now: Int64, window: Int64, maximumCount: Int, room: Int) -> Int {
+        let oldest = now &- window
+        let keep = max(0, maximumCount - room)
+        var removed = 0
+        while count > 0, count > keep || slots[head].time < oldest {
+            removeOldest()
+            removed += 1
+        }
+        return removed
+    }
+
+    /// ``prune(now:window:maximumCount:room:)`` with `window`'s bounds.
+    func prune(now: Int64, window: EventIDWindow, room: Int) -> Int {
+        prune(now: now, window: window.milliseconds, maximumCount: window.maximumCount, room: room)
+    }
+
+    /// Keeps what the push of entry `sequence` fired (if the entry is still remembered).
+    func setFired(_ fired: FiredPacker, of sequence: Int) {
+        guard let position = position(ofSequence: sequence) else { return }
+        slots[position].packed = fired.packed
+        if fired.tags != nil || slots[position].detail != nil {
+            slots[position].detail = Detail(fired: fired.tags, durability: slots[position].detail?.durability)
+        }
+    }
+
+    /// Keeps the packed tags of what the push of entry `sequence` fired (if the entry is still remembered).
+    func setFired(_ packed: Packed, of sequence: Int) {
+        guard let position = position(ofSequence: sequence) else { return }
+        slots[position].packed = packed
+    }
+
+    /// Keeps what waits for the original push of entry `sequence` (if still remembered).
+    func setDurability(_ durability: Durability, of sequence: Int) {
+        guard let position = position(ofSequence: sequence) else { return }
+        slots[position].detail = Detail(fired: slots[position].detail?.fired, durability: durability)
+    }
+
+    private func position(ofSequence sequence: Int) -> Int? {
+        guard sequence >= first, sequence < first + count else { return nil }
+        return (head + sequence - first) & mask
+    }
+
+    private func removeOldest() {
+        let tableMask = tableMask
+        var slot = Int(truncatingIfNeeded: slots[head].hash) & tableMask
+        while Int(table[slot]) != head { slot = (slot + 1) & tableMask }
+        // Backward-shift deletion: later entries of the probe run move into the hole, so no tombstones build up.
+        var hole = slot
+        var probe = (slot + 1) & tableMask
+        while table[probe] >= 0 {
+            let home = Int(truncatingIfNeeded: slots[Int(table[probe])].hash) & tableMask
+            // The entry at `probe` may fill the hole when the hole is on its way from its home to `probe`.
+            if (probe - home) & tableMask >= (probe - hole) & tableMask {
+                table[hole] = table[probe]
+                hole = probe
+            }
+            probe = (probe + 1) & tableMask
+        }
+        table[hole] = -1
+        slots[head].id = ""
+        slots[head].packed = Packed()
+        if slots[head].detail != nil { slots[head].detail = nil }
+        head = (head + 1) & mask
+        count -= 1
+        first += 1
+    }
+
+    private func insert(position: Int, hash: UInt64) {
+        let tableMask = tableMask
+        var slot = Int(truncatingIfNeeded: hash) & tableMask
+        while table[slot] >= 0 { slot = (slot + 1) & tableMask }
+        table[slot] = Int32(position)
+    }
+
+    private func grow() {
+        let larger = UnsafeMutablePointer<Slot>.allocate(capacity: capacity * 2)
+        for offset in 0..<capacity {
+            (larger + offset).moveInitialize(from: slots + ((head + offset) & mask), count: 1)
+        }
+        (larger + capacity).initialize(repeating: Slot(), count: capacity)
+        slots.deallocate()
+        slots = larger
+        table.deallocate()
+        capacity *= 2
+        table = .allocate(capacity: capacity * 2)
+        table.initialize(repeating: -1, count: capacity * 2)
+        head = 0
+        for position in 0..<count { insert(position: position, hash: slots[position].hash) }
+    }
+
+    // MARK: Hashing
+
+    /// The process's seed.
+    private static let seed: UInt64 = {
+        var generator = SystemRandomNumberGenerator()
+        return generator.next() | 1
+    }()
+
+    /// The hash of `id`'s UTF-8 bytes.
+    static func hash(_ id: String) -> UInt64 {
+        if let hash = id.utf8.withContiguousStorageIfAvailable({ hash(UnsafeRawBufferPointer($0)) }) { return hash }
+        return Array(id.utf8).withUnsafeBytes { hash($0) }
+    }
+
+    private static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var h = seed ^ (UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15)
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
+            h ^= h >> 31
+            offset += 8
+        }
+        if offset < bytes.count {
+            var tail: UInt64 = 0
+            var shift: UInt64 = 0
+            while offset < bytes.count {
+                tail |= UInt64(bytes[offset]) << shift
+                shift += 8
+                offset += 1
+            }
+            h = (h ^ tail) &* 0xBF58_476D_1CE4_E5B9
+        }
+        h ^= h >> 33
+        h &*= 0xFF51_AFD7_ED55_8CCD
+        h ^= h >> 33
+        return h
+    }
+}
+
+/// Collects what a push fired for its ``SeenEventID``: up to three tags with a plain status (`ok`, `unhandled`,
+/// `unsupported`), no records and small numbers pack into ``SeenEventIDs/Packed`` words; otherwise every tag is
+/// kept as a ``SeenEventID/Tag``. Also collects the durability tokens of the tags' records.
+///
+/// A packed tag is one word: bit 63 set, its status in bits 60–62, bit 59 whether it has a `tag_id`, its index
+/// in bits 32–58 and its `tag_id` in bits 0–31.
+struct FiredPacker {
+    private(set) var packed = SeenEventIDs.Packed()
+    private var packedCount = 0
+    /// Every tag, once one does not pack.
+    private(set) var tags: [SeenEventID.Tag]?
+    /// The tokens of the records the tags made.
+    var tokens: [DurabilityToken] = []
+
+    private static let statuses = ["ok", "unhandled", "unsupported"]
+
+    /// Adds a tag call: its index, `tag_id`, status and output.
+    mutating func add(index: Int, tagID: Int?, status: FiredTag.Status, output: TagOutput?) {
+        if let token = output?.durability { tokens.append(token) }
+        if tags == nil, packedCount < 3, output?.records.isEmpty ?? true,
+            let word = Self.word(index: index, tagID: tagID, status: status)
+        {
+            switch packedCount {
+            case 0: packed.a = word
+            case 1: packed.b = word
+            default: packed.c = word
+            }
+            packedCount += 1
+            return
+        }
+        var recordIDs: [String] = []
+        if let records = output?.records, !records.isEmpty {
+            recordIDs.reserveCapacity(records.count)
+            for record in records { if let id = record.recordID { recordIDs.append(id) } }
+        }
+        add(
+            SeenEventID.Tag(
+                index: index,
+                tagID: tagID,
+                status: status.name,
+                message: status.message,
+                recordIDs: recordIDs
+            )
+        )
+    }
+
+    /// Adds a tag's summary.
+    mutating func add(_ tag: SeenEventID.Tag) {
+        if tags == nil, packedCount < 3, tag.message == nil, tag.recordIDs.isEmpty,
+            let code = Self.statuses.firstIndex(of: tag.status),
+            let word = Self.word(index: tag.index, tagID: tag.tagID, code: code)
+        {
+            switch packedCount {
+            case 0: packed.a = word
+            case 1: packed.b = word
+            default: packed.c = word
+            }
+            packedCount += 1
+            return
+        }
+        if tags == nil {
+            tags = Self.tags(of: packed)
+            packed = SeenEventIDs.Packed()
+            packedCount = 0
+        }
+        tags!.append(tag)
+    }
+
+    private static func word(index: Int, tagID: Int?, status: FiredTag.Status) -> UInt64? {
+        let code: Int
+        switch status {
+        case .ok: code = 0
+        case .unhandled: code = 1
+        case .unsupported: code = 2
+        default: return nil
+        }
+        return word(index: index, tagID: tagID, code: code)
+    }
+
+    private static func word(index: Int, tagID: Int?, code: Int) -> UInt64? {
+        guard index >= 0, index < 1 << 27 else { return nil }
+        var word = UInt64(1) << 63 | UInt64(code) << 60 | UInt64(index) << 32
+        if let tagID {
+            guard tagID >= 0, tagID <= Int(UInt32.max) else { return nil }
+            word |= 1 << 59 | UInt64(tagID)
+        }
+        return word
+    }
+
+    /// The tags `packed` holds, in order.
+    static func tags(of packed: SeenEventIDs.Packed) -> [SeenEventID.Tag] {
+        var tags: [SeenEventID.Tag] = []
+        for word in [packed.a, packed.b, packed.c] where word >> 63 == 1 {
+            tags.append(
+                SeenEventID.Tag(
+                    index: Int((word >> 32) & (1 << 27 - 1)),
+                    tagID: word & (1 << 59) != 0 ? Int(word & 0xFFFF_FFFF) : nil,
+                    status: statuses[Int((word >> 60) & 7)]
+                )
+            )
+        }
+        return tags
+    }
+}
