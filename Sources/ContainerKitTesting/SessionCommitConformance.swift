@@ -51,16 +51,21 @@ public struct SessionCommitConformance: Sendable {
         try await aStaleOwnersPushIsFencedAndPushedAgainOnTheNewestState()
         try await anEndedSessionIsNotLoadedAndAReturningUserContinuesAboveIt()
         try await concurrentPushesOfOneUserOnTwoInstancesAllSucceedOnce()
+        try await seenEventIDsTravelWithTheSessionToAnotherInstance()
     }
 
-    func store(_ instance: Instance, clock: ManualClock? = nil) -> SessionStore {
+    func store(
+        _ instance: Instance,
+        clock: ManualClock? = nil,
+        eventIDs: EventIDWindow = EventIDWindow()
+    ) -> SessionStore {
         var configuration = SessionStore.Configuration(
             idleTimeout: .seconds(60),
             persistence: instance.persistence,
             committer: instance.committer
         )
         configuration.snapshotInterval = 4
-        let manager = TagManager(logger: InMemoryLogger())
+        let manager = TagManager(logger: InMemoryLogger(), eventIDs: eventIDs)
         if let clock { return SessionStore(tagManager: manager, configuration: configuration, clock: clock) }
         return SessionStore(tagManager: manager, configuration: configuration)
     }
@@ -146,6 +151,42 @@ public struct SessionCommitConformance: Sendable {
         let keys = (0..<64).filter { loaded.model["k\($0)"] == .int(Int64($0)) }.count
         guard loaded.eventNumber == 64, keys == 64 else {
             throw Failure(description: "'\(user)' holds \(loaded.eventNumber) events and \(keys) of the 64 keys")
+        }
+    }
+
+    /// Pushes with event IDs, more than a session remembers (five here) and more than the snapshot interval, with
+    /// pushes without IDs between them: another instance loads the same remembered IDs (the newest five, so the
+    /// deltas' pruning folded exactly), answers a retry of a remembered one as a duplicate without applying it,
+    /// and applies a retry of a forgotten one.
+    public func seenEventIDsTravelWithTheSessionToAnotherInstance() async throws {
+        let user = prefix + "event-ids"
+        let window = EventIDWindow(maximumCount: 5)
+        let owner = store(try await make(), eventIDs: window)
+        for n in 0..<12 {
+            try await owner.push(event: "tap", parameters: ["n": .int(Int64(n))], for: user, eventID: "e-\(n)")
+            if n % 3 == 0 { try await owner.push(event: "scroll", parameters: ["depth": .int(Int64(n))], for: user) }
+        }
+        let expected = owner.existingSession(for: user)?.snapshot()
+        let other = store(try await make(), eventIDs: window)
+        let loaded = try await other.loadSession(for: user).snapshot()
+        guard loaded == expected, loaded.eventIDs.map(\.id) == (7..<12).map({ "e-\($0)" }) else {
+            throw Failure(
+                description:
+                    "another instance loads '\(user)' as \(loaded.jsonText), the owner holds \(expected?.jsonText ?? "nothing")"
+            )
+        }
+        let retry = try await other.push(event: "tap", parameters: ["n": 11], for: user, eventID: "e-11")
+        let forgotten = try await other.push(event: "tap", parameters: ["n": 6], for: user, eventID: "e-6")
+        let final = try await store(try await make(), eventIDs: window).loadSession(for: user).snapshot()
+        guard retry.isDuplicate, !forgotten.isDuplicate, final.eventNumber == loaded.eventNumber + 1,
+            final.eventIDs.map(\.id) == ["e-8", "e-9", "e-10", "e-11", "e-6"]
+        else {
+            throw Failure(
+                description:
+                    "a retry of a remembered id on another instance was \(retry.isDuplicate ? "" : "not ")a duplicate, "
+                    + "of a forgotten one \(forgotten.isDuplicate ? "" : "not ")a duplicate; '\(user)' then holds "
+                    + final.jsonText
+            )
         }
     }
 
