@@ -14,6 +14,8 @@ struct APIError: Error, Sendable {
         static let missingField = Code(rawValue: "missing_field")
         /// A member has the wrong type or an unusable value (400).
         static let invalidField = Code(rawValue: "invalid_field")
+        /// The `message_id` is not a string, empty, longer than 256 bytes or holds a NUL (400).
+        static let invalidEventID = Code(rawValue: "invalid_event_id")
         /// The request presents none of the write keys (`--write-key`), or `/metrics` not the metrics token
         /// (401, with a `WWW-Authenticate` challenge).
         static let unauthorized = Code(rawValue: "unauthorized")
@@ -91,6 +93,8 @@ struct APIError: Error, Sendable {
                 .sessionTooLarge,
                 "the event would make the user's data layer larger than allowed; it was not pushed"
             )
+        } else if refusal.code == .invalidEventID {
+            self.init(.invalidEventID, "the event was refused: \(refusal.message)")
         } else {
             self.init(.invalidField, "the event was refused: \(refusal.message)")
         }

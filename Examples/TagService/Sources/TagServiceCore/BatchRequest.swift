@@ -3,7 +3,7 @@ import Hummingbird
 import NIOCore
 
 /// The body of `POST /v1/batch`: `{"events": [event, …]}`, each event what `POST /v1/events` takes
-/// (`{"user_id", "event", "parameters"?, "context"?}`), of one user or of many.
+/// (`{"user_id", "event", "parameters"?, "context"?, "message_id"?}`), of one user or of many.
 ///
 /// The batch as a whole is refused (400, 413) only when it cannot be read: not JSON, no `events` array, an
 /// empty one, more than ``BatchLimits/maximumEvents`` events or more than ``BatchLimits/maximumBytes``
@@ -68,7 +68,7 @@ struct BatchRequest: Sendable {
         }
         if case .string(let user)? = object["user_id"] { userIDs.append(user) } else { userIDs.append(routed) }
         do throws(APIError) {
-            items.append(.success(try EventRequest(object: object, routedUser: routedUser)))
+            items.append(.success(try EventRequest(object: object, routedUser: routedUser, index: items.count)))
         } catch {
             items.append(.failure(error))
         }

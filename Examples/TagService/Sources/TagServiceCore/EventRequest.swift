@@ -2,7 +2,7 @@ import ContainerKit
 import Hummingbird
 import NIOCore
 
-/// The body of `POST /v1/events`: `{"user_id", "event", "parameters"?, "context"?}`.
+/// The body of `POST /v1/events`: `{"user_id", "event", "parameters"?, "context"?, "message_id"?}`.
 struct EventRequest: Sendable {
     /// The end user; one session per user.
     var userID: String
@@ -12,6 +12,9 @@ struct EventRequest: Sendable {
     var parameters: ValueMap
     /// The client the user is on (keys of ``ClientContext/keys``); used when the session is created.
     var context: ClientContext?
+    /// The event's ID (`message_id`, Segment's name): a retry of an event the user's session has seen within
+    /// its window is answered with the original's outcome, `"duplicate": true`, and not pushed again.
+    var eventID: String?
 
     /// The deepest nesting a body may have (a batch's bodies may be two levels deeper: the batch object and
     /// its array).
@@ -32,8 +35,9 @@ struct EventRequest: Sendable {
         try self.init(object: object, routedUser: routedUser)
     }
 
-    /// Reads one event object (a request's body, or an item of a batch).
-    init(object: ValueMap, routedUser: String? = nil) throws(APIError) {
+    /// Reads one event object (a request's body, or an item of a batch: `index`, its place, named in the
+    /// refusal of a bad `message_id`).
+    init(object: ValueMap, routedUser: String? = nil, index: Int? = nil) throws(APIError) {
         var object = object
         if let routedUser, !routedUser.isEmpty {
             switch object["user_id"] {
@@ -84,10 +88,34 @@ struct EventRequest: Sendable {
                 throw APIError(.invalidField, "'context': \(error.message)")
             }
         }
+        var eventID: String?
+        switch object["message_id"] {
+        case nil, .null?: break
+        case .string(let id)?:
+            do {
+                try DataLayer.validate(eventID: id)
+            } catch {
+                throw Self.invalidMessageID(error.message, index: index)
+            }
+            eventID = id
+        case let value?:
+            throw Self.invalidMessageID("'message_id' must be a string, not \(value.typeName)", index: index)
+        }
         self.userID = userID
         self.event = event
         self.parameters = parameters
         self.context = context
+        self.eventID = eventID
+    }
+
+    /// The refusal of a bad `message_id` (of the batch's event `index`).
+    private static func invalidMessageID(_ problem: String, index: Int?) -> APIError {
+        let place = index.map { "event \($0): " } ?? ""
+        return APIError(
+            .invalidEventID,
+            "\(place)\(problem); 'message_id' must be a non-empty string of at most "
+                + "\(DataLayer.maximumEventIDBytes) bytes without NUL"
+        )
     }
 }
 

@@ -56,9 +56,11 @@ struct EventsController: Sendable {
     }
 
     /// `POST /v1/events` (`pathUser`: the `:user_id` of `POST /v1/users/{user_id}/events`): one
-    /// ``SessionStore/push(event:parameters:for:context:waitsForDurability:prepare:)``, which loads the user's
-    /// session on a miss, pushes, and commits the push's records (and, with PostgreSQL, the session's change)
-    /// in one append; the answer waits for that commit unless `--no-durable-wait`.
+    /// ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:prepare:)``, which loads the
+    /// user's session on a miss, pushes, and commits the push's records (and, with PostgreSQL, the session's
+    /// change) in one append; the answer waits for that commit unless `--no-durable-wait`. An event whose
+    /// `message_id` the session has seen is not pushed again: the answer is the original's outcome with
+    /// `"duplicate": true` (200), once the original is durable.
     func handle(_ request: Request, pathUser: String?) async throws(APIError) -> Response {
         let routedUser = try RoutedUser.of(request, pathSegment: pathUser)
         let event = try EventRequest(
@@ -73,6 +75,7 @@ struct EventsController: Sendable {
                 parameters: event.parameters,
                 for: event.userID,
                 context: event.context,
+                eventID: event.eventID,
                 waitsForDurability: waitsForDurability,
                 prepare: prepareSession
             )
@@ -81,13 +84,15 @@ struct EventsController: Sendable {
         }
         if waitsForDurability { readiness.commit(succeeded: true) }
         if let refusal = result.refusal { throw APIError(refusal: refusal) }
+        if result.isDuplicate { metrics.duplicateEvents.increment() }
         return eventAnswer(result, userID: event.userID, durable: waitsForDurability)
     }
 
     /// `POST /v1/batch`: every readable event pushed in order (so a user's events in the order they are
     /// listed), then one wait for all their commits (``SessionStore/push(_:waitsForDurability:prepare:)``:
     /// they share the store's group commits, and events fenced by another instance are pushed again on the
-    /// newest session), then the answer, one item per event.
+    /// newest session), then the answer, one item per event. Each event with a `message_id` is deduplicated on its
+    /// own: a second item with the same ID (of the same user) in one batch is answered as a duplicate of the first.
     func handleBatch(_ request: Request, pathUser: String?) async throws(APIError) -> Response {
         let routedUser = try RoutedUser.of(request, pathSegment: pathUser)
         let batch = try BatchRequest(
@@ -105,7 +110,8 @@ struct EventsController: Sendable {
                     event: event.event,
                     parameters: event.parameters,
                     userID: event.userID,
-                    context: event.context
+                    context: event.context,
+                    eventID: event.eventID
                 )
             )
             positions.append(index)
@@ -124,6 +130,7 @@ struct EventsController: Sendable {
         for (index, outcome) in pushed.enumerated() {
             switch outcome {
             case .success(let result):
+                if result.isDuplicate { metrics.duplicateEvents.increment() }
                 outcomes[positions[index]] = result.refusal.map { .failure(APIError(refusal: $0)) } ?? .success(result)
             case .failure(let error):
                 if case .notDurable = error { allDurable = false }

@@ -70,6 +70,8 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
     let requestCounters: RequestCounters
     /// Events refused before they were pushed, by reason (`no_container`, `sessions_unavailable`).
     private let refusedEvents: [String: CoreMetrics.Counter]
+    /// Events not pushed again because their session had seen their `message_id` (answered as duplicates).
+    let duplicateEvents: CoreMetrics.Counter
     /// Connections closed by the service's bounds (``BoundedHTTP1Channel``), by reason (`request_timeout`,
     /// `shutdown`).
     private let cutConnections: [String: CoreMetrics.Counter]
@@ -124,6 +126,7 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
             )
         )
         requestCounters = RequestCounters(factory: factory)
+        duplicateEvents = CoreMetrics.Counter(label: "tagservice_events_duplicate_total", factory: factory)
         refusedEvents = ["no_container", "sessions_unavailable"].reduce(into: [:]) { counters, reason in
             counters[reason] = CoreMetrics.Counter(
                 label: "tagservice_events_refused_total",
