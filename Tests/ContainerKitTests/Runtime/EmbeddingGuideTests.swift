@@ -105,6 +105,28 @@ struct EmbeddingGuideTests {
         try await running.value
     }
 
+    /// A retried push with the same event ID is answered as a duplicate, not applied again.
+    @Test func theEventIDSnippetRuns() async throws {
+        let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .warning))
+        manager.add(try await ContainerLoader().load(path: "Containers/GTM-MUSIC01.json"))
+        let braze = InMemoryAnalyticsSink()
+        let queue = InMemoryQueue(destination: braze)
+        BrazeTagProvider(sink: CommitSink()).register(on: manager)
+        let committing = SessionStore(tagManager: manager, configuration: .init(committer: RecordCommitter(queue)))
+        let running = Task { try await queue.run() }
+        let song: ValueMap = ["genre": "jazz", "duration": 545]
+        let first = try await committing.push(event: "played song", parameters: song, for: "user-42", eventID: "m-17")
+        let retry = try await committing.push(event: "played song", parameters: song, for: "user-42", eventID: "m-17")
+        let original = retry.duplicateOf  // retry.isDuplicate: nothing merged, fired or recorded again
+        #expect(!first.isDuplicate)
+        #expect(!first.fired.isEmpty)
+        #expect(retry.isDuplicate && retry.fired.isEmpty)
+        #expect(original?.fired.map(\.tagID) == first.fired.map(\.tagID))
+        #expect(committing.existingSession(for: "user-42")?.snapshot().eventNumber == 1)
+        running.cancel()
+        try await running.value
+    }
+
     /// A session without a Braze user: its Braze tags are pending, and the login releases what they held.
     @Test func thePendingRecordsSnippetRuns() async throws {
         let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .error))
