@@ -61,6 +61,11 @@ for classPath in ["com.appboy.googletagmanager.BrazeGtmTagProvider", "path.to.Br
     )
 }
 let session = manager.makeDataLayer()
+// `CONTAINERKIT_BENCH_ONLY=dedup` measures `dedup_overhead` alone (for a profiler).
+if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "dedup" {
+    print("dedup_overhead=\(Harness.ratio(DedupBench.run(manager: manager, events: events)))")
+    exit(0)
+}
 @MainActor func runContainerKit() {
     for event in events { session.push(event: event.name, parameters: event.parameters) }
 }
@@ -158,6 +163,7 @@ print("events_per_pass=\(eventCount)")
 print("containerkit_events_per_s=\(Harness.format(ck))")
 print("ideal_events_per_s=\(Harness.format(idealRate))")
 print("naive_events_per_s=\(Harness.format(naiveRate))")
+print("dedup_overhead=\(Harness.ratio(DedupBench.run(manager: manager, events: events)))")
 // `CONTAINERKIT_BENCH_ONLY=eval` runs the evaluation section alone (to compare builds quickly).
 if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] != "eval" { await BenchExtensions.runAll() }
 print("containerkit_vs_ideal=\(Harness.ratio(median(idealRatios)))")

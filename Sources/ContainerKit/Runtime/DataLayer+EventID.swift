@@ -30,6 +30,21 @@ extension DataLayer {
         }
     }
 
+    /// Whether ``validate(eventID:)`` accepts `eventID` (checked without building an error).
+    static func isValid(eventID: String) -> Bool { checkedHash(of: eventID) != nil }
+
+    /// The hash of `eventID` (``SeenEventIDs/hash(_:)``) when ``validate(eventID:)`` accepts it, or `nil` when no
+    /// ID is given (hash 0); `nil` for an invalid one. One pass over the bytes, with no copy: its C string, whose
+    /// length is the UTF-8 count unless a NUL is inside.
+    static func checkedHash(of eventID: String?) -> UInt64? {
+        guard let eventID else { return 0 }
+        let count = eventID.utf8.count
+        guard count > 0, count <= maximumEventIDBytes else { return nil }
+        return eventID.withCString { text in
+            strlen(text) == count ? SeenEventIDs.hash(UnsafeRawBufferPointer(start: text, count: count)) : nil
+        }
+    }
+
     /// Pushes an event with parameters that carries an event ID, so that a retry of it is not applied twice.
     ///
     /// When the session has seen `eventID` within its ``TagManager/eventIDs`` window, the push is **not applied
@@ -52,34 +67,36 @@ extension DataLayer {
     /// A push held back while no container is available yet (delayed initialization) is not checked.
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String?) -> PushResult {
-        if let refusal = Self.refusal(eventID: eventID) { return refusal }
-        return push(Pending(message: parameters, event: .string(event), eventID: eventID))
+        guard let hash = Self.checkedHash(of: eventID) else { return Self.refusal(eventID: eventID)! }
+        return push(Pending(message: parameters, event: .string(event), eventID: eventID ?? "", eventIDHash: hash))
     }
 
     /// ``push(event:parameters:eventID:)``, suspending while another caller's push is processed.
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String?) async -> PushResult {
-        if let refusal = Self.refusal(eventID: eventID) { return refusal }
-        return await push(Pending(message: parameters, event: .string(event), eventID: eventID))
+        guard let hash = Self.checkedHash(of: eventID) else { return Self.refusal(eventID: eventID)! }
+        return await push(
+            Pending(message: parameters, event: .string(event), eventID: eventID ?? "", eventIDHash: hash)
+        )
     }
 
     /// Pushes a message that carries an event ID (see ``push(event:parameters:eventID:)``).
     @discardableResult
     public func push(_ message: ValueMap, eventID: String?) -> PushResult {
-        if let refusal = Self.refusal(eventID: eventID) { return refusal }
-        return push(Pending(message: message, event: nil, eventID: eventID))
+        guard let hash = Self.checkedHash(of: eventID) else { return Self.refusal(eventID: eventID)! }
+        return push(Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash))
     }
 
     /// Pushes a message that carries an event ID, suspending while another caller's push is processed.
     @discardableResult
     public func push(_ message: ValueMap, eventID: String?) async -> PushResult {
-        if let refusal = Self.refusal(eventID: eventID) { return refusal }
-        return await push(Pending(message: message, event: nil, eventID: eventID))
+        guard let hash = Self.checkedHash(of: eventID) else { return Self.refusal(eventID: eventID)! }
+        return await push(Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash))
     }
 
     /// The result of a push refused for its event ID; `nil` when the ID is absent or valid.
     static func refusal(eventID: String?) -> PushResult? {
-        guard let eventID else { return nil }
+        guard let eventID, checkedHash(of: eventID) == nil else { return nil }
         do throws(ContainerError) {
             try validate(eventID: eventID)
             return nil
@@ -101,36 +118,33 @@ extension DataLayer {
 }
 
 extension DataLayer.State {
+    // The set is reached through the state each time (`seenEventIDs!`), not bound to a local: under the lock the
+    // state is borrowed, and a local would retain and release it on every push.
+
     /// Forgets the IDs past the window at `now` and returns the entry of `id` if the session remembers it.
     mutating func seenEntry(_ id: String, hash: UInt64, now: Int64, in manager: TagManager) -> SeenEventIDs.Entry? {
-        guard let seen = seenEventIDs else { return nil }
-        let pruned = seen.prune(
+        guard seenEventIDs != nil else { return nil }
+        let pruned = seenEventIDs!.prune(
             now: now,
             window: manager.eventIDMilliseconds,
             maximumCount: manager.eventIDMaximumCount,
             room: 0
         )
         if pruned > 0, changes != nil { changes!.eventIDsPruned += pruned }
-        return seen.entry(id, hash: hash)
+        return seenEventIDs!.entry(id, hash: hash)
     }
 
     /// Remembers `id` (applied at `now`), first forgetting the oldest beyond the window's count; returns its
     /// sequence number.
     mutating func remember(_ id: String, hash: UInt64, now: Int64, in manager: TagManager) -> Int {
-        let seen: SeenEventIDs
-        if let existing = seenEventIDs {
-            seen = existing
-        } else {
-            seen = SeenEventIDs()
-            seenEventIDs = seen
-        }
-        let pruned = seen.prune(
+        if seenEventIDs == nil { seenEventIDs = SeenEventIDs() }
+        let pruned = seenEventIDs!.prune(
             now: now,
             window: manager.eventIDMilliseconds,
             maximumCount: manager.eventIDMaximumCount,
             room: 1
         )
-        let sequence = seen.append(id, time: now, hash: hash)
+        let sequence = seenEventIDs!.append(id, time: now, hash: hash)
         if changes != nil {
             changes!.eventIDsPruned += pruned
             changes!.eventIDsAdded += 1

@@ -92,8 +92,10 @@ public final class DataLayer: Sendable {
     struct Pending: Sendable {
         var message: ValueMap
         var event: Value?
-        /// The push's event ID (``push(event:parameters:eventID:)``), checked when its turn comes.
-        var eventID: String? = nil
+        /// The push's event ID (``push(event:parameters:eventID:)``), checked when its turn comes, and its hash;
+        /// empty: none (a stored string, not an optional, so that reading it for the check retains nothing).
+        var eventID = ""
+        var eventIDHash: UInt64 = 0
 
         /// The message with the separately given event folded in.
         var fullMessage: ValueMap {
@@ -322,12 +324,17 @@ public final class DataLayer: Sendable {
                 committed = true
             }
             // What the turn did, for the event ID it carried: built outside the lock, kept if the turn ends.
-            let outcome = remembered >= 0 ? seenEventOutcome(result, withFired: committing == nil) : nil
+            var outcome: FiredPacker?
+            let notes = remembered >= 0
+            if notes {
+                outcome = FiredPacker()
+                noteOutcome(of: result, into: &outcome!, withFired: committing == nil)
+            }
             let step = state.withLock { state in
                 let step = state.turnstile.next()
                 if case .ended = step {
                     if holdsScratch { swap(&state.scratch, &scratch) }
-                    if let outcome { state.seenEventIDs?.finish(remembered, outcome) }
+                    if notes { state.seenEventIDs?.finish(remembered, &outcome!) }
                 }
                 return step
             }
@@ -471,19 +478,21 @@ public final class DataLayer: Sendable {
         // `model` is moved into the evaluation below (a `var` so that it can be; a copy made after the lock costs
         // a retain and a release per push).
         var tooLarge: Int?
-        // An event ID is hashed and the time read before the lock; a seen one makes the push a duplicate.
-        let eventID = pending.eventID
-        var eventIDHash: UInt64 = 0
+        // An event ID (hashed when it was checked) and the time read before the lock; a seen one makes the push a
+        // duplicate. The ID is read from the push where it is needed (a local copy would retain it).
+        let hasEventID = !pending.eventID.isEmpty
         var eventIDTime: Int64 = 0
-        if let eventID {
-            eventIDHash = SeenEventIDs.hash(eventID)
-            eventIDTime = tagManager.eventIDClock?() ?? EventIDWindow.systemMilliseconds()
-        }
+        if hasEventID { eventIDTime = tagManager.eventIDClock?() ?? EventIDWindow.systemMilliseconds() }
         var duplicate: SeenEventIDs.Entry?
         var (model, eventNumber, runtime) = state.withLock {
             state -> (ValueMap, Int, TagManager.SessionRuntime?) in
-            if let eventID,
-                let seen = state.seenEntry(eventID, hash: eventIDHash, now: eventIDTime, in: tagManager)
+            if hasEventID,
+                let seen = state.seenEntry(
+                    pending.eventID,
+                    hash: pending.eventIDHash,
+                    now: eventIDTime,
+                    in: tagManager
+                )
             {
                 duplicate = seen
                 return (ValueMap(), 0, nil)
@@ -494,8 +503,13 @@ public final class DataLayer: Sendable {
             } else {
                 state.sizeBound &+= added
             }
-            if let eventID {
-                remembered = state.remember(eventID, hash: eventIDHash, now: eventIDTime, in: tagManager)
+            if hasEventID {
+                remembered = state.remember(
+                    pending.eventID,
+                    hash: pending.eventIDHash,
+                    now: eventIDTime,
+                    in: tagManager
+                )
             }
             if eventValue != nil, !holdsScratch {
                 swap(&scratch, &state.scratch)

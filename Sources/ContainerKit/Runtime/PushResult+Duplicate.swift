@@ -33,32 +33,16 @@ extension PushResult {
     }
 }
 
-/// What a turn did, for the event ID its push carried: the tags it fired (unless they were noted before the
-/// commit) and what waits for its records and commit.
-struct SeenEventOutcome {
-    var fired: FiredPacker?
-    var durability: SeenEventIDs.Durability?
-}
-
-extension SeenEventIDs {
-    /// Keeps `outcome` on entry `sequence` (if still remembered).
-    func finish(_ sequence: Int, _ outcome: SeenEventOutcome) {
-        if let fired = outcome.fired { setFired(fired, of: sequence) }
-        if let durability = outcome.durability { setDurability(durability, of: sequence) }
-    }
-}
-
 extension DataLayer {
-    /// What `result`'s turn did, for its event ID: the fired tags when `withFired` (a session without a committer
-    /// notes them here, at the end of the turn), and its records' and commit's durability.
-    func seenEventOutcome(_ result: PushResult, withFired: Bool) -> SeenEventOutcome {
-        var packer = result.firedPacker()
-        if !result.commits.isEmpty { packer.tokens += result.commits }
-        var outcome = SeenEventOutcome(fired: withFired ? packer : nil)
-        if !packer.tokens.isEmpty || result.commitFailure != nil {
-            outcome.durability = SeenEventIDs.Durability(tokens: packer.tokens, failure: result.commitFailure)
+    /// Notes in `outcome` what `result`'s turn did, for its event ID: the fired tags when `withFired` (a session
+    /// without a committer notes them here, at the end of the turn), and what waits for its records and commit.
+    func noteOutcome(of result: PushResult, into outcome: inout FiredPacker, withFired: Bool) {
+        result.packFired(into: &outcome)
+        outcome.notesFired = withFired
+        if !result.commits.isEmpty { outcome.tokens += result.commits }
+        if !outcome.tokens.isEmpty || result.commitFailure != nil {
+            outcome.durability = SeenEventIDs.Durability(tokens: outcome.tokens, failure: result.commitFailure)
         }
-        return outcome
     }
 }
 

@@ -1,10 +1,17 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The event IDs a session remembers (``SeenEventID``), oldest first, in a ring with an open-addressing table
 /// of their hashes: a push with an ID looks it up, forgets what fell out of the ``EventIDWindow`` and remembers
 /// its own, each in constant time — and, once the ring has grown to the session's bound, without allocating
-/// when what the push fired packs into its entry (up to three tags with a plain status and no records).
+/// when what the push fired packs into its entry (up to three tags with a plain status and no records; more
+/// take one array).
 ///
-/// The ring is one slot of 64 bytes per ID (hash, time, ID, packed tags, and what does not pack: tags with a
-/// message or records, durability).
+/// The ring is about 130 bytes per ID (hash, time, the ID's bytes, packed tags, and what does not pack: tags
+/// with a message or records, durability).
 ///
 /// IDs are compared as bytes; the hash is a word-at-a-time multiply-and-mix with a seed drawn per process (a
 /// client cannot choose IDs that collide in every process, and colliding IDs only slow down their own
@@ -44,27 +51,41 @@ final class SeenEventIDs: @unchecked Sendable {
         }
     }
 
-    /// Up to three fired tags, one per word (see ``FiredPacker``); 0 is no tag.
+    /// Fired tags, one per word (see ``FiredPacker``): three inline (0 is no tag), the others in `more`.
     struct Packed: Equatable {
         var a: UInt64 = 0
         var b: UInt64 = 0
         var c: UInt64 = 0
+        var more: [UInt64] = []
     }
 
-    /// One remembered ID: 64 bytes, a cache line.
+    /// One remembered ID (with its hash and time beside it: 129 bytes), its bytes inline when they fit (48 bytes: a UUID, most message IDs), so that
+    /// remembering and forgetting an ID neither retains nor releases anything.
     private struct Slot {
-        var hash: UInt64 = 0
-        var time: Int64 = 0
-        var id: String = ""
         var packed = Packed()
         var detail: Detail?
+        var length = 0
+        var inline: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
+        /// The ID when it is longer than the inline bytes.
+        var long: String?
     }
 
+    /// How many bytes of an ID a slot holds inline.
+    private static let inlineBytes = 48
+
     /// The entries, `count` of them from `head` on (wrapping), in `capacity` slots (a power of two), and the
-    /// table of their positions by hash (linear probing, -1 empty, twice the capacity). Raw storage: every push
-    /// with an ID reads and writes a few slots, and an array would check its uniqueness on each write.
+    /// table of their positions by hash (linear probing from the hash's high half, twice the capacity): each
+    /// entry is the high half of its ID's hash and its position + 1 (0 is empty), so that probing and moving
+    /// entries never reads a slot. Raw storage: every push with an ID reads and writes a few slots, and an array
+    /// would check its uniqueness on each write.
     @exclusivity(unchecked) private var slots: UnsafeMutablePointer<Slot>
-    @exclusivity(unchecked) private var table: UnsafeMutablePointer<Int32>
+    /// Each slot's hash and time, and whether it holds anything on the heap (a long ID, tags that do not pack in
+    /// its words, a detail), beside the slots: what every push reads of the oldest entry stays in a few cache
+    /// lines (16 KiB for 1,000 IDs), and a slot with nothing on the heap is forgotten without reading it.
+    @exclusivity(unchecked) private var hashes: UnsafeMutablePointer<UInt64>
+    @exclusivity(unchecked) private var times: UnsafeMutablePointer<Int64>
+    @exclusivity(unchecked) private var heavy: UnsafeMutablePointer<Bool>
+    @exclusivity(unchecked) private var table: UnsafeMutablePointer<UInt64>
     @exclusivity(unchecked) private var capacity: Int
     @exclusivity(unchecked) private var head = 0
     @exclusivity(unchecked) private(set) var count = 0
@@ -77,13 +98,22 @@ final class SeenEventIDs: @unchecked Sendable {
         self.capacity = capacity
         slots = .allocate(capacity: capacity)
         slots.initialize(repeating: Slot(), count: capacity)
+        hashes = .allocate(capacity: capacity)
+        hashes.initialize(repeating: 0, count: capacity)
+        times = .allocate(capacity: capacity)
+        times.initialize(repeating: 0, count: capacity)
+        heavy = .allocate(capacity: capacity)
+        heavy.initialize(repeating: false, count: capacity)
         table = .allocate(capacity: capacity * 2)
-        table.initialize(repeating: -1, count: capacity * 2)
+        table.initialize(repeating: 0, count: capacity * 2)
     }
 
     deinit {
         slots.deinitialize(count: capacity)
         slots.deallocate()
+        hashes.deallocate()
+        times.deallocate()
+        heavy.deallocate()
         table.deallocate()
     }
 
@@ -122,10 +152,17 @@ final class SeenEventIDs: @unchecked Sendable {
 
     private func event(at position: Int) -> SeenEventID {
         SeenEventID(
-            id: slots[position].id,
-            time: slots[position].time,
+            id: id(at: position),
+            time: times[position],
             fired: slots[position].detail?.fired ?? FiredPacker.tags(of: slots[position].packed)
         )
+    }
+
+    /// The ID of the slot at `position`.
+    private func id(at position: Int) -> String {
+        if let long = slots[position].long { return long }
+        let length = slots[position].length
+        return withUnsafeBytes(of: &slots[position].inline) { String(decoding: $0.prefix(length), as: UTF8.self) }
     }
 
     // MARK: Look-up
@@ -136,13 +173,31 @@ final class SeenEventIDs: @unchecked Sendable {
         return Entry(event: event(at: position), durability: slots[position].detail?.durability)
     }
 
+    /// The table bucket a hash starts probing at, and the tag its entries carry.
+    private func home(_ hash: UInt64) -> Int { Int(truncatingIfNeeded: hash >> 32) & tableMask }
+
     private func position(of id: String, hash: UInt64) -> Int? {
-        var slot = Int(truncatingIfNeeded: hash) & tableMask
+        let tag = hash >> 32
+        let tableMask = tableMask
+        var bucket = home(hash)
         while true {
-            let position = Int(table[slot])
-            if position < 0 { return nil }
-            if slots[position].hash == hash, slots[position].id.hasSameBytes(as: id) { return position }
-            slot = (slot + 1) & tableMask
+            let entry = table[bucket]
+            if entry == 0 { return nil }
+            if entry >> 32 == tag {
+                let position = Int(truncatingIfNeeded: entry & 0xFFFF_FFFF) - 1
+                if hashes[position] == hash, holds(id, at: position) { return position }
+            }
+            bucket = (bucket + 1) & tableMask
+        }
+    }
+
+    /// Whether the slot at `position` holds the bytes of `id`.
+    private func holds(_ id: String, at position: Int) -> Bool {
+        if let long = slots[position].long { return long.hasSameBytes(as: id) }
+        let length = slots[position].length
+        guard id.utf8.count == length else { return false }
+        return id.withCString { text in
+            withUnsafeBytes(of: &slots[position].inline) { memcmp($0.baseAddress!, text, length) == 0 }
         }
     }
 
@@ -153,9 +208,21 @@ final class SeenEventIDs: @unchecked Sendable {
     func append(_ id: String, time: Int64, hash: UInt64) -> Int {
         if count == capacity { grow() }
         let position = (head + count) & mask
-        slots[position].hash = hash
-        slots[position].time = time
-        slots[position].id = id
+        hashes[position] = hash
+        times[position] = time
+        slots[position].packed.a = 0
+        slots[position].packed.b = 0
+        slots[position].packed.c = 0
+        let length = id.utf8.count
+        if length <= Self.inlineBytes {
+            slots[position].length = length
+            id.withCString { text in
+                withUnsafeMutableBytes(of: &slots[position].inline) { _ = memcpy($0.baseAddress!, text, length) }
+            }
+        } else {
+            slots[position].long = id
+            heavy[position] = true
+        }
         count += 1
         insert(position: position, hash: hash)
         return first + count - 1
@@ -167,7 +234,7 @@ final class SeenEventIDs: @unchecked Sendable {
         let oldest = now &- window
         let keep = max(0, maximumCount - room)
         var removed = 0
-        while count > 0, count > keep || slots[head].time < oldest {
+        while count > 0, count > keep || times[head] < oldest {
             removeOldest()
             removed += 1
         }
@@ -186,18 +253,14 @@ final class SeenEventIDs: @unchecked Sendable {
         if fired.tags != nil || slots[position].detail != nil {
             slots[position].detail = Detail(fired: fired.tags, durability: slots[position].detail?.durability)
         }
-    }
-
-    /// Keeps the packed tags of what the push of entry `sequence` fired (if the entry is still remembered).
-    func setFired(_ packed: Packed, of sequence: Int) {
-        guard let position = position(ofSequence: sequence) else { return }
-        slots[position].packed = packed
+        if !fired.packed.more.isEmpty || slots[position].detail != nil { heavy[position] = true }
     }
 
     /// Keeps what waits for the original push of entry `sequence` (if still remembered).
     func setDurability(_ durability: Durability, of sequence: Int) {
         guard let position = position(ofSequence: sequence) else { return }
         slots[position].detail = Detail(fired: slots[position].detail?.fired, durability: durability)
+        heavy[position] = true
     }
 
     private func position(ofSequence sequence: Int) -> Int? {
@@ -207,13 +270,14 @@ final class SeenEventIDs: @unchecked Sendable {
 
     private func removeOldest() {
         let tableMask = tableMask
-        var slot = Int(truncatingIfNeeded: slots[head].hash) & tableMask
-        while Int(table[slot]) != head { slot = (slot + 1) & tableMask }
+        var bucket = home(hashes[head])
+        let target = UInt64(head + 1)
+        while table[bucket] & 0xFFFF_FFFF != target { bucket = (bucket + 1) & tableMask }
         // Backward-shift deletion: later entries of the probe run move into the hole, so no tombstones build up.
-        var hole = slot
-        var probe = (slot + 1) & tableMask
-        while table[probe] >= 0 {
-            let home = Int(truncatingIfNeeded: slots[Int(table[probe])].hash) & tableMask
+        var hole = bucket
+        var probe = (bucket + 1) & tableMask
+        while table[probe] != 0 {
+            let home = Int(truncatingIfNeeded: table[probe] >> 32) & tableMask
             // The entry at `probe` may fill the hole when the hole is on its way from its home to `probe`.
             if (probe - home) & tableMask >= (probe - hole) & tableMask {
                 table[hole] = table[probe]
@@ -221,10 +285,13 @@ final class SeenEventIDs: @unchecked Sendable {
             }
             probe = (probe + 1) & tableMask
         }
-        table[hole] = -1
-        slots[head].id = ""
-        slots[head].packed = Packed()
-        if slots[head].detail != nil { slots[head].detail = nil }
+        table[hole] = 0
+        if heavy[head] {
+            slots[head].long = nil
+            slots[head].packed.more = []
+            slots[head].detail = nil
+            heavy[head] = false
+        }
         head = (head + 1) & mask
         count -= 1
         first += 1
@@ -232,25 +299,31 @@ final class SeenEventIDs: @unchecked Sendable {
 
     private func insert(position: Int, hash: UInt64) {
         let tableMask = tableMask
-        var slot = Int(truncatingIfNeeded: hash) & tableMask
-        while table[slot] >= 0 { slot = (slot + 1) & tableMask }
-        table[slot] = Int32(position)
+        var bucket = home(hash)
+        while table[bucket] != 0 { bucket = (bucket + 1) & tableMask }
+        table[bucket] = (hash >> 32) << 32 | UInt64(position + 1)
     }
 
     private func grow() {
-        let larger = UnsafeMutablePointer<Slot>.allocate(capacity: capacity * 2)
-        for offset in 0..<capacity {
-            (larger + offset).moveInitialize(from: slots + ((head + offset) & mask), count: 1)
+        func moved<T>(_ old: UnsafeMutablePointer<T>, empty: T) -> UnsafeMutablePointer<T> {
+            let larger = UnsafeMutablePointer<T>.allocate(capacity: capacity * 2)
+            for offset in 0..<capacity {
+                (larger + offset).moveInitialize(from: old + ((head + offset) & mask), count: 1)
+            }
+            (larger + capacity).initialize(repeating: empty, count: capacity)
+            old.deallocate()
+            return larger
         }
-        (larger + capacity).initialize(repeating: Slot(), count: capacity)
-        slots.deallocate()
-        slots = larger
+        slots = moved(slots, empty: Slot())
+        hashes = moved(hashes, empty: 0)
+        times = moved(times, empty: 0)
+        heavy = moved(heavy, empty: false)
         table.deallocate()
         capacity *= 2
         table = .allocate(capacity: capacity * 2)
-        table.initialize(repeating: -1, count: capacity * 2)
+        table.initialize(repeating: 0, count: capacity * 2)
         head = 0
-        for position in 0..<count { insert(position: position, hash: slots[position].hash) }
+        for position in 0..<count { insert(position: position, hash: hashes[position]) }
     }
 
     // MARK: Hashing
@@ -267,7 +340,26 @@ final class SeenEventIDs: @unchecked Sendable {
         return Array(id.utf8).withUnsafeBytes { hash($0) }
     }
 
-    private static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    /// Keeps what the push of entry `sequence` did (if the entry is still remembered), taking `outcome`'s parts:
+    /// its packed tags (unless it noted none: a committer's were noted before the commit), the tags that do not
+    /// pack, and its durability.
+    func finish(_ sequence: Int, _ outcome: inout FiredPacker) {
+        guard let position = position(ofSequence: sequence) else { return }
+        if outcome.notesFired {
+            swap(&slots[position].packed, &outcome.packed)
+            if !slots[position].packed.more.isEmpty { heavy[position] = true }
+        }
+        if outcome.tags != nil || outcome.durability != nil {
+            slots[position].detail = Detail(
+                fired: outcome.notesFired ? outcome.tags : slots[position].detail?.fired,
+                durability: outcome.durability
+            )
+            heavy[position] = true
+        }
+    }
+
+    /// The hash of the UTF-8 bytes `bytes`.
+    static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         var h = seed ^ (UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15)
         var offset = 0
         while offset + 8 <= bytes.count {
@@ -293,15 +385,30 @@ final class SeenEventIDs: @unchecked Sendable {
     }
 }
 
-/// Collects what a push fired for its ``SeenEventID``: up to three tags with a plain status (`ok`, `unhandled`,
+/// Collects what a push fired for its ``SeenEventID``: tags with a plain status (`ok`, `unhandled`,
 /// `unsupported`), no records and small numbers pack into ``SeenEventIDs/Packed`` words; otherwise every tag is
 /// kept as a ``SeenEventID/Tag``. Also collects the durability tokens of the tags' records.
 ///
 /// A packed tag is one word: bit 63 set, its status in bits 60–62, bit 59 whether it has a `tag_id`, its index
 /// in bits 32–58 and its `tag_id` in bits 0–31.
 struct FiredPacker {
-    private(set) var packed = SeenEventIDs.Packed()
+    var packed = SeenEventIDs.Packed()
     private var packedCount = 0
+    /// Whether the tags were packed here (a turn with a committer notes them before its commit instead).
+    var notesFired = true
+    /// What waits for the push's records and commit, when anything does.
+    var durability: SeenEventIDs.Durability?
+
+    /// Keeps `word`, the next packed tag.
+    private mutating func pack(_ word: UInt64) {
+        switch packedCount {
+        case 0: packed.a = word
+        case 1: packed.b = word
+        case 2: packed.c = word
+        default: packed.more.append(word)
+        }
+        packedCount += 1
+    }
     /// Every tag, once one does not pack.
     private(set) var tags: [SeenEventID.Tag]?
     /// The tokens of the records the tags made.
@@ -312,15 +419,10 @@ struct FiredPacker {
     /// Adds a tag call: its index, `tag_id`, status and output.
     mutating func add(index: Int, tagID: Int?, status: FiredTag.Status, output: TagOutput?) {
         if let token = output?.durability { tokens.append(token) }
-        if tags == nil, packedCount < 3, output?.records.isEmpty ?? true,
+        if tags == nil, output?.records.isEmpty ?? true,
             let word = Self.word(index: index, tagID: tagID, status: status)
         {
-            switch packedCount {
-            case 0: packed.a = word
-            case 1: packed.b = word
-            default: packed.c = word
-            }
-            packedCount += 1
+            pack(word)
             return
         }
         var recordIDs: [String] = []
@@ -341,16 +443,11 @@ struct FiredPacker {
 
     /// Adds a tag's summary.
     mutating func add(_ tag: SeenEventID.Tag) {
-        if tags == nil, packedCount < 3, tag.message == nil, tag.recordIDs.isEmpty,
+        if tags == nil, tag.message == nil, tag.recordIDs.isEmpty,
             let code = Self.statuses.firstIndex(of: tag.status),
             let word = Self.word(index: tag.index, tagID: tag.tagID, code: code)
         {
-            switch packedCount {
-            case 0: packed.a = word
-            case 1: packed.b = word
-            default: packed.c = word
-            }
-            packedCount += 1
+            pack(word)
             return
         }
         if tags == nil {
@@ -385,7 +482,7 @@ struct FiredPacker {
     /// The tags `packed` holds, in order.
     static func tags(of packed: SeenEventIDs.Packed) -> [SeenEventID.Tag] {
         var tags: [SeenEventID.Tag] = []
-        for word in [packed.a, packed.b, packed.c] where word >> 63 == 1 {
+        for word in [packed.a, packed.b, packed.c] + packed.more where word >> 63 == 1 {
             tags.append(
                 SeenEventID.Tag(
                     index: Int((word >> 32) & (1 << 27 - 1)),
