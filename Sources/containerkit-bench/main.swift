@@ -31,8 +31,9 @@ guard FileManager.default.fileExists(atPath: brazePath), FileManager.default.fil
     exit(0)
 }
 
-// `CONTAINERKIT_BENCH_ONLY=scaling` runs the thread-scaling figures of the session section alone.
-if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "scaling" {
+// `CONTAINERKIT_BENCH_ONLY=scaling` runs the thread-scaling figures of the session section alone; `memory` the
+// whole session section (with `CONTAINERKIT_BENCH_SCALING_ROUNDS=1`, mostly its memory figures).
+if ["scaling", "memory"].contains(ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"]) {
     await SessionBench.run()
     exit(0)
 }

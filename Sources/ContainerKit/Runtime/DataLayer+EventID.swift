@@ -130,7 +130,7 @@ extension DataLayer.State {
             maximumCount: manager.eventIDMaximumCount,
             room: 0
         )
-        if pruned > 0, changes != nil { changes!.eventIDsPruned += pruned }
+        if pruned > 0, changes != nil { changes!.eventIDsPruned &+= Int32(truncatingIfNeeded: pruned) }
         return seenEventIDs!.entry(id, hash: hash)
     }
 
@@ -146,8 +146,8 @@ extension DataLayer.State {
         )
         let sequence = seenEventIDs!.append(id, time: now, hash: hash)
         if changes != nil {
-            changes!.eventIDsPruned += pruned
-            changes!.eventIDsAdded += 1
+            changes!.eventIDsPruned &+= Int32(truncatingIfNeeded: pruned)
+            changes!.eventIDsAdded &+= 1
         }
         return sequence
     }

@@ -245,7 +245,7 @@ public struct EventIDWindow: Sendable {
     /// Creates a window.
     /// - Parameters:
     ///   - duration: how long an ID is remembered (at least a millisecond).
-    ///   - maximumCount: how many IDs a session remembers at most (at least 1).
+    ///   - maximumCount: how many IDs a session remembers at most (1 to 16,777,216).
     ///   - clock: the wall-clock time in milliseconds since 1970; by default the system's.
     public init(
         duration: Duration = EventIDWindow.defaultDuration,
@@ -253,7 +253,7 @@ public struct EventIDWindow: Sendable {
         clock: (@Sendable () -> Int64)? = nil
     ) {
         self.duration = max(duration, .milliseconds(1))
-        self.maximumCount = max(1, maximumCount)
+        self.maximumCount = min(max(1, maximumCount), 1 << 24)
         self.customClock = clock
     }
 

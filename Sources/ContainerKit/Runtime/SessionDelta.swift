@@ -237,18 +237,21 @@ public struct SessionDelta: Sendable, Hashable {
 /// What a session's pushes changed since the last time its changes were taken (``DataLayer/takeDelta()``):
 /// kept only by a session whose store commits deltas. Mutated under the session's lock.
 struct SessionChanges: Sendable {
+    // Fields in this order, the event ID counts in the gaps the flags leave before the next array: every session
+    // in a store that commits deltas holds one of these.
     /// The top-level model keys set, in the order first set (may repeat).
     var modelKeys: [String] = []
     var replacesModel = false
+    /// Event IDs remembered since the changes were last taken.
+    var eventIDsAdded: Int32 = 0
     var rawKeys: [String] = []
     var replacesRawValues = false
     var userProperties = false
     var attributes = false
+    /// The oldest event IDs forgotten since the changes were last taken.
+    var eventIDsPruned: Int32 = 0
     var firedOncePerLoad: [String] = []
     var context = false
-    /// Event IDs remembered, and the oldest forgotten, since the changes were last taken.
-    var eventIDsAdded = 0
-    var eventIDsPruned = 0
 
     /// Notes the top-level keys a merged `message` set (its keys, dotted ones by their first part).
     mutating func noteMerged(_ message: ValueMap, dotted: Bool, clears: Bool) {
@@ -299,9 +302,9 @@ struct SessionChanges: Sendable {
         if eventIDsAdded > 0 || eventIDsPruned > 0, let seen = state.seenEventIDs {
             // Pruning takes the oldest first: what was added and is still remembered is the newest, and what
             // was pruned beyond the IDs added was remembered before.
-            let kept = min(eventIDsAdded, seen.count)
+            let kept = min(Int(eventIDsAdded), seen.count)
             delta.eventIDs = seen.suffix(kept)
-            delta.prunedEventIDs = eventIDsPruned - (eventIDsAdded - kept)
+            delta.prunedEventIDs = Int(eventIDsPruned) - (Int(eventIDsAdded) - kept)
         }
         self = SessionChanges(reusing: self)
         return delta
