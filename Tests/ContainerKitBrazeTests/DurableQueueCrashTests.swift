@@ -53,51 +53,20 @@ private struct PrintingDestination: AnalyticsDestination {
     @Test func recordsAcknowledgedBeforeAKillAreDeliveredAfterTheRestart() async throws {
         let directory = TemporaryDirectory("crash")
         defer { directory.remove() }
-        let executable = try #require(
-            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
-            "cannot find the test binary"
+        // Read until 600 acknowledgements, kill, then read what the child wrote before it died.
+        let (lines, termination) = try await runChildUntilKilled(
+            filter: "crashChildAppendsUntilKilled",
+            environment: [Self.childDirectoryVariable: directory.path],
+            killAfter: 600,
+            linesStartingWith: "acked "
         )
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: executable)
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "crashChildAppendsUntilKilled"]
-        child.environment = ProcessInfo.processInfo.environment.merging(
-            [Self.childDirectoryVariable: directory.path],
-            uniquingKeysWith: { $1 }
-        )
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        let exited = Gate()
-        child.terminationHandler = { _ in exited.open() }
-        try child.run()
-        let reader = output.fileHandleForReading
-        // Blocking reads run on their own thread, never on one of the few cooperative threads.
-        let (acknowledged, deliveredBefore): ([String], [String]) = await onThread {
-            var ids: [String] = []
-            var delivered: [String] = []
-            var pending = ""
-            var killed = false
-            // Read until 600 acknowledgements, kill, then read what the child wrote before it died.
-            while true {
-                if !killed && ids.count >= 600 {
-                    kill(child.processIdentifier, SIGKILL)
-                    killed = true
-                }
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                pending += String(decoding: chunk, as: UTF8.self)
-                while let newline = pending.firstIndex(of: "\n") {
-                    let line = pending[..<newline]
-                    if line.hasPrefix("acked ") && !killed { ids.append(String(line.dropFirst(6))) }
-                    if line.hasPrefix("delivered ") { delivered.append(String(line.dropFirst(10))) }
-                    pending = String(pending[pending.index(after: newline)...])
-                }
-            }
-            if !killed { kill(child.processIdentifier, SIGKILL) }
-            return (ids, delivered)
+        #expect(termination == .uncaughtSignal)
+        let acknowledged = lines.compactMap { line in
+            line.beforeKill && line.text.hasPrefix("acked ") ? String(line.text.dropFirst(6)) : nil
         }
-        await exited.wait()
-        #expect(child.terminationReason == .uncaughtSignal)
+        let deliveredBefore = lines.compactMap { line in
+            line.text.hasPrefix("delivered ") ? String(line.text.dropFirst(10)) : nil
+        }
         #expect(acknowledged.count >= 600, "the child acknowledged only \(acknowledged.count) records")
 
         let pending = Set(try DurableQueue.pendingRecords(in: directory.path).map(\.id))

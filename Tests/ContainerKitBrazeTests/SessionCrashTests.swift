@@ -64,55 +64,16 @@ import Testing
     /// Runs a child from push `start`, kills it once it acknowledged `count` pushes; returns the acknowledged
     /// push numbers.
     static func runChild(directory: String, start: Int, count: Int) async throws -> [Int] {
-        let executable = try #require(
-            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
-            "cannot find the test binary"
+        let (lines, termination) = try await runChildUntilKilled(
+            filter: "sessionCrashChildPushesUntilKilled",
+            environment: [directoryVariable: directory, startVariable: String(start)],
+            killAfter: count,
+            linesStartingWith: "acked "
         )
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: executable)
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "sessionCrashChildPushesUntilKilled"]
-        child.environment = ProcessInfo.processInfo.environment.merging(
-            [directoryVariable: directory, startVariable: String(start)],
-            uniquingKeysWith: { $1 }
-        )
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        let exited = Gate()
-        child.terminationHandler = { _ in exited.open() }
-        try child.run()
-        let reader = output.fileHandleForReading
-        // A watchdog, not a timing check: a child that stops making progress is killed, and the count check
-        // below reports it.
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(120))
-            kill(child.processIdentifier, SIGKILL)
+        #expect(termination == .uncaughtSignal)
+        return lines.compactMap { line in
+            line.beforeKill && line.text.hasPrefix("acked ") ? Int(line.text.dropFirst(6)) : nil
         }
-        defer { watchdog.cancel() }
-        let acknowledged: [Int] = await onThread {
-            var numbers: [Int] = []
-            var pending = ""
-            var killed = false
-            while true {
-                if !killed && numbers.count >= count {
-                    kill(child.processIdentifier, SIGKILL)
-                    killed = true
-                }
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                pending += String(decoding: chunk, as: UTF8.self)
-                while let newline = pending.firstIndex(of: "\n") {
-                    let line = pending[..<newline]
-                    if line.hasPrefix("acked "), let n = Int(line.dropFirst(6)) { numbers.append(n) }
-                    pending = String(pending[pending.index(after: newline)...])
-                }
-            }
-            if !killed { kill(child.processIdentifier, SIGKILL) }
-            return numbers
-        }
-        await exited.wait()
-        #expect(child.terminationReason == .uncaughtSignal)
-        return acknowledged
     }
 
     /// The state a single process reaches pushing `pushes` (in order) for `user` (in memory: nothing is

@@ -176,3 +176,61 @@ func writeSegment(
     try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
     try Data(json.bytes).write(to: URL(fileURLWithPath: directory.file(SegmentLog.segmentName(index))))
 }
+
+/// A real crash: starts this test binary as a child that runs the test `filter` with `environment`, reads the lines
+/// it prints, `kill -9`s it once `killAfter` lines starting with `prefix` were read (and at the end, if it still
+/// runs), and waits until it exited. A watchdog, not a timing check, kills a child that stops making progress; the
+/// caller's counts report it.
+/// - Returns: every line read, each with whether it was read before the kill, and how the child ended.
+func runChildUntilKilled(
+    filter: String,
+    environment: [String: String],
+    killAfter count: Int,
+    linesStartingWith prefix: String
+) async throws -> (lines: [(text: String, beforeKill: Bool)], termination: Process.TerminationReason) {
+    guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
+        throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "cannot find the test binary"])
+    }
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: executable)
+    child.arguments = ["--testing-library", "swift-testing", "--filter", filter]
+    child.environment = ProcessInfo.processInfo.environment.merging(environment, uniquingKeysWith: { $1 })
+    let output = Pipe()
+    child.standardOutput = output
+    child.standardError = FileHandle.nullDevice
+    let exited = Gate()
+    child.terminationHandler = { _ in exited.open() }
+    try child.run()
+    let reader = output.fileHandleForReading
+    let watchdog = Task {
+        try await Task.sleep(for: .seconds(120))
+        kill(child.processIdentifier, SIGKILL)
+    }
+    defer { watchdog.cancel() }
+    // Blocking reads run on their own thread, never on one of the few cooperative threads.
+    let lines: [(text: String, beforeKill: Bool)] = await onThread {
+        var lines: [(text: String, beforeKill: Bool)] = []
+        var matching = 0
+        var pending = ""
+        var killed = false
+        while true {
+            if !killed && matching >= count {
+                kill(child.processIdentifier, SIGKILL)
+                killed = true
+            }
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            pending += String(decoding: chunk, as: UTF8.self)
+            while let newline = pending.firstIndex(of: "\n") {
+                let line = String(pending[..<newline])
+                if line.hasPrefix(prefix) && !killed { matching += 1 }
+                lines.append((line, !killed))
+                pending = String(pending[pending.index(after: newline)...])
+            }
+        }
+        if !killed { kill(child.processIdentifier, SIGKILL) }
+        return lines
+    }
+    await exited.wait()
+    return (lines, child.terminationReason)
+}
