@@ -1,4 +1,5 @@
 import ContainerKit
+import Foundation
 import Testing
 
 @testable import ContainerKitDelivery
@@ -78,5 +79,40 @@ import Testing
         index.add(Self.line(5, .compaction), at: Self.ref(4, 5, .compaction))
         #expect(index.chain(of: SessionKey("u"))?.lines.isEmpty == true)
         #expect(index.headState(SessionKey("u")).ended)
+    }
+}
+
+/// The scan for session lines at open reads a damaged segment in bounded memory.
+@Suite struct SessionLineScanTests {
+    @Test func aLineLongerThanAnyTheQueueWritesIsSkippedAndTheLinesAfterItAreRead() throws {
+        let directory = TemporaryDirectory("session-scan")
+        defer { directory.remove() }
+        func line(_ user: String, _ version: Int64) -> [UInt8] {
+            var json = JSONByteWriter()
+            let snapshot = SessionSnapshot(sessionID: user, model: ["v": .int(version)])
+            SessionLine.append(
+                SessionLine(userID: user, version: version, expected: version - 1, kind: .snapshot),
+                to: &json
+            ) { snapshot.writeJSON(to: &$0) }
+            return json.bytes
+        }
+        // A good line, 5,000 bytes without a line feed then one, a good line.
+        let bytes = line("ada", 1) + [UInt8](repeating: 0x41, count: 5_000) + [0x0A] + line("bea", 2)
+        try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
+        try Data(bytes).write(to: URL(fileURLWithPath: directory.file(SegmentLog.segmentName(1))))
+        var index = SessionIndex()
+        var warnings: [String] = []
+        let problems = try SegmentLog.scanSessions(
+            directory.path,
+            segments: [SegmentLog.SegmentExtent(index: 1, size: bytes.count)],
+            into: &index,
+            warnings: &warnings,
+            chunkBytes: 64,
+            maximumLineBytes: 1_024
+        )
+        #expect(problems == 1)
+        #expect(warnings.first?.contains("more than 1024 bytes") == true)
+        #expect(index.head(SessionKey("ada")) == 1)
+        #expect(index.head(SessionKey("bea")) == 2, "the line after the long one is read")
     }
 }

@@ -622,7 +622,9 @@ final class SegmentLog: @unchecked Sendable {
         _ directory: String,
         segments: [SegmentExtent],
         into index: inout SessionIndex,
-        warnings: inout [String]
+        warnings: inout [String],
+        chunkBytes: Int = 1 << 20,
+        maximumLineBytes: Int = maximumSessionLineBytes
     ) throws(AnalyticsSinkError) -> Int {
         var problems = 0
         for segment in segments where segment.size > 0 {
@@ -637,10 +639,18 @@ final class SegmentLog: @unchecked Sendable {
             defer { closeFD(fd) }
             var offset = 0
             var carry: [UInt8] = []
+            // Inside a line longer than any line a queue writes (a damaged file): skipped to its line feed, so that
+            // memory stays bounded by a chunk and a line, not by the file.
+            var skipping = false
             while offset < segment.size {
                 let bytes: [UInt8]
                 do throws(AnalyticsSinkError) {
-                    bytes = try FileIO.readBytes(fd, count: min(1 << 20, segment.size - offset), at: offset, path: path)
+                    bytes = try FileIO.readBytes(
+                        fd,
+                        count: min(chunkBytes, segment.size - offset),
+                        at: offset,
+                        path: path
+                    )
                 } catch {
                     if error.errorNumber == EISDIR { break }
                     throw error
@@ -650,6 +660,14 @@ final class SegmentLog: @unchecked Sendable {
                 let data = carry.isEmpty ? bytes : carry + bytes
                 offset += bytes.count
                 var lineStart = 0
+                if skipping {
+                    guard let newline = data.firstIndex(of: 0x0A) else {
+                        carry = []
+                        continue
+                    }
+                    lineStart = newline + 1
+                    skipping = false
+                }
                 while let newline = data[lineStart...].firstIndex(of: 0x0A) {
                     let line = data[lineStart..<newline]
                     if SessionLine.isSessionLine(line) {
@@ -676,10 +694,24 @@ final class SegmentLog: @unchecked Sendable {
                     lineStart = newline + 1
                 }
                 carry = Array(data[lineStart...])
+                if carry.count > maximumLineBytes {
+                    problems += 1
+                    if problems <= 3 {
+                        warnings.append(
+                            "skipped a line of more than \(maximumLineBytes) bytes at '\(segmentName(segment.index))' "
+                                + "offset \(chunkStart + lineStart)"
+                        )
+                    }
+                    carry = []
+                    skipping = true
+                }
             }
         }
         return problems
     }
+
+    /// The longest line the scan for session lines reads (a session's snapshot is bounded far below it).
+    static let maximumSessionLineBytes = 64 << 20
 
     /// The session line at `ref` (without its line feed), parsed and checked.
     /// - Throws: when the segment cannot be read now; a line that does not parse is a `.failure`.
