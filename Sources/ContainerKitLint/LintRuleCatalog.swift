@@ -73,9 +73,10 @@ public enum LintRuleCatalog {
         - `non_numeric_comparison`: in web containers GTM compares with JavaScript's `Number()` (`""`, `null`,
           `[]` are 0, `true` is 1), so only a constant that converts to `NaN` is reported; mobile SDKs need a
           number or a numeric string.
-        - `consent_not_checked`: GTM fires a tag whose consent settings are `NEEDED` only once its consent types
-          are granted; ContainerKit keeps no consent state, so each such tag is reported (and the container lists
-          them in `Container.unsupported`).
+        - `consent_implicit_default`: ContainerKit evaluates consent as GTM's web runtime does (a tag whose
+          consent settings are `NEEDED` runs only when the session's consent commands grant its types); what it
+          does not apply is the implicit default a served `gtm.js` carries for the visitor's location, so a type
+          no command set counts as granted (see `Docs/Evaluation.md`, "Consent").
         - Constant lookup tables are folded as GTM reads them: a repeated key takes its last row in web
           containers (gtm.js fills an object row by row), its first in mobile ones.
 

@@ -40,7 +40,7 @@ public struct Linter: Sendable {
         MissingClassPathRule.self,
         UnsupportedTemplateRule.self,
         PausedTagRule.self,
-        ConsentCheckRule.self,
+        ConsentImplicitDefaultRule.self,
     ]
 
     /// The rule with identifier `id` in `catalog`, if there is one.

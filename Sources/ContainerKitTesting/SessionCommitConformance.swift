@@ -52,6 +52,7 @@ public struct SessionCommitConformance: Sendable {
         try await anEndedSessionIsNotLoadedAndAReturningUserContinuesAboveIt()
         try await concurrentPushesOfOneUserOnTwoInstancesAllSucceedOnce()
         try await seenEventIDsTravelWithTheSessionToAnotherInstance()
+        try await consentStateTravelsWithTheSessionToAnotherInstance()
     }
 
     func store(
@@ -186,6 +187,45 @@ public struct SessionCommitConformance: Sendable {
                     "a retry of a remembered id on another instance was \(retry.isDuplicate ? "" : "not ")a duplicate, "
                     + "of a forgotten one \(forgotten.isDuplicate ? "" : "not ")a duplicate; '\(user)' then holds "
                     + final.jsonText
+            )
+        }
+    }
+
+    /// Consent commands (a regional default, then updates) between events, more than the snapshot interval, so
+    /// that the state travels in deltas and in snapshots: another instance loads the same consent state and
+    /// context, and the commands' changes are committed like any push's.
+    public func consentStateTravelsWithTheSessionToAnotherInstance() async throws {
+        let user = prefix + "consent"
+        var spain = ClientContext()
+        try spain.setValue("ES-MD", forKey: "region")
+        let owner = store(try await make())
+        try await owner.push(
+            try ConsentCommand(gtagArguments: [
+                "consent", "default", ["ad_storage": "denied", "analytics_storage": "denied", "region": ["ES"]],
+            ]),
+            for: user,
+            context: spain
+        )
+        // Commits (snapshot interval 4): default (a snapshot), view, view, update, view (a snapshot), view,
+        // update, view: the second update travels in a delta only.
+        for n in 0..<5 {
+            try await owner.push(event: "view", parameters: ["n": .int(Int64(n))], for: user)
+            if n == 1 || n == 3 {
+                let value: Value = n == 1 ? "granted" : "denied"
+                try await owner.push(
+                    try ConsentCommand(gtagArguments: ["consent", "update", ["ad_storage": value]]),
+                    for: user
+                )
+            }
+        }
+        let expected = owner.existingSession(for: user)?.snapshot()
+        let loaded = try await store(try await make()).loadSession(for: user).snapshot()
+        guard loaded == expected, loaded.consent.entry("ad_storage")?.updateGranted == false,
+            loaded.consent.entry("analytics_storage")?.region == "ES", loaded.context.region == "ES-MD"
+        else {
+            throw Failure(
+                description:
+                    "another instance loads '\(user)' as \(loaded.jsonText), the owner holds \(expected?.jsonText ?? "nothing")"
             )
         }
     }

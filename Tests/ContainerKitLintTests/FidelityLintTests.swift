@@ -81,7 +81,7 @@ extension FidelityLintTests {
                 """#.utf8
             ),
             file: "GTM-TEST.json"
-        ).filter { $0.ruleID == "consent_not_checked" }
+        ).filter { $0.ruleID == "consent_implicit_default" }
         #expect(findings.map(\.pointer) == ["/resource/tags/0/consent", "/resource/tags/2/consent"])
         #expect(findings.first?.message.contains("'ad_storage', 'analytics_storage'") == true)
     }

@@ -333,9 +333,18 @@ struct Evaluation: MacroResolver {
     /// normally succeed in a browser, so for sequencing it counts as succeeded (it stays reported unsupported).
     private mutating func runCall(_ t: Int) -> Bool {
         var succeeded = call(t)
-        if !succeeded, case .unsupported = storage.program.tags[t].kind { succeeded = true }
+        if !succeeded, case .unsupported = storage.program.tags[t].kind, !blockedByConsent(t) { succeeded = true }
         tagState[t].formUnion(succeeded ? [.ran, .succeeded] : .ran)
         return succeeded
+    }
+
+    /// Whether tag `t`'s call this event was blocked by consent.
+    private func blockedByConsent(_ t: Int) -> Bool {
+        guard !storage.program.tags[t].consentTypes.isEmpty,
+            let call = fired.last(where: { $0.container == containerIndex && $0.tag == t })
+        else { return false }
+        if case .blockedByConsent = call.status { return true }
+        return false
     }
 
     /// The status of a tag that already ran this event.
@@ -375,6 +384,11 @@ struct Evaluation: MacroResolver {
 
     /// Calls tag `t` and records it in ``fired``; returns whether the call succeeded (`ok` or `pending`).
     private mutating func call(_ t: Int) -> Bool {
+        // gtm.js (`er`, 2022; `RC`, 2025): the tag's fields are evaluated, then each type of its `consent` list
+        // must be granted (`ij` / `wp`), else the tag's failure continuation runs instead of the tag.
+        if !storage.program.tags[t].consentTypes.isEmpty, let denied = deniedConsent(t) {
+            return blockByConsent(t, denied)
+        }
         // The parts are computed first and the record is built in place in `fired`: a record built early
         // and appended at the end was copied whole (it is large) on every call.
         var classPath: String?
@@ -451,6 +465,44 @@ struct Evaluation: MacroResolver {
             )
         )
         return succeeded
+    }
+
+    /// The consent types tag `t` requires that the session's consent state does not grant now; `nil` when all are
+    /// granted.
+    private func deniedConsent(_ t: Int) -> [String]? {
+        let denied = dataLayer.state.withLock { state in
+            state.consent.isEmpty ? [] : state.consent.denied(among: storage.program.tags[t].consentTypes)
+        }
+        return denied.isEmpty ? nil : denied
+    }
+
+    /// Records tag `t` as blocked by consent (its parameters evaluated, as gtm.js evaluates a tag's fields before
+    /// its consent check); a failure for sequencing, as in gtm.js.
+    private mutating func blockByConsent(_ t: Int, _ denied: [String]) -> Bool {
+        var classPath: String?
+        var parameters = ValueMap()
+        switch storage.program.tags[t].kind {
+        case .functionCall(let classPathExpr, let argumentsExpr):
+            classPath = evaluate(classPathExpr).jsString
+            parameters = evaluateArguments(argumentsExpr)
+        case .legacyFunctionCall(let name, let argumentsExpr):
+            classPath = name
+            parameters = evaluateArguments(argumentsExpr)
+        case .paused, .unsupported:
+            for (key, expr) in storage.program.tags[t].parameters { parameters[key] = evaluate(expr) }
+        }
+        fired.append(
+            FiredCall(
+                container: containerIndex,
+                tag: t,
+                classPath: classPath,
+                planned: false,
+                parameters: parameters,
+                status: .blockedByConsent(denied),
+                output: nil
+            )
+        )
+        return false
     }
 
     /// Calls the handler registered for `name` (`origin` is the tag's plan's, if it has one).
@@ -1001,6 +1053,10 @@ struct Evaluation: MacroResolver {
             } else if state.contains(.skippedOncePerLoad) {
                 outcome.kind = .alreadyFired
                 outcome.reason = "once per load: already fired in this session"
+            } else if state.contains(.ran), case .blockedByConsent(let types)? = recordedStatus(t) {
+                outcome.kind = .blockedByConsent
+                outcome.reason =
+                    "blocked by consent: " + types.map { "'\($0)'" }.joined(separator: ", ") + " not granted"
             } else if state.contains(.ran) {
                 outcome.kind = .fired
                 if case .failed(let why)? = recordedStatus(t) { outcome.reason = "fired, but failed: \(why)" }

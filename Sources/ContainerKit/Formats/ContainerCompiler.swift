@@ -293,17 +293,6 @@ struct CompilerOutput {
         }
     }
 
-    /// What ``Container/unsupported`` says about tags whose consent settings ask for consent types.
-    static let consentCheck =
-        "tag consent check (GTM fires such a tag only once its consent types are granted; "
-        + "ContainerKit does not track consent, so the tag fires without the check)"
-
-    /// Notes a tag that needs `types` granted.
-    mutating func noteConsent(_ types: [String], pointer: String) {
-        guard !types.isEmpty else { return }
-        noteUnsupported(CompilerOutput.consentCheck, pointer: pointer)
-    }
-
     func unsupportedSummary(file: String?) -> [ContainerError] {
         unsupportedOrder.map { what in
             let entry = unsupported[what]!

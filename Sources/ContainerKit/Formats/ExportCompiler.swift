@@ -501,7 +501,6 @@ package enum ExportCompiler {
                     }
                 }
                 def.consentTypes = types
-                output.noteConsent(def.consentTypes, pointer: pointer + "/consentSettings")
             }
             def.setupTags = try sequence(tag["setupTag"], stopKey: "stopOnSetupFailure", at: pointer + "/setupTag")
             def.teardownTags = try sequence(

@@ -262,8 +262,7 @@ package struct TagDef: Sendable {
     package var teardownTags: [Sequenced] = []
     package var parameters: [(key: String, value: Expr)] = []
     /// The consent types GTM checks before firing the tag (compiled `consent`, export `consentSettings`
-    /// with status `NEEDED`). ContainerKit does not track consent: such tags fire without the check and
-    /// are listed in ``Container/unsupported``.
+    /// with status `NEEDED`): the tag runs only when the session's ``ConsentState`` grants them all.
     package var consentTypes: [String] = []
     package var origin: Origin
 }

@@ -174,7 +174,6 @@ enum ResourceCompiler {
         // `"consent": ["list", "analytics_storage", …]`: the consent types GTM checks (`["list"]`: none).
         if case .array(let items)? = map["consent"], case .string("list")? = items.first {
             def.consentTypes = items.dropFirst().compactMap(\.stringValue)
-            output.noteConsent(def.consentTypes, pointer: pointer + "/consent")
         }
         def.setupTags = try sequenced(map["setup_tags"], at: pointer + "/setup_tags", context: &context)
         def.teardownTags = try sequenced(map["teardown_tags"], at: pointer + "/teardown_tags", context: &context)

@@ -33,6 +33,37 @@ public struct ClientContext: Sendable, Hashable, Codable {
     public var advertisingTrackingEnabled: Bool
     /// `__aid`, Advertiser ID, when the client has one.
     public var advertiserID: String?
+    /// The visitor's location, its most precise code: an ISO 3166-2 region (`ES-MD`), an ISO 3166-1 alpha-2
+    /// country (`ES`) or empty. One string: the region names its country.
+    private var location: String = ""
+
+    /// The visitor's country, ISO 3166-1 alpha-2 (`ES`), upper case; empty when unknown. What region-specific
+    /// consent defaults are matched against (see ``ConsentState/apply(_:country:region:)``). Setting a
+    /// country other than the region's clears the region.
+    public var country: String {
+        get {
+            guard let dash = location.utf8.firstIndex(of: 0x2D) else { return location }
+            return String(location[..<dash])
+        }
+        set {
+            let code = newValue.uppercased()
+            if code != country { location = code }
+        }
+    }
+
+    /// The visitor's region, ISO 3166-2 (`ES-MD`: the country, a hyphen and the subdivision), upper case; empty
+    /// when unknown. Setting one sets ``country`` to its country.
+    public var region: String {
+        get { location.utf8.contains(0x2D) ? location : "" }
+        set {
+            let code = newValue.uppercased()
+            if code.isEmpty {
+                location = country
+            } else {
+                location = code
+            }
+        }
+    }
 
     /// Creates a context; a field not given is empty (``sdkVersion`` is this library's), so nothing about
     /// the server leaks into the container's built-ins.
@@ -82,7 +113,8 @@ public struct ClientContext: Sendable, Hashable, Codable {
     /// The keys ``setValue(_:forKey:)`` accepts, as the CLI's `--context key=value` spells them.
     public static let keys: [String] = [
         "platform", "language", "os_version", "app_id", "app_name", "app_version_code", "app_version_name",
-        "sdk_version", "device_name", "resolution", "advertising_tracking_enabled", "advertiser_id",
+        "sdk_version", "device_name", "resolution", "advertising_tracking_enabled", "advertiser_id", "country",
+        "region",
     ]
 
     /// Sets one field by its snake_case key (see ``keys``).
@@ -100,6 +132,28 @@ public struct ClientContext: Sendable, Hashable, Codable {
         case "device_name": deviceName = value
         case "resolution": resolution = value
         case "advertiser_id": advertiserID = value
+        case "country":
+            guard value.isEmpty || ClientContext.isCountryCode(value) else {
+                throw ContainerError(
+                    .invalidStructure,
+                    "context key 'country' needs an ISO 3166-1 alpha-2 code such as 'ES', not '\(value)'"
+                )
+            }
+            country = value
+        case "region":
+            guard value.isEmpty || ClientContext.isRegionCode(value) else {
+                throw ContainerError(
+                    .invalidStructure,
+                    "context key 'region' needs an ISO 3166-2 code such as 'ES-MD', not '\(value)'"
+                )
+            }
+            if !value.isEmpty, !country.isEmpty, !value.uppercased().hasPrefix(country + "-") {
+                throw ContainerError(
+                    .invalidStructure,
+                    "context key 'region' '\(value)' is not in the country '\(country)'"
+                )
+            }
+            region = value
         case "advertising_tracking_enabled":
             switch value.lowercased() {
             case "true", "1", "yes": advertisingTrackingEnabled = true
@@ -117,6 +171,23 @@ public struct ClientContext: Sendable, Hashable, Codable {
             )
         }
     }
+}
+
+extension ClientContext {
+    /// Whether `code` is two ASCII letters (ISO 3166-1 alpha-2, any case).
+    static func isCountryCode(_ code: String) -> Bool {
+        code.utf8.count == 2 && code.utf8.allSatisfy(isLetter)
+    }
+
+    /// Whether `code` is an ISO 3166-2 code: a country code, `-`, and 1 to 3 ASCII letters or digits.
+    static func isRegionCode(_ code: String) -> Bool {
+        let bytes = Array(code.utf8)
+        guard bytes.count >= 4, bytes.count <= 6, bytes[2] == 0x2D else { return false }
+        return bytes[0..<2].allSatisfy(isLetter)
+            && bytes[3...].allSatisfy { isLetter($0) || (0x30...0x39).contains($0) }
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool { (0x61...0x7A).contains(byte | 0x20) }
 }
 
 extension ClientContext {
@@ -158,6 +229,8 @@ extension ClientContext {
         try container.encode(resolution, forKey: Key("resolution"))
         try container.encode(advertisingTrackingEnabled, forKey: Key("advertising_tracking_enabled"))
         try container.encodeIfPresent(advertiserID, forKey: Key("advertiser_id"))
+        if !country.isEmpty { try container.encode(country, forKey: Key("country")) }
+        if !region.isEmpty { try container.encode(region, forKey: Key("region")) }
     }
 
     /// The context as a JSON object with the keys of ``keys`` (what ``init(jsonValue:)`` reads).
@@ -175,6 +248,8 @@ extension ClientContext {
         map["resolution"] = .string(resolution)
         map["advertising_tracking_enabled"] = .bool(advertisingTrackingEnabled)
         if let advertiserID { map["advertiser_id"] = .string(advertiserID) }
+        if !country.isEmpty { map["country"] = .string(country) }
+        if !region.isEmpty { map["region"] = .string(region) }
         return .object(map)
     }
 
@@ -208,6 +283,14 @@ extension ClientContext {
         if let advertiserID {
             writer.raw(#","advertiser_id":"#)
             writer.string(advertiserID)
+        }
+        if !location.isEmpty {
+            writer.raw(#","country":"#)
+            writer.string(country)
+            if !region.isEmpty {
+                writer.raw(#","region":"#)
+                writer.string(region)
+            }
         }
         writer.raw(0x7D)
     }

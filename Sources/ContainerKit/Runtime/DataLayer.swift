@@ -80,6 +80,8 @@ public final class DataLayer: Sendable {
         var changes: SessionChanges?
         /// The event IDs the session remembers (``SeenEventID``); `nil` until its first push with one.
         var seenEventIDs: SeenEventIDs?
+        /// What the session's consent commands set (``ConsentState``).
+        var consent = ConsentState()
 
         init(context: ClientContext, keepsChanges: Bool) {
             self.context = context
@@ -96,6 +98,8 @@ public final class DataLayer: Sendable {
         /// empty: none (a stored string, not an optional, so that reading it for the check retains nothing).
         var eventID = ""
         var eventIDHash: UInt64 = 0
+        /// A consent command (gtag's arguments) instead of a message: it changes the consent state only.
+        var command: CommandBox?
 
         /// The message with the separately given event folded in.
         var fullMessage: ValueMap {
@@ -104,6 +108,12 @@ public final class DataLayer: Sendable {
             full["event"] = event
             return full
         }
+    }
+
+    /// A pushed consent command, boxed: a push that is not one carries a `nil` reference, not the command's size.
+    final class CommandBox: Sendable {
+        let command: ConsentCommand
+        init(_ command: ConsentCommand) { self.command = command }
     }
 
     /// A caller waiting for its turn. Both payloads are class references, so the enum (and every optional
@@ -220,6 +230,25 @@ public final class DataLayer: Sendable {
         return push(message)
     }
 
+    /// Pushes a consent command, as `gtag('consent', …)` does on a page: it changes the session's consent state
+    /// (``consent``), in its turn among the session's pushes, and nothing else (no data-layer key, no event). The
+    /// visitor's location for a default's `region` is the session's context (``ClientContext/country``,
+    /// ``ClientContext/region``) when the command is processed.
+    @discardableResult
+    public func push(_ command: ConsentCommand) -> PushResult {
+        push(Pending(message: ValueMap(), event: nil, command: CommandBox(command)))
+    }
+
+    /// Pushes a consent command, suspending while another caller's push is processed. See
+    /// ``push(_:)-(ConsentCommand)``.
+    @discardableResult
+    public func push(_ command: ConsentCommand) async -> PushResult {
+        await push(Pending(message: ValueMap(), event: nil, command: CommandBox(command)))
+    }
+
+    /// The session's consent state: what its consent commands set.
+    public var consent: ConsentState { state.withLock { $0.consent } }
+
     /// Pushes a message, suspending (not blocking a thread) while another caller's push is processed.
     /// Tags still run synchronously inside the push. See ``push(_:)-(ValueMap)``.
     @discardableResult
@@ -240,7 +269,11 @@ public final class DataLayer: Sendable {
     }
 
     func push(_ pending: consuming Pending) -> PushResult {
-        if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
+        if tagManager.lifecycle.mayDefer, pending.command == nil,
+            let deferred = deferUntilAvailable(pending.fullMessage)
+        {
+            return deferred
+        }
         // Read once (a task-local read is a runtime call): the turn this call runs inside, if any, and the
         // marks the turn it takes is bound inside.
         let marks = DataLayer.enclosingTurns
@@ -263,7 +296,11 @@ public final class DataLayer: Sendable {
     }
 
     func push(_ pending: consuming Pending) async -> PushResult {
-        if tagManager.lifecycle.mayDefer, let deferred = deferUntilAvailable(pending.fullMessage) { return deferred }
+        if tagManager.lifecycle.mayDefer, pending.command == nil,
+            let deferred = deferUntilAvailable(pending.fullMessage)
+        {
+            return deferred
+        }
         let marks = DataLayer.enclosingTurns
         let enclosing = marks?.turn(of: ObjectIdentifier(self))
         // A task started by a handler of the push being processed inherits the mark: nested.
@@ -438,6 +475,14 @@ public final class DataLayer: Sendable {
         turn number: UInt64,
         inside enclosing: TurnMark?
     ) {
+        if let box = pending.command {
+            // gtm.js hands an `arguments` object to its command (`consent`: `sp` / `up`), which merges nothing.
+            state.withLock { state in
+                state.consent.apply(box.command, country: state.context.country, region: state.context.region)
+                state.changes?.consent = true
+            }
+            return
+        }
         // The message moves out of the pending push, into the evaluation and on into the result: its buffers
         // are not retained again on the way.
         var message = ValueMap()

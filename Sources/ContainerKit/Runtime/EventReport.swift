@@ -17,8 +17,11 @@ public struct FiredTag: Sendable, Hashable {
         /// provider, a call in a session that has no Braze user yet: its records wait in the session until
         /// the user is known); the message says what is held and until when.
         case pending(String)
+        /// The tag's consent settings require these consent types, and they were not all granted when it was
+        /// triggered: it did not run (GTM's consent check, see ``ConsentState``). Lists the types not granted.
+        case blockedByConsent([String])
 
-        /// `ok`, `unhandled`, `failed`, `unsupported`, `dropped` or `pending`.
+        /// `ok`, `unhandled`, `failed`, `unsupported`, `dropped`, `pending` or `blocked_by_consent`.
         public var name: String {
             switch self {
             case .ok: return "ok"
@@ -27,13 +30,17 @@ public struct FiredTag: Sendable, Hashable {
             case .unsupported: return "unsupported"
             case .dropped: return "dropped"
             case .pending: return "pending"
+            case .blockedByConsent: return "blocked_by_consent"
             }
         }
 
-        /// What `failed`, `dropped` and `pending` say; `nil` for the others.
+        /// What `failed`, `dropped` and `pending` say, and which consent types `blocked_by_consent` waited for;
+        /// `nil` for the others.
         public var message: String? {
             switch self {
             case .failed(let message), .dropped(let message), .pending(let message): return message
+            case .blockedByConsent(let types):
+                return "consent not granted: " + types.map { "'\($0)'" }.joined(separator: ", ")
             default: return nil
             }
         }
@@ -324,6 +331,8 @@ public struct EvaluationTrace: Sendable {
         /// What happened to the tag.
         public enum Kind: String, Sendable {
             case fired, notFired = "not_fired", blocked, paused, alreadyFired = "already_fired"
+            /// Triggered, but its consent types were not all granted (``FiredTag/Status/blockedByConsent(_:)``).
+            case blockedByConsent = "blocked_by_consent"
         }
         public var index: Int
         public var tagID: Int?

@@ -1,7 +1,8 @@
 /// What a session's pushes changed since its last commit, as a value: the top-level data-layer keys they set
 /// (nested pushes included) with their values after them, the version-1 raw values, user properties and
-/// attributes that changed, the once-per-load tags that fired, the event counter, the client context, and the
-/// event IDs the session began to remember (``SeenEventID``) with how many of the oldest it forgot.
+/// attributes that changed, the once-per-load tags that fired, the event counter, the client context, the
+/// event IDs the session began to remember (``SeenEventID``) with how many of the oldest it forgot, and the
+/// consent state when a consent command changed it.
 ///
 /// A ``SessionStore`` whose committer keeps sessions (``PushCommitter/keepsSessions``) commits one per push,
 /// in the same append as the push's records, instead of the whole ``SessionSnapshot``; a snapshot is written
@@ -43,6 +44,8 @@ public struct SessionDelta: Sendable, Hashable {
     public var eventIDs: [SeenEventID]
     /// How many of the oldest event IDs the session forgot (past its window), before ``eventIDs`` are added.
     public var prunedEventIDs: Int
+    /// The whole consent state, when a consent command was pushed (``ConsentState``).
+    public var consent: ConsentState?
 
     /// Creates a delta from its parts (nothing changed but the event counter, by default).
     public init(
@@ -57,7 +60,8 @@ public struct SessionDelta: Sendable, Hashable {
         eventNumber: Int,
         context: ClientContext? = nil,
         eventIDs: [SeenEventID] = [],
-        prunedEventIDs: Int = 0
+        prunedEventIDs: Int = 0,
+        consent: ConsentState? = nil
     ) {
         self.sessionID = sessionID
         self.model = model
@@ -71,6 +75,7 @@ public struct SessionDelta: Sendable, Hashable {
         self.context = context
         self.eventIDs = eventIDs
         self.prunedEventIDs = prunedEventIDs
+        self.consent = consent
     }
 
     /// Applies the changes to `snapshot` (the session's state before them): afterwards it equals the
@@ -96,19 +101,21 @@ public struct SessionDelta: Sendable, Hashable {
         if let context { snapshot.context = context }
         if prunedEventIDs > 0 { snapshot.eventIDs.removeFirst(min(prunedEventIDs, snapshot.eventIDs.count)) }
         if !eventIDs.isEmpty { snapshot.eventIDs += eventIDs }
+        if let consent { snapshot.consent = consent }
     }
 
     /// Whether the delta changes nothing but what every push changes (the event counter).
     public var isEmpty: Bool {
         model.isEmpty && !replacesModel && rawValues.isEmpty && !replacesRawValues && userProperties == nil
-            && attributes == nil && firedOncePerLoad.isEmpty && context == nil
+            && attributes == nil && firedOncePerLoad.isEmpty && context == nil && consent == nil
     }
 
     // MARK: JSON
 
     /// Appends the delta's compact JSON text: `{"format":1,"session_id":…,"event_number":…}` with `model`,
     /// `replaces_model`, `raw_values`, `replaces_raw_values`, `user_properties`, `attributes`,
-    /// `fired_once_per_load`, `context`, `event_ids` and `event_ids_pruned` only when they carry something.
+    /// `fired_once_per_load`, `context`, `event_ids`, `event_ids_pruned` and `consent` only when they carry
+    /// something.
     package func writeJSON(to writer: inout JSONByteWriter) {
         writer.raw(#"{"format":"#)
         writer.integer(Int64(SessionDelta.formatVersion))
@@ -153,6 +160,10 @@ public struct SessionDelta: Sendable, Hashable {
         if prunedEventIDs > 0 {
             writer.raw(#","event_ids_pruned":"#)
             writer.integer(Int64(prunedEventIDs))
+        }
+        if let consent {
+            writer.raw(#","consent":"#)
+            consent.writeJSON(to: &writer)
         }
         writer.raw(0x7D)
     }
@@ -229,7 +240,8 @@ public struct SessionDelta: Sendable, Hashable {
             eventIDs: try map["event_ids"].map { value throws(ContainerError) in
                 try SeenEventID.list(from: value, member: "event_ids")
             } ?? [],
-            prunedEventIDs: pruned
+            prunedEventIDs: pruned,
+            consent: try map["consent"].map { value throws(ContainerError) in try ConsentState(jsonValue: value) }
         )
     }
 }
@@ -252,6 +264,8 @@ struct SessionChanges: Sendable {
     var eventIDsPruned: Int32 = 0
     var firedOncePerLoad: [String] = []
     var context = false
+    /// Whether a consent command was pushed (the delta then carries the whole consent state).
+    var consent = false
 
     /// Notes the top-level keys a merged `message` set (its keys, dotted ones by their first part).
     mutating func noteMerged(_ message: ValueMap, dotted: Bool, clears: Bool) {
@@ -299,6 +313,7 @@ struct SessionChanges: Sendable {
         if attributes { delta.attributes = state.attributes.sortedByKey() }
         if !firedOncePerLoad.isEmpty { delta.firedOncePerLoad = firedOncePerLoad.sorted() }
         if context { delta.context = state.context }
+        if consent { delta.consent = state.consent }
         if eventIDsAdded > 0 || eventIDsPruned > 0, let seen = state.seenEventIDs {
             // Pruning takes the oldest first: what was added and is still remembered is the newest, and what
             // was pruned beyond the IDs added was remembered before.

@@ -30,6 +30,8 @@ public struct SessionSnapshot: Sendable, Hashable {
     public var context: ClientContext
     /// The event IDs the session remembers (see ``TagManager/eventIDs``), oldest first.
     public var eventIDs: [SeenEventID]
+    /// What the session's consent commands set (``ConsentState``).
+    public var consent: ConsentState
 
     /// Creates a snapshot from its parts.
     public init(
@@ -41,7 +43,8 @@ public struct SessionSnapshot: Sendable, Hashable {
         firedOncePerLoad: [String] = [],
         eventNumber: Int = 0,
         context: ClientContext = .server,
-        eventIDs: [SeenEventID] = []
+        eventIDs: [SeenEventID] = [],
+        consent: ConsentState = ConsentState()
     ) {
         self.sessionID = sessionID
         self.model = model
@@ -52,11 +55,12 @@ public struct SessionSnapshot: Sendable, Hashable {
         self.eventNumber = eventNumber
         self.context = context
         self.eventIDs = eventIDs
+        self.consent = consent
     }
 
     /// The snapshot as one JSON object (`format`, `session_id`, `model`, `raw_values`, `user_properties`,
-    /// `attributes`, `fired_once_per_load`, `event_number`, `context`, and `event_ids` when the session
-    /// remembers any), keys in order.
+    /// `attributes`, `fired_once_per_load`, `event_number`, `context`, `event_ids` when the session
+    /// remembers any, and `consent` when a consent command set anything), keys in order.
     public var jsonValue: Value {
         var map = ValueMap(minimumCapacity: 10)
         map["format"] = .int(Int64(SessionSnapshot.formatVersion))
@@ -69,6 +73,7 @@ public struct SessionSnapshot: Sendable, Hashable {
         map["event_number"] = .int(Int64(eventNumber))
         map["context"] = context.jsonValue
         if !eventIDs.isEmpty { map["event_ids"] = .array(eventIDs.map(\.jsonValue)) }
+        if !consent.isEmpty { map["consent"] = consent.jsonValue }
         return .object(map)
     }
 
@@ -100,11 +105,15 @@ public struct SessionSnapshot: Sendable, Hashable {
             writer.raw(#","event_ids":"#)
             SeenEventID.writeJSON(eventIDs, to: &writer)
         }
+        if !consent.isEmpty {
+            writer.raw(#","consent":"#)
+            consent.writeJSON(to: &writer)
+        }
         writer.raw(0x7D)
     }
 
-    /// Reads a snapshot from the JSON object ``jsonValue`` writes (a snapshot without `event_ids`, as earlier
-    /// versions wrote them, remembers none).
+    /// Reads a snapshot from the JSON object ``jsonValue`` writes (a snapshot without `event_ids` or `consent`,
+    /// as earlier versions wrote them, remembers no event ID and has no consent set).
     /// - Throws: ``ContainerError`` (`invalid_structure`) naming the member that is missing or wrong.
     public init(jsonValue: Value) throws(ContainerError) {
         guard case .object(let map) = jsonValue else {
@@ -168,7 +177,9 @@ public struct SessionSnapshot: Sendable, Hashable {
             context: try ClientContext(jsonValue: try member("context")),
             eventIDs: try map["event_ids"].map { value throws(ContainerError) in
                 try SeenEventID.list(from: value, member: "event_ids")
-            } ?? []
+            } ?? [],
+            consent: try map["consent"].map { value throws(ContainerError) in try ConsentState(jsonValue: value) }
+                ?? ConsentState()
         )
     }
 
@@ -215,7 +226,8 @@ extension DataLayer {
                     ? Array(state.firedOncePerLoad) : state.firedOncePerLoad.sorted(),
                 eventNumber: state.eventNumber,
                 context: state.context,
-                eventIDs: state.seenEventIDs?.events ?? []
+                eventIDs: state.seenEventIDs?.events ?? [],
+                consent: state.consent
             )
         }
     }
@@ -232,6 +244,7 @@ extension DataLayer {
             state.eventNumber = snapshot.eventNumber
             state.context = snapshot.context
             state.seenEventIDs = snapshot.eventIDs.isEmpty ? nil : SeenEventIDs(snapshot.eventIDs)
+            state.consent = snapshot.consent
             if state.changes != nil { state.changes = SessionChanges() }
         }
     }
@@ -239,8 +252,8 @@ extension DataLayer {
 
 extension TagManager {
     /// Makes a session from a snapshot (see ``SessionSnapshot``): the same session ID, model, attributes,
-    /// once-per-load state, event counter, user properties, client context and remembered event IDs. Nothing
-    /// is evaluated.
+    /// once-per-load state, event counter, user properties, client context, remembered event IDs and consent
+    /// state. Nothing is evaluated.
     public func restoreDataLayer(from snapshot: SessionSnapshot, debug: Bool = false) -> DataLayer {
         restoreDataLayer(from: snapshot, debug: debug, committing: nil)
     }

@@ -73,6 +73,25 @@ extension SessionStore {
         }
     }
 
+    /// Pushes a consent command (``ConsentCommand``) into the session of `userID` (loaded on a miss) and returns
+    /// once the session's new consent state is durable, with the store's committer: as
+    /// ``push(event:parameters:for:context:eventID:waitsForDurability:prepare:)`` does for an event (fenced pushes
+    /// are pushed again on the newest state).
+    /// - Throws: ``PushError``.
+    @discardableResult
+    public func push(
+        _ command: ConsentCommand,
+        for userID: String,
+        context: ClientContext? = nil,
+        waitsForDurability: Bool = true
+    ) async throws(PushError) -> PushResult {
+        let outcome = await push(
+            [PushRequest(command: command, userID: userID, context: context)],
+            waitsForDurability: waitsForDurability
+        )
+        return try outcome[0].get()
+    }
+
     /// Loads the session of `userID` and pushes the event into it (committed inside the turn, not waited for);
     /// returns the result and the session it ran on.
     private func pushOnce(
@@ -81,6 +100,7 @@ extension SessionStore {
         for userID: String,
         context: ClientContext?,
         eventID: String?,
+        command: ConsentCommand? = nil,
         prepare: (DataLayer) -> Void
     ) async throws(PushError) -> (PushResult, DataLayer) {
         let session: DataLayer
@@ -91,7 +111,9 @@ extension SessionStore {
         }
         prepare(session)
         let result =
-            if let eventID {
+            if let command {
+                await session.push(command)
+            } else if let eventID {
                 await session.push(event: event, parameters: parameters, eventID: eventID)
             } else {
                 await session.push(event: event, parameters: parameters)
@@ -123,6 +145,18 @@ extension SessionStore {
         /// ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:prepare:)``), also a second
         /// request of the same batch with the same ID.
         public var eventID: String?
+        /// A consent command to push instead of the event (``event`` and ``parameters`` are then not used).
+        public var command: ConsentCommand?
+
+        /// Creates a request that pushes a consent command into the session of `userID`.
+        public init(command: ConsentCommand, userID: String, context: ClientContext? = nil) {
+            self.event = ""
+            self.parameters = ValueMap()
+            self.userID = userID
+            self.context = context
+            self.eventID = nil
+            self.command = command
+        }
 
         /// Creates a request.
         public init(
@@ -172,6 +206,7 @@ extension SessionStore {
                         for: request.userID,
                         context: request.context,
                         eventID: request.eventID,
+                        command: request.command,
                         prepare: prepare
                     )
                     pushed.append((index, result, session))

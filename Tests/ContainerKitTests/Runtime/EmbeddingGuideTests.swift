@@ -40,6 +40,38 @@ struct EmbeddingGuideTests {
         #expect(checked > 20)
     }
 
+    /// The consent snippet: a regional default blocks a tag that needs `ad_storage`; the update lets it fire.
+    @Test func theConsentSnippetRuns() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(
+            try TestContainers.resource(
+                macros: #"[{"function": "__e"}]"#,
+                tags:
+                    #"[{"function": "__funct", "tag_id": 1, "vtp_classPath": "ads", "consent": ["list", "ad_storage"]}]"#,
+                predicates: #"[{"function": "_eq", "arg0": ["macro", 0], "arg1": "purchase"}]"#,
+                rules: #"[[["if", 0], ["add", 0]]]"#
+            )
+        )
+        manager.register(tagHandler: RecordingHandler(), for: "ads")
+        var context = ClientContext(platform: "web")
+        context.region = "ES-MD"  // ISO 3166-2; the country, ES, follows
+        let visitor = manager.makeDataLayer(context: context)
+        visitor.push(
+            try ConsentCommand(gtagArguments: ["consent", "default", ["ad_storage": "denied", "region": ["ES"]]])
+        )
+        let before = visitor.push(event: "purchase")  // a tag needing ad_storage: .blockedByConsent(["ad_storage"])
+        visitor.push(ConsentCommand(kind: .update, settings: [.init(type: "ad_storage", value: "granted")]))
+        let after = visitor.push(event: "purchase")  // fires
+        let state = visitor.consent  // ConsentState: per type, the default (with its region) and the update
+        #expect(context.country == "ES")
+        #expect(before.fired.first?.status == .blockedByConsent(["ad_storage"]))
+        #expect(after.fired.first?.status == .ok)
+        #expect(
+            state.entry("ad_storage")
+                == ConsentState.Entry(type: "ad_storage", region: "ES", defaultGranted: false, updateGranted: true)
+        )
+    }
+
     /// The queue's log as the persistence, with the sessions of an earlier version's files imported first:
     /// user-42 continues from their old session, and the push's state survives a restart of the queue.
     @Test func thePersistenceSnippetRuns() async throws {

@@ -1,15 +1,17 @@
 import ContainerKit
 
-/// Tags whose consent settings ask for consent types: GTM fires them only once those are granted;
-/// ContainerKit does not track consent and fires them without the check.
-struct ConsentCheckRule: LintRule {
+/// Tags whose consent settings ask for consent types. ContainerKit checks them against the session's consent
+/// commands, as GTM does; what it does not evaluate is GTM's implicit default for the visitor's location, which a
+/// browser's served script carries: a type no command set counts as granted.
+struct ConsentImplicitDefaultRule: LintRule {
     static let description = RuleDescription(
-        id: "consent_not_checked",
-        name: "Consent Not Checked",
+        id: "consent_implicit_default",
+        name: "Consent Without Implicit Default",
         description:
-            "A tag needs consent types granted (compiled `consent`, export `consentSettings` NEEDED); GTM waits for "
-            + "them, ContainerKit does not track consent and fires the tag without the check.",
-        severity: .warning,
+            "A tag needs consent types granted (compiled `consent`, export `consentSettings` NEEDED). ContainerKit "
+            + "checks them against the session's consent commands; a type no command set counts as granted, where a "
+            + "browser's GTM may apply an implicit default for the visitor's location: push a consent default for it.",
+        severity: .note,
         triggeringExamples: [
             #"""
             {"resource": {"tags": [{"function": "__funct", "tag_id": 4, "vtp_classPath": "A",
@@ -39,8 +41,8 @@ struct ConsentCheckRule: LintRule {
             let types = tag.consentTypes.map { "'\($0)'" }.joined(separator: ", ")
             let pointer = tag.origin.pointer + (input.source.kind == .resource ? "/consent" : "/consentSettings")
             let message =
-                "tag \(program.tagLabel(i)) needs consent \(types) granted; ContainerKit does not track consent, "
-                + "so it fires without the check"
+                "tag \(program.tagLabel(i)) needs consent \(types) granted; a type no consent command set counts as "
+                + "granted (GTM's implicit per-location defaults are not applied), so push a consent default for it"
             findings.append(input.finding(Self.description, message, at: pointer))
         }
         return findings
