@@ -12,15 +12,17 @@ struct PreviewCommand {
         name: "preview",
         synopsis: [
             "<preview-url> (--server <base-url> | --drafts <dir>)",
-            "[--events <file.jsonl> | -] [--format text|json] [--log-level <level>]",
-            "[--braze <class path>]... [--braze-user <external id>]",
+            "[--events <file.jsonl> | -] [--context key=value]... [--format text|json]",
+            "[--log-level <level>] [--braze <class path>]... [--braze-user <external id>]",
         ],
         summary: """
             Loads the draft container that a GTM preview URL names
               tagmanager.c.<app id>://preview/p?id=GTM-XXXX&gtm_auth=<token>&gtm_preview=<digits>[&gtm_debug=x]
             and runs data-layer pushes against it in debug mode, one JSON object per input line (default: standard
             input). For every push it shows the tags that fired (with their parameters), the tags that did not fire
-            with the first condition that failed, the variables used, and the data layer after the push.
+            with the first condition that failed, the variables used, and the data layer after the push. A line
+            that is a JSON array is a gtag consent command (["consent", "update", {...}]): the session's consent
+            state after it is shown, and tags it blocks are shown blocked_by_consent.
             The auth token is sent to the server only; it is never printed.
             """,
         options: [
@@ -32,6 +34,7 @@ struct PreviewCommand {
             ),
             .valued("--drafts", "<dir>", "read the draft from <dir>/<container id>.json or .plist instead"),
             .events(),
+            .context(),
             .format(
                 ["text", "json"],
                 help: [
@@ -70,6 +73,8 @@ struct PreviewCommand {
         var eventsPath: String
         var json: Bool
         var logLevel: LogLevel
+        /// The session's client context (the host's, with `--context` applied).
+        var context = ClientContext.host
         var brazeClassPaths: [String] = []
         var brazeUser: String?
 
@@ -104,6 +109,7 @@ struct PreviewCommand {
             json: args.format == "json",
             logLevel: args.logLevel
         )
+        options.context = try args.context()
         options.brazeClassPaths = args.values("--braze")
         options.brazeUser = args.value("--braze-user")
         if options.brazeUser?.isEmpty == true { throw UsageError("--braze-user needs a non-empty external id") }
@@ -131,7 +137,7 @@ struct PreviewCommand {
 
         let manager = TagManager(
             logger: CommandLogger(output: output, minimumLevel: options.logLevel),
-            defaultContext: .host,
+            defaultContext: options.context,
             lifecycle: LifecycleConfiguration(preview: options.source)
         )
         let draft: Container
@@ -174,6 +180,18 @@ struct PreviewCommand {
         if let user = options.brazeUser { BrazeTagProvider.setUser(.externalID(user), on: session) }
         var failedLines = 0
         for line in input {
+            if case .command(let lineNumber, let command, let arguments) = line {
+                await session.push(command)
+                let state = session.consent
+                if options.json {
+                    output.print(JSONWriter.string(ReportFormatting.commandJSON(arguments, state: state)))
+                } else {
+                    output.print("")
+                    output.print("line \(lineNumber): \(ReportFormatting.commandTitle(arguments))")
+                    output.print(ReportFormatting.consentLine(state))
+                }
+                continue
+            }
             guard case .push(let lineNumber, let message) = line else {
                 if case .invalid(_, let problem) = line {
                     output.error("containerkit preview: \(problem)")
@@ -217,7 +235,10 @@ struct PreviewCommand {
         var showsRecords = false
 
         var traces: [EvaluationTrace] { result.events.compactMap(\.trace) }
-        var notFired: [EvaluationTrace.TagOutcome] { traces.flatMap(\.tags).filter { $0.kind != .fired } }
+        /// The tags that did not fire (a tag blocked by consent is among the fired ones, with its status).
+        var notFired: [EvaluationTrace.TagOutcome] {
+            traces.flatMap(\.tags).filter { $0.kind != .fired && $0.kind != .blockedByConsent }
+        }
         var variables: [EvaluationTrace.VariableValue] { traces.flatMap(\.variables) }
 
         /// `{"event", "fired", "not_fired", "variables", "data_layer"}`.

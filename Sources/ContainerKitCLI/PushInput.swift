@@ -1,11 +1,14 @@
 import ContainerKit
 import Foundation
 
-/// The pushes `run` and `preview` read: one JSON object per line, from a file or standard input.
+/// The pushes `run` and `preview` read: one JSON object per line, from a file or standard input. A line that is a
+/// JSON array is a gtag-style command, pushed as GTM pushes gtag's `arguments` (not as an array): a consent
+/// command, `["consent", "default", {"ad_storage": "denied", "region": ["ES"]}]`.
 struct PushInput: Sequence {
-    /// One non-blank input line: a push, or why it is not one.
+    /// One non-blank input line: a push, a command, or why it is neither.
     enum Line {
         case push(number: Int, message: ValueMap)
+        case command(number: Int, command: ConsentCommand, arguments: [Value])
         /// `problem` reads like "line 3:7: expected ',' or '}' …".
         case invalid(number: Int, problem: Problem)
     }
@@ -65,8 +68,20 @@ struct PushInput: Sequence {
     /// Parses one line's bytes as they were read: invalid UTF-8 is an error that says where, not replaced.
     static func parse(_ bytes: [UInt8], number: Int) -> Line {
         do throws(ContainerError) {
-            guard case .object(let message) = try Value(jsonBytes: bytes) else {
-                let problem = Problem(line: number, code: "not_an_object", message: "a push must be a JSON object")
+            let value = try Value(jsonBytes: bytes)
+            if case .array(let arguments) = value {
+                return .command(
+                    number: number,
+                    command: try ConsentCommand(gtagArguments: arguments),
+                    arguments: arguments
+                )
+            }
+            guard case .object(let message) = value else {
+                let problem = Problem(
+                    line: number,
+                    code: "not_an_object",
+                    message: "a push must be a JSON object (or a gtag command, a JSON array)"
+                )
                 return .invalid(number: number, problem: problem)
             }
             return .push(number: number, message: message)

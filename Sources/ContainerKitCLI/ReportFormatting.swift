@@ -27,4 +27,36 @@ enum ReportFormatting {
     static func parameterLines(_ parameters: ValueMap) -> [String] {
         parameters.map { "      \($0.key) = \(JSONWriter.string($0.value))" }
     }
+
+    /// `gtag consent default {"ad_storage":"denied"}`: a command line's title.
+    static func commandTitle(_ arguments: [Value]) -> String {
+        "gtag "
+            + arguments.map { value in
+                if case .string(let text) = value, !text.isEmpty, !text.contains(" ") { return text }
+                return JSONWriter.string(value)
+            }.joined(separator: " ")
+    }
+
+    /// The session's consent state, one line: `consent: ad_storage denied (default, ES); …`.
+    static func consentLine(_ state: ConsentState) -> String {
+        guard !state.isEmpty else { return "  consent: nothing set (every type granted)" }
+        let parts = state.entries.map { entry -> String in
+            var how: [String] = []
+            if let granted = entry.updateGranted { how.append("update " + (granted ? "granted" : "denied")) }
+            if let granted = entry.defaultGranted {
+                how.append("default " + (granted ? "granted" : "denied") + (entry.region.map { " for \($0)" } ?? ""))
+            }
+            let state = entry.granted.map { $0 ? "granted" : "denied" } ?? "granted (no default applies)"
+            return "\(entry.type) \(state)" + (how.isEmpty ? "" : " (\(how.joined(separator: ", ")))")
+        }
+        return "  consent: " + parts.joined(separator: "; ")
+    }
+
+    /// What `--format json` prints for a command line: `{"command": […], "consent": {…}}`.
+    static func commandJSON(_ arguments: [Value], state: ConsentState) -> Value {
+        var map = ValueMap(minimumCapacity: 2)
+        map["command"] = .array(arguments)
+        map["consent"] = state.jsonValue
+        return .object(map)
+    }
 }

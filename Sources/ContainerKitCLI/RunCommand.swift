@@ -17,7 +17,9 @@ struct RunCommand {
         ],
         summary: """
             Runs a container over data-layer pushes, one JSON object per input line (default: standard input).
-            The object's `event` names the event; its other keys are the event's parameters.
+            The object's `event` names the event; its other keys are the event's parameters. A line that is a JSON
+            array is a gtag consent command, ["consent", "default"|"update", {...}]; the visitor's location for a
+            default's "region" is --context country=ES --context region=ES-MD.
             """,
         options: [
             .events(),
@@ -213,6 +215,17 @@ struct RunCommand {
                 // JSON output keeps one object per input line: the bad line gets an error object.
                 if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
                 failedLines += 1
+                continue
+            case .command(let number, let command, let arguments):
+                await session.push(command)
+                let state = session.consent
+                if options.json {
+                    output.print(JSONWriter.string(ReportFormatting.commandJSON(arguments, state: state)))
+                } else {
+                    output.print("")
+                    output.print("line \(number): \(ReportFormatting.commandTitle(arguments))")
+                    output.print(ReportFormatting.consentLine(state))
+                }
                 continue
             case .push(let number, let pushed):
                 lineNumber = number

@@ -222,7 +222,7 @@ import Testing
 
     @Test func exitsWithTwoWhenSomeLinesFailAndRunsTheOthers() async throws {
         let drafts = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()])
-        let events = try eventsFile("{\"event\": \"played\"}\n[1, 2]\nnot json\n{\"event\": \"skipped\"}\n")
+        let events = try eventsFile("{\"event\": \"played\"}\n42\nnot json\n{\"event\": \"skipped\"}\n")
         let outcome = await run(["preview", Self.url, "--drafts", drafts, "--events", events, "--format", "json"])
         #expect(outcome.code == 2)
         // One object per input line: the bad lines print error objects in their place.

@@ -161,6 +161,10 @@ struct DiffCommand {
                 case .invalid(_, let problem):
                     output.error("containerkit diff: cannot read events file \(name): \(problem)")
                     unreadable += 1
+                case .command(_, let command, _):
+                    // A consent command changes both sessions' consent state alike; it fires nothing.
+                    await replay.oldSession.push(command)
+                    await replay.newSession.push(command)
                 case .push(let number, let message):
                     if let difference = replay.replay(message, line: number),
                         outcome.events.count < options.maximumEvents
