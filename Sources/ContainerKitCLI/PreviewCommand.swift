@@ -181,15 +181,14 @@ struct PreviewCommand {
         var failedLines = 0
         for line in input {
             if case .command(let lineNumber, let command, let arguments) = line {
-                await session.push(command)
-                let state = session.consent
-                if options.json {
-                    output.print(JSONWriter.string(ReportFormatting.commandJSON(arguments, state: state)))
-                } else {
-                    output.print("")
-                    output.print("line \(lineNumber): \(ReportFormatting.commandTitle(arguments))")
-                    output.print(ReportFormatting.consentLine(state))
-                }
+                await ReportFormatting.pushCommand(
+                    command,
+                    arguments: arguments,
+                    line: lineNumber,
+                    into: session,
+                    json: options.json,
+                    output: output
+                )
                 continue
             }
             guard case .push(let lineNumber, let message) = line else {

@@ -52,6 +52,27 @@ enum ReportFormatting {
         return "  consent: " + parts.joined(separator: "; ")
     }
 
+    /// Pushes a command line's consent command into `session` and prints it with the consent state after it:
+    /// `{"command": […], "consent": {…}}` in JSON, else the command's title and ``consentLine(_:)``.
+    static func pushCommand(
+        _ command: ConsentCommand,
+        arguments: [Value],
+        line: Int,
+        into session: DataLayer,
+        json: Bool,
+        output: CommandOutput
+    ) async {
+        await session.push(command)
+        let state = session.consent
+        if json {
+            output.print(JSONWriter.string(commandJSON(arguments, state: state)))
+        } else {
+            output.print("")
+            output.print("line \(line): \(commandTitle(arguments))")
+            output.print(consentLine(state))
+        }
+    }
+
     /// What `--format json` prints for a command line: `{"command": […], "consent": {…}}`.
     static func commandJSON(_ arguments: [Value], state: ConsentState) -> Value {
         var map = ValueMap(minimumCapacity: 2)

@@ -217,15 +217,14 @@ struct RunCommand {
                 failedLines += 1
                 continue
             case .command(let number, let command, let arguments):
-                await session.push(command)
-                let state = session.consent
-                if options.json {
-                    output.print(JSONWriter.string(ReportFormatting.commandJSON(arguments, state: state)))
-                } else {
-                    output.print("")
-                    output.print("line \(number): \(ReportFormatting.commandTitle(arguments))")
-                    output.print(ReportFormatting.consentLine(state))
-                }
+                await ReportFormatting.pushCommand(
+                    command,
+                    arguments: arguments,
+                    line: number,
+                    into: session,
+                    json: options.json,
+                    output: output
+                )
                 continue
             case .push(let number, let pushed):
                 lineNumber = number

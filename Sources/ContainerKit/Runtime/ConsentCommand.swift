@@ -23,18 +23,16 @@ public struct ConsentCommand: Sendable, Hashable {
         case update
     }
 
-    /// One consent type the command sets.
+    /// One consent type the command sets: its name and its value's string form (`String(value)`), `nil` for
+    /// `null`.
     public struct Setting: Sendable, Hashable {
         /// The consent type.
         public var type: String
-        /// The value's string form (`String(value)`), `nil` for `null`.
+        /// The value's string form, `nil` for `null`.
         public var value: String?
 
-        /// Creates a setting.
-        public init(type: String, value: String?) {
-            self.type = type
-            self.value = value
-        }
+        /// Creates a setting of `type` to `value`.
+        public init(type: String, value: String?) { (self.type, self.value) = (type, value) }
     }
 
     /// The command's kind.

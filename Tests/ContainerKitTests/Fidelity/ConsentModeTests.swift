@@ -12,35 +12,16 @@ extension Fidelity {
     /// commands.
     @Suite struct ConsentModeTests {
         struct Case: Sendable, CustomTestStringConvertible {
-            var name: String
-            var country: String
-            var region: String
-            var commands: String
-            var denied: [String]
-            var granted: [String]
-
-            init(
-                _ name: String,
-                country: String,
-                region: String,
-                commands: String,
-                denied: [String],
-                granted: [String]
-            ) {
-                self.name = name
-                self.country = country
-                self.region = region
-                self.commands = commands
-                self.denied = denied
-                self.granted = granted
-            }
+            /// The case, the visitor's location, the commands (JSON), and the types GTM's code denied and granted.
+            let name, country, region, commands: String
+            let denied, granted: [String]
 
             var testDescription: String { name }
         }
 
         static let cases: [Case] = [
             Case(
-                "nothing set: granted",
+                name: "nothing set: granted",
                 country: "ES",
                 region: "ES-MD",
                 commands: #"[]"#,
@@ -48,7 +29,7 @@ extension Fidelity {
                 granted: ["ad_storage"]
             ),
             Case(
-                "default without region",
+                name: "default without region",
                 country: "ES",
                 region: "ES-MD",
                 commands: #"[["consent", "default", {"ad_storage": "denied"}]]"#,
@@ -56,7 +37,7 @@ extension Fidelity {
                 granted: ["analytics_storage"]
             ),
             Case(
-                "regional default, visitor there",
+                name: "regional default, visitor there",
                 country: "ES",
                 region: "",
                 commands: #"[["consent", "default", {"ad_storage": "denied", "region": ["ES"]}]]"#,
@@ -64,7 +45,7 @@ extension Fidelity {
                 granted: []
             ),
             Case(
-                "regional default, visitor elsewhere",
+                name: "regional default, visitor elsewhere",
                 country: "FR",
                 region: "FR-75",
                 commands: #"[["consent", "default", {"ad_storage": "denied", "region": ["ES"]}]]"#,
@@ -72,7 +53,7 @@ extension Fidelity {
                 granted: ["ad_storage"]
             ),
             Case(
-                "regional default wins over a later global one",
+                name: "regional default wins over a later global one",
                 country: "ES",
                 region: "ES-MD",
                 commands:
@@ -81,7 +62,7 @@ extension Fidelity {
                 granted: []
             ),
             Case(
-                "regional default wins over an earlier global one",
+                name: "regional default wins over an earlier global one",
                 country: "ES",
                 region: "ES-MD",
                 commands:
@@ -90,7 +71,7 @@ extension Fidelity {
                 granted: []
             ),
             Case(
-                "subdivision wins over country, country first",
+                name: "subdivision wins over country, country first",
                 country: "ES",
                 region: "ES-MD",
                 commands:
@@ -99,7 +80,7 @@ extension Fidelity {
                 granted: ["ad_storage"]
             ),
             Case(
-                "subdivision wins over country, subdivision first",
+                name: "subdivision wins over country, subdivision first",
                 country: "ES",
                 region: "ES-MD",
                 commands:
@@ -108,7 +89,7 @@ extension Fidelity {
                 granted: ["ad_storage"]
             ),
             Case(
-                "unknown location: every default applies, a denied one stays",
+                name: "unknown location: every default applies, a denied one stays",
                 country: "",
                 region: "",
                 commands:
@@ -117,7 +98,7 @@ extension Fidelity {
                 granted: []
             ),
             Case(
-                "unknown location: a later denied default applies",
+                name: "unknown location: a later denied default applies",
                 country: "",
                 region: "",
                 commands:
@@ -126,7 +107,7 @@ extension Fidelity {
                 granted: []
             ),
             Case(
-                "update grants everywhere",
+                name: "update grants everywhere",
                 country: "FR",
                 region: "",
                 commands:
@@ -135,7 +116,7 @@ extension Fidelity {
                 granted: ["ad_storage"]
             ),
             Case(
-                "update denies after a regional grant",
+                name: "update denies after a regional grant",
                 country: "ES",
                 region: "ES-MD",
                 commands:
@@ -144,7 +125,7 @@ extension Fidelity {
                 granted: []
             ),
             Case(
-                "update null denies",
+                name: "update null denies",
                 country: "ES",
                 region: "",
                 commands: #"[["consent", "update", {"ad_storage": null}]]"#,
@@ -152,7 +133,7 @@ extension Fidelity {
                 granted: []
             ),
             Case(
-                "default null sets nothing",
+                name: "default null sets nothing",
                 country: "ES",
                 region: "",
                 commands: #"[["consent", "default", {"ad_storage": null}]]"#,
@@ -160,7 +141,7 @@ extension Fidelity {
                 granted: ["ad_storage"]
             ),
             Case(
-                "a value other than granted denies",
+                name: "a value other than granted denies",
                 country: "ES",
                 region: "",
                 commands: #"[["consent", "default", {"ad_storage": "yes", "analytics_storage": true}]]"#,
@@ -168,7 +149,7 @@ extension Fidelity {
                 granted: []
             ),
             Case(
-                "region given as one lower-case code",
+                name: "region given as one lower-case code",
                 country: "ES",
                 region: "",
                 commands: #"[["consent", "default", {"ad_storage": "denied", "region": "es"}]]"#,
@@ -176,7 +157,7 @@ extension Fidelity {
                 granted: []
             ),
             Case(
-                "empty region list applies nowhere",
+                name: "empty region list applies nowhere",
                 country: "ES",
                 region: "ES-MD",
                 commands: #"[["consent", "default", {"ad_storage": "denied", "region": []}]]"#,
@@ -184,7 +165,7 @@ extension Fidelity {
                 granted: ["ad_storage"]
             ),
             Case(
-                "subdivision default, visitor's subdivision unknown",
+                name: "subdivision default, visitor's subdivision unknown",
                 country: "ES",
                 region: "",
                 commands: #"[["consent", "default", {"ad_storage": "denied", "region": ["ES-MD"]}]]"#,
@@ -192,7 +173,7 @@ extension Fidelity {
                 granted: ["ad_storage"]
             ),
             Case(
-                "global denied then country granted",
+                name: "global denied then country granted",
                 country: "ES",
                 region: "ES-CT",
                 commands:
@@ -201,7 +182,7 @@ extension Fidelity {
                 granted: ["ad_storage"]
             ),
             Case(
-                "one default for several regions",
+                name: "one default for several regions",
                 country: "ES",
                 region: "",
                 commands:
@@ -210,7 +191,7 @@ extension Fidelity {
                 granted: []
             ),
             Case(
-                "later global default replaces an earlier one",
+                name: "later global default replaces an earlier one",
                 country: "ES",
                 region: "",
                 commands:
@@ -219,7 +200,7 @@ extension Fidelity {
                 granted: ["ad_storage"]
             ),
             Case(
-                "a default after an update keeps the update",
+                name: "a default after an update keeps the update",
                 country: "ES",
                 region: "",
                 commands:
@@ -228,7 +209,7 @@ extension Fidelity {
                 granted: ["ad_storage"]
             ),
             Case(
-                "wait_for_update changes nothing",
+                name: "wait_for_update changes nothing",
                 country: "",
                 region: "",
                 commands: #"[["consent", "default", {"ad_storage": "denied", "wait_for_update": 500}]]"#,
@@ -369,14 +350,20 @@ extension Fidelity {
             #expect(!container.unsupported.contains { $0.message.contains("consent") })
             let (manager, _) = Self.manager(container)
             // No location known: gtm.js applies every default, regional ones too (`e === ""`).
-            let nowhere = manager.makeDataLayer()
-            nowhere.push(Self.command(.default, ["ad_storage": "denied"], regions: ["ES"]))
-            #expect(nowhere.push(event: "gtm.js").fired.first?.status == .blockedByConsent(["ad_storage"]))
-            var france = ClientContext()
-            try france.setValue("FR", forKey: "country")
-            let elsewhere = manager.makeDataLayer(context: france)
-            elsewhere.push(Self.command(.default, ["ad_storage": "denied"], regions: ["ES"]))
-            #expect(elsewhere.push(event: "gtm.js").fired.first?.status == .ok)
+            #expect(try Self.underSpanishDefault(manager, event: "gtm.js") == .blockedByConsent(["ad_storage"]))
+            #expect(try Self.underSpanishDefault(manager, country: "FR", event: "gtm.js") == .ok)
+        }
+
+        /// The status of the first tag fired by `event` in a new session of a visitor in `country` (unknown when
+        /// empty) after a default denying `ad_storage` for Spain.
+        static func underSpanishDefault(_ manager: TagManager, country: String = "", event: String) throws
+            -> FiredTag.Status?
+        {
+            var context = ClientContext()
+            try context.setValue(country, forKey: "country")
+            let session = manager.makeDataLayer(context: context)
+            session.push(Self.command(.default, ["ad_storage": "denied"], regions: ["ES"]))
+            return session.push(event: event).fired.first?.status
         }
 
         @Test func theRegionComesFromTheSessionsContext() throws {
@@ -389,11 +376,7 @@ extension Fidelity {
             session.push(Self.command(.default, ["ad_storage": "denied"], regions: ["ES"]))
             session.push(Self.command(.default, ["ad_storage": "granted"]))
             #expect(session.push(event: "e").fired.first?.status == .blockedByConsent(["ad_storage"]))
-            var france = ClientContext()
-            try france.setValue("FR", forKey: "country")
-            let other = manager.makeDataLayer(context: france)
-            other.push(Self.command(.default, ["ad_storage": "denied"], regions: ["ES"]))
-            #expect(other.push(event: "e").fired.first?.status == .ok)
+            #expect(try Self.underSpanishDefault(manager, country: "FR", event: "e") == .ok)
         }
 
         @Test func aConsentCommandChangesNoDataLayerKeyAndEvaluatesNothing() throws {
