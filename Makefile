@@ -5,7 +5,7 @@ CONTAINER ?= Containers/GTM-MUSIC01.json
 EVENTS ?= Containers/events/music-session.jsonl
 BRAZE_CLASS_PATH := com.appboy.googletagmanager.BrazeGtmTagProvider
 
-.PHONY: all build run test bench bench-service bench-cluster test-example test-postgres lint format format-check clean fuzz tsan soak hostile
+.PHONY: all build run run-example test bench bench-service bench-cluster test-example test-postgres lint format format-check clean fuzz tsan soak hostile
 
 all: build
 
@@ -31,6 +31,15 @@ bench:
 # the median round reported.
 bench-service:
 	Examples/TagService/bench/bench-service.sh
+
+# The example service on 127.0.0.1:8080 over the debug page's fixture container (GTM-DEBUG1), records to
+# /tmp/tagservice/queue.jsonl, with its live debug page on http://127.0.0.1:8081/debug?token=$(DEBUG_TOKEN)
+# (see Examples/TagService/README.md, "The debug page").
+DEBUG_TOKEN ?= change-me-debug-token
+run-example:
+	$(SWIFT) run --package-path Examples/TagService TagService \
+		--containers Examples/TagService/Tests/TagServiceTests/Fixtures/debug-containers --queue /tmp/tagservice/queue \
+		--debug-token $(DEBUG_TOKEN)
 
 # The example service's own tests (a separate package with its own dependencies).
 test-example:

@@ -26,7 +26,8 @@ guard case .run(let configuration) = parsed else {
 LoggingSystem.bootstrap { label in
     var handler = SafeLogHandler(
         wrapping: StreamLogHandler.standardError(label: label),
-        secrets: [configuration.brazeAPIKey, configuration.metricsToken].compactMap { $0 } + configuration.writeKeys
+        secrets: [configuration.brazeAPIKey, configuration.metricsToken, configuration.debug.token].compactMap { $0 }
+            + configuration.writeKeys
     )
     handler.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
     return handler

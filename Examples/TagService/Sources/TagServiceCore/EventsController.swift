@@ -25,6 +25,9 @@ struct EventsController: Sendable {
     /// Whether a new session's Braze user is the request's `user_id` (`--braze-user user-id`, the default);
     /// `false`: sessions have no Braze user until a `changeUser` tag names one (their Braze records wait).
     var namesBrazeUser = true
+    /// The live debug page (`--debug-token`), which traces the pushes of followed users and of requests that
+    /// carry its header; `nil`: off, and a push pays one branch for it.
+    var debug: DebugHub? = nil
 
     /// The routes: `POST /v1/events` and `POST /v1/batch`, and with the user in the path (``RoutedUser``)
     /// `POST /v1/users/{user_id}/events` and `POST /v1/users/{user_id}/batch`, as in `--postgres` mode.
@@ -68,6 +71,7 @@ struct EventsController: Sendable {
             routedUser: routedUser
         )
         try requireContainer(events: 1)
+        let tracing = debug?.tracing(userID: event.userID, headers: request.headers)
         let result: PushResult
         do {
             result = try await sessions.push(
@@ -83,6 +87,7 @@ struct EventsController: Sendable {
             throw refusal(error, userID: event.userID)
         }
         if waitsForDurability { readiness.commit(succeeded: true) }
+        if let tracing { debug?.record(result, of: event, tracing: tracing) }
         if let refusal = result.refusal { throw APIError(refusal: refusal) }
         if result.isDuplicate { metrics.duplicateEvents.increment() }
         return eventAnswer(result, userID: event.userID, durable: waitsForDurability)
@@ -103,8 +108,12 @@ struct EventsController: Sendable {
         try requireContainer(events: batch.items.count)
         var requests: [SessionStore.PushRequest] = []
         var positions: [Int] = []
+        var traced: [Int: DebugTracing] = [:]
         for (index, item) in batch.items.enumerated() {
             guard case .success(let event) = item else { continue }
+            if let debug, let tracing = debug.tracing(userID: event.userID, headers: request.headers) {
+                traced[requests.count] = tracing
+            }
             requests.append(
                 SessionStore.PushRequest(
                     event: event.event,
@@ -130,6 +139,7 @@ struct EventsController: Sendable {
         for (index, outcome) in pushed.enumerated() {
             switch outcome {
             case .success(let result):
+                if let tracing = traced[index] { debug?.record(result, of: requests[index], tracing: tracing) }
                 if result.isDuplicate { metrics.duplicateEvents.increment() }
                 outcomes[positions[index]] = result.refusal.map { .failure(APIError(refusal: $0)) } ?? .success(result)
             case .failure(let error):

@@ -55,10 +55,12 @@ public struct TagServiceApplication: Sendable {
     ///
     /// - Parameter onServerRunning: called with the bound port once the server listens (the chosen one
     ///   when ``TagServiceConfiguration/port`` is 0).
+    /// - Parameter onDebugServerRunning: the same for the debug page's listener (`--debug-token`).
     public init(
         configuration: TagServiceConfiguration,
         logger: Logging.Logger,
-        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onDebugServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         self.configuration = configuration
         try StartupCheck.paths(of: configuration)
@@ -178,6 +180,8 @@ public struct TagServiceApplication: Sendable {
         } else {
             ingestion.add(middleware: WriteKeyMiddleware(keys: writeKeys))
         }
+        // `--debug-token`: the live debug page, on its own listener; `nil` (one branch per push) when off.
+        let debug = configuration.debug.isEnabled ? DebugHub(settings: configuration.debug) : nil
         EventsController(
             sessions: sessions,
             metrics: metrics,
@@ -187,7 +191,8 @@ public struct TagServiceApplication: Sendable {
             maximumBodyBytes: configuration.maximumBodyBytes,
             batchLimits: batchLimits,
             logger: logger,
-            namesBrazeUser: configuration.brazeUser == .userID
+            namesBrazeUser: configuration.brazeUser == .userID,
+            debug: debug
         ).register(on: ingestion)
         OperationsController(
             manager: manager,
@@ -200,6 +205,21 @@ public struct TagServiceApplication: Sendable {
             metricsToken: configuration.metricsToken
         ).register(on: router)
 
+        var debugServices: [any Service] = []
+        if let debug {
+            debugServices.append(
+                DebugService(
+                    hub: debug,
+                    manager: manager,
+                    sessions: sessions,
+                    delivery: { [queue, scaleOut] in
+                        Self.deliveryReading(queue: queue, scaleOut: scaleOut, metrics: metrics)
+                    },
+                    logger: logger,
+                    onServerRunning: onDebugServerRunning
+                )
+            )
+        }
         let limits = BoundedHTTP1Channel.Limits(
             idleTimeout: configuration.idleTimeout,
             requestTimeout: configuration.requestTimeout,
@@ -220,7 +240,8 @@ public struct TagServiceApplication: Sendable {
                 + (scaleOut?.services ?? []) + [
                     sessions.cancelledOnGracefulShutdown(),
                     containers,
-                ],
+                ]
+                + debugServices,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )

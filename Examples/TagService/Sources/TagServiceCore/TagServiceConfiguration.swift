@@ -107,6 +107,8 @@ public struct TagServiceConfiguration: Sendable {
     /// The token `GET /metrics` must present as `Authorization: Bearer <token>`; `nil`: `/metrics` is open
     /// like `/health` and `/ready`.
     public var metricsToken: String?
+    /// `--debug-token` and its companions: the live debug page, off by default.
+    public var debug = DebugSettings()
 
     /// How a new session gets its Braze user.
     public enum BrazeUser: String, Sendable, Hashable {
@@ -237,6 +239,7 @@ extension TagServiceConfiguration {
                                     most records a session without a Braze user holds, default 100; the
                                     oldest are dropped past it; 0 drops such tags (TAGSERVICE_BRAZE_PENDING_RECORDS)
           --braze-pending-age <s>   longest such a record waits, default 86400 (TAGSERVICE_BRAZE_PENDING_AGE)
+        \(debugHelp)
           --help                    show this text
 
         Braze:
@@ -272,7 +275,7 @@ extension TagServiceConfiguration {
         var writeKeys: [String] = []
         var noDurableWait =
             environment["TAGSERVICE_NO_DURABLE_WAIT"].map { ["1", "true", "yes"].contains($0) } ?? false
-        let valued: [String: String] = [
+        let valued: [String: String] = debugFlags.merging([
             "--containers": "TAGSERVICE_CONTAINERS", "--queue": "TAGSERVICE_QUEUE", "--host": "TAGSERVICE_HOST",
             "--port": "TAGSERVICE_PORT", "--sessions": "TAGSERVICE_SESSIONS",
             "--max-body-bytes": "TAGSERVICE_MAX_BODY_BYTES", "--max-batch-events": "TAGSERVICE_MAX_BATCH_EVENTS",
@@ -292,7 +295,7 @@ extension TagServiceConfiguration {
             "--write-key-file": "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token": "TAGSERVICE_METRICS_TOKEN",
             "--braze-user": "TAGSERVICE_BRAZE_USER", "--braze-pending-records": "TAGSERVICE_BRAZE_PENDING_RECORDS",
             "--braze-pending-age": "TAGSERVICE_BRAZE_PENDING_AGE",
-        ]
+        ]) { $1 }
         for (flag, variable) in valued {
             if let value = environment[variable], !value.isEmpty { values[flag] = value }
         }
@@ -454,6 +457,7 @@ extension TagServiceConfiguration {
             configuration.brazePendingAge = try duration(seconds, flag: "--braze-pending-age")
         }
         try parseScaleOut(values, into: &configuration)
+        try parseDebug(values, into: &configuration)
         try parseKeys(
             writeKeys,
             file: values["--write-key-file"],

@@ -1,0 +1,256 @@
+import ContainerKit
+import Foundation
+import HTTPTypes
+import Synchronization
+import Testing
+
+@testable import TagServiceCore
+
+/// The debug page's bounds and escaping, without a browser.
+struct DebugHubTests {
+    static let token = "debug-token-0123456789abcdef"
+
+    /// A hub with a clock moved by hand.
+    final class Fixture: Sendable {
+        final class Time: Sendable {
+            let value = Mutex<Duration>(.zero)
+        }
+        let time = Time()
+        let hub: DebugHub
+
+        init(_ change: (inout DebugSettings) -> Void = { _ in }) {
+            var settings = DebugSettings()
+            settings.token = DebugHubTests.token
+            change(&settings)
+            let time = self.time
+            hub = DebugHub(settings: settings, now: { time.value.withLock { $0 } })
+        }
+
+        func advance(_ duration: Duration) { time.value.withLock { $0 += duration } }
+    }
+
+    static func trace(_ event: String) -> PushTrace {
+        PushTrace(event: event, message: .object(ValueMap()), outcome: .applied)
+    }
+
+    @Test func nobodyFollowedMeansNoPushIsTraced() {
+        let fixture = Fixture()
+        #expect(fixture.hub.tracing(userID: "alice", headers: [:]) == nil)
+        #expect(fixture.hub.tracing(userID: "alice", headers: [DebugHub.header: "wrong-token-0123456789"]) == nil)
+        #expect(!fixture.hub.isFollowed("alice"))
+    }
+
+    @Test func theDebugHeaderWithTheTokenTracesAndFollowsItsUser() throws {
+        let fixture = Fixture()
+        #expect(fixture.hub.tracing(userID: "alice", headers: [DebugHub.header: Self.token]) == .header)
+        #expect(fixture.hub.isFollowed("alice"))
+        #expect(fixture.hub.tracing(userID: "alice", headers: [:]) == .followed)
+        #expect(fixture.hub.tracing(userID: "bob", headers: [:]) == nil)
+    }
+
+    @Test func aFollowedUserKeepsTheirLastPushesNewestFirst() throws {
+        let fixture = Fixture { $0.pushesPerUser = 200 }
+        try fixture.hub.follow("alice")
+        for index in 1...205 { fixture.hub.record(Self.trace("e\(index)"), userID: "alice", tracing: .followed) }
+        let pushes = fixture.hub.pushes(of: "alice")
+        #expect(pushes.count == 200)
+        #expect(pushes.first?.trace.event == "e205")
+        #expect(pushes.last?.trace.event == "e6")
+        #expect(pushes.first?.sequence == 205)
+    }
+
+    @Test func followingEndsAfterTheGracePeriodOnceNoPageIsOpen() async throws {
+        let fixture = Fixture { $0.followGrace = .seconds(600) }
+        try fixture.hub.follow("alice")
+        let subscription = try fixture.hub.subscribe("alice", after: 0)
+        fixture.advance(.seconds(3600))
+        #expect(fixture.hub.sweep() == 0, "a page is open")
+        subscription.end()
+        fixture.advance(.seconds(599))
+        #expect(fixture.hub.sweep() == 0)
+        fixture.advance(.seconds(2))
+        #expect(fixture.hub.sweep() == 1)
+        #expect(fixture.hub.tracing(userID: "alice", headers: [:]) == nil)
+        #expect(fixture.hub.openStreams == 0)
+    }
+
+    @Test func atMostTheConfiguredUsersAreFollowedAndAnIdleOneMakesRoom() throws {
+        let fixture = Fixture { $0.maximumFollowedUsers = 16 }
+        var subscriptions: [DebugHub.Subscription] = []
+        for index in 0..<16 {
+            try fixture.hub.follow("user\(index)")
+            fixture.advance(.seconds(1))
+        }
+        // The 17th replaces the user followed the longest ago without an open page.
+        try fixture.hub.follow("user16")
+        #expect(!fixture.hub.isFollowed("user0"))
+        #expect(fixture.hub.followedUsers.count == 16)
+        // With a page open for each of them, there is no room.
+        let fixture2 = Fixture {
+            $0.maximumFollowedUsers = 2; $0.maximumStreams = 8
+        }
+        subscriptions.append(try fixture2.hub.subscribe("a", after: 0))
+        subscriptions.append(try fixture2.hub.subscribe("b", after: 0))
+        #expect(throws: DebugHub.Refusal.tooManyUsers(2)) { try fixture2.hub.follow("c") }
+        for subscription in subscriptions { subscription.end() }
+    }
+
+    @Test func atMostTheConfiguredStreamsAreOpen() throws {
+        let fixture = Fixture { $0.maximumStreams = 8 }
+        var subscriptions: [DebugHub.Subscription] = []
+        for _ in 0..<8 { subscriptions.append(try fixture.hub.subscribe("alice", after: 0)) }
+        #expect(throws: DebugHub.Refusal.tooManyStreams(8)) { try fixture.hub.subscribe("alice", after: 0) }
+        subscriptions.removeFirst().end()
+        subscriptions.append(try fixture.hub.subscribe("alice", after: 0))
+        #expect(fixture.hub.openStreams == 8)
+        for subscription in subscriptions { subscription.end() }
+        #expect(fixture.hub.openStreams == 0)
+    }
+
+    @Test func aStreamGetsTheKeptPushesAfterItsLastThenNewOnes() async throws {
+        let fixture = Fixture()
+        try fixture.hub.follow("alice")
+        for index in 1...3 { fixture.hub.record(Self.trace("e\(index)"), userID: "alice", tracing: .followed) }
+        let subscription = try fixture.hub.subscribe("alice", after: 1)
+        fixture.hub.record(Self.trace("e4"), userID: "alice", tracing: .followed)
+        var iterator = subscription.messages.makeAsyncIterator()
+        var events: [String?] = []
+        for _ in 0..<3 {
+            if case .push(let entry) = await iterator.next() { events.append(entry.trace.event) }
+        }
+        #expect(events == ["e2", "e3", "e4"])
+        subscription.end()
+        #expect(await iterator.next() == nil)
+    }
+
+    @Test func aBrowserThatDoesNotReadIsDroppedAndNeverBlocksAPush() async throws {
+        let fixture = Fixture { $0.pushesPerUser = 10 }
+        let subscription = try fixture.hub.subscribe("alice", after: 0)
+        // Its buffer holds the ring and a margin (26); nothing reads it. Every record returns at once.
+        for index in 1...100 { fixture.hub.record(Self.trace("e\(index)"), userID: "alice", tracing: .followed) }
+        var received = 0
+        for await _ in subscription.messages { received += 1 }
+        #expect(received == 26, "what its buffer held, then the stream ended")
+        #expect(fixture.hub.openStreams == 0)
+        // The page reconnects and catches up from the ring.
+        let again = try fixture.hub.subscribe("alice", after: 90)
+        var iterator = again.messages.makeAsyncIterator()
+        if case .push(let entry) = await iterator.next() {
+            #expect(entry.sequence == 91)
+        } else {
+            Issue.record("no push")
+        }
+        again.end()
+    }
+
+    @Test func theOverviewCountsEachTagsOutcomesPerBucket() {
+        let fixture = Fixture()
+        var trace = Self.trace("purchase")
+        trace.evaluations = [
+            PushTrace.Evaluation(
+                containerID: "GTM-X",
+                containerVersion: "1",
+                event: "purchase",
+                tags: [
+                    PushTrace.Tag(index: 0, name: "a", outcome: .fired),
+                    PushTrace.Tag(index: 1, name: "b", outcome: .notFired),
+                    PushTrace.Tag(index: 2, name: "c", outcome: .blocked),
+                ]
+            )
+        ]
+        fixture.hub.overview.count(trace, at: .seconds(5))
+        fixture.hub.overview.count(trace, at: .seconds(25))
+        let series = fixture.hub.overview.tagSeries(at: .seconds(30))
+        #expect(series.map(\.tag.name) == ["a", "b", "c"])
+        #expect(series[0].counts.count == DebugOverview.buckets)
+        #expect(series[0].counts.suffix(2).map(\.fired) == [1, 1])
+        #expect(series[1].counts.last?.notFired == 1)
+        #expect(series[2].counts.last?.blocked == 1)
+        // Ten minutes later the old buckets are gone.
+        #expect(
+            fixture.hub.overview.tagSeries(at: .seconds(30 + 600)).allSatisfy { $0.counts.allSatisfy { $0 == .init() } }
+        )
+    }
+
+    @Test func deliveryLatencyIsEstimatedFromBacklogAndRate() {
+        let overview = DebugOverview()
+        overview.sample(backlog: 0, delivered: 0, at: .seconds(0))
+        overview.sample(backlog: 50, delivered: 100, at: .seconds(5))
+        #expect(overview.deliveries.last?.latency == .milliseconds(2500), "50 waiting, 20 delivered a second")
+        overview.sample(backlog: 50, delivered: 100, at: .seconds(10))
+        #expect(overview.deliveries.last?.latency == nil, "nothing delivered meanwhile")
+    }
+
+    @Test(arguments: [
+        ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),
+        ("\"onmouseover=\"x'", "&quot;onmouseover=&quot;x&#39;"),
+        ("a&b", "a&amp;b"),
+        ("bell\u{7}esc\u{1B}del\u{7F}", "bell\\u0007esc\\u001Bdel\\u007F"),
+        ("rtl\u{202E}x\u{2028}", "rtl\\u202Ex\\u2028"),
+        ("line\nfeed", "line\\u000Afeed"),
+        ("café 🎵", "café 🎵"),
+    ])
+    func untrustedTextIsEscaped(input: String, escaped: String) {
+        #expect(HTML.escape(input) == escaped)
+    }
+
+    @Test func jsonIsEscapedForHTMLAndKeepsItsLayout() {
+        var html = HTML()
+        html.json(.object(["<k>": .string("</pre><script>"), "n": .int(1)]))
+        #expect(
+            html.string == "{\n  &quot;&lt;k&gt;&quot;: &quot;&lt;/pre&gt;&lt;script&gt;&quot;,\n  &quot;n&quot;: 1\n}"
+        )
+    }
+
+    @Test func serverSentEventsPutEveryLineOfTheDataInItsOwnField() {
+        let event = ServerSentEvent(id: "7", event: "push", data: "a\nb\r\nc\rd")
+        #expect(event.text == "id: 7\nevent: push\ndata: a\ndata: b\ndata: c\ndata: d\n\n")
+    }
+
+    @Test func theRedirectDropsTheTokenAndStaysOnTheListener() {
+        #expect(
+            DebugAccessMiddleware.addressWithoutToken(.init("/debug/users/a?token=x&after=2"))
+                == "/debug/users/a?after=2"
+        )
+        #expect(DebugAccessMiddleware.addressWithoutToken(.init("//evil.example/x?token=x")) == "/evil.example/x")
+        #expect(DebugAccessMiddleware.addressWithoutToken(.init("/debug?token=x")) == "/debug")
+    }
+
+    @Test func userIDsArePercentEncodedInAddresses() {
+        #expect(HTML.pathSegment("a b/c?<é>") == "a%20b%2Fc%3F%3C%C3%A9%3E")
+        #expect(HTML.pathSegment("alice-1_2.3~") == "alice-1_2.3~")
+    }
+
+    @Test func theDebugPageIsOffUnlessATokenIsGiven() throws {
+        let base = ["--containers", "/tmp/c", "--queue", "/tmp/q"]
+        guard case .run(let off) = try TagServiceConfiguration.parse(base, environment: [:]) else {
+            Issue.record("no configuration")
+            return
+        }
+        #expect(!off.debug.isEnabled)
+        guard
+            case .run(let on) = try TagServiceConfiguration.parse(
+                base + ["--debug-port", "0", "--debug-max-streams", "4"],
+                environment: ["TAGSERVICE_DEBUG_TOKEN": Self.token]
+            )
+        else {
+            Issue.record("no configuration")
+            return
+        }
+        #expect(on.debug.token == Self.token && on.debug.port == 0 && on.debug.maximumStreams == 4)
+        #expect(on.debug.host == "127.0.0.1" && on.debug.followGrace == .seconds(600))
+        #expect(throws: UsageError.self) {
+            try TagServiceConfiguration.parse(base + ["--debug-port", "9"], environment: [:])
+        }
+        #expect(throws: UsageError.self) {
+            try TagServiceConfiguration.parse(base + ["--debug-token", "short"], environment: [:])
+        }
+        #expect(throws: UsageError.self) {
+            try TagServiceConfiguration.parse(
+                base + ["--debug-token", Self.token, "--debug-max-users", "0"],
+                environment: [:]
+            )
+        }
+        #expect(TagServiceConfiguration.help.contains("--debug-token <token>"))
+    }
+}
