@@ -66,6 +66,22 @@ struct DebugPageBrowserTests {
             await process.stop(SIGTERM)
             try? FileManager.default.removeItem(at: root)
         }
+
+        /// Runs `body` with a running service (and a browser, `withBrowser`), then stops them, whatever `body` did.
+        static func with(browser withBrowser: Bool = true, _ body: (Running, HeadlessChromium?) async throws -> Void)
+            async throws
+        {
+            let service = try await Running()
+            let browser = withBrowser ? try HeadlessChromium() : nil
+            defer { browser?.stop() }
+            do {
+                try await body(service, browser)
+            } catch {
+                await service.stop()
+                throw error
+            }
+            await service.stop()
+        }
     }
 
     /// The pushes on the page, newest first: each push's event and its tags with their outcomes.
@@ -87,10 +103,10 @@ struct DebugPageBrowserTests {
                 var left: String
                 var right: String
             }
-            var name: String
-            var outcome: String
-            var conditions: [Condition]
-            var blockedBy: [String]
+            /// `data-tag`, `data-outcome`.
+            var name: String, outcome: String
+            /// The failed conditions (`.condition`) and the blocking triggers (`.blocked-by`).
+            var conditions: [Condition], blockedBy: [String]
         }
         var event: String
         var tags: [Tag]
@@ -104,10 +120,8 @@ struct DebugPageBrowserTests {
     }
 
     @Test func aFollowedUsersPushesAppearLiveWithTheTagsThatFired() async throws {
-        let service = try await Running()
-        let browser = try HeadlessChromium()
-        defer { browser.stop() }
-        do {
+        try await Running.with { service, browser in
+            let browser = try #require(browser)
             let page = try await browser.newPage()
             // The token once in the address: the answer sets the cookie and sends the browser to the address without it.
             try await page.open("\(service.debugBase)/debug/users/alice?token=\(Self.token)")
@@ -145,18 +159,12 @@ struct DebugPageBrowserTests {
             // The page rendered anew (no stream) shows the same pushes.
             try await page.open("\(service.debugBase)/debug/users/alice")
             #expect(try await Self.pushes(on: page) == pushes)
-        } catch {
-            await service.stop()
-            throw error
         }
-        await service.stop()
     }
 
     @Test func untrustedValuesAreShownAsTextAndNothingRuns() async throws {
-        let service = try await Running()
-        let browser = try HeadlessChromium()
-        defer { browser.stop() }
-        do {
+        try await Running.with { service, browser in
+            let browser = try #require(browser)
             let page = try await browser.newPage()
             // Counts what the Content-Security-Policy refused, from the document's start (a page that escapes
             // everything gives it nothing to refuse).
@@ -200,11 +208,7 @@ struct DebugPageBrowserTests {
             try await page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
             #expect(try await page.evaluate("document.querySelectorAll('#pushes details.push').length") as? Int == 3)
             try await Self.expectNothingRan(page, user: user)
-        } catch {
-            await service.stop()
-            throw error
         }
-        await service.stop()
     }
 
     static func expectNothingRan(_ page: HeadlessChromium.Page, user: String) async throws {
@@ -239,8 +243,7 @@ struct DebugPageBrowserTests {
     }
 
     @Test func everyDebugRouteIsNotFoundWithoutTheToken() async throws {
-        let service = try await Running()
-        do {
+        try await Running.with(browser: false) { service, _ in
             for path in [
                 "/debug", "/debug/users/alice", "/debug/users/alice/events", "/debug/static/debug.js", "/debug/nothing",
             ] {
@@ -303,11 +306,7 @@ struct DebugPageBrowserTests {
             #expect(carol.body.contains("class=\"via-header\""))
             // The page never shows server paths.
             #expect(!carol.body.contains(service.root.path) && !overview.body.contains(service.root.path))
-        } catch {
-            await service.stop()
-            throw error
         }
-        await service.stop()
     }
 
     /// A raw `GET` (redirects not followed): the status, the headers (lowercased names) and the body.

@@ -12,17 +12,7 @@ enum DebugCharts {
     static func bars(_ counts: [DebugOverview.Counts], label: String, height: Int = 28, barWidth: Int = 5) -> String {
         let width = counts.count * (barWidth + 1)
         let highest = max(1, counts.map { $0.fired + $0.notFired + $0.blocked }.max() ?? 1)
-        var svg = HTML()
-        svg.raw(
-            "<svg class=\"chart bars\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\""
-        )
-        svg.raw(" viewBox=\"0 0 \(width) \(height)\" role=\"img\"")
-        svg.attribute("aria-label", label)
-        svg.raw("><title>")
-        svg.text(label)
-        svg.raw(
-            "</title><rect class=\"frame\" x=\"0\" y=\"0\" width=\"\(width)\" height=\"\(height)\" fill=\"#fafafa\"/>"
-        )
+        var svg = start("bars", width: width, height: height, label: label)
         for (index, bucket) in counts.enumerated() {
             var top = height
             for (value, colour) in [(bucket.fired, fired), (bucket.notFired, notFired), (bucket.blocked, blocked)]
@@ -40,15 +30,7 @@ enum DebugCharts {
     /// A line through `values` (oldest first; `nil` leaves a gap), scaled to the highest.
     static func line(_ values: [Double?], label: String, width: Int = 360, height: Int = 48) -> String {
         let highest = max(1e-9, values.compactMap { $0 }.max() ?? 0)
-        var svg = HTML()
-        svg.raw(
-            "<svg class=\"chart line\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\""
-        )
-        svg.raw(" viewBox=\"0 0 \(width) \(height)\" role=\"img\"")
-        svg.attribute("aria-label", label)
-        svg.raw("><title>")
-        svg.text(label)
-        svg.raw("</title><rect x=\"0\" y=\"0\" width=\"\(width)\" height=\"\(height)\" fill=\"#fafafa\"/>")
+        var svg = start("line", width: width, height: height, label: label)
         let step = values.count > 1 ? Double(width - 4) / Double(values.count - 1) : 0
         var run: [String] = []
         func flush() {
@@ -74,5 +56,19 @@ enum DebugCharts {
         svg.text(highest >= 100 ? String(Int(highest.rounded())) : String(format: "%.2f", highest))
         svg.raw("</text></svg>")
         return svg.string
+    }
+
+    /// An `<svg>` of `width` × `height` with its accessible name and title `label`, on a light background.
+    private static func start(_ kind: String, width: Int, height: Int, label: String) -> HTML {
+        var svg = HTML()
+        svg.raw(
+            "<svg class=\"chart \(kind)\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\""
+        )
+        svg.raw(" viewBox=\"0 0 \(width) \(height)\" role=\"img\"")
+        svg.attribute("aria-label", label)
+        svg.raw("><title>")
+        svg.text(label)
+        svg.raw("</title><rect x=\"0\" y=\"0\" width=\"\(width)\" height=\"\(height)\" fill=\"#fafafa\"/>")
+        return svg
     }
 }

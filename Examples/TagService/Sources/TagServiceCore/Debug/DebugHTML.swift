@@ -56,23 +56,21 @@ struct HTML: Sendable {
     static func escape(_ text: String, into out: inout String, keepsNewlines: Bool = false) {
         out.reserveCapacity(out.utf8.count + text.utf8.count)
         for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            case "\n" where keepsNewlines: out += "\n"
-            default:
-                if isDisguising(scalar) {
-                    let hex = String(scalar.value, radix: 16, uppercase: true)
-                    out += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
+            if let entity = entities[scalar] {
+                out += entity
+            } else if isDisguising(scalar), !(keepsNewlines && scalar == "\n") {
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                out += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            } else {
+                out.unicodeScalars.append(scalar)
             }
         }
     }
+
+    /// The characters that become entities.
+    static let entities: [Unicode.Scalar: String] = [
+        "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;",
+    ]
 
     /// Control characters, line and paragraph separators, bidirectional controls.
     static func isDisguising(_ scalar: Unicode.Scalar) -> Bool {

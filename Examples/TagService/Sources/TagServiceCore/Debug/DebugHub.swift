@@ -9,9 +9,10 @@ struct DebugPushEntry: Sendable {
     let sequence: Int
     /// When it was traced.
     let time: Date
-    let userID: String
-    /// Whether the request carried the debug header (``DebugHub/header``) rather than the user being followed.
-    let viaHeader: Bool
+    /// Whose push it was, and whether the request carried the debug header (``DebugHub/header``) rather than the
+    /// user being followed.
+    let userID: String, viaHeader: Bool
+    /// What the push did.
     let trace: PushTrace
 }
 

@@ -96,11 +96,7 @@ enum DebugPages {
         }
         html.raw("</summary><div class=\"trace\">")
         if let refusal = trace.refusal {
-            html.raw("<p class=\"refusal\">Refused: <code>")
-            html.text(refusal.code)
-            html.raw("</code> ")
-            html.text(refusal.message)
-            html.raw("</p>")
+            html.element("p", class: "refusal", "Refused: \(refusal.code) \(refusal.message)")
         }
         if let eventID = trace.eventID {
             html.raw("<p class=\"event-id\">message_id <code>")
@@ -110,7 +106,7 @@ enum DebugPages {
         html.raw("<h3>Message</h3><pre class=\"message\">")
         html.json(trace.message)
         html.raw("</pre>")
-        for evaluation in trace.evaluations { html.raw(self.evaluation(evaluation)) }
+        for evaluation in trace.evaluations { self.evaluation(evaluation, into: &html) }
         if !trace.changes.isEmpty {
             html.raw(
                 "<h3>Data layer changes</h3><table class=\"changes\"><tr><th>key</th><th>before</th><th>after</th></tr>"
@@ -151,8 +147,7 @@ enum DebugPages {
     }
 
     /// One container's evaluation: its tags with their outcomes, then the variables.
-    static func evaluation(_ evaluation: PushTrace.Evaluation) -> String {
-        var html = HTML()
+    static func evaluation(_ evaluation: PushTrace.Evaluation, into html: inout HTML) {
         html.raw("<section class=\"evaluation\"")
         html.attribute("data-container", evaluation.containerID)
         html.raw("><h3>")
@@ -187,7 +182,7 @@ enum DebugPages {
                 html.raw(")</span>")
             }
             html.raw("</td><td class=\"why\">")
-            for condition in tag.failedConditions ?? [] { html.raw(self.condition(condition)) }
+            for condition in tag.failedConditions ?? [] { self.condition(condition, into: &html) }
             for rule in tag.blockedBy ?? [] {
                 html.raw("<p class=\"blocked-by\">blocked by trigger ")
                 html.text(rule.name.map { "'\($0)'" } ?? "#\(rule.index)")
@@ -219,12 +214,10 @@ enum DebugPages {
             html.raw("</table></details>")
         }
         html.raw("</section>")
-        return html.string
     }
 
     /// A failed condition: which trigger, the test in words, and both operands as evaluated.
-    static func condition(_ condition: PushTrace.Condition) -> String {
-        var html = HTML()
+    static func condition(_ condition: PushTrace.Condition, into html: inout HTML) {
         html.raw("<p class=\"condition\"")
         html.attribute("data-role", condition.role.rawValue)
         html.attribute("data-operator", condition.operator)
@@ -245,7 +238,6 @@ enum DebugPages {
             html.element("span", class: "note", note)
         }
         html.raw("</p>")
-        return html.string
     }
 
     static func operatorWords(_ condition: PushTrace.Condition) -> String {

@@ -7,24 +7,24 @@ enum DebugTracer {}
 extension DebugHub {
     /// Records the push of `event` (`POST /v1/events`).
     func record(_ result: PushResult, of event: EventRequest, tracing: DebugTracing) {
-        let trace = DebugTracer.trace(
-            of: result,
-            event: event.event,
-            parameters: event.parameters,
-            eventID: event.eventID
-        )
-        record(trace, userID: event.userID, tracing: tracing)
+        record(result, event.event, event.parameters, event.eventID, user: event.userID, tracing: tracing)
     }
 
     /// Records the push of one event of a batch (`POST /v1/batch`).
     func record(_ result: PushResult, of request: SessionStore.PushRequest, tracing: DebugTracing) {
-        let trace = DebugTracer.trace(
-            of: result,
-            event: request.event,
-            parameters: request.parameters,
-            eventID: request.eventID
-        )
-        record(trace, userID: request.userID, tracing: tracing)
+        record(result, request.event, request.parameters, request.eventID, user: request.userID, tracing: tracing)
+    }
+
+    private func record(
+        _ result: PushResult,
+        _ event: String,
+        _ parameters: ValueMap,
+        _ eventID: String?,
+        user: String,
+        tracing: DebugTracing
+    ) {
+        let trace = DebugTracer.trace(of: result, event: event, parameters: parameters, eventID: eventID)
+        record(trace, userID: user, tracing: tracing)
     }
 }
 

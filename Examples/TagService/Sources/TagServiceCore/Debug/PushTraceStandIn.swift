@@ -149,7 +149,9 @@ extension DebugTracer {
                         arguments: .object(tag.parameters)
                     )
                 )
-                for record in tag.output?.records ?? [] {
+                let sent = (tag.output?.records ?? []).map { ($0, PushTrace.Record.State.sent) }
+                let held = (tag.output?.pendingRecords ?? []).map { ($0, PushTrace.Record.State.held) }
+                for (record, state) in sent + held {
                     trace.records.append(
                         PushTrace.Record(
                             containerID: report.containerID,
@@ -157,25 +159,10 @@ extension DebugTracer {
                             tagID: tag.tagID,
                             tagName: tag.name,
                             fromPushHook: false,
-                            state: .sent,
+                            state: state,
                             recordID: record.recordID,
                             record: record.jsonValue,
-                            durability: .writing
-                        )
-                    )
-                }
-                for record in tag.output?.pendingRecords ?? [] {
-                    trace.records.append(
-                        PushTrace.Record(
-                            containerID: report.containerID,
-                            tagIndex: tag.index,
-                            tagID: tag.tagID,
-                            tagName: tag.name,
-                            fromPushHook: false,
-                            state: .held,
-                            recordID: record.recordID,
-                            record: record.jsonValue,
-                            durability: .session
+                            durability: state == .sent ? .writing : .session
                         )
                     )
                 }
