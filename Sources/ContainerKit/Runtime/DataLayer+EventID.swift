@@ -33,16 +33,26 @@ extension DataLayer {
     /// Whether ``validate(eventID:)`` accepts `eventID` (checked without building an error).
     static func isValid(eventID: String) -> Bool { checkedHash(of: eventID) != nil }
 
-    /// The hash of `eventID` (``SeenEventIDs/hash(_:)``) when ``validate(eventID:)`` accepts it, or `nil` when no
-    /// ID is given (hash 0); `nil` for an invalid one. One pass over the bytes, with no copy: its C string, whose
-    /// length is the UTF-8 count unless a NUL is inside.
+    /// The hash of `eventID` (``SeenEventIDs/hash(_:)``) when ``validate(eventID:)`` accepts it, or 0 when no ID
+    /// is given; `nil` for an invalid one. One pass over the bytes in place, checking for a NUL as it hashes.
+    @inline(__always)
     static func checkedHash(of eventID: String?) -> UInt64? {
         guard let eventID else { return 0 }
-        let count = eventID.utf8.count
-        guard count > 0, count <= maximumEventIDBytes else { return nil }
-        return eventID.withCString { text in
-            strlen(text) == count ? SeenEventIDs.hash(UnsafeRawBufferPointer(start: text, count: count)) : nil
-        }
+        var zeroes: UInt64 = 0
+        let hash =
+            eventID.utf8.withContiguousStorageIfAvailable { utf8 -> UInt64? in
+                guard utf8.count > 0, utf8.count <= maximumEventIDBytes else { return nil }
+                return SeenEventIDs.hash(UnsafeRawBufferPointer(utf8), zeroes: &zeroes)
+            } ?? checkedHashCopying(eventID, zeroes: &zeroes)
+        return zeroes == 0 ? hash : nil
+    }
+
+    /// ``checkedHash(of:)`` of a string whose bytes are not contiguous.
+    @inline(never)
+    private static func checkedHashCopying(_ eventID: String, zeroes: inout UInt64) -> UInt64? {
+        let bytes = Array(eventID.utf8)
+        guard bytes.count > 0, bytes.count <= maximumEventIDBytes else { return nil }
+        return bytes.withUnsafeBytes { SeenEventIDs.hash($0, zeroes: &zeroes) }
     }
 
     /// Pushes an event with parameters that carries an event ID, so that a retry of it is not applied twice.
@@ -67,14 +77,14 @@ extension DataLayer {
     /// A push held back while no container is available yet (delayed initialization) is not checked.
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String?) -> PushResult {
-        guard let hash = Self.checkedHash(of: eventID) else { return Self.refusal(eventID: eventID)! }
+        guard let hash = Self.checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
         return push(Pending(message: parameters, event: .string(event), eventID: eventID ?? "", eventIDHash: hash))
     }
 
     /// ``push(event:parameters:eventID:)``, suspending while another caller's push is processed.
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String?) async -> PushResult {
-        guard let hash = Self.checkedHash(of: eventID) else { return Self.refusal(eventID: eventID)! }
+        guard let hash = Self.checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
         return await push(
             Pending(message: parameters, event: .string(event), eventID: eventID ?? "", eventIDHash: hash)
         )
@@ -83,16 +93,20 @@ extension DataLayer {
     /// Pushes a message that carries an event ID (see ``push(event:parameters:eventID:)``).
     @discardableResult
     public func push(_ message: ValueMap, eventID: String?) -> PushResult {
-        guard let hash = Self.checkedHash(of: eventID) else { return Self.refusal(eventID: eventID)! }
+        guard let hash = Self.checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
         return push(Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash))
     }
 
     /// Pushes a message that carries an event ID, suspending while another caller's push is processed.
     @discardableResult
     public func push(_ message: ValueMap, eventID: String?) async -> PushResult {
-        guard let hash = Self.checkedHash(of: eventID) else { return Self.refusal(eventID: eventID)! }
+        guard let hash = Self.checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
         return await push(Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash))
     }
+
+    /// The result of a push refused for its invalid event ID `eventID` (out of the pushes' line).
+    @inline(never)
+    static func refused(eventID: String?) -> PushResult { refusal(eventID: eventID)! }
 
     /// The result of a push refused for its event ID; `nil` when the ID is absent or valid.
     static func refusal(eventID: String?) -> PushResult? {

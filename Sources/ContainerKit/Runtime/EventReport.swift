@@ -162,7 +162,7 @@ public struct PushResult: Sendable {
         if first != nil { first!.packFired(into: &packer) }
         for index in more.indices { more[index].packFired(into: &packer) }
         for index in hooked.indices {
-            if let token = hooked[index].output.durability { packer.tokens.append(token) }
+            if let token = hooked[index].output.durability { packer.addToken(token) }
         }
     }
 
@@ -309,12 +309,15 @@ struct EvaluatedPush: Sendable {
         let containers = runtime.containers
         for index in calls.indices {
             let tag = calls[index].tag
-            packer.add(
-                index: tag,
-                tagID: containers[calls[index].container].storage.program.tags[tag].tagID,
-                status: calls[index].status,
-                output: calls[index].output
-            )
+            let tagID = containers[calls[index].container].storage.program.tags[tag].tagID
+            // A plain tag without records packs into one word; the status and output are read in place.
+            if calls[index].output?.hasNoRecordsOrDurability ?? true,
+                let code = FiredPacker.code(of: calls[index].status),
+                packer.packPlain(index: tag, tagID: tagID, code: code)
+            {
+                continue
+            }
+            packer.add(index: tag, tagID: tagID, status: calls[index].status, output: calls[index].output)
         }
     }
 

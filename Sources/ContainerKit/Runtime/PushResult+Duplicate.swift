@@ -39,10 +39,8 @@ extension DataLayer {
     func noteOutcome(of result: PushResult, into outcome: inout FiredPacker, withFired: Bool) {
         result.packFired(into: &outcome)
         outcome.notesFired = withFired
-        if !result.commits.isEmpty { outcome.tokens += result.commits }
-        if !outcome.tokens.isEmpty || result.commitFailure != nil {
-            outcome.durability = SeenEventIDs.Durability(tokens: outcome.tokens, failure: result.commitFailure)
-        }
+        if !result.commits.isEmpty { outcome.addTokens(result.commits) }
+        outcome.noteDurability(failure: result.commitFailure)
     }
 }
 

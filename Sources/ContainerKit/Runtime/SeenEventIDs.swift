@@ -7,11 +7,12 @@
 /// The event IDs a session remembers (``SeenEventID``), oldest first, in a ring with an open-addressing table
 /// of their hashes: a push with an ID looks it up, forgets what fell out of the ``EventIDWindow`` and remembers
 /// its own, each in constant time — and, once the ring has grown to the session's bound, without allocating
-/// when what the push fired packs into its entry (up to three tags with a plain status and no records; more
-/// take one array).
+/// when what the push fired packs into its entry (up to four tags with a plain status and no records; others
+/// take one ``Detail``).
 ///
-/// The ring is about 130 bytes per ID (hash, time, the ID's bytes, packed tags, and what does not pack: tags
-/// with a message or records, durability).
+/// The ring is about 130 bytes per ID (a slot of 112 bytes: the ID's bytes and packed tags; beside it the hash,
+/// the time and a table of twice the ring's size), plus what does not pack: tags with a message or records,
+/// durability.
 ///
 /// IDs are compared as bytes; the hash is a word-at-a-time multiply-and-mix with a seed drawn per process (a
 /// client cannot choose IDs that collide in every process, and colliding IDs only slow down their own
@@ -51,16 +52,17 @@ final class SeenEventIDs: @unchecked Sendable {
         }
     }
 
-    /// Fired tags, one per word (see ``FiredPacker``): three inline (0 is no tag), the others in `more`.
+    /// Up to four fired tags, one per word (see ``FiredPacker``; 0 is no tag). A trivial value: more tags, or
+    /// tags that do not pack, are kept in the slot's ``Detail``.
     struct Packed: Equatable {
         var a: UInt64 = 0
         var b: UInt64 = 0
         var c: UInt64 = 0
-        var more: [UInt64] = []
+        var d: UInt64 = 0
     }
 
-    /// One remembered ID (with its hash and time beside it: 129 bytes), its bytes inline when they fit (48 bytes: a UUID, most message IDs), so that
-    /// remembering and forgetting an ID neither retains nor releases anything.
+    /// One remembered ID (112 bytes; its hash and time are kept beside it), its bytes inline when they fit (48 bytes:
+    /// a UUID, most message IDs), so that remembering and forgetting an ID neither retains nor releases anything.
     private struct Slot {
         var packed = Packed()
         var detail: Detail?
@@ -210,9 +212,7 @@ final class SeenEventIDs: @unchecked Sendable {
         let position = (head + count) & mask
         hashes[position] = hash
         times[position] = time
-        slots[position].packed.a = 0
-        slots[position].packed.b = 0
-        slots[position].packed.c = 0
+        slots[position].packed = Packed()
         let length = id.utf8.count
         if length <= Self.inlineBytes {
             slots[position].length = length
@@ -252,8 +252,8 @@ final class SeenEventIDs: @unchecked Sendable {
         slots[position].packed = fired.packed
         if fired.tags != nil || slots[position].detail != nil {
             slots[position].detail = Detail(fired: fired.tags, durability: slots[position].detail?.durability)
+            heavy[position] = true
         }
-        if !fired.packed.more.isEmpty || slots[position].detail != nil { heavy[position] = true }
     }
 
     /// Keeps what waits for the original push of entry `sequence` (if still remembered).
@@ -288,7 +288,6 @@ final class SeenEventIDs: @unchecked Sendable {
         table[hole] = 0
         if heavy[head] {
             slots[head].long = nil
-            slots[head].packed.more = []
             slots[head].detail = nil
             heavy[head] = false
         }
@@ -336,8 +335,11 @@ final class SeenEventIDs: @unchecked Sendable {
 
     /// The hash of `id`'s UTF-8 bytes.
     static func hash(_ id: String) -> UInt64 {
-        if let hash = id.utf8.withContiguousStorageIfAvailable({ hash(UnsafeRawBufferPointer($0)) }) { return hash }
-        return Array(id.utf8).withUnsafeBytes { hash($0) }
+        var zeroes: UInt64 = 0
+        if let hash = id.utf8.withContiguousStorageIfAvailable({ hash(UnsafeRawBufferPointer($0), zeroes: &zeroes) }) {
+            return hash
+        }
+        return Array(id.utf8).withUnsafeBytes { hash($0, zeroes: &zeroes) }
     }
 
     /// Keeps what the push of entry `sequence` did (if the entry is still remembered), taking `outcome`'s parts:
@@ -345,36 +347,49 @@ final class SeenEventIDs: @unchecked Sendable {
     /// pack, and its durability.
     func finish(_ sequence: Int, _ outcome: inout FiredPacker) {
         guard let position = position(ofSequence: sequence) else { return }
-        if outcome.notesFired {
-            swap(&slots[position].packed, &outcome.packed)
-            if !slots[position].packed.more.isEmpty { heavy[position] = true }
-        }
-        if outcome.tags != nil || outcome.durability != nil {
-            slots[position].detail = Detail(
-                fired: outcome.notesFired ? outcome.tags : slots[position].detail?.fired,
-                durability: outcome.durability
-            )
-            heavy[position] = true
-        }
+        if outcome.notesFired { slots[position].packed = outcome.packed }
+        guard let extra = outcome.extra, extra.tags != nil || extra.durability != nil else { return }
+        slots[position].detail = Detail(
+            fired: outcome.notesFired ? extra.tags : slots[position].detail?.fired,
+            durability: extra.durability
+        )
+        heavy[position] = true
     }
 
-    /// The hash of the UTF-8 bytes `bytes`.
-    static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        var h = seed ^ (UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15)
+    /// The hash of the UTF-8 bytes `bytes`, and in `zeroes` a non-zero value when a byte is 0 (a NUL): one pass,
+    /// a word at a time (the bytes after the last whole word are read as the last eight bytes, shifted).
+    @inline(__always)
+    static func hash(_ bytes: UnsafeRawBufferPointer, zeroes: inout UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let count = bytes.count
+        var h = seed ^ (UInt64(count) &* 0x9E37_79B9_7F4A_7C15)
         var offset = 0
-        while offset + 8 <= bytes.count {
+        while offset + 8 <= count {
             let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            zeroes |= (word &- ones) & ~word & highs
             h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
             h ^= h >> 31
             offset += 8
         }
-        if offset < bytes.count {
+        let rest = count - offset
+        if rest > 0 {
             var tail: UInt64 = 0
-            var shift: UInt64 = 0
-            while offset < bytes.count {
-                tail |= UInt64(bytes[offset]) << shift
-                shift += 8
-                offset += 1
+            if count >= 8 {
+                // The last eight bytes: the `rest` new ones are the high bytes (little-endian), the others were
+                // hashed (and checked) already. A borrow in the check comes only from a zero byte below.
+                let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
+                zeroes |= (word &- ones) & ~word & highs & ~(UInt64.max >> UInt64(rest * 8))
+                tail = word >> UInt64((8 - rest) * 8)
+            } else {
+                var shift: UInt64 = 0
+                while offset < count {
+                    let byte = bytes[offset]
+                    if byte == 0 { zeroes |= 1 }
+                    tail |= UInt64(byte) << shift
+                    shift += 8
+                    offset += 1
+                }
             }
             h = (h ^ tail) &* 0xBF58_476D_1CE4_E5B9
         }
@@ -385,19 +400,68 @@ final class SeenEventIDs: @unchecked Sendable {
     }
 }
 
-/// Collects what a push fired for its ``SeenEventID``: tags with a plain status (`ok`, `unhandled`,
-/// `unsupported`), no records and small numbers pack into ``SeenEventIDs/Packed`` words; otherwise every tag is
-/// kept as a ``SeenEventID/Tag``. Also collects the durability tokens of the tags' records.
+/// Collects what a push fired for its ``SeenEventID``: up to four tags with a plain status (`ok`, `unhandled`,
+/// `unsupported`), no records, no durability and small numbers pack into ``SeenEventIDs/Packed`` words; otherwise
+/// every tag is kept as a ``SeenEventID/Tag``. Also collects the durability tokens of the tags' records.
+///
+/// The common case (a few plain tags) is a trivial value: what does not pack lives in ``extra``, allocated only when
+/// something does not, so that noting and dropping a packer retains and releases nothing else.
 ///
 /// A packed tag is one word: bit 63 set, its status in bits 60–62, bit 59 whether it has a `tag_id`, its index
 /// in bits 32–58 and its `tag_id` in bits 0–31.
 struct FiredPacker {
+    /// What does not pack: every tag once one does not, the records' tokens, what waits for the push.
+    final class Extra {
+        /// Every tag, once one does not pack (or a fifth comes).
+        var tags: [SeenEventID.Tag]?
+        /// The tokens of the records the tags made (and the push hooks', and the commit's).
+        var tokens: [DurabilityToken] = []
+        /// What waits for the push's records and commit, when anything does.
+        var durability: SeenEventIDs.Durability?
+    }
+
     var packed = SeenEventIDs.Packed()
     private var packedCount = 0
     /// Whether the tags were packed here (a turn with a committer notes them before its commit instead).
     var notesFired = true
+    /// `nil` while everything packs.
+    private(set) var extra: Extra?
+
+    /// Every tag, once one does not pack.
+    var tags: [SeenEventID.Tag]? { extra?.tags }
     /// What waits for the push's records and commit, when anything does.
-    var durability: SeenEventIDs.Durability?
+    var durability: SeenEventIDs.Durability? { extra?.durability }
+
+    private mutating func makeExtra() -> Extra {
+        if let extra { return extra }
+        let made = Extra()
+        extra = made
+        return made
+    }
+
+    /// Keeps `token`, which the push's durability waits for.
+    mutating func addToken(_ token: DurabilityToken) { makeExtra().tokens.append(token) }
+
+    /// Keeps `tokens`, which the push's durability waits for.
+    mutating func addTokens(_ tokens: [DurabilityToken]) { makeExtra().tokens += tokens }
+
+    /// Builds the durability from the tokens kept and `failure` (nothing when there are neither).
+    mutating func noteDurability(failure: DurabilityError?) {
+        guard failure != nil || !(extra?.tokens.isEmpty ?? true) else { return }
+        let extra = makeExtra()
+        extra.durability = SeenEventIDs.Durability(tokens: extra.tokens, failure: failure)
+    }
+
+    /// Packs the tag call with index `index`, `tag_id` `tagID` and plain status `code` (0 `ok`, 1 `unhandled`,
+    /// 2 `unsupported`) when it packs; `false` when it does not (then ``add(index:tagID:status:output:)``).
+    @inline(__always)
+    mutating func packPlain(index: Int, tagID: Int?, code: Int) -> Bool {
+        guard extra?.tags == nil, packedCount < 4, let word = Self.word(index: index, tagID: tagID, code: code) else {
+            return false
+        }
+        pack(word)
+        return true
+    }
 
     /// Keeps `word`, the next packed tag.
     private mutating func pack(_ word: UInt64) {
@@ -405,24 +469,30 @@ struct FiredPacker {
         case 0: packed.a = word
         case 1: packed.b = word
         case 2: packed.c = word
-        default: packed.more.append(word)
+        default: packed.d = word
         }
         packedCount += 1
     }
-    /// Every tag, once one does not pack.
-    private(set) var tags: [SeenEventID.Tag]?
-    /// The tokens of the records the tags made.
-    var tokens: [DurabilityToken] = []
 
     private static let statuses = ["ok", "unhandled", "unsupported"]
 
+    /// The packing code of a plain status; `nil` for the others.
+    @inline(__always)
+    static func code(of status: borrowing FiredTag.Status) -> Int? {
+        switch status {
+        case .ok: return 0
+        case .unhandled: return 1
+        case .unsupported: return 2
+        default: return nil
+        }
+    }
+
     /// Adds a tag call: its index, `tag_id`, status and output.
     mutating func add(index: Int, tagID: Int?, status: FiredTag.Status, output: TagOutput?) {
-        if let token = output?.durability { tokens.append(token) }
-        if tags == nil, output?.records.isEmpty ?? true,
-            let word = Self.word(index: index, tagID: tagID, status: status)
+        if let token = output?.durability { addToken(token) }
+        if output?.records.isEmpty ?? true, let code = Self.code(of: status),
+            packPlain(index: index, tagID: tagID, code: code)
         {
-            pack(word)
             return
         }
         var recordIDs: [String] = []
@@ -443,30 +513,18 @@ struct FiredPacker {
 
     /// Adds a tag's summary.
     mutating func add(_ tag: SeenEventID.Tag) {
-        if tags == nil, tag.message == nil, tag.recordIDs.isEmpty,
-            let code = Self.statuses.firstIndex(of: tag.status),
-            let word = Self.word(index: tag.index, tagID: tag.tagID, code: code)
+        if tag.message == nil, tag.recordIDs.isEmpty, let code = Self.statuses.firstIndex(of: tag.status),
+            packPlain(index: tag.index, tagID: tag.tagID, code: code)
         {
-            pack(word)
             return
         }
-        if tags == nil {
-            tags = Self.tags(of: packed)
+        let extra = makeExtra()
+        if extra.tags == nil {
+            extra.tags = Self.tags(of: packed)
             packed = SeenEventIDs.Packed()
             packedCount = 0
         }
-        tags!.append(tag)
-    }
-
-    private static func word(index: Int, tagID: Int?, status: FiredTag.Status) -> UInt64? {
-        let code: Int
-        switch status {
-        case .ok: code = 0
-        case .unhandled: code = 1
-        case .unsupported: code = 2
-        default: return nil
-        }
-        return word(index: index, tagID: tagID, code: code)
+        extra.tags!.append(tag)
     }
 
     private static func word(index: Int, tagID: Int?, code: Int) -> UInt64? {
@@ -482,7 +540,7 @@ struct FiredPacker {
     /// The tags `packed` holds, in order.
     static func tags(of packed: SeenEventIDs.Packed) -> [SeenEventID.Tag] {
         var tags: [SeenEventID.Tag] = []
-        for word in [packed.a, packed.b, packed.c] + packed.more where word >> 63 == 1 {
+        for word in [packed.a, packed.b, packed.c, packed.d] where word >> 63 == 1 {
             tags.append(
                 SeenEventID.Tag(
                     index: Int((word >> 32) & (1 << 27 - 1)),

@@ -87,6 +87,12 @@ public struct TagOutput: Sendable {
         get { fields?.pendingRecords ?? [] }
         set { self = replacing(pendingRecords: newValue) }
     }
+    /// Whether the output has no records and nothing to wait for (read in place: a push with an event ID packs
+    /// such a tag into its ``SeenEventID`` without copying the output).
+    var hasNoRecordsOrDurability: Bool {
+        guard let fields else { return true }
+        return fields.records.isEmpty && fields.durability == nil
+    }
     /// Resolves once ``records`` are durable; `nil` when there is nothing to wait for.
     public var durability: DurabilityToken? {
         get { fields?.durability }

@@ -184,6 +184,31 @@ struct EventIDTests {
         #expect(session.snapshot().eventNumber == 0)
     }
 
+    @Test func aNULAnywhereInAnIDOfAnyLengthIsFoundAndAValidIDHashesAsItsStoredCopyDoes() {
+        // The check reads eight bytes at a time and the bytes after the last whole word as the last eight, shifted:
+        // every length up to a few words, a NUL at every position (and bytes of 0x01 and 0x80 around it, which a
+        // word-at-a-time zero test must not mistake for one).
+        for length in 1...40 {
+            var letters: [UInt8] = []
+            for index in 0..<length {
+                let letter = UInt8(0x41 + index % 26)
+                letters.append(index % 7 == 0 ? letter | 0x01 : letter)
+            }
+            let valid = String(decoding: letters, as: UTF8.self)
+            #expect(DataLayer.checkedHash(of: valid) == SeenEventIDs.hash(valid), "length \(length)")
+            #expect(DataLayer.isValid(eventID: valid))
+            for position in 0..<length {
+                var bytes = Array(valid.utf8)
+                bytes[position] = 0
+                if position + 1 < length { bytes[position + 1] = 0x01 }
+                let invalid = String(decoding: bytes, as: UTF8.self)
+                #expect(DataLayer.checkedHash(of: invalid) == nil, "length \(length), NUL at \(position)")
+            }
+        }
+        #expect(DataLayer.checkedHash(of: nil) == 0)
+        #expect(DataLayer.checkedHash(of: "é\u{80}ü") == SeenEventIDs.hash("é\u{80}ü"))
+    }
+
     @Test func anIDOf256BytesIsAccepted() async throws {
         let (manager, _) = try Self.manager()
         let session = manager.makeDataLayer(sessionID: "u")
