@@ -19,7 +19,9 @@ struct RunCommand {
             Runs a container over data-layer pushes, one JSON object per input line (default: standard input).
             The object's `event` names the event; its other keys are the event's parameters. A line that is a JSON
             array is a gtag consent command, ["consent", "default"|"update", {...}]; the visitor's location for a
-            default's "region" is --context country=ES --context region=ES-MD.
+            default's "region" is --context country=ES --context region=ES-MD. A `message_id` string is the push's
+            event ID (not merged): a line whose ID the session has seen is a duplicate, reported with the
+            original's outcome and not applied again.
             """,
         options: [
             .events(),
@@ -209,6 +211,7 @@ struct RunCommand {
         for line in input {
             let lineNumber: Int
             let message: ValueMap
+            let eventID: String?
             switch line {
             case .invalid(_, let problem):
                 output.error("containerkit run: \(problem)")
@@ -226,14 +229,44 @@ struct RunCommand {
                     output: output
                 )
                 continue
-            case .push(let number, let pushed):
+            case .push(let number, var pushed):
                 lineNumber = number
+                // `message_id`: the push's event ID, not merged into the data layer.
+                switch pushed.removeValue(forKey: Self.eventIDKey) {
+                case nil:
+                    eventID = nil
+                case .string(let id)?:
+                    eventID = id
+                default:
+                    let problem = PushInput.Problem(
+                        line: number,
+                        code: ContainerError.Code.invalidEventID.rawValue,
+                        message: "'\(Self.eventIDKey)' must be a string",
+                        column: nil
+                    )
+                    output.error("containerkit run: \(problem)")
+                    if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
+                    failedLines += 1
+                    continue
+                }
                 message = pushed
             }
             if let event = options.brazeUserEvent, case .string(event)? = message["event"] {
                 nameBrazeUser(from: message, line: lineNumber, session: session, output: output)
             }
-            let result = await session.push(message)
+            let result = await session.push(message, eventID: eventID)
+            if let refusal = result.refusal {
+                let problem = PushInput.Problem(
+                    line: lineNumber,
+                    code: refusal.code.rawValue,
+                    message: refusal.message,
+                    column: nil
+                )
+                output.error("containerkit run: \(problem)")
+                if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
+                failedLines += 1
+                continue
+            }
             do {
                 try await result.waitUntilDurable()
             } catch {
@@ -273,11 +306,28 @@ struct RunCommand {
         BrazeTagProvider.setUser(.externalID(id), on: session)
     }
 
+    /// The key of a line's event ID (``DataLayer/push(_:eventID:)``): `message_id`, Segment's name and the
+    /// service's. (Not `event_id`: data layers use that name for their own IDs, Meta's deduplication key among them.)
+    static let eventIDKey = "message_id"
+
     static func printText(line: Int, message: ValueMap, result: PushResult, output: CommandOutput) {
         let event = ReportFormatting.eventField(message)
         let title = event == .null ? "push (no event)" : "event \(JSONWriter.string(event))"
         output.print("")
         output.print("line \(line): \(title)")
+        if let original = result.duplicateOf {
+            // Not applied again: what the original push fired, as the session remembers it.
+            output.print(
+                "  duplicate of the push applied at \(original.time) ms (its message_id was seen): not applied"
+            )
+            for tag in original.fired {
+                let id = tag.tagID.map { " (tag_id \($0))" } ?? ""
+                let message = tag.message.map { ": \($0)" } ?? ""
+                let records = tag.recordIDs.isEmpty ? "" : ", records \(tag.recordIDs.joined(separator: ", "))"
+                output.print("  ✓ tag \(tag.index)\(id) \(tag.status)\(message)\(records)")
+            }
+            return
+        }
         let fired = result.fired
         if fired.isEmpty {
             output.print(event == .null ? "  (merged into the data layer)" : "  no tags fired")

@@ -56,6 +56,32 @@ struct RunCommandTests {
         #expect(lines[2]["fired"] == [])
     }
 
+    @Test func aLineWithAMessageIDTheSessionHasSeenIsADuplicateAndNotAppliedAgain() async throws {
+        let events = try Self.write([
+            #"{"event": "played song", "title": "So What", "duration": 545, "message_id": "m-1"}"#,
+            #"{"event": "played song", "title": "Blue in Green", "duration": 1, "message_id": "m-1"}"#,
+            #"{"event": "played song", "message_id": 7}"#,
+            #"{"event": "played song", "message_id": ""}"#,
+        ])
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let json = await run([Self.music, "--events", events, "--format", "json"])
+        #expect(json.code == ExitCode.failedInput, "two lines have a bad message_id")
+        let lines = try jsonLines(json.out)
+        #expect(lines.count == 4)
+        #expect(lines[0]["duplicate"] == nil)
+        let original = try #require(lines[0]["fired"]?.arrayValue?.first?.objectValue)
+        #expect(lines[1]["duplicate"] == true)
+        let remembered = try #require(lines[1]["fired"]?.arrayValue?.first?.objectValue)
+        #expect(remembered["tag_id"] == original["tag_id"] && remembered["status"] == original["status"])
+        #expect(lines[2]["error"]?.objectValue?["code"] == "invalid_event_id")
+        #expect(lines[3]["error"]?.objectValue?["code"] == "invalid_event_id")
+        #expect(json.err.contains("line 3: 'message_id' must be a string"))
+
+        let text = await run([Self.music, "--events", events])
+        #expect(text.out.contains("line 2: event \"played song\"\n  duplicate of the push applied at"))
+        #expect(text.out.contains("(tag_id 1) unhandled"))
+    }
+
     @Test func badLinesAreReportedWithTheirNumberAndTheRunGoesOn() async throws {
         let events = try Self.write([
             #"{"event": "login", "user_id": "u"}"#, "{not json", "42", #"{"event": "purchase"}"#,
