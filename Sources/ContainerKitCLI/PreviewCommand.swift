@@ -19,10 +19,11 @@ struct PreviewCommand {
             Loads the draft container that a GTM preview URL names
               tagmanager.c.<app id>://preview/p?id=GTM-XXXX&gtm_auth=<token>&gtm_preview=<digits>[&gtm_debug=x]
             and runs data-layer pushes against it in debug mode, one JSON object per input line (default: standard
-            input). For every push it shows the tags that fired (with their parameters), the tags that did not fire
-            with the first condition that failed, the variables used, and the data layer after the push. A line
-            that is a JSON array is a gtag consent command (["consent", "update", {...}]): the session's consent
-            state after it is shown, and tags it blocks are shown blocked_by_consent.
+            input). For every push it prints its trace: the data-layer keys it changed, the tags that fired (with
+            their arguments), the tags that did not fire and why (the failing condition with both operands' values),
+            the variables used, the records, and the data layer after the push (the same trace as run --explain).
+            A line that is a JSON array is a gtag consent command (["consent", "update", {...}]): the session's
+            consent state after it is shown, and tags it blocks are shown blocked_by_consent.
             The auth token is sent to the server only; it is never printed.
             """,
         options: [
@@ -38,8 +39,8 @@ struct PreviewCommand {
             .format(
                 ["text", "json"],
                 help: [
-                    "a timeline for people (default) or one JSON object per input line with",
-                    "event, fired, not_fired, variables and data_layer",
+                    "a timeline for people (default) or one JSON object per input line: the",
+                    "push's trace (see Docs/Preview.md)",
                 ]
             ),
             .logLevel(default: .warning),
@@ -176,7 +177,8 @@ struct PreviewCommand {
                 )
             }
         }
-        let session = manager.makeDataLayer(debug: true)
+        // A fixed session ID: the trace names it, and the same input prints the same output.
+        let session = manager.makeDataLayer(sessionID: "preview", debug: true)
         if let user = options.brazeUser { BrazeTagProvider.setUser(.externalID(user), on: session) }
         var failedLines = 0
         for line in input {
@@ -199,17 +201,9 @@ struct PreviewCommand {
                 failedLines += 1
                 continue
             }
-            let step = Step(
-                message: message,
-                result: await session.push(message),
-                model: session.model,
-                showsRecords: options.usesBraze
-            )
-            if options.json {
-                output.print(JSONWriter.string(step.json))
-            } else {
-                for text in step.timeline(line: lineNumber) { output.print(text) }
-            }
+            let result = await session.push(message)
+            guard let trace = result.trace else { continue }  // a debug session traces every push
+            ReportFormatting.print(trace, line: lineNumber, json: options.json, output: output)
         }
         return failedLines > 0 ? ExitCode.failedInput : ExitCode.success
     }
@@ -221,92 +215,6 @@ struct PreviewCommand {
         case .invalidContainer, .tooLarge: return PreviewExitCode.invalidDraft
         case .invalidContainerID: return PreviewExitCode.malformedURL
         default: return PreviewExitCode.unreachable
-        }
-    }
-
-    /// One push and what the draft did with it.
-    struct Step {
-        var message: ValueMap
-        var result: PushResult
-        /// The data layer after the push.
-        var model: ValueMap
-        /// Whether the push's records are shown (a Braze provider runs).
-        var showsRecords = false
-
-        var traces: [EvaluationTrace] { result.events.compactMap(\.trace) }
-        /// The tags that did not fire (a tag blocked by consent is among the fired ones, with its status).
-        var notFired: [EvaluationTrace.TagOutcome] {
-            traces.flatMap(\.tags).filter { $0.kind != .fired && $0.kind != .blockedByConsent }
-        }
-        var variables: [EvaluationTrace.VariableValue] { traces.flatMap(\.variables) }
-
-        /// `{"event", "fired", "not_fired", "variables", "data_layer"}`.
-        var json: Value {
-            var object = ValueMap(minimumCapacity: 5)
-            object["event"] = ReportFormatting.eventField(message)
-            object["fired"] = .array(result.fired.map(ReportFormatting.json))
-            object["not_fired"] = .array(
-                notFired.map { tag in
-                    var map = ValueMap(minimumCapacity: 5)
-                    map["tag_id"] = tag.tagID.map { .int(Int64($0)) } ?? .null
-                    map["name"] = tag.name.map(Value.string) ?? .null
-                    map["function"] = .string(tag.function)
-                    map["outcome"] = .string(tag.kind.rawValue)
-                    map["reason"] = tag.reason.map(Value.string) ?? .null
-                    return .object(map)
-                }
-            )
-            object["variables"] = .array(
-                variables.map { variable in
-                    var map = ValueMap(minimumCapacity: 3)
-                    map["name"] = variable.name.map(Value.string) ?? .null
-                    map["function"] = .string(variable.function)
-                    map["value"] = variable.value.isUndefined ? .null : variable.value
-                    return .object(map)
-                }
-            )
-            object["data_layer"] = .object(model)
-            if showsRecords {
-                object["records"] = .array(result.outputs.flatMap(\.records).map(\.jsonValue))
-            }
-            return .object(object)
-        }
-
-        /// The person-readable timeline entry of input line `line`.
-        func timeline(line: Int) -> [String] {
-            let event = ReportFormatting.eventField(message)
-            var lines = [
-                "", "line \(line): " + (event == .null ? "push (no event)" : "event \(JSONWriter.string(event))"),
-            ]
-            if event != .null {
-                lines.append(result.fired.isEmpty ? "  fired: none" : "  fired:")
-                for tag in result.fired {
-                    lines.append("  " + ReportFormatting.text(tag))
-                    lines += ReportFormatting.parameterLines(tag.parameters).map { "  " + $0 }
-                    for record in tag.output?.pendingRecords ?? [] {
-                        lines.append("      ⋯ pending: \(JSONWriter.string(record.jsonValue))")
-                    }
-                }
-                if !notFired.isEmpty { lines.append("  not fired:") }
-                for tag in notFired {
-                    let id = tag.tagID.map { "tag \($0)" } ?? "tag #\(tag.index)"
-                    let name = tag.name.map { " '\($0)'" } ?? ""
-                    let kind = tag.kind == .notFired ? "" : " [\(tag.kind.rawValue)]"
-                    lines.append("    \(id)\(name) \(tag.function)\(kind): \(tag.reason ?? "no reason recorded")")
-                }
-                if !variables.isEmpty { lines.append("  variables:") }
-                for variable in variables {
-                    let value = variable.value.isUndefined ? "undefined" : JSONWriter.string(variable.value)
-                    lines.append("    \(variable.name ?? "#\(variable.index)") (\(variable.function)) = \(value)")
-                }
-            }
-            if showsRecords {
-                for record in result.outputs.flatMap(\.records) {
-                    lines.append("  → \(JSONWriter.string(record.jsonValue))")
-                }
-            }
-            lines.append("  data layer: \(JSONWriter.string(.object(model)))")
-            return lines
         }
     }
 }

@@ -80,4 +80,17 @@ enum ReportFormatting {
         map["consent"] = state.jsonValue
         return .object(map)
     }
+
+    /// Prints the trace of input line `line`: one JSON object (``PushTrace/json()``), or the line's title and
+    /// ``PushTrace/textLines``. `preview` and `run --explain` both print with this.
+    static func print(_ trace: PushTrace, line: Int, json: Bool, output: CommandOutput) {
+        if json {
+            output.print(trace.json())
+            return
+        }
+        let title = trace.event.map { "event \(JSONWriter.string(.string($0)))" } ?? "push (no event)"
+        output.print("")
+        output.print("line \(line): \(title)")
+        for text in trace.textLines { output.print(text) }
+    }
 }

@@ -11,7 +11,7 @@ struct RunCommand {
         name: "run",
         synopsis: [
             "<container-file> [--events <file.jsonl> | -] [--context key=value]...",
-            "[--format text|json] [--log-level <level>]",
+            "[--format text|json] [--explain] [--log-level <level>]",
             "[--braze <class path>]... [--sink stdout|jsonl:<path>|braze:<endpoint>]",
             "[--queue <dir>] [--braze-user <external id>] [--braze-user-event <event>]",
         ],
@@ -27,6 +27,7 @@ struct RunCommand {
             .events(),
             .context(),
             .format(["text", "json"], help: ["output for people (default) or one JSON object per input line"]),
+            .flag("--explain", "print each push's trace: why each tag fired or not (as preview does)"),
             .logLevel(default: .warning),
             .valued(
                 "--braze",
@@ -74,6 +75,7 @@ struct RunCommand {
         var eventsPath: String
         var context: ClientContext
         var json: Bool
+        var explain = false
         var logLevel: LogLevel
         var brazeClassPaths: [String] = []
         var sink: BrazeSetup.SinkSpec?
@@ -99,6 +101,7 @@ struct RunCommand {
             json: args.format == "json",
             logLevel: args.logLevel
         )
+        options.explain = args.flag("--explain")
         options.brazeClassPaths = args.values("--braze")
         if let sink = args.value("--sink") { options.sink = try BrazeSetup.SinkSpec(parsing: sink) }
         options.queueDirectory = args.value("--queue")
@@ -153,7 +156,8 @@ struct RunCommand {
                 return ExitCode.failure
             }
         }
-        let session = manager.makeDataLayer()
+        // A fixed session ID with --explain: the trace names it, and the same input prints the same output.
+        let session = options.explain ? manager.makeDataLayer(sessionID: "run") : manager.makeDataLayer()
         if let user = options.brazeUser { BrazeTagProvider.setUser(.externalID(user), on: session) }
 
         guard let input = PushInput.open(options.eventsPath, command: "run", output: output) else {
@@ -254,7 +258,7 @@ struct RunCommand {
             if let event = options.brazeUserEvent, case .string(event)? = message["event"] {
                 nameBrazeUser(from: message, line: lineNumber, session: session, output: output)
             }
-            let result = await session.push(message, eventID: eventID)
+            var result = await session.push(message, eventID: eventID, tracing: options.explain)
             if let refusal = result.refusal {
                 let problem = PushInput.Problem(
                     line: lineNumber,
@@ -269,11 +273,14 @@ struct RunCommand {
             }
             do {
                 try await result.waitUntilDurable()
+                result.noteDurable()
             } catch {
                 output.error("containerkit run: line \(lineNumber): records are not durable: \(error)")
                 return ExitCode.failure
             }
-            if options.json {
+            if let trace = result.trace {
+                ReportFormatting.print(trace, line: lineNumber, json: options.json, output: output)
+            } else if options.json {
                 guard case .object(var object) = result.jsonValue else { continue }
                 if !showsRecords { object["records"] = nil }
                 var line = ValueMap(minimumCapacity: object.count + 1)

@@ -103,8 +103,11 @@ struct ConsentInputTests {
         let lines = try jsonLines(json.out)
         try #require(lines.count == 5)
         #expect(lines[0]["consent"]?.objectValue?["ad_storage"] == ["default": "denied", "region": "ES"])
-        #expect(lines[1]["fired"]?.arrayValue?.first?.objectValue?["status"] == "blocked_by_consent")
-        // A blocked tag is listed with the fired ones, with its status, not again under not_fired.
-        #expect(lines[1]["not_fired"] == [])
+        // The push's trace: the tag its consent settings block, with the types not granted.
+        let trace = try PushTrace(json: JSONWriter.string(.object(lines[1])))
+        let blocked = try #require(trace.tags.first { $0.outcome == .blockedByConsent })
+        #expect(blocked.status?.name == "blocked_by_consent")
+        #expect(blocked.reason == "blocked by consent: 'ad_storage' not granted")
+        #expect(trace.records.isEmpty)
     }
 }

@@ -60,25 +60,36 @@ import Testing
                 + "3 tags, 3 variables, 4 rules",
             "",
             "line 1: event \"played\"",
-            "  fired:",
-            "    tag 1 'Played song' __funct → com.example.Played [unhandled]",
-            "        song = \"So What\"",
-            "  not fired:",
-            "    tag 3 'Played jazz' __funct: rule 1: {{Genre}} equals \"jazz\" (value: \"rock\") was false",
-            "    tag 4 'Skipped' __funct: rule 2: {{Event Name}} equals \"skipped\" (value: \"played\") was false",
+            "  changed:",
+            "    event: undefined → \"played\"",
+            "    song: undefined → \"So What\"",
+            "    genre: undefined → \"rock\"",
+            "  GTM-K1T5 version 7:",
+            "    fired:",
+            "      tag 1 'Played song' __funct → com.example.Played [unhandled]",
+            "          song = \"So What\"",
+            "          (fired, but no handler is registered for its class path)",
+            "    not fired:",
+            "      tag 3 'Played jazz' __funct: rule 1: {{Genre}} equals \"jazz\" (value: \"rock\") was false",
+            "      tag 4 'Skipped' __funct: rule 2: {{Event Name}} equals \"skipped\" (value: \"played\") was false",
         ]
         #expect(Array(outcome.lines.prefix(expected.count)) == expected)
-        #expect(outcome.out.contains("  variables:\n    Event Name (__e) = \"played\"\n"))
-        #expect(outcome.out.contains("    Song (__md) = \"So What\"\n"))
-        #expect(outcome.out.contains("line 2: push (no event)\n  data layer: {"))
-        #expect(outcome.out.contains("line 3: event \"skipped\"\n  fired: none\n"))
-        #expect(outcome.out.contains("    tag 4 'Skipped' __funct [blocked]: blocked by rule 3"))
+        #expect(outcome.out.contains("    variables:\n      Event Name (__e) = \"played\"\n"))
+        #expect(outcome.out.contains("      Song (__md) = \"So What\"\n"))
+        #expect(
+            outcome.out.contains(
+                "line 2: push (no event)\n  changed:\n    user: undefined → {\"name\":\"Ada\"}\n  data layer: {"
+            )
+        )
+        #expect(outcome.out.contains("line 3: event \"skipped\"\n"))
+        #expect(outcome.out.contains("    fired: none\n"))
+        #expect(outcome.out.contains("      tag 4 'Skipped' __funct [blocked]: blocked by rule 3"))
         #expect(server.requests.count == 1)
         #expect(server.requests.first?.queryNames == ["id", "gtm_auth", "gtm_preview"])
         expectNoToken(outcome)
     }
 
-    @Test func printsOneJSONObjectPerLineWithTheFieldsOfRun() async throws {
+    @Test func printsOneJSONTraceObjectPerLineAgreeingWithRun() async throws {
         let server = try draftServer()
         defer { server.stop() }
         let events = try eventsFile()
@@ -86,36 +97,36 @@ import Testing
             "preview", Self.url, "--server", server.baseURL.absoluteString, "--events", events, "--format", "json",
         ])
         #expect(outcome.code == 0, "\(outcome.err)")
-        let objects = try outcome.lines.filter { !$0.isEmpty }.map { try #require(try Value(json: $0).objectValue) }
-        #expect(objects.count == 3)
-        #expect(objects.allSatisfy { Set($0.keys) == ["event", "fired", "not_fired", "variables", "data_layer"] })
-        #expect(outcome.lines.first?.hasPrefix("{\"event\":\"played\",\"fired\":[") == true)
+        let lines = outcome.lines.filter { !$0.isEmpty }
+        let traces = try lines.map { try PushTrace(json: $0) }
+        #expect(traces.count == 3)
+        #expect(traces.allSatisfy { $0.version == PushTrace.formatVersion && $0.sessionID == "preview" })
 
-        let played = try #require(objects.first)
-        #expect(played["event"] == "played")
-        let fired = try #require(played["fired"]?.arrayValue?.first?.objectValue)
-        #expect(fired["tag_id"] == .int(1))
-        #expect(fired["class_path"] == "com.example.Played")
-        #expect(fired["parameters"] == .object(["song": "So What"]))
-        let notFired = try #require(played["not_fired"]?.arrayValue)
-        #expect(notFired.compactMap { $0.objectValue?["tag_id"] } == [.int(3), .int(4)])
-        #expect(notFired.first?.objectValue?["outcome"] == "not_fired")
-        #expect(notFired.first?.objectValue?["reason"]?.stringValue?.contains("{{Genre}}") == true)
-        let variables = try #require(played["variables"]?.arrayValue).compactMap(\.objectValue)
-        #expect(variables.contains { $0["name"] == "Song" && $0["function"] == "__md" && $0["value"] == "So What" })
-        #expect(played["data_layer"]?.objectValue?["genre"] == "rock")
+        let played = try #require(traces.first)
+        #expect(played.event == "played")
+        let tags = try #require(played.evaluations.first?.tags)
+        #expect(tags.map(\.outcome) == [.fired, .notFired, .notFired])
+        #expect(tags[0].tagID == 1 && tags[0].classPath == "com.example.Played")
+        #expect(tags[0].arguments == .object(["song": "So What"]))
+        #expect(tags[0].status == PushTrace.Status(name: "unhandled"))
+        let failed = try #require(tags[1].failedConditions?.first)
+        #expect(failed.variable == "{{Genre}}" && failed.operator == "_eq")
+        #expect(failed.left == "rock" && failed.right == "jazz" && failed.role == .if)
+        #expect(played.evaluations.first?.variables.contains { $0.name == "Song" && $0.value == "So What" } == true)
+        #expect(played.dataLayer.objectValue?["genre"] == "rock")
 
-        #expect(objects[1]["event"] == .null)
-        #expect(objects[1]["fired"] == .array([]))
-        #expect(objects[1]["data_layer"]?.objectValue?["user"] == .object(["name": "Ada"]))
-        #expect(objects[2]["not_fired"]?.arrayValue?.last?.objectValue?["outcome"] == "blocked")
+        #expect(traces[1].event == nil && traces[1].evaluations.isEmpty)
+        #expect(traces[1].changes == [PushTrace.Change(key: "user", before: nil, after: .object(["name": "Ada"]))])
+        #expect(traces[2].tags.last?.outcome == .blocked)
+        #expect(traces[2].tags.last?.blockedBy == [PushTrace.Rule(index: 3)])
 
-        // `event` and `fired` are exactly what `containerkit run --format json` prints for the same draft.
+        // `run --explain` prints the same trace for the same container and events.
         let draftFile = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()]) + "/GTM-K1T5.json"
-        let ran = await run(["run", draftFile, "--events", events, "--format", "json"])
-        let runObjects = try ran.lines.filter { !$0.isEmpty }.map { try #require(try Value(json: $0).objectValue) }
-        #expect(runObjects.map { $0["event"] } == objects.map { $0["event"] })
-        #expect(runObjects.map { $0["fired"] } == objects.map { $0["fired"] })
+        let ran = await run(["run", draftFile, "--events", events, "--format", "json", "--explain"])
+        let runTraces = try ran.lines.filter { !$0.isEmpty }.map { try PushTrace(json: $0) }
+        #expect(runTraces.map(\.evaluations) == traces.map(\.evaluations))
+        #expect(runTraces.map(\.changes) == traces.map(\.changes))
+        #expect(runTraces.map(\.dataLayer) == traces.map(\.dataLayer))
     }
 
     @Test func readsTheDraftFromADraftsDirectory() async throws {

@@ -122,7 +122,7 @@ struct RunPendingTests {
         )
         #expect(code == 0, "\(captured.standardError)")
         #expect(captured.standardOutput.contains("[pending: braze tag 11: held 'logEvent' (1 record)"))
-        #expect(captured.standardOutput.contains("⋯ pending: {\"type\":\"custom_event\""))
+        #expect(captured.standardOutput.contains("⋯ held {\"type\":\"custom_event\""))
 
         let json = CapturedOutput()
         _ = await CLI.main(
@@ -132,9 +132,11 @@ struct RunPendingTests {
             ],
             output: json.output
         )
-        let line = try #require(try jsonLines(json.standardOutput).first)
-        #expect(line["fired"]?.arrayValue?.first?.objectValue?["status"] == "pending")
-        #expect(line["records"] == [])
+        let trace = try PushTrace(json: try #require(json.standardOutput.split(separator: "\n").first.map(String.init)))
+        let tag = try #require(trace.tags.first { $0.tagID == 11 })
+        #expect(tag.outcome == .pending && tag.status?.name == "pending")
+        #expect(trace.records.map(\.state) == [.held])
+        #expect(trace.records.first?.durability == .session && trace.records.first?.tagID == 11)
     }
 
     @Test func aBrazeUserFromTheStartSendsAtOnce() async throws {

@@ -138,7 +138,7 @@ struct Evaluation: MacroResolver {
     /// Evaluates the event: the candidate rules (see ``CandidateRules``), then fires the selected tags; the
     /// calls are kept for ``takeCalls()``. Returns the trace when the evaluation records one.
     @discardableResult
-    mutating func run(candidates: RuleCandidates? = nil) -> EvaluationTrace? {
+    mutating func run(candidates: RuleCandidates? = nil) -> PushTrace.Evaluation? {
         if case .string(let name) = reportedEventName {
             switch candidates {
             case .bits(let bits)?:
@@ -188,7 +188,7 @@ struct Evaluation: MacroResolver {
         at index: Int,
         tagHandlers: TagManager.BorrowedHandlers,
         candidates: RuleCandidates?
-    ) -> EvaluationTrace? {
+    ) -> PushTrace.Evaluation? {
         self.container = container
         containerIndex = index
         self.tagHandlers = tagHandlers
@@ -345,12 +345,6 @@ struct Evaluation: MacroResolver {
         else { return false }
         if case .blockedByConsent = call.status { return true }
         return false
-    }
-
-    /// The status of a tag that already ran this event.
-    private func recordedStatus(_ t: Int) -> FiredTag.Status? {
-        if tagState[t].contains(.succeeded) { return .ok }
-        return fired.last { $0.container == containerIndex && $0.tag == t }?.status
     }
 
     /// This thread's copies of the constants of ``storage`` (see ``ThreadConstants``): looked up on the first
@@ -1033,40 +1027,70 @@ struct Evaluation: MacroResolver {
 
     // MARK: Trace
 
-    private mutating func makeTrace() -> EvaluationTrace {
+    /// The trace of this container's evaluation (``PushTrace/Evaluation``): every tag with its outcome and why,
+    /// every variable evaluated. Called only when the push is traced.
+    private mutating func makeTrace() -> PushTrace.Evaluation {
         let program = storage.program
-        var trace = EvaluationTrace()
+        var trace = PushTrace.Evaluation(
+            containerID: storage.id,
+            containerVersion: storage.version,
+            event: eventName
+        )
+        trace.tags.reserveCapacity(program.tags.count)
         for t in program.tags.indices {
             let tag = program.tags[t]
             let state = tagStateLive ? tagState[t] : []
-            var outcome = EvaluationTrace.TagOutcome(
+            var outcome = PushTrace.Tag(
                 index: t,
                 tagID: tag.tagID,
                 name: tag.name,
                 function: tag.function,
-                kind: .notFired,
-                reason: nil
+                outcome: .notFired
             )
             if case .paused = tag.kind {
-                outcome.kind = .paused
+                outcome.outcome = .paused
                 outcome.reason = "the tag is paused"
             } else if state.contains(.skippedOncePerLoad) {
-                outcome.kind = .alreadyFired
+                outcome.outcome = .alreadyFired
                 outcome.reason = "once per load: already fired in this session"
-            } else if state.contains(.ran), case .blockedByConsent(let types)? = recordedStatus(t) {
-                outcome.kind = .blockedByConsent
-                outcome.reason =
-                    "blocked by consent: " + types.map { "'\($0)'" }.joined(separator: ", ") + " not granted"
             } else if state.contains(.ran) {
-                outcome.kind = .fired
-                if case .failed(let why)? = recordedStatus(t) { outcome.reason = "fired, but failed: \(why)" }
+                outcome.outcome = .fired
+                if let call = fired.last(where: { $0.container == containerIndex && $0.tag == t }) {
+                    outcome.classPath = call.classPath(in: storage)
+                    outcome.arguments = .object(call.parameters)
+                    outcome.status = PushTrace.Status(call.status)
+                    switch call.status {
+                    case .ok: break
+                    case .pending(let why):
+                        outcome.outcome = .pending
+                        outcome.reason = "held: \(why)"
+                    case .unsupported:
+                        outcome.outcome = .unsupported
+                        outcome.reason = "ContainerKit does not run tags of type \(tag.function)"
+                    case .failed(let why): outcome.reason = "fired, but failed: \(why)"
+                    case .dropped(let why): outcome.reason = "fired, but its handler dropped the call: \(why)"
+                    case .unhandled: outcome.reason = "fired, but no handler is registered for its class path"
+                    case .blockedByConsent(let types):
+                        outcome.outcome = .blockedByConsent
+                        outcome.arguments = nil
+                        outcome.reason =
+                            "blocked by consent: " + types.map { "'\($0)'" }.joined(separator: ", ") + " not granted"
+                    }
+                }
             } else if state.contains(.attempted) {
                 outcome.reason = "a setup tag it needs did not succeed"
             } else if state.contains(.blocked) {
-                outcome.kind = .blocked
-                outcome.reason = blockingReason(t)
+                outcome.outcome = .blocked
+                let rules = blockingRules(t)
+                outcome.blockedBy = rules
+                outcome.reason =
+                    rules.isEmpty ? "blocked" : "blocked by " + rules.map(ruleLabel).joined(separator: ", ")
             } else {
-                outcome.reason = notFiredReason(t)
+                let conditions = failedConditions(t)
+                outcome.failedConditions = conditions
+                outcome.reason =
+                    conditions.isEmpty
+                    ? "no firing trigger" : conditions.map(PushTrace.describe).joined(separator: "; ")
             }
             trace.tags.append(outcome)
         }
@@ -1080,7 +1104,12 @@ struct Evaluation: MacroResolver {
             guard wasEvaluated(index) else { continue }
             let value = macroValues[index]
             trace.variables.append(
-                EvaluationTrace.VariableValue(index: index, name: macro.name, function: macro.function, value: value)
+                PushTrace.Variable(
+                    index: index,
+                    name: macro.name,
+                    function: macro.function,
+                    value: value.definedValue
+                )
             )
         }
         return trace
@@ -1090,49 +1119,59 @@ struct Evaluation: MacroResolver {
         macroMarks[index] == 2 &* generation &+ 1
     }
 
-    private func ruleLabel(_ r: Int) -> String {
-        storage.program.rules[r].name.map { "trigger '\($0)'" } ?? "rule \(r)"
+    private func rule(_ r: Int) -> PushTrace.Rule {
+        PushTrace.Rule(index: r, name: storage.program.rules[r].name)
     }
 
-    private mutating func blockingReason(_ t: Int) -> String {
-        for (r, rule) in storage.program.rules.enumerated() where rule.block.contains(t) && rulePasses(r) {
-            return "blocked by \(ruleLabel(r))"
+    private func ruleLabel(_ rule: PushTrace.Rule) -> String {
+        rule.name.map { "trigger '\($0)'" } ?? "rule \(rule.index)"
+    }
+
+    /// The passing rules that block tag `t`.
+    private mutating func blockingRules(_ t: Int) -> [PushTrace.Rule] {
+        var rules: [PushTrace.Rule] = []
+        for (r, definition) in storage.program.rules.enumerated() where definition.block.contains(t) && rulePasses(r) {
+            rules.append(rule(r))
         }
-        return "blocked"
+        return rules
     }
 
-    private mutating func notFiredReason(_ t: Int) -> String {
-        var reasons: [String] = []
-        for (r, rule) in storage.program.rules.enumerated() where rule.add.contains(t) {
-            if let p = rule.unless.first(where: { predicate($0) }) {
-                reasons.append("\(ruleLabel(r)): exception \(describe(p)) held")
-            } else if let p = rule.ifs.first(where: { !predicate($0) }) {
-                reasons.append("\(ruleLabel(r)): \(describe(p)) was false")
+    /// Per rule that adds tag `t`, the first of its conditions that failed: an exception that held, or a
+    /// condition that was false.
+    private mutating func failedConditions(_ t: Int) -> [PushTrace.Condition] {
+        var conditions: [PushTrace.Condition] = []
+        for (r, definition) in storage.program.rules.enumerated() where definition.add.contains(t) {
+            if let p = definition.unless.first(where: { predicate($0) }) {
+                conditions.append(condition(p, rule: r, role: .unless))
+            } else if let p = definition.ifs.first(where: { !predicate($0) }) {
+                conditions.append(condition(p, rule: r, role: .if))
             }
         }
-        if reasons.isEmpty { return "no firing trigger" }
-        return reasons.joined(separator: "; ")
+        return conditions
     }
 
-    /// `{{Event Name}} equals "logEvent" (value: "played song")`.
-    private mutating func describe(_ p: Int) -> String {
+    /// Predicate `p` of rule `r`, with its operands as evaluated.
+    private mutating func condition(_ p: Int, rule r: Int, role: PushTrace.Condition.Role) -> PushTrace.Condition {
         let program = storage.program
         let def = program.predicates[p]
-        let subject: String
-        if case .macro(let m) = def.arg0 {
-            subject = "{{\(program.macros[m].name ?? program.macros[m].function)}}"
-        } else {
-            subject = evaluate(def.arg0).jsString
-        }
-        let value = evaluate(def.arg0)
+        var variable: String?
+        if case .macro(let m) = def.arg0 { variable = "{{\(program.macros[m].name ?? program.macros[m].function)}}" }
+        let left = evaluate(def.arg0)
         let right = evaluate(def.arg1)
-        let negation = def.negate ? "not " : ""
-        let shownValue = value.isUndefined ? "undefined" : "\"\(value.jsString)\""
-        let budget =
-            budgetExceededPredicates.contains(p)
-            ? "; the regular expression ran out of its step budget on this value, which counts as not matching"
-            : ""
-        return "\(subject) \(negation)\(def.op.phrase) \"\(right.jsString)\" (value: \(shownValue)\(budget))"
+        return PushTrace.Condition(
+            rule: rule(r),
+            predicate: p,
+            role: role,
+            variable: variable,
+            operator: def.op == .unsupported ? def.function : def.op.rawValue,
+            negate: def.negate,
+            ignoreCase: def.ignoreCase,
+            left: left.definedValue,
+            right: right.definedValue,
+            note: budgetExceededPredicates.contains(p)
+                ? "the regular expression ran out of its step budget on this value, which counts as not matching"
+                : nil
+        )
     }
 }
 

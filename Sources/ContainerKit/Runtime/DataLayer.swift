@@ -43,7 +43,7 @@ public final class DataLayer: Sendable {
     public let tagManager: TagManager
     /// An identifier for logs and handlers.
     public let sessionID: String
-    /// Whether every event records an ``EvaluationTrace``.
+    /// Whether every push records a ``PushTrace`` (``PushResult/trace``), as if pushed with `tracing: true`.
     public let debug: Bool
 
     struct State: Sendable {
@@ -100,6 +100,8 @@ public final class DataLayer: Sendable {
         var eventIDHash: UInt64 = 0
         /// A consent command (gtag's arguments) instead of a message: it changes the consent state only.
         var command: CommandBox?
+        /// Whether the push records a ``PushTrace`` (its handlers' pushes then do too).
+        var tracing = false
 
         /// The message with the separately given event folded in.
         var fullMessage: ValueMap {
@@ -272,7 +274,7 @@ public final class DataLayer: Sendable {
         if tagManager.lifecycle.mayDefer, pending.command == nil,
             let deferred = deferUntilAvailable(pending.fullMessage)
         {
-            return deferred
+            return traced(deferral: deferred, of: pending)
         }
         // Read once (a task-local read is a runtime call): the turn this call runs inside, if any, and the
         // marks the turn it takes is bound inside.
@@ -299,7 +301,7 @@ public final class DataLayer: Sendable {
         if tagManager.lifecycle.mayDefer, pending.command == nil,
             let deferred = deferUntilAvailable(pending.fullMessage)
         {
-            return deferred
+            return traced(deferral: deferred, of: pending)
         }
         let marks = DataLayer.enclosingTurns
         let enclosing = marks?.turn(of: ObjectIdentifier(self))
@@ -337,6 +339,8 @@ public final class DataLayer: Sendable {
         var hooks = false
         // The sequence number of the event ID the push carried, once remembered (-1: none).
         var remembered = -1
+        // A traced push traces the pushes its handlers nest too.
+        let tracing = debug || pending.tracing
         process(
             pending,
             into: &result,
@@ -344,6 +348,7 @@ public final class DataLayer: Sendable {
             holdsScratch: &holdsScratch,
             hooks: &hooks,
             remembering: &remembered,
+            tracing: tracing,
             turn: number,
             inside: enclosing
         )
@@ -394,6 +399,7 @@ public final class DataLayer: Sendable {
                     holdsScratch: &holdsScratch,
                     hooks: &hooks,
                     remembering: &unremembered,
+                    tracing: tracing,
                     turn: number,
                     inside: enclosing
                 )
@@ -472,6 +478,7 @@ public final class DataLayer: Sendable {
         holdsScratch: inout Bool,
         hooks: inout Bool,
         remembering remembered: inout Int,
+        tracing: Bool,
         turn number: UInt64,
         inside enclosing: TurnMark?
     ) {
@@ -514,9 +521,19 @@ public final class DataLayer: Sendable {
         }
         var reportedName = Evaluation.reportedName(eventName)
         // The candidate rules come from the session's own table, looked up under the lock taken anyway;
-        // debug sessions evaluate every rule's candidates from the container (their traces explain all).
+        // traced pushes evaluate every rule's candidates from the container (their traces explain all).
         var lookupName: String?
-        if !debug, case .string(let name) = reportedName { lookupName = name }
+        if !tracing, case .string(let name) = reportedName { lookupName = name }
+        // A traced push keeps its message and what it changed (``TraceStep``).
+        var step: TraceStep?
+        if tracing {
+            step = TraceStep(
+                sessionID: sessionID,
+                event: eventName,
+                eventID: pending.eventID.isEmpty ? nil : pending.eventID,
+                message: message
+            )
+        }
         var candidates: ContainerCandidates?
         // The memo tables move out of the state with the model (see `processTurn`). The model is copied out only for
         // containers that read it (and debug traces); the runtime comes in the session's own holder.
@@ -540,11 +557,15 @@ public final class DataLayer: Sendable {
                 )
             {
                 duplicate = seen
+                if tracing { step!.model = state.model }
                 return (ValueMap(), 0, nil)
             }
             if let limit = tagManager.maximumDataLayerBytes, state.sizeBound &+ added > limit {
                 tooLarge = admit(message, event: pending.event, userProperties: userProperties, limit: limit, &state)
-                if tooLarge != nil { return (ValueMap(), 0, nil) }
+                if tooLarge != nil {
+                    if tracing { step!.model = state.model }
+                    return (ValueMap(), 0, nil)
+                }
             } else {
                 state.sizeBound &+= added
             }
@@ -570,8 +591,15 @@ public final class DataLayer: Sendable {
                 if !snapshot.handlers.pushHooks.isEmpty { hooks = true }
                 return (snapshot.readsRawValues, snapshot.readsModel)
             }
+            let before = tracing ? DataLayer.tracedKeys(of: message, event: pending.event, in: state.model) : []
             DataLayer.apply(message, to: &state.model, dotted: dotted)
             if let event = pending.event { state.model.setValue(event, forKey: "event", hint: &state.eventKeyPosition) }
+            if tracing {
+                step!.changes = before.map {
+                    PushTrace.Change(key: $0.key, before: $0.value, after: state.model[$0.key])
+                }
+                step!.model = state.model
+            }
             if readsRawValues {
                 for (key, value) in message where !value.isUndefined { state.rawValues[key] = value }
                 if let event = pending.event { state.rawValues["event"] = event }
@@ -598,9 +626,10 @@ public final class DataLayer: Sendable {
                 }
             }
             if eventValue != nil { state.eventNumber += 1 }
-            let model = eventValue != nil && (debug || readsModel) ? state.model : ValueMap()
+            let model = eventValue != nil && (tracing || readsModel) ? state.model : ValueMap()
             return (model, state.eventNumber, runtime)
         }
+        if let step { result.traceSteps.append(step) }
         if let duplicate {
             result.markDuplicate(of: duplicate)
             return
@@ -610,6 +639,7 @@ public final class DataLayer: Sendable {
             return
         }
         guard eventValue != nil, let runtime else { return }
+        let evaluatedBefore = tracing ? result.evaluatedCount : 0
         // The snapshot is borrowed for the evaluation (the session's holder, `runtime`, keeps it alive):
         // retaining it, and its container array, wrote reference counts every session's pushes share.
         runtime.borrowedSnapshot._withUnsafeGuaranteedRef { snapshot in
@@ -625,9 +655,13 @@ public final class DataLayer: Sendable {
                 falsyEvent: falsyEvent,
                 into: &result,
                 scratch: &scratch,
+                tracing: tracing,
                 turn: number,
                 inside: enclosing
             )
+        }
+        if tracing, result.evaluatedCount > evaluatedBefore {
+            result.traceSteps[result.traceSteps.count - 1].evaluated = evaluatedBefore
         }
     }
 
@@ -647,6 +681,7 @@ public final class DataLayer: Sendable {
         falsyEvent: Bool,
         into result: inout PushResult,
         scratch: inout EvaluationScratch,
+        tracing: Bool,
         turn number: UInt64,
         inside enclosing: TurnMark?
     ) {
@@ -699,14 +734,14 @@ public final class DataLayer: Sendable {
             dataLayer: self,
             runtime: runtime,
             tagHandlers: snapshot.borrowedTagHandlers(first),
-            recordTrace: debug,
+            recordTrace: tracing,
             scratch: scratch.moved(),
             reportedEventName: consume movedReportedName
         )
         DataLayer.$enclosingTurns.withValue(mark(turn: number, inside: enclosing)) {
-            var traces: [EvaluationTrace?] = []
+            var traces: [PushTrace.Evaluation?] = []
             let firstTrace = evaluation.run(candidates: firstCandidates)
-            if debug {
+            if tracing {
                 traces = Array(repeating: nil, count: count)
                 traces[first] = firstTrace
             }
@@ -720,10 +755,7 @@ public final class DataLayer: Sendable {
                     tagHandlers: snapshot.borrowedTagHandlers(c),
                     candidates: rules
                 )
-                if debug { traces[c] = trace }
-            }
-            if debug {
-                for i in traces.indices { traces[i]?.dataLayer = .object(evaluation.model) }
+                if tracing { traces[c] = trace }
             }
             let calls = evaluation.takeCalls()
             let (name, pushed) = evaluation.takePush()

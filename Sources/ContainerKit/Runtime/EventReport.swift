@@ -96,8 +96,6 @@ public struct EventReport: Sendable {
     public var message: ValueMap
     /// The tags that fired, in firing order.
     public var fired: [FiredTag]
-    /// The evaluation trace, when the data layer records one (debug mode).
-    public var trace: EvaluationTrace?
 }
 
 /// The result of one ``DataLayer/push(_:)``: the events it evaluated, in order (the pushed message's own
@@ -153,6 +151,12 @@ public struct PushResult: Sendable {
     private var hooked: [(position: Int, output: TagOutput)] = []
     /// For a duplicate push, the original's summary (see ``duplicateOf``), behind one reference.
     var duplicate: DuplicateOrigin?
+    /// What a traced push recorded for its ``trace``, one step per message processed; empty when the push is not
+    /// traced.
+    var traceSteps: [TraceStep] = []
+    /// Whether the push's records are known durable (its ``waitUntilDurable()`` returned for a caller that then
+    /// said so): ``trace`` shows them `durable`.
+    var knownDurable = false
 
     init() {}
 
@@ -165,6 +169,12 @@ public struct PushResult: Sendable {
             if let token = hooked[index].output.durability { packer.addToken(token) }
         }
     }
+
+    /// How many evaluated pushes the result holds (besides ``events`` assigned).
+    var evaluatedCount: Int { first == nil ? 0 : 1 + more.count }
+
+    /// Evaluated push `index` (below ``evaluatedCount``).
+    func evaluated(_ index: Int) -> EvaluatedPush { index == 0 ? first! : more[index - 1] }
 
     /// Adds the outcome of one evaluated push (after those already added).
     mutating func append(_ push: consuming EvaluatedPush) {
@@ -277,8 +287,8 @@ struct EvaluatedPush: Sendable {
     let message: ValueMap
     /// The calls, in firing order (container by container).
     var calls: [FiredCall]
-    /// Per container, the trace (debug sessions only; empty otherwise).
-    var traces: [EvaluationTrace?]
+    /// Per container, the trace of its evaluation (traced pushes only; empty otherwise).
+    var traces: [PushTrace.Evaluation?]
 
     func appendReports(to events: inout [EventReport]) {
         let containers = snapshot.containers
@@ -296,8 +306,7 @@ struct EvaluatedPush: Sendable {
                     containerID: storage.id,
                     eventName: eventName,
                     message: message,
-                    fired: fired,
-                    trace: c < traces.count ? traces[c] : nil
+                    fired: fired
                 )
             )
         }
@@ -325,39 +334,4 @@ struct EvaluatedPush: Sendable {
         let containers = snapshot.containers
         for call in calls { tags.append(call.firedTag(in: containers[call.container].storage)) }
     }
-}
-
-/// Why a tag fired or did not, and what every macro evaluated to: the per-event view of preview mode.
-public struct EvaluationTrace: Sendable {
-    /// One tag's outcome.
-    public struct TagOutcome: Sendable {
-        /// What happened to the tag.
-        public enum Kind: String, Sendable {
-            case fired, notFired = "not_fired", blocked, paused, alreadyFired = "already_fired"
-            /// Triggered, but its consent types were not all granted (``FiredTag/Status/blockedByConsent(_:)``).
-            case blockedByConsent = "blocked_by_consent"
-        }
-        public var index: Int
-        public var tagID: Int?
-        public var name: String?
-        public var function: String
-        public var kind: Kind
-        /// For tags that did not fire: the first condition that failed, in words.
-        public var reason: String?
-    }
-
-    /// One macro's value at this event.
-    public struct VariableValue: Sendable {
-        public var index: Int
-        public var name: String?
-        public var function: String
-        public var value: Value
-    }
-
-    /// Every tag of the container, fired or not.
-    public var tags: [TagOutcome] = []
-    /// Every macro evaluated for the event, in first-use order.
-    public var variables: [VariableValue] = []
-    /// The data layer's merged model after the push.
-    public var dataLayer: Value = .undefined
 }

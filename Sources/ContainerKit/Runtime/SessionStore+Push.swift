@@ -1,5 +1,5 @@
 extension SessionStore {
-    /// Why ``push(event:parameters:for:context:eventID:waitsForDurability:prepare:)`` did not acknowledge a push.
+    /// Why ``push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)`` did not acknowledge a push.
     public enum PushError: Error, Sendable {
         /// The user's session could not be loaded (the persistence cannot be reached): nothing was pushed.
         case sessionUnavailable(ContainerError)
@@ -34,6 +34,8 @@ extension SessionStore {
     ///   - waitsForDurability: `false` returns right after the push (its commit is appended, not waited
     ///     for): a batch pushes all its events, then waits for each result's ``PushResult/waitUntilDurable()``
     ///     once, so they share one group commit.
+    ///   - tracing: record the push's ``PushResult/trace`` (see ``PushTrace``); its records show as durable once
+    ///     this returns after waiting for them.
     ///   - prepare: called with the session before the push (to name a new session's user for a vendor, say).
     /// - Throws: ``PushError``.
     @discardableResult
@@ -44,9 +46,15 @@ extension SessionStore {
         context: ClientContext? = nil,
         eventID: String? = nil,
         waitsForDurability: Bool = true,
+        tracing: Bool = false,
         prepare: (DataLayer) -> Void = { _ in }
     ) async throws(PushError) -> PushResult {
-        if let refusal = DataLayer.refusal(eventID: eventID) { return refusal }
+        if let refusal = DataLayer.refusal(eventID: eventID) {
+            guard tracing else { return refusal }
+            let session = try? await loadSession(for: userID, context: context)
+            guard let session else { return refusal }
+            return DataLayer.traced(refusal, true, session, event, parameters, eventID)
+        }
         var attempt = 0
         while true {
             attempt += 1
@@ -56,12 +64,15 @@ extension SessionStore {
                 for: userID,
                 context: context,
                 eventID: eventID,
+                tracing: tracing,
                 prepare: prepare
             )
             guard waitsForDurability else { return result }
             do {
                 try await result.waitUntilDurable()
-                return result
+                var confirmed = result
+                confirmed.noteDurable()
+                return confirmed
             } catch {
                 if configuration.committer?.keepsSessions == true { invalidate(session) }
                 if error.code == .superseded, attempt < configuration.maximumPushAttempts {
@@ -101,6 +112,7 @@ extension SessionStore {
         context: ClientContext?,
         eventID: String?,
         command: ConsentCommand? = nil,
+        tracing: Bool = false,
         prepare: (DataLayer) -> Void
     ) async throws(PushError) -> (PushResult, DataLayer) {
         let session: DataLayer
@@ -113,6 +125,8 @@ extension SessionStore {
         let result =
             if let command {
                 await session.push(command)
+            } else if tracing {
+                await session.push(event: event, parameters: parameters, eventID: eventID, tracing: true)
             } else if let eventID {
                 await session.push(event: event, parameters: parameters, eventID: eventID)
             } else {
@@ -142,11 +156,13 @@ extension SessionStore {
         /// The client context of the user's session, if the request gives one.
         public var context: ClientContext?
         /// The event's ID, if the request gives one: a push its session has already applied is a duplicate (see
-        /// ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:prepare:)``), also a second
+        /// ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)``), also a second
         /// request of the same batch with the same ID.
         public var eventID: String?
         /// A consent command to push instead of the event (``event`` and ``parameters`` are then not used).
         public var command: ConsentCommand?
+        /// Whether the push records its ``PushResult/trace`` (see ``PushTrace``).
+        public var tracing: Bool
 
         /// Creates a request that pushes a consent command into the session of `userID`.
         public init(command: ConsentCommand, userID: String, context: ClientContext? = nil) {
@@ -156,6 +172,7 @@ extension SessionStore {
             self.context = context
             self.eventID = nil
             self.command = command
+            self.tracing = false
         }
 
         /// Creates a request.
@@ -164,13 +181,15 @@ extension SessionStore {
             parameters: ValueMap = ValueMap(),
             userID: String,
             context: ClientContext? = nil,
-            eventID: String? = nil
+            eventID: String? = nil,
+            tracing: Bool = false
         ) {
             self.event = event
             self.parameters = parameters
             self.userID = userID
             self.context = context
             self.eventID = eventID
+            self.tracing = tracing
         }
     }
 
@@ -178,7 +197,7 @@ extension SessionStore {
     /// produced to be durable: one wait after all the pushes, so they share the store's group commits.
     /// Events whose commit was refused because another instance stored a newer session are pushed again, in
     /// order, on the newest sessions (up to ``Configuration/maximumPushAttempts`` in all), as
-    /// ``push(event:parameters:for:context:eventID:waitsForDurability:prepare:)`` does for one. A request with an
+    /// ``push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)`` does for one. A request with an
     /// invalid event ID is refused in its place (``PushResult/refusal``, `invalid_event_id`).
     /// - Returns: each event's outcome, in the order of `requests`.
     public func push(
@@ -207,6 +226,7 @@ extension SessionStore {
                         context: request.context,
                         eventID: request.eventID,
                         command: request.command,
+                        tracing: request.tracing,
                         prepare: prepare
                     )
                     pushed.append((index, result, session))
@@ -222,7 +242,9 @@ extension SessionStore {
             for (index, result, session) in pushed {
                 do {
                     try await result.waitUntilDurable()
-                    outcomes[index] = .success(result)
+                    var confirmed = result
+                    confirmed.noteDurable()
+                    outcomes[index] = .success(confirmed)
                 } catch {
                     if dropsFailedCopies { invalidate(session) }
                     if error.code == .superseded, attempt < attempts {

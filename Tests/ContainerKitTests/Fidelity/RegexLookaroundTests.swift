@@ -71,7 +71,7 @@ extension Fidelity {
             #expect(manager.regexBudgetExceededCount == 2)
             let warnings = logger.messages(at: .warning).filter { $0.contains("step") }
             #expect(warnings.count == 1)
-            let reason = try #require(first.events.first?.trace?.tags.first?.reason)
+            let reason = try #require(first.trace?.tags.first?.reason)
             #expect(reason.contains("ran out of its step budget"), "\(reason)")
             // A short value answers: no match, and nothing counted.
             layer.push(["v": "aab"])

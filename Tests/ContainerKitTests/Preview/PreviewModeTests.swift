@@ -131,16 +131,16 @@ extension PreviewTests {
             #expect(session.debug)
 
             let played = await session.push(event: "played", parameters: ["song": "So What", "genre": "rock"])
-            let trace = try #require(played.events.first?.trace)
-            #expect(trace.tags.map(\.kind) == [.fired, .notFired, .notFired])
+            let trace = try #require(played.trace)
+            #expect(trace.tags.map(\.outcome) == [.fired, .notFired, .notFired])
             #expect(trace.tags[1].reason?.contains("{{Genre}}") == true)
             #expect(trace.tags[2].reason?.contains("{{Event Name}}") == true)
-            #expect(trace.variables.contains { $0.name == "Song" && $0.value == "So What" })
+            #expect(trace.evaluations.first?.variables.contains { $0.name == "Song" && $0.value == "So What" } == true)
             #expect(trace.dataLayer.objectValue?["genre"] == "rock")
 
             let skipped = await session.push(event: "skipped", parameters: ["genre": "jazz"])
-            let blocked = try #require(skipped.events.first?.trace?.tags.last)
-            #expect(blocked.kind == .blocked)
+            let blocked = try #require(skipped.trace?.tags.last)
+            #expect(blocked.outcome == .blocked)
             #expect(skipped.fired.isEmpty)
 
             #expect(manager.preview(url: exitURL))

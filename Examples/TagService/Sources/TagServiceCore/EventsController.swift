@@ -59,7 +59,7 @@ struct EventsController: Sendable {
     }
 
     /// `POST /v1/events` (`pathUser`: the `:user_id` of `POST /v1/users/{user_id}/events`): one
-    /// ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:prepare:)``, which loads the
+    /// ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)``, which loads the
     /// user's session on a miss, pushes, and commits the push's records (and, with PostgreSQL, the session's
     /// change) in one append; the answer waits for that commit unless `--no-durable-wait`. An event whose
     /// `message_id` the session has seen is not pushed again: the answer is the original's outcome with

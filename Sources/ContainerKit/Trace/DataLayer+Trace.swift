@@ -1,0 +1,137 @@
+extension DataLayer {
+    /// Pushes a message, as ``push(_:)-(ValueMap)`` does, and with `tracing` records what the push did:
+    /// ``PushResult/trace`` explains every tag considered, the variables, the data-layer keys changed and the
+    /// records (see ``PushTrace``). The pushes the handlers nest inside it are traced too.
+    ///
+    /// Tracing evaluates every trigger of every container (not only those the event name can pass) and every
+    /// variable, to explain the tags that did not fire; a push without it pays nothing for the feature.
+    ///
+    /// With an `eventID`, a push the session has seen already is a duplicate, as with
+    /// ``push(event:parameters:eventID:)-(String,ValueMap,String?)``.
+    @discardableResult
+    public func push(_ message: ValueMap, eventID: String? = nil, tracing: Bool) -> PushResult {
+        guard let hash = Self.checkedHash(of: eventID) else {
+            return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, nil, message, eventID)
+        }
+        return push(Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash, tracing: tracing))
+    }
+
+    /// ``push(_:eventID:tracing:)-(ValueMap,String?,Bool)``, suspending while another caller's push is processed.
+    @discardableResult
+    public func push(_ message: ValueMap, eventID: String? = nil, tracing: Bool) async -> PushResult {
+        guard let hash = Self.checkedHash(of: eventID) else {
+            return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, nil, message, eventID)
+        }
+        return await push(
+            Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash, tracing: tracing)
+        )
+    }
+
+    /// Pushes an event with parameters and, optionally, an event ID (see
+    /// ``push(event:parameters:eventID:)-(String,ValueMap,String?)``), and with `tracing` records its
+    /// ``PushResult/trace``.
+    @discardableResult
+    public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String? = nil, tracing: Bool)
+        -> PushResult
+    {
+        guard let hash = Self.checkedHash(of: eventID) else {
+            return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, event, parameters, eventID)
+        }
+        return push(
+            Pending(
+                message: parameters,
+                event: .string(event),
+                eventID: eventID ?? "",
+                eventIDHash: hash,
+                tracing: tracing
+            )
+        )
+    }
+
+    /// ``push(event:parameters:eventID:tracing:)-(String,ValueMap,String?,Bool)``, suspending while another
+    /// caller's push is processed.
+    @discardableResult
+    public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String? = nil, tracing: Bool)
+        async -> PushResult
+    {
+        guard let hash = Self.checkedHash(of: eventID) else {
+            return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, event, parameters, eventID)
+        }
+        return await push(
+            Pending(
+                message: parameters,
+                event: .string(event),
+                eventID: eventID ?? "",
+                eventIDHash: hash,
+                tracing: tracing
+            )
+        )
+    }
+
+    /// `result` (a push refused before its turn) with the trace of its push when `tracing`.
+    static func traced(
+        _ result: PushResult,
+        _ tracing: Bool,
+        _ session: DataLayer,
+        _ event: String?,
+        _ parameters: ValueMap,
+        _ eventID: String?
+    ) -> PushResult {
+        guard tracing || session.debug else { return result }
+        var traced = result
+        traced.traceUnprocessed(
+            TraceStep(
+                sessionID: session.sessionID,
+                event: event,
+                eventID: eventID,
+                message: parameters,
+                outcome: .refused,
+                model: session.model
+            )
+        )
+        return traced
+    }
+
+    /// `result`, a push held back or dropped while no container is available, with the trace of `pending` when it
+    /// is traced.
+    func traced(deferral result: PushResult, of pending: borrowing Pending) -> PushResult {
+        guard pending.tracing || debug else { return result }
+        var traced = result
+        var event: String?
+        switch pending.event ?? pending.message["event"] {
+        case nil, .undefined?, .null?: event = nil
+        case let value?: event = value.jsString
+        }
+        traced.traceUnprocessed(
+            TraceStep(
+                sessionID: sessionID,
+                event: event,
+                eventID: pending.eventID.isEmpty ? nil : pending.eventID,
+                message: pending.message,
+                outcome: result.dropped ? .dropped : .deferred,
+                model: model
+            )
+        )
+        return traced
+    }
+
+    /// The top-level keys a push of `message` (and `event`) sets, each with its value in `model` before the push
+    /// (`nil`: none): a dotted key sets the key before its first dot.
+    static func tracedKeys(of message: ValueMap, event: Value?, in model: ValueMap) -> [(key: String, value: Value?)] {
+        var keys: [(key: String, value: Value?)] = []
+        var seen = Set<String>()
+        func add(_ key: String) {
+            guard seen.insert(key).inserted else { return }
+            keys.append((key, model[key]))
+        }
+        for (key, _) in message where !key.hasSameBytes(as: clearKey) {
+            if let dot = key.utf8.firstIndex(of: 0x2E) {
+                add(String(key[..<dot]))
+            } else {
+                add(key)
+            }
+        }
+        if event != nil { add("event") }
+        return keys
+    }
+}
