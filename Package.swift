@@ -70,7 +70,9 @@ let package = Package(
             // The embedding guide's snippets use the Braze provider and the delivery library too.
             dependencies: [
                 "ContainerKit", "ContainerKitTesting", "TestSupport", "ContainerKitDelivery", "ContainerKitBraze",
-            ]
+            ],
+            // The golden traces (GoldenTraceTests reads them from the source tree).
+            exclude: ["Trace/Golden"]
         ),
         .testTarget(
             name: "ContainerKitDiffTests",

@@ -72,6 +72,23 @@ struct EmbeddingGuideTests {
         )
     }
 
+    /// The trace snippet: a push asked for a trace explains why a tag did not fire.
+    @Test func theTraceSnippetRuns() async throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try await ContainerLoader().load(path: TestContainers.bundled("GTM-MUSIC01.json")))
+        let sessions = SessionStore(tagManager: manager)
+        let traced = try await sessions.push(event: "played song", for: "user-42", tracing: true)
+        var reasons: [String] = []
+        for tag in traced.trace?.tags ?? [] where tag.outcome == .notFired {
+            print(tag.name ?? "", tag.reason ?? "")  // … {{Event Name}} equals "purchase" (value: "played song") was false
+            reasons.append(tag.reason ?? "")
+        }
+        let line = traced.trace?.json()  // one JSON object, keys sorted: what a debug page sends
+        #expect(reasons.contains(#"rule 3: {{Event Name}} equals "purchase" (value: "played song") was false"#))
+        #expect(try PushTrace(json: try #require(line)).sessionID == traced.trace?.sessionID)
+        #expect(try await sessions.push(event: "played song", for: "user-42").trace == nil)
+    }
+
     /// The queue's log as the persistence, with the sessions of an earlier version's files imported first:
     /// user-42 continues from their old session, and the push's state survives a restart of the queue.
     @Test func thePersistenceSnippetRuns() async throws {
