@@ -34,18 +34,10 @@ extension DataLayer {
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String? = nil, tracing: Bool)
         -> PushResult
     {
-        guard let hash = Self.checkedHash(of: eventID) else {
-            return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, event, parameters, eventID)
+        switch pending(event: event, parameters: parameters, eventID: eventID, tracing: tracing) {
+        case .success(let pending): return push(pending)
+        case .failure(let refused): return refused.result
         }
-        return push(
-            Pending(
-                message: parameters,
-                event: .string(event),
-                eventID: eventID ?? "",
-                eventIDHash: hash,
-                tracing: tracing
-            )
-        )
     }
 
     /// ``push(event:parameters:eventID:tracing:)-(String,ValueMap,String?,Bool)``, suspending while another
@@ -54,10 +46,27 @@ extension DataLayer {
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String? = nil, tracing: Bool)
         async -> PushResult
     {
-        guard let hash = Self.checkedHash(of: eventID) else {
-            return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, event, parameters, eventID)
+        switch pending(event: event, parameters: parameters, eventID: eventID, tracing: tracing) {
+        case .success(let pending): return await push(pending)
+        case .failure(let refused): return refused.result
         }
-        return await push(
+    }
+
+    /// A push refused before its turn (an invalid event ID), as an error for a `Result`.
+    struct Refused: Error {
+        var result: PushResult
+    }
+
+    /// The push of an event, or its refusal (traced when `tracing`) when `eventID` is invalid.
+    private func pending(event: String, parameters: ValueMap, eventID: String?, tracing: Bool) -> Result<
+        Pending, Refused
+    > {
+        guard let hash = Self.checkedHash(of: eventID) else {
+            return .failure(
+                Refused(result: Self.traced(Self.refusal(eventID: eventID)!, tracing, self, event, parameters, eventID))
+            )
+        }
+        return .success(
             Pending(
                 message: parameters,
                 event: .string(event),

@@ -65,6 +65,29 @@ extension PushResult {
         let durability: PushTrace.Record.Durability =
             commitFailure != nil ? .failed : (knownDurable ? .durable : .writing)
         let committed = !commits.isEmpty || commitFailure != nil
+        let failure = commitFailure?.code.rawValue
+        /// The records of `output` (a tag's, when `tag` is given; else a push hook's), sent then held.
+        func add(_ output: TagOutput, tag: (storage: Container.Storage, index: Int)?) {
+            let written: PushTrace.Record.Durability = output.durability != nil || committed ? durability : .none
+            let held = output.pendingRecords.map { ($0, PushTrace.Record.State.held) }
+            for (record, state) in output.records.map({ ($0, PushTrace.Record.State.sent) }) + held {
+                var entry = PushTrace.Record(
+                    fromPushHook: tag == nil,
+                    state: state,
+                    recordID: record.recordID,
+                    record: record.jsonValue,
+                    durability: state == .held ? .session : written,
+                    durabilityError: state == .sent && written == .failed ? failure : nil
+                )
+                if let (storage, index) = tag {
+                    entry.containerID = storage.id
+                    entry.tagIndex = index
+                    entry.tagID = storage.program.tags[index].tagID
+                    entry.tagName = storage.program.tags[index].name
+                }
+                trace.records.append(entry)
+            }
+        }
         for (number, step) in traceSteps.enumerated() {
             guard let index = step.evaluated, index < evaluatedCount else { continue }
             let push = evaluated(index)
@@ -74,57 +97,10 @@ extension PushResult {
             }
             let containers = push.snapshot.containers
             for call in push.calls {
-                guard let output = call.output else { continue }
-                let storage = containers[call.container].storage
-                let tag = storage.program.tags[call.tag]
-                let written: PushTrace.Record.Durability =
-                    output.durability != nil || committed ? durability : .none
-                for record in output.records {
-                    trace.records.append(
-                        PushTrace.Record(
-                            containerID: storage.id,
-                            tagIndex: call.tag,
-                            tagID: tag.tagID,
-                            tagName: tag.name,
-                            state: .sent,
-                            recordID: record.recordID,
-                            record: record.jsonValue,
-                            durability: written,
-                            durabilityError: written == .failed ? commitFailure?.code.rawValue : nil
-                        )
-                    )
-                }
-                for record in output.pendingRecords {
-                    trace.records.append(
-                        PushTrace.Record(
-                            containerID: storage.id,
-                            tagIndex: call.tag,
-                            tagID: tag.tagID,
-                            tagName: tag.name,
-                            state: .held,
-                            recordID: record.recordID,
-                            record: record.jsonValue,
-                            durability: .session
-                        )
-                    )
-                }
+                if let output = call.output { add(output, tag: (containers[call.container].storage, call.tag)) }
             }
         }
-        for output in hookOutputs {
-            let written: PushTrace.Record.Durability = output.durability != nil || committed ? durability : .none
-            for record in output.records {
-                trace.records.append(
-                    PushTrace.Record(
-                        fromPushHook: true,
-                        state: .sent,
-                        recordID: record.recordID,
-                        record: record.jsonValue,
-                        durability: written,
-                        durabilityError: written == .failed ? commitFailure?.code.rawValue : nil
-                    )
-                )
-            }
-        }
+        for output in hookOutputs { add(output, tag: nil) }
         return trace
     }
 

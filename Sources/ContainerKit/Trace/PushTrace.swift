@@ -20,12 +20,14 @@
 /// that is `undefined` (JSON has none): a missing `value`, `left`, `right`, `before` or `after` means
 /// *undefined*. ``version`` is ``formatVersion``; a member added later keeps the version, a member renamed or
 /// removed raises it. `Docs/Preview.md` documents every member.
+///
+/// The runtime makes traces; a test or a tool reads one back with ``init(json:)``.
 public struct PushTrace: Sendable, Hashable, Codable {
     /// The version of the JSON shape (``version``): 1.
     public static let formatVersion = 1
 
     /// ``formatVersion`` when the trace was made.
-    public var version: Int
+    public var version: Int = PushTrace.formatVersion
     /// The session that was pushed into (``DataLayer/sessionID``).
     public var sessionID: String
     /// The pushed event's name; `nil` for a push without `event`.
@@ -33,24 +35,24 @@ public struct PushTrace: Sendable, Hashable, Codable {
     /// The event ID the push carried, if any.
     public var eventID: String?
     /// The pushed message (for `push(event:parameters:)`, the parameters).
-    public var message: Value
+    public var message: Value = .object(ValueMap())
     /// What became of the push as a whole.
-    public var outcome: Outcome
+    public var outcome: Outcome = .applied
     /// Why the push was refused (``Outcome/refused``): the error's code and message.
     public var refusal: Problem?
     /// For a duplicate (``Outcome/duplicate``): the original push, as its session remembers it.
     public var duplicateOf: Original?
     /// The top-level data-layer keys the push (and the pushes its handlers made) changed, in the order they
     /// were first changed, with their values before and after.
-    public var changes: [Change]
+    public var changes: [Change] = []
     /// One evaluation per container and evaluated event, in order: the pushed event in each live container,
     /// then the events the tag handlers pushed (``Evaluation/nested``). Empty for a push without an event.
-    public var evaluations: [Evaluation]
+    public var evaluations: [Evaluation] = []
     /// The records the push produced, in order: each fired tag's (sent, or held until the user is known), then
     /// what the push hooks added (a Braze session's held records, released once its user is known).
-    public var records: [Record]
+    public var records: [Record] = []
     /// The session's data layer (merged model) after the push.
-    public var dataLayer: Value
+    public var dataLayer: Value = .object(ValueMap())
 
     /// What became of a push.
     public enum Outcome: String, Sendable, Hashable, Codable, CaseIterable {
@@ -103,13 +105,6 @@ public struct PushTrace: Sendable, Hashable, Codable {
         public var before: Value?
         /// Its value after the push; `nil`: it was removed.
         public var after: Value?
-
-        /// Creates a change.
-        public init(key: String, before: Value?, after: Value?) {
-            self.key = key
-            self.before = before
-            self.after = after
-        }
     }
 
     /// One event evaluated in one container.
@@ -122,28 +117,11 @@ public struct PushTrace: Sendable, Hashable, Codable {
         public var event: String?
         /// Whether a tag handler pushed this event while the push was processed (the push's own event is not
         /// nested).
-        public var nested: Bool
+        public var nested: Bool = false
         /// Every tag of the container, in container order, each with its outcome.
-        public var tags: [Tag]
+        public var tags: [Tag] = []
         /// Every variable evaluated for the event, in first-use order, with its value.
-        public var variables: [Variable]
-
-        /// Creates an evaluation.
-        public init(
-            containerID: String,
-            containerVersion: String,
-            event: String?,
-            nested: Bool = false,
-            tags: [Tag] = [],
-            variables: [Variable] = []
-        ) {
-            self.containerID = containerID
-            self.containerVersion = containerVersion
-            self.event = event
-            self.nested = nested
-            self.tags = tags
-            self.variables = variables
-        }
+        public var variables: [Variable] = []
     }
 
     /// One tag and what happened to it.
@@ -200,35 +178,6 @@ public struct PushTrace: Sendable, Hashable, Codable {
         /// The outcome in words: `rule 1: {{Genre}} equals "jazz" (value: "rock") was false`, `blocked by
         /// trigger 'Staff'`, `fired, but failed: …`; `nil` for a tag that fired as it should.
         public var reason: String?
-
-        /// Creates a tag's trace.
-        public init(
-            index: Int,
-            tagID: Int? = nil,
-            name: String? = nil,
-            function: String?,
-            classPath: String? = nil,
-            outcome: Outcome,
-            status: Status? = nil,
-            arguments: Value? = nil,
-            blockedBy: [Rule]? = nil,
-            failedConditions: [Condition]? = nil,
-            recordIDs: [String]? = nil,
-            reason: String? = nil
-        ) {
-            self.index = index
-            self.tagID = tagID
-            self.name = name
-            self.function = function
-            self.classPath = classPath
-            self.outcome = outcome
-            self.status = status
-            self.arguments = arguments
-            self.blockedBy = blockedBy
-            self.failedConditions = failedConditions
-            self.recordIDs = recordIDs
-            self.reason = reason
-        }
     }
 
     /// How a tag's call went: ``FiredTag/Status``'s name and message.
@@ -256,12 +205,6 @@ public struct PushTrace: Sendable, Hashable, Codable {
         public var index: Int
         /// Its name (an export's trigger name), when it has one.
         public var name: String?
-
-        /// Creates a rule reference.
-        public init(index: Int, name: String? = nil) {
-            self.index = index
-            self.name = name
-        }
     }
 
     /// One condition (predicate) of a trigger that kept a tag from firing, with its operands as evaluated.
@@ -286,40 +229,15 @@ public struct PushTrace: Sendable, Hashable, Codable {
         /// function's name.
         public var `operator`: String
         /// Whether the condition is negated (exports' "does not …").
-        public var negate: Bool
+        public var negate: Bool = false
         /// Whether the comparison ignores case.
-        public var ignoreCase: Bool
+        public var ignoreCase: Bool = false
         /// The left operand as evaluated; `nil`: undefined.
         public var left: Value?
         /// The right operand as evaluated; `nil`: undefined.
         public var right: Value?
         /// A note on the test: a regular expression that ran out of its step budget counts as not matching.
         public var note: String?
-
-        /// Creates a condition's trace.
-        public init(
-            rule: Rule,
-            predicate: Int,
-            role: Role,
-            variable: String? = nil,
-            operator: String,
-            negate: Bool = false,
-            ignoreCase: Bool = false,
-            left: Value?,
-            right: Value?,
-            note: String? = nil
-        ) {
-            self.rule = rule
-            self.predicate = predicate
-            self.role = role
-            self.variable = variable
-            self.operator = `operator`
-            self.negate = negate
-            self.ignoreCase = ignoreCase
-            self.left = left
-            self.right = right
-            self.note = note
-        }
     }
 
     /// One variable (macro) evaluated for an event.
@@ -332,14 +250,6 @@ public struct PushTrace: Sendable, Hashable, Codable {
         public var function: String
         /// Its value; `nil`: undefined.
         public var value: Value?
-
-        /// Creates a variable's trace.
-        public init(index: Int, name: String? = nil, function: String, value: Value?) {
-            self.index = index
-            self.name = name
-            self.function = function
-            self.value = value
-        }
     }
 
     /// One record the push produced.
@@ -386,7 +296,7 @@ public struct PushTrace: Sendable, Hashable, Codable {
         /// The name of the tag that made it.
         public var tagName: String?
         /// Whether a push hook (not a tag) added it: a held record released by this push.
-        public var fromPushHook: Bool
+        public var fromPushHook: Bool = false
         /// Sent now or held.
         public var state: State
         /// The record's stable ID, if it has one.
@@ -400,61 +310,6 @@ public struct PushTrace: Sendable, Hashable, Codable {
         public var durabilityError: String?
         /// Where its delivery is; `nil` when unknown (the library does not follow delivery; a host may set it).
         public var delivery: Delivery?
-
-        /// Creates a record's trace.
-        public init(
-            containerID: String? = nil,
-            tagIndex: Int? = nil,
-            tagID: Int? = nil,
-            tagName: String? = nil,
-            fromPushHook: Bool = false,
-            state: State,
-            recordID: String? = nil,
-            record: Value,
-            durability: Durability,
-            durabilityError: String? = nil,
-            delivery: Delivery? = nil
-        ) {
-            self.containerID = containerID
-            self.tagIndex = tagIndex
-            self.tagID = tagID
-            self.tagName = tagName
-            self.fromPushHook = fromPushHook
-            self.state = state
-            self.recordID = recordID
-            self.record = record
-            self.durability = durability
-            self.durabilityError = durabilityError
-            self.delivery = delivery
-        }
-    }
-
-    /// Creates a trace (the runtime makes these; a test or a tool may too).
-    public init(
-        sessionID: String,
-        event: String? = nil,
-        eventID: String? = nil,
-        message: Value = .object(ValueMap()),
-        outcome: Outcome = .applied,
-        refusal: Problem? = nil,
-        duplicateOf: Original? = nil,
-        changes: [Change] = [],
-        evaluations: [Evaluation] = [],
-        records: [Record] = [],
-        dataLayer: Value = .object(ValueMap())
-    ) {
-        self.version = PushTrace.formatVersion
-        self.sessionID = sessionID
-        self.event = event
-        self.eventID = eventID
-        self.message = message
-        self.outcome = outcome
-        self.refusal = refusal
-        self.duplicateOf = duplicateOf
-        self.changes = changes
-        self.evaluations = evaluations
-        self.records = records
-        self.dataLayer = dataLayer
     }
 
     /// Every tag of every evaluation, in order (a duplicate's: its original's tags).
