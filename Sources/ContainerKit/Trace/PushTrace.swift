@@ -2,7 +2,7 @@
 /// data-layer keys the push changed, and the records it produced. The one evaluation trace of ContainerKit:
 /// `containerkit preview`, `containerkit run --explain` and a service's debug page show this same value.
 ///
-/// A push records a trace **only when asked** — ``DataLayer/push(_:tracing:)-(ValueMap,Bool)``, the `tracing:`
+/// A push records a trace **only when asked** — ``DataLayer/push(_:eventID:tracing:)-(ValueMap,String?,Bool)``, the `tracing:`
 /// parameter of ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)``,
 /// or a session made with `debug: true` — and ``PushResult/trace`` is `nil` otherwise. A push that is not traced
 /// pays nothing for the feature: the evaluation takes the tracing branch only when asked.
