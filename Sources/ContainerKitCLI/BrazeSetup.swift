@@ -44,6 +44,8 @@ final class BrazeSetup: Sendable {
     let sink: any AnalyticsSink
     /// The front to run while events are processed (none for `--sink stdout` without `--queue`).
     let front: (any Runnable)?
+    /// Records the front dropped at delivery so far: rejected by the destination, or given up on.
+    let droppedRecords: @Sendable () -> Int
 
     init(sink spec: SinkSpec, queueDirectory: String?, environment: [String: String], logger: any DiagnosticLogger)
         throws
@@ -78,16 +80,19 @@ final class BrazeSetup: Sendable {
                 )
                 sink = queue
                 front = queue
+                droppedRecords = { queue.statistics.rejectedRecords }
             } catch {
                 throw SetupError(description: "cannot open queue '\(queueDirectory)': \(error)")
             }
         } else if let shown {
             sink = shown
             front = nil
+            droppedRecords = { 0 }
         } else {
             let queue = InMemoryQueue(destination: destination, configuration: .init(logger: logger))
             sink = queue
             front = queue
+            droppedRecords = { queue.statistics.rejectedRecords + queue.statistics.droppedRecords }
         }
     }
 }
@@ -98,22 +103,4 @@ private struct ShownRecordsSink: AnalyticsSink, AnalyticsDestination {
     func enqueue(_ records: [AnalyticsRecord]) throws(AnalyticsSinkError) -> DurabilityToken? { nil }
 
     func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult { .accepted(records) }
-}
-
-/// A long-lived pipeline component: works in ``run()`` until its task is cancelled (then stops at once)
-/// or until ``gracefulShutdown()`` drained it.
-protocol Runnable: Sendable {
-    func run() async throws
-    /// Drains what is queued (bounded by the drain timeout); then ``run()`` returns.
-    func gracefulShutdown()
-    /// Records dropped at delivery so far: rejected by the destination, or given up on.
-    var droppedRecords: Int { get }
-}
-
-extension InMemoryQueue: Runnable {
-    var droppedRecords: Int { statistics.rejectedRecords + statistics.droppedRecords }
-}
-
-extension DurableQueue: Runnable {
-    var droppedRecords: Int { statistics.rejectedRecords }
 }

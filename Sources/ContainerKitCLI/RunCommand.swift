@@ -197,7 +197,7 @@ struct RunCommand {
         }
         // The drain is over (the group waited for it): records the destination refused, or that a memory
         // queue gave up on, are lost, which a script must be able to see.
-        if status == ExitCode.success, let dropped = front?.droppedRecords, dropped > 0 {
+        if status == ExitCode.success, let dropped = braze?.droppedRecords(), dropped > 0 {
             output.error("containerkit run: \(dropped) records were dropped at delivery (see the messages above)")
             return ExitCode.recordsDropped
         }

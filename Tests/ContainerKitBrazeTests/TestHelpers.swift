@@ -69,20 +69,10 @@ extension ManualClock {
     static func skippingShortSleeps() -> ManualClock { ManualClock(autoAdvance: .seconds(600)) }
 }
 
-/// Something with a `run()` that works until cancelled (then stops at once) or until
-/// `gracefulShutdown()` drained it.
-protocol RunnableComponent: Sendable {
-    func run() async throws
-    func gracefulShutdown()
-}
-
-extension InMemoryQueue: RunnableComponent {}
-extension DurableQueue: RunnableComponent {}
-
 /// Runs `body` while `component.run()` runs beside it; then shuts the component down gracefully (it
 /// drains) and waits for it to return.
 func whileRunning<T: Sendable>(
-    _ component: some RunnableComponent,
+    _ component: some Runnable,
     _ body: () async throws -> T
 ) async throws -> T {
     try await withThrowingTaskGroup(of: Void.self) { group in

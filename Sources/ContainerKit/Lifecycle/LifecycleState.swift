@@ -21,6 +21,9 @@ final class LifecycleState: Sendable {
     let debugMode = Atomic<Bool>(false)
     /// The work queue of the running ``TagManager/run()``, if one is running.
     let runner = Mutex<AsyncStream<LifecycleWork>.Continuation?>(nil)
+    /// ``TagManager/gracefulShutdown()`` was called and the ``TagManager/run()`` it ends has not returned yet
+    /// (set under ``runner``'s lock).
+    let shutdownRequested = Atomic<Bool>(false)
     /// The ``TagManager/waitUntilLive(id:timeout:)`` calls waiting, by container ID and waiter number.
     let liveWaiters = Mutex<(next: Int, waiting: [String: [Int: CheckedContinuation<Void, Never>]])>((0, [:]))
 

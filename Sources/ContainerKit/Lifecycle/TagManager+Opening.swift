@@ -84,13 +84,14 @@ extension TagManager {
     /// schedule of every opened container (opened before or during the call), file watches
     /// (``watch(path:interval:containerID:callback:)``) and preview fetches, each as a child task.
     ///
-    /// On cancellation it drains: every child is cancelled (a network fetch in progress is abandoned —
-    /// ``HTTPContainerSource`` cancels its request — and no refresh is recorded as failed), the pushes that
-    /// wait for a container are replayed if one is live, and `run()` returns once the children have
-    /// returned. Nothing waits on a timer during the drain.
+    /// It ends on ``gracefulShutdown()`` or on the task's cancellation; either way every child is cancelled
+    /// (a network fetch in progress is abandoned — ``HTTPContainerSource`` cancels its request — and no
+    /// refresh is recorded as failed) and `run()` returns once the children have returned. After
+    /// ``gracefulShutdown()`` the pushes that wait for a container are replayed first if one is live;
+    /// cancelled, it stops at once (they stay queued: the next push replays them). Nothing waits on a timer.
     ///
-    /// The method has the shape of swift-service-lifecycle's `Service`; a host package conforms with one
-    /// line: `extension TagManager: @retroactive Service {}`.
+    /// A ``Runnable``: a swift-service-lifecycle host bridges it like every other component (see
+    /// ``Runnable``).
     ///
     /// - Throws: ``ContainerFetchError`` with ``ContainerFetchError/Code/notConfigured`` when another
     ///   `run()` of this tag manager is already running.
@@ -104,6 +105,8 @@ extension TagManager {
         guard started else {
             throw ContainerFetchError(.notConfigured, "this tag manager's run() is already running")
         }
+        // A graceful shutdown that came first: the run ends at once.
+        if lifecycle.shutdownRequested.load(ordering: .acquiring) { continuation.finish() }
         let holders = lifecycle.holders.withLock { Array($0.values) }
         let watchers = lifecycle.watchers.withLock { $0 }
         await withTaskCancellationHandler {
@@ -117,7 +120,19 @@ extension TagManager {
             continuation.finish()
         }
         lifecycle.runner.withLock { $0 = nil }
-        lifecycle.deferral.replayIfDue(self)
+        // The request is used up: a later run() runs until its own shutdown.
+        let graceful = lifecycle.shutdownRequested.exchange(false, ordering: .acquiringAndReleasing)
+        if graceful && !Task.isCancelled { lifecycle.deferral.replayIfDue(self) }
+    }
+
+    /// Ends ``run()`` gracefully: its children are cancelled, the pushes that wait for a container are
+    /// replayed if one is live, and it returns. Safe to call at any time: before ``run()`` starts, that run
+    /// returns at once.
+    public func gracefulShutdown() {
+        lifecycle.runner.withLock { runner in
+            lifecycle.shutdownRequested.store(true, ordering: .releasing)
+            runner?.finish()
+        }
     }
 
     /// Loads the container in the file at `path`, makes it live, and keeps watching the file: ``run()``

@@ -308,6 +308,8 @@ public final class SessionStore: Sendable {
     /// Nanoseconds since the store was created, on the injected clock.
     private let now: @Sendable () -> Int64
     private let sleep: @Sendable (Duration) async throws -> Void
+    /// Opened by ``gracefulShutdown()``: ``run()`` saves once more and returns.
+    private let shutdown = Latch()
     /// Whether a save is running (saves must not overlap), and whether the last one failed (for the log).
     private let saving = Mutex((running: false, failing: false, lastFailureLog: Int64?.none, loadFailing: false))
 
@@ -750,42 +752,54 @@ public final class SessionStore: Sendable {
         return max(next, .milliseconds(1))
     }
 
-    /// Until the task is cancelled: evicts each idle session when it expires (checking at least every
-    /// ``Configuration/sweepInterval``) and, with a persistence, runs the persistence's own work and saves
-    /// the changed sessions every ``Configuration/saveInterval``. When cancelled it saves what changed
-    /// since the last save (with a persistence), then returns; the sessions stay in the store for
-    /// ``save(to:)``.
+    /// Until ``gracefulShutdown()`` or the task's cancellation: evicts each idle session when it expires
+    /// (checking at least every ``Configuration/sweepInterval``) and, with a persistence, runs the
+    /// persistence's own work and saves the changed sessions every ``Configuration/saveInterval``.
+    ///
+    /// After ``gracefulShutdown()`` it saves what changed since the last save (with a persistence), then
+    /// returns. Cancelled, it stops at once and saves nothing more (what each push committed with a
+    /// ``Configuration/committer`` is durable already); the sessions stay in the store for
+    /// ``saveChanges()`` or ``save(to:)``.
     public func run() async throws {
-        guard let persistence = configuration.persistence else {
-            while !Task.isCancelled {
-                do {
-                    try await sleep(untilNextExpiry())
-                } catch is CancellationError {
-                    return
-                }
-                evictIdle()
+        let persistence = configuration.persistence
+        await withTaskGroup(of: Void.self) { group in
+            if let persistence { group.addTask { try? await persistence.run() } }
+            // The sweep and the periodic saves, until the shutdown (or the cancellation: the wait ends then too).
+            await withTaskGroup(of: Void.self) { loop in
+                loop.addTask { await self.sweep(saving: persistence != nil) }
+                await shutdown.wait()
+                loop.cancelAll()
             }
-            return
-        }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await persistence.run() }
-            var sinceSave: Duration = .zero
-            while !Task.isCancelled {
-                let wait = min(untilNextExpiry(), configuration.saveInterval - sinceSave)
-                do {
-                    try await sleep(max(wait, .milliseconds(1)))
-                } catch is CancellationError {
-                    break
-                }
-                sinceSave += max(wait, .milliseconds(1))
-                evictIdle()
-                if sinceSave >= configuration.saveInterval {
-                    sinceSave = .zero
-                    await saveLogged()
-                }
-            }
-            await saveLogged()
+            if persistence != nil, !Task.isCancelled { await saveLogged() }
             group.cancelAll()
+        }
+    }
+
+    /// Stops ``run()`` gracefully: it saves what changed since the last save (with a persistence) and
+    /// returns. Safe to call at any time (a ``run()`` that starts later returns after that save) and more
+    /// than once.
+    public func gracefulShutdown() { shutdown.open() }
+
+    /// Evicts idle sessions as they expire and, when `saving`, saves every ``Configuration/saveInterval``,
+    /// until the task is cancelled.
+    private func sweep(saving: Bool) async {
+        var sinceSave: Duration = .zero
+        while !Task.isCancelled {
+            let wait = max(
+                saving ? min(untilNextExpiry(), configuration.saveInterval - sinceSave) : untilNextExpiry(),
+                .milliseconds(1)
+            )
+            do {
+                try await sleep(wait)
+            } catch {
+                return
+            }
+            sinceSave += wait
+            evictIdle()
+            if saving, sinceSave >= configuration.saveInterval {
+                sinceSave = .zero
+                await saveLogged()
+            }
         }
     }
 

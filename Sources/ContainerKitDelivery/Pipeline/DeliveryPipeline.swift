@@ -27,7 +27,7 @@ import ContainerKit
 /// their records for the next run), waiters are answered `.closed`. ``gracefulShutdown()`` is the other
 /// signal: new records are refused, everything stored is delivered for at most
 /// ``DeliverySettings/drainTimeout``, then ``run()`` returns by itself.
-public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, DurabilitySource {
+public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, DurabilitySource, Runnable {
     /// The pipeline's tunables (one set for every store): the ``DeliverySettings`` every front shares, and
     /// what only the pipeline's own users set.
     public struct Configuration: Sendable {

@@ -58,7 +58,7 @@ import Synchronization
 /// rejections are dropped with the destination's message. The first failure is logged at once, then at
 /// most once per ``DeliverySettings/logInterval`` with a count. An unreadable segment is reported with its
 /// name and skipped; the good records are still delivered.
-public final class DurableQueue: AnalyticsSink, DurabilitySource {
+public final class DurableQueue: AnalyticsSink, DurabilitySource, Runnable {
     /// Tunables of a queue: the ``DeliverySettings`` every front shares, and the segment log's own.
     public struct Configuration: Sendable {
         /// Batch size, deliveries at once, retries, drain and start timeouts, logging and observing — the

@@ -39,7 +39,7 @@ import ContainerKit
 /// then the records are dropped with an error. Rejected records (for Braze, a 4xx) are dropped at once
 /// with the destination's message. The first failure of a kind is logged at once, repeats at most once
 /// per ``DeliverySettings/logInterval`` with a count.
-public final class InMemoryQueue: AnalyticsSink {
+public final class InMemoryQueue: AnalyticsSink, Runnable {
     /// Tunables of the queue: the ``DeliverySettings`` every front shares, and when to send.
     public struct Configuration: Sendable {
         /// Batch size, deliveries at once, retries (a bounded number of attempts), drain and start timeouts,

@@ -65,6 +65,30 @@ extension LifecycleTests {
             #expect(manager.liveVersion() == "1")
         }
 
+        @Test func aGracefulShutdownEndsTheRunAndARunAfterItRunsUntilItsOwn() async throws {
+            let network = ScriptedSource([ScriptedSource.container("1")])
+            let manager = manager(network)
+            let task = Task.immediate { try await manager.run() }
+            #expect(manager.isRunning)
+            _ = try await manager.open(id: id, timeout: .seconds(3600))
+            manager.gracefulShutdown()
+            try await task.value
+            #expect(!manager.isRunning)
+            #expect(manager.liveVersion() == "1")
+            // The request was used up: the next run runs until it is shut down in turn.
+            let again = Task.immediate { try await manager.run() }
+            #expect(manager.isRunning)
+            manager.gracefulShutdown()
+            try await again.value
+        }
+
+        @Test func aGracefulShutdownBeforeTheRunEndsTheRunAtOnce() async throws {
+            let manager = manager(ScriptedSource([]))
+            manager.gracefulShutdown()
+            try await manager.run()
+            #expect(!manager.isRunning)
+        }
+
         @Test func waitUntilLiveReturnsOnceTheContainerGoesLive() async throws {
             let gate = Gate()
             let manager = await runner.run(manager(ScriptedSource([ScriptedSource.container("4")], gate: gate)))

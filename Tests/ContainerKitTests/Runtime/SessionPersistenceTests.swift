@@ -157,7 +157,7 @@ struct SessionPersistenceTests {
         #expect(try await store.loadSession(for: "ada").snapshot().eventNumber == 0)
     }
 
-    @Test func runSavesEveryIntervalAndWhatIsLeftWhenCancelled() async throws {
+    @Test func runSavesEveryIntervalAndWhatIsLeftAtAGracefulShutdown() async throws {
         let clock = ManualClock()
         let persistence = InMemorySessionPersistence()
         let saves = AsyncStream<Int>.makeStream()
@@ -177,10 +177,43 @@ struct SessionPersistenceTests {
         clock.advance(by: .seconds(1))
         #expect(await saved.next() == 1)
         await Self.tick(try await store.loadSession(for: "bob"))
-        task.cancel()
+        store.gracefulShutdown()
         try await task.value
         #expect(await saved.next() == 1)
         #expect(try await persistence.load(userID: "bob") != nil)
+    }
+
+    /// Cancellation is "stop now": the run returns without its last save; the change stays in the store
+    /// for the next save.
+    @Test func aCancelledRunStopsWithoutSavingAndKeepsTheChange() async throws {
+        let clock = ManualClock()
+        let persistence = InMemorySessionPersistence()
+        let store = SessionStore(
+            tagManager: try SessionStoreTests.manager(),
+            configuration: .init(persistence: persistence, saveInterval: .seconds(1)),
+            clock: clock
+        )
+        let task = Task { try await store.run() }
+        await clock.waitForSleepers(1)
+        await Self.tick(try await store.loadSession(for: "ada"))
+        task.cancel()
+        try await task.value
+        #expect(try await persistence.load(userID: "ada") == nil)
+        #expect(try await store.saveChanges() == 1)
+        #expect(try await persistence.load(userID: "ada") != nil)
+    }
+
+    /// A graceful shutdown that comes before the run: the run saves once and returns.
+    @Test func aGracefulShutdownBeforeTheRunEndsItAfterOneSave() async throws {
+        let persistence = InMemorySessionPersistence()
+        let store = SessionStore(
+            tagManager: try SessionStoreTests.manager(),
+            configuration: .init(persistence: persistence, saveInterval: .seconds(3600))
+        )
+        await Self.tick(try await store.loadSession(for: "ada"))
+        store.gracefulShutdown()
+        try await store.run()
+        #expect(try await persistence.load(userID: "ada") != nil)
     }
 
     @Test func theContractHoldsInMemory() async throws {

@@ -2,55 +2,27 @@ import ContainerKit
 import ContainerKitBraze
 import ServiceLifecycle
 
-// ContainerKit's long-lived components already have the shape of a swift-service-lifecycle `Service`: a
-// `run()` that works until its task is cancelled. One line each makes them services of the application's
-// group. The durable queue keeps the two signals apart (cancellation stops at once, `gracefulShutdown()`
-// drains), so it is bridged with `withGracefulShutdownHandler` in one line (`DurableQueue.service`).
-extension SessionStore: @retroactive Service {}
-extension TagManager: @retroactive Service {}
+/// A ContainerKit component — the tag manager's lifecycle, the session store, the record queue or a
+/// delivery pipeline: every one is a `Runnable` — as a member of the application's service group, the one
+/// bridge for all of them. The group's graceful shutdown reaches the component's `gracefulShutdown()` (in the
+/// group's reverse order, each after the next has returned): the queue drains within its drain timeout, the
+/// session store saves what changed, the tag manager replays the pushes that wait for a container.
+/// Cancellation — the group's last resort, once the graceful shutdown took too long — stops it at once.
+struct RunnableService: Service {
+    let component: any Runnable
 
-extension Service {
-    /// This service as a member of a group that shuts down gracefully: its `run()` is cancelled when the
-    /// group signals graceful shutdown to it (in the group's reverse order), and the group waits for it to
-    /// return before it moves on to the service listed before it.
-    ///
-    /// ContainerKit does not depend on swift-service-lifecycle, so its `run()` methods stop on task
-    /// cancellation — which for them *is* the graceful path (the durable queue drains, the tag manager
-    /// abandons fetches and replays deferred pushes). A `Service` that ignored the group's graceful
-    /// shutdown signal would hold the group until its timeout and then be cancelled together with every
-    /// other service, losing the order.
-    func cancelledOnGracefulShutdown() -> ClosureService {
-        ClosureService { try await cancelWhenGracefulShutdown { try await self.run() } }
-    }
-}
-
-extension DurableQueue {
-    /// The queue as a member of the group: graceful shutdown drains it (within its drain timeout);
-    /// cancellation stops it at once (what is durable stays on disk).
-    var service: ClosureService {
-        ClosureService {
-            try await withGracefulShutdownHandler {
-                try await self.run()
-            } onGracefulShutdown: {
-                self.gracefulShutdown()
-            }
+    func run() async throws {
+        try await withGracefulShutdownHandler {
+            try await component.run()
+        } onGracefulShutdown: {
+            component.gracefulShutdown()
         }
     }
 }
 
-extension AnalyticsDestination {
-    /// The destination's own work (Braze's HTTP client and its I/O thread) as a member of the group, for a
-    /// host that delivers to it itself (the fronts run their destination already): it runs until the
-    /// group's graceful shutdown reaches it; list it before the component that delivers to it.
-    var service: ClosureService {
-        ClosureService {
-            try await cancelWhenGracefulShutdown {
-                try await self.run()
-                // A destination with nothing to run returns at once; the service still lasts until shutdown.
-                try? await gracefulShutdown()
-            }
-        }
-    }
+extension Runnable {
+    /// This component as a member of the application's service group (see ``RunnableService``).
+    var service: RunnableService { RunnableService(component: self) }
 }
 
 /// The record queue as the application's first service: `/ready` reports it running while its `run()` runs.

@@ -72,18 +72,7 @@ final class PostgresScaleOut: Sendable {
 
     /// The pipeline as a member of the application's service group: graceful shutdown drains it (within its
     /// drain timeout), cancellation stops it at once (what is committed stays in PostgreSQL).
-    var services: [any Service] {
-        let pipeline = self.pipeline
-        return [
-            ClosureService {
-                try await withGracefulShutdownHandler {
-                    try await pipeline.run()
-                } onGracefulShutdown: {
-                    pipeline.gracefulShutdown()
-                }
-            }
-        ]
-    }
+    var services: [any Service] { [pipeline.service] }
 
     /// The `/metrics` lines of the store and the delivery (Prometheus text format).
     func metricsText() async -> String {

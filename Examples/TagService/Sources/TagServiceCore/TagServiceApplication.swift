@@ -156,7 +156,7 @@ public struct TagServiceApplication: Sendable {
                 manager: manager,
                 logger: logger
             )
-            containers = manager.cancelledOnGracefulShutdown()
+            containers = manager.service
         }
         if manager.containers.isEmpty {
             logger.warning("no container is live yet; /ready answers 503 until one loads")
@@ -238,7 +238,7 @@ public struct TagServiceApplication: Sendable {
             // Shut down in reverse order, each after the next has returned (see the type's documentation).
             services: (queue.map { [RecordQueueService(queue: $0, readiness: readiness)] } ?? [])
                 + (scaleOut?.services ?? []) + [
-                    sessions.cancelledOnGracefulShutdown(),
+                    sessions.service,
                     containers,
                 ]
                 + debugServices,
