@@ -5,9 +5,10 @@ import Testing
 @testable import ContainerKitBraze
 @testable import ContainerKitDelivery
 
-/// The durable queue's state machine, driven step by step: no files, threads, clocks or polling. A
+/// The segment log's state machine, driven step by step: no files, threads, clocks or polling. A
 /// simulated disk executes the machine's actions, and a "crash" after any step rebuilds a machine from
-/// what the disk holds, as `SegmentLog` would.
+/// what the disk holds, as `SegmentLog` would. The tests acknowledge as the pipeline does: in order, through
+/// the end of the longest prefix of settled batches.
 @Suite struct DurableQueueMachineTests {
     typealias Machine = DurableQueueMachine
     typealias Position = SegmentLog.Position
@@ -65,8 +66,7 @@ import Testing
     static func machine(
         batchSize: Int = 2,
         segmentBytes: Int = 1 << 20,
-        buffered: Int = 100,
-        inFlight: Int = 1
+        buffered: Int = 100
     ) -> Machine {
         Machine(
             segments: [],
@@ -75,8 +75,7 @@ import Testing
             maximumSegmentBytes: segmentBytes,
             maximumQueueBytes: 1 << 30,
             maximumBufferedRecords: buffered,
-            batchSize: batchSize,
-            maximumInFlight: inFlight
+            batchSize: batchSize
         )
     }
 
@@ -131,7 +130,7 @@ import Testing
     @Test func linesEnqueuedWhileTheWriterWorksShareOneCommit() throws {
         var machine = Self.machine()
         #expect(machine.takeCommit() == nil)
-        #expect(machine.writerWaiting)
+        #expect(machine.flags.contains(.writerAsleep))
         let (first, wake) = try Self.enqueue(&machine, [Self.record(1)])
         #expect(first == 1 && wake == [.wakeWriter])
         let (second, quiet) = try Self.enqueue(&machine, [Self.record(2), Self.record(3)])
@@ -141,9 +140,10 @@ import Testing
         #expect(commit.records.map(\.id) == ["r1", "r2", "r3"])
         #expect(commit.segment == 1 && commit.offset == 0)
         #expect(machine.takeCommit() == nil, "one commit at a time")
-        let actions = machine.committed(commit)
-        #expect(actions.contains(.resolveDurability(through: 2)) && actions.contains(.wakeDelivery))
-        #expect(machine.failure(for: 1) == nil && machine.failure(for: 2) == nil)
+        _ = try Self.enqueue(&machine, [Self.record(4)])
+        // The store reports the tickets; the writer takes the next commit itself, awake: nothing to do.
+        #expect(machine.committed(commit).isEmpty)
+        #expect(try Self.take(&machine).tickets == 3...3)
     }
 
     @Test func deliveryGoesInBatchesAndAcknowledgesEachOne() throws {
@@ -153,18 +153,16 @@ import Testing
         _ = machine.committed(commit)
         var delivered: [String] = []
         var acks: [Position] = []
-        while case .deliver(let batch) = machine.nextBatch() {
-            // One batch at a time by default: nothing more until it is confirmed (the shell retries it).
-            #expect(machine.nextBatch() == .wait)
-            #expect(machine.inFlight == [batch])
+        while case .batch(let batch) = machine.nextRead() {
+            #expect(!machine.caughtUp, "a batch is out")
             delivered += batch.records.map(\.id)
-            for case .acknowledge(let position, _) in machine.confirm(batch) { acks.append(position) }
+            for case .acknowledge(let position, _) in machine.acknowledge(through: batch.end) { acks.append(position) }
         }
         #expect(delivered == ["r1", "r2", "r3", "r4", "r5"])
         #expect(acks.count == 3)
         #expect(acks.last == Position(segment: 1, offset: commit.bytes.count))
         #expect(machine.caughtUp)
-        #expect(machine.nextBatch() == .wait)
+        #expect(machine.nextRead() == .nothing)
     }
 
     // A batch from memory carries each record's JSON line as its append encoded it, whether the batch
@@ -179,9 +177,9 @@ import Testing
             _ = machine.committed(try Self.take(&machine))
         }
         var batches: [Machine.Batch] = []
-        while case .deliver(let batch) = machine.nextBatch() {
+        while case .batch(let batch) = machine.nextRead() {
             batches.append(batch)
-            _ = machine.confirm(batch)
+            _ = machine.acknowledge(through: batch.end)
         }
         #expect(batches.map { $0.records.map(\.id) } == [["r1", "r2", "r3"], ["r4", "r5"]])
         for batch in batches {
@@ -193,84 +191,90 @@ import Testing
         }
     }
 
-    @Test func concurrentBatchesAreAcknowledgedInLogOrder() throws {
-        var machine = Self.machine(batchSize: 2, inFlight: 3)
+    @Test func readsGoOnAfterTheBatchesOutAndOneAcknowledgementCoversEveryBatchBeforeIt() throws {
+        var machine = Self.machine(batchSize: 2)
         _ = try Self.enqueue(&machine, (1...8).map(Self.record))
         _ = machine.committed(try Self.take(&machine))
         var batches: [Machine.Batch] = []
-        while case .deliver(let batch) = machine.nextBatch() { batches.append(batch) }
+        for _ in 0..<3 {
+            guard case .batch(let batch) = machine.nextRead() else { break }
+            batches.append(batch)
+        }
         #expect(batches.map { $0.records.map(\.id) } == [["r1", "r2"], ["r3", "r4"], ["r5", "r6"]])
-        #expect(machine.nextBatch() == .wait, "three batches are out")
-        // The second settles first: nothing can be acknowledged past the first yet, and its slot stays taken.
-        #expect(machine.confirm(batches[1]).isEmpty)
-        #expect(machine.nextBatch() == .wait)
-        #expect(machine.inFlight == [batches[0], batches[2]])
-        // The first settles: both ends are covered by one acknowledgement, and two slots are free.
-        #expect(machine.confirm(batches[0]) == [.acknowledge(batches[1].end, deleting: [])])
-        #expect(machine.confirm(batches[0]).isEmpty, "a batch is confirmed once")
-        guard case .deliver(let last) = machine.nextBatch() else {
+        #expect(machine.readCursor == batches[2].end && machine.cursor == Position(segment: 1, offset: 0))
+        // The pipeline acknowledges through the second batch's end: one write covers the first two.
+        #expect(machine.acknowledge(through: batches[1].end) == [.acknowledge(batches[1].end, deleting: [])])
+        #expect(machine.acknowledge(through: batches[1].end).isEmpty, "nothing more up to that position")
+        guard case .batch(let last) = machine.nextRead() else {
             Issue.record("expected the last batch")
             return
         }
         #expect(last.records.map(\.id) == ["r7", "r8"])
-        #expect(machine.nextBatch() == .wait, "nothing more is committed")
-        #expect(machine.confirm(last).isEmpty)
-        #expect(machine.confirm(batches[2]) == [.acknowledge(last.end, deleting: [])])
+        #expect(machine.nextRead() == .nothing, "nothing more is committed")
+        #expect(!machine.caughtUp)
+        #expect(machine.acknowledge(through: last.end) == [.acknowledge(last.end, deleting: [])])
         #expect(machine.caughtUp)
     }
 
-    @Test func confirmingThroughAPositionSettlesEveryBatchUpToItWithOneAcknowledgement() throws {
-        var machine = Self.machine(batchSize: 2, inFlight: 3)
-        _ = try Self.enqueue(&machine, (1...6).map(Self.record))
-        _ = machine.committed(try Self.take(&machine))
-        var batches: [Machine.Batch] = []
-        while case .deliver(let batch) = machine.nextBatch() { batches.append(batch) }
-        #expect(batches.count == 3)
-        // The pipeline acknowledges through the second batch's end: the first two settle, one write.
-        #expect(machine.confirm(through: batches[1].end) == [.acknowledge(batches[1].end, deleting: [])])
-        #expect(machine.inFlight == [batches[2]])
-        #expect(machine.confirm(through: batches[1].end).isEmpty, "nothing more up to that position")
-        #expect(machine.confirm(through: batches[2].end) == [.acknowledge(batches[2].end, deleting: [])])
-        #expect(machine.caughtUp)
-    }
-
-    @Test func concurrentDiskReadsStartAfterTheBatchesInFlight() throws {
-        var machine = Self.machine(batchSize: 2, buffered: 1, inFlight: 2)
+    @Test func aDiskReadStartsAfterTheBatchesOut() throws {
+        var machine = Self.machine(batchSize: 2, buffered: 1)
         _ = try Self.enqueue(&machine, (1...3).map(Self.record))
         let commit = try Self.take(&machine)
         _ = machine.committed(commit)
         let ends = commit.lineEnds.map { Position(segment: 1, offset: $0) }
-        guard case .readDisk(let from, _, _) = machine.nextBatch() else {
+        guard case .readDisk(let from, _, _) = machine.nextRead() else {
             Issue.record("expected a disk read")
             return
         }
         #expect(from == Position(segment: 1, offset: 0))
         let first = machine.diskRead(.init(records: Array(commit.records.prefix(2)), end: ends[1]), from: from)
-        let firstBatch = try #require(first.batch)
-        // The second read starts where the first batch ends, although that batch is not settled yet.
-        guard case .readDisk(let next, _, _) = machine.nextBatch() else {
+        #expect(first.batch?.records.count == 2)
+        // The second read starts where the first batch ends, although that batch is not acknowledged yet.
+        guard case .readDisk(let next, _, _) = machine.nextRead() else {
             Issue.record("expected a second disk read")
             return
         }
         #expect(next == ends[1])
+        #expect(machine.diskRead(.init(records: [], end: ends[1]), from: from).batch == nil, "a stale read")
         let second = machine.diskRead(.init(records: [commit.records[2]], end: ends[2]), from: next)
-        let secondBatch = try #require(second.batch)
-        #expect(machine.nextBatch() == .wait, "two batches are out")
-        #expect(machine.confirm(secondBatch).isEmpty)
-        #expect(machine.confirm(firstBatch) == [.acknowledge(ends[2], deleting: [])])
+        #expect(second.batch?.records.map(\.id) == ["r3"])
+        #expect(machine.nextRead() == .nothing)
+        #expect(machine.acknowledge(through: ends[2]) == [.acknowledge(ends[2], deleting: [])])
+        #expect(machine.caughtUp)
     }
 
-    /// With several batches out, a crash at any step loses nothing durable and re-delivers only records of
-    /// the batches that were in flight.
-    @Test func aCrashWithConcurrentBatchesRedeliversOnlyTheBatchesInFlight() throws {
+    @Test func aDiskReadOfOnlyUnreadableLinesIsABatchWithNoRecordToAcknowledge() throws {
+        var machine = Self.machine(batchSize: 2, buffered: 0)
+        _ = try Self.enqueue(&machine, (1...2).map(Self.record))
+        let commit = try Self.take(&machine)
+        _ = machine.committed(commit)
+        guard case .readDisk(let from, _, _) = machine.nextRead() else {
+            Issue.record("expected a disk read")
+            return
+        }
+        let end = Position(segment: 1, offset: commit.bytes.count)
+        var skipped = SegmentLog.ReadResult(end: end)
+        skipped.skippedLines = 2
+        let read = machine.diskRead(skipped, from: from)
+        #expect(read.batch == Machine.Batch(records: [], end: end) && !read.stale)
+        #expect(machine.nextRead() == .nothing, "the read reached the end of the log")
+        #expect(machine.acknowledge(through: end) == [.acknowledge(end, deleting: [])])
+        #expect(machine.caughtUp)
+    }
+
+    /// With several batches out, settled in any order and acknowledged as the pipeline does (through the end
+    /// of the longest settled prefix), a crash at any step loses nothing durable and re-delivers only records
+    /// of the batches that were out.
+    @Test func aCrashWithSeveralBatchesOutRedeliversOnlyThoseBatches() throws {
         let (batchSize, slots) = (2, 3)
         var mostTwice = 0
         for crashPoint in 0...12 {
-            var machine = Self.machine(batchSize: batchSize, inFlight: slots)
+            var machine = Self.machine(batchSize: batchSize)
             var disk = Disk()
             var durable: Set<String> = []
             var delivered: [String] = []
-            var out: [Machine.Batch] = []
+            // The batches out, oldest first, and whether each is settled.
+            var out: [(batch: Machine.Batch, settled: Bool)] = []
             var step = 0
             func crashed() -> Bool {
                 step += 1
@@ -284,62 +288,44 @@ import Testing
                 disk.apply(commit)
                 _ = machine.committed(commit)
                 durable.formUnion(commit.records.map(\.id))
-                while case .deliver(let batch) = machine.nextBatch() {
-                    out.append(batch)
+                while out.count < slots, case .batch(let batch) = machine.nextRead() {
+                    out.append((batch, false))
                     delivered += batch.records.map(\.id)
                 }
                 // Settle them newest first, the worst order for acknowledgements.
-                while let batch = out.popLast() {
-                    if crashed() {
-                        out.append(batch)
-                        break outer
-                    }
-                    disk.apply(machine.confirm(batch))
+                for index in out.indices.reversed() {
+                    if crashed() { break outer }
+                    out[index].settled = true
+                    let settled = out.prefix { $0.settled }
+                    guard let end = settled.last?.batch.end else { continue }
+                    out.removeFirst(settled.count)
+                    disk.apply(machine.acknowledge(through: end))
                 }
             }
             let twice = Self.restartLosesNothing(disk, durable: durable, delivered: delivered, batchSize: batchSize)
             #expect(twice.count <= batchSize * slots, "crash point \(crashPoint) re-delivers \(twice.sorted())")
+            #expect(twice.isSubset(of: Set(out.flatMap { $0.batch.records.map(\.id) })))
             mostTwice = max(mostTwice, twice.count)
         }
         #expect(mostTwice > batchSize, "some crash point had more than one batch out")
     }
 
-    @Test func aPartialBatchInMemoryIsWhatTheDeliveryLoopMayLingerFor() throws {
-        var machine = Self.machine(batchSize: 3)
-        #expect(!machine.holdsPartialBatch, "nothing committed")
-        _ = try Self.enqueue(&machine, [Self.record(1), Self.record(2)])
-        #expect(!machine.holdsPartialBatch, "enqueued is not committed")
-        _ = machine.committed(try Self.take(&machine))
-        #expect(machine.holdsPartialBatch)
-        _ = try Self.enqueue(&machine, [Self.record(3)])
-        _ = machine.committed(try Self.take(&machine))
-        #expect(!machine.holdsPartialBatch, "a full batch goes at once")
-        guard case .deliver(let batch) = machine.nextBatch() else {
-            Issue.record("expected a batch")
-            return
-        }
-        #expect(batch.records.map(\.id) == ["r1", "r2", "r3"])
-        #expect(!machine.holdsPartialBatch, "a batch is in flight")
-    }
-
-    @Test func aFailedCommitFailsOnlyItsOwnTickets() throws {
+    @Test func aFailedCommitLeavesNothingBehind() throws {
         var machine = Self.machine()
         _ = try Self.enqueue(&machine, [Self.record(1)])
         let failed = try Self.take(&machine)
-        let diskFull = AnalyticsSinkError(.diskFull, "writing 'segment' failed: no space left on device")
-        let actions = machine.commitFailed(failed, diskFull, segmentUsable: true)
-        #expect(actions == [.resolveDurability(through: 1)])
-        #expect(machine.failure(for: 1) == diskFull)
+        machine.commitFailed(failed, segmentUsable: true)
         #expect(machine.queueBytes == 0)
-        // Space came back: the next commit works and its ticket is not poisoned by the first.
+        #expect(machine.nextRead() == .nothing)
+        // Space came back: the next commit works, where the failed one would have been.
         _ = try Self.enqueue(&machine, [Self.record(2)])
         let next = try Self.take(&machine)
+        #expect(next.tickets == 2...2)
         #expect(next.segment == 1 && next.offset == 0, "the failed commit left nothing behind")
         _ = machine.committed(next)
-        #expect(machine.failure(for: 2) == nil)
         #expect(
-            machine.nextBatch()
-                == .deliver(.init(records: [Self.record(2)], end: .init(segment: 1, offset: next.bytes.count)))
+            machine.nextRead()
+                == .batch(.init(records: [Self.record(2)], end: .init(segment: 1, offset: next.bytes.count)))
         )
     }
 
@@ -350,7 +336,7 @@ import Testing
         _ = try Self.enqueue(&machine, [Self.record(2)])
         let failed = try Self.take(&machine)
         #expect(failed.segment == 1)
-        _ = machine.commitFailed(failed, AnalyticsSinkError(.io, "eio"), segmentUsable: false)
+        machine.commitFailed(failed, segmentUsable: false)
         _ = try Self.enqueue(&machine, [Self.record(3)])
         let next = try Self.take(&machine)
         #expect(next.segment == 2 && next.offset == 0)
@@ -367,8 +353,8 @@ import Testing
         }
         #expect(segments == [1, 1, 2, 2] || segments == [1, 2, 3, 4])
         var deleted: [UInt64] = []
-        while case .deliver(let batch) = machine.nextBatch() {
-            for case .acknowledge(_, let deleting) in machine.confirm(batch) { deleted += deleting }
+        while case .batch(let batch) = machine.nextRead() {
+            for case .acknowledge(_, let deleting) in machine.acknowledge(through: batch.end) { deleted += deleting }
         }
         #expect(deleted == Array(Set(segments)).sorted().dropLast())
         #expect(machine.segments.map(\.index) == [segments.last!])
@@ -379,24 +365,27 @@ import Testing
         _ = try Self.enqueue(&machine, (1...3).map(Self.record))
         let commit = try Self.take(&machine)
         _ = machine.committed(commit)
-        guard case .readDisk(let from, let extents, _) = machine.nextBatch() else {
+        guard case .readDisk(let from, let extents, _) = machine.nextRead() else {
             Issue.record("expected a disk read")
             return
         }
         #expect(from == Position(segment: 1, offset: 0))
         #expect(extents == [.init(index: 1, size: commit.bytes.count)])
         let read = SegmentLog.ReadResult(records: commit.records, end: .init(segment: 1, offset: commit.bytes.count))
-        let (batch, stale, actions) = machine.diskRead(read, from: from)
-        #expect(batch?.records.count == 3 && !stale && actions.isEmpty)
+        let (batch, stale) = machine.diskRead(read, from: from)
+        #expect(batch?.records.count == 3 && !stale)
+        // The read reached the end of the log: the backlog is over, and later commits are read from memory.
+        #expect(!machine.flags.contains(.backlogOnDisk))
         let taken = try #require(batch)
-        _ = machine.confirm(taken)
-        // Caught up: the next read finds nothing and ends the backlog.
-        guard case .readDisk(let again, _, _) = machine.nextBatch() else {
-            Issue.record("expected a disk read")
+        _ = machine.acknowledge(through: taken.end)
+        #expect(machine.caughtUp)
+        _ = try Self.enqueue(&machine, [Self.record(4)])
+        _ = machine.committed(try Self.take(&machine))
+        guard case .batch(let fromMemory) = machine.nextRead() else {
+            Issue.record("expected a batch from memory")
             return
         }
-        _ = machine.diskRead(.init(end: again), from: again)
-        #expect(!machine.diskBacklog && machine.caughtUp)
+        #expect(fromMemory.records.map(\.id) == ["r4"])
     }
 
     @Test func aRestartWhoseAckIsAtTheEndOfTheLogIsCaughtUpAfterItsFirstRead() throws {
@@ -411,16 +400,14 @@ import Testing
         )
         // Until the log is read the machine cannot know that nothing is left.
         #expect(!machine.caughtUp)
-        guard case .readDisk(let from, _, _) = machine.nextBatch() else {
+        guard case .readDisk(let from, _, _) = machine.nextRead() else {
             Issue.record("expected a disk read")
             return
         }
-        let (batch, stale, actions) = machine.diskRead(.init(end: from), from: from)
-        // Nothing is acknowledged, so the read itself tells the flushes they are done.
+        let (batch, stale) = machine.diskRead(.init(end: from), from: from)
         #expect(batch == nil && !stale)
-        #expect(actions == [.caughtUp])
         #expect(machine.caughtUp)
-        #expect(machine.nextBatch() == .wait)
+        #expect(machine.nextRead() == .nothing)
     }
 
     // The memory buffer keeps each append's records as one chunk: batches cross chunk boundaries in order,
@@ -441,9 +428,9 @@ import Testing
         #expect(commit.recordCount == 10)
         _ = machine.committed(commit)
         var batches: [Machine.Batch] = []
-        while case .deliver(let batch) = machine.nextBatch() {
+        while case .batch(let batch) = machine.nextRead() {
             batches.append(batch)
-            _ = machine.confirm(batch)
+            _ = machine.acknowledge(through: batch.end)
         }
         #expect(
             batches.map { $0.records.map(\.id) } == [
@@ -459,7 +446,7 @@ import Testing
         let records = [11, 12, 13].map(Self.record)
         _ = try Self.enqueue(&whole, records)
         _ = whole.committed(try Self.take(&whole))
-        guard case .deliver(let batch) = whole.nextBatch() else {
+        guard case .batch(let batch) = whole.nextRead() else {
             Issue.record("expected a batch")
             return
         }
@@ -479,11 +466,11 @@ import Testing
             _ = try Self.enqueue(&machine, [Self.record(n)])
             _ = machine.committed(try Self.take(&machine))
             if n % 500 == 0 {
-                while case .deliver(let batch) = machine.nextBatch() {
+                while case .batch(let batch) = machine.nextRead() {
                     #expect(batch.end > lastEnd)
                     lastEnd = batch.end
                     delivered += batch.records.map(\.id)
-                    _ = machine.confirm(batch)
+                    _ = machine.acknowledge(through: batch.end)
                 }
             }
         }
@@ -538,12 +525,12 @@ import Testing
                     _ = machine.committed(commit)
                     durable.formUnion(commit.records.map(\.id))
                 case .deliver:
-                    if case .deliver(let batch) = machine.nextBatch() {
+                    if inFlight == nil, case .batch(let batch) = machine.nextRead() {
                         inFlight = batch
                         delivered += batch.records.map(\.id)
                     }
                 case .confirm:
-                    if let batch = inFlight { disk.apply(machine.confirm(batch)) }
+                    if let batch = inFlight { disk.apply(machine.acknowledge(through: batch.end)) }
                     inFlight = nil
                 }
             }

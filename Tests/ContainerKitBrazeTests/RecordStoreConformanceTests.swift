@@ -37,7 +37,6 @@ import Testing
                 maximumQueueBytes: 1 << 30,
                 maximumBufferedRecords: bufferedRecords,
                 batchSize: 100,
-                maximumInFlight: .max,
                 commitDelay: .zero,
                 acknowledgementSyncInterval: .zero,
                 faults: nil

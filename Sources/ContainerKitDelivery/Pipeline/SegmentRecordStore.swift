@@ -5,6 +5,10 @@ import Foundation
 /// The on-disk ``RecordStore``: the segment log (``SegmentLog``: append-only segments of checksummed
 /// lines, an ack file) driven by ``DurableQueueMachine``. The store behind ``DurableQueue``.
 ///
+/// It stores and nothing more: it hands out a ticket per append, reports each commit to the pipeline, and
+/// answers reads and acknowledgements; who waits, the batches in flight and their order are the
+/// pipeline's (``DeliveryPipelineMachine``).
+///
 /// ## Threads
 /// ``run(reporting:)`` owns two threads and joins both before it returns: the **writer**, which takes
 /// every line appended while its previous `fsync` ran and writes them with one `write` and one `fsync`
@@ -20,7 +24,6 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         var maximumQueueBytes: Int
         var maximumBufferedRecords: Int
         var batchSize: Int
-        var maximumInFlight: Int
         var commitDelay: Duration
         var acknowledgementSyncInterval: Duration
         var faults: SegmentLogFaults?
@@ -33,7 +36,6 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         var recordsReadFromDisk = 0
         var skippedLines = 0
         var corruptLines = 0
-        var acknowledgements = 0
         var segmentCount = 0
         var queueBytes = 0
         /// Appends refused because a session line of theirs was fenced.
@@ -82,7 +84,6 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
                     maximumQueueBytes: settings.maximumQueueBytes,
                     maximumBufferedRecords: settings.maximumBufferedRecords,
                     batchSize: settings.batchSize,
-                    maximumInFlight: settings.maximumInFlight,
                     sessions: recovery.sessions
                 )
             )
@@ -194,7 +195,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         } catch {
             let usable: Bool
             if case .clean = error { usable = true } else { usable = false }
-            _ = state.withLock { $0.machine.commitFailed(commit, error.error, segmentUsable: usable) }
+            state.withLock { $0.machine.commitFailed(commit, segmentUsable: usable) }
             throw error.error
         }
     }
@@ -324,7 +325,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
 
     func run(reporting commits: RecordStoreCommits) async throws {
         state.withLock { $0.commits = commits }
-        let writer = OwnedThread.start(name: "containerkit.segment-store.writer") { [self] in writerLoop() }
+        let writer = OwnedThread.start(name: "containerkit.segment-store.writer") { [self] in writerLoop(commits) }
         let reader = OwnedThread.start(name: "containerkit.segment-store.reader") { [self] in readerLoop() }
         // Until cancelled.
         await Latch().wait()
@@ -347,14 +348,16 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         log.close()
     }
 
+    /// Reads from the store's read cursor (the pipeline reads in order, after the batch it read last: its
+    /// `position` is that cursor, or `nil` at the acknowledged cursor at start).
     func read(after position: Position?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<Position> {
         // A few rounds at most: a disk read may find the sizes it was given already stale.
         for _ in 0..<4 {
-            let step = state.withLock { $0.machine.nextBatch(limit: limit) }
+            let step = state.withLock { $0.machine.nextRead(limit: limit) }
             switch step {
-            case .wait:
+            case .nothing:
                 return .empty
-            case .deliver(let batch):
+            case .batch(let batch):
                 return StoredBatch(records: batch.records, end: batch.end, json: batch.json)
             case .readDisk(let from, let segments, let sealed):
                 let (directory, faults, limit) = (self.directory, settings.faults, min(limit, settings.batchSize))
@@ -368,22 +371,16 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
                         faults: faults
                     )
                 }
-                let (batch, actions) = state.withLock { state in
+                let batch = state.withLock { state in
                     state.counters.recordsReadFromDisk += result.records.count
                     state.counters.skippedLines += result.skippedLines
                     state.counters.corruptLines += result.corruptLines
-                    let (batch, _, actions) = state.machine.diskRead(result, from: from)
-                    return (batch, actions)
+                    return state.machine.diskRead(result, from: from).batch
                 }
                 for message in result.messages { report(message) }
-                await performAcknowledgements(actions)
                 if let batch {
-                    return StoredBatch(
-                        records: batch.records,
-                        end: batch.end,
-                        skipped: result.skippedLines,
-                        problems: []
-                    )
+                    // Records, or only skipped lines (the pipeline acknowledges them like a settled batch).
+                    return StoredBatch(records: batch.records, end: batch.end, skipped: result.skippedLines)
                 }
                 if let failure = result.failure { throw failure }
             }
@@ -392,15 +389,35 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
     }
 
     func acknowledge(through position: Position) async throws(AnalyticsSinkError) {
-        let actions = state.withLock { $0.machine.confirm(through: position) }
-        await performAcknowledgements(actions)
+        let now = ContinuousClock.now
+        let interval = settings.acknowledgementSyncInterval
+        // The machine's step and whether this write syncs, under one lock.
+        let (actions, sync) = state.withLock { state -> ([DurableQueueMachine.Action], Bool) in
+            let actions = state.machine.acknowledge(through: position)
+            guard !actions.isEmpty else { return (actions, false) }
+            if let last = state.lastAckSync, last.duration(to: now) < interval { return (actions, false) }
+            state.lastAckSync = now
+            return (actions, true)
+        }
+        let log = self.log
+        for case .acknowledge(let position, let deleting) in actions {
+            let failure = await onReader { () -> AnalyticsSinkError? in
+                do throws(AnalyticsSinkError) {
+                    try log.acknowledge(position, deleting: deleting, sync: sync)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if let failure { throw failure }
+        }
     }
 
     // MARK: Actions
 
     private func perform(_ actions: [DurableQueueMachine.Action]) {
-        // Durability and delivery wake-ups reach the pipeline through the commit reports; acknowledgements
-        // are written by the caller that asked for them.
+        // Acknowledgements are written by the caller that asked for them; every other wake-up is the
+        // pipeline's, through the commit reports.
         for case .wakeWriter in actions { writerWakeup.signal() }
     }
 
@@ -442,35 +459,6 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         if queued { readerWakeup.signal() }
     }
 
-    /// Writes the acknowledgements among `actions`, on the reader thread.
-    private func performAcknowledgements(_ actions: [DurableQueueMachine.Action]) async {
-        for case .acknowledge(let position, let deleting) in actions {
-            let now = ContinuousClock.now
-            let interval = settings.acknowledgementSyncInterval
-            let sync = state.withLock { state -> Bool in
-                guard let last = state.lastAckSync, last.duration(to: now) < interval else {
-                    state.lastAckSync = now
-                    return true
-                }
-                return false
-            }
-            let log = self.log
-            let failure = await onReader { () -> AnalyticsSinkError? in
-                do throws(AnalyticsSinkError) {
-                    try log.acknowledge(position, deleting: deleting, sync: sync)
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-            if let failure {
-                report("could not record delivery progress: \(failure.message)")
-            } else {
-                state.withLock { $0.counters.acknowledgements += 1 }
-            }
-        }
-    }
-
     /// Runs `job` on the reader thread and returns its result; runs it here when the reader is not running.
     private func onReader<T: Sendable>(_ job: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
@@ -497,48 +485,69 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         }
     }
 
-    private func writerLoop() {
+    /// Commits until the store stops, reporting each commit to `commits`. Without a commit delay, the lock
+    /// that records a commit also takes the next one (one lock per commit while appends keep coming).
+    private func writerLoop(_ commits: RecordStoreCommits) {
+        let delay = settings.commitDelay
+        // The commit to write next, when the last lock took one already.
+        var next: DurableQueueMachine.Commit?
         // Whether the last round found records waiting (the store is busy: let more gather first).
         var busy = false
         while true {
-            if busy, settings.commitDelay > .zero { Self.sleep(settings.commitDelay) }
-            let (commit, stop) = state.withLock { state -> (DurableQueueMachine.Commit?, Bool) in
-                let commit = state.machine.takeCommit()
-                return (commit, commit == nil && state.stopping)
-            }
-            if stop { break }
-            guard let commit else {
-                busy = false
-                writerWakeup.wait()
-                continue
+            let commit: DurableQueueMachine.Commit
+            if let taken = next {
+                commit = taken
+                next = nil
+            } else {
+                if busy, delay > .zero { Self.sleep(delay) }
+                let (taken, stop) = state.withLock { state -> (DurableQueueMachine.Commit?, Bool) in
+                    let commit = state.machine.takeCommit()
+                    return (commit, commit == nil && state.stopping)
+                }
+                if stop { break }
+                guard let taken else {
+                    busy = false
+                    writerWakeup.wait()
+                    continue
+                }
+                commit = taken
             }
             busy = true
-            let commits = state.withLock { $0.commits }
             do throws(SegmentLog.AppendFailure) {
                 if !commit.bytes.isEmpty { try log.append(commit.bytes, to: commit.segment, at: commit.offset) }
-                let actions = state.withLock { state in
+                let (actions, following, stop) = state.withLock { state in
                     state.counters.commits += 1
                     state.counters.fencedAppends += commit.refused.count
-                    return state.machine.committed(commit)
+                    let actions = state.machine.committed(commit)
+                    guard delay == .zero else { return (actions, DurableQueueMachine.Commit?.none, false) }
+                    let following = state.machine.takeCommit()
+                    return (actions, following, following == nil && state.stopping)
                 }
                 for ticket in commit.refused {
-                    commits?.failed(
+                    commits.failed(
                         ticket...ticket,
                         records: 0,
                         error: DurabilityError(.superseded, "a newer version of the session is stored")
                     )
                 }
-                commits?.committed(through: commit.tickets.upperBound, records: commit.recordCount)
+                commits.committed(through: commit.tickets.upperBound, records: commit.recordCount)
                 performAfterCommit(actions)
+                if stop { break }
+                if let following {
+                    next = following
+                } else if delay == .zero {
+                    // The machine marked the writer asleep: an append wakes it.
+                    busy = false
+                    writerWakeup.wait()
+                }
             } catch {
                 let usable: Bool
                 if case .clean = error { usable = true } else { usable = false }
-                let actions = state.withLock { state in
+                state.withLock { state in
                     state.counters.failedCommitRecords += commit.recordCount
-                    return state.machine.commitFailed(commit, error.error, segmentUsable: usable)
+                    state.machine.commitFailed(commit, segmentUsable: usable)
                 }
-                commits?.failed(commit.tickets, records: commit.recordCount, error: DurabilityError(error.error))
-                perform(actions)
+                commits.failed(commit.tickets, records: commit.recordCount, error: DurabilityError(error.error))
             }
         }
     }

@@ -20,10 +20,11 @@ import Synchronization
 /// try await result.waitUntilDurable()             // now they survive a crash
 /// ```
 ///
-/// ## Three parts
-/// ``DurableQueueMachine`` holds the state and decides (enqueue, commit, next batch, confirm — each
-/// step returns the actions to perform); ``SegmentLog`` owns the files (append, `fsync`, rotate,
-/// acknowledge, read); this class is the shell: the writer thread, the delivery loop and the waiters.
+/// ## Parts
+/// The engine is the one ``DeliveryPipeline`` (its machine, ``DeliveryPipelineMachine``, owns the
+/// durability waiters, the batches in flight and their acknowledgement order) over the segment log's store
+/// (``SegmentRecordStore``: ``DurableQueueMachine`` decides appends, commits, rotation, the memory buffer
+/// and the read cursor; ``SegmentLog`` owns the files; a writer and a reader thread do the I/O).
 ///
 /// ## Lifetime
 /// The initializer opens the directory (taking its lock and recovering what a previous run left) and
@@ -153,8 +154,6 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource, Runnable {
                 maximumQueueBytes: configuration.maximumQueueBytes,
                 maximumBufferedRecords: configuration.maximumBufferedRecords,
                 batchSize: batchSize,
-                // The pipeline bounds the batches in flight; the store follows whatever it hands out.
-                maximumInFlight: .max,
                 commitDelay: configuration.commitDelay,
                 acknowledgementSyncInterval: configuration.acknowledgementSyncInterval,
                 faults: configuration.faults

@@ -1,16 +1,21 @@
 @_spi(Hot) import ContainerKit
 
-/// The durable queue's state, as a pure state machine: no I/O, no locks, no clock. Each step takes what
-/// happened and returns the ``Action``s the shell (``DurableQueue``) must perform, so every interleaving —
-/// crash points included — can be driven step by step in tests.
+/// The segment log's state, as a pure state machine: no I/O, no locks, no clock. It keeps what a log
+/// needs and nothing else — appends waiting for the writer, the commit being written, the segments and
+/// their rotation, the sessions the lines hold, the memory buffer of recently committed records and the
+/// read cursor — and each step returns the ``Action``s the shell (``SegmentRecordStore``) performs, so
+/// every interleaving, crash points included, can be driven step by step in tests.
 ///
-/// Producers ``enqueue(_:records:lineEnds:)`` encoded lines; the writer takes them as one
-/// ``Commit`` (group commit) with ``takeCommit()`` and reports ``committed(_:)`` or
-/// ``commitFailed(_:_:segmentUsable:)``; the delivery loop asks ``nextBatch()`` (from memory, or a disk
-/// read to perform), hands disk reads back with ``diskRead(_:from:)`` and reports ``confirm(_:)`` once the
-/// destination settled a batch. Up to `maximumInFlight` batches are out at once (one by default); their
-/// ends are acknowledged in order, as soon as a batch and every batch before it are settled, so a crash
-/// re-delivers at most the batches in flight.
+/// Who waits for what (durability tickets, flushes), the batches in flight, their acknowledgement order
+/// and every wake-up of the delivery loop live in ``DeliveryPipelineMachine`` only: the store hands out a
+/// ticket per append (``enqueue(_:records:lineEnds:sessions:)``) and reports each commit to the pipeline,
+/// the pipeline reads batches (``nextRead(limit:)``) and acknowledges through a position
+/// (``acknowledge(through:)``) once a batch and every batch before it are settled.
+///
+/// Producers enqueue encoded lines; the writer takes them as one ``Commit`` (group commit) with
+/// ``takeCommit()`` and reports ``committed(_:)`` or ``commitFailed(_:segmentUsable:)``; a read returns
+/// committed records from memory, or asks for a disk read whose result comes back through
+/// ``diskRead(_:from:)``.
 struct DurableQueueMachine: Sendable {
     typealias Position = SegmentLog.Position
 
@@ -65,15 +70,8 @@ struct DurableQueueMachine: Sendable {
     enum Action: Sendable, Hashable {
         /// Wake the writer thread: there are lines to commit.
         case wakeWriter
-        /// Wake the delivery loop: there are records to deliver.
-        case wakeDelivery
-        /// Durability waiters up to this ticket can be answered (``failure(for:)`` says how).
-        case resolveDurability(through: UInt64)
         /// Write the ack and delete the segments it leaves behind.
         case acknowledge(Position, deleting: [UInt64])
-        /// Everything committed is delivered, although nothing new was acknowledged (a disk read found the
-        /// backlog already confirmed, as after a restart whose ack is at the end of the log): flushes end.
-        case caughtUp
         /// More than ``maximumRetainedSegments`` delivered segments are kept only for session lines: fold the
         /// chains in the oldest into new snapshots (``sessionsToCompact``) so that it can go.
         case compactSessions
@@ -82,14 +80,28 @@ struct DurableQueueMachine: Sendable {
     /// How many delivered segments may be kept for session lines before a compaction folds the oldest.
     static let maximumRetainedSegments = 2
 
-    /// What the delivery loop does next.
-    enum DeliveryStep: Sendable, Hashable {
-        /// Deliver this batch (it is in flight until ``confirm(_:)``).
-        case deliver(Batch)
+    /// What a read does.
+    enum ReadStep: Sendable, Hashable {
+        /// Deliver these records, taken from memory (the read cursor is past them).
+        case batch(Batch)
         /// Read up to the batch size from disk, from this position through these segments.
         case readDisk(from: Position, segments: [SegmentLog.SegmentExtent], sealed: Set<UInt64>)
-        /// Nothing to deliver.
-        case wait
+        /// Nothing committed after the read cursor.
+        case nothing
+    }
+
+    /// The machine's flags, one set.
+    struct Flags: OptionSet, Sendable, Hashable {
+        let rawValue: UInt8
+        /// A commit taken by ``takeCommit()`` is being written (one at a time).
+        static let writing = Flags(rawValue: 1 << 0)
+        /// The writer found nothing to commit and sleeps until ``Action/wakeWriter``.
+        static let writerAsleep = Flags(rawValue: 1 << 1)
+        /// New appends are refused (the store stops).
+        static let closed = Flags(rawValue: 1 << 2)
+        /// Committed records are on disk that the memory buffer does not hold: reads go to disk until they
+        /// reach the end of the committed data.
+        static let backlogOnDisk = Flags(rawValue: 1 << 3)
     }
 
     /// The records of one append, committed and kept for delivery: the append's own array (never copied
@@ -117,8 +129,6 @@ struct DurableQueueMachine: Sendable {
     let maximumQueueBytes: Int
     let maximumBufferedRecords: Int
     let batchSize: Int
-    /// How many batches may be in flight at once.
-    let maximumInFlight: Int
 
     /// One append waiting for the writer: its lines (records first, then session lines), as handed over.
     private struct PendingAppend: Sendable {
@@ -130,7 +140,9 @@ struct DurableQueueMachine: Sendable {
         var sessions: [(header: SessionLine, range: Range<Int>)]
     }
 
+    private(set) var flags: Flags = []
     // Appending.
+    /// The ticket of the latest append (the store's count of appends: what it reports commits by).
     private(set) var lastTicket: UInt64 = 0
     private var pending: [PendingAppend] = []
     private var pendingRecordCount = 0
@@ -139,27 +151,21 @@ struct DurableQueueMachine: Sendable {
     private(set) var sessions: SessionIndex
     /// The end of the last committed record line (session lines may follow it): what delivery must reach.
     private var recordsEnd: Position
-    private(set) var writing: Commit?
-    private(set) var writerWaiting = false
-    private(set) var resolvedTicket: UInt64 = 0
-    private var failedTickets: [(range: ClosedRange<UInt64>, error: AnalyticsSinkError)] = []
-    private(set) var closed = false
     // Files.
     private(set) var segments: [Segment]
     private(set) var nextSegmentIndex: UInt64
     private(set) var queueBytes: Int
     // Delivery.
+    /// Where delivery is acknowledged (what the ack file says).
     private(set) var cursor: Position
-    /// The batches handed out and not yet acknowledged, in log order; `settled` once confirmed (a settled
-    /// batch waits here until every batch before it is settled too).
-    private var flights: [(batch: Batch, settled: Bool)] = []
-    /// Committed records not handed out yet, one chunk per commit, from the first chunk's record
+    /// Where the next read starts: after the last record handed out (at or after ``cursor``).
+    private(set) var readCursor: Position
+    /// Committed records not read yet, one chunk per append, from the first chunk's record
     /// ``memoryRecordHead`` on.
     private var memory = HeadIndexQueue<MemoryChunk>()
     private var memoryRecordHead = 0
-    /// How many records ``memory`` holds that were not handed out.
+    /// How many records ``memory`` holds that were not read.
     private var bufferedRecords = 0
-    private(set) var diskBacklog: Bool
 
     /// A machine over what ``SegmentLog`` recovered: `segments` (sealed) and the acknowledged `cursor`.
     init(
@@ -170,21 +176,20 @@ struct DurableQueueMachine: Sendable {
         maximumQueueBytes: Int,
         maximumBufferedRecords: Int,
         batchSize: Int,
-        maximumInFlight: Int = 1,
         sessions: SessionIndex = SessionIndex()
     ) {
         self.segments = segments.map { Segment(index: $0.index, size: $0.size, sealed: true) }
         self.sessions = sessions
         self.recordsEnd = cursor
         self.cursor = cursor
+        self.readCursor = cursor
         self.nextSegmentIndex = nextSegmentIndex
         self.queueBytes = segments.reduce(0) { $0 + $1.size }
-        self.diskBacklog = !segments.isEmpty
+        if !segments.isEmpty { flags.insert(.backlogOnDisk) }
         self.maximumSegmentBytes = max(1, maximumSegmentBytes)
         self.maximumQueueBytes = maximumQueueBytes
         self.maximumBufferedRecords = maximumBufferedRecords
         self.batchSize = max(1, batchSize)
-        self.maximumInFlight = max(1, maximumInFlight)
         normalizeCursor()
     }
 
@@ -199,7 +204,7 @@ struct DurableQueueMachine: Sendable {
         lineEnds: [Int],
         sessions sessionLines: [(header: SessionLine, range: Range<Int>)] = []
     ) throws(AnalyticsSinkError) -> (ticket: UInt64, actions: [Action]) {
-        guard !closed else { throw AnalyticsSinkError(.closed, "the durable queue is shut down") }
+        guard !flags.contains(.closed) else { throw AnalyticsSinkError(.closed, "the durable queue is shut down") }
         guard queueBytes + bytes.count <= maximumQueueBytes else {
             throw AnalyticsSinkError(
                 .queueFull,
@@ -221,34 +226,32 @@ struct DurableQueueMachine: Sendable {
         pendingRecordCount += records.count
         pendingByteCount += bytes.count
         queueBytes += bytes.count
-        var actions: [Action] = []
-        if writerWaiting {
-            writerWaiting = false
-            actions.append(.wakeWriter)
-        }
-        return (lastTicket, actions)
+        return (lastTicket, wakeWriter())
     }
 
-    /// Refuses records from now on (the drain).
+    /// Refuses records from now on (the store stops); the writer still commits what is pending.
     mutating func close() -> [Action] {
-        closed = true
-        if writerWaiting {
-            writerWaiting = false
-            return [.wakeWriter]
-        }
-        return []
+        flags.insert(.closed)
+        return wakeWriter()
+    }
+
+    /// ``Action/wakeWriter`` when the writer sleeps (it is then awake).
+    private mutating func wakeWriter() -> [Action] {
+        guard flags.contains(.writerAsleep) else { return [] }
+        flags.remove(.writerAsleep)
+        return [.wakeWriter]
     }
 
     /// The writer's next commit: every pending line, for the active segment, or a new one when the
     /// active segment is full (or unusable). `nil` (and the writer waits for ``Action/wakeWriter``) when
-    /// nothing is pending.
+    /// nothing is pending, or a commit is being written.
     mutating func takeCommit() -> Commit? {
-        guard writing == nil else { return nil }
+        guard !flags.contains(.writing) else { return nil }
         guard let first = pending.first else {
-            writerWaiting = true
+            flags.insert(.writerAsleep)
             return nil
         }
-        writerWaiting = false
+        flags.remove(.writerAsleep)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(pendingByteCount)
         var chunks: [[AnalyticsRecord]] = []
@@ -303,7 +306,7 @@ struct DurableQueueMachine: Sendable {
         pending.removeAll(keepingCapacity: true)
         pendingRecordCount = 0
         pendingByteCount = 0
-        writing = commit
+        flags.insert(.writing)
         return commit
     }
 
@@ -332,17 +335,12 @@ struct DurableQueueMachine: Sendable {
         return true
     }
 
-    /// The writer appended and synced `commit`.
+    /// The writer appended and synced `commit` (the writer takes the next commit itself: no wake-up). The store
+    /// reports its tickets to the pipeline (the refused ones failed, `.superseded`).
     mutating func committed(_ commit: Commit) -> [Action] {
-        writing = nil
-        recordRefusals(commit)
-        guard !commit.bytes.isEmpty else {
-            // Every append was refused: nothing was written.
-            resolvedTicket = commit.tickets.upperBound
-            var actions: [Action] = [.resolveDurability(through: resolvedTicket)]
-            if !pending.isEmpty { actions.append(.wakeWriter) }
-            return actions
-        }
+        flags.remove(.writing)
+        // Every append was refused: nothing was written.
+        guard !commit.bytes.isEmpty else { return [] }
         let startsSegment = segments.last?.index != commit.segment
         if startsSegment {
             if !segments.isEmpty { segments[segments.count - 1].sealed = true }
@@ -353,12 +351,11 @@ struct DurableQueueMachine: Sendable {
         // lines are not delivered), so that the segments before it can go.
         let passes = commit.recordCount == 0 && caughtUp
         segments[segments.count - 1].size = commit.offset + commit.bytes.count
-        resolvedTicket = commit.tickets.upperBound
-        var actions: [Action] = [.resolveDurability(through: resolvedTicket)]
+        var actions: [Action] = []
         if let last = commit.lineEnds.last {
             recordsEnd = max(recordsEnd, Position(segment: commit.segment, offset: commit.offset + last))
         }
-        if !diskBacklog && bufferedRecords + commit.recordCount <= maximumBufferedRecords {
+        if !flags.contains(.backlogOnDisk) && bufferedRecords + commit.recordCount <= maximumBufferedRecords {
             var index = 0
             for (chunk, records) in commit.chunks.enumerated() where !records.isEmpty {
                 memory.append(
@@ -377,7 +374,7 @@ struct DurableQueueMachine: Sendable {
             }
             bufferedRecords += commit.recordCount
         } else {
-            diskBacklog = true
+            flags.insert(.backlogOnDisk)
         }
         var released: [UInt64] = []
         for (header, range) in commit.sessionLines {
@@ -396,8 +393,6 @@ struct DurableQueueMachine: Sendable {
             recordsEnd = max(recordsEnd, cursor)
         }
         normalizeCursor()
-        if commit.recordCount > 0 { actions.append(.wakeDelivery) }
-        if !pending.isEmpty { actions.append(.wakeWriter) }
         if !released.isEmpty || cursor.segment != cursorSegment, let deletion = deleteUnpinned() {
             actions.append(deletion)
         }
@@ -414,51 +409,18 @@ struct DurableQueueMachine: Sendable {
         return sessions.users(pinning: oldest)
     }
 
-    /// Fails the tickets of `commit`'s refused appends (their session lines were fenced).
-    private mutating func recordRefusals(_ commit: Commit) {
-        for ticket in commit.refused {
-            failedTickets.append(
-                (
-                    ticket...ticket,
-                    AnalyticsSinkError(
-                        .superseded,
-                        "a newer version of the session is stored; the push was not written"
-                    )
-                )
-            )
-        }
-        if failedTickets.count > 4096 { failedTickets.removeFirst(failedTickets.count - 4096) }
-    }
-
-    /// The writer could not commit `commit`; the log removed every trace of it. Only the tickets of this
-    /// commit fail; when `segmentUsable` is false the active segment is sealed and the next commit starts
-    /// a new one.
-    mutating func commitFailed(_ commit: Commit, _ error: AnalyticsSinkError, segmentUsable: Bool) -> [Action] {
-        writing = nil
-        recordRefusals(commit)
+    /// The writer could not commit `commit`; the log removed every trace of it. The store reports its tickets
+    /// failed; when `segmentUsable` is false the active segment is sealed and the next commit starts a new one.
+    mutating func commitFailed(_ commit: Commit, segmentUsable: Bool) {
+        flags.remove(.writing)
         queueBytes -= commit.bytes.count
         if !segmentUsable, let last = segments.last, last.index == commit.segment {
             segments[segments.count - 1].sealed = true
             nextSegmentIndex = max(nextSegmentIndex, commit.segment + 1)
         }
-        failedTickets.append((commit.tickets, error))
-        if failedTickets.count > 4096 { failedTickets.removeFirst(failedTickets.count - 4096) }
-        resolvedTicket = commit.tickets.upperBound
-        var actions: [Action] = [.resolveDurability(through: resolvedTicket)]
-        if !pending.isEmpty { actions.append(.wakeWriter) }
-        return actions
     }
 
-    /// How `ticket`'s commit went: `nil` when it is durable (or not resolved yet), else the error of the
-    /// commit that held it.
-    func failure(for ticket: UInt64) -> AnalyticsSinkError? {
-        failedTickets.last { $0.range.contains(ticket) }?.error
-    }
-
-    /// Whether every enqueued line has been committed (or failed).
-    var everythingResolved: Bool { pending.isEmpty && writing == nil }
-
-    // MARK: Delivery
+    // MARK: Reading
 
     /// The end of the committed data.
     var durableEnd: Position {
@@ -466,40 +428,27 @@ struct DurableQueueMachine: Sendable {
         return max(cursor, Position(segment: active.index, offset: active.size))
     }
 
-    /// Whether everything committed is delivered.
-    var caughtUp: Bool { flights.isEmpty && bufferedRecords == 0 && !diskBacklog && cursor >= recordsEnd }
-
-    /// The batches handed out by ``nextBatch()`` and not yet confirmed, oldest first.
-    var inFlight: [Batch] { flights.filter { !$0.settled }.map(\.batch) }
-
-    /// Where the next batch starts: after the last batch handed out, or at the acknowledged cursor.
-    private var front: Position { flights.last?.batch.end ?? cursor }
-
-    /// Whether the next batch would be a partial one from memory: a delivery slot is free, no disk backlog,
-    /// and fewer committed records waiting than a batch holds (the delivery loop may linger for more).
-    var holdsPartialBatch: Bool {
-        flights.count < maximumInFlight && !diskBacklog && bufferedRecords > 0 && bufferedRecords < batchSize
+    /// Whether everything committed is read and acknowledged (nothing is out to the destination).
+    var caughtUp: Bool {
+        readCursor <= cursor && bufferedRecords == 0 && !flags.contains(.backlogOnDisk) && cursor >= recordsEnd
     }
 
-    /// The delivery loop's next step: a new batch to deliver (in flight until ``confirm(_:)``; the shell
-    /// retries it until the destination settles it), a disk read to perform, or `.wait` when nothing new is
-    /// committed or `maximumInFlight` batches are already out.
-    /// The next batch to deliver, of at most `limit` records (the batch size by default).
-    mutating func nextBatch(limit: Int? = nil) -> DeliveryStep {
-        guard flights.count < maximumInFlight else { return .wait }
+    /// The next read of at most `limit` records (the batch size by default): a batch from memory (the read
+    /// cursor moves past it), a disk read to perform, or nothing when everything committed was read.
+    mutating func nextRead(limit: Int? = nil) -> ReadStep {
         if bufferedRecords > 0 {
             let batch = takeFromMemory(limit: max(1, min(limit ?? batchSize, batchSize)))
-            flights.append((batch, false))
-            return .deliver(batch)
+            readCursor = batch.end
+            return .batch(batch)
         }
-        if diskBacklog {
+        if flags.contains(.backlogOnDisk) {
             return .readDisk(
-                from: front,
+                from: readCursor,
                 segments: segments.map { SegmentLog.SegmentExtent(index: $0.index, size: $0.size) },
                 sealed: Set(segments.filter(\.sealed).map(\.index))
             )
         }
-        return .wait
+        return .nothing
     }
 
     /// Up to a batch of the committed records in memory, in order, with their JSON: the commit's own buffer
@@ -512,7 +461,7 @@ struct DurableQueueMachine: Sendable {
         var ranges: [Range<Int>] = []
         ranges.reserveCapacity(min(limit, bufferedRecords))
         var pieces: [(chunk: MemoryChunk, lines: Range<Int>, records: Int)] = []
-        var end = cursor
+        var end = readCursor
         var remaining = limit
         while remaining > 0, let chunk = memory.first {
             let count = min(chunk.records.count - memoryRecordHead, remaining)
@@ -571,64 +520,23 @@ struct DurableQueueMachine: Sendable {
         return Batch(records: taken, end: end, json: RecordsJSON(bytes: json, ranges: ranges))
     }
 
-    /// A disk read asked for by ``nextBatch()`` came back. Returns the batch to deliver, or `nil` (ask
-    /// ``nextBatch()`` again; `stale` when the read found nothing new, so the loop should not spin), and
-    /// the actions (an acknowledgement when the read only skipped lines or unreadable segments).
-    mutating func diskRead(_ result: SegmentLog.ReadResult, from start: Position)
-        -> (batch: Batch?, stale: Bool, actions: [Action])
-    {
-        guard start == front, flights.count < maximumInFlight else { return (nil, false, []) }
-        if !result.records.isEmpty {
-            let batch = Batch(records: result.records, end: result.end)
-            flights.append((batch, false))
-            return (batch, false, [])
-        }
-        var actions: [Action] = []
-        if result.end > start {
-            // Only skipped lines or unreadable segments: acknowledged in turn, like a settled batch.
-            flights.append((Batch(records: [], end: result.end), true))
-            actions = acknowledgeSettled()
-        }
-        if result.end >= durableEnd {
-            diskBacklog = false
-            if actions.isEmpty && caughtUp { actions.append(.caughtUp) }
-            return (nil, false, actions)
-        }
-        return (nil, result.end <= start, actions)
+    /// A disk read asked for by ``nextRead(limit:)`` came back. Returns the batch to hand out — records, or
+    /// only lines skipped as unreadable (a batch with no record, acknowledged like any other) — or `nil`
+    /// (read again: `stale` when the read found nothing new, so the caller should not spin).
+    mutating func diskRead(_ result: SegmentLog.ReadResult, from start: Position) -> (batch: Batch?, stale: Bool) {
+        guard start == readCursor else { return (nil, false) }
+        if result.end >= durableEnd { flags.remove(.backlogOnDisk) }
+        guard result.end > start else { return (nil, flags.contains(.backlogOnDisk)) }
+        readCursor = result.end
+        return (Batch(records: result.records, end: result.end), false)
     }
 
-    /// The destination settled `batch` (accepted or rejected every record). Its end is acknowledged once
-    /// every batch before it is settled too — at once when it is the oldest in flight.
-    mutating func confirm(_ batch: Batch) -> [Action] {
-        // Batches in flight have distinct ends: the end names the batch (comparing the records themselves
-        // would compare every field of every record).
-        guard let index = flights.firstIndex(where: { !$0.settled && $0.batch.end == batch.end }) else { return [] }
-        flights[index].settled = true
-        return acknowledgeSettled()
-    }
-
-    /// Confirms every batch in flight that ends at or before `position` (the pipeline acknowledges through
-    /// a batch's end once it and every batch before it are settled).
-    mutating func confirm(through position: Position) -> [Action] {
-        var any = false
-        for index in flights.indices where !flights[index].settled && flights[index].batch.end <= position {
-            flights[index].settled = true
-            any = true
-        }
-        return any ? acknowledgeSettled() : []
-    }
-
-    /// Acknowledges the end of the longest settled prefix of the batches in flight.
-    private mutating func acknowledgeSettled() -> [Action] {
-        let settled = flights.prefix { $0.settled }.count
-        guard settled > 0 else { return [] }
-        let end = flights[settled - 1].batch.end
-        flights.removeFirst(settled)
-        return advance(to: end)
-    }
-
-    private mutating func advance(to end: Position) -> [Action] {
-        if end > cursor { cursor = end }
+    /// Everything through `position` (the end of a batch read) is delivered: the cursor moves there, and the
+    /// ack is written with the segments it leaves behind deleted. The pipeline calls it in order, once a
+    /// batch and every batch before it are settled.
+    mutating func acknowledge(through position: Position) -> [Action] {
+        guard position > cursor else { return [] }
+        cursor = position
         if cursor > recordsEnd { recordsEnd = cursor }
         normalizeCursor()
         return [.acknowledge(cursor, deleting: takeDeletable())]
@@ -654,7 +562,7 @@ struct DurableQueueMachine: Sendable {
         segments.filter { $0.sealed && $0.index < cursor.segment && sessions.isPinned($0.index) }.map(\.index)
     }
 
-    /// Moves the cursor past sealed segments it has reached the end of.
+    /// Moves the cursor past sealed segments it has reached the end of (and the read cursor with it).
     private mutating func normalizeCursor() {
         while let segment = segments.first(where: { $0.index == cursor.segment }), segment.sealed,
             cursor.offset >= segment.size,
@@ -667,5 +575,6 @@ struct DurableQueueMachine: Sendable {
         {
             cursor = Position(segment: next.index, offset: 0)
         }
+        if readCursor < cursor { readCursor = cursor }
     }
 }
