@@ -5,7 +5,7 @@ CONTAINER ?= Containers/GTM-MUSIC01.json
 EVENTS ?= Containers/events/music-session.jsonl
 BRAZE_CLASS_PATH := com.appboy.googletagmanager.BrazeGtmTagProvider
 
-.PHONY: all build run run-example test bench bench-service bench-cluster test-example test-postgres lint format format-check clean fuzz tsan soak hostile
+.PHONY: all build run run-example test bench count-locks bench-service bench-cluster test-example test-postgres lint format format-check clean fuzz tsan soak hostile
 
 all: build
 
@@ -25,6 +25,12 @@ test:
 bench:
 	$(SWIFT) build -c release --product containerkit-bench
 	.build/release/containerkit-bench
+
+# How many times the package's mutexes are locked per durable push and per delivered batch (a debug build that
+# counts them, in its own build directory): prints locks_per_durable_push= and locks_per_delivered_batch=.
+count-locks:
+	$(SWIFT) build --product containerkit-bench -Xswiftc -DCONTAINERKIT_COUNT_LOCKS --build-path .build/locks
+	CONTAINERKIT_BENCH_ONLY=locks .build/locks/debug/containerkit-bench
 
 # The example service (Examples/TagService) under load: wrk against POST /v1/events and GET /health of one
 # server on 127.0.0.1, with a loopback /users/track stand-in; BENCH_ROUNDS rounds of BENCH_DURATION seconds each,

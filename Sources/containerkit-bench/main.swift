@@ -22,6 +22,12 @@ if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "queue" {
     exit(0)
 }
 
+// `CONTAINERKIT_BENCH_ONLY=locks` (`make count-locks`) counts the locks of a push and of a delivered batch.
+if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "locks" {
+    await LockCountBench.run()
+    exit(0)
+}
+
 let corpus = "../shared/research/corpus/v5-mobile"
 let brazePath = "\(corpus)/Appboy__appboy-android-sdk__GTM-5HM9ZRX.json"
 let cargoPath = "\(corpus)/fifty-five__Cargo-android__GTM-NFJ2XRG.json"

@@ -6,11 +6,18 @@ import Synchronization
     import Darwin
 #endif
 
-#if CONTAINERKIT_TSAN
+#if CONTAINERKIT_COUNT_LOCKS
+    /// How many times the package's mutexes were locked, in lock-counting builds (`-Xswiftc
+    /// -DCONTAINERKIT_COUNT_LOCKS`, see `make count-locks`): what `containerkit-bench` reads to report the locks
+    /// a push and a delivered batch take.
+    package let containerKitLockCount = Atomic<Int>(0)
+#endif
+
+#if CONTAINERKIT_TSAN || CONTAINERKIT_COUNT_LOCKS
     /// The package's mutex in thread-sanitizer builds (`-Xswiftc -DCONTAINERKIT_TSAN`, see `make tsan`): a
     /// `pthread_mutex_t`, whose lock and unlock the sanitizer intercepts, with the same `withLock` as
     /// `Synchronization.Mutex` — which the sanitizer cannot see on Linux, so a stock run reports every
-    /// access it guards as a race.
+    /// access it guards as a race. Lock-counting builds use it too, counting each lock.
     ///
     /// `@unchecked`: a lock is what makes its value safe to share; every access to `value` is inside
     /// `withLock`, between `pthread_mutex_lock` and `pthread_mutex_unlock`.
@@ -37,6 +44,9 @@ import Synchronization
         ) throws(E) -> sending Result {
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }
+            #if CONTAINERKIT_COUNT_LOCKS
+                containerKitLockCount.add(1, ordering: .relaxed)
+            #endif
             return try body(&value)
         }
 
@@ -46,6 +56,9 @@ import Synchronization
         ) throws(E) -> sending Result? {
             guard pthread_mutex_trylock(mutex) == 0 else { return nil }
             defer { pthread_mutex_unlock(mutex) }
+            #if CONTAINERKIT_COUNT_LOCKS
+                containerKitLockCount.add(1, ordering: .relaxed)
+            #endif
             return try body(&value)
         }
     }
