@@ -152,16 +152,10 @@ enum BrazeBench {
             apiKey: "bench-rest-api-key"
         )
         let queue = try DurableQueue(directory: directory, destination: braze)
-        let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .error))
-        manager.add(try await ContainerLoader().load(path: path))
-        BrazeTagProvider(sink: queue).register(on: manager)
-        let session = manager.makeDataLayer()
+        let session = try await manager(loading: path, sink: queue).makeDataLayer()
         BrazeTagProvider.setUser(.brazeID("bench-device"), on: session)
         // The baseline: the same container and provider, records encoded and dropped.
-        let alone = TagManager(logger: StandardErrorLogger(minimumLevel: .error))
-        alone.add(try await ContainerLoader().load(path: path))
-        BrazeTagProvider(sink: DiscardingSink()).register(on: alone)
-        let aloneSession = alone.makeDataLayer()
+        let aloneSession = try await manager(loading: path, sink: DiscardingSink()).makeDataLayer()
         BrazeTagProvider.setUser(.brazeID("bench-device"), on: aloneSession)
 
         /// Pushes `events` into the baseline's session; returns the rate.
@@ -241,6 +235,15 @@ enum BrazeBench {
             queue.gracefulShutdown()
             try await group.waitForAll()
         }
+    }
+
+    /// A tag manager with the container at `path` live and the Braze provider registered, handing its records
+    /// to `sink`.
+    static func manager(loading path: String, sink: some AnalyticsSink) async throws -> TagManager {
+        let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .error))
+        manager.add(try await ContainerLoader().load(path: path))
+        BrazeTagProvider(sink: sink).register(on: manager)
+        return manager
     }
 
     static func temporaryDirectory(_ name: String) -> String {

@@ -7,9 +7,10 @@ import Synchronization
 /// that counts them (`-DCONTAINERKIT_COUNT_LOCKS`; a stock build prints a notice). In two phases, so that the
 /// two figures do not mix:
 ///
-/// - `locks_per_durable_push`: one event pushed into a session of the corpus Braze container (GTM-5HM9ZRX,
-///   else the bundled fixture), through ``BrazeTagProvider`` into a ``DurableQueue``, until its records are
-///   durable (`PushResult.waitUntilDurable()`: what a service answers after); events one at a time, each its
+/// - `locks_per_durable_push`: one event pushed as TagService pushes it — `SessionStore.push(event:…for:)`, the
+///   corpus Braze container (GTM-5HM9ZRX, else the bundled fixture), ``BrazeTagProvider`` into a `CommitSink`,
+///   the push's records and session change appended to a ``DurableQueue`` by a `RecordCommitter` — until they
+///   are durable (what the service answers after); events one at a time, each its
 ///   own commit, while the delivery is held (the destination does not answer its first batch), so only the
 ///   push, the commit and the delivery loop's wake-ups count. The mean over the events.
 /// - `locks_per_delivered_batch`: then the destination answers, and the queue delivers what the pushes left
@@ -37,25 +38,30 @@ enum LockCountBench {
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let destination = HeldDestination(batchSize: 50)
             let queue = try DurableQueue(directory: directory, destination: destination)
-            let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .error))
-            manager.add(try await ContainerLoader().load(path: path))
-            BrazeTagProvider(sink: queue).register(on: manager)
-            let session = manager.makeDataLayer()
-            BrazeTagProvider.setUser(.brazeID("bench-device"), on: session)
+            // As TagService assembles it: the provider hands its records to the push's commit, which appends
+            // them with the session's change to the queue's log in one append.
+            let manager = try await BrazeBench.manager(loading: path, sink: CommitSink())
+            let sessions = SessionStore(
+                tagManager: manager,
+                configuration: .init(
+                    persistence: queue.sessions,
+                    committer: RecordCommitter(queue, keepsSessions: true)
+                )
+            )
+            func push(_ parameters: ValueMap) async throws {
+                // Returns once the push's commit is durable (its default `waitsForDurability`).
+                _ = try await sessions.push(event: "logEvent", parameters: parameters, for: "user-1")
+            }
             let events = 1_000
             var pushLocks = 0
             var batchLocks = 0
             try await BrazeBench.running(queue) {
                 // Warm-up: the first batch goes out and is held; every later push waits for its commit alone.
-                try await session.push(event: "logEvent", parameters: ["eventName": "warm-up"]).waitUntilDurable()
+                try await push(["eventName": "warm-up"])
                 await destination.held()
                 let start = containerKitLockCount.load(ordering: .relaxed)
                 for i in 0..<events {
-                    let result = await session.push(
-                        event: "logEvent",
-                        parameters: ["eventName": .string("played song \(i % 10)"), "intParam": .int(Int64(i))]
-                    )
-                    try await result.waitUntilDurable()
+                    try await push(["eventName": .string("played song \(i % 10)"), "intParam": .int(Int64(i))])
                 }
                 pushLocks = containerKitLockCount.load(ordering: .relaxed) - start
                 let delivering = containerKitLockCount.load(ordering: .relaxed)
@@ -72,54 +78,37 @@ enum LockCountBench {
     #endif
 }
 
-/// A destination that takes no lock of the package (its own are the standard library's, not counted): it
+/// A destination that takes no lock of the package (its streams' are the standard library's, not counted): it
 /// holds its first delivery until ``release()``, then accepts everything.
 private final class HeldDestination: AnalyticsDestination {
     let preferredBatchSize: Int
     private let released = Atomic<Bool>(false)
     private let delivered = Atomic<Int>(0)
-    /// The held delivery's continuation, and the waiter of ``held()``.
-    private let waiting = Synchronization.Mutex<
-        (delivery: CheckedContinuation<Void, Never>?, heldWaiter: CheckedContinuation<Void, Never>?, isHeld: Bool)
-    >((nil, nil, false))
+    /// Yields when a delivery is held.
+    private let (holding, holds) = AsyncStream<Void>.makeStream()
+    /// Finished by ``release()``.
+    private let (gate, opener) = AsyncStream<Void>.makeStream()
 
     init(batchSize: Int) { preferredBatchSize = batchSize }
 
     /// Batches delivered so far.
     var batches: Int { delivered.load(ordering: .relaxed) }
 
-    /// Returns once the first delivery is being held.
+    /// Returns once a delivery is being held.
     func held() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = waiting.withLock { state -> Bool in
-                if state.isHeld { return true }
-                state.heldWaiter = continuation
-                return false
-            }
-            if now { continuation.resume() }
-        }
+        for await _ in holding { return }
     }
 
     /// Answers the held delivery; later ones are answered at once.
     func release() {
         released.store(true, ordering: .releasing)
-        waiting.withLock { state in
-            defer { state.delivery = nil }
-            return state.delivery
-        }?.resume()
+        opener.finish()
     }
 
     func deliver(_ records: [AnalyticsRecord]) async -> DeliveryResult {
         if !released.load(ordering: .acquiring) {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let waiter = waiting.withLock { state -> CheckedContinuation<Void, Never>? in
-                    state.delivery = continuation
-                    state.isHeld = true
-                    defer { state.heldWaiter = nil }
-                    return state.heldWaiter
-                }
-                waiter?.resume()
-            }
+            holds.yield()
+            for await _ in gate {}
         }
         delivered.add(1, ordering: .relaxed)
         return .accepted(records)

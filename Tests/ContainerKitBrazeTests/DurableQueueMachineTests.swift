@@ -216,16 +216,23 @@ import Testing
         #expect(machine.caughtUp)
     }
 
-    @Test func aDiskReadStartsAfterTheBatchesOut() throws {
-        var machine = Self.machine(batchSize: 2, buffered: 1)
-        _ = try Self.enqueue(&machine, (1...3).map(Self.record))
+    /// A machine that committed `count` records beyond its memory buffer (`buffered`), the commit, and where
+    /// the disk read it asks for starts.
+    static func backlogOnDisk(_ count: Int, buffered: Int) throws -> (Machine, Machine.Commit, Position) {
+        var machine = Self.machine(batchSize: 2, buffered: buffered)
+        _ = try Self.enqueue(&machine, (1...count).map(Self.record))
         let commit = try Self.take(&machine)
         _ = machine.committed(commit)
+        guard case .readDisk(let from, _, _) = machine.nextRead() else { throw DiskReadExpected() }
+        return (machine, commit, from)
+    }
+
+    struct DiskReadExpected: Error {}
+
+    @Test func aDiskReadStartsAfterTheBatchesOut() throws {
+        let (backlog, commit, from) = try Self.backlogOnDisk(3, buffered: 1)
+        var machine = backlog
         let ends = commit.lineEnds.map { Position(segment: 1, offset: $0) }
-        guard case .readDisk(let from, _, _) = machine.nextRead() else {
-            Issue.record("expected a disk read")
-            return
-        }
         #expect(from == Position(segment: 1, offset: 0))
         let first = machine.diskRead(.init(records: Array(commit.records.prefix(2)), end: ends[1]), from: from)
         #expect(first.batch?.records.count == 2)
@@ -244,14 +251,8 @@ import Testing
     }
 
     @Test func aDiskReadOfOnlyUnreadableLinesIsABatchWithNoRecordToAcknowledge() throws {
-        var machine = Self.machine(batchSize: 2, buffered: 0)
-        _ = try Self.enqueue(&machine, (1...2).map(Self.record))
-        let commit = try Self.take(&machine)
-        _ = machine.committed(commit)
-        guard case .readDisk(let from, _, _) = machine.nextRead() else {
-            Issue.record("expected a disk read")
-            return
-        }
+        let (backlog, commit, from) = try Self.backlogOnDisk(2, buffered: 0)
+        var machine = backlog
         let end = Position(segment: 1, offset: commit.bytes.count)
         var skipped = SegmentLog.ReadResult(end: end)
         skipped.skippedLines = 2

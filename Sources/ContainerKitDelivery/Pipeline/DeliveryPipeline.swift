@@ -1,4 +1,5 @@
 import ContainerKit
+import Synchronization
 
 /// The one delivery engine: takes the provider's records into a ``RecordStore``, and delivers what the
 /// store committed to one ``AnalyticsDestination`` — in batches, in order, several at once if configured —
@@ -77,6 +78,16 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     public let configuration: Configuration
 
     private let shell: Mutex<Shell>
+    /// Mirrors of the machine's phase read without its lock on the hot paths (each append, each durability
+    /// wait, each delivery): whether ``run()`` began, whether records are refused (draining or stopped), and
+    /// the drain's deadline in nanoseconds on ``clock`` (`Int64.max`: no drain).
+    private let started = Atomic<Bool>(false)
+    private let refusing = Atomic<Bool>(false)
+    private let drainDeadline = Atomic<Int64>(.max)
+    /// Counters bumped once per delivery or acknowledgement, outside the lock (``statistics`` adds them).
+    private let deliveredRecords = Atomic<Int>(0)
+    private let rejectedRecords = Atomic<Int>(0)
+    private let acknowledgementCount = Atomic<Int>(0)
     private let wakeup = Wakeup()
     /// Opens when the drain starts: ends every delivery's backoff early.
     private let drainStarted = Latch()
@@ -120,6 +131,9 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     /// Counters for monitoring and tests: the pipeline's, and the store's own (``RecordStore/addCounters(to:)``).
     public var statistics: Statistics {
         var statistics = shell.withLock { $0.statistics }
+        statistics.deliveredRecords += deliveredRecords.load(ordering: .relaxed)
+        statistics.rejectedRecords += rejectedRecords.load(ordering: .relaxed)
+        statistics.acknowledgements += acknowledgementCount.load(ordering: .relaxed)
         store.addCounters(to: &statistics)
         return statistics
     }
@@ -188,7 +202,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     public func append(_ encoded: EncodedRecords) throws(AnalyticsSinkError) -> DurabilityToken {
         let count = encoded.records.count
         do throws(AnalyticsSinkError) {
-            guard shell.withLock({ $0.machine.acceptsRecords }) else {
+            guard !refusing.load(ordering: .acquiring) else {
                 throw AnalyticsSinkError(.closed, "the queue '\(configuration.label)' is shut down")
             }
             // The store's own lock orders tickets; the machine only learns the latest.
@@ -245,14 +259,17 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     ///   `ticket` failed; `.stopped` once the pipeline stopped; `.notRunning` when ``run()`` did not begin
     ///   within ``DeliverySettings/startTimeout``.
     public func waitUntilDurable(ticket: UInt64) async throws(DurabilityError) {
-        // Settled already: answered without a suspension.
-        let settled = shell.withLock { shell -> DurabilityError?? in
-            ticket <= shell.machine.resolvedTicket ? .some(shell.machine.failure(for: ticket)) : .none
+        if !started.load(ordering: .acquiring) {
+            // Settled already (before run(): a commit of an earlier step): answered without the start timer.
+            let settled = shell.withLock { shell -> DurabilityError?? in
+                ticket <= shell.machine.resolvedTicket ? .some(shell.machine.failure(for: ticket)) : .none
+            }
+            if case .some(let error) = settled {
+                if let error { throw error }
+                return
+            }
         }
-        if case .some(let error) = settled {
-            if let error { throw error }
-            return
-        }
+        // One lock: the machine answers at once when the ticket is resolved, else keeps the waiter.
         let error: DurabilityError? = await waitingForRun {
             await withCheckedContinuation { continuation in
                 self.act { shell in
@@ -294,7 +311,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     /// `.notRunning`, and so is every later one until ``run()`` begins. Once ``run()`` began, `wait` runs
     /// alone (the hot path adds nothing).
     private func waitingForRun<T: Sendable>(_ wait: () async -> T) async -> T {
-        if shell.withLock({ $0.machine.hasStarted }) { return await wait() }
+        if started.load(ordering: .acquiring) { return await wait() }
         let timeout = configuration.delivery.startTimeout
         return await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -317,8 +334,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     /// - Throws: `.closed` when called twice; the store's error if its work fails.
     public func run() async throws {
         try shell.withLock { shell throws(AnalyticsSinkError) in try shell.machine.start() }
+        started.store(true, ordering: .releasing)
         let reporter = commitReporter
         defer {
+            refusing.store(true, ordering: .releasing)
             act { shell in ((), shell.machine.stop()) }
             logs.flush()
         }
@@ -342,7 +361,14 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     /// ``DeliverySettings/drainTimeout``; then ``run()`` returns. Safe to call at any time, and more than once.
     public func gracefulShutdown() {
         let deadline = clock.elapsed() + configuration.delivery.drainTimeout
-        act { shell in ((), shell.machine.drain(deadline: deadline)) }
+        refusing.store(true, ordering: .releasing)
+        act { shell in
+            let actions = shell.machine.drain(deadline: deadline)
+            if case .draining(let deadline) = shell.machine.state {
+                drainDeadline.store(Self.nanoseconds(deadline), ordering: .releasing)
+            }
+            return ((), actions)
+        }
         drainStarted.open()
     }
 
@@ -545,7 +571,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         for case .acknowledge(let position) in actions {
             do {
                 try await store.acknowledge(through: position)
-                shell.withLock { $0.statistics.acknowledgements += 1 }
+                acknowledgementCount.add(1, ordering: .relaxed)
             } catch {
                 logs.log(.warning, key: "ack", "could not record delivery progress", metadata: context(error))
             }
@@ -564,11 +590,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             if Task.isCancelled { return .abandoned }
             attempt += 1
             let result: DeliveryResult
-            let deadline = act { shell -> (Duration?, [Machine.Action]) in
-                if case .draining(let deadline) = shell.machine.state { return (deadline, []) }
-                return (nil, [])
-            }
-            if let deadline {
+            if let deadline = currentDrainDeadline {
                 let (destination, sending, sendingJSON) = (self.destination, records, json)
                 guard
                     let answer = await withDeadline(
@@ -623,10 +645,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                     ["records": String(records.count), "attempt": String(attempt), "retry_in": "\(delay)"]
                 )
             )
-            if let deadline = act({ shell -> (Duration?, [Machine.Action]) in
-                if case .draining(let deadline) = shell.machine.state { return (deadline, []) }
-                return (nil, [])
-            }) {
+            if let deadline = currentDrainDeadline {
                 if clock.elapsed() + delay > deadline { return abandon(id: id, records, error: firstRejection) }
                 try? await clock.sleep(delay)
             } else {
@@ -661,15 +680,30 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         )
     }
 
-    /// Counts and reports what one delivery did.
+    /// The drain's deadline on ``clock`` once the drain started (read without the lock).
+    private var currentDrainDeadline: Duration? {
+        let nanoseconds = drainDeadline.load(ordering: .acquiring)
+        return nanoseconds == .max ? nil : .nanoseconds(nanoseconds)
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    /// Counts and reports what one delivery did (the backlog, under the lock, only when an observer listens).
     private func report(_ result: DeliveryResult) {
-        let backlog = shell.withLock { shell -> Int in
-            shell.statistics.deliveredRecords += result.accepted.count
-            shell.statistics.rejectedRecords += result.rejectedCount
-            let s = shell.statistics
-            return max(0, s.durableRecords - s.deliveredRecords - s.rejectedRecords - s.droppedRecords)
-        }
-        diagnostics.report(result, backlog: { (backlog, 0) }, logs: logs, label: configuration.label)
+        deliveredRecords.add(result.accepted.count, ordering: .relaxed)
+        rejectedRecords.add(result.rejectedCount, ordering: .relaxed)
+        diagnostics.report(
+            result,
+            backlog: {
+                let s = self.statistics
+                return (max(0, s.durableRecords - s.deliveredRecords - s.rejectedRecords - s.droppedRecords), 0)
+            },
+            logs: logs,
+            label: configuration.label
+        )
     }
 
     /// The metadata of a pipeline message: `queue` (the label) and `extra`.
