@@ -206,7 +206,7 @@ import Testing
         .timeLimit(.minutes(1)),
         arguments: [
             (AnalyticsSinkError.Code.superseded, DurabilityError.Code.superseded),
-            (.unavailable, .unavailable), (.diskFull, .diskFull),
+            (.unavailable, .unavailable), (.timeout, .timeout), (.diskFull, .diskFull),
         ]
     )
     func aStoreRefusalReachesTheWaiterWithItsCode(refusal: AnalyticsSinkError.Code, expected: DurabilityError.Code)

@@ -89,7 +89,7 @@ struct DurabilityErrorTests {
     @Test(arguments: [
         (AnalyticsSinkError.Code.diskFull, DurabilityError.Code.diskFull), (.unwritable, .unwritable),
         (.queueFull, .full), (.closed, .stopped), (.shutDown, .stopped), (.superseded, .superseded),
-        (.unavailable, .unavailable), (.io, .io), (.corruptFile, .io), (.locked, .io),
+        (.unavailable, .unavailable), (.timeout, .timeout), (.io, .io), (.corruptFile, .io), (.locked, .io),
     ])
     func aStoreFailureIsConvertedOnceKeepingItsMeaning(store: AnalyticsSinkError.Code, expected: DurabilityError.Code) {
         let error = DurabilityError(AnalyticsSinkError(store, "cannot write \"segment-1\"", errorNumber: 28))
@@ -102,7 +102,7 @@ struct DurabilityErrorTests {
         let codes: [(DurabilityError.Code, String)] = [
             (.diskFull, "disk_full"), (.io, "io_error"), (.unwritable, "unwritable"), (.full, "full"),
             (.stopped, "stopped"), (.notRunning, "not_running"), (.superseded, "superseded"),
-            (.unavailable, "unavailable"),
+            (.unavailable, "unavailable"), (.timeout, "timeout"),
         ]
         for (code, text) in codes { #expect(code.rawValue == text) }
         #expect(ErrorCodeTests.shape(DurabilityError.Code.notRunning) == "not_running")

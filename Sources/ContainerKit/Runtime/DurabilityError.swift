@@ -12,7 +12,7 @@
 ///     try await result.waitUntilDurable()
 /// } catch {                                   // error is a DurabilityError (a ContainerError)
 ///     switch error.code {
-///     case .diskFull, .io, .unwritable, .full: readiness.commitFailed()
+///     case .diskFull, .io, .unwritable, .full, .unavailable, .timeout: readiness.commitFailed()
 ///     default: break                          // .notRunning, .stopped: the queue, not the disk
 ///     }
 ///     return .serviceUnavailable
@@ -36,5 +36,8 @@ extension ContainerError.Code {
     public static let superseded = ContainerError.Code(rawValue: "superseded")
     /// The store's server (a database) cannot be reached now. Nothing of the push was stored.
     public static let unavailable = ContainerError.Code(rawValue: "unavailable")
+    /// The store's server (a database) did not answer within its deadline: a table locked by someone else, a
+    /// server too busy. Nothing of the push was acknowledged.
+    public static let timeout = ContainerError.Code(rawValue: "timeout")
     // Shared with loading: `io` ("io_error", the commit failed with another I/O error).
 }

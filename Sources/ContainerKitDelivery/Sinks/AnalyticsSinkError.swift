@@ -24,13 +24,15 @@ extension DeliveryError.Code {
     public static let superseded = DeliveryError.Code(rawValue: "superseded")
     /// The store's server cannot be reached now (a database): nothing of the append was stored.
     public static let unavailable = DeliveryError.Code(rawValue: "unavailable")
-    // Shared with destinations: `io` ("io_error", another I/O failure).
+    // Shared with destinations: `io` ("io_error", another I/O failure) and `timeout` (a store's server did not
+    // answer within its deadline — a table locked, a server too busy —: nothing of the append was stored).
 }
 
 extension DurabilityError {
     /// The durability error of a store's failure `error`: the one conversion of a failed commit's error
     /// (a full disk stays `.diskFull`; a shut-down sink is `.stopped`; a full queue `.full`; a fenced
-    /// session `.superseded`; an unreachable database `.unavailable`; anything else `.io`).
+    /// session `.superseded`; an unreachable database `.unavailable`; a database past its deadline `.timeout`;
+    /// anything else `.io`).
     public init(_ error: AnalyticsSinkError) {
         let code: Code
         switch error.code {
@@ -40,6 +42,7 @@ extension DurabilityError {
         case .closed, .shutDown: code = .stopped
         case .superseded: code = .superseded
         case .unavailable: code = .unavailable
+        case .timeout: code = .timeout
         default: code = .io
         }
         self.init(code, error.message, errorNumber: error.errorNumber)

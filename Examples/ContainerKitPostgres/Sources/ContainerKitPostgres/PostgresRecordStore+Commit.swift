@@ -41,7 +41,7 @@ extension PostgresRecordStore {
         while let group = await nextGroup() {
             if let failure = failingFast {
                 let error = AnalyticsSinkError(
-                    .unavailable,
+                    failure.sinkCode,
                     "\(failure.description); nothing of the commit was stored (commits fail at once until "
                         + "postgresql answers again)"
                 )
@@ -55,7 +55,7 @@ extension PostgresRecordStore {
                 let failure =
                     stopped
                     ? AnalyticsSinkError(.closed, "the store stopped during the commit")
-                    : AnalyticsSinkError(.unavailable, "\(error.description); nothing of the commit was acknowledged")
+                    : AnalyticsSinkError(error.sinkCode, "\(error.description); nothing of the commit was acknowledged")
                 resolve(group, outcomes: group.map { _ in failure })
             }
             await gather()

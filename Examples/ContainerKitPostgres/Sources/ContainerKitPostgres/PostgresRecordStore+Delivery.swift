@@ -209,6 +209,7 @@ extension PostgresRecordStore {
     /// leases are gone then, and taken again if still free).
     func leaseLoop() async {
         let logger = configuration.logger
+        var lastFailure: String?
         while state.withLock({ $0.phase == .running }) {
             do {
                 let connection = try await configuration.endpoint.connect(
@@ -226,15 +227,37 @@ extension PostgresRecordStore {
                 try? await connection.close()
             } catch {
                 if state.withLock({ $0.phase != .running }) { break }
-                logger.warning(
-                    "postgres delivery lost its lease connection",
-                    metadata: ["error": "\(PostgresStoreError.serverSummary(error))"]
-                )
+                // A connection that had joined worked: its loss is news, whatever failed before it.
+                if state.withLock({ $0.leaseConnection != nil }) { lastFailure = nil }
+                logLeaseFailure(error, repeated: &lastFailure)
             }
             dropLeases()
             try? await Task.sleep(for: configuration.reconnectDelay)
         }
         dropLeases()
+    }
+
+    /// Logs why the lease connection failed, by what it is: a privilege the role lacks is an error naming what to
+    /// grant (not a lost connection); the same failure again, at debug level.
+    private func logLeaseFailure(_ error: any Error, repeated lastFailure: inout String?) {
+        let failure = PostgresStoreError.classify(
+            error,
+            operation: "delivery",
+            role: configuration.endpoint.user,
+            timeout: configuration.callTimeout
+        )
+        let metadata: Logger.Metadata = [
+            "code": "\(failure.code)", "error": "\(failure.message)",
+            "server": "\(PostgresStoreError.serverSummary(error))",
+        ]
+        defer { lastFailure = failure.description }
+        if lastFailure == failure.description {
+            configuration.logger.debug("postgres delivery cannot lease partitions", metadata: metadata)
+        } else if failure.code == .permissionDenied {
+            configuration.logger.error("postgres refuses the store's role a privilege", metadata: metadata)
+        } else {
+            configuration.logger.warning("postgres delivery lost its lease connection", metadata: metadata)
+        }
     }
 
     private func dropLeases() {

@@ -80,12 +80,12 @@ import Synchronization
 /// `lock_timeout` the same), and the client closes a connection whose call outlives the deadline (a server or
 /// network that stopped answering). A commit that fails — the deadline passed (`postgres_timeout`), the
 /// connection was lost (`postgres_unavailable`), the role lacks a privilege (`postgres_permission_denied`,
-/// naming what to grant) — fails its group with `.unavailable` (nothing of it acknowledged; when the answer
-/// was cut off after the server committed, its rows may still be delivered — at least once), and ``isAvailable``
-/// turns `false`: new groups and loads fail at once until a later call succeeds — the next commit is
-/// attempted after the health check (`ck_probe()`, which takes the locks a commit takes) passes, every
-/// ``Configuration/healthInterval``. Messages never hold the database URL, its password, SQL text or the
-/// server's detail; the log has the server's message and SQLSTATE.
+/// naming what to grant) — fails its group with `.timeout` past the deadline, `.unavailable` otherwise (nothing of
+/// it acknowledged; when the answer was cut off after the server committed, its rows may still be delivered — at
+/// least once), and ``isAvailable`` turns `false`: new groups and loads fail at once until a later call succeeds —
+/// the next commit is attempted after the health check (`ck_probe()`, which takes the locks a commit takes)
+/// passes, every ``Configuration/healthInterval``. Messages never hold the database URL, its password, SQL text
+/// or the server's detail; the log has the server's message and SQLSTATE.
 ///
 /// ## Rotation
 /// Rows are never deleted one by one. Records go into the current **generation** (a partition of
@@ -348,6 +348,12 @@ public final class PostgresRecordStore: RecordStore {
     /// Whether PostgreSQL answered the last health check or commit, and no call failed since for want of it
     /// (lost, past its deadline, refusing the role). A host's readiness follows it.
     public var isAvailable: Bool { state.withLock { $0.available } }
+
+    /// While the store is unavailable, the code of the failure that made it so (`postgres_timeout`,
+    /// `postgres_unavailable`, `postgres_permission_denied`); `nil` while it is available or before its first call.
+    public var unavailableReason: PostgresStoreError.Code? {
+        state.withLock { $0.available ? nil : $0.failingFast?.code }
+    }
 
     /// The delivery partition count in force (read from the tables once the store connected).
     public var partitions: Int { state.withLock { $0.partitions } }

@@ -1,9 +1,11 @@
 import ContainerKit
+import ContainerKitDelivery
 
 /// A failure of a PostgreSQL adapter's call (the server cannot be reached, did not answer in time, refused the
 /// store's role a privilege) or configuration (a malformed URL). What the pipeline sees of a commit is an
-/// ``AnalyticsSinkError``: `unavailable` (nothing of it acknowledged; its message starts with this error's code)
-/// or `superseded` (a stale owner's session write was refused).
+/// ``AnalyticsSinkError``: `timeout` for a call past its deadline, `unavailable` for every other failure (nothing of
+/// it acknowledged either way; its message starts with this error's code), or `superseded` (a stale owner's session
+/// write was refused).
 ///
 /// Messages are safe to show: they never hold the database URL, its password, SQL text or the server's detail
 /// (the log has the server's message and SQLSTATE).
@@ -48,4 +50,8 @@ public struct PostgresStoreError: Error, Sendable, Hashable, CustomStringConvert
     /// Whether the error says the server cannot be used now (unreachable, too slow, or refusing the role): the
     /// store is then unavailable until a later call succeeds.
     var makesUnavailable: Bool { code == .unavailable || code == .timeout || code == .permissionDenied }
+
+    /// The code a failed commit reports to the pipeline: `timeout` when the deadline passed, `unavailable`
+    /// otherwise (nothing of it was acknowledged either way).
+    var sinkCode: AnalyticsSinkError.Code { code == .timeout ? .timeout : .unavailable }
 }

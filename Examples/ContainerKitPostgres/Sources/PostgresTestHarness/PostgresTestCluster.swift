@@ -181,14 +181,7 @@ public final class PostgresTestCluster: Sendable {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
         guard spawned == 0 else { throw Failure(description: "cannot run \(path): error \(spawned)") }
-        let child = pid
-        let status: Int32 = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var status: Int32 = 0
-                while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-                continuation.resume(returning: status)
-            }
-        }
+        let status = await wait(for: pid)
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         let exited = status & 0x7f == 0
         let code = (status >> 8) & 0xff

@@ -12,7 +12,7 @@ import Testing
 @Suite(.timeLimit(.minutes(2)))
 struct PostgresFailureTests {
     /// Another connection holds `ck_session_changes` in ACCESS EXCLUSIVE mode for 25 s (a migration, a `VACUUM
-    /// FULL`): pushes fail within the 2 s deadline — a user in memory with `postgres_timeout` (not durable), a new
+    /// FULL`): pushes fail within the 2 s deadline — a user in memory with `timeout` (`postgres_timeout`), a new
     /// user because its session cannot be loaded — the store is unavailable the whole time, and everything
     /// goes through again once the lock is released.
     @Test func aTableLockedFor25SecondsFailsPushesWithinTheDeadlineAndTheStoreRecovers() async throws {
@@ -55,7 +55,7 @@ struct PostgresFailureTests {
                     Issue.record("expected notDurable, got \(error)")
                     throw error
                 }
-                #expect(failure.code == .unavailable)
+                #expect(failure.code == .timeout)
                 #expect(failure.message.contains("postgres_timeout"), "\(failure.message)")
             }
             #expect(ContinuousClock.now - started < deadline + slack)
@@ -81,7 +81,7 @@ struct PostgresFailureTests {
             let direct = await #expect(throws: DurabilityError.self) {
                 try await instance.commit([makeRecord(user: "direct")])
             }
-            #expect(direct?.code == .unavailable)
+            #expect(direct?.code == .timeout, "fails at once with the failure that made the store unavailable")
 
             try await release.value
             #expect(ContinuousClock.now - lockedAt >= .seconds(25))
