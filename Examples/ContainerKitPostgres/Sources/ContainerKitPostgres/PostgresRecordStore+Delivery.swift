@@ -254,7 +254,10 @@ extension PostgresRecordStore {
         if lastFailure == failure.description {
             configuration.logger.debug("postgres delivery cannot lease partitions", metadata: metadata)
         } else if failure.code == .permissionDenied {
-            configuration.logger.error("postgres refuses the store's role a privilege", metadata: metadata)
+            configuration.logger.error(
+                "postgres refuses the delivery's lease connection a privilege",
+                metadata: metadata
+            )
         } else {
             configuration.logger.warning("postgres delivery lost its lease connection", metadata: metadata)
         }

@@ -15,12 +15,14 @@ import Testing
 @Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["CKPG_BENCH"] != nil))
 struct PostgresBenchmarkTests {
     /// One instance; each group is `groupSize` appends (a record and a session delta of its own user each),
-    /// appended together and waited for.
-    @Test(arguments: [32, 8])
+    /// appended together and waited for. 64: the target group (`events_per_commit_hot` ≥ 64).
+    @Test(arguments: [64, 32, 8])
     func fixedGroups(groupSize: Int) async throws {
         let cluster = try await PostgresTestCluster.start()
         defer { cluster.remove() }
-        let endpoint = try PostgresEndpoint(url: try await cluster.createDatabase())
+        let url = try await cluster.createDatabase()
+        let database = String(url.split(separator: "/").last ?? "")
+        let endpoint = try PostgresEndpoint(url: url)
         let instance = Instance(endpoint) { $0.delivers = false }
         let rounds = Int(ProcessInfo.processInfo.environment["CKPG_BENCH_ROUNDS"] ?? "") ?? 300
         try await withRunning([instance.run]) {
@@ -30,6 +32,7 @@ struct PostgresBenchmarkTests {
                 checkpoints: (0..<groupSize).map { SessionCheckpoint(stored("u\($0)", version: 1)) }
             )
             let before = instance.store.statistics
+            let wal = try await cluster.psql("SELECT pg_current_wal_lsn()", database: database)
             let cpu = ServerCPU(cluster: cluster)
             let started = ContinuousClock.now
             for round in 0..<rounds {
@@ -49,6 +52,10 @@ struct PostgresBenchmarkTests {
             let seconds = (ContinuousClock.now - started).benchSeconds
             let cpuSeconds = cpu.elapsed()
             let after = instance.store.statistics
+            let walBytes = try await cluster.psql(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '\(wal)')",
+                database: database
+            )
             let events = rounds * groupSize
             let commits = after.commits - before.commits
             report(
@@ -59,6 +66,7 @@ struct PostgresBenchmarkTests {
                     ("events_per_commit", format(Double(events) / Double(max(1, commits)))),
                     ("round_trips_per_commit", roundTrips(before, after, commits: commits)),
                     ("server_cpu_us_per_event", format(cpuSeconds * 1e6 / Double(events))),
+                    ("wal_bytes_per_event", format((Double(walBytes) ?? 0) / Double(events))),
                     ("events_per_s", format(Double(events) / seconds)),
                 ]
             )
