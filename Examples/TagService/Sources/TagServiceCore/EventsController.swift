@@ -81,6 +81,7 @@ struct EventsController: Sendable {
                 context: event.context,
                 eventID: event.eventID,
                 waitsForDurability: waitsForDurability,
+                tracing: tracing != nil,
                 prepare: prepareSession
             )
         } catch {
@@ -111,16 +112,16 @@ struct EventsController: Sendable {
         var traced: [Int: DebugTracing] = [:]
         for (index, item) in batch.items.enumerated() {
             guard case .success(let event) = item else { continue }
-            if let debug, let tracing = debug.tracing(userID: event.userID, headers: request.headers) {
-                traced[requests.count] = tracing
-            }
+            let tracing = debug?.tracing(userID: event.userID, headers: request.headers)
+            if let tracing { traced[requests.count] = tracing }
             requests.append(
                 SessionStore.PushRequest(
                     event: event.event,
                     parameters: event.parameters,
                     userID: event.userID,
                     context: event.context,
-                    eventID: event.eventID
+                    eventID: event.eventID,
+                    tracing: tracing != nil
                 )
             )
             positions.append(index)

@@ -29,8 +29,20 @@ struct DebugHubTests {
         func advance(_ duration: Duration) { time.value.withLock { $0 += duration } }
     }
 
-    static func trace(_ event: String) -> PushTrace {
-        PushTrace(event: event, message: .object(ValueMap()), outcome: .applied)
+    /// A trace of a push of `event` that evaluated `tags` (name and outcome) in container `GTM-X` (the runtime
+    /// makes traces; a test reads one from its JSON).
+    static func trace(_ event: String, tags: [(String, String)] = []) -> PushTrace {
+        let tagsJSON = tags.enumerated().map { index, tag in
+            #"{"index":\#(index),"name":"\#(tag.0)","function":"__funct","outcome":"\#(tag.1)"}"#
+        }
+        let evaluations =
+            tags.isEmpty
+            ? ""
+            : #"{"container_id":"GTM-X","container_version":"1","event":"\#(event)","nested":false,"tags":[\#(tagsJSON.joined(separator: ","))],"variables":[]}"#
+        return try! PushTrace(
+            json:
+                #"{"version":1,"session_id":"alice","event":"\#(event)","message":{},"outcome":"applied","changes":[],"evaluations":[\#(evaluations)],"records":[],"data_layer":{}}"#
+        )
     }
 
     @Test func nobodyFollowedMeansNoPushIsTraced() {
@@ -145,19 +157,7 @@ struct DebugHubTests {
 
     @Test func theOverviewCountsEachTagsOutcomesPerBucket() {
         let fixture = Fixture()
-        var trace = Self.trace("purchase")
-        trace.evaluations = [
-            PushTrace.Evaluation(
-                containerID: "GTM-X",
-                containerVersion: "1",
-                event: "purchase",
-                tags: [
-                    PushTrace.Tag(index: 0, name: "a", outcome: .fired),
-                    PushTrace.Tag(index: 1, name: "b", outcome: .notFired),
-                    PushTrace.Tag(index: 2, name: "c", outcome: .blocked),
-                ]
-            )
-        ]
+        let trace = Self.trace("purchase", tags: [("a", "fired"), ("b", "not_fired"), ("c", "blocked")])
         fixture.hub.overview.count(trace, at: .seconds(5))
         fixture.hub.overview.count(trace, at: .seconds(25))
         let series = fixture.hub.overview.tagSeries(at: .seconds(30))

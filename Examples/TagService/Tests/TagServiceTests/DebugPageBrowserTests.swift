@@ -130,27 +130,48 @@ struct DebugPageBrowserTests {
             #expect(try await page.evaluate("document.querySelector('.user-id').textContent") as? String == "alice")
             try await page.waitFor("document.body.dataset.live === 'open'")
 
-            #expect(try await service.push(user: "alice", event: "purchase", parameters: ["price": 25]) == 200)
+            // A staff purchase: the tag is blocked by its trigger.
+            #expect(
+                try await service.push(user: "alice", event: "purchase", parameters: ["price": 50, "plan": "staff"])
+                    == 200
+            )
+            try await page.waitFor("document.querySelectorAll('#pushes details.push').length === 1")
+            let staff = try #require(try await Self.pushes(on: page).first?.tag("Braze - purchase"))
+            #expect(staff.outcome == "blocked")
+            #expect(staff.blockedBy == ["blocked by trigger #2"])
+
+            #expect(
+                try await service.push(user: "alice", event: "purchase", parameters: ["price": 25, "plan": "pro"])
+                    == 200
+            )
             #expect(
                 try await service.push(user: "alice", event: "played song", parameters: ["title": "So What"]) == 200
             )
             #expect(try await service.push(user: "alice", event: "purchase", parameters: ["price": 5]) == 200)
             // Another user's push is not shown (nor traced).
             #expect(try await service.push(user: "bob", event: "purchase", parameters: ["price": 99]) == 200)
-            try await page.waitFor("document.querySelectorAll('#pushes details.push').length === 3")
+            try await page.waitFor("document.querySelectorAll('#pushes details.push').length === 4")
 
             let pushes = try await Self.pushes(on: page)
-            #expect(pushes.map(\.event) == ["purchase", "played song", "purchase"], "newest first")
+            #expect(pushes.map(\.event) == ["purchase", "played song", "purchase", "purchase"], "newest first")
             #expect(pushes[2].tag("Braze - purchase")?.outcome == "fired")
             #expect(pushes[1].tag("Braze - played song")?.outcome == "fired")
-            #expect(pushes[0].tag("Braze - purchase")?.outcome != "fired")
+            #expect(pushes[2].tag("Braze - played song")?.outcome == "not_fired")
+            #expect(
+                pushes[2].tag("Braze - played song")?.conditions
+                    == [.init(operator: "_eq", left: "\"purchase\"", right: "\"played song\"")]
+            )
+            // Why the last purchase did not fire: {{Price}} > 10 was false with the value 5.
+            #expect(pushes[0].tag("Braze - purchase")?.outcome == "not_fired")
+            #expect(
+                pushes[0].tag("Braze - purchase")?.conditions == [.init(operator: "_gt", left: "5", right: "\"10\"")]
+            )
             // The data layer is the session's, after the last push.
             let dataLayer =
                 try await page.evaluate("document.querySelector('#state .data-layer').textContent") as? String
             #expect(dataLayer?.contains("\"price\": 5") == true)
 
             // The page as a newcomer sees it: the first push opened.
-            try await page.evaluate("document.querySelector('#pushes details.push:last-child').open = true")
             try await page.evaluate("document.querySelector('#pushes details.push:first-child').open = true")
             let png = try await page.screenshot()
             #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]))

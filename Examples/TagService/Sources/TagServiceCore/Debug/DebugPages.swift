@@ -225,7 +225,7 @@ enum DebugPages {
         html.text(condition.rule.name.map { "'\($0)'" } ?? "#\(condition.rule.index)")
         html.raw(condition.role == .if ? ": " : ": exception held: ")
         html.raw("<code class=\"variable\">")
-        html.text(condition.variable.map { "{{\($0)}}" } ?? "value")
+        html.text(condition.variable ?? "value")
         html.raw("</code> ")
         html.text(operatorWords(condition))
         html.raw(" <code class=\"right\">")

@@ -1,30 +1,17 @@
 import ContainerKit
 import ContainerKitBraze
 
-/// Makes the debug page's trace of a push (``PushTrace``): the one place that knows where a trace comes from.
-enum DebugTracer {}
-
 extension DebugHub {
-    /// Records the push of `event` (`POST /v1/events`).
+    /// Records the push of `event` (`POST /v1/events`), pushed with `tracing: true`: its ``PushResult/trace``.
     func record(_ result: PushResult, of event: EventRequest, tracing: DebugTracing) {
-        record(result, event.event, event.parameters, event.eventID, user: event.userID, tracing: tracing)
+        guard let trace = result.trace else { return }
+        record(trace, userID: event.userID, tracing: tracing)
     }
 
-    /// Records the push of one event of a batch (`POST /v1/batch`).
+    /// Records the push of one event of a batch (`POST /v1/batch`), pushed with `tracing: true`.
     func record(_ result: PushResult, of request: SessionStore.PushRequest, tracing: DebugTracing) {
-        record(result, request.event, request.parameters, request.eventID, user: request.userID, tracing: tracing)
-    }
-
-    private func record(
-        _ result: PushResult,
-        _ event: String,
-        _ parameters: ValueMap,
-        _ eventID: String?,
-        user: String,
-        tracing: DebugTracing
-    ) {
-        let trace = DebugTracer.trace(of: result, event: event, parameters: parameters, eventID: eventID)
-        record(trace, userID: user, tracing: tracing)
+        guard let trace = result.trace else { return }
+        record(trace, userID: request.userID, tracing: tracing)
     }
 }
 
