@@ -43,6 +43,7 @@ bench-service:
 # (see Examples/TagService/README.md, "The debug page").
 DEBUG_TOKEN ?= change-me-debug-token
 run-example:
+	mkdir -p /tmp/tagservice
 	$(SWIFT) run --package-path Examples/TagService TagService \
 		--containers Examples/TagService/Tests/TagServiceTests/Fixtures/debug-containers --queue /tmp/tagservice/queue \
 		--debug-token $(DEBUG_TOKEN)
