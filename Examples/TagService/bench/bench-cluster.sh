@@ -199,7 +199,9 @@ rm -f "$WORK"/acked-*   # the baseline's acknowledgements are not the cluster's
 for i in 0 1 2; do start_instance $i; done
 for i in 0 1 2; do wait_ready "${PORTS[$i]}" "${PID[i$i]}"; done
 mkdir -p "$WORK/nginx"
-sed -e 's/^worker_processes auto;/worker_processes 1;/' deploy/nginx-consistent-hash.conf > "$WORK/nginx/nginx.conf"
+sed -e 's/^worker_processes auto;/worker_processes 1;/' -e "s/@LISTEN@/127.0.0.1:$NGINX_PORT/" \
+    -e "s/@INSTANCE_1@/127.0.0.1:${PORTS[0]}/" -e "s/@INSTANCE_2@/127.0.0.1:${PORTS[1]}/" \
+    -e "s/@INSTANCE_3@/127.0.0.1:${PORTS[2]}/" deploy/nginx-consistent-hash.conf > "$WORK/nginx/nginx.conf"
 nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx"
 NGINX="http://127.0.0.1:$NGINX_PORT"
 

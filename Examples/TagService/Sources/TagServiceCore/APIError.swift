@@ -25,6 +25,10 @@ struct APIError: Error, Sendable {
         static let unsupportedMediaType = Code(rawValue: "unsupported_media_type")
         /// The records could not be made durable; the client should retry (503).
         static let notDurable = Code(rawValue: "not_durable")
+        /// The store's database (PostgreSQL, `--postgres`) did not answer within `--postgres-timeout`: nothing of
+        /// the event was stored, and `/ready` answers 503 until a call succeeds again; the client should retry
+        /// (503).
+        static let postgresTimeout = Code(rawValue: "postgres_timeout")
         /// No container is live, so the event would not be evaluated; the client should retry (503).
         static let noContainer = Code(rawValue: "no_container")
         /// The user's saved session cannot be loaded now; the client should retry (503).
@@ -65,20 +69,29 @@ struct APIError: Error, Sendable {
         case .requestTimeout: .requestTimeout
         case .bodyTooLarge, .tooManyEvents, .sessionTooLarge: .contentTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
-        case .notDurable, .noContainer, .sessionsUnavailable, .queueNotRunning, .shuttingDown: .serviceUnavailable
+        case .notDurable, .postgresTimeout, .noContainer, .sessionsUnavailable, .queueNotRunning, .shuttingDown:
+            .serviceUnavailable
         default: .badRequest
         }
     }
 
     /// The refusal of a push whose records are not durable, by the ``DurabilityError``'s code (503 either
-    /// way): a failed commit (`disk_full`, `io_error`, …) marks the last commit failed for `/ready`; a queue
-    /// that is not running or stopped says so, and leaves the commit history alone.
+    /// way): a failed commit (`disk_full`, `io_error`, …) marks the last commit failed for `/ready`; a store
+    /// past its deadline (`timeout`: PostgreSQL did not answer within `--postgres-timeout`) answers
+    /// `postgres_timeout`; a queue that is not running or stopped says so, and leaves the commit history
+    /// alone. The body names no server, URL or statement (the log has the error).
     init(durability error: DurabilityError, readiness: Readiness) {
         switch error.code {
         case .notRunning, .stopped:
             self.init(
                 .queueNotRunning,
                 "the record queue is not running; the event's records were not stored, retry later"
+            )
+        case .timeout:
+            readiness.commit(succeeded: false)
+            self.init(
+                .postgresTimeout,
+                "the database did not answer within its deadline; the event's records were not stored, retry later"
             )
         default:
             readiness.commit(succeeded: false)

@@ -81,6 +81,8 @@ struct OperationsController: Sendable {
         body["last_commit"] = .string(failed ? "failed" : "ok")
         body["queue_writable"] = .bool(writable)
         if let postgres { body["postgres_available"] = .bool(postgres) }
+        // Why PostgreSQL cannot be used now, by its code only (`postgres_timeout`, …): never a URL or a statement.
+        if let reason = scaleOut?.store.unavailableReason { body["postgres_error"] = .string(reason.rawValue) }
         body["sessions_healthy"] = .bool(sessionsHealthy)
         return Response.json(body, status: ready ? .ok : .serviceUnavailable)
     }

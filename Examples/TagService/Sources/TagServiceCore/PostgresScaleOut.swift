@@ -31,6 +31,7 @@ final class PostgresScaleOut: Sendable {
         // gather (PostgresRecordStore.Configuration.defaultCommitDelay when the flag is absent; see
         // parseScaleOut).
         storeConfiguration.commitDelay = configuration.commitDelay
+        storeConfiguration.callTimeout = configuration.postgresCallTimeout
         storeConfiguration.logger = logger
         logger.info("records and sessions go to postgresql", metadata: ["postgres": "\(endpoint)"])
         return PostgresRecordStore(configuration: storeConfiguration)

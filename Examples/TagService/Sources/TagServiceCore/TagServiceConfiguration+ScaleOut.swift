@@ -26,6 +26,13 @@ extension TagServiceConfiguration {
             }
             configuration.postgresPartitions = number
         }
+        if let seconds = values["--postgres-timeout"] {
+            let timeout = try duration(seconds, flag: "--postgres-timeout")
+            guard timeout >= .milliseconds(10), timeout <= .seconds(3600) else {
+                throw UsageError("--postgres-timeout must be from 0.01 to 3600 seconds, not '\(seconds)'")
+            }
+            configuration.postgresCallTimeout = timeout
+        }
         if let rate = values["--braze-requests-per-second"] {
             guard let number = Double(rate), number > 0, number <= 1e6 else {
                 throw UsageError("--braze-requests-per-second must be a positive number, not '\(rate)'")

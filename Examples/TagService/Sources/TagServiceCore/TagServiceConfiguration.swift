@@ -97,6 +97,11 @@ public struct TagServiceConfiguration: Sendable {
     public var instanceName = ProcessInfo.processInfo.hostName
     /// Delivery partitions when this instance creates the PostgreSQL tables.
     public var postgresPartitions = 16
+    /// `--postgres-timeout`: the deadline of every PostgreSQL call (a commit, a session load, a health check);
+    /// the connections' `statement_timeout` and `lock_timeout` are four fifths of it. A request whose commit
+    /// passes it is answered 503 `postgres_timeout` and `/ready` turns false until a call succeeds again
+    /// (``PostgresRecordStore/Configuration/callTimeout``, 5 s by default).
+    public var postgresCallTimeout: Duration = .seconds(5)
     /// Braze requests per second for the whole cluster (the limit of the API key), shared by the instances
     /// in `--postgres` mode; `nil`: no limit.
     public var brazeRequestsPerSecond: Double?
@@ -221,6 +226,9 @@ extension TagServiceConfiguration {
                                     (TAGSERVICE_INSTANCE_NAME)
           --postgres-partitions <n> delivery partitions when the tables are created, default 16
                                     (TAGSERVICE_POSTGRES_PARTITIONS)
+          --postgres-timeout <s>    deadline of every PostgreSQL call, default 5; statement_timeout and
+                                    lock_timeout are four fifths of it; past it a request gets 503
+                                    postgres_timeout (TAGSERVICE_POSTGRES_TIMEOUT)
           --braze-requests-per-second <n>
                                     Braze requests a second for the whole cluster, shared by the instances
                                     (TAGSERVICE_BRAZE_REQUESTS_PER_SECOND)
@@ -291,6 +299,7 @@ extension TagServiceConfiguration {
             "--session-save-interval": "TAGSERVICE_SESSION_SAVE_INTERVAL",
             "--postgres": "CONTAINERKIT_POSTGRES_URL", "--instance-name": "TAGSERVICE_INSTANCE_NAME",
             "--postgres-partitions": "TAGSERVICE_POSTGRES_PARTITIONS",
+            "--postgres-timeout": "TAGSERVICE_POSTGRES_TIMEOUT",
             "--braze-requests-per-second": "TAGSERVICE_BRAZE_REQUESTS_PER_SECOND",
             "--write-key-file": "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token": "TAGSERVICE_METRICS_TOKEN",
             "--braze-user": "TAGSERVICE_BRAZE_USER", "--braze-pending-records": "TAGSERVICE_BRAZE_PENDING_RECORDS",
@@ -528,7 +537,7 @@ extension TagServiceConfiguration {
     /// comfortably and no setting means anything.
     private static let maximumSeconds = 1e9
 
-    private static func duration(_ text: String, flag: String) throws(UsageError) -> Duration {
+    static func duration(_ text: String, flag: String) throws(UsageError) -> Duration {
         guard let seconds = Double(text), seconds > 0, seconds <= maximumSeconds else {
             throw UsageError("\(flag) must be a positive number of seconds up to 10^9, not '\(text)'")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 
 @testable import TagServiceCore
@@ -40,7 +41,23 @@ import Testing
         #expect(flagged.postgresURL == "postgres://flag@127.0.0.1/tags")
     }
 
+    /// `--postgres-timeout` (`TAGSERVICE_POSTGRES_TIMEOUT`): every PostgreSQL call's deadline, 5 s by default.
+    @Test func thePostgresTimeoutIsTheStoresCallDeadline() throws {
+        let base = ["--containers", "c", "--queue", "q", "--postgres", "postgres://tags@127.0.0.1/tags"]
+        #expect(try parse(base).postgresCallTimeout == .seconds(5))
+        #expect(try parse(base + ["--postgres-timeout", "1.5"]).postgresCallTimeout == .milliseconds(1500))
+        let environment = ["TAGSERVICE_POSTGRES_TIMEOUT": "2"]
+        #expect(try parse(base, environment).postgresCallTimeout == .seconds(2))
+        #expect(try parse(base + ["--postgres-timeout=3"], environment).postgresCallTimeout == .seconds(3))
+        let store = try #require(
+            try PostgresScaleOut.store(try parse(base + ["--postgres-timeout", "0.5"]), logger: .init(label: "test"))
+        )
+        #expect(store.configuration.callTimeout == .milliseconds(500))
+    }
+
     @Test(arguments: [
+        ["--postgres-timeout", "0"], ["--postgres-timeout", "-1"], ["--postgres-timeout", "soon"],
+        ["--postgres-timeout", "0.001"], ["--postgres-timeout", "7200"],
         ["--postgres", "mysql://db/tags"], ["--postgres", "not a url"], ["--postgres-partitions", "0"],
         ["--postgres-partitions", "many"], ["--braze-requests-per-second", "-1"],
     ])

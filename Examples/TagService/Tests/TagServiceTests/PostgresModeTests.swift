@@ -12,11 +12,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct PostgresModeTests {
     private func instance(_ url: String, name: String) throws -> TestService {
-        var fixture = try TestService()
-        fixture.configuration.postgresURL = url
-        fixture.configuration.instanceName = name
-        fixture.configuration.postgresPartitions = 4
-        return fixture
+        try TestService.postgres(url, name: name)
     }
 
     /// Runs `body` with instances "a" and "b" over one database of a throw-away cluster.

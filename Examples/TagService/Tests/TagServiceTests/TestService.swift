@@ -62,6 +62,16 @@ struct TestService {
     }
 
     func remove() { try? FileManager.default.removeItem(at: root) }
+
+    /// A service in `--postgres` mode: records and sessions in the database of `url`, named `name`, with 4
+    /// delivery partitions.
+    static func postgres(_ url: String, name: String) throws -> TestService {
+        var fixture = try TestService()
+        fixture.configuration.postgresURL = url
+        fixture.configuration.instanceName = name
+        fixture.configuration.postgresPartitions = 4
+        return fixture
+    }
 }
 
 /// A `POST /v1/events` body.
