@@ -69,7 +69,8 @@ public struct TagServiceApplication: Sendable {
             logger: SwiftLogAdapter(logger),
             defaultContext: .server,
             observer: metrics,
-            maximumDataLayerBytes: configuration.maximumSessionBytes
+            maximumDataLayerBytes: configuration.maximumSessionBytes,
+            eventIDs: configuration.eventIDWindow
         )
         // The Braze provider keeps each push's records back; the session store commits them with the push,
         // in one append (the library's RecordCommitter): to the local durable queue, or with the session's

@@ -31,6 +31,12 @@ public struct TagServiceConfiguration: Sendable {
     public var brazePendingRecords = 100
     /// `--braze-pending-age`: the longest such a record waits (``BrazeTagProvider/Configuration/maximumPendingAge``).
     public var brazePendingAge: Duration = .seconds(24 * 60 * 60)
+    /// `--braze-pending-bytes`: the most bytes of records such a session holds
+    /// (``BrazeTagProvider/Configuration/maximumPendingBytes``); past it the oldest are dropped.
+    public var brazePendingBytes = 64 * 1024
+    /// `--event-id-window` and `--event-id-count`: how long and how many `message_id`s each session remembers
+    /// (``TagManager/eventIDs``); a retry whose ID is remembered is answered as a duplicate, not pushed again.
+    public var eventIDWindow = EventIDWindow()
     /// Whether `POST /v1/events` answers only once the push's records are durable.
     public var waitsForDurability = true
     /// How long the durable queue lets a partial batch of records wait for more before delivering it
@@ -126,7 +132,11 @@ public struct TagServiceConfiguration: Sendable {
 
     /// The Braze provider's configuration: what a session without a Braze user holds, and for how long.
     public var brazeProviderConfiguration: BrazeTagProvider.Configuration {
-        BrazeTagProvider.Configuration(maximumPendingRecords: brazePendingRecords, maximumPendingAge: brazePendingAge)
+        BrazeTagProvider.Configuration(
+            maximumPendingRecords: brazePendingRecords,
+            maximumPendingBytes: brazePendingBytes,
+            maximumPendingAge: brazePendingAge
+        )
     }
 
     /// Creates a configuration with the two required directories.
@@ -247,6 +257,12 @@ extension TagServiceConfiguration {
                                     most records a session without a Braze user holds, default 100; the
                                     oldest are dropped past it; 0 drops such tags (TAGSERVICE_BRAZE_PENDING_RECORDS)
           --braze-pending-age <s>   longest such a record waits, default 86400 (TAGSERVICE_BRAZE_PENDING_AGE)
+          --braze-pending-bytes <n> most bytes of records such a session holds, default 65536; the oldest are
+                                    dropped past it (TAGSERVICE_BRAZE_PENDING_BYTES)
+          --event-id-window <s>     how long a session remembers a message_id, default 86400; a retry within
+                                    it is answered as a duplicate (TAGSERVICE_EVENT_ID_WINDOW)
+          --event-id-count <n>      most message_ids a session remembers, default 1000, the oldest forgotten
+                                    first (TAGSERVICE_EVENT_ID_COUNT)
         \(debugHelp)
           --help                    show this text
 
@@ -304,6 +320,8 @@ extension TagServiceConfiguration {
             "--write-key-file": "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token": "TAGSERVICE_METRICS_TOKEN",
             "--braze-user": "TAGSERVICE_BRAZE_USER", "--braze-pending-records": "TAGSERVICE_BRAZE_PENDING_RECORDS",
             "--braze-pending-age": "TAGSERVICE_BRAZE_PENDING_AGE",
+            "--braze-pending-bytes": "TAGSERVICE_BRAZE_PENDING_BYTES",
+            "--event-id-window": "TAGSERVICE_EVENT_ID_WINDOW", "--event-id-count": "TAGSERVICE_EVENT_ID_COUNT",
         ]) { $1 }
         for (flag, variable) in valued {
             if let value = environment[variable], !value.isEmpty { values[flag] = value }
@@ -464,6 +482,21 @@ extension TagServiceConfiguration {
         }
         if let seconds = values["--braze-pending-age"] {
             configuration.brazePendingAge = try duration(seconds, flag: "--braze-pending-age")
+        }
+        if let bytes = values["--braze-pending-bytes"] {
+            guard let number = Int(bytes), (0...(16 << 20)).contains(number) else {
+                throw UsageError("--braze-pending-bytes must be an integer from 0 to 16777216, not '\(bytes)'")
+            }
+            configuration.brazePendingBytes = number
+        }
+        if let seconds = values["--event-id-window"] {
+            configuration.eventIDWindow.duration = try duration(seconds, flag: "--event-id-window")
+        }
+        if let count = values["--event-id-count"] {
+            guard let number = Int(count), (1...100_000).contains(number) else {
+                throw UsageError("--event-id-count must be an integer from 1 to 100000, not '\(count)'")
+            }
+            configuration.eventIDWindow.maximumCount = number
         }
         try parseScaleOut(values, into: &configuration)
         try parseDebug(values, into: &configuration)

@@ -155,4 +155,42 @@ extension ValueMap {
         }
         #expect(service.sessions.existingSession(for: "ada")?.snapshot().eventNumber == 1, "nothing of them pushed")
     }
+
+    @Test func theEventIDWindowIsReadFromTheCommandLineAndAForgottenIDIsPushedAgain() async throws {
+        let parsed = try TagServiceConfiguration.parse(
+            ["--containers", "/c", "--queue", "/q", "--event-id-window", "3600", "--braze-pending-bytes", "4096"],
+            environment: ["TAGSERVICE_EVENT_ID_COUNT": "2"]
+        )
+        guard case .run(let parsedConfiguration) = parsed else {
+            Issue.record("expected a configuration")
+            return
+        }
+        #expect(parsedConfiguration.eventIDWindow.duration == .seconds(3600))
+        #expect(parsedConfiguration.eventIDWindow.maximumCount == 2)
+        #expect(parsedConfiguration.brazeProviderConfiguration.maximumPendingBytes == 4096)
+        for bad in [["--event-id-count", "0"], ["--event-id-count", "100001"], ["--event-id-window", "-1"]] {
+            #expect(throws: UsageError.self) {
+                try TagServiceConfiguration.parse(["--containers", "/c", "--queue", "/q"] + bad, environment: [:])
+            }
+        }
+
+        // Two IDs remembered: the third forgets the first, whose retry is then pushed again.
+        var fixture = try TestService()
+        fixture.configuration.eventIDWindow = parsedConfiguration.eventIDWindow
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        try await service.application.test(.router) { client in
+            for (id, duplicate) in [("m-1", false), ("m-2", false), ("m-2", true), ("m-3", false), ("m-1", false)] {
+                let body = eventBody(user: "ada", messageID: "\"\(id)\"")
+                try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: body) { response in
+                    #expect(response.status == .ok)
+                    let expected: Value? = duplicate ? .bool(true) : nil
+                    #expect(try response.json["duplicate"] == expected, "\(id)")
+                }
+            }
+        }
+        let session = try #require(service.sessions.existingSession(for: "ada"))
+        #expect(session.snapshot().eventNumber == 4)
+        #expect(session.seenEventIDs.map(\.id) == ["m-3", "m-1"])
+    }
 }
