@@ -2,12 +2,15 @@ import ContainerKit
 import Hummingbird
 import NIOCore
 
-/// The body of `POST /v1/events`: `{"user_id", "event", "parameters"?, "context"?, "message_id"?}`.
+/// The body of `POST /v1/events`: `{"user_id", "event", "parameters"?, "context"?, "message_id"?}`, or a consent
+/// command instead of the event: `{"user_id", "command": ["consent", "default" | "update", {…}], "context"?}`.
 struct EventRequest: Sendable {
     /// The end user; one session per user.
     var userID: String
-    /// The event name pushed to the data layer.
+    /// The event name pushed to the data layer (empty for a command).
     var event: String
+    /// A gtag-style consent command to push instead of an event (`command`).
+    var command: ConsentCommand?
     /// The event's parameters, JSON types kept.
     var parameters: ValueMap
     /// The client the user is on (keys of ``ClientContext/keys``); used when the session is created.
@@ -65,11 +68,36 @@ struct EventRequest: Sendable {
         if let problem = UserIDRules.problem(with: userID) {
             throw APIError(.invalidField, "'user_id' \(problem); it must be a non-empty string of at most 997 bytes")
         }
-        guard let eventValue = object["event"], !eventValue.isUndefined, eventValue != .null else {
-            throw APIError(.missingField, "'event' is required")
+        var command: ConsentCommand?
+        switch object["command"] {
+        case nil, .null?: break
+        case .array(let arguments)?:
+            guard object["event"] == nil || object["event"] == .null else {
+                throw APIError(.invalidField, "give 'event' or 'command', not both")
+            }
+            guard object["message_id"] == nil || object["message_id"] == .null else {
+                throw APIError(.invalidField, "'message_id' is for events, not commands")
+            }
+            do {
+                command = try ConsentCommand(gtagArguments: arguments)
+            } catch {
+                throw APIError(.invalidField, "'command': \(error.message)")
+            }
+        case let value?:
+            throw APIError(
+                .invalidField,
+                "'command' must be a gtag command, an array such as [\"consent\", \"update\", {…}], not \(value.typeName)"
+            )
         }
-        guard case .string(let event) = eventValue, !event.isEmpty else {
-            throw APIError(.invalidField, "'event' must be a non-empty string")
+        var event = ""
+        if command == nil {
+            guard let eventValue = object["event"], !eventValue.isUndefined, eventValue != .null else {
+                throw APIError(.missingField, "'event' is required (or a consent 'command')")
+            }
+            guard case .string(let name) = eventValue, !name.isEmpty else {
+                throw APIError(.invalidField, "'event' must be a non-empty string")
+            }
+            event = name
         }
         var parameters = ValueMap()
         switch object["parameters"] {
@@ -103,6 +131,7 @@ struct EventRequest: Sendable {
         }
         self.userID = userID
         self.event = event
+        self.command = command
         self.parameters = parameters
         self.context = context
         self.eventID = eventID

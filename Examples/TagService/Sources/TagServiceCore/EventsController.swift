@@ -70,6 +70,22 @@ struct EventsController: Sendable {
             body: try await requestBody(of: request, limit: maximumBodyBytes),
             routedUser: routedUser
         )
+        if let command = event.command {
+            // A consent command changes the session's consent state only: no container is needed.
+            let result: PushResult
+            do {
+                result = try await sessions.push(
+                    command,
+                    for: event.userID,
+                    context: event.context,
+                    waitsForDurability: waitsForDurability
+                )
+            } catch {
+                throw refusal(error, userID: event.userID)
+            }
+            if waitsForDurability { readiness.commit(succeeded: true) }
+            return eventAnswer(result, userID: event.userID, durable: waitsForDurability)
+        }
         try requireContainer(events: 1)
         let tracing = debug?.tracing(userID: event.userID, headers: request.headers)
         let result: PushResult
@@ -112,6 +128,13 @@ struct EventsController: Sendable {
         var traced: [Int: DebugTracing] = [:]
         for (index, item) in batch.items.enumerated() {
             guard case .success(let event) = item else { continue }
+            if let command = event.command {
+                requests.append(
+                    SessionStore.PushRequest(command: command, userID: event.userID, context: event.context)
+                )
+                positions.append(index)
+                continue
+            }
             let tracing = debug?.tracing(userID: event.userID, headers: request.headers)
             if let tracing { traced[requests.count] = tracing }
             requests.append(
