@@ -5,9 +5,9 @@
 /// the next container, so the message, the model and the session are retained once per push, not once
 /// per container; ``finish()`` hands the memo tables back to the session.
 struct Evaluation: MacroResolver {
-    /// The container, through the session's own reference to it (see ``TagManager/SessionContainer``): the
+    /// The container, through the session's own reference to it (see ``SessionRuntime/ContainerHold``): the
     /// evaluation retains that, not the container every session's evaluations share.
-    private(set) var container: TagManager.SessionContainer
+    private(set) var container: SessionRuntime.ContainerHold
     /// The container's storage: the hot path reads its program in place and never copies a definition.
     var storage: Container.Storage {
         @inline(__always) get { container.storage }
@@ -22,13 +22,13 @@ struct Evaluation: MacroResolver {
     let dataLayer: DataLayer
     /// The session's hold on the runtime snapshot being evaluated (its own, not the snapshot every session
     /// shares): it keeps the borrowed ``tagHandlers`` alive.
-    let runtime: TagManager.SessionRuntime
+    let runtime: SessionRuntime
     /// The registered handlers, for calls that look theirs up by name.
     var handlers: TagManager.Handlers { runtime.snapshot.handlers }
     /// The registry's handler of each tag with a call plan, borrowed from ``runtime``'s snapshot (see
     /// ``TagManager/Snapshot/borrowedTagHandlers(_:)``); empty when the caller resolved none (every call
     /// then looks its handler up by name).
-    private(set) var tagHandlers: TagManager.BorrowedHandlers
+    private(set) var tagHandlers: SessionRuntime.BorrowedHandlers
     let recordTrace: Bool
 
     /// The event name as `__e` reports it (Firebase short names expanded).
@@ -56,24 +56,22 @@ struct Evaluation: MacroResolver {
     /// The handler found last: consecutive tags usually call the same class path.
     private var lastHandler: (name: String, handler: any FunctionCallTagHandler)?
     /// This thread's copies of the constants of ``storage`` (its calls', conditions' and variables'), once one
-    /// was read (see ``ThreadConstants``).
-    private var threadConstants: ThreadConstants.Table?
-    /// ``threadConstants``, unretained (it keeps the table alive).
-    private var threadConstantsReference: Unmanaged<ThreadConstants.Table>?
+    /// was read (see ``SessionRuntime/Constants``).
+    private var constants = SessionRuntime.Constants()
     private var evaluatedOrder: [Int] = []
     /// The predicates whose regular expression ran out of its step budget in this container (traces only).
     private var budgetExceededPredicates: [Int] = []
 
     init(
-        container: TagManager.SessionContainer,
+        container: SessionRuntime.ContainerHold,
         at containerIndex: Int = 0,
         message: ValueMap,
         model: ValueMap,
         eventName: String?,
         eventNumber: Int,
         dataLayer: DataLayer,
-        runtime: TagManager.SessionRuntime,
-        tagHandlers: TagManager.BorrowedHandlers = .none,
+        runtime: SessionRuntime,
+        tagHandlers: SessionRuntime.BorrowedHandlers = .none,
         recordTrace: Bool,
         scratch: consuming EvaluationScratch = EvaluationScratch(),
         reportedEventName: Value? = nil
@@ -108,8 +106,7 @@ struct Evaluation: MacroResolver {
             generation += 1
         }
         tagStateLive = false
-        threadConstants = nil
-        threadConstantsReference = nil
+        constants.reset()
         if !budgetExceededPredicates.isEmpty { budgetExceededPredicates.removeAll() }
         let macroCount = storage.program.macros.count
         if macroMarks.count < macroCount {
@@ -184,9 +181,9 @@ struct Evaluation: MacroResolver {
 
     /// Evaluates the same event in another container (after ``run(candidates:)`` returned for the last one).
     mutating func run(
-        container: TagManager.SessionContainer,
+        container: SessionRuntime.ContainerHold,
         at index: Int,
-        tagHandlers: TagManager.BorrowedHandlers,
+        tagHandlers: SessionRuntime.BorrowedHandlers,
         candidates: RuleCandidates?
     ) -> PushTrace.Evaluation? {
         self.container = container
@@ -232,9 +229,7 @@ struct Evaluation: MacroResolver {
         if tagState.count < count {
             tagState.append(contentsOf: repeatElement(TagState(), count: count - tagState.count))
         }
-        tagState.withUnsafeMutableBufferPointer { states in
-            for t in 0..<count { states[t] = TagState() }
-        }
+        for t in 0..<count { tagState[t] = TagState() }
         tagStateLive = true
     }
 
@@ -347,33 +342,9 @@ struct Evaluation: MacroResolver {
         return false
     }
 
-    /// This thread's copies of the constants of ``storage`` (see ``ThreadConstants``): looked up on the first
-    /// use in each container evaluated, and kept alive by ``threadConstants`` from then on.
-    @inline(__always)
-    private mutating func threadTable() -> Unmanaged<ThreadConstants.Table> {
-        if let table = threadConstantsReference { return table }
-        return lookUpThreadTable()
-    }
-
-    private mutating func lookUpThreadTable() -> Unmanaged<ThreadConstants.Table> {
-        let serial = storage.serial
-        let table = ThreadConstants.current._withUnsafeGuaranteedRef { constants in
-            constants.table(serial: serial) ?? constants.makeTable(for: storage)
-        }
-        threadConstantsReference = table
-        threadConstants = table.takeUnretainedValue()  // the evaluation's hold: the one retain
-        return table
-    }
-
-    /// Where this thread's copies of the constants of `plan` (the plan of tag `t`) are, in ``threadConstants``.
-    private mutating func callConstants(of plan: CallPlan, tag t: Int) -> UnsafePointer<ThreadConstants.Constants?> {
-        // Borrowed: reading the strong reference out of `self` retained and released it at every call.
-        threadTable()._withUnsafeGuaranteedRef { $0.constants(of: plan, tag: t) }
-    }
-
     /// This thread's copy of predicate `p`'s constant text.
     private mutating func constantText(ofPredicate p: Int) -> String? {
-        threadTable()._withUnsafeGuaranteedRef { $0.text(ofPredicate: p) }
+        constants.text(ofPredicate: p, in: storage)
     }
 
     /// Calls tag `t` and records it in ``fired``; returns whether the call succeeded (`ok` or `pending`).
@@ -390,28 +361,29 @@ struct Evaluation: MacroResolver {
         var parameters = ValueMap()
         var status = FiredTag.Status.unsupported
         var output: TagOutput?
-        if let borrowed = storage.borrowedCallPlans[t] {
-            // The plan and the handler are borrowed (``storage`` and the caller's snapshot keep them alive):
-            // retaining them would write reference counts every session's evaluations share.
-            planned = true
-            (status, output) = borrowed._withUnsafeGuaranteedRef { plan in
-                // The keys, the origin and the literal values the call retains are this thread's copies (see
-                // ``ThreadConstants``), not the plan's.
-                // ``threadConstants`` keeps the table, and so `constants`, alive.
-                let constants = callConstants(of: plan, tag: t)
-                parameters = evaluateArguments(plan, constants)
-                if t < tagHandlers.buffer.count, let handler = tagHandlers.buffer[t] {
-                    return handler._withUnsafeGuaranteedRef { resolved in
-                        perform(resolved.handler, origin: constants.pointee.unsafelyUnwrapped.origin, t, &parameters)
+        if let planResult = SessionRuntime.withCallPlan(
+            ofTag: t,
+            in: storage,
+            { plan in
+                // The plan and the handler are borrowed (``storage`` and the caller's snapshot keep them
+                // alive), and the keys, the origin and the literal values the call retains are this thread's
+                // copies (see ``SessionRuntime``): retaining the shared ones would write reference counts every
+                // session's evaluations share.
+                let call = constants.call(of: plan, tag: t, in: storage)
+                parameters = evaluateArguments(plan, call)
+                if let done = tagHandlers.withHandler(
+                    ofTag: t,
+                    { handler in
+                        perform(handler, origin: call.origin, t, &parameters)
                     }
+                ) {
+                    return done
                 }
-                return invoke(
-                    handlerNamed: plan.name,
-                    origin: constants.pointee.unsafelyUnwrapped.origin,
-                    t,
-                    &parameters
-                )
+                return invoke(handlerNamed: plan.name, origin: call.origin, t, &parameters)
             }
+        ) {
+            planned = true
+            (status, output) = planResult
         } else {
             switch storage.program.tags[t].kind {
             case .functionCall(let classPathExpr, let argumentsExpr):
@@ -527,8 +499,9 @@ struct Evaluation: MacroResolver {
     }
 
     /// Calls `handler` with `arguments` (moved into the call and back out of it, not copied); a throwing
-    /// handler is logged and reported as failed.
-    private func perform(
+    /// handler is logged and reported as failed. `mutating` though it changes nothing: called from the
+    /// closures of ``call(_:)``, a non-mutating method had the compiler copy the whole evaluation per call.
+    private mutating func perform(
         _ handler: any FunctionCallTagHandler,
         origin: consuming FunctionCall.Origin,
         _ t: Int,
@@ -566,21 +539,18 @@ struct Evaluation: MacroResolver {
 
     /// The argument map of a planned call: each slot read in order, undefined values left out.
     ///
-    /// `constants` are this thread's copies of the plan's keys and literal values. When every value is defined
+    /// `call` holds this thread's copies of the plan's keys and literal values. When every value is defined
     /// (the usual case) the map shares the keys array: one allocation (the values) and no copy of each key.
     /// Otherwise the keys of the defined values are copied.
-    private mutating func evaluateArguments(
-        _ plan: CallPlan,
-        _ constants: UnsafePointer<ThreadConstants.Constants?>
-    ) -> ValueMap {
-        let planKeys = constants.pointee.unsafelyUnwrapped.keys
+    private mutating func evaluateArguments(_ plan: CallPlan, _ call: SessionRuntime.CallConstants) -> ValueMap {
+        let planKeys = call.keys
         var values: [Value] = []
         values.reserveCapacity(plan.slots.count)
         var keys: [String]?  // only once a value is left out
         for i in plan.slots.indices {
             let value: Value
             switch plan.slots[i] {
-            case .literal: value = constants.pointee.unsafelyUnwrapped.literals[i]  // this thread's copy
+            case .literal: value = call.literal(i)  // this thread's copy
             case .macro(let index): value = resolve(macro: index)
             case .expression(let expr): value = evaluate(expr)
             }
@@ -650,15 +620,13 @@ struct Evaluation: MacroResolver {
         // A variable (most macros) is read with this thread's copies of its key and path, without copying its
         // definition: binding the definition's payload retained its key, path and default value, which every
         // session's evaluations share.
-        let table = threadTable()
-        switch table._withUnsafeGuaranteedRef({ $0.read(ofMacro: index) }) {
+        switch constants.read(ofMacro: index, in: storage) {
         case .eventParameter(let checksEcommerce, let hasDefault, let nested):
-            let key = table._withUnsafeGuaranteedRef { $0.key(ofMacro: index) }
+            let key = constants.key(ofMacro: index, in: storage)
             value =
                 message[key]
                 ?? (nested
-                    ? Value.object(message).value(atPath: table._withUnsafeGuaranteedRef { $0.path(ofMacro: index) })
-                    : .undefined)
+                    ? Value.object(message).value(atPath: constants.path(ofMacro: index, in: storage)) : .undefined)
             if value.isUndefined, checksEcommerce, !nested, let found = Evaluation.ecommerceValue(key, in: message) {
                 value = found  // the runtime returns it as is, without the default value
             } else if value.isUndefined, hasDefault {
@@ -666,9 +634,9 @@ struct Evaluation: MacroResolver {
             }
         case .dataLayer(let hasDefault, let nested):
             if nested {
-                value = Value.object(model).value(atPath: table._withUnsafeGuaranteedRef { $0.path(ofMacro: index) })
+                value = Value.object(model).value(atPath: constants.path(ofMacro: index, in: storage))
             } else {
-                value = model[table._withUnsafeGuaranteedRef { $0.key(ofMacro: index) }] ?? .undefined
+                value = model[constants.key(ofMacro: index, in: storage)] ?? .undefined
             }
             if value.isUndefined, hasDefault { value = variableDefault(ofMacro: index) }
         case .other:
@@ -687,7 +655,7 @@ struct Evaluation: MacroResolver {
         case .eventName:
             value = reportedEventName
         case .eventParameter, .dataLayer:
-            // Read by `computeMacro` from this thread's copies: ``ThreadConstants/VariableRead`` is never
+            // Read by `computeMacro` from this thread's copies: ``SessionRuntime/VariableRead`` is never
             // `.other` for a variable.
             assertionFailure("a variable macro read from its definition")
             value = .undefined

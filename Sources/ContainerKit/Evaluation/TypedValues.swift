@@ -12,13 +12,13 @@ extension Container {
     public func value(forKey key: String, in session: DataLayer) -> Value {
         if let index = program.macroByName[key] {
             var evaluation = Evaluation(
-                container: TagManager.SessionContainer(storage),
+                container: SessionRuntime.ContainerHold(storage),
                 message: ValueMap(),
                 model: session.model,
                 eventName: nil,
                 eventNumber: 0,
                 dataLayer: session,
-                runtime: TagManager.SessionRuntime(
+                runtime: SessionRuntime(
                     generation: 0,
                     snapshot: session.tagManager.snapshot,
                     containers: []

@@ -54,7 +54,7 @@ public struct Container: Sendable {
         /// Whether a macro reads the session's merged model (a data-layer variable of version 2): pushes copy
         /// the model out of the session's lock only for containers that do.
         let readsModel: Bool
-        /// A number no other storage of this process has (see ``ThreadConstants``).
+        /// A number no other storage of this process has (see ``SessionRuntime``).
         let serial = Storage.serials.add(1, ordering: .relaxed).newValue
         private static let serials = Atomic<UInt64>(0)
 

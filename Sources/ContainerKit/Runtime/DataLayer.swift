@@ -65,7 +65,7 @@ public final class DataLayer: Sendable {
         var turnstile = SessionTurnstile<Pending, Waiter>()
         /// The runtime snapshot this session last read, in a holder of its own (see
         /// ``TagManager/snapshot(cached:)``).
-        var runtime: TagManager.SessionRuntime?
+        var runtime: SessionRuntime?
         /// Evaluation buffers between pushes; the caller holding the turn moves them out and back.
         var scratch = EvaluationScratch()
         /// The candidate rules of the event names this session pushed lately (for ``runtime``'s containers).
@@ -547,7 +547,7 @@ public final class DataLayer: Sendable {
         if hasEventID { eventIDTime = tagManager.eventIDClock?() ?? EventIDWindow.systemMilliseconds() }
         var duplicate: SeenEventIDs.Entry?
         var (model, eventNumber, runtime) = state.withLock {
-            state -> (ValueMap, Int, TagManager.SessionRuntime?) in
+            state -> (ValueMap, Int, SessionRuntime?) in
             if hasEventID,
                 let seen = state.seenEntry(
                     pending.eventID,
@@ -586,7 +586,7 @@ public final class DataLayer: Sendable {
                 state.candidates = SessionCandidates()
             }
             let runtime = state.runtime!
-            let (readsRawValues, readsModel) = runtime.borrowedSnapshot._withUnsafeGuaranteedRef { snapshot in
+            let (readsRawValues, readsModel) = runtime.withSnapshot { snapshot in
                 if let lookupName { candidates = state.candidates.candidates(for: lookupName, in: snapshot) }
                 if !snapshot.handlers.pushHooks.isEmpty { hooks = true }
                 return (snapshot.readsRawValues, snapshot.readsModel)
@@ -642,7 +642,7 @@ public final class DataLayer: Sendable {
         let evaluatedBefore = tracing ? result.evaluatedCount : 0
         // The snapshot is borrowed for the evaluation (the session's holder, `runtime`, keeps it alive):
         // retaining it, and its container array, wrote reference counts every session's pushes share.
-        runtime.borrowedSnapshot._withUnsafeGuaranteedRef { snapshot in
+        runtime.withSnapshot { snapshot in
             evaluate(
                 in: snapshot,
                 runtime: runtime,
@@ -671,7 +671,7 @@ public final class DataLayer: Sendable {
     /// container is a web one the push is not an event at all.
     private func evaluate(
         in snapshot: TagManager.Snapshot,
-        runtime: TagManager.SessionRuntime,
+        runtime: SessionRuntime,
         message: inout ValueMap,
         model: inout ValueMap,
         eventName: inout String?,

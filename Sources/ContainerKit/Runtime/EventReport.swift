@@ -281,7 +281,7 @@ struct FiredCall: Sendable {
 struct EvaluatedPush: Sendable {
     /// The session's hold on the snapshot evaluated: its containers, in the order of the reports (each gets
     /// one). Held through the session's own holder, not the snapshot every session shares.
-    let runtime: TagManager.SessionRuntime
+    let runtime: SessionRuntime
     var snapshot: TagManager.Snapshot { runtime.snapshot }
     let eventName: String?
     let message: ValueMap

@@ -65,45 +65,10 @@ public final class TagManager: Sendable {
         }
     }
 
-    /// One session's hold on a runtime ``Snapshot``: what a push and its result retain instead of the snapshot
-    /// itself. Every session has its own (made when it first sees a snapshot), so retaining it per push writes
-    /// to memory only that session touches; retaining the snapshot, which every session shares, was an atomic
-    /// write to a cache line all cores pushing into other sessions write too.
-    final class SessionRuntime: Sendable {
-        let generation: UInt64
-        let snapshot: Snapshot
-        /// ``snapshot`` without a reference count, for a push to borrow (`_withUnsafeGuaranteedRef`) while this
-        /// holder lives: loading the strong reference to pass it on retained the snapshot every session shares.
-        let borrowedSnapshot: Unmanaged<Snapshot>
-        /// This session's reference to each container of ``snapshot``, in its order: what an evaluation
-        /// retains.
-        let containers: [SessionContainer]
-
-        /// A session's holder of `snapshot`, with its own reference to each container (`containers`: none,
-        /// for a holder that evaluates no container of the snapshot).
-        init(generation: UInt64, snapshot: Snapshot, containers: [SessionContainer]? = nil) {
-            self.generation = generation
-            self.snapshot = snapshot
-            self.borrowedSnapshot = Unmanaged.passUnretained(snapshot)
-            self.containers = containers ?? snapshot.containers.map { SessionContainer($0.storage) }
-        }
-    }
-
-    /// One session's reference to a container: an evaluation retains this, not the container's storage,
-    /// which every session's evaluations share (retaining it once per container per push wrote a reference
-    /// count both cores write when two threads push into two sessions).
-    final class SessionContainer: Sendable {
-        let storage: Container.Storage
-        init(_ storage: Container.Storage) { self.storage = storage }
-    }
-
-    /// One container's resolved handlers (see ``Snapshot/borrowedTagHandlers(_:)``), without reference counts:
-    /// valid while the snapshot that made them lives.
-    struct BorrowedHandlers: @unchecked Sendable {
-        let buffer: UnsafeBufferPointer<Unmanaged<ResolvedTagHandler>?>
-
-        static let none = BorrowedHandlers(buffer: UnsafeBufferPointer(start: nil, count: 0))
-    }
+    /// Names kept for code written before the devices moved into ``ContainerKit/SessionRuntime``.
+    typealias SessionRuntime = ContainerKit.SessionRuntime
+    typealias SessionContainer = ContainerKit.SessionRuntime.ContainerHold
+    typealias BorrowedHandlers = ContainerKit.SessionRuntime.BorrowedHandlers
 
     /// A registered tag handler behind one reference: a call borrows it from the snapshot for the cost of one
     /// retain, instead of copying the existential (and retaining what it holds) per call.
@@ -142,17 +107,11 @@ public final class TagManager: Sendable {
                 }
             }
             self.tagHandlers = tagHandlers
-            self.borrowed = tagHandlers.map { handlers in
-                let buffer = UnsafeMutableBufferPointer<Unmanaged<ResolvedTagHandler>?>.allocate(
-                    capacity: handlers.count
-                )
-                _ = buffer.initialize(from: handlers.lazy.map { $0.map(Unmanaged.passUnretained) })
-                return BorrowedHandlers(buffer: UnsafeBufferPointer(buffer))
-            }
+            self.borrowed = tagHandlers.map(SessionRuntime.BorrowedHandlers.make)
         }
 
         deinit {
-            for handlers in borrowed { handlers.buffer.deallocate() }
+            for handlers in borrowed { handlers.deallocate() }
         }
 
         /// The handlers of container `index`'s planned tags, borrowed: valid while this snapshot lives.

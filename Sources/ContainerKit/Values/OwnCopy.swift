@@ -1,7 +1,7 @@
 extension String {
     /// This string in storage of its own: a string of more than 15 UTF-8 bytes is a reference to a buffer, which
     /// every copy retains. A thread that keeps its own copy of a string shared with other threads (see
-    /// ``ThreadConstants``) writes no reference count they write.
+    /// ``SessionRuntime``) writes no reference count they write.
     package func ownCopy() -> String {
         String(decoding: Array(utf8), as: UTF8.self)
     }

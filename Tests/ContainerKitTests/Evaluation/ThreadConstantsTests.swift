@@ -8,7 +8,7 @@ import Testing
 
 /// A planned call retains its argument keys, its origin and its literal values, and an evaluation copies the
 /// keys its variables read and the constant texts its conditions compare: each thread takes its own copies of
-/// them (see `ThreadConstants`), so that two threads pushing into two sessions write no reference count the
+/// them (see `SessionRuntime`), so that two threads pushing into two sessions write no reference count the
 /// other writes. These pin that the copies are the thread's own and that what a handler sees is unchanged.
 struct ThreadConstantsTests {
     /// A container whose tag (a long class path, so that its string is a buffer of its own) fires on `e` and
@@ -106,7 +106,7 @@ struct ThreadConstantsTests {
     @Test func aThreadCallingMoreContainersThanItKeepsGivesEachCallItsOwnArguments() throws {
         // Twice the containers a thread keeps the constants of, called in turn twice over: every table is
         // made again after it was dropped, and a container never reads another's.
-        let count = 2 * ThreadConstants.capacity + 1
+        let count = 2 * SessionRuntime.ThreadTables.capacity + 1
         let manager = TagManager(logger: InMemoryLogger())
         for i in 0..<count { manager.add(try container(id: "GTM-C\(i)", value: "value \(i)")) }
         manager.register(tagHandler: ClosureTagHandler { _ in }, for: "com.example.analytics.LongTagProvider")
@@ -205,7 +205,7 @@ struct ThreadConstantsTests {
 
     @Test func aThreadsTableCopiesTheConditionTextsAndVariableKeysAndPathsAndTellsHowEachMacroReads() throws {
         let storage = try variablesContainer().storage
-        let table = ThreadConstants.Table(storage: storage)
+        let table = SessionRuntime.ThreadTables.Table(storage: storage)
         let text = try #require(table.text(ofPredicate: 0))
         #expect(text == "an event name longer than 15")
         #expect(

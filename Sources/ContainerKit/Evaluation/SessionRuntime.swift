@@ -1,0 +1,385 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One session's hold on a runtime ``TagManager/Snapshot``, and the one place where the evaluation's
+/// reference-count devices live: an ``Evaluation`` reaches what every session shares (the snapshot, the
+/// containers' storage and call plans, the resolved handlers, the constants a call carries) only through the
+/// accessors here, which borrow instead of retaining and hand out this thread's own copies of shared strings.
+///
+/// Why they exist: a push that retains an object every session shares writes its reference count, an atomic
+/// write to a cache line that every core pushing into another session writes too. Two threads pushing into
+/// two sessions of one runtime then keep moving those lines between their cores. The devices:
+/// - each session has its own holder of the snapshot (this object) and of each container (``ContainerHold``),
+///   which a push retains instead of the shared objects;
+/// - the snapshot, the call plans and the resolved handlers are borrowed (``withSnapshot(_:)``,
+///   ``withCallPlan(ofTag:in:_:)``, ``BorrowedHandlers/withHandler(ofTag:_:)``), valid while this holder and
+///   the holder of the container live;
+/// - the constants a call hands on or an evaluation reads (argument keys, origin, literals, condition texts,
+///   variable keys and paths) are read from this thread's copies (``Constants``, ``ThreadTables``).
+///
+/// What they save is pinned by `make bench-check` (instructions per evaluated event) and by `make bench`'s
+/// `two_thread_scaling`; `Docs/Performance.md` says how to measure a change to them.
+final class SessionRuntime: Sendable {
+    let generation: UInt64
+    let snapshot: TagManager.Snapshot
+    /// ``snapshot`` without a reference count, for a push to borrow while this holder lives.
+    private let borrowedSnapshot: Unmanaged<TagManager.Snapshot>
+    /// This session's reference to each container of ``snapshot``, in its order: what an evaluation retains.
+    let containers: [ContainerHold]
+
+    /// A session's holder of `snapshot`, with its own reference to each container (`containers`: none, for a
+    /// holder that evaluates no container of the snapshot).
+    init(generation: UInt64, snapshot: TagManager.Snapshot, containers: [ContainerHold]? = nil) {
+        self.generation = generation
+        self.snapshot = snapshot
+        self.borrowedSnapshot = Unmanaged.passUnretained(snapshot)
+        self.containers = containers ?? snapshot.containers.map { ContainerHold($0.storage) }
+    }
+
+    /// Calls `body` with ``snapshot``, borrowed (not retained): loading the strong reference to pass it on
+    /// retained the snapshot every session shares.
+    @inline(__always)
+    func withSnapshot<R>(_ body: (TagManager.Snapshot) throws -> R) rethrows -> R {
+        try borrowedSnapshot._withUnsafeGuaranteedRef(body)
+    }
+
+    /// One session's reference to a container: an evaluation retains this, not the container's storage, which
+    /// every session's evaluations share.
+    final class ContainerHold: Sendable {
+        let storage: Container.Storage
+        init(_ storage: Container.Storage) { self.storage = storage }
+    }
+
+    /// Calls `body` with the call plan of tag `t` of `storage`, borrowed (the caller holds `storage`); `nil`
+    /// when the tag has no plan.
+    @inline(__always)
+    static func withCallPlan<R>(ofTag t: Int, in storage: Container.Storage, _ body: (CallPlan) -> R) -> R? {
+        guard let plan = storage.borrowedCallPlans[t] else { return nil }
+        return plan._withUnsafeGuaranteedRef(body)
+    }
+
+    /// One container's resolved handlers (see ``TagManager/Snapshot/borrowedTagHandlers(_:)``), without
+    /// reference counts: valid while the snapshot that made them lives.
+    ///
+    /// `@unchecked`: the buffer is written once, by ``make(_:)``, and only read after that.
+    struct BorrowedHandlers: @unchecked Sendable {
+        private let buffer: UnsafeBufferPointer<Unmanaged<TagManager.ResolvedTagHandler>?>
+
+        static let none = BorrowedHandlers(buffer: UnsafeBufferPointer(start: nil, count: 0))
+
+        private init(buffer: UnsafeBufferPointer<Unmanaged<TagManager.ResolvedTagHandler>?>) {
+            self.buffer = buffer
+        }
+
+        /// `handlers` without their reference counts, in a buffer that does not move (``deallocate()`` frees it;
+        /// the caller keeps `handlers` alive as long).
+        static func make(_ handlers: [TagManager.ResolvedTagHandler?]) -> BorrowedHandlers {
+            let buffer = UnsafeMutableBufferPointer<Unmanaged<TagManager.ResolvedTagHandler>?>.allocate(
+                capacity: handlers.count
+            )
+            _ = buffer.initialize(from: handlers.lazy.map { $0.map(Unmanaged.passUnretained) })
+            return BorrowedHandlers(buffer: UnsafeBufferPointer(buffer))
+        }
+
+        func deallocate() { buffer.deallocate() }
+
+        /// Calls `body` with the handler resolved for tag `t`, borrowed; `nil` when none was resolved.
+        @inline(__always)
+        func withHandler<R>(ofTag t: Int, _ body: (any FunctionCallTagHandler) -> R) -> R? {
+            guard t < buffer.count, let handler = buffer[t] else { return nil }
+            return handler._withUnsafeGuaranteedRef { body($0.handler) }
+        }
+    }
+}
+
+// MARK: Constants
+
+extension SessionRuntime {
+    /// An evaluation's hold on this thread's copies of the constants of the container it evaluates (see
+    /// ``ThreadTables``): looked up on the first use in each container, retained once from then on, and read
+    /// without retaining it again.
+    struct Constants {
+        private var table: ThreadTables.Table?
+        /// ``table``, unretained (``table`` keeps it alive).
+        private var reference: Unmanaged<ThreadTables.Table>?
+
+        /// Forgets the table (the evaluation moves to another container).
+        mutating func reset() {
+            table = nil
+            reference = nil
+        }
+
+        @inline(__always)
+        private mutating func current(_ storage: Container.Storage) -> Unmanaged<ThreadTables.Table> {
+            if let reference { return reference }
+            return lookUp(storage)
+        }
+
+        private mutating func lookUp(_ storage: Container.Storage) -> Unmanaged<ThreadTables.Table> {
+            let serial = storage.serial
+            let found = ThreadTables.current._withUnsafeGuaranteedRef { tables in
+                tables.table(serial: serial) ?? tables.makeTable(for: storage)
+            }
+            reference = found
+            table = found.takeUnretainedValue()  // the evaluation's hold: the one retain
+            return found
+        }
+
+        /// This thread's copies of what the call of tag `t` (planned as `plan`) carries.
+        mutating func call(of plan: CallPlan, tag t: Int, in storage: Container.Storage) -> CallConstants {
+            CallConstants(slot: current(storage)._withUnsafeGuaranteedRef { $0.constants(of: plan, tag: t) })
+        }
+
+        /// This thread's copy of predicate `p`'s constant text.
+        mutating func text(ofPredicate p: Int, in storage: Container.Storage) -> String? {
+            current(storage)._withUnsafeGuaranteedRef { $0.text(ofPredicate: p) }
+        }
+
+        /// How macro `m` reads its key (``VariableRead/other`` for any macro but a variable).
+        mutating func read(ofMacro m: Int, in storage: Container.Storage) -> VariableRead {
+            current(storage)._withUnsafeGuaranteedRef { $0.read(ofMacro: m) }
+        }
+
+        /// This thread's copy of the key variable macro `m` reads; empty for a macro of another kind.
+        mutating func key(ofMacro m: Int, in storage: Container.Storage) -> String {
+            current(storage)._withUnsafeGuaranteedRef { $0.key(ofMacro: m) }
+        }
+
+        /// This thread's copy of the nested path variable macro `m` reads (empty for a key without a dot).
+        mutating func path(ofMacro m: Int, in storage: Container.Storage) -> [String] {
+            current(storage)._withUnsafeGuaranteedRef { $0.path(ofMacro: m) }
+        }
+    }
+
+    /// What one planned call carries, read in place from this thread's table (valid while the evaluation's
+    /// ``Constants`` holds that table, that is while it evaluates the container).
+    struct CallConstants {
+        fileprivate let slot: UnsafePointer<ThreadTables.CallConstants?>
+
+        /// The call's argument keys (what its argument map shares when every value is defined).
+        var keys: [String] { slot.pointee.unsafelyUnwrapped.keys }
+        /// The call's origin.
+        var origin: FunctionCall.Origin { slot.pointee.unsafelyUnwrapped.origin }
+        /// The literal value of slot `i` of the plan.
+        func literal(_ i: Int) -> Value { slot.pointee.unsafelyUnwrapped.literals[i] }
+    }
+
+    /// How a variable macro reads its key: what the evaluation needs to know of its definition without copying
+    /// it (binding the definition's payload retained its key, its path and its default value, which every
+    /// session's evaluations share).
+    enum VariableRead: Equatable {
+        /// Any other macro: the evaluation reads its definition.
+        case other
+        /// An event parameter; `nested` when its key has a dot (a missing key is then looked up along its path).
+        case eventParameter(checksEcommerce: Bool, hasDefault: Bool, nested: Bool)
+        /// A data-layer variable (version 2) read from the merged model; `nested` when its name has a dot (it is
+        /// then read along its path).
+        case dataLayer(hasDefault: Bool, nested: Bool)
+
+        init(_ kind: MacroKind) {
+            switch kind {
+            case .eventParameter(_, let path, let defaultValue, let checksEcommerce):
+                self = .eventParameter(
+                    checksEcommerce: checksEcommerce,
+                    hasDefault: defaultValue != nil,
+                    nested: !path.isEmpty
+                )
+            case .dataLayer(_, let path, let defaultValue):
+                self = .dataLayer(hasDefault: defaultValue != nil, nested: !path.isEmpty)
+            default:
+                self = .other
+            }
+        }
+    }
+}
+
+// MARK: This thread's copies
+
+extension SessionRuntime {
+    /// This thread's own copies of the constants of a container that an evaluation hands on or reads: what every
+    /// call of a planned tag carries (the argument keys, which the call's argument map shares, the call's
+    /// ``FunctionCall/Origin``, and the literal argument values), the constant text of each predicate, and the key
+    /// and nested path each variable macro reads (an event parameter's, a data-layer variable's name).
+    ///
+    /// Copying a string longer than 15 bytes retains its buffer, and a call keeps its keys, origin and literals
+    /// until its record goes. Taken from the program every session shares, those were reference-count writes to
+    /// cache lines every pushing core writes: two threads pushing into two sessions of one runtime then kept
+    /// moving the lines between their cores, which cost a tenth to a quarter of the two-thread rate whenever the
+    /// host placed the two vCPUs far apart. A thread's copies are written by that thread alone (and by another
+    /// only where a result it made is dropped there).
+    ///
+    /// The tables live in thread-local storage and are only ever touched by their thread (so they need no lock):
+    /// one per container, by ``Container/Storage/serial`` (a number no other container of the process has, so a
+    /// container loaded where a dropped one lived cannot read the other's entries), for at most ``capacity``
+    /// containers; a thread evaluating more drops the oldest table it made. The strings are copies too, so that
+    /// reading a key or a class path writes nothing another thread reads. A thread's copies take a few hundred
+    /// bytes to a few kilobytes per container it evaluated, and are freed when the thread exits (or later, with
+    /// the last result that holds them).
+    final class ThreadTables {
+        /// What a planned call carries, in this thread's own copies.
+        struct CallConstants {
+            let keys: [String]
+            let origin: FunctionCall.Origin
+            /// Per slot of the plan, its literal value (`.undefined` for a slot that is not a literal).
+            let literals: [Value]
+        }
+
+        /// One container's constants: per tag (`nil` until a tag is called on this thread), per predicate and per
+        /// macro. An evaluation holds its container's table while it runs (see ``table(serial:)``). Kept in
+        /// buffers of their own: a stored array would be checked for exclusive access at every call.
+        final class Table {
+            let serial: UInt64
+            private let constants: UnsafeMutableBufferPointer<CallConstants?>
+            /// Per predicate, its ``PredicateDef/constantText``.
+            private let texts: UnsafeMutableBufferPointer<String?>
+            /// Per macro, the key a variable macro reads (`nil` for other macros).
+            private let keys: UnsafeMutableBufferPointer<String?>
+            /// Per macro, the nested path a variable macro reads (empty for a key without a dot, and for other
+            /// macros).
+            private let paths: UnsafeMutableBufferPointer<[String]>
+            /// Per macro, how it reads its key when it is a variable.
+            private let reads: UnsafeMutableBufferPointer<VariableRead>
+
+            /// Copies what `storage`'s predicates and macros hold (the calls' constants are copied on their first
+            /// call).
+            init(storage: Container.Storage) {
+                serial = storage.serial
+                constants = .allocate(capacity: storage.callPlans.count)
+                constants.initialize(repeating: nil)
+                let program = storage.program
+                texts = .allocate(capacity: program.predicates.count)
+                _ = texts.initialize(from: program.predicates.lazy.map { $0.constantText?.ownCopy() })
+                keys = .allocate(capacity: program.macros.count)
+                _ = keys.initialize(
+                    from: program.macros.lazy.map { macro -> String? in
+                        switch macro.kind {
+                        case .eventParameter(let key, _, _, _): return key.ownCopy()
+                        case .dataLayer(let name, _, _): return name.ownCopy()
+                        default: return nil
+                        }
+                    }
+                )
+                paths = .allocate(capacity: program.macros.count)
+                _ = paths.initialize(
+                    from: program.macros.lazy.map { macro -> [String] in
+                        switch macro.kind {
+                        case .eventParameter(_, let path, _, _), .dataLayer(_, let path, _):
+                            return path.map { $0.ownCopy() }
+                        default: return []
+                        }
+                    }
+                )
+                reads = .allocate(capacity: program.macros.count)
+                _ = reads.initialize(from: program.macros.lazy.map { VariableRead($0.kind) })
+            }
+
+            deinit {
+                _ = constants.deinitialize()
+                constants.deallocate()
+                _ = texts.deinitialize()
+                texts.deallocate()
+                _ = keys.deinitialize()
+                keys.deallocate()
+                _ = paths.deinitialize()
+                paths.deallocate()
+                reads.deallocate()
+            }
+
+            /// Where the constants of `plan`, the plan of tag `tag`, are (made on the first call): valid while this
+            /// table lives. The caller reads them in place, so that each is retained once, by what keeps it.
+            func constants(of plan: CallPlan, tag: Int) -> UnsafePointer<CallConstants?> {
+                let slot = constants.baseAddress! + tag
+                if slot.pointee != nil { return UnsafePointer(slot) }
+                slot.pointee = CallConstants(
+                    keys: plan.keys.map { $0.ownCopy() },
+                    origin: FunctionCall.Origin(
+                        name: plan.origin.name.ownCopy(),
+                        containerID: plan.origin.containerID.ownCopy(),
+                        tagID: plan.origin.tagID,
+                        displayName: plan.origin.displayName?.ownCopy()
+                    ),
+                    literals: plan.slots.map { slot in
+                        if case .literal(let value) = slot { return value.ownCopy() }
+                        return .undefined
+                    }
+                )
+                return UnsafePointer(slot)
+            }
+
+            /// This thread's copy of predicate `p`'s constant text.
+            func text(ofPredicate p: Int) -> String? { texts[p] }
+
+            /// How macro `m` reads its key (``VariableRead/other`` for any macro but a variable).
+            func read(ofMacro m: Int) -> VariableRead { reads[m] }
+
+            /// This thread's copy of the key variable macro `m` reads (an event parameter's, a data-layer
+            /// variable's name); empty for a macro of another kind.
+            func key(ofMacro m: Int) -> String { keys[m] ?? "" }
+
+            /// This thread's copy of the nested path variable macro `m` reads (empty for a key without a dot, and
+            /// for a macro of another kind).
+            func path(ofMacro m: Int) -> [String] { paths[m] }
+        }
+
+        /// The containers whose constants a thread keeps.
+        static let capacity = 8
+
+        /// The tables, retained (`nil` where none is yet), in a buffer of their own (see ``Table``).
+        private let tables: UnsafeMutableBufferPointer<Unmanaged<Table>?>
+        /// Where the next table made goes (the oldest one made).
+        private var next = 0
+
+        private init() {
+            tables = .allocate(capacity: ThreadTables.capacity)
+            tables.initialize(repeating: nil)
+        }
+
+        deinit {
+            for table in tables { table?.release() }
+            tables.deallocate()
+        }
+
+        /// The calling thread's tables (made on the thread's first planned call; freed when the thread exits),
+        /// unretained: the thread-local storage keeps them, and only this thread reads it.
+        static var current: Unmanaged<ThreadTables> {
+            if let existing = pthread_getspecific(key) { return Unmanaged.fromOpaque(existing) }
+            let made = Unmanaged.passRetained(ThreadTables())
+            pthread_setspecific(key, made.toOpaque())
+            return made
+        }
+
+        private static let key: pthread_key_t = {
+            var key = pthread_key_t()
+            let status = pthread_key_create(&key) { tables in
+                guard let tables else { return }
+                Unmanaged<ThreadTables>.fromOpaque(tables).release()
+            }
+            precondition(status == 0, "pthread_key_create failed: \(status)")
+            return key
+        }()
+
+        /// This thread's table for the storage numbered `serial` (``Container/Storage/serial``), if it has one.
+        /// Unretained: it lives until this thread makes ``capacity`` more tables, so a caller that uses it longer
+        /// retains it.
+        func table(serial: UInt64) -> Unmanaged<Table>? {
+            for slot in tables {
+                guard let slot else { break }
+                if slot._withUnsafeGuaranteedRef({ $0.serial == serial }) { return slot }
+            }
+            return nil
+        }
+
+        /// Makes this thread's table for `storage`, in place of the oldest one made (unretained, like
+        /// ``table(serial:)``'s).
+        func makeTable(for storage: Container.Storage) -> Unmanaged<Table> {
+            let made = Unmanaged.passRetained(Table(storage: storage))
+            tables[next]?.release()
+            tables[next] = made
+            next = (next + 1) % ThreadTables.capacity
+            return made
+        }
+    }
+}
