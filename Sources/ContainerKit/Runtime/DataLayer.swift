@@ -19,7 +19,10 @@ import Synchronization
 /// its own push:
 /// - A push from another caller (thread or task) while one is being processed **waits its turn**: the
 ///   synchronous ``push(_:)`` blocks its thread, the `async` ``push(_:)-(ValueMap)`` suspends its task.
-///   Nothing is dropped and concurrent callers never trip the loop guard.
+///   The caller holding the turn processes the waiting pushes as well, each in a turn of its own and in the
+///   order they came, and hands each caller its own result (flat combining): contending callers cost one
+///   hand-over between threads, not one each. Nothing is dropped and concurrent callers never trip the loop
+///   guard.
 /// - A push made **inside the processing of a push** — from a tag or macro handler's call, an observer,
 ///   or a task one of them started while that push is still processed — keeps GTM's semantics: it is
 ///   queued, processed after the current push, and reported in the outer push's result. More than
@@ -118,27 +121,96 @@ public final class DataLayer: Sendable {
         init(_ command: ConsentCommand) { self.command = command }
     }
 
-    /// A caller waiting for its turn. Both payloads are class references, so the enum (and every optional
-    /// or enum holding it) has a layout fixed at compile time; a `CheckedContinuation` payload, a resilient
-    /// type, made each turn's hand-over go through the runtime's generic enum functions.
+    /// A caller waiting for its turn, with its push: the caller holding the turn may run that push in its
+    /// place and hand it its result (``takeTurns(_:turn:inside:)``), or hand it the turn. Both payloads are
+    /// class references, so the enum (and every optional or enum holding it) has a layout fixed at compile
+    /// time; a `CheckedContinuation` payload, a resilient type, made each turn's hand-over go through the
+    /// runtime's generic enum functions.
     enum Waiter: Sendable {
-        case thread(ThreadWakeup)
+        case thread(ThreadWaiter)
         case task(TaskWakeup)
 
-        /// Hands the caller turn number `turn`.
+        /// The waiting push, and the turns its caller runs inside.
+        var job: WaitingPush {
+            switch self {
+            case .thread(let waiter): return waiter.job
+            case .task(let wakeup): return wakeup.job
+            }
+        }
+
+        /// Hands the caller turn number `turn`: it processes its push itself.
         func resume(turn: UInt64) {
             switch self {
-            case .thread(let wakeup): wakeup.signal(turn)
-            case .task(let wakeup): wakeup.continuation.resume(returning: turn)
+            case .thread(let waiter): waiter.wakeup.signal(turn)
+            case .task(let wakeup): wakeup.continuation.resume(returning: .turn(turn))
+            }
+        }
+
+        /// Hands the caller the result of its push, processed by the caller that held the turn.
+        func deliver(_ result: consuming PushResult) {
+            switch self {
+            case .thread(let waiter):
+                waiter.result = result
+                waiter.wakeup.signal(ThreadWaiter.processed)
+            case .task(let wakeup): wakeup.continuation.resume(returning: .processed(result))
             }
         }
     }
 
-    /// A task waiting for its turn.
-    final class TaskWakeup: Sendable {
-        let continuation: CheckedContinuation<UInt64, Never>
-        init(_ continuation: CheckedContinuation<UInt64, Never>) { self.continuation = continuation }
+    /// A push waiting for its turn: what the caller holding the turn needs to process it in its caller's
+    /// place.
+    struct WaitingPush: Sendable {
+        let pending: Pending
+        /// What ``enclosingTurns`` was when the push arrived (`nil` for a push made outside any turn).
+        let marks: TurnMark?
     }
+
+    /// What a waiting caller is handed: its turn, or the result of its push.
+    enum Handed: Sendable {
+        case turn(UInt64)
+        case processed(PushResult)
+    }
+
+    /// A thread waiting for its turn, or for the result of its push.
+    ///
+    /// `@unchecked`: ``result`` is written once, by the caller that processed the push, before ``wakeup`` is
+    /// signalled, and read by the waiting thread only after the signal (which orders the two).
+    final class ThreadWaiter: @unchecked Sendable {
+        /// What ``wakeup`` carries instead of a turn number when ``result`` holds the push's result (turn
+        /// numbers start at 1).
+        static let processed: UInt64 = 0
+        let wakeup = ThreadWakeup()
+        let job: WaitingPush
+        var result: PushResult?
+        init(_ job: WaitingPush) { self.job = job }
+    }
+
+    /// A task waiting for its turn, or for the result of its push.
+    final class TaskWakeup: Sendable {
+        let continuation: CheckedContinuation<Handed, Never>
+        let job: WaitingPush
+        init(_ continuation: CheckedContinuation<Handed, Never>, _ job: WaitingPush) {
+            self.continuation = continuation
+            self.job = job
+        }
+    }
+
+    /// The most waiting pushes the caller holding a session's turn processes for other callers before it hands
+    /// the turn to the next one (so that its own caller's wait is bounded).
+    static let maximumCombinedPushes = 32
+
+    #if DEBUG
+        /// Tests only (debug builds): called, under the session's lock, whenever a caller starts waiting for the
+        /// turn of the session with this identifier, with how many callers wait then (see
+        /// `SessionCombiningTests`).
+        static let waitObservers = Mutex<[ObjectIdentifier: @Sendable (Int) -> Void]>([:])
+
+        private static func noteWait(_ session: DataLayer, _ turnstile: SessionTurnstile<Pending, Waiter>) {
+            let count = turnstile.waitingCount
+            let observer = waitObservers.withLock { $0[ObjectIdentifier(session)] }
+            observer?(count)
+        }
+    #endif
 
     /// The turns the current call runs inside, innermost first: bound while a push is processed, so a push
     /// made from that processing (a tag handler, a macro handler, an observer) is recognised as nested —
@@ -280,20 +352,27 @@ public final class DataLayer: Sendable {
         // marks the turn it takes is bound inside.
         let marks = DataLayer.enclosingTurns
         let enclosing = marks?.turn(of: ObjectIdentifier(self))
-        let turn = turnstile { turnstile -> (SessionTurnstile<Pending, Waiter>.Arrival, ThreadWakeup?) in
+        let turn = turnstile { turnstile -> (SessionTurnstile<Pending, Waiter>.Arrival, ThreadWaiter?) in
             let arrival = turnstile.arrive(pending, enclosing: enclosing)
             guard arrival == .busy else { return (arrival, nil) }
-            let wakeup = ThreadWakeup()
-            _ = turnstile.wait(.thread(wakeup))  // busy: queued
-            return (arrival, wakeup)
+            let waiter = ThreadWaiter(WaitingPush(pending: copy pending, marks: marks))
+            _ = turnstile.wait(.thread(waiter))  // busy: queued
+            #if DEBUG
+                DataLayer.noteWait(self, turnstile)
+            #endif
+            return (arrival, waiter)
         }
         switch turn {
         case (.nested, _):
             return PushResult()
         case (.acquired(let number), _):
-            return processTurn(pending, turn: number, inside: marks)
-        case (.busy, let wakeup):
-            return processTurn(pending, turn: wakeup!.wait(), inside: marks)
+            return takeTurns(pending, turn: number, inside: marks)
+        case (.busy, let waiter):
+            let waiter = waiter!
+            let number = waiter.wakeup.wait()
+            // Processed by the caller that held the turn, or handed the turn.
+            if number == ThreadWaiter.processed { return waiter.result! }
+            return takeTurns(waiter.job.pending, turn: number, inside: marks)
         }
     }
 
@@ -310,27 +389,67 @@ public final class DataLayer: Sendable {
         case .nested:
             return PushResult()
         case .acquired(let number):
-            return processTurn(pending, turn: number, inside: marks)
+            return takeTurns(pending, turn: number, inside: marks)
         case .busy:
-            let number = await withCheckedContinuation { (continuation: CheckedContinuation<UInt64, Never>) in
-                if let now = turnstile({ $0.wait(.task(TaskWakeup(continuation))) }) {
-                    continuation.resume(returning: now)
+            let job = WaitingPush(pending: copy pending, marks: marks)
+            let handed = await withCheckedContinuation { (continuation: CheckedContinuation<Handed, Never>) in
+                let now = turnstile { turnstile -> UInt64? in
+                    let now = turnstile.wait(.task(TaskWakeup(continuation, job)))
+                    #if DEBUG
+                        if now == nil { DataLayer.noteWait(self, turnstile) }
+                    #endif
+                    return now
                 }
+                if let now { continuation.resume(returning: .turn(now)) }
             }
-            // The turn was handed over; this task processes it on whichever thread it resumed on (its task
-            // locals are the task's, whatever the thread).
-            return processTurn(pending, turn: number, inside: marks)
+            switch handed {
+            case .processed(let result):
+                return result
+            case .turn(let number):
+                // The turn was handed over; this task processes it on whichever thread it resumed on (its task
+                // locals are the task's, whatever the thread).
+                return takeTurns(job.pending, turn: number, inside: marks)
+            }
         }
     }
 
-    /// Processes `pending` (turn number `number`) and the pushes its handlers nest, in order, until none is
-    /// left or the loop guard trips; then hands the turn to the next waiter. Taking the next nested push and
-    /// ending the turn are one lock: a push that nests nothing takes it once here. `enclosing` is what
-    /// ``enclosingTurns`` was when the push arrived.
-    private func processTurn(_ pending: consuming Pending, turn number: UInt64, inside enclosing: TurnMark?)
+    /// Processes `pending` in turn number `number`, then the pushes of the callers that waited meanwhile, each
+    /// in a turn of its own and in the order they came, handing each caller its own result (flat combining):
+    /// contending callers cost one hand-over between threads, not one each. A caller that runs inside another
+    /// turn (`enclosing` is not `nil`: a handler pushing into another session) hands the turn to the next waiter
+    /// instead, since a waiting push run on its thread could wait for a turn that thread holds. So does a
+    /// caller that processed ``maximumCombinedPushes`` waiting pushes: its own caller has waited long enough.
+    private func takeTurns(_ pending: consuming Pending, turn number: UInt64, inside enclosing: TurnMark?)
         -> PushResult
     {
         var result = PushResult()
+        var handOver = processTurn(pending, turn: number, inside: enclosing, into: &result)
+        var combined = 0
+        while let (waiter, turn) = handOver {
+            guard enclosing == nil, combined < DataLayer.maximumCombinedPushes else {
+                waiter.resume(turn: turn)
+                break
+            }
+            let job = waiter.job
+            var processed = PushResult()
+            handOver = processTurn(job.pending, turn: turn, inside: job.marks, into: &processed)
+            waiter.deliver(processed)
+            combined += 1
+        }
+        return result
+    }
+
+    /// Processes `pending` (turn number `number`) and the pushes its handlers nest, in order, into `result`,
+    /// until none is left or the loop guard trips; then ends the turn, and returns the waiter the turn goes to
+    /// next (with its number), if any. (The result is `inout`, not returned beside the waiter: a returned
+    /// tuple was copied whole.) Taking the next nested push and ending the turn are one lock: a push that nests
+    /// nothing takes it once here. `enclosing` is what ``enclosingTurns`` was when the push arrived.
+    private func processTurn(
+        _ pending: consuming Pending,
+        turn number: UInt64,
+        inside enclosing: TurnMark?,
+        into result: inout PushResult
+    ) -> (waiter: Waiter, turn: UInt64)? {
         // The memo tables, taken out of the state by the first evaluated push of the turn and put back by the
         // lock that ends the turn (one lock less per push than taking and returning them around each).
         var scratch = EvaluationScratch()
@@ -382,8 +501,7 @@ public final class DataLayer: Sendable {
             }
             switch step {
             case .ended(let handOver):
-                if let handOver { handOver.waiter.resume(turn: handOver.turn) }
-                return result
+                return handOver
             case .nested(let nested):
                 committed = false
                 processed += 1
