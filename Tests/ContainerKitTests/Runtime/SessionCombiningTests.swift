@@ -82,6 +82,7 @@ struct SessionCombiningTests {
     }
 
     static func tick(_ n: Int64) -> ValueMap { ["n": .int(n)] }
+    static func ns(_ result: PushResult?) -> [Value?] { result?.fired.map { $0.parameters["n"] } ?? [] }
 
     /// A session whose turn a thread holds: its push of `n = 0` is blocked at the gate.
     struct Held {
@@ -202,8 +203,6 @@ struct SessionCombiningTests {
     /// turn that will never end.
     @Test(.timeLimit(.minutes(1)))
     func aWaitingPushMadeInsideAnotherSessionsTurnKeepsThatTurnWhenAnotherThreadProcessesIt() async throws {
-        let handled = Handled()
-        let gate = HandlerGate()
         let (handled, gate, first, second) = try Self.twoSessions { first, second, n in
             switch n {
             case 10: first.push(event: "tick", parameters: Self.tick(11))  // waits: the first session is busy
