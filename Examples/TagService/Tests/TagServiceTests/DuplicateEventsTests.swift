@@ -185,7 +185,8 @@ extension ValueMap {
                 try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: body) { response in
                     #expect(response.status == .ok)
                     let expected: Value? = duplicate ? .bool(true) : nil
-                    #expect(try response.json["duplicate"] == expected, "\(id)")
+                    let answer = try response.json
+                    #expect(answer["duplicate"] == expected, "\(id)")
                 }
             }
         }

@@ -49,7 +49,8 @@ struct PostgresFailureModeTests {
             try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: refused) {
                 response in
                 #expect(response.status == .serviceUnavailable)
-                #expect(try response.json.errorCode == "postgres_timeout")
+                let answer = try response.json
+                #expect(answer.errorCode == "postgres_timeout")
             }
             // The property under test is the deadline itself: the answer comes within it (plus the server's
             // time to answer on a busy machine), not after the lock's 25 s.
@@ -64,7 +65,8 @@ struct PostgresFailureModeTests {
             try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: eventBody(user: "cold")) {
                 response in
                 #expect(response.status == .serviceUnavailable)
-                #expect(try response.json.errorCode == "sessions_unavailable")
+                let answer = try response.json
+                #expect(answer.errorCode == "sessions_unavailable")
             }
 
             lockHeld = false
@@ -79,7 +81,8 @@ struct PostgresFailureModeTests {
             // Ready again: PostgreSQL answers, and a session load succeeded since the one that failed.
             try await client.execute(uri: "/ready", method: .get) { response in
                 #expect(response.status == .ok)
-                #expect(try response.json["postgres_error"] == nil)
+                let body = try response.json
+                #expect(body["postgres_error"] == nil)
             }
         }
         // The refused push left nothing: "warm" holds its two acknowledged events.
