@@ -95,7 +95,7 @@ extension ValueMap {
                     ]
                 )
                 // The same message as a single request gets.
-                #expect(results[1]["error"]?.objectValue?["message"] == "'event' is required")
+                #expect(results[1]["error"]?.objectValue?["message"] == "'event' is required (or a consent 'command')")
                 #expect(results[4]["user_id"] == "grace")
                 #expect(results.map { $0.recordTitles.first } == ["a", nil, nil, nil, nil, "b"])
             }

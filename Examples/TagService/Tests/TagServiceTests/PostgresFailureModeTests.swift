@@ -137,12 +137,13 @@ struct PostgresFailureModeTests {
                 }
                 let refused = answers.filter { $0.0 != 200 }
                 #expect(refused.isEmpty, "\(refused.count) of 64 refused, first: \(refused.first?.1 ?? "")")
+                // Each of the 64 events is in the newest session once: loaded fresh from PostgreSQL (while the
+                // store still runs: it stops with the application).
+                let stored = try #require(try await a.scaleOut?.store.sessions.load(userID: "shared-user"))
+                #expect(stored.snapshot.eventNumber == 64)
             }
         }
         session.finishTasksAndInvalidate()
-        // Each of the 64 events is in the newest session once: loaded fresh from PostgreSQL.
-        let stored = try #require(try await a.scaleOut?.store.sessions.load(userID: "shared-user"))
-        #expect(stored.snapshot.eventNumber == 64)
         let database = try #require(url.split(separator: "/").last.map(String.init))
         let titles = try await cluster.psql(
             "SELECT count(DISTINCT payload::jsonb -> 'properties' ->> 'title') FROM ck_records",
