@@ -1,5 +1,5 @@
 import ContainerKit
-import Synchronization
+import struct Synchronization.Atomic
 
 /// The one delivery engine: takes the provider's records into a ``RecordStore``, and delivers what the
 /// store committed to one ``AnalyticsDestination`` — in batches, in order, several at once if configured —
