@@ -49,8 +49,14 @@ enum LockCountBench {
                 )
             )
             func push(_ parameters: ValueMap) async throws {
-                // Returns once the push's commit is durable (its default `waitsForDurability`).
-                _ = try await sessions.push(event: "logEvent", parameters: parameters, for: "user-1")
+                // Returns once the push's commit is durable (its default `waitsForDurability`). The Braze user is
+                // named as TagService names it: without one the provider makes no record and nothing is delivered.
+                _ = try await sessions.push(
+                    event: "logEvent",
+                    parameters: parameters,
+                    for: "user-1",
+                    prepare: { BrazeTagProvider.setUser(.externalID("user-1"), on: $0) }
+                )
             }
             let events = 1_000
             var pushLocks = 0
