@@ -21,9 +21,7 @@ extension TagServiceConfiguration {
         }
         if let name = values["--instance-name"] { configuration.instanceName = name }
         if let count = values["--postgres-partitions"] {
-            guard let number = Int(count), (1...1024).contains(number) else {
-                throw UsageError("--postgres-partitions must be an integer from 1 to 1024, not '\(count)'")
-            }
+            let number = try integer(count, flag: "--postgres-partitions", in: 1...1024)
             configuration.postgresPartitions = number
         }
         if let seconds = values["--postgres-timeout"] {

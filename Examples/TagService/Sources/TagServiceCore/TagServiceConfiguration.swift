@@ -383,21 +383,15 @@ extension TagServiceConfiguration {
             configuration.sessionSaveInterval = try duration(seconds, flag: "--session-save-interval")
         }
         if let bytes = values["--max-body-bytes"] {
-            guard let number = Int(bytes), number > 0 else {
-                throw UsageError("--max-body-bytes must be a positive integer, not '\(bytes)'")
-            }
+            let number = try integer(bytes, flag: "--max-body-bytes", in: 1...Int.max)
             configuration.maximumBodyBytes = number
         }
         if let count = values["--max-batch-events"] {
-            guard let number = Int(count), (1...10_000).contains(number) else {
-                throw UsageError("--max-batch-events must be an integer from 1 to 10000, not '\(count)'")
-            }
+            let number = try integer(count, flag: "--max-batch-events", in: 1...10_000)
             configuration.maximumBatchEvents = number
         }
         if let bytes = values["--max-batch-bytes"] {
-            guard let number = Int(bytes), number > 0 else {
-                throw UsageError("--max-batch-bytes must be a positive integer, not '\(bytes)'")
-            }
+            let number = try integer(bytes, flag: "--max-batch-bytes", in: 1...Int.max)
             configuration.maximumBatchBytes = number
         }
         if let seconds = values["--idle-timeout"] {
@@ -410,9 +404,7 @@ extension TagServiceConfiguration {
             configuration.shutdownTimeout = try duration(seconds, flag: "--shutdown-timeout")
         }
         if let count = values["--max-connections"] {
-            guard let number = Int(count), (1...1_000_000).contains(number) else {
-                throw UsageError("--max-connections must be an integer from 1 to 1000000, not '\(count)'")
-            }
+            let number = try integer(count, flag: "--max-connections", in: 1...1_000_000)
             configuration.maximumConnections = number
         }
         if let seconds = values["--reload-interval"] {
@@ -425,9 +417,7 @@ extension TagServiceConfiguration {
             configuration.commitDelay = seconds == "0" ? .zero : try duration(seconds, flag: "--commit-delay")
         }
         if let count = values["--concurrent-deliveries"] {
-            guard let number = Int(count), (1...64).contains(number) else {
-                throw UsageError("--concurrent-deliveries must be an integer from 1 to 64, not '\(count)'")
-            }
+            let number = try integer(count, flag: "--concurrent-deliveries", in: 1...64)
             configuration.concurrentDeliveries = number
         }
         if let seconds = values["--open-timeout"] {
@@ -440,15 +430,11 @@ extension TagServiceConfiguration {
             configuration.sessionIdleTimeout = try duration(seconds, flag: "--session-idle")
         }
         if let count = values["--max-sessions"] {
-            guard let number = Int(count), number > 0 else {
-                throw UsageError("--max-sessions must be a positive integer, not '\(count)'")
-            }
+            let number = try integer(count, flag: "--max-sessions", in: 1...Int.max)
             configuration.maximumSessions = number
         }
         if let count = values["--max-session-bytes"] {
-            guard let number = Int(count), (1024...(12 << 20)).contains(number) else {
-                throw UsageError("--max-session-bytes must be an integer from 1024 to 12582912, not '\(count)'")
-            }
+            let number = try integer(count, flag: "--max-session-bytes", in: 1024...(12 << 20))
             configuration.maximumSessionBytes = number
         }
         for id in opens where !ContainerLoader.isContainerID(id) {
@@ -475,27 +461,21 @@ extension TagServiceConfiguration {
             configuration.brazeUser = parsed
         }
         if let count = values["--braze-pending-records"] {
-            guard let number = Int(count), (0...10_000).contains(number) else {
-                throw UsageError("--braze-pending-records must be an integer from 0 to 10000, not '\(count)'")
-            }
+            let number = try integer(count, flag: "--braze-pending-records", in: 0...10_000)
             configuration.brazePendingRecords = number
         }
         if let seconds = values["--braze-pending-age"] {
             configuration.brazePendingAge = try duration(seconds, flag: "--braze-pending-age")
         }
         if let bytes = values["--braze-pending-bytes"] {
-            guard let number = Int(bytes), (0...(16 << 20)).contains(number) else {
-                throw UsageError("--braze-pending-bytes must be an integer from 0 to 16777216, not '\(bytes)'")
-            }
+            let number = try integer(bytes, flag: "--braze-pending-bytes", in: 0...(16 << 20))
             configuration.brazePendingBytes = number
         }
         if let seconds = values["--event-id-window"] {
             configuration.eventIDWindow.duration = try duration(seconds, flag: "--event-id-window")
         }
         if let count = values["--event-id-count"] {
-            guard let number = Int(count), (1...100_000).contains(number) else {
-                throw UsageError("--event-id-count must be an integer from 1 to 100000, not '\(count)'")
-            }
+            let number = try integer(count, flag: "--event-id-count", in: 1...100_000)
             configuration.eventIDWindow.maximumCount = number
         }
         try parseScaleOut(values, into: &configuration)
@@ -569,6 +549,18 @@ extension TagServiceConfiguration {
     /// The longest duration a flag takes (about 31 years): beyond it, microseconds no longer fit an `Int64`
     /// comfortably and no setting means anything.
     private static let maximumSeconds = 1e9
+
+    /// A flag's whole number within `range`; the error names the flag and the range ("a positive integer" when
+    /// the range is 1 and up).
+    static func integer(_ text: String, flag: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let number = Int(text), range.contains(number) else {
+            let expected =
+                range == 1...Int.max
+                ? "a positive integer" : "an integer from \(range.lowerBound) to \(range.upperBound)"
+            throw UsageError("\(flag) must be \(expected), not '\(text)'")
+        }
+        return number
+    }
 
     static func duration(_ text: String, flag: String) throws(UsageError) -> Duration {
         guard let seconds = Double(text), seconds > 0, seconds <= maximumSeconds else {
