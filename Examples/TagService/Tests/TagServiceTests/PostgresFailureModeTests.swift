@@ -180,14 +180,16 @@ struct PostgresFailureModeTests {
         if refusal == nil { refusal = await process.nextLine(containing: leaseRefusal) }
         #expect(refusal?.contains(grant) == true, "\(refusal ?? "no such line")")
 
-        let (readyStatus, readyText) = try await process.getText("/ready")
-        #expect(readyStatus == 503)
         let (eventStatus, eventText) = try await process.post(
             "/v1/events",
             body: #"{"user_id": "u1", "event": "played song", "parameters": {"title": "t"}}"#
         )
         #expect(eventStatus == 503)
         #expect((eventText["error"] as? [String: Any])?["code"] as? String == "sessions_unavailable")
+        // Asked after the refused load: by then the store has met the refusal itself (the lease's line above can
+        // come first, from the lease connection alone).
+        let (readyStatus, readyText) = try await process.getText("/ready")
+        #expect(readyStatus == 503)
         let eventAnswer = String(describing: eventText)
         let (_, metricsText) = try await process.getText("/metrics")
         for (name, text) in [("/ready", readyText), ("the event's answer", eventAnswer), ("/metrics", metricsText)] {
