@@ -53,31 +53,37 @@ enum ReportFormatting {
     }
 
     /// Pushes a command line's consent command into `session` and prints it with the consent state after it:
-    /// `{"command": […], "consent": {…}}` in JSON, else the command's title and ``consentLine(_:)``.
+    /// `{"command": […], "consent": {…}}` in JSON, else the command's title and ``consentLine(_:)``. Traced (`preview`,
+    /// `run --explain`: `tracing`, or a debug session), it prints the push's trace too — what the command changed,
+    /// per consent type, before → after (``PushTrace/consent``): as `"trace"` in JSON, else its lines.
     static func pushCommand(
         _ command: ConsentCommand,
         arguments: [Value],
         line: Int,
         into session: DataLayer,
+        tracing: Bool = false,
         json: Bool,
         output: CommandOutput
     ) async {
-        await session.push(command)
+        let trace = await session.push(command, tracing: tracing).trace
         let state = session.consent
         if json {
-            output.print(JSONWriter.string(commandJSON(arguments, state: state)))
+            output.print(JSONWriter.string(commandJSON(arguments, state: state, trace: trace)))
         } else {
             output.print("")
             output.print("line \(line): \(commandTitle(arguments))")
+            for text in trace?.textLines ?? [] { output.print(text) }
             output.print(consentLine(state))
         }
     }
 
-    /// What `--format json` prints for a command line: `{"command": […], "consent": {…}}`.
-    static func commandJSON(_ arguments: [Value], state: ConsentState) -> Value {
-        var map = ValueMap(minimumCapacity: 2)
+    /// What `--format json` prints for a command line: `{"command": […], "consent": {…}}`, and `"trace"` (the
+    /// ``PushTrace`` JSON) when the push was traced.
+    static func commandJSON(_ arguments: [Value], state: ConsentState, trace: PushTrace? = nil) -> Value {
+        var map = ValueMap(minimumCapacity: 3)
         map["command"] = .array(arguments)
         map["consent"] = state.jsonValue
+        if let trace, let value = try? Value(json: trace.json()) { map["trace"] = value }
         return .object(map)
     }
 

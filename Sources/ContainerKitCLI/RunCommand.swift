@@ -229,6 +229,7 @@ struct RunCommand {
                     arguments: arguments,
                     line: number,
                     into: session,
+                    tracing: options.explain,
                     json: options.json,
                     output: output
                 )

@@ -689,7 +689,7 @@ import Testing
                 == 2
         )
         let statuses = events.compactMap { event -> String? in
-            if case .tagFired(_, _, _, let status) = event { return status.name } else { return nil }
+            if case .tagFired(_, _, _, _, let status) = event { return status.name } else { return nil }
         }
         #expect(statuses.contains("ok"))
         #expect(statuses.contains("dropped"))

@@ -109,5 +109,21 @@ struct ConsentInputTests {
         #expect(blocked.status?.name == "blocked_by_consent")
         #expect(blocked.reason == "blocked by consent: 'ad_storage' not granted")
         #expect(trace.records.isEmpty)
+        // A command line's trace: what it changed, per consent type, before → after.
+        let command = try PushTrace(json: JSONWriter.string(try #require(lines[2]["trace"])))
+        #expect(command.consent?.kind == "update")
+        #expect(command.consent?.types.map(\.type) == ["ad_storage"])
+        #expect(command.consent?.types.first?.before == "denied" && command.consent?.types.first?.after == "granted")
+        #expect(text.out.contains("  consent update:\n    ad_storage: denied → granted\n"))
+    }
+
+    @Test func runExplainShowsWhatACommandChanged() async throws {
+        let (container, events) = try files()
+        let result = await run(["run", container, "--events", events, "--context", "region=ES-MD", "--explain"])
+        #expect(result.out.contains("  consent default (regions ES):\n    ad_storage: not set → denied\n"))
+        #expect(result.out.contains("  consent update:\n    ad_storage: denied → granted\n"))
+        // Without --explain, the command lines print as before.
+        let plain = await run(["run", container, "--events", events, "--context", "region=ES-MD"])
+        #expect(!plain.out.contains("consent update:"))
     }
 }

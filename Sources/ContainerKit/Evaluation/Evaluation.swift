@@ -216,7 +216,13 @@ struct Evaluation: MacroResolver {
         }
         i = 0
         while i < storage.program.rules[r].block.count {
-            tagState[storage.program.rules[r].block[i]].formUnion(.blocked)
+            let t = storage.program.rules[r].block[i]
+            if !tagState[t].contains(.blocked), let observer = dataLayer.tagManager.observer {
+                observer.observe(
+                    .tagBlocked(containerID: storage.id, tagIndex: t, tagID: storage.program.tags[t].tagID)
+                )
+            }
+            tagState[t].formUnion(.blocked)
             i += 1
         }
     }

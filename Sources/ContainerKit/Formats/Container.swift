@@ -130,6 +130,26 @@ public struct Container: Sendable {
         return (program.tags.count, program.macros.count, program.predicates.count, program.rules.count)
     }
 
+    /// One tag of a container, as people name it.
+    public struct Tag: Sendable, Hashable {
+        /// Its index in the compiled container (what ``PushTrace/Tag/index`` and ``RuntimeEvent``'s `tagIndex`
+        /// name).
+        public var index: Int
+        /// Its `tag_id`, when it has one.
+        public var tagID: Int?
+        /// Its display name, when the container has one.
+        public var name: String?
+        /// Its template function, e.g. `__funct`.
+        public var function: String
+    }
+
+    /// Every tag, in container order (by index).
+    public var tags: [Tag] {
+        storage.program.tags.enumerated().map { index, tag in
+            Tag(index: index, tagID: tag.tagID, name: tag.name, function: tag.function)
+        }
+    }
+
     /// The names of the macros (variables) that typed getters can read, in container order.
     public var variableNames: [String] {
         var names: [String] = []

@@ -142,3 +142,15 @@ extension ContainerError.Code {
     /// A pushed command (gtag's arguments) is not one ContainerKit runs, or is malformed.
     public static let invalidCommand = ContainerError.Code(rawValue: "invalid_command")
 }
+
+extension ConsentCommand {
+    /// The command's settings object as a page passes it (`{"ad_storage": "granted", "region": ["ES"], …}`): what a
+    /// trace shows as the push's message.
+    var traceMessage: ValueMap {
+        var message = ValueMap()
+        for setting in settings { message[setting.type] = setting.value.map(Value.string) ?? .null }
+        if let regions { message["region"] = .array(regions.map(Value.string)) }
+        if let waitForUpdate { message["wait_for_update"] = .double(waitForUpdate) }
+        return message
+    }
+}

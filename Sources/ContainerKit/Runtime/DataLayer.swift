@@ -602,9 +602,21 @@ public final class DataLayer: Sendable {
     ) {
         if let box = pending.command {
             // gtm.js hands an `arguments` object to its command (`consent`: `sp` / `up`), which merges nothing.
-            state.withLock { state in
+            let traced = state.withLock { state -> (ConsentState, ConsentState, ValueMap)? in
+                let before = tracing ? state.consent : nil
                 state.consent.apply(box.command, country: state.context.country, region: state.context.region)
                 state.changes?.consent = true
+                return before.map { ($0, state.consent, state.model) }
+            }
+            if let (before, after, model) = traced {
+                result.traceSteps.append(
+                    TraceStep(
+                        sessionID: sessionID,
+                        message: box.command.traceMessage,
+                        consent: PushTrace.Consent(box.command, before: before, after: after),
+                        model: model
+                    )
+                )
             }
             return
         }
@@ -901,6 +913,7 @@ public final class DataLayer: Sendable {
                 observer.observe(
                     .tagFired(
                         containerID: storage.id,
+                        tagIndex: call.tag,
                         tagID: storage.program.tags[call.tag].tagID,
                         classPath: call.classPath(in: storage),
                         status: call.status

@@ -8,8 +8,14 @@
 public enum RuntimeEvent: Sendable, Hashable {
     /// One event was evaluated in one container.
     case eventEvaluated(containerID: String, eventName: String?)
-    /// A tag fired: its status says whether it ran (`ok`), failed, was dropped or had no handler.
-    case tagFired(containerID: String, tagID: Int?, classPath: String?, status: FiredTag.Status)
+    /// A tag fired: its status says whether it ran (`ok`), failed, was dropped, had no handler or was blocked by
+    /// consent. `tagIndex` is the tag's index in the compiled container (see ``Container/tags``).
+    case tagFired(containerID: String, tagIndex: Int, tagID: Int?, classPath: String?, status: FiredTag.Status)
+    /// A passing blocking trigger (exception) removed a tag from the event: reported once per tag and evaluated
+    /// event, as the blocking trigger passes (before the event's tags fire). Nothing is reported for the tags that
+    /// no trigger added: a tag that neither fired nor was blocked in an ``eventEvaluated(containerID:eventName:)``
+    /// of its container did not fire.
+    case tagBlocked(containerID: String, tagIndex: Int, tagID: Int?)
 }
 
 /// Receives ``RuntimeEvent``s: give one to ``TagManager/init(logger:defaultContext:observer:)`` for events

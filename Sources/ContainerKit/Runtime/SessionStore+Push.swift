@@ -88,16 +88,18 @@ extension SessionStore {
     /// once the session's new consent state is durable, with the store's committer: as
     /// ``push(event:parameters:for:context:eventID:waitsForDurability:prepare:)`` does for an event (fenced pushes
     /// are pushed again on the newest state).
+    /// With `tracing`, the result's ``PushResult/trace`` says what the command changed (``PushTrace/consent``).
     /// - Throws: ``PushError``.
     @discardableResult
     public func push(
         _ command: ConsentCommand,
         for userID: String,
         context: ClientContext? = nil,
-        waitsForDurability: Bool = true
+        waitsForDurability: Bool = true,
+        tracing: Bool = false
     ) async throws(PushError) -> PushResult {
         let outcome = await push(
-            [PushRequest(command: command, userID: userID, context: context)],
+            [PushRequest(command: command, userID: userID, context: context, tracing: tracing)],
             waitsForDurability: waitsForDurability
         )
         return try outcome[0].get()
@@ -124,7 +126,7 @@ extension SessionStore {
         prepare(session)
         let result =
             if let command {
-                await session.push(command)
+                await session.push(command, tracing: tracing)
             } else if tracing {
                 await session.push(event: event, parameters: parameters, eventID: eventID, tracing: true)
             } else if let eventID {
@@ -164,15 +166,15 @@ extension SessionStore {
         /// Whether the push records its ``PushResult/trace`` (see ``PushTrace``).
         public var tracing: Bool
 
-        /// Creates a request that pushes a consent command into the session of `userID`.
-        public init(command: ConsentCommand, userID: String, context: ClientContext? = nil) {
+        /// Creates a request that pushes a consent command into the session of `userID` (traced with `tracing`).
+        public init(command: ConsentCommand, userID: String, context: ClientContext? = nil, tracing: Bool = false) {
             self.event = ""
             self.parameters = ValueMap()
             self.userID = userID
             self.context = context
             self.eventID = nil
             self.command = command
-            self.tracing = false
+            self.tracing = tracing
         }
 
         /// Creates a request.

@@ -27,6 +27,20 @@ extension DataLayer {
         )
     }
 
+    /// Pushes a consent command, as ``push(_:)-(ConsentCommand)`` does, and with `tracing` records what it changed:
+    /// ``PushResult/trace``'s ``PushTrace/consent`` has each consent type the command names, granted or denied
+    /// before and after.
+    @discardableResult
+    public func push(_ command: ConsentCommand, tracing: Bool) -> PushResult {
+        push(Pending(message: ValueMap(), event: nil, command: CommandBox(command), tracing: tracing))
+    }
+
+    /// ``push(_:tracing:)-(ConsentCommand,Bool)``, suspending while another caller's push is processed.
+    @discardableResult
+    public func push(_ command: ConsentCommand, tracing: Bool) async -> PushResult {
+        await push(Pending(message: ValueMap(), event: nil, command: CommandBox(command), tracing: tracing))
+    }
+
     /// Pushes an event with parameters and, optionally, an event ID (see
     /// ``push(event:parameters:eventID:)-(String,ValueMap,String?)``), and with `tracing` records its
     /// ``PushResult/trace``.

@@ -8,6 +8,8 @@ struct TraceStep: Sendable {
     var outcome: PushTrace.Outcome = .applied
     /// The top-level keys the message changed, before and after.
     var changes: [PushTrace.Change] = []
+    /// For a consent command: what it changed.
+    var consent: PushTrace.Consent?
     /// The index of the message's evaluated push in the result (``PushResult/evaluated(_:)``), if it was evaluated.
     var evaluated: Int?
     /// The session's model after the message.
@@ -32,6 +34,7 @@ extension PushResult {
             outcome: isDuplicate ? .duplicate : (refusal != nil ? .refused : head.outcome)
         )
         if let refusal { trace.refusal = PushTrace.Problem(code: refusal.code.rawValue, message: refusal.message) }
+        trace.consent = head.consent
         if let original = duplicateOf {
             trace.duplicateOf = PushTrace.Original(
                 time: original.time,

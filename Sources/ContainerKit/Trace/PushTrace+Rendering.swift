@@ -52,6 +52,16 @@ extension PushTrace {
         case .dropped:
             lines.append("  dropped: too many pushes wait for a container")
         }
+        if let consent {
+            let regions = consent.regions.map { " (regions \($0.joined(separator: ", ")))" } ?? ""
+            lines.append("  consent \(consent.kind)\(regions):")
+            for type in consent.types {
+                let change = type.before == type.after ? " (unchanged)" : ""
+                lines.append(
+                    "    \(type.type): \(type.before ?? "not set") → \(type.after ?? "not set")\(change)"
+                )
+            }
+        }
         if !changes.isEmpty {
             lines.append("  changed:")
             for change in changes {
@@ -91,7 +101,9 @@ extension PushTrace {
             let arrow = record.state == .held ? "⋯ held" : (record.fromPushHook ? "→ released" : "→")
             var notes = [record.durability.rawValue]
             if let error = record.durabilityError { notes.append(error) }
-            if let delivery = record.delivery { notes.append(delivery.rawValue) }
+            if let delivery = record.delivery {
+                notes.append(delivery.rawValue + (record.deliveryReason.map { ": \($0)" } ?? ""))
+            }
             lines.append("    \(arrow) \(JSONWriter.string(record.record)) [\(notes.joined(separator: ", "))]")
         }
         lines.append("  data layer: \(JSONWriter.string(dataLayer))")

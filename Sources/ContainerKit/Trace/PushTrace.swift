@@ -42,6 +42,9 @@ public struct PushTrace: Sendable, Hashable, Codable {
     public var refusal: Problem?
     /// For a duplicate (``Outcome/duplicate``): the original push, as its session remembers it.
     public var duplicateOf: Original?
+    /// For a consent command (``DataLayer/push(_:tracing:)-(ConsentCommand,Bool)``): each consent type it names,
+    /// granted or denied before and after. `nil` for any other push.
+    public var consent: Consent?
     /// The top-level data-layer keys the push (and the pushes its handlers made) changed, in the order they
     /// were first changed, with their values before and after.
     public var changes: [Change] = []
@@ -94,6 +97,47 @@ public struct PushTrace: Sendable, Hashable, Codable {
         public init(time: Int64, tags: [Tag]) {
             self.time = time
             self.tags = tags
+        }
+    }
+
+    /// What a consent command did to the session's consent state (``ConsentState``).
+    public struct Consent: Sendable, Hashable, Codable {
+        /// The command's kind: `default` or `update`.
+        public var kind: String
+        /// The regions a default is for, when it names any.
+        public var regions: [String]?
+        /// Each consent type the command names, in the order given (once each).
+        public var types: [ConsentType]
+
+        /// One consent type, before and after the command.
+        public struct ConsentType: Sendable, Hashable, Codable {
+            /// The consent type, e.g. `ad_storage`.
+            public var type: String
+            /// Whether it was in force granted (`granted`), denied (`denied`), or not set (`nil`), before.
+            public var before: String?
+            /// The same after the command: a default for another region leaves it as it was.
+            public var after: String?
+        }
+
+        /// What `command` did, from the consent state `before` it to the one `after`.
+        init(_ command: ConsentCommand, before: ConsentState, after: ConsentState) {
+            kind = command.kind.rawValue
+            regions = command.regions
+            var seen = Set<String>()
+            types = []
+            for setting in command.settings where seen.insert(setting.type).inserted {
+                types.append(
+                    ConsentType(
+                        type: setting.type,
+                        before: Self.word(before.entry(setting.type)?.granted),
+                        after: Self.word(after.entry(setting.type)?.granted)
+                    )
+                )
+            }
+        }
+
+        static func word(_ granted: Bool?) -> String? {
+            granted.map { $0 ? "granted" : "denied" }
         }
     }
 
@@ -277,13 +321,16 @@ public struct PushTrace: Sendable, Hashable, Codable {
             case session
         }
 
-        /// Where a record is on its way to its destination, when the host knows.
+        /// Where a record is on its way to its destination, when the host knows (``Record/deliveryReason`` says
+        /// why it is retrying or was rejected).
         public enum Delivery: String, Sendable, Hashable, Codable {
             /// Waiting in the delivery queue.
             case queued
             /// Accepted by the destination.
             case delivered
-            /// Refused by the destination, or given up on.
+            /// An attempt to deliver it failed in a way that may pass later: it will be offered again.
+            case retrying
+            /// Refused by the destination for good, or given up on (dropped after its last attempt).
             case rejected
         }
 
@@ -308,8 +355,12 @@ public struct PushTrace: Sendable, Hashable, Codable {
         /// The code of the error its write failed with (``Durability/failed``), e.g. `disk_full` (the code
         /// only: an error's message may name server paths).
         public var durabilityError: String?
-        /// Where its delivery is; `nil` when unknown (the library does not follow delivery; a host may set it).
+        /// Where its delivery is; `nil` when unknown (the library does not follow delivery; a host may set it, as
+        /// the example service's debug page does when its delivery pipeline answers).
         public var delivery: Delivery?
+        /// Why it is ``Delivery-swift.enum/retrying`` or ``Delivery-swift.enum/rejected``: the destination's error
+        /// (its code and message, never a credential).
+        public var deliveryReason: String?
     }
 
     /// Every tag of every evaluation, in order (a duplicate's: its original's tags).
@@ -339,7 +390,7 @@ public struct PushTrace: Sendable, Hashable, Codable {
 extension PushTrace {
     enum CodingKeys: String, CodingKey {
         case version, sessionID = "session_id", event, eventID = "event_id", message, outcome, refusal
-        case duplicateOf = "duplicate_of", changes, evaluations, records, dataLayer = "data_layer"
+        case duplicateOf = "duplicate_of", consent, changes, evaluations, records, dataLayer = "data_layer"
     }
 }
 
@@ -366,7 +417,7 @@ extension PushTrace.Record {
     enum CodingKeys: String, CodingKey {
         case containerID = "container_id", tagIndex = "tag_index", tagID = "tag_id", tagName = "tag_name"
         case fromPushHook = "from_push_hook", state, recordID = "record_id", record, durability
-        case durabilityError = "durability_error", delivery
+        case durabilityError = "durability_error", delivery, deliveryReason = "delivery_reason"
     }
 }
 

@@ -29,6 +29,8 @@ import Testing
         Case(container: "GTM-MUSICEX.json", events: "music-session.jsonl"),
         Case(container: "next/GTM-MUSIC01.json", events: "music-session.jsonl"),
         Case(container: "GTM-DEFAULT1.plist", events: "music-session.jsonl"),
+        // Consent commands (a line that is an array: gtag's arguments) between events.
+        Case(container: "GTM-MUSIC01.json", events: "consent-session.jsonl"),
     ]
 
     static let goldenDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -61,9 +63,16 @@ import Testing
         var json = ""
         for (number, line) in events.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { continue }
-            let message = try #require(try Value(json: String(line)).objectValue, "line \(number + 1)")
-            let trace = try #require(session.push(message, tracing: true).trace)
-            text += "\nline \(number + 1): " + (trace.event.map { "event \"\($0)\"" } ?? "push (no event)") + "\n"
+            let value = try Value(json: String(line))
+            let trace: PushTrace
+            if case .array(let arguments) = value {
+                trace = try #require(session.push(try ConsentCommand(gtagArguments: arguments), tracing: true).trace)
+            } else {
+                let message = try #require(value.objectValue, "line \(number + 1)")
+                trace = try #require(session.push(message, tracing: true).trace)
+            }
+            let title = trace.consent.map { "consent \($0.kind)" } ?? trace.event.map { "event \"\($0)\"" }
+            text += "\nline \(number + 1): " + (title ?? "push (no event)") + "\n"
             text += trace.textLines.joined(separator: "\n") + "\n"
             json += trace.json() + "\n"
         }

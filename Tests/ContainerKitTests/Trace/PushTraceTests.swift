@@ -278,4 +278,53 @@ import Testing
             #expect(trace.dataLayer.objectValue?["n"] == .int(Int64(n)))
         }
     }
+
+    @Test func aTracedConsentCommandShowsEachTypeBeforeAndAfter() throws {
+        let session = try Self.session()
+        session.push(try ConsentCommand(gtagArguments: ["consent", "default", ["ad_storage": "denied"]]))
+        let command = try ConsentCommand(
+            gtagArguments: ["consent", "update", ["ad_storage": "granted", "analytics_storage": "denied"]]
+        )
+        let trace = try #require(session.push(command, tracing: true).trace)
+        #expect(trace.outcome == .applied && trace.event == nil && trace.evaluations.isEmpty)
+        #expect(trace.message == ["ad_storage": "granted", "analytics_storage": "denied"])
+        let consent = try #require(trace.consent)
+        #expect(consent.kind == "update" && consent.regions == nil)
+        #expect(consent.types.map(\.type) == ["ad_storage", "analytics_storage"])
+        #expect(consent.types.map(\.before) == ["denied", nil])
+        #expect(consent.types.map(\.after) == ["granted", "denied"])
+        #expect(
+            trace.textLines.prefix(3) == [
+                "  consent update:", "    ad_storage: denied → granted", "    analytics_storage: not set → denied",
+            ]
+        )
+        // The JSON reads back; a push not asked for a trace records none.
+        #expect(try PushTrace(json: trace.json()) == trace)
+        #expect(trace.json().contains(#""consent":{"kind":"update","types":[{"after":"granted","before":"denied""#))
+        #expect(session.push(command).trace == nil)
+    }
+
+    @Test func aDefaultForAnotherRegionIsShownUnchanged() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        var context = ClientContext()
+        context.country = "FR"
+        let session = manager.makeDataLayer(context: context, sessionID: "s")
+        let command = try ConsentCommand(
+            gtagArguments: ["consent", "default", ["ad_storage": "denied", "region": ["ES"]]]
+        )
+        let trace = try #require(session.push(command, tracing: true).trace)
+        #expect(trace.consent?.regions == ["ES"])
+        #expect(trace.consent?.types.first?.before == nil && trace.consent?.types.first?.after == nil)
+        #expect(trace.textLines.contains("    ad_storage: not set → not set (unchanged)"))
+    }
+
+    @Test func aSessionStorePushOfATracedCommandHasItsTrace() async throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        let store = SessionStore(tagManager: manager)
+        let command = try ConsentCommand(gtagArguments: ["consent", "update", ["ad_storage": "granted"]])
+        let traced = try await store.push(command, for: "u", waitsForDurability: false, tracing: true)
+        #expect(traced.trace?.consent?.types.first?.after == "granted")
+        let untraced = try await store.push(command, for: "u", waitsForDurability: false)
+        #expect(untraced.trace == nil)
+    }
 }

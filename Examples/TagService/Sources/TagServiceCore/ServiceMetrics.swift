@@ -153,9 +153,10 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
     func observe(_ event: RuntimeEvent) {
         switch event {
         case .eventEvaluated: events.increment()
-        case .tagFired(_, _, _, let status):
+        case .tagFired(_, _, _, _, let status):
             let name = status == .ok ? "fired" : status.name
             tags[name]?.increment()
+        case .tagBlocked: break
         }
     }
 
