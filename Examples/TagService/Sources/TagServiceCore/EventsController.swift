@@ -71,19 +71,23 @@ struct EventsController: Sendable {
             routedUser: routedUser
         )
         if let command = event.command {
-            // A consent command changes the session's consent state only: no container is needed.
+            // A consent command changes the session's consent state only: no container is needed. Traced for the
+            // debug page, its trace says what it changed.
+            let tracing = debug?.tracing(userID: event.userID, headers: request.headers)
             let result: PushResult
             do {
                 result = try await sessions.push(
                     command,
                     for: event.userID,
                     context: event.context,
-                    waitsForDurability: waitsForDurability
+                    waitsForDurability: waitsForDurability,
+                    tracing: tracing != nil
                 )
             } catch {
                 throw refusal(error, userID: event.userID)
             }
             if waitsForDurability { readiness.commit(succeeded: true) }
+            if let tracing { debug?.record(result, of: event, tracing: tracing) }
             return eventAnswer(result, userID: event.userID, durable: waitsForDurability)
         }
         try requireContainer(events: 1)
@@ -128,15 +132,20 @@ struct EventsController: Sendable {
         var traced: [Int: DebugTracing] = [:]
         for (index, item) in batch.items.enumerated() {
             guard case .success(let event) = item else { continue }
+            let tracing = debug?.tracing(userID: event.userID, headers: request.headers)
+            if let tracing { traced[requests.count] = tracing }
             if let command = event.command {
                 requests.append(
-                    SessionStore.PushRequest(command: command, userID: event.userID, context: event.context)
+                    SessionStore.PushRequest(
+                        command: command,
+                        userID: event.userID,
+                        context: event.context,
+                        tracing: tracing != nil
+                    )
                 )
                 positions.append(index)
                 continue
             }
-            let tracing = debug?.tracing(userID: event.userID, headers: request.headers)
-            if let tracing { traced[requests.count] = tracing }
             requests.append(
                 SessionStore.PushRequest(
                     event: event.event,

@@ -41,9 +41,10 @@ final class PostgresScaleOut: Sendable {
         store: PostgresRecordStore,
         configuration: TagServiceConfiguration,
         diagnostics: any DiagnosticLogger,
-        observer: any DeliveryObserver
+        observer: any DeliveryObserver,
+        debug: DebugHub? = nil
     ) throws {
-        var destination = try Self.destination(configuration)
+        var destination = DebugObservedDestination.wrapping(try Self.destination(configuration), debug: debug)
         if let limit = configuration.brazeRequestsPerSecond {
             destination = SharedRateLimitDestination(destination, requestsPerSecond: limit, store: store)
         }

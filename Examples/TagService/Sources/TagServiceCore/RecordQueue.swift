@@ -10,11 +10,13 @@ import Logging
 /// graceful shutdown reaches it — after the HTTP server and the sessions — then drains what is durable
 /// into the destination within its drain timeout; the rest stays on disk for the next start.
 enum RecordQueue {
-    /// Opens the queue of `configuration`, reporting to `observer`.
+    /// Opens the queue of `configuration`, reporting to `observer`; with the debug page on (`debug`), the
+    /// destination's answers also update the followed users' records (``DebugObservedDestination``).
     static func open(
         _ configuration: TagServiceConfiguration,
         observer: any DeliveryObserver,
-        logger: Logging.Logger
+        logger: Logging.Logger,
+        debug: DebugHub? = nil
     ) throws -> DurableQueue {
         let destination: any AnalyticsDestination
         if let endpoint = configuration.brazeEndpoint {
@@ -38,7 +40,7 @@ enum RecordQueue {
         queueConfiguration.commitDelay = configuration.commitDelay
         return try DurableQueue(
             directory: configuration.queueDirectory,
-            destination: destination,
+            destination: DebugObservedDestination.wrapping(destination, debug: debug),
             configuration: queueConfiguration
         )
     }

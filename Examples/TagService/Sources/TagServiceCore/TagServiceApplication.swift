@@ -65,10 +65,13 @@ public struct TagServiceApplication: Sendable {
         self.configuration = configuration
         try StartupCheck.paths(of: configuration)
         let metrics = ServiceMetrics()
+        // `--debug-token`: the live debug page, on its own listener; `nil` (one branch per push) when off. When on,
+        // the tag manager's observer counts every push's tags for its overview too.
+        let debug = configuration.debug.isEnabled ? DebugHub(settings: configuration.debug) : nil
         let manager = TagManager(
             logger: SwiftLogAdapter(logger),
             defaultContext: .server,
-            observer: metrics,
+            observer: Self.runtimeObserver(metrics: metrics, debug: debug),
             maximumDataLayerBytes: configuration.maximumSessionBytes,
             eventIDs: configuration.eventIDWindow
         )
@@ -90,7 +93,8 @@ public struct TagServiceApplication: Sendable {
                 store: postgres,
                 configuration: configuration,
                 diagnostics: SwiftLogAdapter(logger),
-                observer: metrics
+                observer: metrics,
+                debug: debug
             )
             scaleOut = out
             committer = RecordCommitter(out.pipeline, keepsSessions: true)
@@ -104,7 +108,7 @@ public struct TagServiceApplication: Sendable {
         } else {
             // What a previous run left undelivered: the queue's own counts start at zero with each run.
             metrics.backlogAtStart = (try? DurableQueue.pendingRecords(in: configuration.queueDirectory).count) ?? 0
-            let local = try RecordQueue.open(configuration, observer: metrics, logger: logger)
+            let local = try RecordQueue.open(configuration, observer: metrics, logger: logger, debug: debug)
             // Sessions live in the queue's log: each push's change in the append of its records.
             if let directory = configuration.sessionsDirectory {
                 try LegacySessionImport.run(
@@ -181,8 +185,6 @@ public struct TagServiceApplication: Sendable {
         } else {
             ingestion.add(middleware: WriteKeyMiddleware(keys: writeKeys))
         }
-        // `--debug-token`: the live debug page, on its own listener; `nil` (one branch per push) when off.
-        let debug = configuration.debug.isEnabled ? DebugHub(settings: configuration.debug) : nil
         EventsController(
             sessions: sessions,
             metrics: metrics,

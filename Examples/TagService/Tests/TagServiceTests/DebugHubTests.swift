@@ -155,25 +155,87 @@ struct DebugHubTests {
         again.end()
     }
 
-    @Test func theOverviewCountsEachTagsOutcomesPerBucket() {
-        let fixture = Fixture()
-        let trace = Self.trace("purchase", tags: [("a", "fired"), ("b", "not_fired"), ("c", "blocked")])
-        fixture.hub.overview.count(trace, at: .seconds(5))
-        fixture.hub.overview.count(trace, at: .seconds(25))
-        let series = fixture.hub.overview.tagSeries(at: .seconds(30))
-        #expect(series.map(\.tag.name) == ["a", "b", "c"])
-        #expect(series[0].counts.count == DebugOverview.buckets)
-        #expect(series[0].counts.suffix(2).map(\.fired) == [1, 1])
-        #expect(series[1].counts.last?.notFired == 1)
-        #expect(series[2].counts.last?.blocked == 1)
-        // Ten minutes later the old buckets are gone.
-        #expect(
-            fixture.hub.overview.tagSeries(at: .seconds(30 + 600)).allSatisfy { $0.counts.allSatisfy { $0 == .init() } }
+    /// A tag manager over the debug fixture container (GTM-DEBUG1: tag 0 'Braze - purchase' fires on `purchase`
+    /// with a price over 10 and is blocked when the plan is `staff`; tag 1 'Braze - played song' fires on
+    /// `played song`) whose observer is what the service's is with the page on.
+    static func manager(counting overview: DebugOverview) throws -> (TagManager, Container) {
+        let url = try #require(
+            Bundle.module.url(
+                forResource: "GTM-DEBUG1",
+                withExtension: "json",
+                subdirectory: "Fixtures/debug-containers"
+            )
         )
+        let container = try ContainerLoader().load(bytes: Array(try Data(contentsOf: url)), file: "GTM-DEBUG1.json")
+        let counting = TagManager(observer: DebugRuntimeObserver(metrics: ServiceMetrics(), overview: overview))
+        counting.add(container)
+        return (counting, container)
+    }
+
+    @Test func theOverviewCountsEveryPushNotOnlyTracedOnes() throws {
+        let fixture = Fixture()
+        let (manager, container) = try Self.manager(counting: fixture.hub.overview)
+        let session = manager.makeDataLayer(sessionID: "nobody-follows-me")
+        // Nobody is followed: nothing is traced, and every push is counted.
+        #expect(fixture.hub.tracing(userID: "nobody-follows-me", headers: [:]) == nil)
+        session.push(event: "purchase", parameters: ["price": 20])
+        session.push(event: "purchase", parameters: ["price": 5])
+        fixture.advance(.seconds(20))
+        session.push(event: "played song", parameters: ["title": "So What"])
+        session.push(event: "purchase", parameters: ["price": 20, "plan": "staff"])
+        let series = fixture.hub.overview.tagSeries(of: [container], at: fixture.hub.now())
+        #expect(series.map(\.tag.name) == ["Braze - purchase", "Braze - played song"])
+        #expect(series[0].counts.count == DebugOverview.buckets)
+        let purchase = series[0].counts.suffix(2)
+        #expect(purchase.first == DebugOverview.Counts(fired: 1, notFired: 1, blocked: 0))
+        #expect(purchase.last == DebugOverview.Counts(fired: 0, notFired: 1, blocked: 1))
+        let played = series[1].counts.suffix(2)
+        #expect(played.first == DebugOverview.Counts(fired: 0, notFired: 2, blocked: 0))
+        #expect(played.last == DebugOverview.Counts(fired: 1, notFired: 1, blocked: 0))
+        // Ten minutes later the old buckets are gone; the ring's slots count the new ones from zero.
+        fixture.advance(.seconds(600))
+        #expect(
+            fixture.hub.overview.tagSeries(of: [container], at: fixture.hub.now()).allSatisfy {
+                $0.counts.allSatisfy { $0 == .init() }
+            }
+        )
+        session.push(event: "played song")
+        let later = fixture.hub.overview.tagSeries(of: [container], at: fixture.hub.now())
+        #expect(later[1].counts.last == DebugOverview.Counts(fired: 1, notFired: 0, blocked: 0))
+        #expect(later[1].counts.dropLast().allSatisfy { $0 == .init() })
+    }
+
+    @Test func theOverviewsCountsAgreeWithTheTracesOfTheSamePushes() throws {
+        let fixture = Fixture()
+        let (manager, container) = try Self.manager(counting: fixture.hub.overview)
+        let session = manager.makeDataLayer(sessionID: "alice")
+        var expected = [DebugOverview.Counts(), DebugOverview.Counts()]
+        let pushes: [(String, ValueMap)] = [
+            ("purchase", ["price": 20]), ("purchase", ["price": 20, "plan": "staff"]), ("played song", [:]),
+            ("purchase", ["price": 1]), ("screen", [:]),
+        ]
+        for (event, parameters) in pushes {
+            let trace = try #require(session.push(event: event, parameters: parameters, tracing: true).trace)
+            for tag in trace.tags {
+                switch tag.outcome {
+                case .fired, .pending, .unsupported: expected[tag.index].fired += 1
+                case .blocked, .blockedByConsent: expected[tag.index].blocked += 1
+                default: expected[tag.index].notFired += 1
+                }
+            }
+        }
+        let series = fixture.hub.overview.tagSeries(of: [container], at: fixture.hub.now())
+        #expect(series.map { $0.counts.last! } == expected)
+    }
+
+    @Test func withThePageOffTheTagManagersObserverIsTheMetricsAlone() {
+        let metrics = ServiceMetrics()
+        #expect(TagServiceApplication.runtimeObserver(metrics: metrics, debug: nil) as? ServiceMetrics === metrics)
+        #expect(TagServiceApplication.runtimeObserver(metrics: metrics, debug: Fixture().hub) is DebugRuntimeObserver)
     }
 
     @Test func deliveryLatencyIsEstimatedFromBacklogAndRate() {
-        let overview = DebugOverview()
+        let overview = DebugOverview(now: { .zero })
         overview.sample(backlog: 0, delivered: 0, at: .seconds(0))
         overview.sample(backlog: 50, delivered: 100, at: .seconds(5))
         #expect(overview.deliveries.last?.latency == .milliseconds(2500), "50 waiting, 20 delivered a second")
@@ -199,6 +261,28 @@ struct DebugHubTests {
         html.json(.object(["<k>": .string("</pre><script>"), "n": .int(1)]))
         #expect(
             html.string == "{\n  &quot;&lt;k&gt;&quot;: &quot;&lt;/pre&gt;&lt;script&gt;&quot;,\n  &quot;n&quot;: 1\n}"
+        )
+    }
+
+    @Test func aConsentCommandsPushShowsEachTypeBeforeAndAfterEscaped() throws {
+        let trace = try PushTrace(
+            json:
+                #"{"version":1,"session_id":"alice","message":{},"outcome":"applied","consent":{"kind":"update","types":[{"type":"ad_storage","before":"denied","after":"granted"},{"type":"<script>x</script>","after":"denied"},{"type":"analytics_storage"}]},"changes":[],"evaluations":[],"records":[],"data_layer":{}}"#
+        )
+        let html = DebugPages.push(
+            DebugPushEntry(sequence: 4, time: Date(), userID: "alice", viaHeader: false, trace: trace)
+        )
+        #expect(html.contains(#"<span class="event">consent update</span>"#))
+        #expect(
+            html.contains(
+                #"<tr class="consent-type" data-type="ad_storage" data-changed="true"><td><code>ad_storage</code></td><td class="before">denied</td><td class="after">granted</td></tr>"#
+            )
+        )
+        #expect(html.contains("&lt;script&gt;x&lt;/script&gt;") && !html.contains("<script>x"))
+        #expect(
+            html.contains(
+                #"<td class="before">not set</td><td class="after">not set <span class="none">(unchanged)</span>"#
+            )
         )
     }
 

@@ -2,7 +2,8 @@
 /// (`/debug/static/…`): the Content-Security-Policy allows scripts and styles from there only.
 enum DebugAssets {
     /// Follows the user's live stream (server-sent events): each `push` event's HTML (rendered and escaped by the
-    /// service) goes on top of the list, each `state` event replaces the data layer and pending records. The
+    /// service) goes on top of the list, each `delivery` event replaces a push's records (their delivery state
+    /// changed), each `state` event replaces the data layer and pending records. The
     /// overview reloads its content every 5 seconds. No value is ever put into the page by the script: only the
     /// service's HTML, parsed into an inert template.
     static let script = #"""
@@ -49,6 +50,11 @@ enum DebugAssets {
             body.dataset.after = element.dataset.sequence;
             body.dataset.pushes = String(list.children.length);
           });
+          source.addEventListener('delivery', function (event) {
+            const element = fragment(event.data);
+            const records = element && element.id ? document.getElementById(element.id) : null;
+            if (records) { records.replaceWith(element); }
+          });
           source.addEventListener('state', function (event) {
             const element = fragment(event.data);
             const state = document.getElementById('state');
@@ -88,6 +94,10 @@ enum DebugAssets {
         .outcome, .via-header { background: #fff3e0; padding: 0 .3em; border-radius: 3px; }
         table { border-collapse: collapse; width: 100%; }
         th, td { text-align: left; vertical-align: top; border-bottom: 1px solid #eceff1; padding: .25em .4em; }
+        .record-delivery { padding: 0 .3em; border-radius: 3px; background: #eceff1; }
+        .record-delivery.delivery-delivered { background: #c8e6c9; }
+        .record-delivery.delivery-retrying { background: #fff3e0; }
+        .record-delivery.delivery-rejected { background: #ffcdd2; }
         tr.tag[data-outcome="fired"] .tag-outcome { color: #2e7d32; font-weight: 600; }
         tr.tag[data-outcome="blocked"] .tag-outcome { color: #c62828; font-weight: 600; }
         tr.tag[data-outcome="not_fired"] .tag-outcome { color: #757575; }

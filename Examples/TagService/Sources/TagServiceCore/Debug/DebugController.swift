@@ -10,7 +10,11 @@ import Hummingbird
 /// - `GET /debug/users?user=<id>` — the picker's form: a redirect to the user's page;
 /// - `GET /debug/users/<user id>` — the user's page (a stable address to share): requesting it starts following
 ///   the user;
-/// - `GET /debug/users/<user id>/events` — the page's live stream (server-sent events: `push`, `state`);
+/// - `GET /debug/users/<user id>/events` — the page's live stream (server-sent events: `push`, `delivery`,
+///   `state`);
+/// - `GET /debug/users/<user id>/pushes.json` — for scripts: the user's kept pushes as JSON, each with the library's
+///   versioned trace (``DebugPushesDocument``); `?after=<n>` only those numbered after `n`. Like the page, it starts
+///   following the user;
 /// - `GET /debug/static/debug.js`, `/debug/static/debug.css` — the page's script and style sheet.
 struct DebugController: Sendable {
     let hub: DebugHub
@@ -46,6 +50,30 @@ struct DebugController: Sendable {
                     session: self.sessionView(userID),
                     grace: self.hub.settings.followGrace
                 )
+            )
+        }
+        router.get("debug/users/:user_id/pushes.json") { request, context in
+            let userID: String
+            switch self.userID(context) {
+            case .success(let user): userID = user
+            case .failure(let error): return Self.jsonError(.badRequest, "invalid_user_id", error.message)
+            }
+            let since: Date
+            do throws(DebugHub.Refusal) {
+                since = try self.hub.follow(userID)
+            } catch {
+                return Self.jsonError(.serviceUnavailable, Self.code(error), Self.words(error))
+            }
+            let after = request.uri.queryParameters["after"].flatMap { Int($0) } ?? 0
+            let document = DebugPushesDocument(
+                userID: userID,
+                followedSince: since,
+                entries: self.hub.pushes(of: userID).reversed().filter { $0.sequence > after }
+            )
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: document.json()))
             )
         }
         router.get("debug/users/:user_id/events") { request, context in
@@ -107,6 +135,9 @@ struct DebugController: Sendable {
                             .text
                             + self.stateEvent(userID)
                         try await writer.write(ByteBuffer(string: text))
+                    case .delivery(let entry):
+                        let text = ServerSentEvent(event: "delivery", data: DebugPages.records(entry)).text
+                        try await writer.write(ByteBuffer(string: text))
                     case .heartbeat:
                         try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
                     }
@@ -134,10 +165,11 @@ struct DebugController: Sendable {
     var overviewView: DebugPages.OverviewView {
         hub.sweep()
         let now = hub.now()
+        let containers = manager.containers
         return DebugPages.OverviewView(
-            containers: manager.containers.map { ($0.id, $0.version) },
+            containers: containers.map { ($0.id, $0.version) },
             followed: hub.followedUsers,
-            tags: hub.overview.tagSeries(at: now),
+            tags: hub.overview.tagSeries(of: containers, at: now),
             deliveries: hub.overview.deliveries,
             openStreams: hub.openStreams,
             settings: hub.settings
@@ -159,6 +191,34 @@ struct DebugController: Sendable {
         case .closed:
             return html(DebugPages.message("Stopping", "The service is stopping."), .serviceUnavailable)
         }
+    }
+
+    /// A refusal's code in a JSON answer.
+    static func code(_ refusal: DebugHub.Refusal) -> String {
+        switch refusal {
+        case .tooManyUsers: "too_many_users"
+        case .tooManyStreams: "too_many_streams"
+        case .closed: "stopping"
+        }
+    }
+
+    /// A refusal in words.
+    static func words(_ refusal: DebugHub.Refusal) -> String {
+        switch refusal {
+        case .tooManyUsers(let count): "\(count) users are followed, each with a page open (--debug-max-users)"
+        case .tooManyStreams(let count): "\(count) pages are open (--debug-max-streams)"
+        case .closed: "the service is stopping"
+        }
+    }
+
+    /// `{"error": {"code": …, "message": …}}` with `status`.
+    static func jsonError(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> Response {
+        let body: Value = ["error": ["code": .string(code), "message": .string(message)]]
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: JSONWriter.string(body)))
+        )
     }
 
     static func html(_ text: String, _ status: HTTPResponse.Status = .ok) -> Response {
@@ -206,5 +266,55 @@ struct ServerSentEvent: Sendable {
             text += "data: \(line)\n"
         }
         return text + "\n"
+    }
+}
+
+/// `GET /debug/users/<user id>/pushes.json`: a followed user's kept pushes, oldest first, for scripts.
+///
+/// ```json
+/// {"version": 1, "user_id": "alice", "followed_since_ms": 1764000000000,
+///  "pushes": [{"sequence": 1, "time_ms": 1764000001000, "via_header": false, "trace": {…}}]}
+/// ```
+///
+/// `trace` is the library's ``PushTrace`` JSON (its own `version`, documented in `Docs/Preview.md`), with the
+/// records' delivery state as far as known. Keys are sorted; ``version`` rises when a member is renamed or removed.
+struct DebugPushesDocument: Encodable {
+    /// The version of this envelope: 1.
+    var version = 1
+    var userID: String
+    var followedSince: Int64
+    var pushes: [Push]
+
+    struct Push: Encodable {
+        var sequence: Int
+        var time: Int64
+        var viaHeader: Bool
+        var trace: PushTrace
+
+        enum CodingKeys: String, CodingKey {
+            case sequence, time = "time_ms", viaHeader = "via_header", trace
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version, userID = "user_id", followedSince = "followed_since_ms", pushes
+    }
+
+    init(userID: String, followedSince: Date, entries: [DebugPushEntry]) {
+        self.userID = userID
+        self.followedSince = Self.milliseconds(followedSince)
+        pushes = entries.map {
+            Push(sequence: $0.sequence, time: Self.milliseconds($0.time), viaHeader: $0.viaHeader, trace: $0.trace)
+        }
+    }
+
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+
+    /// The document as JSON text, keys sorted.
+    func json() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(self) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
     }
 }

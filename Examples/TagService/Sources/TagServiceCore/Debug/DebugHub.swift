@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitBraze
 import Foundation
 import HTTPTypes
 import Synchronization
@@ -12,8 +13,8 @@ struct DebugPushEntry: Sendable {
     /// Whose push it was, and whether the request carried the debug header (``DebugHub/header``) rather than the
     /// user being followed.
     let userID: String, viaHeader: Bool
-    /// What the push did.
-    let trace: PushTrace
+    /// What the push did (its records' delivery state updated as it becomes known).
+    var trace: PushTrace
 }
 
 /// Why a push is traced.
@@ -28,12 +29,15 @@ enum DebugTracing: Sendable {
 enum DebugStreamMessage: Sendable {
     /// A traced push.
     case push(DebugPushEntry)
+    /// A kept push whose records' delivery state changed (``DebugDeliveryTracker``).
+    case delivery(DebugPushEntry)
     /// A comment line that keeps the connection open and tells a dead one.
     case heartbeat
 }
 
 /// The debug page's state: who is followed, each followed user's last pushes (a ring), the open streams, and the
-/// counts and samples of the overview. Every bound is ``DebugSettings``'.
+/// counts and samples of the overview (``DebugOverview``, which counts every push through the tag manager's
+/// observer). Every bound is ``DebugSettings``'.
 ///
 /// **The push path.** ``tracing(userID:headers:)`` is what every push asks: with nobody followed it reads one
 /// atomic and looks for the debug header; only a push it answers for is traced and ``record(_:userID:tracing:)``
@@ -59,6 +63,8 @@ final class DebugHub: Sendable {
     let now: @Sendable () -> Duration
     /// The overview's counts and samples.
     let overview: DebugOverview
+    /// The delivery state of the kept pushes' records.
+    let deliveries = DebugDeliveryTracker()
 
     private struct Followed {
         var entries: [DebugPushEntry] = []
@@ -98,7 +104,7 @@ final class DebugHub: Sendable {
             self.now = { ContinuousClock.now - start }
         }
         state = Mutex(State())
-        overview = DebugOverview()
+        overview = DebugOverview(now: self.now)
     }
 
     /// Whether `presented` is the token, in time that does not depend on where they differ.
@@ -118,12 +124,31 @@ final class DebugHub: Sendable {
         return state.withLock { $0.users[userID] != nil } ? .followed : nil
     }
 
-    /// Keeps `trace` as the user's newest push and sends it to their open streams.
+    /// Keeps `trace` as the user's newest push and sends it to their open streams. Its records sent to the delivery
+    /// pipeline show `queued` until the destination answers for them (``noteDelivery(_:)``).
     func record(_ trace: PushTrace, userID: String, tracing: DebugTracing) {
         let time = Date()
         var dropped: [AsyncStream<DebugStreamMessage>.Continuation] = []
-        let recorded: Bool = state.withLock { state in
-            guard var user = state.users[userID] else { return false }
+        var trace = trace
+        var queued: [String] = []
+        for i in trace.records.indices {
+            guard trace.records[i].state == .sent, trace.records[i].durability != .failed,
+                let id = trace.records[i].recordID
+            else { continue }
+            trace.records[i].delivery = .queued
+            queued.append(id)
+        }
+        state.withLock { state in
+            guard var user = state.users[userID] else { return }
+            if !queued.isEmpty {
+                // Answered already (between the commit and now): shown as answered.
+                let known = deliveries.track(queued, userID: userID, sequence: user.nextSequence)
+                for i in trace.records.indices {
+                    guard let id = trace.records[i].recordID, let outcome = known[id] else { continue }
+                    trace.records[i].delivery = outcome.delivery
+                    trace.records[i].deliveryReason = outcome.reason
+                }
+            }
             let entry = DebugPushEntry(
                 sequence: user.nextSequence,
                 time: time,
@@ -134,7 +159,9 @@ final class DebugHub: Sendable {
             user.nextSequence += 1
             user.entries.append(entry)
             if user.entries.count > settings.pushesPerUser {
-                user.entries.removeFirst(user.entries.count - settings.pushesPerUser)
+                let evicted = user.entries.prefix(user.entries.count - settings.pushesPerUser)
+                deliveries.forget(evicted.flatMap { $0.trace.records.compactMap(\.recordID) })
+                user.entries.removeFirst(evicted.count)
             }
             // Yielding never waits: a stream whose buffer is full is finished (its page reconnects and catches up).
             for (id, continuation) in user.subscribers {
@@ -144,10 +171,8 @@ final class DebugHub: Sendable {
                 }
             }
             state.users[userID] = user
-            return true
         }
         for continuation in dropped { continuation.finish() }
-        if recorded { overview.count(trace, at: now()) }
     }
 
     // MARK: Following
@@ -170,7 +195,7 @@ final class DebugHub: Sendable {
                     let idle = state.users.filter({ $0.value.openStreams == 0 })
                         .min(by: { $0.value.lastActive < $1.value.lastActive })?.key
                 else { return .failure(.tooManyUsers(settings.maximumFollowedUsers)) }
-                state.users[idle] = nil
+                unfollow(idle, in: &state)
             }
             let since = Date()
             state.users[userID] = Followed(lastActive: now, since: since)
@@ -192,9 +217,59 @@ final class DebugHub: Sendable {
             $0.value.openStreams == 0 && now - $0.value.lastActive > settings.followGrace
         }
         .map(\.key)
-        for user in expired { state.users[user] = nil }
+        for user in expired { unfollow(user, in: &state) }
         followedCount.store(state.users.count, ordering: .relaxed)
         return expired.count
+    }
+
+    /// Stops following `userID`, forgetting their kept pushes' records.
+    private func unfollow(_ userID: String, in state: inout State) {
+        guard let user = state.users.removeValue(forKey: userID) else { return }
+        deliveries.forget(user.entries.flatMap { $0.trace.records.compactMap(\.recordID) })
+    }
+
+    // MARK: Delivery
+
+    /// Notes what the delivery pipeline's destination answered: the kept records it answered for get their
+    /// delivery state (`delivered`, `retrying` with the error, `rejected` with the reason), and the pages showing
+    /// their pushes an update. With nobody followed it reads one atomic; a browser that cannot take the update is
+    /// dropped, as for a push.
+    func noteDelivery(_ result: DeliveryResult) {
+        guard followedCount.load(ordering: .relaxed) > 0 else { return }
+        let updates = deliveries.updates(for: result)
+        guard !updates.isEmpty else { return }
+        var dropped: [AsyncStream<DebugStreamMessage>.Continuation] = []
+        state.withLock { state in
+            var changed = Set<DebugDeliveryTracker.Location>()
+            for update in updates {
+                let location = update.location
+                guard let first = state.users[location.userID]?.entries.first?.sequence,
+                    state.users[location.userID]!.entries.indices.contains(location.sequence - first)
+                else { continue }
+                // In place: the ring is not copied.
+                let index = location.sequence - first
+                for i in state.users[location.userID]!.entries[index].trace.records.indices
+                where state.users[location.userID]!.entries[index].trace.records[i].recordID == update.recordID {
+                    state.users[location.userID]!.entries[index].trace.records[i].delivery = update.outcome.delivery
+                    state.users[location.userID]!.entries[index].trace.records[i].deliveryReason =
+                        update.outcome.reason
+                }
+                changed.insert(location)
+            }
+            for location in changed {
+                guard let user = state.users[location.userID], let first = user.entries.first?.sequence else {
+                    continue
+                }
+                let entry = user.entries[location.sequence - first]
+                for (id, continuation) in user.subscribers {
+                    if case .dropped = continuation.yield(.delivery(entry)) {
+                        state.users[location.userID]!.subscribers[id] = nil
+                        dropped.append(continuation)
+                    }
+                }
+            }
+        }
+        for continuation in dropped { continuation.finish() }
     }
 
     /// Whether `userID` is followed.

@@ -2,8 +2,16 @@ import ContainerKit
 import Synchronization
 
 /// The overview's figures over the last minutes: per tag, how often it fired, did not fire and was blocked in
-/// the traced pushes (counted when a traced push is recorded: nothing on the path of a push that is not traced),
-/// and the delivery backlog and latency, sampled by the debug service's own task (``sample(_:at:)``).
+/// **every** push (not only the traced ones), and the delivery backlog and latency, sampled by the debug service's
+/// own task (``sample(backlog:delivered:at:)``).
+///
+/// **Counting every push, cheaply.** With the page on, the tag manager's observer is a ``DebugRuntimeObserver``:
+/// each ``RuntimeEvent`` a push reports anyway (an event evaluated in a container, a tag fired, a tag blocked) bumps
+/// one counter here — no trace, no allocation — in a ring of ``buckets`` fixed-size time buckets per container
+/// (a slot is cleared when its time comes round again). A tag's "not fired" is what is left of its container's
+/// evaluated events once its fired and blocked ones are taken away, so a push that fires nothing costs one bump
+/// per container. The counters sit behind one short lock (an integer increment inside). With the page off the
+/// observer is the metrics' alone and none of this exists.
 final class DebugOverview: Sendable {
     /// The width of one bar of a chart.
     static let bucket: Duration = .seconds(20)
@@ -43,51 +51,121 @@ final class DebugOverview: Sendable {
         var latency: Duration?
     }
 
+    /// One container's counters: a ring of ``DebugOverview/buckets`` slots, each the counts of one bucket.
+    struct ContainerCounters: Sendable {
+        /// The bucket number each slot counts (a slot of another number is stale: cleared before it counts).
+        var slots = [Int](repeating: -1, count: DebugOverview.buckets)
+        /// Events evaluated in the container, per slot.
+        var evaluated = [Int](repeating: 0, count: DebugOverview.buckets)
+        /// Per tag index, then per slot (`tag * buckets + slot`): fired, and blocked.
+        var fired: [Int] = []
+        var blocked: [Int] = []
+
+        /// The slot of `bucket`, cleared first when it counted another bucket.
+        mutating func slot(_ bucket: Int) -> Int {
+            let slot = bucket % DebugOverview.buckets
+            if slots[slot] != bucket {
+                slots[slot] = bucket
+                evaluated[slot] = 0
+                var i = slot
+                while i < fired.count {
+                    fired[i] = 0
+                    blocked[i] = 0
+                    i += DebugOverview.buckets
+                }
+            }
+            return slot
+        }
+
+        /// Counts an event evaluated in `bucket`.
+        mutating func countEvaluated(bucket: Int) {
+            evaluated[slot(bucket)] += 1
+        }
+
+        /// Counts tag `index` fired (or `blocked`) in `bucket`.
+        mutating func count(tag index: Int, blocked isBlocked: Bool, bucket: Int) {
+            let slot = slot(bucket)
+            let needed = (index + 1) * DebugOverview.buckets
+            if fired.count < needed {
+                fired.append(contentsOf: repeatElement(0, count: needed - fired.count))
+                blocked.append(contentsOf: repeatElement(0, count: needed - blocked.count))
+            }
+            if isBlocked {
+                blocked[index * DebugOverview.buckets + slot] += 1
+            } else {
+                fired[index * DebugOverview.buckets + slot] += 1
+            }
+        }
+
+        /// Tag `index`'s counts in the slot of `bucket`, or zero when the slot counts another bucket.
+        func counts(tag index: Int, bucket: Int) -> Counts {
+            let slot = bucket % DebugOverview.buckets
+            guard bucket >= 0, slots[slot] == bucket else { return Counts() }
+            let at = index * DebugOverview.buckets + slot
+            let fired = at < self.fired.count ? self.fired[at] : 0
+            let blocked = at < self.blocked.count ? self.blocked[at] : 0
+            // A blocked tag that a setup tag's sequence ran anyway counts twice: never below zero.
+            return Counts(fired: fired, notFired: max(0, evaluated[slot] - fired - blocked), blocked: blocked)
+        }
+    }
+
     private struct State {
-        /// Per tag, counts by bucket number (monotonic time / ``bucket``).
-        var tags: [TagKey: [Int: Counts]] = [:]
+        /// Per container ID, its counters.
+        var containers: [String: ContainerCounters] = [:]
         var deliveries: [DeliverySample] = []
     }
 
     private let state = Mutex(State())
+    /// Monotonic time (the hub's: tests move it by hand).
+    let now: @Sendable () -> Duration
 
-    /// Counts the tags of a traced push.
-    func count(_ trace: PushTrace, at now: Duration) {
-        let bucket = Self.bucketNumber(now)
-        state.withLock { state in
-            for evaluation in trace.evaluations {
-                for tag in evaluation.tags {
-                    let key = TagKey(
-                        containerID: evaluation.containerID,
-                        index: tag.index,
-                        name: tag.name ?? "tag \(tag.index)"
-                    )
-                    var counts = state.tags[key, default: [:]][bucket, default: Counts()]
-                    switch tag.outcome {
-                    case .fired, .pending, .unsupported: counts.fired += 1
-                    case .blocked, .blockedByConsent: counts.blocked += 1
-                    case .notFired, .paused, .alreadyFired: counts.notFired += 1
-                    case .duplicate: continue
-                    }
-                    state.tags[key, default: [:]][bucket] = counts
-                }
-            }
-            // Buckets older than the charts are forgotten.
-            for key in state.tags.keys {
-                state.tags[key] = state.tags[key]!.filter { $0.key > bucket - Self.buckets }
-            }
+    init(now: @escaping @Sendable () -> Duration) {
+        self.now = now
+    }
+
+    /// Counts one report of a push (see ``DebugRuntimeObserver``): an event evaluated in a container, a tag fired
+    /// (blocked by consent counts as blocked) or a tag blocked by a trigger.
+    func count(_ event: RuntimeEvent) {
+        let bucket = Self.bucketNumber(now())
+        switch event {
+        case .eventEvaluated(let containerID, _):
+            state.withLock { $0.containers[containerID, default: ContainerCounters()].countEvaluated(bucket: bucket) }
+        case .tagFired(let containerID, let index, _, _, let status):
+            let blocked: Bool
+            if case .blockedByConsent = status { blocked = true } else { blocked = false }
+            bump(containerID, tag: index, blocked: blocked, bucket: bucket)
+        case .tagBlocked(let containerID, let index, _):
+            bump(containerID, tag: index, blocked: true, bucket: bucket)
         }
     }
 
-    /// Per tag, the counts of the last ``buckets`` buckets, oldest first, ending with the one of `now`.
-    func tagSeries(at now: Duration) -> [(tag: TagKey, counts: [Counts])] {
+    private func bump(_ containerID: String, tag index: Int, blocked: Bool, bucket: Int) {
+        guard index >= 0 else { return }
+        state.withLock {
+            $0.containers[containerID, default: ContainerCounters()].count(tag: index, blocked: blocked, bucket: bucket)
+        }
+    }
+
+    /// Per tag of `containers` (the live ones), the counts of the last ``buckets`` buckets, oldest first, ending
+    /// with the one of `now`.
+    func tagSeries(of containers: [Container], at now: Duration) -> [(tag: TagKey, counts: [Counts])] {
         let last = Self.bucketNumber(now)
-        return state.withLock { state in
-            state.tags.keys.sorted().map { key in
-                let buckets = state.tags[key]!
-                return (key, ((last - Self.buckets + 1)...last).map { buckets[$0] ?? Counts() })
+        let counters = state.withLock { state in containers.map { state.containers[$0.id] } }
+        var series: [(tag: TagKey, counts: [Counts])] = []
+        for (container, counters) in zip(containers, counters) {
+            for tag in container.tags {
+                let key = TagKey(
+                    containerID: container.id,
+                    index: tag.index,
+                    name: tag.name ?? tag.tagID.map { "tag \($0)" } ?? "tag #\(tag.index)"
+                )
+                let counts = ((last - Self.buckets + 1)...last).map {
+                    counters?.counts(tag: tag.index, bucket: $0) ?? Counts()
+                }
+                series.append((key, counts))
             }
         }
+        return series
     }
 
     /// Adds a reading of the delivery pipeline: `backlog` records waiting, `delivered` delivered so far.

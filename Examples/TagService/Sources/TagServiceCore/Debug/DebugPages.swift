@@ -82,7 +82,7 @@ enum DebugPages {
         html.raw("><summary><span class=\"sequence\">#\(entry.sequence)</span> <time>")
         html.text(timestamp(entry.time))
         html.raw("</time> <span class=\"event\">")
-        html.text(trace.event ?? "(no event)")
+        html.text(trace.consent.map { "consent \($0.kind)" } ?? trace.event ?? "(no event)")
         html.raw("</span> ")
         if trace.outcome != .applied {
             html.element("span", class: "outcome outcome-\(trace.outcome.rawValue)", trace.outcome.rawValue)
@@ -106,6 +106,7 @@ enum DebugPages {
         html.raw("<h3>Message</h3><pre class=\"message\">")
         html.json(trace.message)
         html.raw("</pre>")
+        if let consent = trace.consent { self.consent(consent, into: &html) }
         for evaluation in trace.evaluations { self.evaluation(evaluation, into: &html) }
         if !trace.changes.isEmpty {
             html.raw(
@@ -122,7 +123,19 @@ enum DebugPages {
             }
             html.raw("</table>")
         }
-        html.raw("<h3>Records (\(trace.records.count))</h3>")
+        html.raw(records(entry))
+        html.raw("</div></details>")
+        return html.string
+    }
+
+    /// A push's records with their state, durability and delivery (`<div id="records-<sequence>">`, replaced whole
+    /// by the live stream's `delivery` event when their delivery state changes).
+    static func records(_ entry: DebugPushEntry) -> String {
+        let trace = entry.trace
+        var html = HTML()
+        html.raw("<div class=\"records\"")
+        html.attribute("id", "records-\(entry.sequence)")
+        html.raw("><h3>Records (\(trace.records.count))</h3>")
         if trace.records.isEmpty { html.raw("<p class=\"none\">none</p>") }
         for record in trace.records {
             html.raw("<div class=\"record\"")
@@ -138,12 +151,45 @@ enum DebugPages {
             html.raw(" ")
             html.element("span", class: "record-durability", record.durability.rawValue)
             if let error = record.durabilityError { html.raw(" "); html.element("code", error) }
+            if let delivery = record.delivery {
+                html.raw(" ")
+                html.element("span", class: "record-delivery delivery-\(delivery.rawValue)", delivery.rawValue)
+            }
+            if let reason = record.deliveryReason {
+                html.raw(" "); html.element("span", class: "delivery-reason", reason)
+            }
             html.raw("</p><pre>")
             html.json(record.record)
             html.raw("</pre></div>")
         }
-        html.raw("</div></details>")
+        html.raw("</div>")
         return html.string
+    }
+
+    /// What a consent command changed: per consent type it names, granted or denied before and after.
+    static func consent(_ consent: PushTrace.Consent, into html: inout HTML) {
+        html.raw("<h3>Consent ")
+        html.text(consent.kind)
+        if let regions = consent.regions {
+            html.raw(" <span class=\"regions\">for ")
+            html.text(regions.joined(separator: ", "))
+            html.raw("</span>")
+        }
+        html.raw("</h3><table class=\"consent\"><tr><th>type</th><th>before</th><th>after</th></tr>")
+        for type in consent.types {
+            html.raw("<tr class=\"consent-type\"")
+            html.attribute("data-type", type.type)
+            html.attribute("data-changed", type.before == type.after ? "false" : "true")
+            html.raw("><td><code>")
+            html.text(type.type)
+            html.raw("</code></td><td class=\"before\">")
+            html.text(type.before ?? "not set")
+            html.raw("</td><td class=\"after\">")
+            html.text(type.after ?? "not set")
+            if type.before == type.after { html.raw(" <span class=\"none\">(unchanged)</span>") }
+            html.raw("</td></tr>")
+        }
+        html.raw("</table>")
     }
 
     /// One container's evaluation: its tags with their outcomes, then the variables.
@@ -335,7 +381,7 @@ enum DebugPages {
             if user.openStreams > 0 { html.raw(" · page open") }
             html.raw("</li>")
         }
-        html.raw("</ul></section><section class=\"tag-charts\"><h2>Tags in traced pushes, last ")
+        html.raw("</ul></section><section class=\"tag-charts\"><h2>Tags in every push, last ")
         html.text(minutes(DebugOverview.bucket * DebugOverview.buckets))
         html.raw(
             "</h2><p class=\"legend\"><span class=\"fired\">■ fired</span> <span class=\"not-fired\">■ not fired</span> "
@@ -343,7 +389,7 @@ enum DebugPages {
         html.raw("<span class=\"blocked\">■ blocked</span>; one bar per ")
         html.text("\(DebugOverview.bucket.components.seconds) s")
         html.raw(".</p>")
-        if view.tags.isEmpty { html.raw("<p class=\"none\">no traced push yet</p>") }
+        if view.tags.isEmpty { html.raw("<p class=\"none\">no live container has a tag</p>") }
         html.raw("<table class=\"charts\">")
         for (tag, counts) in view.tags {
             let total = counts.reduce(DebugOverview.Counts()) {

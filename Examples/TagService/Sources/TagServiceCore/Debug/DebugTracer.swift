@@ -15,7 +15,27 @@ extension DebugHub {
     }
 }
 
+/// The tag manager's observer while the debug page is on: the metrics' observer, and the overview's counts of every
+/// push's tags (``DebugOverview/count(_:)``). With the page off the tag manager's observer is the metrics alone.
+struct DebugRuntimeObserver: RuntimeObserver, DeliveryObserver {
+    let metrics: ServiceMetrics
+    let overview: DebugOverview
+
+    func observe(_ event: RuntimeEvent) {
+        metrics.observe(event)
+        overview.count(event)
+    }
+
+    func observe(_ event: DeliveryEvent) { metrics.observe(event) }
+}
+
 extension TagServiceApplication {
+    /// The tag manager's observer: the metrics, and with the debug page on (`debug`) its overview's counts too.
+    static func runtimeObserver(metrics: ServiceMetrics, debug: DebugHub?) -> any RuntimeObserver {
+        guard let debug else { return metrics }
+        return DebugRuntimeObserver(metrics: metrics, overview: debug.overview)
+    }
+
     /// The delivery pipeline's backlog (records durable and not delivered or rejected, with what a previous run
     /// left) and delivered total, for the debug page's overview.
     static func deliveryReading(queue: DurableQueue?, scaleOut: PostgresScaleOut?, metrics: ServiceMetrics)

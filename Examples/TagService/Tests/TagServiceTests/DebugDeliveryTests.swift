@@ -1,0 +1,175 @@
+import ContainerKit
+import ContainerKitBraze
+import ContainerKitTesting
+import Foundation
+import Testing
+
+@testable import TagServiceCore
+
+/// The delivery state of a followed user's records on the debug page: `queued` when the push is recorded, then
+/// what the delivery pipeline's destination answers — without a browser (the hub and the observed destination).
+struct DebugDeliveryTests {
+    /// A traced push that sent records `ids` (durable) and held one (`held`, which is never delivered).
+    static func trace(_ event: String, sent ids: [String], held: String? = nil) -> PushTrace {
+        var records = ids.map {
+            #"{"state":"sent","record_id":"\#($0)","record":{"id":"\#($0)"},"durability":"durable","from_push_hook":false}"#
+        }
+        if let held {
+            records.append(
+                #"{"state":"held","record_id":"\#(held)","record":{"id":"\#(held)"},"durability":"session","from_push_hook":false}"#
+            )
+        }
+        return try! PushTrace(
+            json:
+                #"{"version":1,"session_id":"alice","event":"\#(event)","message":{},"outcome":"applied","changes":[],"evaluations":[],"records":[\#(records.joined(separator: ","))],"data_layer":{}}"#
+        )
+    }
+
+    static func record(_ id: String) -> AnalyticsRecord {
+        AnalyticsRecord(id: id, user: .externalID("alice"), payload: .customEvent(name: "played", properties: [:]))
+    }
+
+    /// The delivery state and reason of each record of the user's newest push.
+    static func states(_ hub: DebugHub, _ user: String = "alice") -> [String: String] {
+        var states: [String: String] = [:]
+        for record in hub.pushes(of: user).first?.trace.records ?? [] {
+            states[record.recordID ?? "?"] =
+                (record.delivery?.rawValue ?? "none") + (record.deliveryReason.map { " (\($0))" } ?? "")
+        }
+        return states
+    }
+
+    @Test func aFollowedUsersRecordsAreQueuedThenDeliveredAndTheirPageIsTold() async throws {
+        let hub = DebugHubTests.Fixture().hub
+        let subscription = try hub.subscribe("alice", after: 0)
+        var messages = subscription.messages.makeAsyncIterator()
+        hub.record(Self.trace("played", sent: ["r1", "r2"], held: "h1"), userID: "alice", tracing: .followed)
+        #expect(Self.states(hub) == ["r1": "queued", "r2": "queued", "h1": "none"])
+        guard case .push = await messages.next() else {
+            Issue.record("no push message")
+            return
+        }
+        // The destination accepts r1 (and records of other users, which change nothing).
+        hub.noteDelivery(.accepted([Self.record("r1"), Self.record("someone-else")]))
+        #expect(Self.states(hub) == ["r1": "delivered", "r2": "queued", "h1": "none"])
+        guard case .delivery(let entry) = await messages.next() else {
+            Issue.record("no delivery message")
+            return
+        }
+        #expect(entry.sequence == 1)
+        #expect(entry.trace.records.first?.delivery == .delivered)
+        let html = DebugPages.records(entry)
+        #expect(html.hasPrefix(#"<div class="records" id="records-1">"#))
+        #expect(html.contains(#"<span class="record-delivery delivery-delivered">delivered</span>"#))
+        subscription.end()
+    }
+
+    @Test func aRetryShowsTheErrorAndARejectionItsReason() throws {
+        let hub = DebugHubTests.Fixture().hub
+        try hub.follow("alice")
+        hub.record(Self.trace("played", sent: ["r1", "r2"]), userID: "alice", tracing: .followed)
+        hub.noteDelivery(
+            .retry(
+                [Self.record("r1"), Self.record("r2")],
+                DeliveryError(.serverError, "braze answered 503", status: 503)
+            )
+        )
+        #expect(
+            Self.states(hub) == [
+                "r1": "retrying (server_error: braze answered 503 (HTTP 503))",
+                "r2": "retrying (server_error: braze answered 503 (HTTP 503))",
+            ]
+        )
+        hub.noteDelivery(
+            DeliveryResult(
+                accepted: [Self.record("r1")],
+                rejected: [.init(records: [Self.record("r2")], error: DeliveryError(.rejected, "invalid attribute"))]
+            )
+        )
+        #expect(Self.states(hub) == ["r1": "delivered", "r2": "rejected (rejected: invalid attribute)"])
+        #expect(hub.deliveries.trackedCount == 0, "settled records are no longer tracked")
+        // The trace's JSON carries the state, and its text too.
+        let trace = try #require(hub.pushes(of: "alice").first?.trace)
+        #expect(trace.json().contains(#""delivery":"rejected","delivery_reason":"rejected: invalid attribute""#))
+        #expect(trace.textLines.contains { $0.hasSuffix("[durable, rejected: rejected: invalid attribute]") })
+    }
+
+    @Test func aRecordDeliveredBeforeItsPushIsRecordedShowsDelivered() throws {
+        let hub = DebugHubTests.Fixture().hub
+        try hub.follow("alice")
+        // The pipeline can deliver between the commit and the push's answer.
+        hub.noteDelivery(.accepted([Self.record("r1")]))
+        hub.record(Self.trace("played", sent: ["r1", "r2"]), userID: "alice", tracing: .followed)
+        #expect(Self.states(hub) == ["r1": "delivered", "r2": "queued"])
+        #expect(hub.deliveries.trackedCount == 1)
+    }
+
+    @Test func withNobodyFollowedAnAnswerIsNotLookedAt() throws {
+        let hub = DebugHubTests.Fixture().hub
+        hub.noteDelivery(.accepted([Self.record("r1")]))
+        #expect(hub.deliveries.updates(for: .accepted([])).isEmpty)
+        // Had the answer been looked at, r1 would be remembered and shown delivered now.
+        try hub.follow("alice")
+        hub.record(Self.trace("played", sent: ["r1"]), userID: "alice", tracing: .followed)
+        #expect(Self.states(hub) == ["r1": "queued"])
+    }
+
+    @Test func theTrackedRecordsAreThoseOfTheKeptPushesOnly() throws {
+        let hub = DebugHubTests.Fixture {
+            $0.pushesPerUser = 3; $0.followGrace = .seconds(1)
+        }.hub
+        try hub.follow("alice")
+        for index in 1...10 {
+            hub.record(
+                Self.trace("e\(index)", sent: ["r\(index)a", "r\(index)b"]),
+                userID: "alice",
+                tracing: .followed
+            )
+        }
+        #expect(hub.deliveries.trackedCount == 6, "3 pushes kept, 2 records each")
+        hub.noteDelivery(.accepted([Self.record("r1a")]))
+        #expect(hub.pushes(of: "alice").allSatisfy { $0.trace.records.allSatisfy { $0.delivery == .queued } })
+    }
+
+    @Test func unfollowingForgetsTheUsersRecords() throws {
+        let fixture = DebugHubTests.Fixture { $0.followGrace = .seconds(10) }
+        try fixture.hub.follow("alice")
+        fixture.hub.record(Self.trace("played", sent: ["r1"]), userID: "alice", tracing: .followed)
+        #expect(fixture.hub.deliveries.trackedCount == 1)
+        fixture.advance(.seconds(11))
+        #expect(fixture.hub.sweep() == 1)
+        #expect(fixture.hub.deliveries.trackedCount == 0)
+    }
+
+    @Test func aPageThatDoesNotReadIsDroppedAndNeverBlocksTheDelivery() async throws {
+        let hub = DebugHubTests.Fixture { $0.pushesPerUser = 10 }.hub
+        let subscription = try hub.subscribe("alice", after: 0)
+        for index in 1...10 {
+            hub.record(Self.trace("e\(index)", sent: ["r\(index)"]), userID: "alice", tracing: .followed)
+        }
+        // Nothing reads the stream: its buffer (26) fills, then it is finished; every call returns at once.
+        for _ in 1...2 {
+            for index in 1...10 {
+                hub.noteDelivery(.retry([Self.record("r\(index)")], DeliveryError(.timeout, "slow")))
+            }
+        }
+        hub.noteDelivery(.accepted((1...10).map { Self.record("r\($0)") }))
+        var received = 0
+        for await _ in subscription.messages { received += 1 }
+        #expect(received == 26, "what its buffer held, then the stream ended")
+        #expect(hub.openStreams == 0)
+        #expect(Self.states(hub) == ["r10": "delivered"])
+    }
+
+    @Test func theObservedDestinationDeliversWhatItsDestinationDoes() async throws {
+        let hub = DebugHubTests.Fixture().hub
+        try hub.follow("alice")
+        hub.record(Self.trace("played", sent: ["r1"]), userID: "alice", tracing: .followed)
+        let memory = InMemoryAnalyticsSink()
+        let destination = DebugObservedDestination.wrapping(memory, debug: hub)
+        let result = await destination.deliver([Self.record("r1")], json: nil)
+        #expect(result.accepted.map(\.id) == ["r1"])
+        #expect(Self.states(hub) == ["r1": "delivered"])
+        #expect(DebugObservedDestination.wrapping(memory, debug: nil) is InMemoryAnalyticsSink)
+    }
+}
