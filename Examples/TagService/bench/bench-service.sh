@@ -27,7 +27,26 @@
 # /proc around each wrk run: on a shared host whose speed drifts they move far less than the rates do, and
 # service_cpu_health_vs_event (health CPU ÷ event CPU) is what service_vs_health would be if the service had
 # the machine to itself.
+#
+# BENCH_DEBUG_SIDE_BY_SIDE=1 measures what the live debug page costs instead: three services over the same
+# stand-in — the page off, the page on with nobody followed, the page on with one user followed whom the load
+# never sends (bench-followed-user) — each round one wrk run of POST /v1/events against each, in turn, so the
+# three share each stretch of the machine's time. Prints service_cpu_us_per_event_debug_off=,
+# service_cpu_us_per_event_debug_on=, service_cpu_us_per_event_debug_following_other= (the median round of each),
+# service_cpu_debug_on_vs_off=, service_cpu_debug_following_other_vs_off= (the median of each round's ratio), the
+# same for events per second (service_events_req_per_s_debug_*=, service_events_debug_*_vs_off=), and
+# service_debug_rounds=.
+#
+# Builds: BENCH_CONFIGURATION (release by default; debug for a quick check of the script). Prebuilt binaries skip
+# the builds: BENCH_SERVICE_BIN (TagService) with BENCH_TRACK_BIN (users-track-stand-in); BENCH_BIN is a directory
+# holding both.
 set -euo pipefail
+# Paths given relative to where the script was started from, before it moves to the package.
+for variable in BENCH_BIN BENCH_SERVICE_BIN BENCH_TRACK_BIN; do
+    if [ -n "${!variable:-}" ] && [ "${!variable#/}" = "${!variable}" ]; then
+        export "$variable=$PWD/${!variable}"
+    fi
+done
 cd "$(dirname "$0")/.."
 
 DURATION=${BENCH_DURATION:-6}
@@ -45,14 +64,31 @@ if ! command -v wrk > /dev/null; then
     $SUDO apt-get install -y wrk > /dev/null 2>&1 || { $SUDO apt-get update > /dev/null && $SUDO apt-get install -y wrk > /dev/null; }
 fi
 
-swift build -c release ${BENCH_SWIFT_FLAGS:-} --product TagService >&2
-# The /users/track stand-in is the root package's users-track-stand-in (the same one make bench and make soak use).
-swift build --package-path ../.. -c release ${BENCH_SWIFT_FLAGS:-} --product users-track-stand-in >&2
-TRACK_BIN=$(swift build --package-path ../.. -c release ${BENCH_SWIFT_FLAGS:-} --show-bin-path)/users-track-stand-in
-BIN=$(swift build -c release ${BENCH_SWIFT_FLAGS:-} --show-bin-path)
-SERVICE_BIN=${BENCH_SERVICE_BIN:-$BIN/TagService}   # another build of the service, to compare two versions
-# BENCH_SWIFT_FLAGS passes flags to the builds (for example "--scratch-path .build-release", to keep the
-# release build apart from a debug build running at the same time).
+CONFIGURATION=${BENCH_CONFIGURATION:-release}
+if [ -n "${BENCH_BIN:-}" ]; then
+    BENCH_SERVICE_BIN=${BENCH_SERVICE_BIN:-$BENCH_BIN/TagService}
+    BENCH_TRACK_BIN=${BENCH_TRACK_BIN:-$BENCH_BIN/users-track-stand-in}
+fi
+if [ -n "${BENCH_SERVICE_BIN:-}" ] && [ -n "${BENCH_TRACK_BIN:-}" ]; then
+    SERVICE_BIN=$BENCH_SERVICE_BIN
+    TRACK_BIN=$BENCH_TRACK_BIN
+    for binary in "$SERVICE_BIN" "$TRACK_BIN"; do
+        [ -x "$binary" ] || { echo "bench-service: $binary is not an executable" >&2; exit 1; }
+    done
+else
+    # The /users/track stand-in is the root package's users-track-stand-in (the one make bench and make soak use).
+    if [ -z "${BENCH_TRACK_BIN:-}" ]; then
+        swift build --package-path ../.. -c "$CONFIGURATION" ${BENCH_SWIFT_FLAGS:-} --product users-track-stand-in >&2
+    fi
+    TRACK_BIN=${BENCH_TRACK_BIN:-$(swift build --package-path ../.. -c "$CONFIGURATION" ${BENCH_SWIFT_FLAGS:-} --show-bin-path)/users-track-stand-in}
+    if [ -z "${BENCH_SERVICE_BIN:-}" ]; then
+        swift build -c "$CONFIGURATION" ${BENCH_SWIFT_FLAGS:-} --product TagService >&2
+    fi
+    SERVICE_BIN=${BENCH_SERVICE_BIN:-$(swift build -c "$CONFIGURATION" ${BENCH_SWIFT_FLAGS:-} --show-bin-path)/TagService}
+fi
+# BENCH_SERVICE_BIN alone: another build of the service, to compare two versions. BENCH_SWIFT_FLAGS passes flags to
+# the builds (for example "--scratch-path .build-release", to keep the release build apart from a debug build
+# running at the same time).
 
 WORK=$(mktemp -d)
 PIDS=()
@@ -84,22 +120,99 @@ TRACK_PID=$!
 PIDS+=("$TRACK_PID")
 wait_for "http://127.0.0.1:$TRACK_PORT/stats" 10 "$TRACK_PID"
 
-BRAZE_REST_ENDPOINT="http://127.0.0.1:$TRACK_PORT" BRAZE_REST_API_KEY=bench \
-    "$SERVICE_BIN" --containers "$WORK/containers" --queue "$WORK/queue" \
-    --host 127.0.0.1 --port "$SERVICE_PORT" --log-level warning ${BENCH_SERVICE_FLAGS:-} &
-SERVICE_PID=$!
-PIDS+=("$SERVICE_PID")
-wait_for "http://127.0.0.1:$SERVICE_PORT/ready" 30 "$SERVICE_PID"
+start_service() {   # port, queue directory, extra flags… → sets STARTED_PID
+    local port=$1 queue=$2
+    shift 2
+    BRAZE_REST_ENDPOINT="http://127.0.0.1:$TRACK_PORT" BRAZE_REST_API_KEY=bench \
+        "$SERVICE_BIN" --containers "$WORK/containers" --queue "$queue" \
+        --host 127.0.0.1 --port "$port" --log-level warning "$@" ${BENCH_SERVICE_FLAGS:-} &
+    STARTED_PID=$!
+    PIDS+=("$STARTED_PID")
+    wait_for "http://127.0.0.1:$port/ready" 30 "$STARTED_PID"
+}
+
+run_wrk_on() {   # port, path, lua script, seconds → wrk output
+    timeout $(($4 + 30)) wrk -t"$THREADS" -c"$CONNECTIONS" -d"${4}s" --timeout 10s -s "bench/$3" \
+        "http://127.0.0.1:$1$2"
+}
 
 run_wrk() {   # path, lua script, seconds → wrk output
-    timeout $(($3 + 30)) wrk -t"$THREADS" -c"$CONNECTIONS" -d"${3}s" --timeout 10s -s "bench/$2" \
-        "http://127.0.0.1:$SERVICE_PORT$1"
+    run_wrk_on "$SERVICE_PORT" "$@"
 }
 
 # CPU time (user + system, in clock ticks) a process has used so far: what one request costs the service
 # is read off these, which a busy neighbour on a shared host disturbs far less than it does throughput.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
+
+if [ "${BENCH_DEBUG_SIDE_BY_SIDE:-0}" = 1 ]; then
+    # Three services: the debug page off, on with nobody followed, on with one user followed that the load never
+    # sends. Each round runs the event load against each in turn; the CPU each spent per answered event is compared.
+    DEBUG_TOKEN=bench-debug-token-0123456789
+    FOLLOWED_USER=bench-followed-user
+    names=(off on following_other)
+    ports=("$SERVICE_PORT" $((SERVICE_PORT + 2)) $((SERVICE_PORT + 4)))
+    debug_ports=("" $((SERVICE_PORT + 3)) $((SERVICE_PORT + 5)))
+    pids=()
+    start_service "${ports[0]}" "$WORK/queue-off"
+    pids+=("$STARTED_PID")
+    for i in 1 2; do
+        start_service "${ports[$i]}" "$WORK/queue-${names[$i]}" --debug-token "$DEBUG_TOKEN" \
+            --debug-port "${debug_ports[$i]}"
+        pids+=("$STARTED_PID")
+        wait_for_debug=0
+        for _ in $(seq 1 100); do
+            if curl -fs -o /dev/null -H "Authorization: Bearer $DEBUG_TOKEN" \
+                "http://127.0.0.1:${debug_ports[$i]}/debug"; then wait_for_debug=1; break; fi
+            sleep 0.1
+        done
+        [ "$wait_for_debug" = 1 ] || { echo "bench-service: the debug page on ${debug_ports[$i]} did not answer" >&2; exit 1; }
+    done
+    # Following starts with a request for the user's page (and lasts its grace period, 10 minutes by default).
+    curl -fs -o /dev/null -H "Authorization: Bearer $DEBUG_TOKEN" \
+        "http://127.0.0.1:${debug_ports[2]}/debug/users/$FOLLOWED_USER"
+    curl -fs -H "Authorization: Bearer $DEBUG_TOKEN" "http://127.0.0.1:${debug_ports[2]}/debug" \
+        | grep -q "/debug/users/$FOLLOWED_USER" \
+        || { echo "bench-service: $FOLLOWED_USER is not followed" >&2; exit 1; }
+    for i in 0 1 2; do run_wrk_on "${ports[$i]}" /v1/events events.lua 2 > /dev/null; done   # warm-up
+    SIDE_FILE="$WORK/side-by-side"
+    for round in $(seq 1 "$ROUNDS"); do
+        line="$round"
+        for i in 0 1 2; do
+            c0=$(cpu_ticks "${pids[$i]}")
+            OUT=$(run_wrk_on "${ports[$i]}" /v1/events events.lua "$DURATION")
+            c1=$(cpu_ticks "${pids[$i]}")
+            echo "$OUT" >&2
+            rps=$(echo "$OUT" | awk '/^Requests\/sec:/ { print $2 }')
+            ok=$(echo "$OUT" | awk -F= '/^wrk_ok=/ { print $2 }')
+            us=$(awk -v c=$((c1 - c0)) -v us="$TICK_US" -v n="$ok" 'BEGIN { printf "%.2f", (n > 0 ? c * us / n : 0) }')
+            echo "bench-service: round $round: debug ${names[$i]}: $rps events/s, service CPU $us us/event" >&2
+            line="$line $us $rps"
+        done
+        echo "$line" >> "$SIDE_FILE"
+    done
+    median() {   # column of $SIDE_FILE (an awk expression over the columns) → its median over the rounds
+        awk "{ print $1 }" "$SIDE_FILE" | sort -g | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)'
+    }
+    for i in 0 1 2; do
+        echo "service_cpu_us_per_event_debug_${names[$i]}=$(median "\$$((2 * i + 2))")"
+    done
+    for i in 0 1 2; do
+        echo "service_events_req_per_s_debug_${names[$i]}=$(median "\$$((2 * i + 3))")"
+    done
+    # Ratios per round (the same stretch of the machine's time), then their median.
+    printf "service_cpu_debug_on_vs_off=%.3f\n" "$(median '($2 > 0 ? $4 / $2 : 0)')"
+    printf "service_cpu_debug_following_other_vs_off=%.3f\n" "$(median '($2 > 0 ? $6 / $2 : 0)')"
+    printf "service_events_debug_on_vs_off=%.3f\n" "$(median '($3 > 0 ? $5 / $3 : 0)')"
+    printf "service_events_debug_following_other_vs_off=%.3f\n" "$(median '($3 > 0 ? $7 / $3 : 0)')"
+    echo "service_debug_rounds=$ROUNDS"
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2> /dev/null || true; done
+    exit 0
+fi
+
+start_service "$SERVICE_PORT" "$WORK/queue"
+SERVICE_PID=$STARTED_PID
 
 WARMUP=$(run_wrk /v1/events events.lua 2)    # warm-up: code paths, sessions, allocator
 BATCH_WARMUP=$(run_wrk /v1/batch batch.lua 2)
