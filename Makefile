@@ -40,7 +40,8 @@ bench-check:
 
 # The example service (Examples/TagService) under load: wrk against POST /v1/events and GET /health of one
 # server on 127.0.0.1, with a loopback /users/track stand-in; BENCH_ROUNDS rounds of BENCH_DURATION seconds each,
-# the median round reported.
+# the median round reported. BENCH_DEBUG_SIDE_BY_SIDE=1: what the live debug page costs (off, on, following another
+# user), side by side in one run; BENCH_BIN=<dir> (TagService and users-track-stand-in) skips the builds.
 bench-service:
 	Examples/TagService/bench/bench-service.sh
 
