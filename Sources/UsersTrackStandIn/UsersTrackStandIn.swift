@@ -11,7 +11,9 @@ import Foundation
 /// A minimal Braze `/users/track` stand-in on 127.0.0.1 for `make bench`, `make soak` and the example service's
 /// load tests (the `users-track-stand-in` executable): counts the objects it accepts, and the `title` property of
 /// each event object; HTTP/1.1 with `Content-Length` bodies, keep-alive; answers 201 `{"message":"success"}` to
-/// a request with objects, and `GET /stats` with the counts as JSON.
+/// a request with objects, and `GET /stats` with the counts as JSON. A `POST …/users/identify` request is read
+/// as Braze's (`aliases_to_identify`: `external_id` and `user_alias`), each alias logged in order of arrival
+/// (``identifications``) with the event titles that had arrived before it.
 ///
 /// The initializer only binds the port (so ``port`` is known at once; connections wait in the backlog). The
 /// threads belong to ``run()``: one accepts, one serves each connection, and ``run()`` returns once ``stop()``
@@ -29,8 +31,25 @@ public final class UsersTrackStandIn: Sendable {
         public var attributes = 0
         /// Requests whose body was not a JSON object.
         public var unreadable = 0
+        /// Aliases received in `/users/identify` requests (a repeated one counted again).
+        public var identifiedAliases = 0
         /// Every object received.
         public var objects: Int { events + purchases + attributes }
+    }
+
+    /// One alias of a `/users/identify` request, as it arrived.
+    public struct Identification: Sendable, Equatable {
+        /// The `external_id` the alias is identified as.
+        public var externalID: String
+        /// The alias's `alias_name`.
+        public var aliasName: String
+        /// The alias's `alias_label`.
+        public var aliasLabel: String
+        /// The request's `merge_behavior`, if it said one.
+        public var mergeBehavior: String?
+        /// The `title` properties of the events that had arrived before this request (what Braze would have
+        /// merged).
+        public var titlesBefore: Set<String>
     }
 
     private struct State {
@@ -38,6 +57,23 @@ public final class UsersTrackStandIn: Sendable {
         var running = false
         var counts = Counts()
         var titles: [String: Int] = [:]
+        var identifications: [Identification] = []
+        /// Tasks waiting for a condition on the state (``waitForTitles(_:)``), by their number.
+        var waiters: [Int: Waiter] = [:]
+        var nextWaiter = 0
+
+        /// Takes the waiters whose condition holds now (all of them once the stand-in stopped), to resume
+        /// outside the lock.
+        mutating func satisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
+            let ready = waiters.filter { stopped || $0.value.condition(self) }
+            for key in ready.keys { waiters[key] = nil }
+            return ready.values.map(\.continuation)
+        }
+    }
+
+    private struct Waiter {
+        var condition: @Sendable (State) -> Bool
+        var continuation: CheckedContinuation<Void, Never>
     }
 
     public let port: UInt16
@@ -54,6 +90,46 @@ public final class UsersTrackStandIn: Sendable {
 
     /// How many times each `title` property arrived in an event object.
     public var deliveredTitles: [String: Int] { state.withLock { $0.titles } }
+
+    /// Every alias of the `/users/identify` requests received, in their order of arrival (a retried request's
+    /// aliases again).
+    public var identifications: [Identification] { state.withLock { $0.identifications } }
+
+    /// Returns once events with at least `count` distinct `title`s arrived (at once if they did), when the
+    /// stand-in stops, or when the calling task is cancelled: what a test awaits instead of polling.
+    public func waitForTitles(_ count: Int) async {
+        await wait { $0.titles.count >= count }
+    }
+
+    /// Returns once at least `count` aliases were identified (at once if they were), when the stand-in stops,
+    /// or when the calling task is cancelled.
+    public func waitForIdentifications(_ count: Int) async {
+        await wait { $0.identifications.count >= count }
+    }
+
+    private func wait(until condition: @escaping @Sendable (State) -> Bool) async {
+        let number = state.withLock { state -> Int in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.stopped || condition(state) || Task.isCancelled { return true }
+                    state.waiters[number] = Waiter(condition: condition, continuation: continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: number) }?.continuation.resume()
+        }
+    }
+
+    /// Resumes the waiters whose condition holds now.
+    private func resumeWaiters() {
+        for continuation in state.withLock({ $0.satisfiedWaiters() }) { continuation.resume() }
+    }
 
     private let titlesFile: Mutex<FileHandle?>
 
@@ -148,6 +224,7 @@ public final class UsersTrackStandIn: Sendable {
             return !state.stopped
         }
         guard first else { return false }
+        resumeWaiters()
         var byte: UInt8 = 1
         _ = write(stopPipe.write, &byte, 1)
         return true
@@ -240,6 +317,7 @@ public final class UsersTrackStandIn: Sendable {
     /// The request line and header fields of a request head (bytes up to its blank line).
     private struct Head {
         var isStats = false
+        var isIdentify = false
         var length = 0
         var keepAlive = false
         var expectsContinue = false
@@ -257,6 +335,10 @@ public final class UsersTrackStandIn: Sendable {
                 if first {
                     first = false
                     isStats = line.starts(with: "GET /stats".utf8)
+                    // `POST <path prefix>/users/identify HTTP/1.1`
+                    isIdentify =
+                        line.starts(with: "POST ".utf8)
+                        && Self.containsIgnoringCase(line, "/users/identify ")
                     keepAlive = line.reversed().starts(with: "HTTP/1.1".utf8.reversed())
                     continue
                 }
@@ -328,12 +410,19 @@ public final class UsersTrackStandIn: Sendable {
                 let current = counts
                 let text = """
                     {"requests":\(current.requests),"events":\(current.events),"purchases":\(current.purchases),\
-                    "attributes":\(current.attributes),"objects":\(current.objects),"unreadable":\(current.unreadable)}
+                    "attributes":\(current.attributes),"objects":\(current.objects),"unreadable":\(current.unreadable),\
+                    "identified_aliases":\(current.identifiedAliases)}
                     """
                 let head =
                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(text.utf8.count)\r\n"
                     + "Connection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
                 guard sendAll(fd, head + text), keepAlive else { return }
+                continue
+            }
+            if request.isIdentify {
+                let body = Array(buffer[0..<length])
+                buffer.removeFirst(length)
+                guard answerIdentify(fd, body, keepAlive: keepAlive), keepAlive else { return }
                 continue
             }
             var received = Counts(requests: 1)
@@ -360,6 +449,7 @@ public final class UsersTrackStandIn: Sendable {
                 state.counts.unreadable += received.unreadable
                 for title in titles { state.titles[title, default: 0] += 1 }
             }
+            if !titles.isEmpty { resumeWaiters() }
             if !titles.isEmpty {
                 let lines = titles.joined(separator: "\n") + "\n"
                 titlesFile.withLock { $0?.write(Data(lines.utf8)) }
@@ -371,6 +461,54 @@ public final class UsersTrackStandIn: Sendable {
                 + "Connection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
             guard sendAll(fd, head + answer), keepAlive else { return }
         }
+    }
+}
+
+extension UsersTrackStandIn {
+    /// Logs the aliases of a `/users/identify` body and answers it: 201 with aliases, 400 without (Braze
+    /// requires `aliases_to_identify`); `false` when the answer could not be sent.
+    private func answerIdentify(_ fd: Int32, _ body: [UInt8], keepAlive: Bool) -> Bool {
+        var aliases: [(externalID: String, name: String, label: String)] = []
+        var mergeBehavior: String?
+        var readable = false
+        if case .object(let map)? = try? Value(jsonBytes: body, maximumDepth: 16) {
+            readable = true
+            mergeBehavior = map["merge_behavior"]?.stringValue
+            if case .array(let items)? = map["aliases_to_identify"] {
+                for case .object(let item) in items {
+                    guard case .string(let externalID)? = item["external_id"],
+                        case .object(let alias)? = item["user_alias"],
+                        case .string(let name)? = alias["alias_name"], case .string(let label)? = alias["alias_label"]
+                    else { continue }
+                    aliases.append((externalID, name, label))
+                }
+            }
+        }
+        state.withLock { state in
+            state.counts.requests += 1
+            if !readable { state.counts.unreadable += 1 }
+            state.counts.identifiedAliases += aliases.count
+            guard !aliases.isEmpty else { return }
+            let before = Set(state.titles.keys)
+            for alias in aliases {
+                state.identifications.append(
+                    Identification(
+                        externalID: alias.externalID,
+                        aliasName: alias.name,
+                        aliasLabel: alias.label,
+                        mergeBehavior: mergeBehavior,
+                        titlesBefore: before
+                    )
+                )
+            }
+        }
+        resumeWaiters()
+        let answer = aliases.isEmpty ? #"{"message":"aliases_to_identify is required"}"# : #"{"message":"success"}"#
+        let status = aliases.isEmpty ? "400 Bad Request" : "201 Created"
+        let head =
+            "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(answer.utf8.count)\r\n"
+            + "Connection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
+        return sendAll(fd, head + answer)
     }
 }
 

@@ -314,7 +314,8 @@ import Testing
         #expect(provider.pendingStatistics == .init())
         // changeUser names the alias as the previous user (what `/users/identify` merges).
         await session.push(event: "login", parameters: ["user_id": "ada"])
-        #expect(sink.records.last?.payload == .changeUser(externalID: "ada", previousUser: alias))
+        #expect(sink.records.dropLast().last?.payload == .changeUser(externalID: "ada", previousUser: alias))
+        #expect(sink.records.last?.kind == .identify, "then Braze is told to merge the alias (AliasIdentifyTests)")
 
         let batcher = BrazeUsersTrackBatcher(limit: .total(75), createsAliasOnlyProfiles: true)
         let body = try #require(batcher.requests(for: [sink.records[0]]).requests.first?.body)

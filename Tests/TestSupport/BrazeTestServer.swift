@@ -15,6 +15,10 @@ import Foundation
 /// some objects are invalid (those are not accepted); 400 with `message` and `errors` when nothing is
 /// valid or the request itself is; 401 for a wrong key; 404 for another path.
 ///
+/// `POST /users/identify` is checked too: `aliases_to_identify`, 1–50 objects of `external_id` and
+/// `user_alias {alias_name, alias_label}`, and `merge_behavior` `none` or `merge` when present; the aliases it
+/// accepts are kept in order (``identifiedAliases``), and ``requests`` says which endpoint each request went to.
+///
 /// ```swift
 /// let braze = try BrazeTestServer(apiKey: "key")
 /// defer { braze.stop() }
@@ -57,6 +61,8 @@ public final class BrazeTestServer: Sendable {
     public struct RecordedRequest: Sendable {
         /// The answer's status (0 when a fault replaced the answer).
         public var status: Int
+        /// The request's path (`/users/track`, `/users/identify`).
+        public var path = "/users/track"
         /// The `Authorization` header.
         public var authorization: String?
         /// The `Content-Type` header.
@@ -82,6 +88,7 @@ public final class BrazeTestServer: Sendable {
         var attributes: [Value] = []
         var events: [Value] = []
         var purchases: [Value] = []
+        var identified: [Value] = []
         var violations: [String] = []
     }
 
@@ -127,6 +134,8 @@ public final class BrazeTestServer: Sendable {
     public var acceptedEvents: [Value] { storage.value.events }
     /// Accepted purchase objects.
     public var acceptedPurchases: [Value] { storage.value.purchases }
+    /// Accepted `aliases_to_identify` objects of `/users/identify` requests, in order of arrival.
+    public var identifiedAliases: [Value] { storage.value.identified }
     /// Accepted objects of every kind.
     public var acceptedObjectCount: Int {
         let state = storage.value
@@ -164,6 +173,7 @@ public final class BrazeTestServer: Sendable {
     ) -> LoopbackHTTPServer.Response {
         var record = RecordedRequest(
             status: 0,
+            path: request.path,
             authorization: request.headers["Authorization"],
             contentType: request.headers["Content-Type"]
         )
@@ -175,11 +185,14 @@ public final class BrazeTestServer: Sendable {
             record.purchases = (body["purchases"] as? [Any])?.count ?? 0
         }
         let failure = storage.update { state -> Failure? in
-            guard request.method == "POST", request.path == "/users/track", !state.script.isEmpty else { return nil }
+            guard request.method == "POST", ["/users/track", "/users/identify"].contains(request.path),
+                !state.script.isEmpty
+            else { return nil }
             return state.script.removeFirst()
         }
         var violations: [String] = []
         var accepted: (attributes: [Value], events: [Value], purchases: [Value]) = ([], [], [])
+        var identified: [Value] = []
         let response: LoopbackHTTPServer.Response
         if let failure {
             record.failure = failure
@@ -197,6 +210,18 @@ public final class BrazeTestServer: Sendable {
             case .hang: response = .fault(.hang)
             case .closeConnection: response = .fault(.closeWithoutResponse)
             case .garbage: response = .fault(.garbage(Data("\u{1}\u{2}not http at all\r\n\r\n".utf8)))
+            }
+        } else if request.path == "/users/identify", request.method == "POST",
+            request.headers["Authorization"] == "Bearer \(apiKey)"
+        {
+            let problems = checkIdentify(json)
+            violations += problems
+            if problems.isEmpty, let body = json as? [String: Any], let aliases = body["aliases_to_identify"] as? [Any]
+            {
+                identified = aliases.map(convert)
+                response = answer(201, "success")
+            } else {
+                response = answer(400, problems.first ?? "Invalid request", errors: problems)
             }
         } else if request.path != "/users/track" {
             violations.append("request to unknown path '\(request.path)'")
@@ -273,12 +298,41 @@ public final class BrazeTestServer: Sendable {
             state.attributes += accepted.attributes
             state.events += accepted.events
             state.purchases += accepted.purchases
+            state.identified += identified
             state.violations += violations
         }
         return response
     }
 
     // MARK: Contract
+
+    /// The problems of a `/users/identify` body (none for a correct one).
+    private static func checkIdentify(_ json: Any?) -> [String] {
+        guard let body = json as? [String: Any] else { return ["body is not a json object"] }
+        var problems: [String] = []
+        for key in body.keys where !["aliases_to_identify", "merge_behavior"].contains(key) {
+            problems.append("unknown top-level field '\(key)' in /users/identify")
+        }
+        if let behavior = body["merge_behavior"], !["none", "merge"].contains(behavior as? String ?? "") {
+            problems.append("merge_behavior must be 'none' or 'merge'")
+        }
+        guard let aliases = body["aliases_to_identify"] as? [Any], !aliases.isEmpty else {
+            return problems + ["aliases_to_identify must be a non-empty array"]
+        }
+        if aliases.count > 50 { problems.append("\(aliases.count) aliases in one request; the limit is 50") }
+        for (index, element) in aliases.enumerated() {
+            guard let object = element as? [String: Any], object["external_id"] is String,
+                let alias = object["user_alias"] as? [String: Any], alias["alias_name"] is String,
+                alias["alias_label"] is String, object.count == 2, alias.count == 2
+            else {
+                problems.append(
+                    "aliases_to_identify[\(index)] is not {external_id, user_alias {alias_name, alias_label}}"
+                )
+                continue
+            }
+        }
+        return problems
+    }
 
     private static func isBool(_ value: Any) -> Bool {
         guard let number = value as? NSNumber else { return false }

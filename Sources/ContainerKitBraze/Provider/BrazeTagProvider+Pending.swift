@@ -11,8 +11,11 @@ extension BrazeTagProvider {
         case hold
         /// Give the session a Braze user alias at once — `alias_name` the session ID, `alias_label` `label` —
         /// and send the records for it: Braze keeps them on an alias-only profile (the `/users/track`
-        /// destination asks it to create one), which `/users/identify` merges into the identified user
-        /// later. A `changeUser` tag's `change_user` record then names the alias as its `previous_user`.
+        /// destination asks it to create one). When the session later gets an `external_id` (a `changeUser`
+        /// tag, whose `change_user` record names the alias as its `previous_user`, or the host's
+        /// ``BrazeTagProvider/setUser(_:on:)``), the end of that push adds an `identify` record — the alias
+        /// and the `external_id` — which the destination sends to `/users/identify` after the records
+        /// before it, and Braze merges the alias-only profile into the identified user.
         case alias(label: String)
     }
 
@@ -131,10 +134,17 @@ extension BrazeTagProvider {
     /// has a user — for that user, in their order, with their times and IDs, through the ``sink`` as records of
     /// this push (a ``CommitSink`` commits them with it) — and drops those that waited too long.
     ///
-    /// Costs one read of the session's pending records when it holds none.
+    /// With ``WithoutUser/alias(label:)``, a session whose records went to its user alias and whose user is
+    /// now an `external_id` gets an `identify` record (``AnalyticsRecord/Payload/identify(externalID:aliasName:aliasLabel:)``),
+    /// the last record of the push, committed with it; the alias is then forgotten (a later `changeUser`
+    /// identifies nothing again).
+    ///
+    /// Costs one read of the session's pending records when it holds none (and with aliases, one read of its
+    /// alias).
     public func endOfPush(_ dataLayer: DataLayer) -> TagOutput? {
+        let identify = identifyRecord(dataLayer)
         guard var pending = dataLayer.extensionValue(PendingKey.self)?.records, !pending.isEmpty else {
-            return nil
+            return identify.flatMap { emitIdentify($0, dataLayer) }
         }
         let problems = expire(&pending, now: clock(), session: dataLayer, tag: nil)
         guard let user = Self.user(of: dataLayer) else {
@@ -148,27 +158,97 @@ extension BrazeTagProvider {
         }
         guard !pending.isEmpty else {
             dataLayer.setExtensionValue(nil, for: PendingKey.self)
-            return TagOutput(problems: problems)
+            let identified = identify.flatMap { emitIdentify($0, dataLayer) }
+            return TagOutput(
+                records: identified?.records ?? [],
+                problems: problems + (identified?.problems ?? []),
+                durability: identified?.durability,
+                recordsJSON: identified?.recordsJSON
+            )
         }
         for index in pending.indices { pending[index].user = user }
-        let encoded = EncodedRecords(pending)
-        let token: DurabilityToken?
-        do {
-            token = try sink.enqueue(encoded)
-        } catch {
-            // The sink refused them (a full or stopped queue): they stay pending for the next push.
-            let reason = "kept \(Self.describe(pending[...])) pending: the sink refused them (\(error))"
-            warn(dataLayer, key: "braze|pending_refused", "could not release pending braze records", reason)
-            return TagOutput(problems: problems + [reason])
+        let released = pending.count
+        if let identify { pending.append(identify) }
+        // The sink may refuse them (a full or stopped queue): they stay pending for the next push.
+        let sent = enqueue(pending, dataLayer, key: "braze|pending_refused", "could not release pending braze records")
+        {
+            "kept \(Self.describe(pending[...])) pending: the sink refused them (\($0))"
         }
+        guard sent.enqueued else { return TagOutput(problems: problems + sent.output.problems) }
         dataLayer.setExtensionValue(nil, for: PendingKey.self)
-        counters.add(released: pending.count)
+        if identify != nil { dataLayer.setExtensionValue(nil, for: AliasKey.self) }
+        counters.add(released: released)
         return TagOutput(
-            records: pending.map { $0 as any TagRecord },
+            records: sent.output.records,
             problems: problems,
-            durability: token,
-            recordsJSON: encoded.recordsJSON
+            durability: sent.output.durability,
+            recordsJSON: sent.output.recordsJSON
         )
+    }
+
+    /// Hands `records` to the ``sink`` as records of the push: a `TagOutput` with them, their JSON and the
+    /// sink's durability token — or, when the sink refused them, with the problem `refused` words, warned about
+    /// (rate-limited, under `key`) — and whether they were taken.
+    private func enqueue(
+        _ records: [AnalyticsRecord],
+        _ dataLayer: DataLayer,
+        key: String,
+        _ message: String,
+        refused: (any Error) -> String
+    ) -> (output: TagOutput, enqueued: Bool) {
+        let encoded = EncodedRecords(records)
+        do {
+            let token = try sink.enqueue(encoded)
+            let output = TagOutput(
+                records: records.map { $0 as any TagRecord },
+                durability: token,
+                recordsJSON: encoded.recordsJSON
+            )
+            return (output, true)
+        } catch {
+            let reason = refused(error)
+            warn(dataLayer, key: key, message, reason)
+            return (TagOutput(problems: [reason]), false)
+        }
+    }
+
+    // MARK: Identifying
+
+    /// The alias whose records `dataLayer`'s session sent for it (``WithoutUser/alias(label:)``) and that
+    /// Braze has not been told to identify yet: `nil` when there is none, or once the session's user is an
+    /// `external_id` and the push that made it so has identified it.
+    public static func aliasToIdentify(of dataLayer: DataLayer) -> UserIdentity? {
+        dataLayer.extensionValue(AliasKey.self)
+    }
+
+    /// The `identify` record of `dataLayer`'s session when it has an alias to identify and its user is now
+    /// an `external_id`; `nil` otherwise (and without a read unless the provider gives sessions aliases).
+    private func identifyRecord(_ dataLayer: DataLayer) -> AnalyticsRecord? {
+        guard case .alias = configuration.withoutUser,
+            case .userAlias(let name, let label)? = dataLayer.extensionValue(AliasKey.self),
+            case .externalID(let externalID)? = Self.user(of: dataLayer)
+        else { return nil }
+        return AnalyticsRecord(
+            id: ids.next(),
+            time: clock(),
+            user: nil,
+            payload: .identify(externalID: externalID, aliasName: name, aliasLabel: label)
+        )
+    }
+
+    /// Sends `identify` through the ``sink`` as the push's last record and forgets the session's alias; when
+    /// the sink refuses it, the alias stays, and the next push of the session tries again.
+    private func emitIdentify(_ identify: AnalyticsRecord, _ dataLayer: DataLayer) -> TagOutput {
+        let sent = enqueue(
+            [identify],
+            dataLayer,
+            key: "braze|identify_refused",
+            "could not identify the braze user alias"
+        ) {
+            "kept the alias to identify for the session's next push: the sink refused it (\($0))"
+        }
+        if sent.enqueued { dataLayer.setExtensionValue(nil, for: AliasKey.self) }
+        return sent.output
     }
 
     // MARK: Helpers
@@ -214,6 +294,17 @@ enum PendingKey: SessionExtensionKey {
         guard case .array(let items) = attribute else { return nil }
         // A record that does not read back (edited by hand) is left out rather than failing the others.
         return PendingRecords(records: items.compactMap { try? AnalyticsRecord(jsonValue: $0) })
+    }
+}
+
+/// The user alias a session's records went to and that is not identified yet
+/// (``BrazeTagProvider/aliasToIdentify(of:)``), saved as the `braze.alias` attribute.
+enum AliasKey: SessionExtensionKey {
+    static var attributeKey: String { "braze.alias" }
+    static func attribute(for alias: UserIdentity) -> Value { alias.jsonValue }
+    static func stored(fromAttribute attribute: Value) -> UserIdentity? {
+        guard case .object(let members) = attribute else { return nil }
+        return UserIdentity(members: members)
     }
 }
 

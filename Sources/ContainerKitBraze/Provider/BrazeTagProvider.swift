@@ -30,7 +30,9 @@ import Foundation
 /// ``Configuration/maximumPendingRecords`` (100) wait, for at most ``Configuration/maximumPendingAge``
 /// (24 h); past either bound the oldest are dropped, said in the outcome and counted
 /// (``pendingStatistics``). ``Configuration/withoutUser`` `.alias(label:)` sends them at once for a user
-/// alias instead. A `changeUser` tag needs no user.
+/// alias instead; the push that gives such a session its `external_id` (a `changeUser` tag, or
+/// ``setUser(_:on:)``) then adds an `identify` record, which the `/users/track` destination sends to
+/// `/users/identify` after the alias's records (see ``endOfPush(_:)``). A `changeUser` tag needs no user.
 ///
 /// ## Actions
 /// The tag's `actionType` parameter picks the action (see ``BrazeActionType`` for each one's parameters).
@@ -70,7 +72,7 @@ public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
     /// What the provider does in sessions without a user.
     public let configuration: Configuration
     let clock: @Sendable () -> Date
-    private let ids: AnalyticsRecordIDGenerator
+    let ids: AnalyticsRecordIDGenerator
     let warnings: LogLimiter
     let counters = PendingCounters()
 
@@ -184,6 +186,8 @@ public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
             case .alias(let label):
                 let alias = UserIdentity.userAlias(name: call.dataLayer.sessionID, label: label)
                 Self.setUser(alias, on: call.dataLayer)
+                // Remembered until the session's user is an external ID, which the push then identifies.
+                call.dataLayer.setExtensionValue(alias, for: AliasKey.self)
                 user = alias
             case .hold where configuration.maximumPendingRecords > 0:
                 holds = true

@@ -16,19 +16,36 @@ import ContainerKitDelivery
 ///   `{"remove": […]}`; dates as ISO-8601 strings
 /// - user attribute → `attributes`: `{…, "<field>": value}`
 /// - change user → `attributes`: `{"external_id": "<new id>"}`, which creates the profile if needed
-///   (merging the anonymous profile into it is `/users/identify`'s job, outside this sink)
+/// - identify → not `/users/track` but a `/users/identify` request, `{"aliases_to_identify": [{"external_id",
+///   "user_alias": {"alias_name", "alias_label"}}, …], "merge_behavior": "merge"}` (at most
+///   ``maximumAliasesPerIdentify`` aliases), placed in the order of the records: after the `/users/track`
+///   request of the records before it, before the one of the records after it
 ///
 /// Records without an identity cannot be sent and are returned as skipped.
 struct BrazeUsersTrackBatcher: Sendable {
-    /// One request: its body, the records it carries and its object counts.
+    /// Braze's limit of aliases in one `/users/identify` request (50).
+    static let maximumAliasesPerIdentify = 50
+
+    /// One request: its endpoint, its body, the records it carries and its object counts.
     struct Request: Sendable {
+        /// Which endpoint a request goes to.
+        enum Endpoint: Sendable, Equatable {
+            /// `/users/track`.
+            case track
+            /// `/users/identify`.
+            case identify
+        }
+
+        var endpoint = Endpoint.track
         var body: [UInt8]
         var records: [AnalyticsRecord]
         var attributes = 0
         var events = 0
         var purchases = 0
+        /// Aliases to identify (a `/users/identify` request's objects).
+        var aliases = 0
 
-        var objectCount: Int { attributes + events + purchases }
+        var objectCount: Int { attributes + events + purchases + aliases }
     }
 
     private enum Category { case attributes, events, purchases }
@@ -51,6 +68,14 @@ struct BrazeUsersTrackBatcher: Sendable {
         var purchases = JSONByteWriter()
         var counts = (attributes: 0, events: 0, purchases: 0)
         var carried: [AnalyticsRecord] = []
+        var identifying: [AnalyticsRecord] = []
+
+        /// Ends the `/users/identify` request being gathered, if any.
+        func finishIdentify() {
+            guard !identifying.isEmpty else { return }
+            requests.append(Self.identifyRequest(identifying))
+            identifying.removeAll()
+        }
 
         func finish() {
             guard !carried.isEmpty else { return }
@@ -93,6 +118,15 @@ struct BrazeUsersTrackBatcher: Sendable {
                 skipped.append(record)
                 continue
             }
+            if case .identify = record.payload {
+                // Braze merges what the alias-only profile holds when it identifies it: the records before
+                // go first.
+                finish()
+                if identifying.count == Self.maximumAliasesPerIdentify { finishIdentify() }
+                identifying.append(record)
+                continue
+            }
+            finishIdentify()
             let category = Self.category(of: record)
             let fits: Bool
             switch limit {
@@ -133,14 +167,35 @@ struct BrazeUsersTrackBatcher: Sendable {
             carried.append(record)
         }
         finish()
+        finishIdentify()
         return (requests, skipped)
+    }
+
+    /// The `/users/identify` request of `records` (identify records, at most
+    /// ``maximumAliasesPerIdentify``), in their order. `merge_behavior` is said: `merge` is Braze's default
+    /// since August 2023, and without it an older workspace would keep the alias-only profile's events apart.
+    static func identifyRequest(_ records: [AnalyticsRecord]) -> Request {
+        var body = JSONByteWriter(capacity: 64 + 96 * records.count)
+        body.raw("{\"aliases_to_identify\":[")
+        for (index, record) in records.enumerated() {
+            guard case .identify(let externalID, let name, let label) = record.payload else { continue }
+            if index > 0 { body.raw(0x2C) }
+            body.raw("{\"external_id\":")
+            body.string(externalID)
+            body.raw(0x2C)
+            body.identity(.userAlias(name: name, label: label))
+            body.raw(0x7D)
+        }
+        body.raw("],\"merge_behavior\":\"merge\"}")
+        return Request(endpoint: .identify, body: body.bytes, records: records, aliases: records.count)
     }
 
     private static func category(of record: AnalyticsRecord) -> Category {
         switch record.payload {
         case .customEvent: return .events
         case .purchase: return .purchases
-        case .customAttribute, .userAttribute, .changeUser: return .attributes
+        // An identify record never gets here (it is a request of its own).
+        case .customAttribute, .userAttribute, .changeUser, .identify: return .attributes
         }
     }
 
@@ -170,7 +225,7 @@ struct BrazeUsersTrackBatcher: Sendable {
             out.string(field.rawValue)
             out.raw(0x3A)
             out.value(value)
-        case .changeUser:
+        case .changeUser, .identify:
             break
         }
         out.raw(0x7D)

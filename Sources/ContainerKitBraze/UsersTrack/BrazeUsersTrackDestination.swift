@@ -19,6 +19,15 @@ import Foundation
 /// attributes object `{"external_id": "<new id>"}`, which creates the identified profile. Records without
 /// an identity cannot be sent: they are rejected ("without a user identity").
 ///
+/// An `identify` record (``AnalyticsRecord/Payload/identify(externalID:aliasName:aliasLabel:)``, made by
+/// the provider when a session whose records went to a user alias gets its `external_id`) is not a
+/// `/users/track` object: it is sent to `POST <endpoint>/users/identify` as `{"aliases_to_identify":
+/// [{"external_id", "user_alias"}], "merge_behavior": "merge"}` (at most 50 aliases a request, Braze's limit),
+/// in the batch's order — after the `/users/track` request of the records before it (Braze merges what the
+/// alias-only profile holds at that moment), and a retryable failure of that request holds it back with
+/// it. The key then also needs the `users.identify` permission. Identifying an alias again is harmless:
+/// once merged, the alias-only profile is gone, and Braze has nothing left to merge.
+///
 /// ## One attempt, bounded
 /// Each request makes one attempt — the front in front of the destination owns retries. Each request has
 /// one wall-clock deadline (``Configuration/requestTimeout``, whatever the server trickles), kept by the
@@ -92,8 +101,10 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
         public var requests = 0
         /// Requests Braze accepted (2xx).
         public var acceptedRequests = 0
-        /// Objects in accepted requests.
+        /// Objects in accepted requests (a `/users/identify` request's aliases included).
         public var acceptedObjects = 0
+        /// `/users/identify` requests Braze accepted.
+        public var acceptedIdentifyRequests = 0
         /// Records rejected: refused by Braze, or without an identity.
         public var rejectedRecords = 0
         /// Requests that failed in a retryable way.
@@ -109,6 +120,7 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     public let configuration: Configuration
     private let apiKey: String
     private let url: URL
+    private let identifyURL: URL
     private let batcher: BrazeUsersTrackBatcher
     private let counters = Mutex(Statistics())
     /// The HTTP client: its I/O thread (run by ``run()``) and the connections requests keep for the next one.
@@ -158,6 +170,7 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
         self.apiKey = apiKey
         self.configuration = configuration
         self.url = endpoint.appendingPathComponent("users/track")
+        self.identifyURL = endpoint.appendingPathComponent("users/identify")
         self.batcher = BrazeUsersTrackBatcher(
             limit: configuration.objectLimit,
             createsAliasOnlyProfiles: configuration.createsAliasOnlyProfiles
@@ -221,7 +234,7 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
 
     private func send(_ request: BrazeUsersTrackBatcher.Request) async -> DeliveryResult {
         var http = BoundedHTTPRequest(
-            url: url,
+            url: request.endpoint == .identify ? identifyURL : url,
             maximumResponseBytes: max(0, configuration.maximumResponseBytes),
             deadline: configuration.requestTimeout
         )
@@ -248,6 +261,7 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
             counters.withLock {
                 $0.acceptedRequests += 1
                 $0.acceptedObjects += request.objectCount
+                if request.endpoint == .identify { $0.acceptedIdentifyRequests += 1 }
             }
             var result = DeliveryResult.accepted(request.records)
             if !answer.errors.isEmpty {
@@ -302,7 +316,9 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
             let location = response.header("Location").map { " to '\($0)'" } ?? ""
             let reason: String
             switch status {
-            case 401, 403: reason = "check the rest api key and its users.track permission"
+            case 401, 403:
+                reason =
+                    "check the rest api key and its \(request.endpoint == .identify ? "users.identify" : "users.track") permission"
             case 300..<400: reason = "a redirect\(location) is never followed: fix the endpoint"
             default: reason = "check the endpoint"
             }

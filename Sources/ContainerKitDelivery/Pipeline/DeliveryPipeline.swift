@@ -1,4 +1,5 @@
 import ContainerKit
+
 import struct Synchronization.Atomic
 
 /// The one delivery engine: takes the provider's records into a ``RecordStore``, and delivers what the
@@ -427,7 +428,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         for action in actions {
             switch action {
             case .acknowledge, .resumeFlush: ordered.append(action)
-            case .resumeDurability, .deliver, .wakeDelivery: perform(action)
+            case .deliver(let id, let records, let json):
+                // A batch held back until the batches before it settled (one with an `identify` record).
+                group.addTask { await self.deliverUntilSettled(id: id, records: records, json: json) }
+            case .resumeDurability, .wakeDelivery: perform(action)
             }
         }
         guard !ordered.isEmpty else { return }

@@ -19,11 +19,15 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         case stopped
     }
 
-    /// A batch handed to the destination and not yet acknowledged.
+    /// A batch handed to the destination (or held back, see ``held``) and not yet acknowledged.
     struct Flight: Sendable {
         var id: Int
         var end: Position?
         var settled: Bool
+        /// A batch with an `identify` record read while earlier batches were out: it is handed to the
+        /// destination only once every batch before it is settled (Braze merges what an alias-only profile
+        /// holds when it identifies it, so the alias's records must have arrived). `nil`: handed out.
+        var held: (records: [AnalyticsRecord], json: RecordsJSON?)? = nil
     }
 
     /// What the shell must do after a step.
@@ -304,9 +308,22 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         readAfter = end
         nextFlight += 1
         let settled = batch.records.isEmpty
+        if !settled, flights.contains(where: { !$0.settled }), batch.records.contains(where: \.isIdentify) {
+            flights.append(Flight(id: nextFlight, end: end, settled: false, held: (batch.records, batch.json)))
+            return [.wakeDelivery]
+        }
         flights.append(Flight(id: nextFlight, end: end, settled: settled))
         if settled { return acknowledgeSettled() + [.wakeDelivery] }
         return [.deliver(id: nextFlight, records: batch.records, json: batch.json), .wakeDelivery]
+    }
+
+    /// Hands out the held batch (see ``Flight/held``) whose earlier batches are all settled now, if any.
+    private mutating func releaseHeld() -> [Action] {
+        guard let index = flights.firstIndex(where: { !$0.settled }), let held = flights[index].held else {
+            return []
+        }
+        flights[index].held = nil
+        return [.deliver(id: flights[index].id, records: held.records, json: held.json)]
     }
 
     /// A read failed (the store cannot be read right now): read again at `retryAt`; nothing is
@@ -325,7 +342,7 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         if let error {
             for i in flushWaiters.indices where flushWaiters[i].error == nil { flushWaiters[i].error = error }
         }
-        return acknowledgeSettled() + [.wakeDelivery]
+        return acknowledgeSettled() + releaseHeld() + [.wakeDelivery]
     }
 
     /// A delivery failed in a retryable way: the flushes waiting learn it at once (the records stay).
@@ -357,4 +374,7 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
 
     /// The flights not settled yet (for tests).
     var inFlight: Int { flights.filter { !$0.settled }.count }
+
+    /// The flights held back until the batches before them are settled (for tests).
+    var heldBack: Int { flights.filter { $0.held != nil }.count }
 }

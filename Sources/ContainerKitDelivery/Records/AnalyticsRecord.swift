@@ -23,10 +23,13 @@ import Foundation
 /// {"type":"purchase",…,"product_id":"sku-1","currency":"USD","price":9.99,"quantity":1,"properties":{}}
 /// {"type":"user_attribute",…,"key":"email","value":"a@example.com"}
 /// {"type":"change_user",…,"external_id":"u2","previous_user":{"braze_id":"b-1"}}
+/// {"type":"identify",…,"external_id":"u2","alias":{"alias_name":"s-1","alias_label":"anonymous"}}
 /// ```
 ///
 /// A `change_user` record's identity is the *new* user; the identity before the change, if any, is in
-/// `previous_user`. ``init(jsonValue:)`` and ``init(jsonLine:)`` read this shape back.
+/// `previous_user`. An `identify` record's identity is the identified user (always an `external_id`), and
+/// `alias` the user alias whose alias-only profile Braze merges into it (`/users/identify`).
+/// ``init(jsonValue:)`` and ``init(jsonLine:)`` read this shape back.
 public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
     /// The record types, named as in JSON.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
@@ -40,6 +43,9 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
         case userAttribute = "user_attribute"
         /// The session's user became a known external ID (`changeUser`).
         case changeUser = "change_user"
+        /// A user alias the records of a session went to is now known as an external ID: Braze merges the
+        /// alias-only profile into the identified one (`/users/identify`).
+        case identify
     }
 
     /// What the record says.
@@ -54,6 +60,9 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
         case userAttribute(BrazeStandardAttribute, value: Value)
         /// The user became `externalID`; `previousUser` is who the session was before.
         case changeUser(externalID: String, previousUser: UserIdentity?)
+        /// The user alias `aliasName` (label `aliasLabel`) is the user `externalID`: merge its alias-only
+        /// profile into the identified one.
+        case identify(externalID: String, aliasName: String, aliasLabel: String)
     }
 
     /// A stable identifier, unique per record.
@@ -63,7 +72,7 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
     /// When the record was made, in whole milliseconds.
     public var time: Date
     /// Who the record is about; for ``Payload/changeUser(externalID:previousUser:)`` always the new
-    /// `externalID`.
+    /// `externalID`, for ``Payload/identify(externalID:aliasName:aliasLabel:)`` the identified `externalID`.
     public var user: UserIdentity?
     /// What the record says.
     public var payload: Payload
@@ -72,17 +81,22 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
     /// - Parameters:
     ///   - id: a unique ID; a random one when `nil`.
     ///   - time: when it happened; rounded down to a whole millisecond.
-    ///   - user: who it is about; ignored for a change-user payload, whose user is its `externalID`.
+    ///   - user: who it is about; ignored for a change-user or identify payload, whose user is its
+    ///     `externalID`.
     ///   - payload: what it says.
     public init(id: String? = nil, time: Date = Date(), user: UserIdentity?, payload: Payload) {
         self.id = id ?? AnalyticsRecord.makeID()
         self.time = ISO8601Timestamp.truncatedToMilliseconds(time)
-        if case .changeUser(let externalID, _) = payload {
-            self.user = .externalID(externalID)
-        } else {
-            self.user = user
+        switch payload {
+        case .changeUser(let externalID, _), .identify(let externalID, _, _): self.user = .externalID(externalID)
+        default: self.user = user
         }
         self.payload = payload
+    }
+
+    /// Whether this is an `identify` record (which a destination sends after the records before it).
+    public var isIdentify: Bool {
+        if case .identify = payload { true } else { false }
     }
 
     /// The record's type.
@@ -93,6 +107,7 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
         case .purchase: return .purchase
         case .userAttribute: return .userAttribute
         case .changeUser: return .changeUser
+        case .identify: return .identify
         }
     }
 
@@ -134,6 +149,8 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
             map["value"] = value
         case .changeUser(_, let previousUser):
             if let previousUser { map["previous_user"] = previousUser.jsonValue }
+        case .identify(_, let name, let label):
+            map["alias"] = .object(["alias_name": .string(name), "alias_label": .string(label)])
         }
         return .object(map)
     }
@@ -166,6 +183,7 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
         case .purchase: out.raw("{\"type\":\"purchase\",\"id\":")
         case .userAttribute: out.raw("{\"type\":\"user_attribute\",\"id\":")
         case .changeUser: out.raw("{\"type\":\"change_user\",\"id\":")
+        case .identify: out.raw("{\"type\":\"identify\",\"id\":")
         }
         out.string(id)
         out.raw(",\"time\":")
@@ -201,6 +219,12 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
                 out.identity(previousUser)
                 out.raw(0x7D)
             }
+        case .identify(_, let name, let label):
+            out.raw(",\"alias\":{\"alias_name\":")
+            out.string(name)
+            out.raw(",\"alias_label\":")
+            out.string(label)
+            out.raw(0x7D)
         }
         out.raw(0x7D)
     }
@@ -288,6 +312,12 @@ public struct AnalyticsRecord: Sendable, Hashable, Identifiable {
                 previous = identity
             }
             payload = .changeUser(externalID: externalID, previousUser: previous)
+        case .identify:
+            let externalID = try string("external_id")
+            guard case .object(let alias)? = map["alias"], case .string(let name)? = alias["alias_name"],
+                case .string(let label)? = alias["alias_label"]
+            else { throw Self.invalid("alias", "an object with alias_name and alias_label", map["alias"]) }
+            payload = .identify(externalID: externalID, aliasName: name, aliasLabel: label)
         }
         self.init(id: id, time: time, user: user, payload: payload)
     }

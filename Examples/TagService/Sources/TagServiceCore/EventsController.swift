@@ -192,10 +192,16 @@ struct EventsController: Sendable {
     }
 
     /// A new session's Braze user is the request's `user_id` (an `external_id`), so that every record its
-    /// tags make names the user.
+    /// tags make names the user. A session whose records went to its user alias (it was served with
+    /// `--braze-user none --braze-alias-label`) gets the `user_id` too: the push then identifies the alias.
     static func nameBrazeUser(_ session: DataLayer) {
-        if BrazeTagProvider.user(of: session) == nil {
+        switch BrazeTagProvider.user(of: session) {
+        case nil:
             BrazeTagProvider.setUser(.externalID(session.sessionID), on: session)
+        case .userAlias? where BrazeTagProvider.aliasToIdentify(of: session) != nil:
+            BrazeTagProvider.setUser(.externalID(session.sessionID), on: session)
+        default:
+            break
         }
     }
 

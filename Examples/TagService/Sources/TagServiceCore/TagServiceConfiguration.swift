@@ -26,6 +26,11 @@ public struct TagServiceConfiguration: Sendable {
     public var brazeAPIKey: String?
     /// `--braze-user`: how a new session gets its Braze user.
     public var brazeUser: BrazeUser = .userID
+    /// `--braze-alias-label`: with a label, a session without a Braze user sends its Braze records at once for
+    /// the user alias `{alias_name: <user_id>, alias_label: <label>}` instead of holding them
+    /// (``BrazeTagProvider/WithoutUser/alias(label:)``); the push that names its `external_id` identifies the
+    /// alias (`/users/identify`). `nil` (the default): they are held pending.
+    public var brazeAliasLabel: String?
     /// `--braze-pending-records`: the most records of Braze tags a session without a Braze user holds
     /// (``BrazeTagProvider/Configuration/maximumPendingRecords``); past it the oldest are dropped.
     public var brazePendingRecords = 100
@@ -133,6 +138,7 @@ public struct TagServiceConfiguration: Sendable {
     /// The Braze provider's configuration: what a session without a Braze user holds, and for how long.
     public var brazeProviderConfiguration: BrazeTagProvider.Configuration {
         BrazeTagProvider.Configuration(
+            withoutUser: brazeAliasLabel.map { .alias(label: $0) } ?? .hold,
             maximumPendingRecords: brazePendingRecords,
             maximumPendingBytes: brazePendingBytes,
             maximumPendingAge: brazePendingAge
@@ -253,6 +259,11 @@ extension TagServiceConfiguration {
                                     the user_id only keys the session, which has no Braze user until a
                                     changeUser tag names one (its Braze tags are pending until then)
                                     (TAGSERVICE_BRAZE_USER)
+          --braze-alias-label <label>
+                                    send the Braze tags of a session without a Braze user at once, for the
+                                    user alias {alias_name: user_id, alias_label: label}, instead of holding
+                                    them; the push that names the user's external_id tells Braze to merge
+                                    the alias (/users/identify) (TAGSERVICE_BRAZE_ALIAS_LABEL)
           --braze-pending-records <n>
                                     most records a session without a Braze user holds, default 100; the
                                     oldest are dropped past it; 0 drops such tags (TAGSERVICE_BRAZE_PENDING_RECORDS)
@@ -320,6 +331,7 @@ extension TagServiceConfiguration {
             "--write-key-file": "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token": "TAGSERVICE_METRICS_TOKEN",
             "--braze-user": "TAGSERVICE_BRAZE_USER", "--braze-pending-records": "TAGSERVICE_BRAZE_PENDING_RECORDS",
             "--braze-pending-age": "TAGSERVICE_BRAZE_PENDING_AGE",
+            "--braze-alias-label": "TAGSERVICE_BRAZE_ALIAS_LABEL",
             "--braze-pending-bytes": "TAGSERVICE_BRAZE_PENDING_BYTES",
             "--event-id-window": "TAGSERVICE_EVENT_ID_WINDOW", "--event-id-count": "TAGSERVICE_EVENT_ID_COUNT",
         ]) { $1 }
@@ -459,6 +471,12 @@ extension TagServiceConfiguration {
                 throw UsageError("--braze-user must be user-id or none, not '\(mode)'")
             }
             configuration.brazeUser = parsed
+        }
+        if let label = values["--braze-alias-label"] {
+            guard !label.isEmpty, label.utf8.count <= 255 else {
+                throw UsageError("--braze-alias-label needs a label of 1 to 255 bytes")
+            }
+            configuration.brazeAliasLabel = label
         }
         if let count = values["--braze-pending-records"] {
             let number = try integer(count, flag: "--braze-pending-records", in: 0...10_000)
