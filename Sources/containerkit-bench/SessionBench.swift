@@ -8,6 +8,10 @@ import Synchronization
 enum SessionBench {
     static func run() async {
         guard let manager = await makeManager(), let unshared = await makeManager() else { return }
+        if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "session-memory" {
+            await memoryFigures(manager)
+            return
+        }
         let stream = EventStream.make(count: 20_000)
 
         // Threads on distinct sessions, and on one session, against one thread: each ratio the median of
@@ -79,8 +83,16 @@ enum SessionBench {
         print("same_session_2_threads_vs_1=\(Harness.ratio(median(sameSession)))")
         if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "scaling" { return }
 
+        await memoryFigures(manager)
+    }
+
+    /// `bytes_per_session`, `bytes_per_seen_event_id` and `snapshot_restore_per_s` (alone with
+    /// `CONTAINERKIT_BENCH_ONLY=session-memory`; `CONTAINERKIT_BENCH_SESSIONS` sets how many sessions, 100,000 by
+    /// default, for a heap profiler).
+    static func memoryFigures(_ manager: TagManager) async {
         // Resident memory per live session after two typical events.
-        let sessionCount = 100_000
+        let sessionCount =
+            ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_SESSIONS"].flatMap { Int($0) } ?? 100_000
         let typical: [(String, ValueMap)] = [
             ("screen_view", ["screenName": "home"]),
             ("logEvent", ["eventName": "played song", "intParam": 3, "stringParam": "jazz"]),

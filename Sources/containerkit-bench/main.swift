@@ -38,8 +38,9 @@ guard FileManager.default.fileExists(atPath: brazePath), FileManager.default.fil
 }
 
 // `CONTAINERKIT_BENCH_ONLY=scaling` runs the thread-scaling figures of the session section alone; `memory` the
-// whole session section (with `CONTAINERKIT_BENCH_SCALING_ROUNDS=1`, mostly its memory figures).
-if ["scaling", "memory"].contains(ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"]) {
+// whole session section (with `CONTAINERKIT_BENCH_SCALING_ROUNDS=1`, mostly its memory figures); `session-memory`
+// its memory figures alone.
+if ["scaling", "memory", "session-memory"].contains(ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"]) {
     await SessionBench.run()
     exit(0)
 }

@@ -754,23 +754,23 @@ struct Evaluation: MacroResolver {
     }
 
     private func builtIn(_ builtIn: BuiltIn) -> Value {
-        let context = dataLayer.context
+        let box = dataLayer.contextBox
         switch builtIn {
         case .containerID: return .string(storage.id)
         case .containerVersion: return .string(storage.version)
         case .random: return .int(dataLayer.tagManager.randomSource.value(eventNumber: eventNumber))
-        case .appID: return .string(context.appID)
-        case .appName: return .string(context.appName)
-        case .appVersionCode: return .string(context.appVersionCode)
-        case .appVersionName: return .string(context.appVersionName)
-        case .platform: return .string(context.platform)
-        case .language: return .string(context.language)
-        case .osVersion: return .string(context.osVersion)
-        case .sdkVersion: return .string(context.sdkVersion)
-        case .deviceName: return .string(context.deviceName)
-        case .resolution: return .string(context.resolution)
-        case .advertisingTrackingEnabled: return .bool(context.advertisingTrackingEnabled)
-        case .advertiserID: return context.advertiserID.map(Value.string) ?? .undefined
+        case .appID: return .string(box.value.appID)
+        case .appName: return .string(box.value.appName)
+        case .appVersionCode: return .string(box.value.appVersionCode)
+        case .appVersionName: return .string(box.value.appVersionName)
+        case .platform: return .string(box.value.platform)
+        case .language: return .string(box.value.language)
+        case .osVersion: return .string(box.value.osVersion)
+        case .sdkVersion: return .string(box.value.sdkVersion)
+        case .deviceName: return .string(box.value.deviceName)
+        case .resolution: return .string(box.value.resolution)
+        case .advertisingTrackingEnabled: return .bool(box.value.advertisingTrackingEnabled)
+        case .advertiserID: return box.value.advertiserID.map(Value.string) ?? .undefined
         case .eventNumber: return .int(Int64(eventNumber))
         }
     }

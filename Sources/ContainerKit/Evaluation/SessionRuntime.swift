@@ -332,10 +332,16 @@ extension SessionRuntime {
         /// Where the next table made goes (the oldest one made).
         private var next = 0
 
+        /// The thread's evaluation buffers (see ``takeScratch()``).
+        @exclusivity(unchecked) private var scratch = EvaluationScratch()
+
         private init() {
             tables = .allocate(capacity: ThreadTables.capacity)
             tables.initialize(repeating: nil)
         }
+
+        /// Swaps `scratch` with the thread's evaluation buffers (see ``ScratchLease``).
+        func swapScratch(_ scratch: inout EvaluationScratch) { swap(&self.scratch, &scratch) }
 
         deinit {
             for table in tables { table?.release() }
@@ -380,6 +386,34 @@ extension SessionRuntime {
             tables[next] = made
             next = (next + 1) % ThreadTables.capacity
             return made
+        }
+    }
+}
+
+extension SessionRuntime {
+    /// A turn's hold on its thread's evaluation buffers (``EvaluationScratch``: memo tables sized to the largest
+    /// program the thread evaluated): the turn takes them for its evaluations and gives them back when it ends, on
+    /// the same thread (a turn runs on one), so that they are kept per thread, not per session. While another
+    /// turn on the thread holds them (a handler pushing into another session), the thread has empty ones.
+    struct ScratchLease {
+        /// The thread's tables, unretained (the thread keeps them while it runs the turn); `nil` until taken.
+        private var tables: Unmanaged<ThreadTables>?
+
+        /// Whether the turn holds the buffers.
+        var isHeld: Bool { tables != nil }
+
+        /// Takes the calling thread's buffers into `scratch` (which should be empty: the thread keeps it).
+        mutating func take(into scratch: inout EvaluationScratch) {
+            let current = ThreadTables.current
+            current._withUnsafeGuaranteedRef { $0.swapScratch(&scratch) }
+            tables = current
+        }
+
+        /// Gives `scratch` back to the thread it was taken from.
+        mutating func giveBack(_ scratch: inout EvaluationScratch) {
+            guard let tables else { return }
+            tables._withUnsafeGuaranteedRef { $0.swapScratch(&scratch) }
+            self.tables = nil
         }
     }
 }

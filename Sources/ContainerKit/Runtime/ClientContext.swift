@@ -354,3 +354,11 @@ struct HostInfo: Sendable {
         )
     }()
 }
+
+extension ClientContext {
+    /// A context behind a reference, shared by the sessions that have it (see `DataLayer.State`).
+    final class Box: Sendable {
+        let value: ClientContext
+        init(_ value: ClientContext) { self.value = value }
+    }
+}

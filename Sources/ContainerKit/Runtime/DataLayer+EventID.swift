@@ -31,28 +31,32 @@ extension DataLayer {
     }
 
     /// Whether ``validate(eventID:)`` accepts `eventID` (checked without building an error).
-    static func isValid(eventID: String) -> Bool { checkedHash(of: eventID) != nil }
+    static func isValid(eventID: String) -> Bool { checkedHash(of: eventID, seed: 0) != nil }
+
+    /// ``checkedHash(of:seed:)`` with the runtime's seed (``TagManager/eventIDSeed``).
+    @inline(__always)
+    func checkedHash(of eventID: String?) -> UInt64? { Self.checkedHash(of: eventID, seed: tagManager.eventIDSeed) }
 
     /// The hash of `eventID` (``SeenEventIDs/hash(_:)``) when ``validate(eventID:)`` accepts it, or 0 when no ID
     /// is given; `nil` for an invalid one. One pass over the bytes in place, checking for a NUL as it hashes.
     @inline(__always)
-    static func checkedHash(of eventID: String?) -> UInt64? {
+    static func checkedHash(of eventID: String?, seed: UInt64) -> UInt64? {
         guard let eventID else { return 0 }
         var zeroes: UInt64 = 0
         let hash =
             eventID.utf8.withContiguousStorageIfAvailable { utf8 -> UInt64? in
                 guard utf8.count > 0, utf8.count <= maximumEventIDBytes else { return nil }
-                return SeenEventIDs.hash(UnsafeRawBufferPointer(utf8), zeroes: &zeroes)
-            } ?? checkedHashCopying(eventID, zeroes: &zeroes)
+                return SeenEventIDs.hash(UnsafeRawBufferPointer(utf8), seed: seed, zeroes: &zeroes)
+            } ?? checkedHashCopying(eventID, seed: seed, zeroes: &zeroes)
         return zeroes == 0 ? hash : nil
     }
 
     /// ``checkedHash(of:)`` of a string whose bytes are not contiguous.
     @inline(never)
-    private static func checkedHashCopying(_ eventID: String, zeroes: inout UInt64) -> UInt64? {
+    private static func checkedHashCopying(_ eventID: String, seed: UInt64, zeroes: inout UInt64) -> UInt64? {
         let bytes = Array(eventID.utf8)
         guard bytes.count > 0, bytes.count <= maximumEventIDBytes else { return nil }
-        return bytes.withUnsafeBytes { SeenEventIDs.hash($0, zeroes: &zeroes) }
+        return bytes.withUnsafeBytes { SeenEventIDs.hash($0, seed: seed, zeroes: &zeroes) }
     }
 
     /// Pushes an event with parameters that carries an event ID, so that a retry of it is not applied twice.
@@ -77,14 +81,14 @@ extension DataLayer {
     /// A push held back while no container is available yet (delayed initialization) is not checked.
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String?) -> PushResult {
-        guard let hash = Self.checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
+        guard let hash = checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
         return push(Pending(message: parameters, event: .string(event), eventID: eventID ?? "", eventIDHash: hash))
     }
 
     /// ``push(event:parameters:eventID:)``, suspending while another caller's push is processed.
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String?) async -> PushResult {
-        guard let hash = Self.checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
+        guard let hash = checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
         return await push(
             Pending(message: parameters, event: .string(event), eventID: eventID ?? "", eventIDHash: hash)
         )
@@ -93,14 +97,14 @@ extension DataLayer {
     /// Pushes a message that carries an event ID (see ``push(event:parameters:eventID:)``).
     @discardableResult
     public func push(_ message: ValueMap, eventID: String?) -> PushResult {
-        guard let hash = Self.checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
+        guard let hash = checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
         return push(Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash))
     }
 
     /// Pushes a message that carries an event ID, suspending while another caller's push is processed.
     @discardableResult
     public func push(_ message: ValueMap, eventID: String?) async -> PushResult {
-        guard let hash = Self.checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
+        guard let hash = checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
         return await push(Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash))
     }
 
@@ -110,7 +114,7 @@ extension DataLayer {
 
     /// The result of a push refused for its event ID; `nil` when the ID is absent or valid.
     static func refusal(eventID: String?) -> PushResult? {
-        guard let eventID, checkedHash(of: eventID) == nil else { return nil }
+        guard let eventID, !isValid(eventID: eventID) else { return nil }
         do throws(ContainerError) {
             try validate(eventID: eventID)
             return nil
@@ -125,9 +129,8 @@ extension DataLayer {
     public var seenEventIDs: [SeenEventID] { state.withLock { $0.seenEventIDs?.events ?? [] } }
 
     /// Sets the summary of what the turn fired on the seen ID `sequence` (before its commit takes the delta).
-    func noteFired(_ result: PushResult, sequence: Int) {
-        let fired = result.firedPacker()
-        state.withLock { $0.seenEventIDs?.setFired(fired, of: sequence) }
+    func noteFired(_ result: borrowing PushResult, sequence: Int) {
+        state.withLock { $0.seenEventIDs?.noteFired(result, of: sequence) }
     }
 }
 
@@ -135,8 +138,15 @@ extension DataLayer.State {
     // The set is reached through the state each time (`seenEventIDs!`), not bound to a local: under the lock the
     // state is borrowed, and a local would retain and release it on every push.
 
-    /// Forgets the IDs past the window at `now` and returns the entry of `id` if the session remembers it.
-    mutating func seenEntry(_ id: String, hash: UInt64, now: Int64, in manager: TagManager) -> SeenEventIDs.Entry? {
+    /// Forgets the IDs past the window at `now` and returns the entry of `id` if the session remembers it; when it
+    /// does not, `bucket` is where ``remember(_:hash:now:bucket:in:)`` can put it (-1 when the session has no IDs).
+    mutating func seenEntry(
+        _ id: String,
+        hash: UInt64,
+        now: Int64,
+        bucket: inout Int,
+        in manager: TagManager
+    ) -> SeenEventIDs.Entry? {
         guard seenEventIDs != nil else { return nil }
         let pruned = seenEventIDs!.prune(
             now: now,
@@ -145,12 +155,17 @@ extension DataLayer.State {
             room: 0
         )
         if pruned > 0, changes != nil { changes!.eventIDsPruned &+= Int32(truncatingIfNeeded: pruned) }
-        return seenEventIDs!.entry(id, hash: hash)
+        switch seenEventIDs!.lookup(id, hash: hash) {
+        case .found(let position): return seenEventIDs!.entry(at: position)
+        case .missing(let free):
+            bucket = free
+            return nil
+        }
     }
 
-    /// Remembers `id` (applied at `now`), first forgetting the oldest beyond the window's count; returns its
-    /// sequence number.
-    mutating func remember(_ id: String, hash: UInt64, now: Int64, in manager: TagManager) -> Int {
+    /// Remembers `id` (applied at `now`) at table bucket `bucket` (from ``seenEntry(_:hash:now:bucket:in:)``, or
+    /// -1), first forgetting the oldest beyond the window's count; returns its sequence number.
+    mutating func remember(_ id: String, hash: UInt64, now: Int64, bucket: Int, in manager: TagManager) -> Int {
         if seenEventIDs == nil { seenEventIDs = SeenEventIDs() }
         let pruned = seenEventIDs!.prune(
             now: now,
@@ -158,7 +173,7 @@ extension DataLayer.State {
             maximumCount: manager.eventIDMaximumCount,
             room: 1
         )
-        let sequence = seenEventIDs!.append(id, time: now, hash: hash)
+        let sequence = seenEventIDs!.append(id, time: now, hash: hash, bucket: bucket)
         if changes != nil {
             changes!.eventIDsPruned &+= Int32(truncatingIfNeeded: pruned)
             changes!.eventIDsAdded &+= 1

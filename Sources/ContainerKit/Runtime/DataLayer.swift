@@ -55,7 +55,13 @@ public final class DataLayer: Sendable {
         /// while a live container reads version 1).
         var rawValues = ValueMap()
         var userProperties = ValueMap()
-        var context: ClientContext
+        /// The client context, behind a reference that sessions with the same context share (most have the
+        /// runtime's ``TagManager/defaultContext``): a context is about 200 bytes of strings.
+        var contextBox: ClientContext.Box
+        var context: ClientContext {
+            get { contextBox.value }
+            set { if newValue != contextBox.value { contextBox = ClientContext.Box(newValue) } }
+        }
         var eventNumber = 0
         var firedOncePerLoad = Set<String>()
         var attributes = ValueMap()
@@ -69,8 +75,6 @@ public final class DataLayer: Sendable {
         /// The runtime snapshot this session last read, in a holder of its own (see
         /// ``TagManager/snapshot(cached:)``).
         var runtime: SessionRuntime?
-        /// Evaluation buffers between pushes; the caller holding the turn moves them out and back.
-        var scratch = EvaluationScratch()
         /// The candidate rules of the event names this session pushed lately (for ``runtime``'s containers).
         var candidates = SessionCandidates()
         /// Where `event` was in ``model`` last time (a hint; checked before use).
@@ -86,8 +90,8 @@ public final class DataLayer: Sendable {
         /// What the session's consent commands set (``ConsentState``).
         var consent = ConsentState()
 
-        init(context: ClientContext, keepsChanges: Bool) {
-            self.context = context
+        init(context: ClientContext.Box, keepsChanges: Bool) {
+            self.contextBox = context
             if keepsChanges { changes = SessionChanges() }
         }
     }
@@ -249,7 +253,7 @@ public final class DataLayer: Sendable {
 
     init(
         tagManager: TagManager,
-        context: ClientContext,
+        context: ClientContext.Box,
         sessionID: String,
         debug: Bool,
         committing: (@Sendable (DataLayer, inout PushResult) -> Void)? = nil,
@@ -264,6 +268,9 @@ public final class DataLayer: Sendable {
 
     /// What the built-in macros report for this session's client.
     public var context: ClientContext { state.withLock { $0.context } }
+
+    /// ``context`` in its shared box (a read of one member copies that member only).
+    var contextBox: ClientContext.Box { state.withLock { $0.contextBox } }
 
     /// Replaces what the built-in macros report for this session's client (for example after the client
     /// upgraded its app); events already being evaluated keep the context they started with.
@@ -450,10 +457,10 @@ public final class DataLayer: Sendable {
         inside enclosing: TurnMark?,
         into result: inout PushResult
     ) -> (waiter: Waiter, turn: UInt64)? {
-        // The memo tables, taken out of the state by the first evaluated push of the turn and put back by the
-        // lock that ends the turn (one lock less per push than taking and returning them around each).
+        // The memo tables, the thread's: taken by the first evaluated push of the turn, given back when it ends
+        // (per thread, not per session: a session between pushes holds none).
         var scratch = EvaluationScratch()
-        var holdsScratch = false
+        var lease = SessionRuntime.ScratchLease()
         // Whether the runtime has push hooks (read under the lock the push takes anyway).
         var hooks = false
         // The sequence number of the event ID the push carried, once remembered (-1: none).
@@ -464,7 +471,7 @@ public final class DataLayer: Sendable {
             pending,
             into: &result,
             scratch: &scratch,
-            holdsScratch: &holdsScratch,
+            lease: &lease,
             hooks: &hooks,
             remembering: &remembered,
             tracing: tracing,
@@ -484,18 +491,14 @@ public final class DataLayer: Sendable {
                 committing?(self, &result)
                 committed = true
             }
-            // What the turn did, for the event ID it carried: built outside the lock, kept if the turn ends.
-            var outcome: FiredPacker?
+            // What the turn did, for the event ID it carried, written into its entry if the turn ends: the fired
+            // tags (a session with a committer noted them before its commit) and what waits for the records.
             let notes = remembered >= 0
-            if notes {
-                outcome = FiredPacker()
-                noteOutcome(of: result, into: &outcome!, withFired: committing == nil)
-            }
             let step = state.withLock { state in
                 let step = state.turnstile.next()
                 if case .ended = step {
-                    if holdsScratch { swap(&state.scratch, &scratch) }
-                    if notes { state.seenEventIDs?.finish(remembered, &outcome!) }
+                    lease.giveBack(&scratch)
+                    if notes { state.seenEventIDs?.finish(remembered, result, withFired: committing == nil) }
                 }
                 return step
             }
@@ -514,7 +517,7 @@ public final class DataLayer: Sendable {
                     nested,
                     into: &result,
                     scratch: &scratch,
-                    holdsScratch: &holdsScratch,
+                    lease: &lease,
                     hooks: &hooks,
                     remembering: &unremembered,
                     tracing: tracing,
@@ -593,7 +596,7 @@ public final class DataLayer: Sendable {
         _ pending: consuming Pending,
         into result: inout PushResult,
         scratch: inout EvaluationScratch,
-        holdsScratch: inout Bool,
+        lease: inout SessionRuntime.ScratchLease,
         hooks: inout Bool,
         remembering remembered: inout Int,
         tracing: Bool,
@@ -676,6 +679,8 @@ public final class DataLayer: Sendable {
         var eventIDTime: Int64 = 0
         if hasEventID { eventIDTime = tagManager.eventIDClock?() ?? EventIDWindow.systemMilliseconds() }
         var duplicate: SeenEventIDs.Entry?
+        // Where the look-up found room for the ID in the session's table, for remembering it.
+        var bucket = -1
         var (model, eventNumber, runtime) = state.withLock {
             state -> (ValueMap, Int, SessionRuntime?) in
             if hasEventID,
@@ -683,6 +688,7 @@ public final class DataLayer: Sendable {
                     pending.eventID,
                     hash: pending.eventIDHash,
                     now: eventIDTime,
+                    bucket: &bucket,
                     in: tagManager
                 )
             {
@@ -699,17 +705,15 @@ public final class DataLayer: Sendable {
             } else {
                 state.sizeBound &+= added
             }
+            if eventValue != nil, !lease.isHeld { lease.take(into: &scratch) }
             if hasEventID {
                 remembered = state.remember(
                     pending.eventID,
                     hash: pending.eventIDHash,
                     now: eventIDTime,
+                    bucket: bucket,
                     in: tagManager
                 )
-            }
-            if eventValue != nil, !holdsScratch {
-                swap(&scratch, &state.scratch)
-                holdsScratch = true
             }
             if let changed = tagManager.snapshot(cached: state.runtime) {
                 state.runtime = changed

@@ -162,7 +162,7 @@ public struct PushResult: Sendable {
 
     /// Adds each tag call of the evaluated pushes to `packer`, in firing order (for the push's ``SeenEventID``),
     /// and the durability tokens of what the push hooks added.
-    func packFired(into packer: inout FiredPacker) {
+    func packFired(into packer: inout FiredWriter) {
         if first != nil { first!.packFired(into: &packer) }
         for index in more.indices { more[index].packFired(into: &packer) }
         for index in hooked.indices {
@@ -313,7 +313,7 @@ struct EvaluatedPush: Sendable {
     }
 
     /// Adds each tag call to `packer`, reading the calls in place (a push with an event ID does this every time).
-    func packFired(into packer: inout FiredPacker) {
+    func packFired(into packer: inout FiredWriter) {
         guard !calls.isEmpty else { return }
         let containers = runtime.containers
         for index in calls.indices {
@@ -321,7 +321,7 @@ struct EvaluatedPush: Sendable {
             let tagID = containers[calls[index].container].storage.program.tags[tag].tagID
             // A plain tag without records packs into one word; the status and output are read in place.
             if calls[index].output?.hasNoRecordsOrDurability ?? true,
-                let code = FiredPacker.code(of: calls[index].status),
+                let code = FiredWriter.code(of: calls[index].status),
                 packer.packPlain(index: tag, tagID: tagID, code: code)
             {
                 continue

@@ -23,25 +23,6 @@ extension PushResult {
             commitFailure = durability.failure
         }
     }
-
-    /// The tags the push fired, packed for its ``SeenEventID``, with the durability tokens of their records and
-    /// of the push hooks' records.
-    func firedPacker() -> FiredPacker {
-        var packer = FiredPacker()
-        packFired(into: &packer)
-        return packer
-    }
-}
-
-extension DataLayer {
-    /// Notes in `outcome` what `result`'s turn did, for its event ID: the fired tags when `withFired` (a session
-    /// without a committer notes them here, at the end of the turn), and what waits for its records and commit.
-    func noteOutcome(of result: PushResult, into outcome: inout FiredPacker, withFired: Bool) {
-        result.packFired(into: &outcome)
-        outcome.notesFired = withFired
-        if !result.commits.isEmpty { outcome.addTokens(result.commits) }
-        outcome.noteDurability(failure: result.commitFailure)
-    }
 }
 
 extension PushResult {

@@ -7,16 +7,20 @@
 /// The event IDs a session remembers (``SeenEventID``), oldest first, in a ring with an open-addressing table
 /// of their hashes: a push with an ID looks it up, forgets what fell out of the ``EventIDWindow`` and remembers
 /// its own, each in constant time — and, once the ring has grown to the session's bound, without allocating
-/// when what the push fired packs into its entry (up to four tags with a plain status and no records; others
-/// take one ``Detail``).
+/// when what the push fired packs into words (tags with a plain status and no records; others take one
+/// ``Detail``).
 ///
-/// The ring is about 130 bytes per ID (a slot of 112 bytes: the ID's bytes and packed tags; beside it the hash,
-/// the time and a table of twice the ring's size), plus what does not pack: tags with a message or records,
-/// durability.
+/// The ring is about 130 bytes per ID (a slot of 88 bytes: the ID's bytes inline, where its packed tags are in
+/// the word ring; beside it the hash, the time and a table of four times the ring's size), plus a word per
+/// packed tag and what does not pack: tags with a message or records, durability.
 ///
-/// IDs are compared as bytes; the hash is a word-at-a-time multiply-and-mix with a seed drawn per process (a
-/// client cannot choose IDs that collide in every process, and colliding IDs only slow down their own
-/// session's look-ups, bounded by ``EventIDWindow/maximumCount``).
+/// Forgetting an ID does not touch the table: an entry whose sequence number is older than the ring's oldest is
+/// stale, skipped by look-ups and reused by the next insertion on its probe path; the table is rebuilt from the
+/// ring when live and stale entries fill half of it (once per ring's size of pushes at most).
+///
+/// IDs are compared as bytes; the hash is a word-at-a-time multiply-and-mix with a seed drawn per runtime (a
+/// client cannot choose IDs that collide in every runtime, and colliding IDs only slow down their own
+/// session's look-ups, bounded by ``EventIDWindow/maximumCount``): a hash match is confirmed on the full ID.
 ///
 /// `@unchecked Sendable`: a session allocates it on its first push with an ID and touches it only under its
 /// own lock (``DataLayer/State``); a snapshot copies the IDs out. The lock is also why its fields need no
@@ -52,48 +56,54 @@ final class SeenEventIDs: @unchecked Sendable {
         }
     }
 
-    /// Up to four fired tags, one per word (see ``FiredPacker``; 0 is no tag). A trivial value: more tags, or
-    /// tags that do not pack, are kept in the slot's ``Detail``.
-    struct Packed: Equatable {
-        var a: UInt64 = 0
-        var b: UInt64 = 0
-        var c: UInt64 = 0
-        var d: UInt64 = 0
-    }
-
-    /// One remembered ID (112 bytes; its hash and time are kept beside it), its bytes inline when they fit (48 bytes:
+    /// One remembered ID (88 bytes; its hash and time are kept beside it), its bytes inline when they fit (48 bytes:
     /// a UUID, most message IDs), so that remembering and forgetting an ID neither retains nor releases anything.
     private struct Slot {
-        var packed = Packed()
         var detail: Detail?
-        var length = 0
-        var inline: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
         /// The ID when it is longer than the inline bytes.
         var long: String?
+        /// Where its packed tags start in the word ring (an absolute word number), and how many there are.
+        var wordStart = 0
+        var wordCount: Int32 = 0
+        var length: Int32 = 0
+        var inline: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
     }
 
     /// How many bytes of an ID a slot holds inline.
     private static let inlineBytes = 48
 
     /// The entries, `count` of them from `head` on (wrapping), in `capacity` slots (a power of two), and the
-    /// table of their positions by hash (linear probing from the hash's high half, twice the capacity): each
-    /// entry is the high half of its ID's hash and its position + 1 (0 is empty), so that probing and moving
-    /// entries never reads a slot. Raw storage: every push with an ID reads and writes a few slots, and an array
-    /// would check its uniqueness on each write.
+    /// table of their sequence numbers by hash (linear probing from the hash's high half, four times the
+    /// capacity): each table entry is the high half of its ID's hash (top bit set, so that 0 is empty) and the
+    /// low 32 bits of its sequence number, so that probing never reads a slot and forgetting never writes the
+    /// table. Raw storage: every push with an ID reads and writes a few slots, and an array would check its
+    /// uniqueness on each write.
     @exclusivity(unchecked) private var slots: UnsafeMutablePointer<Slot>
-    /// Each slot's hash and time, and whether it holds anything on the heap (a long ID, tags that do not pack in
-    /// its words, a detail), beside the slots: what every push reads of the oldest entry stays in a few cache
-    /// lines (16 KiB for 1,000 IDs), and a slot with nothing on the heap is forgotten without reading it.
+    /// Each slot's hash and time, and whether it holds anything on the heap (a long ID, a detail), beside the
+    /// slots: what every push reads of the oldest entry stays in a few cache lines, and a slot with nothing on
+    /// the heap is forgotten without reading it.
     @exclusivity(unchecked) private var hashes: UnsafeMutablePointer<UInt64>
     @exclusivity(unchecked) private var times: UnsafeMutablePointer<Int64>
     @exclusivity(unchecked) private var heavy: UnsafeMutablePointer<Bool>
     @exclusivity(unchecked) private var table: UnsafeMutablePointer<UInt64>
     @exclusivity(unchecked) private var capacity: Int
+    /// Table entries that are not empty (live or stale).
+    @exclusivity(unchecked) private var used = 0
     @exclusivity(unchecked) private var head = 0
     @exclusivity(unchecked) private(set) var count = 0
     /// The sequence number of the oldest entry: entry `s` (while `s >= first`) is at ring position
     /// `head + s - first`.
     @exclusivity(unchecked) private(set) var first = 0
+    /// The packed tags of the entries, in the order they were written (entry by entry, oldest first): word `w`
+    /// (`wordHead <= w < wordTail`) is at `words[w & (wordCapacity - 1)]`. A packed tag is one word (see
+    /// ``FiredWriter``).
+    @exclusivity(unchecked) private var words: UnsafeMutablePointer<UInt64>
+    @exclusivity(unchecked) private var wordCapacity = 16
+    @exclusivity(unchecked) private var wordHead = 0
+    @exclusivity(unchecked) private var wordTail = 0
+    /// The newest sequence number that has words: an older entry's tags are written as a ``Detail`` instead, so
+    /// that the words stay in entry order and forgetting an entry frees the words before its end.
+    @exclusivity(unchecked) private var wordsOwner = -1
 
     init(capacity: Int = 8) {
         let capacity = max(8, Self.powerOfTwo(atLeast: capacity))
@@ -106,8 +116,9 @@ final class SeenEventIDs: @unchecked Sendable {
         times.initialize(repeating: 0, count: capacity)
         heavy = .allocate(capacity: capacity)
         heavy.initialize(repeating: false, count: capacity)
-        table = .allocate(capacity: capacity * 2)
-        table.initialize(repeating: 0, count: capacity * 2)
+        table = .allocate(capacity: capacity * 4)
+        table.initialize(repeating: 0, count: capacity * 4)
+        words = .allocate(capacity: wordCapacity)
     }
 
     deinit {
@@ -117,16 +128,15 @@ final class SeenEventIDs: @unchecked Sendable {
         times.deallocate()
         heavy.deallocate()
         table.deallocate()
+        words.deallocate()
     }
 
-    /// A set holding `events`, oldest first.
-    convenience init(_ events: [SeenEventID]) {
+    /// A set holding `events`, oldest first, hashed with `seed` (``TagManager/eventIDSeed``).
+    convenience init(_ events: [SeenEventID], seed: UInt64) {
         self.init(capacity: events.count)
         for event in events {
-            let sequence = append(event.id, time: event.time, hash: Self.hash(event.id))
-            var packer = FiredPacker()
-            for tag in event.fired { packer.add(tag) }
-            setFired(packer, of: sequence)
+            let sequence = append(event.id, time: event.time, hash: Self.hash(event.id, seed: seed), bucket: -1)
+            setFired(event.fired, of: sequence)
         }
     }
 
@@ -137,7 +147,7 @@ final class SeenEventIDs: @unchecked Sendable {
     }
 
     private var mask: Int { capacity - 1 }
-    private var tableMask: Int { capacity * 2 - 1 }
+    private var tableMask: Int { capacity * 4 - 1 }
 
     /// The remembered IDs, oldest first.
     var events: [SeenEventID] { suffix(count) }
@@ -153,41 +163,73 @@ final class SeenEventIDs: @unchecked Sendable {
     }
 
     private func event(at position: Int) -> SeenEventID {
-        SeenEventID(
-            id: id(at: position),
-            time: times[position],
-            fired: slots[position].detail?.fired ?? FiredPacker.tags(of: slots[position].packed)
-        )
+        SeenEventID(id: id(at: position), time: times[position], fired: fired(at: position))
+    }
+
+    /// The tags of the slot at `position`.
+    private func fired(at position: Int) -> [SeenEventID.Tag] {
+        if let fired = slots[position].detail?.fired { return fired }
+        let start = slots[position].wordStart
+        let count = Int(slots[position].wordCount)
+        let wordMask = wordCapacity - 1
+        return (0..<count).map { FiredWriter.tag(of: words[(start + $0) & wordMask]) }
     }
 
     /// The ID of the slot at `position`.
     private func id(at position: Int) -> String {
         if let long = slots[position].long { return long }
-        let length = slots[position].length
+        let length = Int(slots[position].length)
         return withUnsafeBytes(of: &slots[position].inline) { String(decoding: $0.prefix(length), as: UTF8.self) }
     }
 
     // MARK: Look-up
 
-    /// The entry of `id` (whose hash is `hash`), if remembered.
-    func entry(_ id: String, hash: UInt64) -> Entry? {
-        guard let position = position(of: id, hash: hash) else { return nil }
-        return Entry(event: event(at: position), durability: slots[position].detail?.durability)
+    /// Where a look-up ended: the position of the entry found, or the table bucket a new entry of the ID would
+    /// go to (the first stale or empty one on its probe path).
+    enum Lookup {
+        case found(Int)
+        case missing(bucket: Int)
     }
 
-    /// The table bucket a hash starts probing at, and the tag its entries carry.
+    /// The entry of `id` (whose hash is `hash`), if remembered.
+    func entry(_ id: String, hash: UInt64) -> Entry? {
+        guard case .found(let position) = lookup(id, hash: hash) else { return nil }
+        return entry(at: position)
+    }
+
+    /// The entry at ring position `position`.
+    func entry(at position: Int) -> Entry {
+        Entry(event: event(at: position), durability: slots[position].detail?.durability)
+    }
+
+    /// The table bucket a hash starts probing at.
     private func home(_ hash: UInt64) -> Int { Int(truncatingIfNeeded: hash >> 32) & tableMask }
 
-    private func position(of id: String, hash: UInt64) -> Int? {
-        let tag = hash >> 32
+    /// The tag a table entry of `hash` carries in its high half (top bit set: an entry is never 0).
+    private static func tag(_ hash: UInt64) -> UInt64 { (hash >> 32 | 1 << 31) << 32 }
+
+    /// The ring position of the table entry `entry` when it is live; `nil` when it is stale.
+    @inline(__always)
+    private func livePosition(_ entry: UInt64) -> Int? {
+        let offset = Int(UInt32(truncatingIfNeeded: entry) &- UInt32(truncatingIfNeeded: first))
+        return offset < count ? (head + offset) & mask : nil
+    }
+
+    /// Looks `id` (hashed `hash`) up.
+    func lookup(_ id: String, hash: UInt64) -> Lookup {
+        let tag = Self.tag(hash)
         let tableMask = tableMask
         var bucket = home(hash)
+        var free = -1
         while true {
             let entry = table[bucket]
-            if entry == 0 { return nil }
-            if entry >> 32 == tag {
-                let position = Int(truncatingIfNeeded: entry & 0xFFFF_FFFF) - 1
-                if hashes[position] == hash, holds(id, at: position) { return position }
+            if entry == 0 { return .missing(bucket: free >= 0 ? free : bucket) }
+            if let position = livePosition(entry) {
+                if entry & 0xFFFF_FFFF_0000_0000 == tag, hashes[position] == hash, holds(id, at: position) {
+                    return .found(position)
+                }
+            } else if free < 0 {
+                free = bucket
             }
             bucket = (bucket + 1) & tableMask
         }
@@ -196,7 +238,7 @@ final class SeenEventIDs: @unchecked Sendable {
     /// Whether the slot at `position` holds the bytes of `id`.
     private func holds(_ id: String, at position: Int) -> Bool {
         if let long = slots[position].long { return long.hasSameBytes(as: id) }
-        let length = slots[position].length
+        let length = Int(slots[position].length)
         guard id.utf8.count == length else { return false }
         return id.withCString { text in
             withUnsafeBytes(of: &slots[position].inline) { memcmp($0.baseAddress!, text, length) == 0 }
@@ -205,17 +247,22 @@ final class SeenEventIDs: @unchecked Sendable {
 
     // MARK: Changes
 
-    /// Remembers `id`, applied at `time` (newest); returns its sequence number. The caller prunes first, so that
-    /// the set stays within its bound.
-    func append(_ id: String, time: Int64, hash: UInt64) -> Int {
-        if count == capacity { grow() }
+    /// Remembers `id`, applied at `time` (newest); returns its sequence number. `bucket` is where
+    /// ``lookup(_:hash:)`` found room for it since the set last changed other than by forgetting, or -1. The
+    /// caller prunes first, so that the set stays within its bound.
+    func append(_ id: String, time: Int64, hash: UInt64, bucket: Int) -> Int {
+        var bucket = bucket
+        if count == capacity {
+            grow()
+            bucket = -1
+        }
         let position = (head + count) & mask
         hashes[position] = hash
         times[position] = time
-        slots[position].packed = Packed()
+        slots[position].wordCount = 0
         let length = id.utf8.count
         if length <= Self.inlineBytes {
-            slots[position].length = length
+            slots[position].length = Int32(length)
             id.withCString { text in
                 withUnsafeMutableBytes(of: &slots[position].inline) { _ = memcpy($0.baseAddress!, text, length) }
             }
@@ -224,13 +271,20 @@ final class SeenEventIDs: @unchecked Sendable {
             heavy[position] = true
         }
         count += 1
-        insert(position: position, hash: hash)
-        return first + count - 1
+        let sequence = first + count - 1
+        insert(sequence: sequence, hash: hash, bucket: bucket)
+        return sequence
     }
 
     /// Forgets the IDs older than `window` milliseconds at `now`, then the oldest beyond `maximumCount - room`
     /// (room for the IDs about to be added); returns how many were forgotten.
+    @inline(__always)
     func prune(now: Int64, window: Int64, maximumCount: Int, room: Int) -> Int {
+        guard count > 0, count > maximumCount &- room || times[head] < now &- window else { return 0 }
+        return pruneOldest(now: now, window: window, maximumCount: maximumCount, room: room)
+    }
+
+    private func pruneOldest(now: Int64, window: Int64, maximumCount: Int, room: Int) -> Int {
         let oldest = now &- window
         let keep = max(0, maximumCount - room)
         var removed = 0
@@ -246,21 +300,63 @@ final class SeenEventIDs: @unchecked Sendable {
         prune(now: now, window: window.milliseconds, maximumCount: window.maximumCount, room: room)
     }
 
-    /// Keeps what the push of entry `sequence` fired (if the entry is still remembered).
-    func setFired(_ fired: FiredPacker, of sequence: Int) {
+    /// Keeps `fired` as what the push of entry `sequence` fired (if the entry is still remembered).
+    func setFired(_ fired: [SeenEventID.Tag], of sequence: Int) {
         guard let position = position(ofSequence: sequence) else { return }
-        slots[position].packed = fired.packed
-        if fired.tags != nil || slots[position].detail != nil {
-            slots[position].detail = Detail(fired: fired.tags, durability: slots[position].detail?.durability)
-            heavy[position] = true
-        }
+        var writer = FiredWriter(self, sequence: sequence, writesTags: true)
+        for tag in fired { writer.add(tag) }
+        writer.finish(at: position, durability: nil)
     }
 
-    /// Keeps what waits for the original push of entry `sequence` (if still remembered).
-    func setDurability(_ durability: Durability, of sequence: Int) {
+    /// Keeps what the push of entry `sequence` did (if the entry is still remembered), read from `result`: its
+    /// tags when `withFired` (a committer's were noted before the commit: ``noteFired(_:of:)``), and what waits
+    /// for its records and commit.
+    func finish(_ sequence: Int, _ result: borrowing PushResult, withFired: Bool) {
         guard let position = position(ofSequence: sequence) else { return }
-        slots[position].detail = Detail(fired: slots[position].detail?.fired, durability: durability)
-        heavy[position] = true
+        var writer = FiredWriter(self, sequence: sequence, writesTags: withFired)
+        result.packFired(into: &writer)
+        // A session without a committer (`withFired`) has no commit to wait for.
+        var failed = false
+        if !withFired, case .some = result.commitFailure { failed = true }
+        guard !writer.tokens.isEmpty || (!withFired && (!result.commits.isEmpty || failed)) else {
+            if withFired { writer.finish(at: position, durability: nil) }
+            return
+        }
+        writer.tokens += result.commits
+        writer.finish(at: position, durability: Durability(tokens: writer.tokens, failure: result.commitFailure))
+    }
+
+    /// Keeps the tags `result` fired as what the push of entry `sequence` fired (before its commit takes the delta).
+    func noteFired(_ result: borrowing PushResult, of sequence: Int) {
+        guard let position = position(ofSequence: sequence) else { return }
+        var writer = FiredWriter(self, sequence: sequence, writesTags: true)
+        result.packFired(into: &writer)
+        writer.finish(at: position, durability: nil, keepsDurability: true)
+    }
+
+    /// Sets the tags and durability of the slot at `position` from a writer: `words` packed tags from word
+    /// `wordStart` on, or `tags` when they do not pack (`nil` with `writesTags` false: the tags are kept).
+    fileprivate func setOutcome(
+        at position: Int,
+        writesTags: Bool,
+        wordStart: Int,
+        wordCount: Int,
+        tags: [SeenEventID.Tag]?,
+        durability: Durability?,
+        keepsDurability: Bool
+    ) {
+        let durability = keepsDurability ? slots[position].detail?.durability : durability
+        let kept = writesTags ? tags : slots[position].detail?.fired
+        if writesTags {
+            slots[position].wordStart = wordStart
+            slots[position].wordCount = Int32(wordCount)
+        }
+        if kept != nil || durability != nil {
+            slots[position].detail = Detail(fired: kept, durability: durability)
+            heavy[position] = true
+        } else if slots[position].detail != nil {
+            slots[position].detail = nil
+        }
     }
 
     private func position(ofSequence sequence: Int) -> Int? {
@@ -268,24 +364,9 @@ final class SeenEventIDs: @unchecked Sendable {
         return (head + sequence - first) & mask
     }
 
+    /// Forgets the oldest entry (its table entry goes stale: see the type's documentation).
     private func removeOldest() {
-        let tableMask = tableMask
-        var bucket = home(hashes[head])
-        let target = UInt64(head + 1)
-        while table[bucket] & 0xFFFF_FFFF != target { bucket = (bucket + 1) & tableMask }
-        // Backward-shift deletion: later entries of the probe run move into the hole, so no tombstones build up.
-        var hole = bucket
-        var probe = (bucket + 1) & tableMask
-        while table[probe] != 0 {
-            let home = Int(truncatingIfNeeded: table[probe] >> 32) & tableMask
-            // The entry at `probe` may fill the hole when the hole is on its way from its home to `probe`.
-            if (probe - home) & tableMask >= (probe - hole) & tableMask {
-                table[hole] = table[probe]
-                hole = probe
-            }
-            probe = (probe + 1) & tableMask
-        }
-        table[hole] = 0
+        if slots[head].wordCount > 0 { wordHead = max(wordHead, slots[head].wordStart + Int(slots[head].wordCount)) }
         if heavy[head] {
             slots[head].long = nil
             slots[head].detail = nil
@@ -294,13 +375,35 @@ final class SeenEventIDs: @unchecked Sendable {
         head = (head + 1) & mask
         count -= 1
         first += 1
+        if count == 0 { wordHead = wordTail }
     }
 
-    private func insert(position: Int, hash: UInt64) {
+    /// Puts sequence number `sequence` of hash `hash` in the table, at `bucket` when it is not -1.
+    private func insert(sequence: Int, hash: UInt64, bucket: Int) {
+        var bucket = bucket
+        if bucket < 0 {
+            let tableMask = tableMask
+            bucket = home(hash)
+            while table[bucket] != 0, livePosition(table[bucket]) != nil { bucket = (bucket + 1) & tableMask }
+        }
+        if table[bucket] == 0 { used += 1 }
+        table[bucket] = Self.tag(hash) | UInt64(UInt32(truncatingIfNeeded: sequence))
+        // Live and stale entries fill half the table: rebuilt from the ring (live ones at most a quarter).
+        if used > capacity * 2 { rebuildTable() }
+    }
+
+    /// Empties the table and inserts the live entries again.
+    private func rebuildTable() {
+        table.update(repeating: 0, count: capacity * 4)
+        used = 0
         let tableMask = tableMask
-        var bucket = home(hash)
-        while table[bucket] != 0 { bucket = (bucket + 1) & tableMask }
-        table[bucket] = (hash >> 32) << 32 | UInt64(position + 1)
+        for offset in 0..<count {
+            let hash = hashes[(head + offset) & mask]
+            var bucket = home(hash)
+            while table[bucket] != 0 { bucket = (bucket + 1) & tableMask }
+            table[bucket] = Self.tag(hash) | UInt64(UInt32(truncatingIfNeeded: first + offset))
+            used += 1
+        }
     }
 
     private func grow() {
@@ -319,47 +422,61 @@ final class SeenEventIDs: @unchecked Sendable {
         heavy = moved(heavy, empty: false)
         table.deallocate()
         capacity *= 2
-        table = .allocate(capacity: capacity * 2)
-        table.initialize(repeating: 0, count: capacity * 2)
+        table = .allocate(capacity: capacity * 4)
         head = 0
-        for position in 0..<count { insert(position: position, hash: hashes[position]) }
+        rebuildTable()
+    }
+
+    // MARK: Words
+
+    /// Appends `word` to the word ring (growing it when full); returns its number.
+    fileprivate func appendWord(_ word: UInt64) -> Int {
+        if wordTail - wordHead == wordCapacity { growWords() }
+        words[wordTail & (wordCapacity - 1)] = word
+        wordTail += 1
+        return wordTail - 1
+    }
+
+    /// The words from `start` on, `count` of them.
+    fileprivate func words(from start: Int, count: Int) -> [UInt64] {
+        (0..<count).map { words[(start + $0) & (wordCapacity - 1)] }
+    }
+
+    /// The first word a new entry's tags would take, when entry `sequence` may take words (see ``wordsOwner``).
+    fileprivate func wordStart(for sequence: Int) -> Int? {
+        guard sequence >= wordsOwner else { return nil }
+        wordsOwner = sequence
+        return wordTail
+    }
+
+    /// Drops the words from `start` on (the newest): their tags were kept another way.
+    fileprivate func dropWords(from start: Int) { wordTail = start }
+
+    private func growWords() {
+        let larger = UnsafeMutablePointer<UInt64>.allocate(capacity: wordCapacity * 2)
+        for word in wordHead..<wordTail { larger[word & (wordCapacity * 2 - 1)] = words[word & (wordCapacity - 1)] }
+        words.deallocate()
+        words = larger
+        wordCapacity *= 2
     }
 
     // MARK: Hashing
 
-    /// The process's seed.
-    private static let seed: UInt64 = {
-        var generator = SystemRandomNumberGenerator()
-        return generator.next() | 1
-    }()
-
-    /// The hash of `id`'s UTF-8 bytes.
-    static func hash(_ id: String) -> UInt64 {
+    /// The hash of `id`'s UTF-8 bytes, with `seed`.
+    static func hash(_ id: String, seed: UInt64) -> UInt64 {
         var zeroes: UInt64 = 0
-        if let hash = id.utf8.withContiguousStorageIfAvailable({ hash(UnsafeRawBufferPointer($0), zeroes: &zeroes) }) {
+        if let hash = id.utf8.withContiguousStorageIfAvailable({
+            hash(UnsafeRawBufferPointer($0), seed: seed, zeroes: &zeroes)
+        }) {
             return hash
         }
-        return Array(id.utf8).withUnsafeBytes { hash($0, zeroes: &zeroes) }
+        return Array(id.utf8).withUnsafeBytes { hash($0, seed: seed, zeroes: &zeroes) }
     }
 
-    /// Keeps what the push of entry `sequence` did (if the entry is still remembered), taking `outcome`'s parts:
-    /// its packed tags (unless it noted none: a committer's were noted before the commit), the tags that do not
-    /// pack, and its durability.
-    func finish(_ sequence: Int, _ outcome: inout FiredPacker) {
-        guard let position = position(ofSequence: sequence) else { return }
-        if outcome.notesFired { slots[position].packed = outcome.packed }
-        guard let extra = outcome.extra, extra.tags != nil || extra.durability != nil else { return }
-        slots[position].detail = Detail(
-            fired: outcome.notesFired ? extra.tags : slots[position].detail?.fired,
-            durability: extra.durability
-        )
-        heavy[position] = true
-    }
-
-    /// The hash of the UTF-8 bytes `bytes`, and in `zeroes` a non-zero value when a byte is 0 (a NUL): one pass,
-    /// a word at a time (the bytes after the last whole word are read as the last eight bytes, shifted).
+    /// The hash of the UTF-8 bytes `bytes` with `seed`, and in `zeroes` a non-zero value when a byte is 0 (a NUL):
+    /// one pass, a word at a time (the bytes after the last whole word are read as the last eight bytes, shifted).
     @inline(__always)
-    static func hash(_ bytes: UnsafeRawBufferPointer, zeroes: inout UInt64) -> UInt64 {
+    static func hash(_ bytes: UnsafeRawBufferPointer, seed: UInt64, zeroes: inout UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         let count = bytes.count
@@ -400,78 +517,47 @@ final class SeenEventIDs: @unchecked Sendable {
     }
 }
 
-/// Collects what a push fired for its ``SeenEventID``: up to four tags with a plain status (`ok`, `unhandled`,
-/// `unsupported`), no records, no durability and small numbers pack into ``SeenEventIDs/Packed`` words; otherwise
-/// every tag is kept as a ``SeenEventID/Tag``. Also collects the durability tokens of the tags' records.
-///
-/// The common case (a few plain tags) is a trivial value: what does not pack lives in ``extra``, allocated only when
-/// something does not, so that noting and dropping a packer retains and releases nothing else.
+/// Writes what a push fired into its entry of a ``SeenEventIDs``: tags with a plain status (`ok`, `unhandled`,
+/// `unsupported`), no records and small numbers pack into one word each, written straight into the set's word
+/// ring; once one does not, every tag is kept as a ``SeenEventID/Tag`` in the entry's ``SeenEventIDs/Detail``.
+/// Also collects the durability tokens of the tags' records.
 ///
 /// A packed tag is one word: bit 63 set, its status in bits 60–62, bit 59 whether it has a `tag_id`, its index
 /// in bits 32–58 and its `tag_id` in bits 0–31.
-struct FiredPacker {
-    /// What does not pack: every tag once one does not, the records' tokens, what waits for the push.
-    final class Extra {
-        /// Every tag, once one does not pack (or a fifth comes).
-        var tags: [SeenEventID.Tag]?
-        /// The tokens of the records the tags made (and the push hooks', and the commit's).
-        var tokens: [DurabilityToken] = []
-        /// What waits for the push's records and commit, when anything does.
-        var durability: SeenEventIDs.Durability?
-    }
-
-    var packed = SeenEventIDs.Packed()
-    private var packedCount = 0
-    /// Whether the tags were packed here (a turn with a committer notes them before its commit instead).
-    var notesFired = true
-    /// `nil` while everything packs.
-    private(set) var extra: Extra?
-
+struct FiredWriter {
+    /// Unretained: the writer lives within a call on the set.
+    unowned(unsafe) let set: SeenEventIDs
+    /// Whether the tags are written (a turn with a committer notes them before its commit instead).
+    let writesTags: Bool
+    /// Where the entry's words start; `nil` when the entry cannot take words (its tags go to ``tags``).
+    private var start: Int?
+    private var count = 0
     /// Every tag, once one does not pack.
-    var tags: [SeenEventID.Tag]? { extra?.tags }
-    /// What waits for the push's records and commit, when anything does.
-    var durability: SeenEventIDs.Durability? { extra?.durability }
+    private(set) var tags: [SeenEventID.Tag]?
+    /// The tokens of the records the tags made (and the push hooks').
+    var tokens: [DurabilityToken] = []
 
-    private mutating func makeExtra() -> Extra {
-        if let extra { return extra }
-        let made = Extra()
-        extra = made
-        return made
+    init(_ set: SeenEventIDs, sequence: Int, writesTags: Bool) {
+        self.set = set
+        self.writesTags = writesTags
+        if writesTags {
+            start = set.wordStart(for: sequence)
+            if start == nil { tags = [] }
+        }
     }
 
     /// Keeps `token`, which the push's durability waits for.
-    mutating func addToken(_ token: DurabilityToken) { makeExtra().tokens.append(token) }
-
-    /// Keeps `tokens`, which the push's durability waits for.
-    mutating func addTokens(_ tokens: [DurabilityToken]) { makeExtra().tokens += tokens }
-
-    /// Builds the durability from the tokens kept and `failure` (nothing when there are neither).
-    mutating func noteDurability(failure: DurabilityError?) {
-        guard failure != nil || !(extra?.tokens.isEmpty ?? true) else { return }
-        let extra = makeExtra()
-        extra.durability = SeenEventIDs.Durability(tokens: extra.tokens, failure: failure)
-    }
+    mutating func addToken(_ token: DurabilityToken) { tokens.append(token) }
 
     /// Packs the tag call with index `index`, `tag_id` `tagID` and plain status `code` (0 `ok`, 1 `unhandled`,
     /// 2 `unsupported`) when it packs; `false` when it does not (then ``add(index:tagID:status:output:)``).
     @inline(__always)
     mutating func packPlain(index: Int, tagID: Int?, code: Int) -> Bool {
-        guard extra?.tags == nil, packedCount < 4, let word = Self.word(index: index, tagID: tagID, code: code) else {
-            return false
-        }
-        pack(word)
+        guard writesTags else { return true }
+        guard tags == nil, let word = Self.word(index: index, tagID: tagID, code: code) else { return false }
+        _ = set.appendWord(word)
+        count += 1
         return true
-    }
-
-    /// Keeps `word`, the next packed tag.
-    private mutating func pack(_ word: UInt64) {
-        switch packedCount {
-        case 0: packed.a = word
-        case 1: packed.b = word
-        case 2: packed.c = word
-        default: packed.d = word
-        }
-        packedCount += 1
     }
 
     private static let statuses = ["ok", "unhandled", "unsupported"]
@@ -490,6 +576,7 @@ struct FiredPacker {
     /// Adds a tag call: its index, `tag_id`, status and output.
     mutating func add(index: Int, tagID: Int?, status: FiredTag.Status, output: TagOutput?) {
         if let token = output?.durability { addToken(token) }
+        guard writesTags else { return }
         if output?.records.isEmpty ?? true, let code = Self.code(of: status),
             packPlain(index: index, tagID: tagID, code: code)
         {
@@ -518,13 +605,31 @@ struct FiredPacker {
         {
             return
         }
-        let extra = makeExtra()
-        if extra.tags == nil {
-            extra.tags = Self.tags(of: packed)
-            packed = SeenEventIDs.Packed()
-            packedCount = 0
+        if tags == nil {
+            // The words written so far become tags, and their room is given back.
+            if let start {
+                tags = set.words(from: start, count: count).map(Self.tag(of:))
+                set.dropWords(from: start)
+            } else {
+                tags = []
+            }
+            count = 0
         }
-        extra.tags!.append(tag)
+        tags!.append(tag)
+    }
+
+    /// Writes the tags to the entry at `position`, with `durability` (or, when `keepsDurability`, the one the
+    /// entry has).
+    func finish(at position: Int, durability: SeenEventIDs.Durability?, keepsDurability: Bool = false) {
+        set.setOutcome(
+            at: position,
+            writesTags: writesTags,
+            wordStart: start ?? 0,
+            wordCount: tags == nil ? count : 0,
+            tags: tags,
+            durability: durability,
+            keepsDurability: keepsDurability
+        )
     }
 
     private static func word(index: Int, tagID: Int?, code: Int) -> UInt64? {
@@ -537,18 +642,12 @@ struct FiredPacker {
         return word
     }
 
-    /// The tags `packed` holds, in order.
-    static func tags(of packed: SeenEventIDs.Packed) -> [SeenEventID.Tag] {
-        var tags: [SeenEventID.Tag] = []
-        for word in [packed.a, packed.b, packed.c, packed.d] where word >> 63 == 1 {
-            tags.append(
-                SeenEventID.Tag(
-                    index: Int((word >> 32) & (1 << 27 - 1)),
-                    tagID: word & (1 << 59) != 0 ? Int(word & 0xFFFF_FFFF) : nil,
-                    status: statuses[Int((word >> 60) & 7)]
-                )
-            )
-        }
-        return tags
+    /// The tag a packed word holds.
+    static func tag(of word: UInt64) -> SeenEventID.Tag {
+        SeenEventID.Tag(
+            index: Int((word >> 32) & (1 << 27 - 1)),
+            tagID: word & (1 << 59) != 0 ? Int(word & 0xFFFF_FFFF) : nil,
+            status: statuses[Int((word >> 60) & 7)]
+        )
     }
 }

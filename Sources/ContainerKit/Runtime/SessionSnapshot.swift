@@ -243,7 +243,8 @@ extension DataLayer {
             state.firedOncePerLoad = Set(snapshot.firedOncePerLoad)
             state.eventNumber = snapshot.eventNumber
             state.context = snapshot.context
-            state.seenEventIDs = snapshot.eventIDs.isEmpty ? nil : SeenEventIDs(snapshot.eventIDs)
+            state.seenEventIDs =
+                snapshot.eventIDs.isEmpty ? nil : SeenEventIDs(snapshot.eventIDs, seed: tagManager.eventIDSeed)
             state.consent = snapshot.consent
             if state.changes != nil { state.changes = SessionChanges() }
         }

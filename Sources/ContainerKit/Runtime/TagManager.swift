@@ -18,6 +18,8 @@ public final class TagManager: Sendable {
     public let logger: any DiagnosticLogger
     /// The context new data layers get when none is given.
     public let defaultContext: ClientContext
+    /// ``defaultContext`` in the box its sessions share.
+    let defaultContextBox: ClientContext.Box
     /// Where evaluated events and fired tags are reported (for metrics), if anywhere.
     public let observer: (any RuntimeObserver)?
     /// Where the random-number variable's values come from (``RandomSource/system`` unless seeded).
@@ -38,6 +40,12 @@ public final class TagManager: Sendable {
     let eventIDMilliseconds: Int64
     let eventIDMaximumCount: Int
     let eventIDClock: (@Sendable () -> Int64)?
+    /// The seed of this runtime's event ID hashes (``SeenEventIDs``), drawn at random: a client cannot choose IDs
+    /// that collide in every process.
+    let eventIDSeed: UInt64 = {
+        var generator = SystemRandomNumberGenerator()
+        return generator.next() | 1
+    }()
 
     /// An immutable snapshot of the registered handlers. Registration swaps in a new snapshot, so an
     /// evaluation holds the registry with one reference and never sees it change midway.
@@ -158,6 +166,7 @@ public final class TagManager: Sendable {
     ) {
         self.logger = logger
         self.defaultContext = defaultContext
+        self.defaultContextBox = ClientContext.Box(defaultContext)
         self.observer = observer
         self.randomSource = randomSource
         self.maximumDataLayerBytes = maximumDataLayerBytes.map { max(1024, $0) }
@@ -330,7 +339,7 @@ public final class TagManager: Sendable {
     ) -> DataLayer {
         DataLayer(
             tagManager: self,
-            context: context ?? defaultContext,
+            context: context.flatMap { $0 == defaultContext ? nil : ClientContext.Box($0) } ?? defaultContextBox,
             sessionID: sessionID ?? DataLayer.makeSessionID(),
             debug: debug || isDebugMode,
             committing: committing,

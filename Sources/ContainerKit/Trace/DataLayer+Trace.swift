@@ -10,7 +10,7 @@ extension DataLayer {
     /// ``push(event:parameters:eventID:)-(String,ValueMap,String?)``.
     @discardableResult
     public func push(_ message: ValueMap, eventID: String? = nil, tracing: Bool) -> PushResult {
-        guard let hash = Self.checkedHash(of: eventID) else {
+        guard let hash = checkedHash(of: eventID) else {
             return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, nil, message, eventID)
         }
         return push(Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash, tracing: tracing))
@@ -19,7 +19,7 @@ extension DataLayer {
     /// ``push(_:eventID:tracing:)-(ValueMap,String?,Bool)``, suspending while another caller's push is processed.
     @discardableResult
     public func push(_ message: ValueMap, eventID: String? = nil, tracing: Bool) async -> PushResult {
-        guard let hash = Self.checkedHash(of: eventID) else {
+        guard let hash = checkedHash(of: eventID) else {
             return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, nil, message, eventID)
         }
         return await push(
@@ -75,7 +75,7 @@ extension DataLayer {
     private func pending(event: String, parameters: ValueMap, eventID: String?, tracing: Bool) -> Result<
         Pending, Refused
     > {
-        guard let hash = Self.checkedHash(of: eventID) else {
+        guard let hash = checkedHash(of: eventID) else {
             return .failure(
                 Refused(result: Self.traced(Self.refusal(eventID: eventID)!, tracing, self, event, parameters, eventID))
             )

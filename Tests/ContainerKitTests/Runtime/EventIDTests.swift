@@ -144,29 +144,48 @@ struct EventIDTests {
         #expect(session.seenEventIDs.first?.id == "m-451", "which forgot the oldest")
     }
 
-    /// Many IDs pushed, forgotten and looked up in a shuffled order: the table answers exactly what a plain list
-    /// of the newest IDs answers (its probes and deletions stay consistent through growth and wrapping).
+    /// Many IDs pushed, forgotten and looked up in a shuffled order, each with what its push fired (up to six tags,
+    /// some that pack into words and some that do not): the table answers exactly what a plain list of the newest
+    /// IDs answers (its probes, stale entries and rebuilds stay consistent through growth and wrapping), and keeps
+    /// each ID's tags.
     @Test func theTableAgreesWithAListThroughGrowthAndPruning() {
         var generator = SystemRandomNumberGenerator()
         let table = SeenEventIDs()
-        var reference: [String] = []
+        var reference: [SeenEventID] = []
         let window = EventIDWindow(duration: .seconds(1_000_000), maximumCount: 300)
+        func fired(_ n: UInt32) -> [SeenEventID.Tag] {
+            (0..<Int(n % 7)).map { index in
+                n % 11 == 0 && index == 2
+                    ? SeenEventID.Tag(index: index, status: "dropped", message: "no user")
+                    : SeenEventID.Tag(index: index + Int(n), tagID: index % 2 == 0 ? Int(n) : nil, status: "ok")
+            }
+        }
         for step in 0..<5000 {
             let n = UInt32.random(in: 0..<2000, using: &generator)
             // Short IDs sit in their slots, long ones (over 48 bytes) beside them.
             let id = n % 3 == 0 ? "a-long-message-id-of-more-than-forty-eight-bytes-\(n)" : "id-\(n)"
-            let hash = SeenEventIDs.hash(id)
-            let seen = table.entry(id, hash: hash) != nil
-            #expect(seen == reference.contains(id), "step \(step): \(id)")
+            let hash = SeenEventIDs.hash(id, seed: 7)
+            var bucket = -1
+            var seen = false
+            switch table.lookup(id, hash: hash) {
+            case .found(let position):
+                seen = true
+                #expect(table.entry(at: position).event.fired == fired(n), "step \(step): \(id)")
+            case .missing(let free):
+                bucket = free
+            }
+            #expect(seen == reference.contains { $0.id == id }, "step \(step): \(id)")
             if !seen {
                 let pruned = table.prune(now: Int64(step), window: window, room: 1)
                 reference.removeFirst(pruned)
-                _ = table.append(id, time: Int64(step), hash: hash)
-                reference.append(id)
+                let sequence = table.append(id, time: Int64(step), hash: hash, bucket: bucket)
+                table.setFired(fired(n), of: sequence)
+                reference.append(SeenEventID(id: id, time: Int64(step), fired: fired(n)))
             }
             #expect(table.count == reference.count && table.count <= 300)
         }
-        #expect(table.events.map(\.id) == reference)
+        #expect(table.events == reference)
+        #expect(SeenEventIDs(reference, seed: 7).events == reference, "and a set restored from them")
     }
 
     @Test(arguments: [
@@ -195,18 +214,18 @@ struct EventIDTests {
                 letters.append(index % 7 == 0 ? letter | 0x01 : letter)
             }
             let valid = String(decoding: letters, as: UTF8.self)
-            #expect(DataLayer.checkedHash(of: valid) == SeenEventIDs.hash(valid), "length \(length)")
+            #expect(DataLayer.checkedHash(of: valid, seed: 7) == SeenEventIDs.hash(valid, seed: 7), "length \(length)")
             #expect(DataLayer.isValid(eventID: valid))
             for position in 0..<length {
                 var bytes = Array(valid.utf8)
                 bytes[position] = 0
                 if position + 1 < length { bytes[position + 1] = 0x01 }
                 let invalid = String(decoding: bytes, as: UTF8.self)
-                #expect(DataLayer.checkedHash(of: invalid) == nil, "length \(length), NUL at \(position)")
+                #expect(DataLayer.checkedHash(of: invalid, seed: 7) == nil, "length \(length), NUL at \(position)")
             }
         }
-        #expect(DataLayer.checkedHash(of: nil) == 0)
-        #expect(DataLayer.checkedHash(of: "é\u{80}ü") == SeenEventIDs.hash("é\u{80}ü"))
+        #expect(DataLayer.checkedHash(of: nil, seed: 7) == 0)
+        #expect(DataLayer.checkedHash(of: "é\u{80}ü", seed: 7) == SeenEventIDs.hash("é\u{80}ü", seed: 7))
     }
 
     @Test func anIDOf256BytesIsAccepted() async throws {
