@@ -12,6 +12,9 @@
 # For each, with the suffix _hot or _cold: cluster_events_per_s, cluster_p99_ms, and per acknowledged event
 #   pg_cpu_us_per_event        user + system CPU of PostgreSQL (the postmaster and its live children from
 #                              /proc/<pid>/stat, plus the postmaster's cutime + cstime: children that ended)
+#   pg_backend_cpu_us_per_event  the part of it spent by the instances' connections (live backends of the
+#                              database); the rest is PostgreSQL's own processes: WAL writer, checkpointer,
+#                              autovacuum, and whatever ended during the run
 #   pg_events_per_core_s       10^6 / pg_cpu_us_per_event
 #   pg_wal_bytes_per_event     pg_current_wal_lsn() after minus before
 #   service_cpu_us_per_event   user + system CPU of the three TagService processes
@@ -173,6 +176,18 @@ pg_ticks() {
     for child in $(pgrep -P "$master" || true); do total=$((total + $(proc_ticks "$child"))); done
     echo "$total"
 }
+# The share of the instances' connections: live backends of the database tags (their command line reads
+# "postgres: <user> tags …"). The rest of pg_ticks is PostgreSQL's own processes (WAL writer, checkpointer,
+# autovacuum, and children that ended, an autovacuum worker among them).
+pg_backend_ticks() {
+    local master total=0 child
+    master=$(head -1 "$WORK/pg/data/postmaster.pid")
+    for child in $(pgrep -P "$master" || true); do
+        tr '\0' ' ' < "/proc/$child/cmdline" 2> /dev/null | grep -q "^postgres: [^ ]* tags " \
+            && total=$((total + $(proc_ticks "$child")))
+    done
+    echo "$total"
+}
 service_ticks() {   # the cluster's three TagService processes
     echo $(($(proc_ticks "${PID[i0]}") + $(proc_ticks "${PID[i1]}") + $(proc_ticks "${PID[i2]}")))
 }
@@ -243,15 +258,17 @@ per() {   # a, b, format → a / b, or "unknown" when either is missing or b is 
     awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "unknown"; else printf f "\n", a / b }'
 }
 measure() {   # phase (hot|cold), first user, users, order
-    local phase=$1 wal0 cpu0 service0 commits0 rows0 trips0 out ok commits rows trips
+    local phase=$1 wal0 cpu0 backends0 service0 commits0 rows0 trips0 out ok commits rows trips
     wal0=$(psql_stats "SELECT pg_current_wal_lsn()")
     commits0=$(metric_sum containerkit_postgres_commits_total)
     rows0=$(metric_sum containerkit_postgres_committed_rows_total)
     trips0=$(metric_sum containerkit_postgres_round_trips_total)
     cpu0=$(pg_ticks)
+    backends0=$(pg_backend_ticks)
     service0=$(service_ticks)
     out=$(run_wrk "$NGINX/v1/events" "$DURATION" "$phase" "$2" "$3" "$4")
     local cpu=$(($(pg_ticks) - cpu0)) service=$(($(service_ticks) - service0))
+    local backends=$(($(pg_backend_ticks) - backends0))
     local wal
     wal=$(psql_stats "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$wal0')")
     commits=$(metric_sum containerkit_postgres_commits_total)
@@ -263,6 +280,7 @@ measure() {   # phase (hot|cold), first user, users, order
     FIGURE[cluster_events_per_s_$phase]=$(echo "$out" | rate)
     FIGURE[cluster_p99_ms_$phase]=$(awk -v us="$(echo "$out" | field wrk_p99_us)" 'BEGIN { printf "%.2f", us / 1000 }')
     FIGURE[pg_cpu_us_per_event_$phase]=$(per "$(awk -v t="$cpu" -v u="$TICK_US" 'BEGIN { print t * u }')" "$ok" %.1f)
+    FIGURE[pg_backend_cpu_us_per_event_$phase]=$(per "$(awk -v t="$backends" -v u="$TICK_US" 'BEGIN { print t * u }')" "$ok" %.1f)
     FIGURE[pg_events_per_core_s_$phase]=$(per 1000000 "${FIGURE[pg_cpu_us_per_event_$phase]/unknown/}" %.0f)
     FIGURE[pg_wal_bytes_per_event_$phase]=$(per "$wal" "$ok" %.0f)
     FIGURE[service_cpu_us_per_event_$phase]=$(per "$(awk -v t="$service" -v u="$TICK_US" 'BEGIN { print t * u }')" "$ok" %.1f)
@@ -395,7 +413,7 @@ generations=$(psql_ "SELECT count(*) FROM pg_inherits WHERE inhparent = 'ck_reco
 
 for phase in hot cold; do
     for name in cluster_events_per_s cluster_p99_ms pg_cpu_us_per_event pg_events_per_core_s pg_wal_bytes_per_event \
-        service_cpu_us_per_event events_per_commit pg_round_trips_per_commit; do
+        service_cpu_us_per_event events_per_commit pg_round_trips_per_commit pg_backend_cpu_us_per_event; do
         echo "${name}_$phase=${FIGURE[${name}_$phase]}"
     done
 done

@@ -65,21 +65,7 @@ enum PostgresStatements {
     /// row when it is newer) and the rows after it. Rows come as `(user, version, snapshot, body, id)`,
     /// unordered.
     struct LoadSessions: PostgresPreparedStatement {
-        static let sql = """
-            WITH users AS (SELECT DISTINCT u AS user_id FROM unnest($1::text[]) AS t(u)),
-            latest AS (
-                SELECT u.user_id,
-                    (SELECT max(c.version) FROM ck_session_changes c WHERE c.user_id = u.user_id AND c.snapshot)
-                        AS snapshot,
-                    (SELECT s.version FROM ck_sessions s WHERE s.user_id = u.user_id) AS legacy
-                FROM users u)
-            SELECT c.user_id, c.version, c.snapshot, c.body, c.id
-            FROM latest l JOIN ck_session_changes c ON c.user_id = l.user_id
-                AND c.version >= coalesce(greatest(l.snapshot, l.legacy), 0)
-            UNION ALL
-            SELECT s.user_id, s.version, true, s.snapshot, 0::bigint
-            FROM latest l JOIN ck_sessions s ON s.user_id = l.user_id AND s.version > coalesce(l.snapshot, 0)
-            """
+        static let sql = "SELECT user_id, version, snapshot, body, id FROM ck_load_sessions($1)"
         static let bindingDataTypes: [PostgresDataType] = [.textArray]
         typealias Row = (String, Int64, Bool, String, Int64)
 
