@@ -260,10 +260,16 @@ extension PostgresRecordStore {
             }
             // The group's users, locked in one order (no deadlock between two writers).
             statement.lockKeys = keys.sorted()
-            state.withLock { $0.statistics.roundTrips += 1 }
+            state.withLock { $0.statistics.roundTrips += 2 }
             let sent = statement
             let answer = try await call("the commit") { connection in
-                try await connection.all(sent, logger: logger)
+                let fenced = try await connection.all(sent, logger: logger)
+                // The call runs in an implicit transaction that PostgreSQL commits when it reaches the call's Sync
+                // (answered by ReadyForQuery), after the CommandComplete that ends the rows postgres-nio hands
+                // back. The answer to the next statement on this connection comes after that commit: only then is
+                // the group durable (a crash in between took back pushes already answered 200).
+                _ = try await connection.all(PostgresStatements.AfterCommit(), logger: logger)
+                return fenced
             }
             let fenced = Set((answer.first ?? []).map(UserIDKey.init))
             if !fenced.isEmpty {

@@ -23,13 +23,16 @@ import Synchronization
 /// ```
 ///
 /// ## Group commit
-/// Every ``append(_:)`` joins the open **group**; the writer commits each group in **one round trip**: one
+/// Every ``append(_:)`` joins the open **group**; the writer commits each group in **one call**: one
 /// prepared call of `ck_commit_group` (a PL/pgSQL function ``PostgresSchema`` creates), in autocommit, which
 /// takes the advisory locks of the group's session users, reads their heads, and — only if no user is fenced —
 /// inserts all the group's records (one multi-row `INSERT`), its session rows, deletes the rows a snapshot
 /// replaces and applies removals, in one transaction. Then the writer reports the group's tickets to the
 /// pipeline. Nothing is parsed twice: the call is prepared once per connection and PL/pgSQL plans its
-/// statements once per connection (``Statistics/roundTrips`` counts the calls).
+/// statements once per connection. The group is acknowledged only after PostgreSQL answered a second, empty
+/// statement on the same connection: the call's transaction commits when PostgreSQL reaches its Sync, after the
+/// rows postgres-nio hands back, and the next answer comes after that commit (``Statistics/roundTrips`` counts
+/// both: two per group).
 ///
 /// While a commit runs, the next group gathers. Like PostgreSQL's `commit_delay` / `commit_siblings`, a writer
 /// that saw appends arrive during its commit (others are coming) waits up to ``Configuration/commitDelay`` for
@@ -52,7 +55,7 @@ import Synchronization
 /// checkpoints of one user are checked as a chain: the first against the head, each next one against the one
 /// before. Otherwise another instance wrote the user meanwhile, and the write is **refused**: the call
 /// writes nothing, the appends that carried that user fail with ``AnalyticsSinkError/Code/superseded``, and
-/// the rest of the group is committed again without them (a second round trip, only then). The group's users
+/// the rest of the group is committed again without them (another call, only then). The group's users
 /// are locked first (`pg_advisory_xact_lock`, in one order), so the head is read after any other instance's
 /// write of the same user committed: two instances never both continue one version, and a removal never
 /// deletes the snapshot a concurrent delta applies to.

@@ -80,6 +80,16 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
+    /// A statement that does nothing, sent after a commit on the same connection: PostgreSQL answers it only after
+    /// it committed the statement before (see ``PostgresRecordStore``'s commit).
+    struct AfterCommit: PostgresPreparedStatement {
+        static let sql = "SELECT 1"
+        typealias Row = Int32
+
+        func makeBindings() throws -> PostgresBindings { PostgresBindings() }
+        func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
+    }
+
     /// `ck_probe()`: takes, and at once gives back, the locks a commit takes on the tables; answers only when
     /// commits could run.
     struct Probe: PostgresPreparedStatement {

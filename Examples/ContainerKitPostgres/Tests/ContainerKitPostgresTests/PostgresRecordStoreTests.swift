@@ -19,7 +19,7 @@ struct PostgresRecordStoreTests {
             try await instance.pipeline.waitUntilDurable(tickets: tickets)
         }
         #expect(instance.store.statistics.commits == 1)
-        #expect(instance.store.statistics.roundTrips == 1, "one call of ck_commit_group")
+        #expect(instance.store.statistics.roundTrips == 2, "one call of ck_commit_group, one answer after its commit")
         #expect(instance.store.statistics.committedRows == 200)
         #expect(instance.pipeline.statistics.commits == 1)
         #expect(try await query(endpoint, "SELECT count(*) FROM ck_records", as: Int64.self) == [200])

@@ -256,14 +256,10 @@ extension DuplicateFieldTests {
                 #expect(answer?.duplicate == true, comment)
                 continue
             }
-            // Found by this test, not fixed yet: a push answered 200 ("durable": true) just as PostgreSQL crashed
-            // can be missing after the restart — its records and its message_id (1 run in 6 to 10 here) — so that
-            // the second send is pushed as new. A likely cause: the group commit is one `SELECT ck_commit_group(…)`
-            // in an implicit transaction of the extended protocol, which PostgreSQL commits at Sync, after the
-            // CommandComplete that ends the rows the store waits for.
-            withKnownIssue("an acknowledged push lost in a PostgreSQL crash", isIntermittent: true) {
-                #expect(answer?.duplicate == true, comment)
-            }
+            // A push answered 200 just as PostgreSQL crashed is there after the restart: the store acknowledges a
+            // group only once PostgreSQL committed it (found by this test: the rows of the commit call came back
+            // before the commit itself, and 1 run in 6 to 10 lost an acknowledged push).
+            #expect(answer?.duplicate == true, comment)
         }
         // What was acknowledged is in PostgreSQL: the instances go, the stand-in starts listening, and a new
         // instance delivers everything.
