@@ -5,7 +5,7 @@ import PostgresNIO
 /// the rotation are functions ``PostgresSchema`` creates, whose statements PL/pgSQL also plans once per
 /// connection.
 enum PostgresStatements {
-    /// A group commit in one round trip: `ck_commit_group` (see ``PostgresSchema``). Returns the fenced users
+    /// A group commit in one call: `ck_commit_group` (see ``PostgresSchema``). Returns the fenced users
     /// (nothing was written then), or none (all of it was).
     struct CommitGroup: PostgresPreparedStatement {
         static let sql = "SELECT ck_commit_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
