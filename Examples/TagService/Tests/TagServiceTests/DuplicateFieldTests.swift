@@ -56,17 +56,26 @@ import UsersTrackStandIn
             // All of them at once, and the service killed while they are in flight.
             let doomed = try ServiceProcess(arguments, environment: environment)
             try await doomed.waitUntilListening()
+            // Killed once `round + 1` of them were answered (committed), while the others are in flight.
+            let (answers, answered) = AsyncStream.makeStream(of: Void.self)
             await withTaskGroup(of: Void.self) { group in
-                for event in events {
-                    group.addTask {
-                        let body = Self.body(user: event.user, title: event.title, id: event.id)
-                        _ = try? await doomed.post("/v1/events", body: body)
-                    }
-                }
                 group.addTask {
-                    try? await Task.sleep(for: .milliseconds(15 + 10 * round))
+                    var seen = 0
+                    for await _ in answers {
+                        seen += 1
+                        if seen > round { break }
+                    }
                     kill(doomed.process.processIdentifier, SIGKILL)
                 }
+                await withTaskGroup(of: Void.self) { posts in
+                    for event in events {
+                        posts.addTask {
+                            let body = Self.body(user: event.user, title: event.title, id: event.id)
+                            if (try? await doomed.post("/v1/events", body: body)) != nil { answered.yield() }
+                        }
+                    }
+                }
+                answered.finish()
             }
             #expect(await doomed.exit() == SIGKILL)
             // The client retries every event it sent, then sends each once more: the retries of what was
