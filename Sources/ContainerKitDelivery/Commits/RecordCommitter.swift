@@ -31,7 +31,10 @@ public struct RecordCommitter: PushCommitter {
         self.keepsSessions = keepsSessions
     }
 
-    public func commit(_ result: PushResult, checkpoint: SessionCheckpoint?) -> Result<DurabilityToken?, DurabilityError> {
+    public func commit(
+        _ result: PushResult,
+        checkpoint: SessionCheckpoint?
+    ) -> Result<DurabilityToken?, DurabilityError> {
         var pending: [PendingAppend] = []
         for output in result.outputs.dropFirst(result.committedOutputs) {
             if let held = output.durability?.source as? PendingAppend { pending.append(held) }

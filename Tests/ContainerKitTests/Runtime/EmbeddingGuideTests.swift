@@ -80,7 +80,8 @@ struct EmbeddingGuideTests {
         let traced = try await sessions.push(event: "played song", for: "user-42", tracing: true)
         var reasons: [String] = []
         for tag in traced.trace?.tags ?? [] where tag.outcome == .notFired {
-            print(tag.name ?? "", tag.reason ?? "")  // … {{Event Name}} equals "purchase" (value: "played song") was false
+            // … {{Event Name}} equals "purchase" (value: "played song") was false
+            print(tag.name ?? "", tag.reason ?? "")
             reasons.append(tag.reason ?? "")
         }
         let line = traced.trace?.json()  // one JSON object, keys sorted: what a debug page sends
