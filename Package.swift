@@ -54,7 +54,7 @@ let package = Package(
         ),
         // The loopback /users/track stand-in that `make bench`, `make soak` and the example service's load
         // tests deliver to.
-        .target(name: "UsersTrackStandIn", dependencies: ["ContainerKit"]),
+        .target(name: "UsersTrackStandIn", dependencies: ["ContainerKit", "ContainerKitTesting"]),
         .executableTarget(name: "users-track-stand-in", dependencies: ["UsersTrackStandIn"]),
         // `make soak`: kill -9 cycles of `containerkit run --queue` against a /users/track stand-in on 127.0.0.1.
         .executableTarget(name: "containerkit-soak", dependencies: ["ContainerKit", "UsersTrackStandIn"]),

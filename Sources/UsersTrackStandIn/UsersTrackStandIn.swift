@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitTesting
 import Dispatch
 import Foundation
 
@@ -58,22 +59,13 @@ public final class UsersTrackStandIn: Sendable {
         var counts = Counts()
         var titles: [String: Int] = [:]
         var identifications: [Identification] = []
-        /// Tasks waiting for a condition on the state (``waitForTitles(_:)``), by their number.
-        var waiters: [Int: Waiter] = [:]
-        var nextWaiter = 0
-
-        /// Takes the waiters whose condition holds now (all of them once the stand-in stopped), to resume
-        /// outside the lock.
-        mutating func satisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
-            let ready = waiters.filter { stopped || $0.value.condition(self) }
-            for key in ready.keys { waiters[key] = nil }
-            return ready.values.map(\.continuation)
-        }
     }
 
-    private struct Waiter {
-        var condition: @Sendable (State) -> Bool
-        var continuation: CheckedContinuation<Void, Never>
+    /// What tests await (``waitForTitles(_:)``, ``waitForIdentifications(_:)``), updated with the state.
+    private struct Progress: Sendable {
+        var titles = 0
+        var identifications = 0
+        var stopped = false
     }
 
     public let port: UInt16
@@ -98,39 +90,33 @@ public final class UsersTrackStandIn: Sendable {
     /// Returns once events with at least `count` distinct `title`s arrived (at once if they did), when the
     /// stand-in stops, or when the calling task is cancelled: what a test awaits instead of polling.
     public func waitForTitles(_ count: Int) async {
-        await wait { $0.titles.count >= count }
+        await wait { $0.titles >= count }
     }
 
     /// Returns once at least `count` aliases were identified (at once if they were), when the stand-in stops,
     /// or when the calling task is cancelled.
     public func waitForIdentifications(_ count: Int) async {
-        await wait { $0.identifications.count >= count }
+        await wait { $0.identifications >= count }
     }
 
-    private func wait(until condition: @escaping @Sendable (State) -> Bool) async {
-        let number = state.withLock { state -> Int in
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if state.stopped || condition(state) || Task.isCancelled { return true }
-                    state.waiters[number] = Waiter(condition: condition, continuation: continuation)
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: number) }?.continuation.resume()
-        }
+    private func wait(until condition: @escaping @Sendable (Progress) -> Bool) async {
+        await progress.wait { $0.stopped || condition($0) }
     }
 
-    /// Resumes the waiters whose condition holds now.
+    /// Publishes the state's counts to the waiters.
     private func resumeWaiters() {
-        for continuation in state.withLock({ $0.satisfiedWaiters() }) { continuation.resume() }
+        let (titles, identifications, stopped) = state.withLock {
+            ($0.titles.count, $0.identifications.count, $0.stopped)
+        }
+        // Counts only grow: of two publishers, the later-read counts win whichever updates last.
+        progress.update {
+            $0.titles = max($0.titles, titles)
+            $0.identifications = max($0.identifications, identifications)
+            $0.stopped = $0.stopped || stopped
+        }
     }
 
+    private let progress = AwaitableState(Progress())
     private let titlesFile: Mutex<FileHandle?>
 
     /// Binds a port on 127.0.0.1 and listens (nothing is accepted until ``run()``).
