@@ -38,13 +38,13 @@ final class BrazeSetup: Sendable {
     /// The environment variable that holds the Braze REST API key.
     static let apiKeyVariable = "BRAZE_REST_API_KEY"
 
-    /// What the provider hands records to: a front (`InMemoryQueue`, `DurableQueue`) or, for `--sink
+    /// What the provider hands records to: a delivery pipeline (in memory, or durable with `--queue`) or, for `--sink
     /// stdout` without a queue, a sink that takes them and keeps nothing (the records are printed from the
     /// push's result).
     let sink: any AnalyticsSink
-    /// The front to run while events are processed (none for `--sink stdout` without `--queue`).
+    /// The pipeline to run while events are processed (none for `--sink stdout` without `--queue`).
     let front: (any Runnable)?
-    /// Records the front dropped at delivery so far: rejected by the destination, or given up on.
+    /// Records the pipeline dropped at delivery so far: rejected by the destination, or given up on.
     let droppedRecords: @Sendable () -> Int
 
     init(sink spec: SinkSpec, queueDirectory: String?, environment: [String: String], logger: any DiagnosticLogger)
@@ -89,7 +89,7 @@ final class BrazeSetup: Sendable {
             front = nil
             droppedRecords = { 0 }
         } else {
-            let queue = InMemoryQueue(destination: destination, configuration: .init(logger: logger))
+            let queue = DeliveryPipeline.inMemory(destination: destination, settings: DeliverySettings(logger: logger))
             sink = queue
             front = queue
             droppedRecords = { queue.statistics.rejectedRecords + queue.statistics.droppedRecords }

@@ -21,7 +21,7 @@ struct BrazeSettings {
 final class BrazeFixture: Sendable {
     let server: BrazeTestServer
     let destination: BrazeUsersTrackDestination
-    let sink: InMemoryQueue
+    let sink: DeliveryPipeline<MemoryRecordStore>
     let clock = ManualClock.skippingShortSleeps()
     let deadlines = ManualClock()
     let logger = InMemoryLogger()
@@ -46,15 +46,15 @@ final class BrazeFixture: Sendable {
             configuration: destinationSettings,
             clock: deadlines
         )
-        var configuration = InMemoryQueue.Configuration(
-            flushCount: settings.flushCount,
-            flushInterval: settings.flushInterval,
+        var delivery = DeliverySettings(
             retry: settings.retry,
+            linger: settings.flushInterval,
+            lingerCount: settings.flushCount,
             logger: logger
         )
-        configuration.delivery.random = { 0.5 }
-        configuration.delivery.drainTimeout = settings.drainTimeout
-        let queue = InMemoryQueue(destination: destination, configuration: configuration, clock: clock)
+        delivery.random = { 0.5 }
+        delivery.drainTimeout = settings.drainTimeout
+        let queue = DeliveryPipeline.inMemory(destination: destination, settings: delivery, clock: clock)
         sink = queue
         // Test scaffolding: the front runs beside the test until `close()` cancels (and so drains) it.
         running = Task { try? await queue.run() }
@@ -68,7 +68,7 @@ final class BrazeFixture: Sendable {
     }
 }
 
-extension InMemoryQueue {
+extension DeliveryPipeline {
     /// Enqueues, ignoring a refusal (the statistics count it).
     func receive(_ records: [AnalyticsRecord]) { _ = try? enqueue(records) }
 }
@@ -361,9 +361,9 @@ extension InMemoryQueue {
         let server = try BrazeTestServer()
         defer { server.stop() }
         let clock = ManualClock()
-        let queue = InMemoryQueue(
+        let queue = DeliveryPipeline.inMemory(
             destination: BrazeUsersTrackDestination(endpoint: server.endpoint, apiKey: server.apiKey),
-            configuration: .init(flushCount: 1000, flushInterval: .seconds(10), logger: InMemoryLogger()),
+            settings: DeliverySettings(linger: .seconds(10), lingerCount: 1000, logger: InMemoryLogger()),
             clock: clock
         )
         try await whileRunning(queue) {

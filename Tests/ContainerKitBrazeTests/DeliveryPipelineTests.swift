@@ -150,12 +150,12 @@ import Testing
 
     @Test func aPipelineOverTheMemoryStoreDeliversFlushesAndDrainsOnGracefulShutdown() async throws {
         let destination = InMemoryAnalyticsSink()
-        var configuration = DeliveryPipeline<MemoryRecordStore>.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
+        var settings = DeliverySettings()
+        settings.logger = InMemoryLogger()
         let pipeline = DeliveryPipeline(
             store: MemoryRecordStore(),
             destination: destination,
-            configuration: configuration
+            settings: settings
         )
         let records = (0..<5).map { event("e\($0)") }
         try pipeline.enqueue(Array(records[0..<2]))
@@ -178,12 +178,12 @@ import Testing
     func recordsAnotherInstanceCommittedAreReadWhenTheStoreSaysSo() async throws {
         let store = SharedListStore()
         let (delivered, deliveries) = AsyncStream<[AnalyticsRecord]>.makeStream()
-        var configuration = DeliveryPipeline<SharedListStore>.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
+        var settings = DeliverySettings()
+        settings.logger = InMemoryLogger()
         let pipeline = DeliveryPipeline(
             store: store,
             destination: StreamDestination(deliveries),
-            configuration: configuration
+            settings: settings
         )
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await pipeline.run() }
@@ -213,12 +213,12 @@ import Testing
         async throws
     {
         let store = FencingStore(refusal: refusal)
-        var configuration = DeliveryPipeline<FencingStore>.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
+        var settings = DeliverySettings()
+        settings.logger = InMemoryLogger()
         let pipeline = DeliveryPipeline(
             store: store,
             destination: InMemoryAnalyticsSink(),
-            configuration: configuration
+            settings: settings
         )
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await pipeline.run() }
@@ -248,10 +248,10 @@ import Testing
     func deliveryGoesOnWhileTheStoreRecordsAnAcknowledgement() async throws {
         let store = SlowAcknowledgingStore()
         let destination = CountingDestination()
-        var configuration = DeliveryPipeline<SlowAcknowledgingStore>.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
-        configuration.delivery.batchSize = 1
-        let pipeline = DeliveryPipeline(store: store, destination: destination, configuration: configuration)
+        var settings = DeliverySettings()
+        settings.logger = InMemoryLogger()
+        settings.batchSize = 1
+        let pipeline = DeliveryPipeline(store: store, destination: destination, settings: settings)
         for id in ["a", "b", "c"] { try pipeline.enqueue([event(id)]) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await pipeline.run() }
@@ -280,10 +280,10 @@ import Testing
 
     @Test func cancellingRunStopsAtOnceWithoutDelivering() async throws {
         let destination = AnnouncingHangingDestination()
-        var configuration = DeliveryPipeline<MemoryRecordStore>.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
+        var settings = DeliverySettings()
+        settings.logger = InMemoryLogger()
         let store = MemoryRecordStore()
-        let pipeline = DeliveryPipeline(store: store, destination: destination, configuration: configuration)
+        let pipeline = DeliveryPipeline(store: store, destination: destination, settings: settings)
         try pipeline.enqueue([event("a")])
         let running = Task { try await pipeline.run() }
         var arrivals = destination.arrivals.makeAsyncIterator()

@@ -23,12 +23,12 @@ final class HangingDestination: AnalyticsDestination {
 /// The drain after a graceful shutdown is bounded by `drainTimeout` on the injected clock, even when a delivery
 /// hangs.
 @Suite struct DrainTests {
-    @Test func theInMemoryQueuesDrainEndsAtItsDeadlineWhileADeliveryHangs() async throws {
+    @Test func theInMemoryPipelinesDrainEndsAtItsDeadlineWhileADeliveryHangs() async throws {
         let clock = ManualClock()
         let destination = HangingDestination()
-        var configuration = InMemoryQueue.Configuration(flushCount: 1, logger: InMemoryLogger())
-        configuration.delivery.drainTimeout = .seconds(5)
-        let queue = InMemoryQueue(destination: destination, configuration: configuration, clock: clock)
+        var settings = DeliverySettings(lingerCount: 1, logger: InMemoryLogger())
+        settings.drainTimeout = .seconds(5)
+        let queue = DeliveryPipeline.inMemory(destination: destination, settings: settings, clock: clock)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await queue.run() }
             _ = try queue.enqueue([event("stuck"), event("waiting")])

@@ -195,7 +195,7 @@ import Testing
         let fault = TransientFault(operation, errorNumber)
         let destination = InMemoryAnalyticsSink()
         var configuration = settings(faults: fault.faults)
-        configuration.delivery.retry.baseDelay = .milliseconds(1)
+        configuration.delivery.retry?.baseDelay = .milliseconds(1)
         configuration.maximumSegmentBytes = 4096
         configuration.maximumBufferedRecords = 20
         let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: configuration)

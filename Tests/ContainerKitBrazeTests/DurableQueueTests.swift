@@ -537,7 +537,7 @@ import Testing
         defer { directory.remove() }
         let clock = ManualClock.skippingShortSleeps()
         var settings = configuration()
-        settings.delivery.retry.baseDelay = .milliseconds(100)
+        settings.delivery.retry?.baseDelay = .milliseconds(100)
         let logger = InMemoryLogger()
         settings.delivery.logger = logger
         let downstream = ScriptedDownstream(mode: .fail)
@@ -567,8 +567,8 @@ import Testing
         defer { directory.remove() }
         let clock = ManualClock.skippingShortSleeps()
         var settings = configuration()
-        settings.delivery.retry.baseDelay = .milliseconds(100)
-        settings.delivery.retry.maximumDelay = .milliseconds(400)
+        settings.delivery.retry?.baseDelay = .milliseconds(100)
+        settings.delivery.retry?.maximumDelay = .milliseconds(400)
         let logger = InMemoryLogger()
         settings.delivery.logger = logger
         let downstream = ScriptedDownstream(mode: .fail)
@@ -656,9 +656,9 @@ import Testing
         let (managerLogger, managerRecorder) = (InMemoryLogger(), Recorder())
         let manager = TagManager(logger: managerLogger, observer: managerRecorder)
         let (ownLogger, ownRecorder) = (InMemoryLogger(), Recorder())
-        var settings = InMemoryQueue.Configuration(logger: ownLogger)
-        settings.delivery.observer = ownRecorder
-        let queue = InMemoryQueue(destination: ScriptedDownstream(), configuration: settings)
+        var settings = DeliverySettings(logger: ownLogger)
+        settings.observer = ownRecorder
+        let queue = DeliveryPipeline.inMemory(destination: ScriptedDownstream(), settings: settings)
         BrazeTagProvider(sink: queue).register(on: manager)
         _ = try queue.enqueue([event("e")])
         #expect(ownRecorder.delivery == [.recordsEnqueued(count: 1)])

@@ -28,9 +28,11 @@ import Testing
 
     @Test func theInMemoryReferenceKeepsSessionsAsPromised() async throws {
         let log = InMemorySessionLog()
-        var configuration = DeliveryPipeline<InMemorySessionLog>.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
-        let pipeline = DeliveryPipeline(store: log, destination: ScriptedDownstream(), configuration: configuration)
+        let pipeline = DeliveryPipeline(
+            store: log,
+            destination: ScriptedDownstream(),
+            settings: DeliverySettings(logger: InMemoryLogger())
+        )
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await pipeline.run() }
             try await SessionCommitConformance {

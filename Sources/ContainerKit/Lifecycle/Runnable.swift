@@ -1,6 +1,6 @@
 /// A long-lived component a host runs beside its work: the tag manager's lifecycle (``TagManager``), the
-/// session store (``SessionStore``), the delivery pipeline and its fronts (`DeliveryPipeline`, `DurableQueue`,
-/// `InMemoryQueue`).
+/// session store (``SessionStore``), the delivery pipeline (`DeliveryPipeline`, in memory or
+/// durable).
 ///
 /// Every component answers two signals the same way:
 /// - **Cancellation** of the task running ``run()`` means *stop now*: work in hand is abandoned (what is

@@ -13,7 +13,7 @@ import Foundation
 /// Register it under the class paths your containers use, and give each session its user:
 ///
 /// ```swift
-/// let sink = InMemoryQueue(destination: BrazeUsersTrackDestination(endpoint: endpoint, apiKey: key))
+/// let sink = DeliveryPipeline.inMemory(destination: BrazeUsersTrackDestination(endpoint: endpoint, apiKey: key))
 /// let braze = BrazeTagProvider(sink: sink)
 /// braze.register(on: tagManager)            // BrazeGTMTagManager, com.appboy.googletagmanager.BrazeGtmTagProvider
 /// let session = tagManager.makeDataLayer()

@@ -7,9 +7,9 @@ import Foundation
 ///
 /// ```swift
 /// let braze = BrazeUsersTrackDestination(endpoint: URL(string: "https://rest.iad-01.braze.com")!, apiKey: key)
-/// let queue = InMemoryQueue(destination: braze)      // or a DurableQueue
-/// BrazeTagProvider(sink: queue).register(on: tagManager)
-/// try await queue.run()                               // runs braze.run() too (its HTTP client)
+/// let pipeline = DeliveryPipeline.inMemory(destination: braze)   // or .durable(directory:destination:)
+/// BrazeTagProvider(sink: pipeline).register(on: tagManager)
+/// try await pipeline.run()                                        // runs braze.run() too (its HTTP client)
 /// ```
 ///
 /// ## Requests

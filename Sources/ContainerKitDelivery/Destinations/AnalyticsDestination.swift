@@ -1,6 +1,6 @@
 import ContainerKit
 
-/// Where a front (``InMemoryQueue`` or ``DurableQueue``) delivers records: Braze's `/users/track`
+/// Where a ``DeliveryPipeline`` delivers records: Braze's `/users/track`
 /// (``BrazeUsersTrackDestination``), a JSON-lines file or standard output (``JSONLinesDestination``), or
 /// memory (`InMemoryAnalyticsSink`, in `ContainerKitTesting`).
 ///

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The one retry policy of the delivery pipeline, applied by the fronts (``InMemoryQueue``,
-/// ``DurableQueue``) to what a destination reports as retryable; destinations never retry themselves.
+/// The one retry policy of the delivery pipeline (``DeliveryPipeline``), applied to what a destination
+/// reports as retryable; destinations never retry themselves.
 ///
 /// Server errors (5xx, 408), timeouts and connection failures are retried after an exponential backoff
 /// with full jitter: attempt *n*'s delay is a uniformly random fraction of
@@ -12,11 +12,11 @@ import Foundation
 /// ```swift
 /// var retry = DeliveryRetryPolicy()
 /// retry.maximumAttempts = 8
-/// let queue = InMemoryQueue(destination: braze, configuration: .init(retry: retry))
+/// let pipeline = DeliveryPipeline.inMemory(destination: braze, settings: DeliverySettings(retry: retry))
 /// ```
 public struct DeliveryRetryPolicy: Sendable, Hashable {
-    /// Attempts per batch in an ``InMemoryQueue``, the first included (5); then the records are dropped
-    /// with an error. A ``DurableQueue`` never drops durable records and ignores it.
+    /// Attempts per batch, the first included (5); then the records are dropped with an error. A durable
+    /// store's default policy (``unlimited``) never gives up: durable records are never dropped.
     public var maximumAttempts = 5
     /// The backoff's starting delay (0.5 s).
     public var baseDelay: Duration = .milliseconds(500)

@@ -16,7 +16,7 @@ import ContainerKit
 ///
 /// ```swift
 /// let lines = try JSONLinesDestination(destination: .file(path: "/var/log/braze.jsonl"))
-/// let queue = InMemoryQueue(destination: lines)
+/// let pipeline = DeliveryPipeline.inMemory(destination: lines)
 /// ```
 public final class JSONLinesDestination: AnalyticsDestination {
     /// Where lines go.

@@ -8,7 +8,8 @@ import struct Synchronization.Atomic
 /// batch before it are settled.
 ///
 /// ```swift
-/// let pipeline = DeliveryPipeline(store: MemoryRecordStore(), destination: braze)
+/// let pipeline = try DeliveryPipeline.durable(directory: "/var/lib/app/braze-queue", destination: braze)
+/// // or, records lost with the process:  DeliveryPipeline.inMemory(destination: braze)
 /// BrazeTagProvider(sink: pipeline).register(on: tagManager)
 /// try await withGracefulShutdownHandler {         // swift-service-lifecycle, in the host
 ///     try await pipeline.run()                    // delivers until cancelled (then stops at once)
@@ -30,31 +31,6 @@ import struct Synchronization.Atomic
 /// signal: new records are refused, everything stored is delivered for at most
 /// ``DeliverySettings/drainTimeout``, then ``run()`` returns by itself.
 public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, DurabilitySource, Runnable {
-    /// The pipeline's tunables (one set for every store): the ``DeliverySettings`` every front shares, and
-    /// what only the pipeline's own users set.
-    public struct Configuration: Sendable {
-        /// Batch size, deliveries at once, retries, drain and start timeouts, logging and observing.
-        public var delivery = DeliverySettings()
-        /// While fewer than ``lingerCount`` committed records wait, the loop waits up to this long for more
-        /// before it delivers (zero: at once). Never while a flush waits or during the drain.
-        public var linger: Duration = .zero
-        /// See ``linger`` (1).
-        public var lingerCount = 1
-        /// Whether a retryable delivery failure ends the flushes waiting, with its error (`false`: they wait
-        /// until the records are settled). A store that never gives up on records sets it, so that a flush
-        /// does not wait for a destination that is down.
-        public var flushFailsOnRetry = false
-        /// How the pipeline's log messages name it, in their `queue` metadata (`queue`; a durable queue's
-        /// directory).
-        public var label = "queue"
-
-        /// The defaults.
-        public init() {}
-
-        /// The defaults, with the shared settings `delivery`.
-        public init(delivery: DeliverySettings) { self.delivery = delivery }
-    }
-
     /// Counters for monitoring and tests: the one ``DeliveryStatistics`` of every store.
     public typealias Statistics = DeliveryStatistics
 
@@ -75,8 +51,20 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     public let store: Store
     /// Where records are delivered.
     public let destination: any AnalyticsDestination
-    /// The pipeline's tunables.
-    public let configuration: Configuration
+    /// How the pipeline delivers, as given (a `nil` setting takes the storage's default: see ``retry``).
+    public let settings: DeliverySettings
+    /// The retry policy in force: ``DeliverySettings/retry``, or the storage's default (``DeliveryRetryPolicy/unlimited``
+    /// for a durable store).
+    public let retry: DeliveryRetryPolicy
+    /// How the pipeline's log messages name it, in their `queue` metadata (`queue`; a durable store's directory).
+    let label: String
+    /// Whether a retryable delivery failure ends the flushes waiting, with its error (when ``retry`` never gives
+    /// up: a flush does not wait for a destination that is down); otherwise they wait until the records settle.
+    private let flushFailsOnRetry: Bool
+    /// The records a store that is not durable still holds (lost when ``run()`` ends: counted as dropped).
+    private let heldRecords: (@Sendable () -> Int)?
+    /// Records a store that is not durable held when ``run()`` ended.
+    private let lostAtStop = Atomic<Int>(0)
 
     private let shell: Mutex<Shell>
     /// Mirrors of the machine's phase read without its lock on the hot paths (each append, each durability
@@ -96,37 +84,60 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     private let logs: LogLimiter
     private let diagnostics: FrontDiagnostics
 
-    /// Creates a pipeline over `store`. Starts nothing: call ``run()``.
-    public init<C: Clock>(
+    /// Creates a pipeline over `store` — a store of your own (a database); the package's stores have their
+    /// factories: ``inMemory(destination:settings:maximumRecords:clock:)`` and
+    /// ``durable(directory:destination:settings:storage:clock:)``. Starts nothing: call ``run()``.
+    public convenience init<C: Clock>(
         store: Store,
         destination: any AnalyticsDestination,
-        configuration: Configuration = Configuration(),
+        settings: DeliverySettings = DeliverySettings(),
         clock: C = ContinuousClock()
+    ) where C.Duration == Duration {
+        self.init(store: store, destination: destination, settings: settings, label: "queue", clock: clock)
+    }
+
+    /// Creates a pipeline over `store`; `label` names it in log messages (unless ``DeliverySettings/name`` does), `defaultLinger` and
+    /// `defaultLingerCount` are the storage's defaults of ``DeliverySettings/linger`` and
+    /// ``DeliverySettings/lingerCount`` (`nil`: a full batch), `heldRecords` counts what a store that is not
+    /// durable still holds.
+    init<C: Clock>(
+        store: Store,
+        destination: any AnalyticsDestination,
+        settings: DeliverySettings,
+        label: String,
+        defaultLinger: Duration = .zero,
+        defaultLingerCount: Int? = nil,
+        heldRecords: (@Sendable () -> Int)? = nil,
+        clock: C
     ) where C.Duration == Duration {
         self.store = store
         self.destination = destination
-        self.configuration = configuration
+        self.settings = settings
+        let retry = settings.retry ?? (store.isDurable ? .unlimited : DeliveryRetryPolicy())
+        self.retry = retry
+        self.label = settings.name ?? label
+        self.flushFailsOnRetry = retry.maximumAttempts == .max
+        self.heldRecords = heldRecords
         self.clock = DeliveryClock(clock)
-        let diagnostics = FrontDiagnostics(
-            logger: configuration.delivery.logger,
-            observer: configuration.delivery.observer
-        )
+        let diagnostics = FrontDiagnostics(logger: settings.logger, observer: settings.observer)
         self.diagnostics = diagnostics
-        self.logs = LogLimiter(
-            logger: diagnostics,
-            interval: configuration.delivery.logInterval,
-            elapsed: self.clock.elapsed
-        )
+        self.logs = LogLimiter(logger: diagnostics, interval: settings.logInterval, elapsed: self.clock.elapsed)
+        let batchSize = Self.batchSize(settings, destination)
         shell = Mutex(
             Shell(
                 machine: Machine(
-                    batchSize: configuration.delivery.batchSize ?? destination.preferredBatchSize,
-                    maximumInFlight: configuration.delivery.maximumConcurrentDeliveries,
-                    lingerCount: configuration.lingerCount,
-                    linger: configuration.linger
+                    batchSize: batchSize,
+                    maximumInFlight: settings.maximumConcurrentDeliveries,
+                    lingerCount: settings.lingerCount ?? defaultLingerCount ?? batchSize,
+                    linger: settings.linger ?? defaultLinger
                 )
             )
         )
+    }
+
+    /// Records per delivery: ``DeliverySettings/batchSize``, or the destination's preferred size.
+    static func batchSize(_ settings: DeliverySettings, _ destination: any AnalyticsDestination) -> Int {
+        max(1, settings.batchSize ?? destination.preferredBatchSize)
     }
 
     /// Counters for monitoring and tests: the pipeline's, and the store's own (``RecordStore/addCounters(to:)``).
@@ -135,6 +146,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         statistics.deliveredRecords += deliveredRecords.load(ordering: .relaxed)
         statistics.rejectedRecords += rejectedRecords.load(ordering: .relaxed)
         statistics.acknowledgements += acknowledgementCount.load(ordering: .relaxed)
+        statistics.droppedRecords += lostAtStop.load(ordering: .relaxed)
         store.addCounters(to: &statistics)
         return statistics
     }
@@ -204,7 +216,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         let count = encoded.records.count
         do throws(AnalyticsSinkError) {
             guard !refusing.load(ordering: .acquiring) else {
-                throw AnalyticsSinkError(.closed, "the queue '\(configuration.label)' is shut down")
+                throw AnalyticsSinkError(.closed, "the queue '\(label)' is shut down")
             }
             // The store's own lock orders tickets; the machine only learns the latest.
             let ticket = try store.append(encoded)
@@ -294,11 +306,19 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         if let error { throw error }
     }
 
+    /// Returns once everything appended so far is durable (needs ``run()``).
+    /// - Throws: the error of the latest commit if it failed (see ``waitUntilDurable(ticket:)``).
+    public func waitUntilDurable() async throws(DurabilityError) {
+        try await waitUntilDurable(ticket: lastTicket)
+    }
+
     /// Returns once everything appended so far is durable and settled by the destination (delivered,
     /// rejected, or given up on) and nothing more is committed (needs ``run()``).
-    /// - Throws: the first error that settled records without delivering them (a rejection, attempts used
-    ///   up).
+    /// - Throws: a commit error; the first error that settled records without delivering them (a rejection,
+    ///   attempts used up); with a ``retry`` policy that never gives up, the destination's error if a delivery
+    ///   fails meanwhile (the records stay stored and are retried).
     public func flush() async throws {
+        try await waitUntilDurable()
         let error: (any Error & Sendable)? = await waitingForRun {
             await withCheckedContinuation { continuation in
                 self.act { shell in ((), shell.machine.flush(.flush(continuation))) }
@@ -313,7 +333,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     /// alone (the hot path adds nothing).
     private func waitingForRun<T: Sendable>(_ wait: () async -> T) async -> T {
         if started.load(ordering: .acquiring) { return await wait() }
-        let timeout = configuration.delivery.startTimeout
+        let timeout = settings.startTimeout
         return await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 // The caller's own timer (a child of its task), cancelled as soon as its wait is answered; on
@@ -340,6 +360,14 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         defer {
             refusing.store(true, ordering: .releasing)
             act { shell in ((), shell.machine.stop()) }
+            if let left = heldRecords?(), left > 0 {
+                lostAtStop.store(left, ordering: .relaxed)
+                diagnostics.write(
+                    .error,
+                    "dropped records: the queue stopped before delivering them",
+                    metadata: context(["records": String(left)])
+                )
+            }
             logs.flush()
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -361,7 +389,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     /// Starts the drain: new records are refused; what is stored is delivered for at most
     /// ``DeliverySettings/drainTimeout``; then ``run()`` returns. Safe to call at any time, and more than once.
     public func gracefulShutdown() {
-        let deadline = clock.elapsed() + configuration.delivery.drainTimeout
+        let deadline = clock.elapsed() + settings.drainTimeout
         refusing.store(true, ordering: .releasing)
         act { shell in
             let actions = shell.machine.drain(deadline: deadline)
@@ -540,9 +568,9 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         do {
             batch = try await store.read(after: after, limit: limit)
         } catch {
-            let delay = configuration.delivery.retry.backoff(
+            let delay = retry.backoff(
                 afterAttempt: shell.withLock { $0.machine.failedReads } + 1,
-                random: configuration.delivery.random()
+                random: settings.random()
             )
             act { shell in
                 shell.statistics.failedReads += 1
@@ -616,12 +644,12 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             records = result.retryable
             act { shell in
                 shell.statistics.failedDeliveries += 1
-                return ((), configuration.flushFailsOnRetry ? shell.machine.deliveryFailed(error) : [])
+                return ((), flushFailsOnRetry ? shell.machine.deliveryFailed(error) : [])
             }
             diagnostics.observer?.observe(.deliveryFailed(message: error.message))
             // A refusal of the request says nothing about the records: it uses up no attempt.
             if error.code == .requestRefused { attempt -= 1 }
-            if error.code == .shutDown || attempt >= configuration.delivery.retry.maximumAttempts {
+            if error.code == .shutDown || attempt >= retry.maximumAttempts {
                 let dropped = DeliveryError(
                     .retriesExhausted,
                     "\(error.message) after \(attempt) attempts",
@@ -632,10 +660,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 return .settled(id: id, error: firstRejection ?? dropped)
             }
             shell.withLock { $0.statistics.retries += 1 }
-            let delay = configuration.delivery.retry.delay(
+            let delay = retry.delay(
                 afterAttempt: max(attempt, 1),
                 error: error,
-                random: configuration.delivery.random()
+                random: settings.random()
             )
             let refused = error.code == .requestRefused
             logs.log(
@@ -706,13 +734,13 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                 return (max(0, s.durableRecords - s.deliveredRecords - s.rejectedRecords - s.droppedRecords), 0)
             },
             logs: logs,
-            label: configuration.label
+            label: label
         )
     }
 
     /// The metadata of a pipeline message: `queue` (the label) and `extra`.
     private func context(_ extra: LogMetadata = [:]) -> LogMetadata {
-        extra.merging(["queue": configuration.label]) { mine, _ in mine }
+        extra.merging(["queue": label]) { mine, _ in mine }
     }
 
     /// The metadata of a message about `error`: `queue`, the error's `code`, `error` and `status`, and `extra`.

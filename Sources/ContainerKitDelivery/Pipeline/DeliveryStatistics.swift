@@ -1,5 +1,5 @@
 /// Counters of a ``DeliveryPipeline`` and its ``RecordStore``, for monitoring and tests: the one
-/// statistics type of every front (``InMemoryQueue``, ``DurableQueue``) and every store. A counter a store
+/// statistics type of every pipeline and every store. A counter a store
 /// has no use for stays 0 (the memory store reads nothing from disk).
 public struct DeliveryStatistics: Sendable, Hashable {
     /// Records the store took.

@@ -1,7 +1,7 @@
 @_spi(Hot) import ContainerKit
 
 /// A ``RecordStore`` in memory: every append is committed at once, and records are lost when the process
-/// ends. The store behind ``InMemoryQueue``; also the model of the protocol for a new store's tests.
+/// ends. The store of ``DeliveryPipeline/inMemory(destination:settings:maximumRecords:clock:)``; also the model of the protocol for a new store's tests.
 ///
 /// Positions are record counts: a record's position is how many records were appended before it, plus one.
 public final class MemoryRecordStore: RecordStore {

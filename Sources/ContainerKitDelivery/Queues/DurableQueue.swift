@@ -168,13 +168,12 @@ public final class DurableQueue: AnalyticsSink, DurabilitySource, Runnable {
             }
         )
         recoveryWarnings = store.log.recovery.warnings
-        var settings = DeliveryPipeline<SegmentRecordStore>.Configuration(delivery: configuration.delivery)
-        settings.delivery.batchSize = batchSize
+        var settings = configuration.delivery
+        settings.batchSize = batchSize
         settings.linger = configuration.deliveryLinger
         settings.lingerCount = batchSize
-        settings.label = label
-        settings.flushFailsOnRetry = true
-        pipeline = DeliveryPipeline(store: store, destination: destination, configuration: settings, clock: clock)
+        settings.name = label
+        pipeline = DeliveryPipeline(store: store, destination: destination, settings: settings, clock: clock)
     }
 
     /// Counters for monitoring and tests.

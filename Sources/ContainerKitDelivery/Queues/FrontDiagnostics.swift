@@ -1,7 +1,7 @@
 import ContainerKit
 import Synchronization
 
-/// Where a front (``InMemoryQueue``, ``DurableQueue``) reports: the logger and observer its configuration
+/// Where a ``DeliveryPipeline`` reports: the logger and observer its configuration
 /// names, or else those of the tag manager its provider is registered on (``AnalyticsSink/inherit(logger:observer:)``);
 /// standard error and no observer until then.
 ///

@@ -1,13 +1,13 @@
 import ContainerKit
 
 /// The synchronous entry of the delivery pipeline: the Braze tag provider hands every record it makes
-/// to one sink — a front (``InMemoryQueue``, ``DurableQueue``) or, in tests, `InMemoryAnalyticsSink` (from
+/// to one sink — a ``DeliveryPipeline`` (in memory or durable) or, in tests, `InMemoryAnalyticsSink` (from
 /// `ContainerKitTesting`).
 ///
 /// ``enqueue(_:)`` is called from tag handlers, inside event evaluation, so it only buffers (or does a
 /// short, bounded write) and never waits for the network or for `fsync`. It returns the
-/// ``DurabilityToken`` that resolves once the records are durable (a durable queue), or `nil` when there
-/// is nothing to wait for. Delivery happens in the front's ``InMemoryQueue/run()``.
+/// ``DurabilityToken`` that resolves once the records are durable (a durable pipeline), or `nil` when there
+/// is nothing to wait for. Delivery happens in the pipeline's ``DeliveryPipeline/run()``.
 ///
 /// ```swift
 /// final class CountingSink: AnalyticsSink {

@@ -21,9 +21,8 @@ public enum DeliveryEvent: Sendable, Hashable {
     case deliveryFailed(message: String)
 }
 
-/// Receives ``DeliveryEvent``s: give one to a front's shared settings (``DeliverySettings/observer``, in
-/// `configuration.delivery` of ``DurableQueue``, ``InMemoryQueue`` or ``DeliveryPipeline``). A front without
-/// one reports to its tag manager's ``RuntimeObserver`` when that is also a `DeliveryObserver`.
+/// Receives ``DeliveryEvent``s: give one to a pipeline's settings (``DeliverySettings/observer``). A
+/// pipeline without one reports to its tag manager's ``RuntimeObserver`` when that is also a `DeliveryObserver`.
 ///
 /// ```swift
 /// let delivered = Atomic<Int>(0)

@@ -160,7 +160,7 @@ struct EmbeddingGuideTests {
         let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .warning))
         manager.add(try await ContainerLoader().load(path: "Containers/GTM-MUSIC01.json"))
         let braze = InMemoryAnalyticsSink()
-        let queue = InMemoryQueue(destination: braze)
+        let queue = DeliveryPipeline.inMemory(destination: braze)
         BrazeTagProvider(sink: CommitSink()).register(on: manager)
         let committing = SessionStore(tagManager: manager, configuration: .init(committer: RecordCommitter(queue)))
         let running = Task { try await queue.run() }

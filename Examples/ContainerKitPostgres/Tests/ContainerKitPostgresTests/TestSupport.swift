@@ -93,15 +93,14 @@ struct Instance: Sendable {
         configuration.logger = testLogger
         configure(&configuration)
         store = PostgresRecordStore(configuration: configuration)
-        var pipelineConfiguration = DeliveryPipeline<PostgresRecordStore>.Configuration()
-        pipelineConfiguration.delivery.retry = DeliveryRetryPolicy(
+        var settings = DeliverySettings(logger: QuietLogger())
+        settings.retry = DeliveryRetryPolicy(
             maximumAttempts: .max,
             baseDelay: .milliseconds(20),
             maximumDelay: .milliseconds(200)
         )
-        pipelineConfiguration.delivery.maximumConcurrentDeliveries = concurrentDeliveries
-        pipelineConfiguration.delivery.logger = QuietLogger()
-        pipeline = DeliveryPipeline(store: store, destination: destination, configuration: pipelineConfiguration)
+        settings.maximumConcurrentDeliveries = concurrentDeliveries
+        pipeline = DeliveryPipeline(store: store, destination: destination, settings: settings)
     }
 
     /// Appends `records` and `sessions` (whole snapshots) and returns once they are committed together.

@@ -48,20 +48,19 @@ final class PostgresScaleOut: Sendable {
         if let limit = configuration.brazeRequestsPerSecond {
             destination = SharedRateLimitDestination(destination, requestsPerSecond: limit, store: store)
         }
-        var pipelineConfiguration = DeliveryPipeline<PostgresRecordStore>.Configuration()
-        // Committed records are never given up on; a flush does not wait for a destination that is down.
-        pipelineConfiguration.delivery.retry = DeliveryRetryPolicy(
+        var settings = DeliverySettings(logger: diagnostics)
+        // Committed records are never given up on (a policy without limit: a flush also ends at a retryable
+        // failure rather than wait for a destination that is down).
+        settings.retry = DeliveryRetryPolicy(
             maximumAttempts: .max,
             baseDelay: .milliseconds(100),
             maximumDelay: .seconds(30)
         )
-        pipelineConfiguration.flushFailsOnRetry = true
-        pipelineConfiguration.delivery.maximumConcurrentDeliveries = 2
-        pipelineConfiguration.delivery.logger = diagnostics
-        pipelineConfiguration.delivery.observer = observer
-        pipelineConfiguration.label = "postgres delivery"
+        settings.maximumConcurrentDeliveries = 2
+        settings.observer = observer
+        settings.name = "postgres delivery"
         self.store = store
-        self.pipeline = DeliveryPipeline(store: store, destination: destination, configuration: pipelineConfiguration)
+        self.pipeline = DeliveryPipeline(store: store, destination: destination, settings: settings)
     }
 
     /// Where delivered records go: Braze's `/users/track`, or without an endpoint the JSON-lines file.
