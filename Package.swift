@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Products by audience: a service links `ContainerKit` (the runtime) and, to send Braze calls,
-// `ContainerKitBraze` (which brings `ContainerKitDelivery`, the vendor-neutral delivery pipeline). Tools link
+// `ContainerKitBraze` (which brings `ContainerKitDelivery`, the delivery pipeline). Tools link
 // `ContainerKitDiff` and `ContainerKitLint` (+ `ContainerKitBrazeLint` for the Braze rules).
 let package = Package(
     name: "ContainerKit",
@@ -14,17 +14,19 @@ let package = Package(
         .library(name: "ContainerKitDiff", targets: ["ContainerKitDiff"]),
         .library(name: "ContainerKitLint", targets: ["ContainerKitLint"]),
         .library(name: "ContainerKitBrazeLint", targets: ["ContainerKitBrazeLint"]),
-        .library(name: "UsersTrackStandIn", targets: ["UsersTrackStandIn"]),
         // For the tests of code that embeds ContainerKit: a manual clock, an in-memory logger and sink, a
-        // loopback HTTP server and awaitable progress.
+        // loopback HTTP server, awaitable progress, and a loopback `/users/track` stand-in.
         .library(name: "ContainerKitTesting", targets: ["ContainerKitTesting"]),
         .executable(name: "containerkit", targets: ["containerkit"]),
         .executable(name: "users-track-stand-in", targets: ["users-track-stand-in"]),
     ],
     targets: [
-        // The runtime: loading, formats, evaluation, data layer, sessions, lifecycle, preview, HTTP.
+        // The runtime: loading, the compiler and its model, evaluation, data layers, sessions, lifecycle, preview,
+        // HTTP.
         .target(name: "ContainerKit"),
-        // The vendor-neutral delivery pipeline: records, sinks, queues, record stores, destinations.
+        // The delivery pipeline: records, sinks, queues, record stores, destinations. Its record model is Braze's
+        // (the kinds of `/users/track` and its standard attributes); the engine, stores and destinations know no
+        // vendor.
         .target(name: "ContainerKitDelivery", dependencies: ["ContainerKit"]),
         // The Braze tag provider, Braze's rules and the `/users/track` destination.
         .target(name: "ContainerKitBraze", dependencies: ["ContainerKit", "ContainerKitDelivery"]),
@@ -49,15 +51,13 @@ let package = Package(
             name: "containerkit-bench",
             dependencies: [
                 "ContainerKit", "ContainerKitDelivery", "ContainerKitBraze", "ContainerKitDiff", "ContainerKitLint",
-                "ContainerKitBrazeLint", "ContainerKitCLI", "UsersTrackStandIn",
+                "ContainerKitBrazeLint", "ContainerKitCLI", "ContainerKitTesting",
             ]
         ),
-        // The loopback /users/track stand-in that `make bench`, `make soak` and the example service's load
-        // tests deliver to.
-        .target(name: "UsersTrackStandIn", dependencies: ["ContainerKit", "ContainerKitTesting"]),
-        .executableTarget(name: "users-track-stand-in", dependencies: ["UsersTrackStandIn"]),
+        // The loopback /users/track stand-in (ContainerKitTesting's) as a process, for `make bench-cluster`.
+        .executableTarget(name: "users-track-stand-in", dependencies: ["ContainerKitTesting"]),
         // `make soak`: kill -9 cycles of `containerkit run --queue` against a /users/track stand-in on 127.0.0.1.
-        .executableTarget(name: "containerkit-soak", dependencies: ["ContainerKit", "UsersTrackStandIn"]),
+        .executableTarget(name: "containerkit-soak", dependencies: ["ContainerKit", "ContainerKitTesting"]),
         .target(name: "ContainerKitTesting", dependencies: ["ContainerKit", "ContainerKitDelivery"]),
         // This package's own fixtures and stand-ins (Braze's /users/track, hostile answers), on ContainerKitTesting.
         .target(
@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(
             name: "ContainerKitBrazeTests",
             dependencies: [
-                "ContainerKitDelivery", "ContainerKitBraze", "ContainerKitTesting", "TestSupport", "UsersTrackStandIn",
+                "ContainerKitDelivery", "ContainerKitBraze", "ContainerKitTesting", "TestSupport",
             ]
         ),
         .testTarget(

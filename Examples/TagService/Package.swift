@@ -39,7 +39,6 @@ let package = Package(
                 .product(name: "ContainerKitTesting", package: "ContainerKit"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "PostgresTestHarness", package: "ContainerKitPostgres"),
-                .product(name: "UsersTrackStandIn", package: "ContainerKit"),
             ],
             resources: [.copy("Fixtures")]
         ),

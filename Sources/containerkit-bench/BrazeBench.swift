@@ -3,7 +3,7 @@ import ContainerKitBraze
 import Dispatch
 import Foundation
 import Synchronization
-import UsersTrackStandIn
+import ContainerKitTesting
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,6 @@
 import ContainerKit
 import Foundation
-import UsersTrackStandIn
+import ContainerKitTesting
 
 #if canImport(Glibc)
     import Glibc

@@ -8,7 +8,7 @@
 // With `--titles`, the `title` property of every event received is appended to the file, one a line (the
 // bench checks by these ids that every acknowledged event arrived).
 import Foundation
-import UsersTrackStandIn
+import ContainerKitTesting
 
 var port: UInt16 = 9090
 var maximumSeconds = 600.0

@@ -3,7 +3,6 @@ import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
-import UsersTrackStandIn
 
 @testable import ContainerKitBraze
 @testable import ContainerKitDelivery

@@ -4,7 +4,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Testing
-import UsersTrackStandIn
+import ContainerKitTesting
 
 @testable import TagServiceCore
 

@@ -3,7 +3,6 @@ import ContainerKitTesting
 import Foundation
 import PostgresTestHarness
 import Testing
-import UsersTrackStandIn
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

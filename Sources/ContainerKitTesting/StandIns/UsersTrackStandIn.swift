@@ -1,5 +1,4 @@
 import ContainerKit
-import ContainerKitTesting
 import Dispatch
 import Foundation
 
