@@ -18,7 +18,7 @@ struct LoadRequest {
 }
 
 extension PostgresRecordStore {
-    /// `userID`'s stored session rows — the newest snapshot (or legacy row) and the rows after it — in version
+    /// `userID`'s stored session rows — the newest snapshot and the rows after it — in version
     /// order, a snapshot before a delta of its version. Read by the next load query, together with every other
     /// user asked for meanwhile (up to ``Configuration/maximumUsersPerLoad`` a query).
     /// - Throws: the call's failure; at once while the store is unavailable or after it stopped.

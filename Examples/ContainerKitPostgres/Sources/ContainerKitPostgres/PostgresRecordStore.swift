@@ -45,8 +45,8 @@ import Synchronization
 /// one row per version (``SessionCheckpoint``): a push inserts a small delta row; every few commits (the
 /// ``SessionStore``'s ``SessionStore/Configuration/snapshotInterval``) it inserts the whole snapshot, which
 /// deletes the user's older rows in the same transaction. A load folds the newest snapshot and the deltas
-/// after it (``PostgresSessionPersistence``). A `ck_sessions` row written before deltas existed counts as a
-/// snapshot at its version.
+/// after it (``PostgresSessionPersistence``). The `ck_sessions` rows versions before deltas wrote are moved into
+/// `ck_session_changes` as snapshot rows, once, by the first store whose definitions do so (``PostgresSchema``).
 ///
 /// ## Fencing
 /// A checkpoint carries its version and the version it continues (``SessionCheckpoint/expected``). The user's

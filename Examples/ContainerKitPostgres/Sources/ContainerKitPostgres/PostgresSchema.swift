@@ -8,7 +8,7 @@ import PostgresNIO
 /// | `ck_records` | committed records, partitioned by `generation` into `ck_records_<n>` | a generation is dropped whole once every row of it is acknowledged: never `DELETE` |
 /// | `ck_cursors` | per delivery partition, the last acknowledged `(xid, seq)` | one row per partition, updated per batch (HOT updates: fill factor 10, vacuumed every 200 dead rows) |
 /// | `ck_session_changes` | per user, the last session snapshot and the deltas committed after it, a row per version | rows are only inserted; a snapshot row deletes the user's older rows in its transaction (vacuumed at 1% dead rows) |
-/// | `ck_sessions` | per user, a snapshot and its version, as versions before session deltas wrote them | read as a snapshot row until the user's next snapshot deletes it; no longer written |
+/// | `ck_sessions` | per user, a snapshot and its version, as versions before session deltas wrote them | moved into `ck_session_changes` as snapshot rows when a store with these definitions first starts; empty after that, and never read or written again |
 /// | `ck_meta` | the current generation and the partition count | one row |
 ///
 /// A record row carries the id of the transaction that wrote it (`xid`) and a sequence number: delivery
@@ -186,6 +186,18 @@ public enum PostgresSchema {
             END IF;
         END $$
         """,
+        // The sessions stored before deltas, moved once into `ck_session_changes` as snapshot rows (a row is the
+        // base of any deltas stored after it, unless a snapshot at or above its version replaced it), so that a
+        // commit's head and a load read one table: the second table's lookup was about a third of the head's
+        // cost. Runs with the other definitions, under the maintenance lock; with the table empty it does nothing.
+        """
+        WITH moved AS (DELETE FROM ck_sessions s RETURNING s.user_id, s.version, s.snapshot)
+        INSERT INTO ck_session_changes (user_id, version, snapshot, body, id)
+        SELECT m.user_id, m.version, true, m.snapshot, 0 FROM moved m
+        WHERE NOT EXISTS (SELECT 1 FROM ck_session_changes x
+            WHERE x.user_id = m.user_id AND x.snapshot AND x.version >= m.version)
+        ON CONFLICT DO NOTHING
+        """,
     ]
 
     /// The functions (see the table above). Each PL/pgSQL statement runs with a snapshot of its own (READ
@@ -214,7 +226,7 @@ public enum PostgresSchema {
             -- The group's users, in the order given (ascending: no deadlock between two writers), until the end of
             -- the statement's transaction: what follows reads every other commit of these users.
             PERFORM pg_advisory_xact_lock(k) FROM unnest(lock_keys) AS t(k);
-            -- A user's head is their newest version in either table. A chain starting with a delta goes on only
+            -- A user's head is their newest version. A chain starting with a delta goes on only
             -- from exactly that version, one starting with a snapshot from no higher: a version another writer
             -- stored meanwhile is a conflict, not a second state. (A version above the head cannot exist, so no
             -- row of an accepted chain is there already.)
@@ -226,9 +238,7 @@ public enum PostgresSchema {
             -- The newest change row (its version and id) in one descent of the primary key.
             LEFT JOIN LATERAL (SELECT x.version, x.id FROM ck_session_changes x WHERE x.user_id = c.user_id
                 ORDER BY x.version DESC LIMIT 1) n ON true
-            CROSS JOIN LATERAL (SELECT greatest(n.version,
-                (SELECT s.version FROM ck_sessions s WHERE s.user_id = c.user_id), 0) AS head,
-                coalesce(n.id, 0) AS head_id) h
+            CROSS JOIN LATERAL (SELECT coalesce(n.version, 0) AS head, coalesce(n.id, 0) AS head_id) h
             WHERE CASE WHEN c.delta THEN h.head <> c.expected OR (c.checks AND h.head_id <> c.parent)
                 ELSE h.head > c.expected OR (c.checks AND c.parent <> 0 AND h.head_id <> c.parent AND h.head_id <> 0) END;
             IF cardinality(fenced) > 0 THEN
@@ -249,14 +259,11 @@ public enum PostgresSchema {
                 FROM unnest(row_users, row_versions, row_snapshots, row_bodies, row_ids)
                     AS r(user_id, version, snapshot, body, id);
                 IF true = ANY (row_snapshots) THEN
-                    -- A snapshot deletes its user's older rows (its chain starts at it), the legacy row included.
+                    -- A snapshot deletes its user's older rows (its chain starts at it).
                     WITH snapshots AS (
                         SELECT r.user_id, max(r.version) AS version
                         FROM unnest(row_users, row_versions, row_snapshots) AS r(user_id, version, snapshot)
-                        WHERE r.snapshot GROUP BY r.user_id),
-                    legacy AS (
-                        DELETE FROM ck_sessions s USING snapshots n
-                        WHERE s.user_id = n.user_id AND s.version < n.version)
+                        WHERE r.snapshot GROUP BY r.user_id)
                     DELETE FROM ck_session_changes x USING snapshots n
                     WHERE x.user_id = n.user_id AND x.version < n.version;
                 END IF;
@@ -267,18 +274,16 @@ public enum PostgresSchema {
                 WITH ended AS (
                     SELECT DISTINCT r.user_id
                     FROM unnest(removal_users, removal_versions) AS r(user_id, version)
-                    WHERE greatest(
-                        (SELECT max(x.version) FROM ck_session_changes x WHERE x.user_id = r.user_id),
-                        (SELECT s.version FROM ck_sessions s WHERE s.user_id = r.user_id), 0) <= r.version),
-                changes AS (DELETE FROM ck_session_changes x USING ended e WHERE x.user_id = e.user_id)
-                DELETE FROM ck_sessions s USING ended e WHERE s.user_id = e.user_id;
+                    WHERE coalesce(
+                        (SELECT max(x.version) FROM ck_session_changes x WHERE x.user_id = r.user_id), 0) <= r.version)
+                DELETE FROM ck_session_changes x USING ended e WHERE x.user_id = e.user_id;
             END IF;
             RETURN fenced;
         END
         $function$
         """,
         // The session rows of many users at once (PostgresStatements.LoadSessions): per user, the newest snapshot row
-        // (or the legacy ck_sessions row when it is newer) and the rows after it. A function for the same reason
+        // and the rows after it. A function for the same reason
         // as ck_commit_group's settings: index lookups per user, whatever plan the statistics of a young table
         // would have chosen and kept.
         """
@@ -293,22 +298,18 @@ public enum PostgresSchema {
             latest AS (
                 SELECT w.user_id,
                     (SELECT max(c.version) FROM ck_session_changes c WHERE c.user_id = w.user_id AND c.snapshot)
-                        AS snapshot,
-                    (SELECT s.version FROM ck_sessions s WHERE s.user_id = w.user_id) AS legacy
+                        AS snapshot
                 FROM wanted w)
             SELECT c.user_id, c.version, c.snapshot, c.body, c.id
             FROM latest l JOIN ck_session_changes c ON c.user_id = l.user_id
-                AND c.version >= coalesce(greatest(l.snapshot, l.legacy), 0)
-            UNION ALL
-            SELECT s.user_id, s.version, true, s.snapshot, 0::bigint
-            FROM latest l JOIN ck_sessions s ON s.user_id = l.user_id AND s.version > coalesce(l.snapshot, 0);
+                AND c.version >= coalesce(l.snapshot, 0);
         END
         $function$
         """,
         """
         CREATE OR REPLACE FUNCTION ck_probe() RETURNS int LANGUAGE plpgsql AS $function$
         BEGIN
-            LOCK TABLE ck_records, ck_session_changes, ck_sessions IN ROW EXCLUSIVE MODE;
+            LOCK TABLE ck_records, ck_session_changes IN ROW EXCLUSIVE MODE;
             RETURN 1;
         END
         $function$

@@ -11,8 +11,8 @@ import PostgresNIO
 /// A user's session is stored in `ck_session_changes` as its last snapshot and the deltas committed after
 /// it (see ``PostgresRecordStore``): with a committer that keeps sessions (`RecordCommitter(pipeline,
 /// keepsSessions: true)`), each push's checkpoint is written **with the push's records**, in their
-/// transaction. A load folds the newest snapshot and the deltas after it (``SessionFold``); a `ck_sessions`
-/// row, as versions before deltas wrote it, counts as a snapshot at its version. Saves are whole snapshots,
+/// transaction. A load folds the newest snapshot and the deltas after it (``SessionFold``); the `ck_sessions`
+/// rows versions before deltas wrote become snapshot rows when the schema is brought up to date. Saves are whole snapshots,
 /// fenced as the contract says: kept only if the stored head is below their version.
 ///
 /// A stored row that cannot be applied (a delta that does not parse or does not follow the one before) is
@@ -50,8 +50,8 @@ public struct PostgresSessionPersistence: SessionPersistence {
         var fold = SessionFold()
         var seen = Set<Int64>()
         for row in rows {
-            // A version read twice (a legacy row and a delta of its version, which no writer makes) is read once:
-            // the snapshot, which comes first.
+            // A version read twice (a moved legacy row and a delta of its version, which no writer makes) is read
+            // once: the snapshot, which comes first.
             guard seen.insert(row.version).inserted else { continue }
             if row.snapshot {
                 do {

@@ -61,8 +61,7 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws -> [String] { try row.decode([String].self) }
     }
 
-    /// The session rows of many users at once: per user, the newest snapshot row (or the legacy `ck_sessions`
-    /// row when it is newer) and the rows after it. Rows come as `(user, version, snapshot, body, id)`,
+    /// The session rows of many users at once: per user, the newest snapshot row and the rows after it. Rows come as `(user, version, snapshot, body, id)`,
     /// unordered.
     struct LoadSessions: PostgresPreparedStatement {
         static let sql = "SELECT user_id, version, snapshot, body, id FROM ck_load_sessions($1)"
