@@ -58,6 +58,7 @@ struct PostgresRecordStoreTests {
                         EXIT WHEN EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
                             AND wait_event_type = 'Lock' AND query LIKE '%ck_commit_group%');
                         PERFORM pg_sleep(0.01);
+                        PERFORM pg_stat_clear_snapshot();
                       END LOOP;
                     END $$
                     """,
@@ -110,7 +111,9 @@ struct PostgresRecordStoreTests {
                     sessions: [SessionCheckpoint(stored("u1", event: 2, version: 2))]
                 )
             )
-            // Waits (in the server, bounded) until the writer waits for the lock, then ends its backend.
+            // Waits (in the server, bounded) until the writer waits for the lock, then ends its backend. (Within a
+            // transaction `pg_stat_activity` is read once and kept: each round clears that snapshot, or a first read
+            // made before the writer waited would be all the loop ever sees.)
             try await blocker.query(
                 """
                 DO $$ BEGIN
@@ -119,6 +122,7 @@ struct PostgresRecordStoreTests {
                                       AND application_name = 'containerkit a' AND wait_event_type = 'Lock'
                                       AND query LIKE '%ck_commit_group%');
                     PERFORM pg_sleep(0.01);
+                    PERFORM pg_stat_clear_snapshot();
                   END LOOP;
                   PERFORM pg_terminate_backend(pid) FROM pg_stat_activity
                     WHERE datname = current_database() AND application_name = 'containerkit a';
