@@ -15,17 +15,8 @@ passes=${PASSES:-5}
 work=${TMPDIR:-/tmp}/containerkit-callgrind
 mkdir -p "$work"
 
-# valgrind 3.19 writes into the signal mask passed to rt_sigsuspend; libdispatch's main-queue loop passes a
-# `static const` one (a read-only page), which kills valgrind with an internal SIGSEGV. This shim hands the
-# kernel a writable copy.
-cat > "$work/shim.c" <<'SHIM'
-#define _GNU_SOURCE
-#include <signal.h>
-#include <unistd.h>
-#include <sys/syscall.h>
-int sigsuspend(const sigset_t *mask) { sigset_t copy = *mask; return syscall(SYS_rt_sigsuspend, &copy, 8); }
-SHIM
-cc -shared -fPIC -O2 -o "$work/shim.so" "$work/shim.c"
+# valgrind 3.19 and libdispatch's read-only signal mask: see the shim.
+cc -shared -fPIC -O2 -o "$work/shim.so" "$(dirname "$0")/valgrind-sigsuspend-shim.c"
 
 count() {
     env LD_PRELOAD="$work/shim.so" SWIFT_DETERMINISTIC_HASHING=1 CONTAINERKIT_BENCH_EVENTS="$events" \

@@ -32,6 +32,8 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "TagService", dependencies: ["TagServiceCore"]),
+        // The debug page's cost on the push path, counted under callgrind (bench/bench-service.sh).
+        .executableTarget(name: "debug-cost-probe", dependencies: ["TagServiceCore"], path: "Sources/DebugCostProbe"),
         .testTarget(
             name: "TagServiceTests",
             dependencies: [

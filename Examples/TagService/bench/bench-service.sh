@@ -28,21 +28,29 @@
 # service_cpu_health_vs_event (health CPU ÷ event CPU) is what service_vs_health would be if the service had
 # the machine to itself.
 #
-# BENCH_DEBUG_SIDE_BY_SIDE=1 measures what the live debug page costs instead: three services over the same
-# stand-in — the page off, the page on with nobody followed, the page on with one user followed whom the load
-# never sends (bench-followed-user) — each round one wrk run of POST /v1/events against each, in turn, so the
-# three share each stretch of the machine's time. Prints service_cpu_us_per_event_debug_off=,
-# service_cpu_us_per_event_debug_on=, service_cpu_us_per_event_debug_following_other= (the median round of each),
-# service_cpu_debug_on_vs_off=, service_cpu_debug_following_other_vs_off= (the median of each round's ratio), the
-# same for events per second (service_events_req_per_s_debug_*=, service_events_debug_*_vs_off=), and
-# service_debug_rounds=.
+# BENCH_DEBUG_SIDE_BY_SIDE=1 measures what the live debug page costs instead, in two ways.
+# - CPU per event, side by side: four services over the same stand-in — the page off, off again (the control),
+#   the page on with nobody followed, the page on with one user followed whom the load never sends
+#   (bench-followed-user) — BENCH_DEBUG_ROUNDS rounds (20) of one BENCH_DEBUG_DURATION-second (2) wrk run of
+#   POST /v1/events against each, in an order turned round every round. Each service's CPU time (all threads, ns,
+#   /proc/<pid>/task/*/schedstat) per answered event is divided by the off service's of the same round. Prints
+#   service_cpu_us_per_event_debug_{off,off_again,on,following_other}= (medians), debug_{off_again,on,
+#   following_other}_vs_off_cpu_per_event= (the median of the rounds' ratios) with _quartiles=q1,q3,
+#   debug_*_vs_off_events_per_s=, debug_rounds=, debug_round_seconds=. off_again's ratio is what two identical
+#   services differ by on this machine: the noise the other ratios must be read against.
+# - Instructions per push (callgrind, the same count on every run however busy the machine): debug-cost-probe
+#   (DebugCostProbe in TagServiceCore) starts the service in-process in each state and pushes BENCH_PROBE_BASE
+#   (200), then BENCH_PROBE_BASE + BENCH_PROBE_EVENTS (1000) new users' events through its events handler; the
+#   difference over BENCH_PROBE_EVENTS is one push. Prints instructions_per_event_debug_{off,on,following_other,
+#   off_again}= and debug_{off_again,on,following_other}_vs_off_instructions_per_event=, debug_probe_events=.
+#   Needs valgrind (skipped without it).
 #
 # Builds: BENCH_CONFIGURATION (release by default; debug for a quick check of the script). Prebuilt binaries skip
-# the builds: BENCH_SERVICE_BIN (TagService) with BENCH_TRACK_BIN (users-track-stand-in); BENCH_BIN is a directory
-# holding both.
+# the builds: BENCH_SERVICE_BIN (TagService) with BENCH_TRACK_BIN (users-track-stand-in), and BENCH_PROBE_BIN
+# (debug-cost-probe) with BENCH_DEBUG_SIDE_BY_SIDE=1; BENCH_BIN is a directory holding them.
 set -euo pipefail
 # Paths given relative to where the script was started from, before it moves to the package.
-for variable in BENCH_BIN BENCH_SERVICE_BIN BENCH_TRACK_BIN; do
+for variable in BENCH_BIN BENCH_SERVICE_BIN BENCH_TRACK_BIN BENCH_PROBE_BIN; do
     if [ -n "${!variable:-}" ] && [ "${!variable#/}" = "${!variable}" ]; then
         export "$variable=$PWD/${!variable}"
     fi
@@ -68,6 +76,7 @@ CONFIGURATION=${BENCH_CONFIGURATION:-release}
 if [ -n "${BENCH_BIN:-}" ]; then
     BENCH_SERVICE_BIN=${BENCH_SERVICE_BIN:-$BENCH_BIN/TagService}
     BENCH_TRACK_BIN=${BENCH_TRACK_BIN:-$BENCH_BIN/users-track-stand-in}
+    BENCH_PROBE_BIN=${BENCH_PROBE_BIN:-$BENCH_BIN/debug-cost-probe}
 fi
 if [ -n "${BENCH_SERVICE_BIN:-}" ] && [ -n "${BENCH_TRACK_BIN:-}" ]; then
     SERVICE_BIN=$BENCH_SERVICE_BIN
@@ -85,6 +94,11 @@ else
         swift build -c "$CONFIGURATION" ${BENCH_SWIFT_FLAGS:-} --product TagService >&2
     fi
     SERVICE_BIN=${BENCH_SERVICE_BIN:-$(swift build -c "$CONFIGURATION" ${BENCH_SWIFT_FLAGS:-} --show-bin-path)/TagService}
+fi
+PROBE_BIN=${BENCH_PROBE_BIN:-}
+if [ "${BENCH_DEBUG_SIDE_BY_SIDE:-0}" = 1 ] && [ -z "$PROBE_BIN" ]; then
+    swift build -c "$CONFIGURATION" ${BENCH_SWIFT_FLAGS:-} --product debug-cost-probe >&2
+    PROBE_BIN=$(swift build -c "$CONFIGURATION" ${BENCH_SWIFT_FLAGS:-} --show-bin-path)/debug-cost-probe
 fi
 # BENCH_SERVICE_BIN alone: another build of the service, to compare two versions. BENCH_SWIFT_FLAGS passes flags to
 # the builds (for example "--scratch-path .build-release", to keep the release build apart from a debug build
@@ -114,7 +128,8 @@ wait_for() {   # url, seconds, pid of the process that must be the one answering
     return 1
 }
 
-"$TRACK_BIN" --port "$TRACK_PORT" --max-seconds $((DURATION * (3 * ROUNDS + 3) + 120)) \
+"$TRACK_BIN" --port "$TRACK_PORT" \
+    --max-seconds $((DURATION * (3 * ROUNDS + 3) + 4 * ${BENCH_DEBUG_DURATION:-2} * ${BENCH_DEBUG_ROUNDS:-20} + 120)) \
     --titles "$WORK/arrived-titles" &
 TRACK_PID=$!
 PIDS+=("$TRACK_PID")
@@ -146,17 +161,25 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
 if [ "${BENCH_DEBUG_SIDE_BY_SIDE:-0}" = 1 ]; then
-    # Three services: the debug page off, on with nobody followed, on with one user followed that the load never
-    # sends. Each round runs the event load against each in turn; the CPU each spent per answered event is compared.
+    # Four services over the same stand-in: the debug page off, off again (the control: what two identical
+    # services differ by on this machine), on with nobody followed, on with one user followed whom the load never
+    # sends. Each round runs a short event load against each, in an order that turns round from round to round;
+    # the CPU time each spent per answered event (all its threads, in nanoseconds) is divided by the off service's
+    # of the same round, and the median of those ratios over the rounds is reported with its quartiles.
     DEBUG_TOKEN=bench-debug-token-0123456789
     FOLLOWED_USER=bench-followed-user
-    names=(off on following_other)
-    ports=("$SERVICE_PORT" $((SERVICE_PORT + 2)) $((SERVICE_PORT + 4)))
-    debug_ports=("" $((SERVICE_PORT + 3)) $((SERVICE_PORT + 5)))
+    DEBUG_ROUNDS=${BENCH_DEBUG_ROUNDS:-20}
+    DEBUG_DURATION=${BENCH_DEBUG_DURATION:-2}
+    names=(off off_again on following_other)
+    ports=("$SERVICE_PORT" $((SERVICE_PORT + 2)) $((SERVICE_PORT + 4)) $((SERVICE_PORT + 6)))
+    debug_ports=("" "" $((SERVICE_PORT + 5)) $((SERVICE_PORT + 7)))
     pids=()
-    start_service "${ports[0]}" "$WORK/queue-off"
-    pids+=("$STARTED_PID")
-    for i in 1 2; do
+    for i in 0 1 2 3; do
+        if [ -z "${debug_ports[$i]}" ]; then
+            start_service "${ports[$i]}" "$WORK/queue-${names[$i]}"
+            pids+=("$STARTED_PID")
+            continue
+        fi
         start_service "${ports[$i]}" "$WORK/queue-${names[$i]}" --debug-token "$DEBUG_TOKEN" \
             --debug-port "${debug_ports[$i]}"
         pids+=("$STARTED_PID")
@@ -170,44 +193,89 @@ if [ "${BENCH_DEBUG_SIDE_BY_SIDE:-0}" = 1 ]; then
     done
     # Following starts with a request for the user's page (and lasts its grace period, 10 minutes by default).
     curl -fs -o /dev/null -H "Authorization: Bearer $DEBUG_TOKEN" \
-        "http://127.0.0.1:${debug_ports[2]}/debug/users/$FOLLOWED_USER"
-    curl -fs -H "Authorization: Bearer $DEBUG_TOKEN" "http://127.0.0.1:${debug_ports[2]}/debug" \
+        "http://127.0.0.1:${debug_ports[3]}/debug/users/$FOLLOWED_USER"
+    curl -fs -H "Authorization: Bearer $DEBUG_TOKEN" "http://127.0.0.1:${debug_ports[3]}/debug" \
         | grep -q "/debug/users/$FOLLOWED_USER" \
         || { echo "bench-service: $FOLLOWED_USER is not followed" >&2; exit 1; }
-    for i in 0 1 2; do run_wrk_on "${ports[$i]}" /v1/events events.lua 2 > /dev/null; done   # warm-up
+    # CPU time of all of a process's threads so far, in nanoseconds (the scheduler's own count: no 10 ms ticks).
+    cpu_ns() { cat /proc/"$1"/task/*/schedstat 2> /dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
+    for i in 0 1 2 3; do run_wrk_on "${ports[$i]}" /v1/events events.lua 2 > /dev/null; done   # warm-up
     SIDE_FILE="$WORK/side-by-side"
-    for round in $(seq 1 "$ROUNDS"); do
-        line="$round"
-        for i in 0 1 2; do
-            c0=$(cpu_ticks "${pids[$i]}")
-            OUT=$(run_wrk_on "${ports[$i]}" /v1/events events.lua "$DURATION")
-            c1=$(cpu_ticks "${pids[$i]}")
-            echo "$OUT" >&2
-            rps=$(echo "$OUT" | awk '/^Requests\/sec:/ { print $2 }')
+    for round in $(seq 1 "$DEBUG_ROUNDS"); do
+        # Turned round: each service leads, follows and closes equally often (a round's first run meets a machine
+        # the previous round's last run left).
+        order=()
+        for k in 0 1 2 3; do order+=($(((k + round) % 4))); done
+        if [ $(((round / 4) % 2)) = 1 ]; then order=("${order[3]}" "${order[2]}" "${order[1]}" "${order[0]}"); fi
+        us=() rps=()
+        for i in "${order[@]}"; do
+            c0=$(cpu_ns "${pids[$i]}")
+            OUT=$(run_wrk_on "${ports[$i]}" /v1/events events.lua "$DEBUG_DURATION")
+            c1=$(cpu_ns "${pids[$i]}")
             ok=$(echo "$OUT" | awk -F= '/^wrk_ok=/ { print $2 }')
-            us=$(awk -v c=$((c1 - c0)) -v us="$TICK_US" -v n="$ok" 'BEGIN { printf "%.2f", (n > 0 ? c * us / n : 0) }')
-            echo "bench-service: round $round: debug ${names[$i]}: $rps events/s, service CPU $us us/event" >&2
-            line="$line $us $rps"
+            rps[$i]=$(echo "$OUT" | awk '/^Requests\/sec:/ { print $2 }')
+            us[$i]=$(awk -v c=$((c1 - c0)) -v n="$ok" 'BEGIN { printf "%.3f", (n > 0 ? c / 1000 / n : 0) }')
         done
-        echo "$line" >> "$SIDE_FILE"
+        echo "bench-service: round $round (order ${order[*]}): service CPU us/event off ${us[0]}, off again ${us[1]}," \
+            "on ${us[2]}, following another ${us[3]}; events/s ${rps[0]} ${rps[1]} ${rps[2]} ${rps[3]}" >&2
+        echo "${us[0]} ${us[1]} ${us[2]} ${us[3]} ${rps[0]} ${rps[1]} ${rps[2]} ${rps[3]}" >> "$SIDE_FILE"
     done
-    median() {   # column of $SIDE_FILE (an awk expression over the columns) → its median over the rounds
-        awk "{ print $1 }" "$SIDE_FILE" | sort -g | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)'
-    }
-    for i in 0 1 2; do
-        echo "service_cpu_us_per_event_debug_${names[$i]}=$(median "\$$((2 * i + 2))")"
-    done
-    for i in 0 1 2; do
-        echo "service_events_req_per_s_debug_${names[$i]}=$(median "\$$((2 * i + 3))")"
-    done
-    # Ratios per round (the same stretch of the machine's time), then their median.
-    printf "service_cpu_debug_on_vs_off=%.3f\n" "$(median '($2 > 0 ? $4 / $2 : 0)')"
-    printf "service_cpu_debug_following_other_vs_off=%.3f\n" "$(median '($2 > 0 ? $6 / $2 : 0)')"
-    printf "service_events_debug_on_vs_off=%.3f\n" "$(median '($3 > 0 ? $5 / $3 : 0)')"
-    printf "service_events_debug_following_other_vs_off=%.3f\n" "$(median '($3 > 0 ? $7 / $3 : 0)')"
-    echo "service_debug_rounds=$ROUNDS"
     for pid in "${pids[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done
     for pid in "${pids[@]}"; do wait "$pid" 2> /dev/null || true; done
+    quantile() {   # awk expression over a round's columns, quantile (0.25, 0.5, 0.75) → that quantile over the rounds
+        awk "{ print $1 }" "$SIDE_FILE" | sort -g | awk -v q="$2" '{ v[NR] = $1 } END {
+            p = 1 + q * (NR - 1); i = int(p); f = p - i; printf "%.3f", (i < NR ? v[i] + f * (v[i + 1] - v[i]) : v[i]) }'
+    }
+    for i in 0 1 2 3; do
+        echo "service_cpu_us_per_event_debug_${names[$i]}=$(quantile "\$$((i + 1))" 0.5)"
+    done
+    # Ratios per round (the same stretch of the machine's time), then their median and quartiles.
+    for i in 1 2 3; do
+        ratio="(\$1 > 0 ? \$$((i + 1)) / \$1 : 0)"
+        echo "debug_${names[$i]}_vs_off_cpu_per_event=$(quantile "$ratio" 0.5)"
+        echo "debug_${names[$i]}_vs_off_cpu_per_event_quartiles=$(quantile "$ratio" 0.25),$(quantile "$ratio" 0.75)"
+    done
+    for i in 1 2 3; do
+        ratio="(\$5 > 0 ? \$$((i + 5)) / \$5 : 0)"
+        echo "debug_${names[$i]}_vs_off_events_per_s=$(quantile "$ratio" 0.5)"
+    done
+    echo "debug_rounds=$DEBUG_ROUNDS"
+    echo "debug_round_seconds=$DEBUG_DURATION"
+
+    # The same three states counted in instructions (callgrind: the same count on every run, however busy the
+    # machine): debug-cost-probe pushes PROBE_BASE, then PROBE_BASE + PROBE_EVENTS new users' events through the
+    # service's events handler in-process (DebugCostProbe); the difference over PROBE_EVENTS is one push's count.
+    if ! command -v valgrind > /dev/null; then
+        echo "bench-service: valgrind is not installed: no instruction counts" >&2
+        exit 0
+    fi
+    PROBE_BASE=${BENCH_PROBE_BASE:-200}
+    PROBE_EVENTS=${BENCH_PROBE_EVENTS:-1000}
+    cc -shared -fPIC -O2 -o "$WORK/shim.so" ../../Scripts/valgrind-sigsuspend-shim.c
+    probe_count() {   # mode, events → instructions collected
+        rm -rf "$WORK/probe"
+        mkdir -p "$WORK/probe"
+        env LD_PRELOAD="$WORK/shim.so" SWIFT_DETERMINISTIC_HASHING=1 valgrind --tool=callgrind \
+            --callgrind-out-file="$WORK/probe.$1.$2.out" "$PROBE_BIN" "$1" "$2" "$WORK/containers" "$WORK/probe" \
+            2> "$WORK/probe.log" > "$WORK/probe.stdout" \
+            || { cat "$WORK/probe.log" "$WORK/probe.stdout" >&2; echo "bench-service: debug-cost-probe $1 $2 failed" >&2; exit 1; }
+        sed -n 's/.*Collected : //p' "$WORK/probe.log"
+    }
+    # off_again: the off count once more, to show that the count repeats.
+    for mode in off on following_other off_again; do
+        base=$(probe_count "${mode%_again}" "$PROBE_BASE")
+        total=$(probe_count "${mode%_again}" $((PROBE_BASE + PROBE_EVENTS)))
+        per_event=$(((total - base) / PROBE_EVENTS))
+        declare "instructions_$mode=$per_event"
+        echo "bench-service: debug-cost-probe $mode: $base, $total instructions: $per_event per push" >&2
+        echo "instructions_per_event_debug_$mode=$per_event"
+    done
+    for mode in off_again on following_other; do
+        value="instructions_$mode"
+        awk -v a="${!value}" -v b="$instructions_off" -v m="$mode" \
+            'BEGIN { printf "debug_%s_vs_off_instructions_per_event=%.4f\n", m, a / b }'
+    done
+    echo "debug_probe_events=$PROBE_EVENTS"
     exit 0
 fi
 

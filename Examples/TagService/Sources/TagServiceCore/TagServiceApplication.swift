@@ -46,6 +46,10 @@ public struct TagServiceApplication: Sendable {
     let metrics: ServiceMetrics
     /// `--postgres`: the PostgreSQL record store, session loading and delivery.
     let scaleOut: PostgresScaleOut?
+    /// The handler of `POST /v1/events` and `POST /v1/batch` (``DebugCostProbe`` calls it without the network).
+    let events: EventsController
+    /// The live debug page (`--debug-token`); `nil`: off.
+    let debug: DebugHub?
 
     /// The swift-metrics factory of the service's `/metrics` page, for `MetricsSystem.bootstrap`.
     public var metricsFactory: any MetricsFactory { metrics.factory }
@@ -185,7 +189,7 @@ public struct TagServiceApplication: Sendable {
         } else {
             ingestion.add(middleware: WriteKeyMiddleware(keys: writeKeys))
         }
-        EventsController(
+        let events = EventsController(
             sessions: sessions,
             metrics: metrics,
             readiness: readiness,
@@ -196,7 +200,8 @@ public struct TagServiceApplication: Sendable {
             logger: logger,
             namesBrazeUser: configuration.brazeUser == .userID,
             debug: debug
-        ).register(on: ingestion)
+        )
+        events.register(on: ingestion)
         OperationsController(
             manager: manager,
             sessions: sessions,
@@ -254,6 +259,8 @@ public struct TagServiceApplication: Sendable {
         self.queue = queue
         self.metrics = metrics
         self.scaleOut = scaleOut
+        self.events = events
+        self.debug = debug
     }
 
     /// Runs the application until SIGTERM or SIGINT, then shuts it down gracefully (see the type's

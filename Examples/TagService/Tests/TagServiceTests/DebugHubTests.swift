@@ -107,6 +107,33 @@ struct DebugHubTests {
         for subscription in subscriptions { subscription.end() }
     }
 
+    @Test func everyFollowedUsersPushIsTracedAndNoOneElsesWhoeverFollowsAndStops() throws {
+        // The push path asks a 64-bit filter of the followed users before the lock: 16 users share its bits with
+        // many others, and an eviction or the end of the grace period must clear a user's bit.
+        let fixture = Fixture {
+            $0.maximumFollowedUsers = 16; $0.followGrace = .seconds(600)
+        }
+        for index in 0..<20 {
+            try fixture.hub.follow("followed-\(index)")
+            fixture.advance(.seconds(1))
+        }
+        for index in 0..<20 {
+            let expected: DebugTracing? = index < 4 ? nil : .followed
+            #expect(fixture.hub.tracing(userID: "followed-\(index)", headers: [:]) == expected, "followed-\(index)")
+        }
+        for index in 0..<2_000 {
+            #expect(fixture.hub.tracing(userID: "other-\(index)", headers: [:]) == nil)
+        }
+        fixture.advance(.seconds(601))
+        #expect(fixture.hub.sweep() == 16)
+        for index in 0..<20 {
+            #expect(fixture.hub.tracing(userID: "followed-\(index)", headers: [:]) == nil)
+        }
+        try fixture.hub.follow("followed-7")
+        #expect(fixture.hub.tracing(userID: "followed-7", headers: [:]) == .followed)
+        #expect(fixture.hub.tracing(userID: "followed-8", headers: [:]) == nil)
+    }
+
     @Test func atMostTheConfiguredStreamsAreOpen() throws {
         let fixture = Fixture { $0.maximumStreams = 8 }
         var subscriptions: [DebugHub.Subscription] = []

@@ -40,8 +40,10 @@ enum DebugStreamMessage: Sendable {
 /// observer). Every bound is ``DebugSettings``'.
 ///
 /// **The push path.** ``tracing(userID:headers:)`` is what every push asks: with nobody followed it reads one
-/// atomic and looks for the debug header; only a push it answers for is traced and ``record(_:userID:tracing:)``
-/// ed. Recording appends to the user's ring and yields to that user's open streams, each an `AsyncStream` with a
+/// atomic and looks for the debug header; with someone followed it also hashes the user id and reads a second
+/// atomic, a 64-bit filter of the followed users, and takes the lock only when the user's bit is set — so following
+/// one user costs the others' pushes no lock (but one in 64). Only a push it answers for is traced and
+/// ``record(_:userID:tracing:)``ed. Recording appends to the user's ring and yields to that user's open streams, each an `AsyncStream` with a
 /// bounded buffer: a stream that cannot take a message (a browser that does not read) is finished — its page
 /// reconnects and catches up from the ring — so a push never waits for a browser.
 ///
@@ -58,6 +60,10 @@ final class DebugHub: Sendable {
     private let token: [UInt8]
     /// How many users are followed: the one atomic a push reads when nobody is.
     private let followedCount = Atomic<Int>(0)
+    /// One bit per followed user, of 64, chosen by the hash of their id (``filterBit(_:)``): what a push reads when
+    /// someone is followed. A clear bit: the push's user is not followed, known without the lock; a set bit (the
+    /// user, or another user whose id falls on the same bit: one in 64 per followed user) takes the lock to be sure.
+    private let followedFilter = Atomic<UInt64>(0)
     private let state: Mutex<State>
     /// Monotonic time (tests move it by hand).
     let now: @Sendable () -> Duration
@@ -120,8 +126,23 @@ final class DebugHub: Sendable {
         if let presented = headers[Self.header] {
             if accepts(presented.utf8), (try? follow(userID)) != nil { return .header }
         }
-        guard followedCount.load(ordering: .relaxed) > 0 else { return nil }
+        guard followedCount.load(ordering: .relaxed) > 0,
+            followedFilter.load(ordering: .relaxed) & Self.filterBit(userID) != 0
+        else { return nil }
         return state.withLock { $0.users[userID] != nil } ? .followed : nil
+    }
+
+    /// The bit of ``followedFilter`` that stands for `userID`.
+    private static func filterBit(_ userID: String) -> UInt64 {
+        1 << UInt64(truncatingIfNeeded: userID.hashValue & 63)
+    }
+
+    /// Publishes who is followed (the count and the filter) after `state.users` changed; under the lock.
+    private func publishFollowed(_ state: State) {
+        var filter: UInt64 = 0
+        for userID in state.users.keys { filter |= Self.filterBit(userID) }
+        followedFilter.store(filter, ordering: .relaxed)
+        followedCount.store(state.users.count, ordering: .relaxed)
     }
 
     /// Keeps `trace` as the user's newest push and sends it to their open streams. Its records sent to the delivery
@@ -199,7 +220,7 @@ final class DebugHub: Sendable {
             }
             let since = Date()
             state.users[userID] = Followed(lastActive: now, since: since)
-            followedCount.store(state.users.count, ordering: .relaxed)
+            publishFollowed(state)
             return .success(since)
         }
         return try result.get()
@@ -218,7 +239,7 @@ final class DebugHub: Sendable {
         }
         .map(\.key)
         for user in expired { unfollow(user, in: &state) }
-        followedCount.store(state.users.count, ordering: .relaxed)
+        publishFollowed(state)
         return expired.count
     }
 
