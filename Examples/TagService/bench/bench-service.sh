@@ -252,11 +252,14 @@ if [ "${BENCH_DEBUG_SIDE_BY_SIDE:-0}" = 1 ]; then
     PROBE_BASE=${BENCH_PROBE_BASE:-200}
     PROBE_EVENTS=${BENCH_PROBE_EVENTS:-1000}
     cc -shared -fPIC -O2 -o "$WORK/shim.so" ../../Scripts/valgrind-sigsuspend-shim.c
+    # valgrind 3.19 cannot read the DWARF 5 debug information of a release build: a copy without it (the symbols
+    # stay, for callgrind_annotate).
+    strip -g -o "$WORK/debug-cost-probe" "$PROBE_BIN"
     probe_count() {   # mode, events → instructions collected
         rm -rf "$WORK/probe"
         mkdir -p "$WORK/probe"
         env LD_PRELOAD="$WORK/shim.so" SWIFT_DETERMINISTIC_HASHING=1 valgrind --tool=callgrind \
-            --callgrind-out-file="$WORK/probe.$1.$2.out" "$PROBE_BIN" "$1" "$2" "$WORK/containers" "$WORK/probe" \
+            --callgrind-out-file="$WORK/probe.$1.$2.out" "$WORK/debug-cost-probe" "$1" "$2" "$WORK/containers" "$WORK/probe" \
             2> "$WORK/probe.log" > "$WORK/probe.stdout" \
             || { cat "$WORK/probe.log" "$WORK/probe.stdout" >&2; echo "bench-service: debug-cost-probe $1 $2 failed" >&2; exit 1; }
         sed -n 's/.*Collected : //p' "$WORK/probe.log"
