@@ -264,7 +264,15 @@ if [ "${BENCH_DEBUG_SIDE_BY_SIDE:-0}" = 1 ]; then
             || { cat "$WORK/probe.log" "$WORK/probe.stdout" >&2; echo "bench-service: debug-cost-probe $1 $2 failed" >&2; exit 1; }
         sed -n 's/.*Collected : //p' "$WORK/probe.log"
     }
-    # off_again: the off count once more, to show that the count repeats.
+    # The debug page's own code in a profile: the inclusive instructions of what a push calls into it (the tracing
+    # question, the overview's count of each runtime event, the delivery note, a trace's record, and the copies of
+    # the observer that carries the overview), none of which calls another.
+    debug_instructions() {   # callgrind file → instructions
+        callgrind_annotate --inclusive=yes --threshold=100 "$1" 2> /dev/null | awk '/\?\?\?:/ &&
+            /\$s14TagServiceCore(8DebugHubC7tracing6userID7headers|13DebugOverviewC5countyy|8DebugHubC12noteDelivery|8DebugHubC6record|20DebugRuntimeObserverVw)/ {
+            gsub(",", "", $1); s += $1 } END { printf "%.0f", s }'
+    }
+    # off_again: the off count once more, to show how far the whole process's count repeats.
     for mode in off on following_other off_again; do
         base=$(probe_count "${mode%_again}" "$PROBE_BASE")
         total=$(probe_count "${mode%_again}" $((PROBE_BASE + PROBE_EVENTS)))
@@ -272,11 +280,25 @@ if [ "${BENCH_DEBUG_SIDE_BY_SIDE:-0}" = 1 ]; then
         declare "instructions_$mode=$per_event"
         echo "bench-service: debug-cost-probe $mode: $base, $total instructions: $per_event per push" >&2
         echo "instructions_per_event_debug_$mode=$per_event"
+        if [ "$mode" = on ] || [ "$mode" = following_other ]; then
+            d0=$(debug_instructions "$WORK/probe.$mode.$PROBE_BASE.out")
+            d1=$(debug_instructions "$WORK/probe.$mode.$((PROBE_BASE + PROBE_EVENTS)).out")
+            declare "debug_$mode=$(((d1 - d0) / PROBE_EVENTS))"
+        fi
     done
+    # The whole process's count: its timing-dependent part (waits for durability, delivery batches) moves it by a
+    # few per cent between identical runs (off_again).
     for mode in off_again on following_other; do
         value="instructions_$mode"
         awk -v a="${!value}" -v b="$instructions_off" -v m="$mode" \
             'BEGIN { printf "debug_%s_vs_off_instructions_per_event=%.4f\n", m, a / b }'
+    done
+    # The debug code's own instructions per push (exact), over a push's instructions with the page off.
+    for mode in on following_other; do
+        value="debug_$mode"
+        echo "debug_${mode}_instructions_per_push=${!value}"
+        awk -v d="${!value}" -v b="$instructions_off" -v m="$mode" \
+            'BEGIN { printf "debug_%s_vs_off_instructions_attributed=%.4f\n", m, (b + d) / b }'
     done
     echo "debug_probe_events=$PROBE_EVENTS"
     exit 0
