@@ -81,34 +81,32 @@ extension DataLayer {
     /// A push held back while no container is available yet (delayed initialization) is not checked.
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String?) -> PushResult {
-        guard let hash = checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
-        return push(Pending(message: parameters, event: .string(event), eventID: eventID ?? "", eventIDHash: hash))
+        push(Pending(message: parameters, event: .string(event), eventID: eventID, hash: checkedHash(of: eventID)))
     }
 
     /// ``push(event:parameters:eventID:)``, suspending while another caller's push is processed.
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String?) async -> PushResult {
-        guard let hash = checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
-        return await push(
-            Pending(message: parameters, event: .string(event), eventID: eventID ?? "", eventIDHash: hash)
+        await push(
+            Pending(message: parameters, event: .string(event), eventID: eventID, hash: checkedHash(of: eventID))
         )
     }
 
     /// Pushes a message that carries an event ID (see ``push(event:parameters:eventID:)``).
     @discardableResult
     public func push(_ message: ValueMap, eventID: String?) -> PushResult {
-        guard let hash = checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
-        return push(Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash))
+        push(Pending(message: message, event: nil, eventID: eventID, hash: checkedHash(of: eventID)))
     }
 
     /// Pushes a message that carries an event ID, suspending while another caller's push is processed.
     @discardableResult
     public func push(_ message: ValueMap, eventID: String?) async -> PushResult {
-        guard let hash = checkedHash(of: eventID) else { return Self.refused(eventID: eventID) }
-        return await push(Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash))
+        await push(Pending(message: message, event: nil, eventID: eventID, hash: checkedHash(of: eventID)))
     }
 
-    /// The result of a push refused for its invalid event ID `eventID` (out of the pushes' line).
+    /// The result of a push refused for its invalid event ID `eventID` (out of the pushes' line; the pushes hand
+    /// the refusal to ``push(_:)-(Pending)`` in their ``Pending``, so that each returns the one call's result
+    /// in place rather than a copy of one of two).
     @inline(never)
     static func refused(eventID: String?) -> PushResult { refusal(eventID: eventID)! }
 
@@ -131,6 +129,15 @@ extension DataLayer {
     /// Sets the summary of what the turn fired on the seen ID `sequence` (before its commit takes the delta).
     func noteFired(_ result: borrowing PushResult, sequence: Int) {
         state.withLock { $0.seenEventIDs?.noteFired(result, of: sequence) }
+    }
+}
+
+extension DataLayer.Pending {
+    /// A push of `message` (and `event`) with the event ID `eventID`, `hash` its ``DataLayer/checkedHash(of:)``:
+    /// `nil` when the ID is invalid (the push is refused), 0 when there is none.
+    init(message: ValueMap, event: Value?, eventID: String?, hash: UInt64?) {
+        self.init(message: message, event: event, eventID: eventID ?? "", eventIDHash: hash ?? 0)
+        refusesEventID = hash == nil
     }
 }
 

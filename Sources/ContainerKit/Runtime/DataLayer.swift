@@ -105,6 +105,8 @@ public final class DataLayer: Sendable {
         /// empty: none (a stored string, not an optional, so that reading it for the check retains nothing).
         var eventID = ""
         var eventIDHash: UInt64 = 0
+        /// Whether the event ID is invalid: the push is refused (``DataLayer/refused(eventID:)``), nothing applied.
+        var refusesEventID = false
         /// A consent command (gtag's arguments) instead of a message: it changes the consent state only.
         var command: CommandBox?
         /// Whether the push records a ``PushTrace`` (its handlers' pushes then do too).
@@ -350,6 +352,7 @@ public final class DataLayer: Sendable {
     }
 
     func push(_ pending: consuming Pending) -> PushResult {
+        if pending.refusesEventID { return Self.refused(eventID: pending.eventID) }
         if tagManager.lifecycle.mayDefer, pending.command == nil,
             let deferred = deferUntilAvailable(pending.fullMessage)
         {
@@ -384,6 +387,7 @@ public final class DataLayer: Sendable {
     }
 
     func push(_ pending: consuming Pending) async -> PushResult {
+        if pending.refusesEventID { return Self.refused(eventID: pending.eventID) }
         if tagManager.lifecycle.mayDefer, pending.command == nil,
             let deferred = deferUntilAvailable(pending.fullMessage)
         {
@@ -498,7 +502,7 @@ public final class DataLayer: Sendable {
                 let step = state.turnstile.next()
                 if case .ended = step {
                     lease.giveBack(&scratch)
-                    if notes { state.seenEventIDs?.finish(remembered, result, withFired: committing == nil) }
+                    if notes { state.seenEventIDs?.finish(remembered, &result, withFired: committing == nil) }
                 }
                 return step
             }

@@ -14,11 +14,12 @@
 /// the word ring; beside it the hash, the time and a table of four times the ring's size), plus a word per
 /// packed tag and what does not pack: tags with a message or records, durability.
 ///
-/// Forgetting an ID does not touch the table: an entry whose sequence number is older than the ring's oldest is
-/// stale, skipped by look-ups and reused by the next insertion on its probe path; the table is rebuilt from the
-/// ring when live and stale entries fill half of it (once per ring's size of pushes at most).
+/// Forgetting an ID takes its table entry out (linear probing's backward-shift deletion: the entries after it
+/// on its cluster move up), so that the table holds the live entries only, a quarter of it at most, and is never
+/// rebuilt but when the ring grows.
 ///
-/// IDs are compared as bytes; the hash is a word-at-a-time multiply-and-mix with a seed drawn per runtime (a
+/// IDs are compared as bytes; the hash is wyhash's 128-bit multiply-and-fold, 16 bytes a step, with a seed drawn
+/// per runtime (a
 /// client cannot choose IDs that collide in every runtime, and colliding IDs only slow down their own
 /// session's look-ups, bounded by ``EventIDWindow/maximumCount``): a hash match is confirmed on the full ID.
 ///
@@ -75,8 +76,7 @@ final class SeenEventIDs: @unchecked Sendable {
     /// The entries, `count` of them from `head` on (wrapping), in `capacity` slots (a power of two), and the
     /// table of their sequence numbers by hash (linear probing from the hash's high half, four times the
     /// capacity): each table entry is the high half of its ID's hash (top bit set, so that 0 is empty) and the
-    /// low 32 bits of its sequence number, so that probing never reads a slot and forgetting never writes the
-    /// table. Raw storage: every push with an ID reads and writes a few slots, and an array would check its
+    /// low 32 bits of its sequence number, so that probing never reads a slot. Raw storage: every push with an ID reads and writes a few slots, and an array would check its
     /// uniqueness on each write.
     @exclusivity(unchecked) private var slots: UnsafeMutablePointer<Slot>
     /// Each slot's hash and time, and whether it holds anything on the heap (a long ID, a detail), beside the
@@ -86,9 +86,10 @@ final class SeenEventIDs: @unchecked Sendable {
     @exclusivity(unchecked) private var times: UnsafeMutablePointer<Int64>
     @exclusivity(unchecked) private var heavy: UnsafeMutablePointer<Bool>
     @exclusivity(unchecked) private var table: UnsafeMutablePointer<UInt64>
+    /// Whether an entry was forgotten since the last look-up: its deletion may have moved table entries, so the
+    /// look-up's bucket is probed for again.
+    @exclusivity(unchecked) private var forgotSinceLookup = false
     @exclusivity(unchecked) private var capacity: Int
-    /// Table entries that are not empty (live or stale).
-    @exclusivity(unchecked) private var used = 0
     @exclusivity(unchecked) private var head = 0
     @exclusivity(unchecked) private(set) var count = 0
     /// The sequence number of the oldest entry: entry `s` (while `s >= first`) is at ring position
@@ -208,11 +209,10 @@ final class SeenEventIDs: @unchecked Sendable {
     /// The tag a table entry of `hash` carries in its high half (top bit set: an entry is never 0).
     private static func tag(_ hash: UInt64) -> UInt64 { (hash >> 32 | 1 << 31) << 32 }
 
-    /// The ring position of the table entry `entry` when it is live; `nil` when it is stale.
+    /// The ring position of the (live) table entry `entry`.
     @inline(__always)
-    private func livePosition(_ entry: UInt64) -> Int? {
-        let offset = Int(UInt32(truncatingIfNeeded: entry) &- UInt32(truncatingIfNeeded: first))
-        return offset < count ? (head + offset) & mask : nil
+    private func position(ofEntry entry: UInt64) -> Int {
+        (head &+ Int(UInt32(truncatingIfNeeded: entry) &- UInt32(truncatingIfNeeded: first))) & mask
     }
 
     /// Looks `id` (hashed `hash`) up.
@@ -220,18 +220,15 @@ final class SeenEventIDs: @unchecked Sendable {
         let tag = Self.tag(hash)
         let tableMask = tableMask
         var bucket = home(hash)
-        var free = -1
+        forgotSinceLookup = false
         while true {
             let entry = table[bucket]
-            if entry == 0 { return .missing(bucket: free >= 0 ? free : bucket) }
-            if let position = livePosition(entry) {
-                if entry & 0xFFFF_FFFF_0000_0000 == tag, hashes[position] == hash, holds(id, at: position) {
-                    return .found(position)
-                }
-            } else if free < 0 {
-                free = bucket
+            if entry == 0 { return .missing(bucket: bucket) }
+            if entry & 0xFFFF_FFFF_0000_0000 == tag {
+                let position = position(ofEntry: entry)
+                if hashes[position] == hash, holds(id, at: position) { return .found(position) }
             }
-            bucket = (bucket + 1) & tableMask
+            bucket = (bucket &+ 1) & tableMask
         }
     }
 
@@ -248,10 +245,10 @@ final class SeenEventIDs: @unchecked Sendable {
     // MARK: Changes
 
     /// Remembers `id`, applied at `time` (newest); returns its sequence number. `bucket` is where
-    /// ``lookup(_:hash:)`` found room for it since the set last changed other than by forgetting, or -1. The
+    /// ``lookup(_:hash:)`` found room for it (probed for again when an entry was forgotten since), or -1. The
     /// caller prunes first, so that the set stays within its bound.
     func append(_ id: String, time: Int64, hash: UInt64, bucket: Int) -> Int {
-        var bucket = bucket
+        var bucket = forgotSinceLookup ? -1 : bucket
         if count == capacity {
             grow()
             bucket = -1
@@ -311,8 +308,12 @@ final class SeenEventIDs: @unchecked Sendable {
     /// Keeps what the push of entry `sequence` did (if the entry is still remembered), read from `result`: its
     /// tags when `withFired` (a committer's were noted before the commit: ``noteFired(_:of:)``), and what waits
     /// for its records and commit.
-    func finish(_ sequence: Int, _ result: borrowing PushResult, withFired: Bool) {
+    ///
+    /// `result` is `inout` only so that a caller holding it `inout` (a turn, in a lock's closure) passes it in place:
+    /// it is not changed (as `borrowing`, it was copied whole on every push).
+    func finish(_ sequence: Int, _ result: inout PushResult, withFired: Bool) {
         guard let position = position(ofSequence: sequence) else { return }
+        if withFired, packPlainFired(&result, of: sequence, at: position) { return }
         var writer = FiredWriter(self, sequence: sequence, writesTags: withFired)
         result.packFired(into: &writer)
         // A session without a committer (`withFired`) has no commit to wait for.
@@ -332,6 +333,25 @@ final class SeenEventIDs: @unchecked Sendable {
         var writer = FiredWriter(self, sequence: sequence, writesTags: true)
         result.packFired(into: &writer)
         writer.finish(at: position, durability: nil, keepsDurability: true)
+    }
+
+    /// What ``finish(_:_:withFired:)`` does with `withFired` for the common push, without a ``FiredWriter``:
+    /// when every tag `result` fired packs into a word (a plain status, no records, nothing to wait for) and no
+    /// push hook's output waits for durability, writes the words as the tags of entry `sequence` (at ring
+    /// position `position`), drops its detail and returns `true`; otherwise writes nothing and returns `false`.
+    /// (`result` is `inout` so that it is read in place, not copied: it is not changed.)
+    private func packPlainFired(_ result: inout PushResult, of sequence: Int, at position: Int) -> Bool {
+        guard sequence >= wordsOwner else { return false }
+        let start = wordTail
+        guard result.appendPlainFiredWords(to: self) else {
+            wordTail = start
+            return false
+        }
+        wordsOwner = sequence
+        slots[position].wordStart = start
+        slots[position].wordCount = Int32(truncatingIfNeeded: wordTail &- start)
+        if slots[position].detail != nil { slots[position].detail = nil }
+        return true
     }
 
     /// Sets the tags and durability of the slot at `position` from a writer: `words` packed tags from word
@@ -364,8 +384,10 @@ final class SeenEventIDs: @unchecked Sendable {
         return (head + sequence - first) & mask
     }
 
-    /// Forgets the oldest entry (its table entry goes stale: see the type's documentation).
+    /// Forgets the oldest entry, and takes its table entry out.
     private func removeOldest() {
+        removeFromTable(Self.tag(hashes[head]) | UInt64(UInt32(truncatingIfNeeded: first)), hash: hashes[head])
+        forgotSinceLookup = true
         if slots[head].wordCount > 0 { wordHead = max(wordHead, slots[head].wordStart + Int(slots[head].wordCount)) }
         if heavy[head] {
             slots[head].long = nil
@@ -384,25 +406,46 @@ final class SeenEventIDs: @unchecked Sendable {
         if bucket < 0 {
             let tableMask = tableMask
             bucket = home(hash)
-            while table[bucket] != 0, livePosition(table[bucket]) != nil { bucket = (bucket + 1) & tableMask }
+            while table[bucket] != 0 { bucket = (bucket &+ 1) & tableMask }
         }
-        if table[bucket] == 0 { used += 1 }
         table[bucket] = Self.tag(hash) | UInt64(UInt32(truncatingIfNeeded: sequence))
-        // Live and stale entries fill half the table: rebuilt from the ring (live ones at most a quarter).
-        if used > capacity * 2 { rebuildTable() }
+    }
+
+    /// Takes the table entry `entry` (of an ID hashed `hash`) out: the entries after it on its cluster that
+    /// could not sit before it move up into the hole, so that every entry stays reachable from its home bucket
+    /// without an empty bucket between.
+    private func removeFromTable(_ entry: UInt64, hash: UInt64) {
+        let tableMask = tableMask
+        var hole = home(hash)
+        while table[hole] != entry {
+            if table[hole] == 0 { return }  // not there (cannot happen: every live entry is in the table)
+            hole = (hole &+ 1) & tableMask
+        }
+        var next = (hole &+ 1) & tableMask
+        while true {
+            let moving = table[next]
+            if moving == 0 { break }
+            // The moving entry's home, from its hash's high half (the tag): it may fill the hole unless its home
+            // lies after the hole, up to where it sits (cyclically).
+            let home = Int(truncatingIfNeeded: moving >> 32) & tableMask
+            if (next &- home) & tableMask >= (next &- hole) & tableMask {
+                table[hole] = moving
+                hole = next
+            }
+            next = (next &+ 1) & tableMask
+        }
+        table[hole] = 0
     }
 
     /// Empties the table and inserts the live entries again.
     private func rebuildTable() {
         table.update(repeating: 0, count: capacity * 4)
-        used = 0
         let tableMask = tableMask
         for offset in 0..<count {
             let hash = hashes[(head + offset) & mask]
             var bucket = home(hash)
             while table[bucket] != 0 { bucket = (bucket + 1) & tableMask }
             table[bucket] = Self.tag(hash) | UInt64(UInt32(truncatingIfNeeded: first + offset))
-            used += 1
         }
     }
 
@@ -430,7 +473,8 @@ final class SeenEventIDs: @unchecked Sendable {
     // MARK: Words
 
     /// Appends `word` to the word ring (growing it when full); returns its number.
-    fileprivate func appendWord(_ word: UInt64) -> Int {
+    @discardableResult
+    func appendWord(_ word: UInt64) -> Int {
         if wordTail - wordHead == wordCapacity { growWords() }
         words[wordTail & (wordCapacity - 1)] = word
         wordTail += 1
@@ -474,46 +518,63 @@ final class SeenEventIDs: @unchecked Sendable {
     }
 
     /// The hash of the UTF-8 bytes `bytes` with `seed`, and in `zeroes` a non-zero value when a byte is 0 (a NUL):
-    /// one pass, a word at a time (the bytes after the last whole word are read as the last eight bytes, shifted).
+    /// one pass, 16 bytes a step (wyhash's: each step multiplies two words into 128 bits and folds the halves; the
+    /// bytes after the last whole step are read as the last 16 bytes). Both factors of every multiplication
+    /// carry the seed, so that no chosen bytes cancel it.
     @inline(__always)
     static func hash(_ bytes: UnsafeRawBufferPointer, seed: UInt64, zeroes: inout UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
+        let p0: UInt64 = 0xA076_1D64_78BD_642F
+        let p1: UInt64 = 0xE703_7ED1_A0B4_28DB
         let count = bytes.count
-        var h = seed ^ (UInt64(count) &* 0x9E37_79B9_7F4A_7C15)
-        var offset = 0
-        while offset + 8 <= count {
-            let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            zeroes |= (word &- ones) & ~word & highs
-            h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
-            h ^= h >> 31
-            offset += 8
-        }
-        let rest = count - offset
-        if rest > 0 {
-            var tail: UInt64 = 0
-            if count >= 8 {
-                // The last eight bytes: the `rest` new ones are the high bytes (little-endian), the others were
-                // hashed (and checked) already. A borrow in the check comes only from a zero byte below.
-                let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
-                zeroes |= (word &- ones) & ~word & highs & ~(UInt64.max >> UInt64(rest * 8))
-                tail = word >> UInt64((8 - rest) * 8)
-            } else {
-                var shift: UInt64 = 0
-                while offset < count {
-                    let byte = bytes[offset]
-                    if byte == 0 { zeroes |= 1 }
-                    tail |= UInt64(byte) << shift
-                    shift += 8
-                    offset += 1
-                }
+        let secret = seed ^ p1
+        var state = seed ^ p0
+        var a: UInt64 = 0
+        var b: UInt64 = 0
+        if count > 16 {
+            var offset = 0
+            while count &- offset > 16 {
+                let x = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                let y = bytes.loadUnaligned(fromByteOffset: offset &+ 8, as: UInt64.self)
+                zeroes |= zeroBytes(x) | zeroBytes(y)
+                state = fold(x ^ secret, y ^ state)
+                offset &+= 16
             }
-            h = (h ^ tail) &* 0xBF58_476D_1CE4_E5B9
+            a = bytes.loadUnaligned(fromByteOffset: count &- 16, as: UInt64.self)
+            b = bytes.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+            zeroes |= zeroBytes(a) | zeroBytes(b)
+        } else if count >= 8 {
+            a = bytes.loadUnaligned(as: UInt64.self)
+            b = bytes.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+            zeroes |= zeroBytes(a) | zeroBytes(b)
+        } else if count >= 4 {
+            let low = bytes.loadUnaligned(as: UInt32.self)
+            let high = bytes.loadUnaligned(fromByteOffset: count &- 4, as: UInt32.self)
+            zeroes |= UInt64((low &- 0x0101_0101) & ~low & 0x8080_8080)
+            zeroes |= UInt64((high &- 0x0101_0101) & ~high & 0x8080_8080)
+            a = UInt64(low) << 32 | UInt64(high)
+        } else if count > 0 {
+            // One to three bytes: the first, the middle and the last are every byte.
+            let first = bytes[0]
+            let middle = bytes[count >> 1]
+            let last = bytes[count &- 1]
+            if first == 0 || middle == 0 || last == 0 { zeroes |= 1 }
+            a = UInt64(first) << 16 | UInt64(middle) << 8 | UInt64(last)
         }
-        h ^= h >> 33
-        h &*= 0xFF51_AFD7_ED55_8CCD
-        h ^= h >> 33
-        return h
+        let (high, low) = (a ^ secret).multipliedFullWidth(by: b ^ state)
+        return fold(low ^ p0 ^ UInt64(count), high ^ p1)
+    }
+
+    /// The two halves of `a × b` (128 bits), folded.
+    @inline(__always)
+    private static func fold(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        let (high, low) = a.multipliedFullWidth(by: b)
+        return high ^ low
+    }
+
+    /// Non-zero when a byte of `word` is 0 (exactly: a borrow reaches a byte's top bit only from a zero byte).
+    @inline(__always)
+    private static func zeroBytes(_ word: UInt64) -> UInt64 {
+        (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
     }
 }
 
@@ -632,7 +693,9 @@ struct FiredWriter {
         )
     }
 
-    private static func word(index: Int, tagID: Int?, code: Int) -> UInt64? {
+    /// The packed word of a tag call (see the type's documentation); `nil` when its numbers do not fit.
+    @inline(__always)
+    static func word(index: Int, tagID: Int?, code: Int) -> UInt64? {
         guard index >= 0, index < 1 << 27 else { return nil }
         var word = UInt64(1) << 63 | UInt64(code) << 60 | UInt64(index) << 32
         if let tagID {

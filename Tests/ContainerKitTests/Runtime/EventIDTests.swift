@@ -146,8 +146,9 @@ struct EventIDTests {
 
     /// Many IDs pushed, forgotten and looked up in a shuffled order, each with what its push fired (up to six tags,
     /// some that pack into words and some that do not): the table answers exactly what a plain list of the newest
-    /// IDs answers (its probes, stale entries and rebuilds stay consistent through growth and wrapping), and keeps
-    /// each ID's tags.
+    /// IDs answers (its probes and the deletions that move entries up their clusters stay consistent through
+    /// growth and wrapping, and a look-up's bucket is not used once pruning moved entries), and keeps each ID's
+    /// tags.
     @Test func theTableAgreesWithAListThroughGrowthAndPruning() {
         var generator = SystemRandomNumberGenerator()
         let table = SeenEventIDs()
@@ -204,10 +205,11 @@ struct EventIDTests {
     }
 
     @Test func aNULAnywhereInAnIDOfAnyLengthIsFoundAndAValidIDHashesAsItsStoredCopyDoes() {
-        // The check reads eight bytes at a time and the bytes after the last whole word as the last eight, shifted:
-        // every length up to a few words, a NUL at every position (and bytes of 0x01 and 0x80 around it, which a
-        // word-at-a-time zero test must not mistake for one).
-        for length in 1...40 {
+        // The check reads 16 bytes a step and the bytes after the last whole step as the last 16 (8 or 4 for short
+        // IDs, the first, middle and last byte for the shortest): every length up to a few steps, a NUL at every
+        // position (and bytes of 0x01 and 0x80 around it, which a word-at-a-time zero test must not mistake for
+        // one).
+        for length in 1...72 {
             var letters: [UInt8] = []
             for index in 0..<length {
                 let letter = UInt8(0x41 + index % 26)
@@ -226,6 +228,28 @@ struct EventIDTests {
         }
         #expect(DataLayer.checkedHash(of: nil, seed: 7) == 0)
         #expect(DataLayer.checkedHash(of: "é\u{80}ü", seed: 7) == SeenEventIDs.hash("é\u{80}ü", seed: 7))
+    }
+
+    @Test func everyByteOfAnIDChangesItsHash() {
+        // Each step and each tail path of the hash reads every byte: changing any one byte of an ID of any length
+        // up to a few steps changes the hash (a byte a path skipped would not), with either seed.
+        for seed: UInt64 in [7, 0x9E37_79B9_7F4A_7C15] {
+            for length in 1...72 {
+                let bytes = (0..<length).map { UInt8(0x30 + $0 % 40) }
+                let hash = SeenEventIDs.hash(String(decoding: bytes, as: UTF8.self), seed: seed)
+                for position in 0..<length {
+                    var changed = bytes
+                    changed[position] ^= 0x03
+                    let other = SeenEventIDs.hash(String(decoding: changed, as: UTF8.self), seed: seed)
+                    #expect(other != hash, "length \(length), byte \(position)")
+                }
+            }
+        }
+        // The same ID under two seeds hashes differently (the seed is drawn per runtime).
+        #expect(
+            SeenEventIDs.hash("5f0c2d1e-7a4b-4c3d-9e8f-000000000001", seed: 7)
+                != SeenEventIDs.hash("5f0c2d1e-7a4b-4c3d-9e8f-000000000001", seed: 8)
+        )
     }
 
     @Test func anIDOf256BytesIsAccepted() async throws {
