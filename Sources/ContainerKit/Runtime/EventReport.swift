@@ -173,9 +173,7 @@ public struct PushResult: Sendable {
     /// Appends to `set`'s word ring the packed word (``FiredWriter``) of each tag call of the evaluated pushes, in
     /// firing order, while each packs: a plain status, no records and nothing to wait for. `false` when a call
     /// does not, or a push hook's output waits for durability (then some words may have been appended).
-    /// `mutating` only so that the evaluated pushes are read in place (a non-mutating read copied the result
-    /// whole): nothing is changed.
-    mutating func appendPlainFiredWords(to set: SeenEventIDs) -> Bool {
+    func appendPlainFiredWords(to set: SeenEventIDs) -> Bool {
         for index in hooked.indices where hooked[index].output.durability != nil { return false }
         if first?.appendPlainFiredWords(to: set) == false { return false }
         for index in more.indices {
@@ -345,9 +343,8 @@ struct EvaluatedPush: Sendable {
     }
 
     /// Appends the packed word of each tag call to `set`'s word ring while each packs (see
-    /// ``PushResult/appendPlainFiredWords(to:)``); `false` at the first that does not. (`mutating` to be read in
-    /// place; nothing is changed.)
-    mutating func appendPlainFiredWords(to set: SeenEventIDs) -> Bool {
+    /// ``PushResult/appendPlainFiredWords(to:)``); `false` at the first that does not.
+    func appendPlainFiredWords(to set: SeenEventIDs) -> Bool {
         guard !calls.isEmpty else { return true }
         let containers = runtime.containers
         for index in calls.indices {
