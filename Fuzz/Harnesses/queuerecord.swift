@@ -1,6 +1,6 @@
 // The durable queue's record reader: the first byte picks a mode — one record line
 // (`AnalyticsRecord(jsonBytes:)`, and what it writes back must read back equal), or a whole segment file read
-// the way a starting queue reads it (`DurableQueue.pendingRecords(in:)`).
+// the way a starting queue reads it (`SegmentRecordStore.pendingRecords(in:)`).
 import ContainerKit
 import ContainerKitBraze
 import Foundation
@@ -25,6 +25,6 @@ public func fuzzQueueRecord(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     }
     let segment = queueDirectory + "/segment-00000000000000000001.jsonl"
     guard FileManager.default.createFile(atPath: segment, contents: Data(rest)) else { return 0 }
-    _ = try? DurableQueue.pendingRecords(in: queueDirectory)
+    _ = try? SegmentRecordStore.pendingRecords(in: queueDirectory)
     return 0
 }

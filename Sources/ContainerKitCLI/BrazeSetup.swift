@@ -70,13 +70,11 @@ final class BrazeSetup: Sendable {
             destination = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: key)
         }
         if let queueDirectory {
-            var configuration = DurableQueue.Configuration()
-            configuration.delivery.logger = logger
             do {
-                let queue = try DurableQueue(
+                let queue = try DeliveryPipeline.durable(
                     directory: queueDirectory,
                     destination: destination,
-                    configuration: configuration
+                    settings: DeliverySettings(logger: logger)
                 )
                 sink = queue
                 front = queue

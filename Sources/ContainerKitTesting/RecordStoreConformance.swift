@@ -2,7 +2,7 @@ import ContainerKit
 import ContainerKitDelivery
 
 /// The ``RecordStore`` contract as checks that any store can run: the memory store, the segment log behind
-/// ``DurableQueue``, PostgreSQL, a store of your own. Each check opens the store (`make`), runs it as the
+/// the segment log, PostgreSQL, a store of your own. Each check opens the store (`make`), runs it as the
 /// pipeline would, and throws a ``Failure`` that says which promise it broke.
 ///
 /// ```swift

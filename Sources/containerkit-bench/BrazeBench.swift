@@ -13,12 +13,12 @@ import ContainerKitTesting
 
 /// The Braze figures of `make bench`, measured in this process:
 ///
-/// - `durable_enqueue_records_per_s`: records acknowledged as durable by a ``DurableQueue`` in a
+/// - `durable_enqueue_records_per_s`: records acknowledged as durable by a durable ``DeliveryPipeline`` in a
 ///   temporary directory (many concurrent producers, each appending a batch and awaiting its `fsync`, so
 ///   group commit shares each `fsync`), with a destination that accepts everything; median of runs.
 ///   `durable_fsync_commits` is the number of group commits of the median run.
 /// - `end_to_end_events_per_s`: events pushed into a `DataLayer` running the corpus Braze container, through
-///   ``BrazeTagProvider`` → ``DurableQueue`` → ``BrazeUsersTrackDestination`` → a `/users/track` server on
+///   ``BrazeTagProvider`` → a durable ``DeliveryPipeline`` → ``BrazeUsersTrackDestination`` → a `/users/track` server on
 ///   127.0.0.1 in this process, counted until the server has accepted every record; median of 5 passes of
 ///   4,000 events after a warm-up.
 /// - `end_to_end_push_alone_events_per_s`: the same events pushed into a second session of the same container
@@ -86,7 +86,7 @@ enum BrazeBench {
         let directory = temporaryDirectory("durable")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let downstream = AcceptingDownstream()
-        let queue = try DurableQueue(directory: directory, destination: downstream)
+        let queue = try DeliveryPipeline.durable(directory: directory, destination: downstream)
         let total = batches.reduce(0) { $0 + $1.count }
         var elapsed = 0.0
         try await running(queue) {
@@ -151,7 +151,7 @@ enum BrazeBench {
             endpoint: URL(string: "http://127.0.0.1:\(server.port)")!,
             apiKey: "bench-rest-api-key"
         )
-        let queue = try DurableQueue(directory: directory, destination: braze)
+        let queue = try DeliveryPipeline.durable(directory: directory, destination: braze)
         let session = try await manager(loading: path, sink: queue).makeDataLayer()
         BrazeTagProvider.setUser(.brazeID("bench-device"), on: session)
         // The baseline: the same container and provider, records encoded and dropped.
@@ -223,7 +223,7 @@ enum BrazeBench {
 
     /// Runs `body` while `queue.run()` runs beside it; then shuts the queue down gracefully (it drains) and
     /// waits for it.
-    static func running(_ queue: DurableQueue, _ body: () async throws -> Void) async throws {
+    static func running(_ queue: DeliveryPipeline<SegmentRecordStore>, _ body: () async throws -> Void) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await queue.run() }
             do {

@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// - `locks_per_durable_push`: one event pushed as TagService pushes it — `SessionStore.push(event:…for:)`, the
 ///   corpus Braze container (GTM-5HM9ZRX, else the bundled fixture), ``BrazeTagProvider`` into a `CommitSink`,
-///   the push's records and session change appended to a ``DurableQueue`` by a `RecordCommitter` — until they
+///   the push's records and session change appended to a durable ``DeliveryPipeline`` by a `RecordCommitter` — until they
 ///   are durable (what the service answers after); events one at a time, each its
 ///   own commit, while the delivery is held (the destination does not answer its first batch), so only the
 ///   push, the commit and the delivery loop's wake-ups count. The mean over the events.
@@ -37,7 +37,7 @@ enum LockCountBench {
             let directory = BrazeBench.temporaryDirectory("locks")
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let destination = HeldDestination(batchSize: 50)
-            let queue = try DurableQueue(directory: directory, destination: destination)
+            let queue = try DeliveryPipeline.durable(directory: directory, destination: destination)
             // As TagService assembles it: the provider hands its records to the push's commit, which appends
             // them with the session's change to the queue's log in one append.
             let manager = try await BrazeBench.manager(loading: path, sink: CommitSink())

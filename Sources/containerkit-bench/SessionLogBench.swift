@@ -64,13 +64,13 @@ enum SessionLogBench {
         return manager
     }
 
-    static func queue(_ directory: String) throws -> DurableQueue {
-        var configuration = DurableQueue.Configuration()
-        configuration.delivery.logger = StandardErrorLogger(minimumLevel: .none)
-        return try DurableQueue(
+    static func queue(_ directory: String) throws -> DeliveryPipeline<SegmentRecordStore> {
+        var configuration = DeliverySettings()
+        configuration.logger = StandardErrorLogger(minimumLevel: .none)
+        return try DeliveryPipeline.durable(
             directory: directory,
             destination: DiscardingDestination(),
-            configuration: configuration
+            settings: configuration
         )
     }
 

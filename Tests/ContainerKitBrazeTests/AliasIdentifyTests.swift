@@ -188,16 +188,16 @@ import Testing
         let standIn = try UsersTrackStandIn()
         let directory = TemporaryDirectory("alias-identify")
         defer { directory.remove() }
-        var settings = DurableQueue.Configuration()
-        settings.delivery.maximumConcurrentDeliveries = 4
-        settings.delivery.batchSize = 1
-        let queue = try DurableQueue(
+        var settings = DeliverySettings()
+        settings.maximumConcurrentDeliveries = 4
+        settings.batchSize = 1
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: BrazeUsersTrackDestination(
                 endpoint: URL(string: "http://127.0.0.1:\(standIn.port)")!,
                 apiKey: "test"
             ),
-            configuration: settings
+            settings: settings
         )
         let (manager, _) = try await Self.manager(sink: queue)
         let titles = (0..<6).map { "song-\($0)" }

@@ -392,10 +392,14 @@ struct ProviderFixture {
     @Test func aDurableQueueSinkPutsItsTokenInTheOutput() async throws {
         let directory = TemporaryDirectory("provider")
         defer { directory.remove() }
-        var settings = DurableQueue.Configuration()
-        settings.delivery.logger = InMemoryLogger()
+        var settings = DeliverySettings()
+        settings.logger = InMemoryLogger()
         let destination = InMemoryAnalyticsSink()
-        let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: settings)
+        let queue = try DeliveryPipeline.durable(
+            directory: directory.path,
+            destination: destination,
+            settings: settings
+        )
         let manager = TagManager(logger: InMemoryLogger())
         manager.add(
             try await ContainerLoader().load(

@@ -474,13 +474,13 @@ extension DeliveryPipeline {
         let fixture = try BrazeFixture()
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        var settings = DurableQueue.Configuration()
-        settings.delivery.logger = InMemoryLogger()
+        var settings = DeliverySettings()
+        settings.logger = InMemoryLogger()
         fixture.server.fail(next: 4, with: .serverError(status: 502))
-        let queue = try DurableQueue(
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: fixture.destination,
-            configuration: settings,
+            settings: settings,
             clock: ManualClock.skippingShortSleeps()
         )
         let records = Self.mixedRecords(100)
@@ -489,7 +489,7 @@ extension DeliveryPipeline {
             await fixture.server.waitForAcceptedObjects(100)
             try await queue.flushIgnoringRetries()
         }
-        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).isEmpty)
         // One retry policy: the queue retried each failed request itself, nothing retried inside.
         #expect(queue.statistics.failedDeliveries == 4)
         #expect(fixture.server.requests.count == 4 + 2)
@@ -498,7 +498,7 @@ extension DeliveryPipeline {
     }
 }
 
-extension DurableQueue {
+extension DeliveryPipeline<SegmentRecordStore> {
     /// Flushes, starting over when a delivery failure interrupts the wait.
     func flushIgnoringRetries() async throws {
         while true {

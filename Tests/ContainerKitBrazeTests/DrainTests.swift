@@ -48,13 +48,13 @@ final class HangingDestination: AnalyticsDestination {
         defer { directory.remove() }
         let clock = ManualClock()
         let destination = HangingDestination()
-        var configuration = DurableQueue.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
-        configuration.delivery.drainTimeout = .seconds(5)
-        let queue = try DurableQueue(
+        var configuration = DeliverySettings()
+        configuration.logger = InMemoryLogger()
+        configuration.drainTimeout = .seconds(5)
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: destination,
-            configuration: configuration,
+            settings: configuration,
             clock: clock
         )
         let records = [event("stuck")]
@@ -67,21 +67,21 @@ final class HangingDestination: AnalyticsDestination {
             clock.advance(by: .seconds(5))
             try await group.waitForAll()
         }
-        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
     }
 
     @Test func cancellingADurableQueueStopsAtOnceAndKeepsTheRecords() async throws {
         let directory = TemporaryDirectory("cancel")
         defer { directory.remove() }
         let destination = HangingDestination()
-        var configuration = DurableQueue.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
+        var configuration = DeliverySettings()
+        configuration.logger = InMemoryLogger()
         // A drain would wait an hour on this clock: cancellation must not drain.
-        configuration.delivery.drainTimeout = .seconds(3600)
-        let queue = try DurableQueue(
+        configuration.drainTimeout = .seconds(3600)
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: destination,
-            configuration: configuration,
+            settings: configuration,
             clock: ManualClock()
         )
         let records = [event("a"), event("b")]
@@ -90,7 +90,7 @@ final class HangingDestination: AnalyticsDestination {
         await destination.waitForDelivery()
         running.cancel()
         try await running.value
-        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
         #expect(throws: AnalyticsSinkError.self) { try queue.enqueue([event("late")]) }
     }
 }

@@ -30,14 +30,16 @@ private struct PrintingDestination: AnalyticsDestination {
     /// The child's side. In a normal test run (no directory in the environment) it does nothing.
     @Test func crashChildAppendsUntilKilled() async throws {
         guard let directory = ProcessInfo.processInfo.environment[Self.childDirectoryVariable] else { return }
-        var configuration = DurableQueue.Configuration()
-        configuration.maximumSegmentBytes = 16 * 1024
-        configuration.delivery.batchSize = Self.batchSize
-        configuration.delivery.logger = InMemoryLogger()
-        let queue = try DurableQueue(
+        var storage = SegmentRecordStore.Options()
+        storage.maximumSegmentBytes = 16 * 1024
+        var configuration = DeliverySettings()
+        configuration.batchSize = Self.batchSize
+        configuration.logger = InMemoryLogger()
+        let queue = try DeliveryPipeline.durable(
             directory: directory,
             destination: PrintingDestination(preferredBatchSize: Self.batchSize),
-            configuration: configuration
+            settings: configuration,
+            storage: storage
         )
         try await whileRunning(queue) {
             var i = 0
@@ -69,18 +71,18 @@ private struct PrintingDestination: AnalyticsDestination {
         }
         #expect(acknowledged.count >= 600, "the child acknowledged only \(acknowledged.count) records")
 
-        let pending = Set(try DurableQueue.pendingRecords(in: directory.path).map(\.id))
+        let pending = Set(try SegmentRecordStore.pendingRecords(in: directory.path).map(\.id))
         let before = Set(deliveredBefore)
         let lost = acknowledged.filter { !pending.contains($0) && !before.contains($0) }
         #expect(lost.isEmpty, "acknowledged before the kill but missing after it: \(lost.prefix(5))")
 
         let downstream = ScriptedDownstream()
-        var configuration = DurableQueue.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
-        let reopened = try DurableQueue(
+        var configuration = DeliverySettings()
+        configuration.logger = InMemoryLogger()
+        let reopened = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: downstream,
-            configuration: configuration
+            settings: configuration
         )
         try await whileRunning(reopened) { try await reopened.flush() }
         let after = Set(downstream.delivered.map(\.id))

@@ -13,14 +13,25 @@ import Testing
 /// The durable queue against a full disk (injected into its segment log) and against queue files that
 /// no queue writes: clear errors and warnings naming the file, the good records still delivered.
 @Suite struct DurableQueueFaultTests {
-    func settings(logger: InMemoryLogger = InMemoryLogger(), faults: SegmentLogFaults? = nil)
-        -> DurableQueue.Configuration
-    {
-        var configuration = DurableQueue.Configuration()
-        configuration.delivery.logger = logger
-        configuration.delivery.random = { 1 }
-        configuration.faults = faults
+    func settings(logger: InMemoryLogger = InMemoryLogger()) -> DeliverySettings {
+        var configuration = DeliverySettings()
+        configuration.logger = logger
+        configuration.random = { 1 }
         return configuration
+    }
+
+    func open(
+        _ directory: TemporaryDirectory,
+        _ destination: any AnalyticsDestination,
+        _ settings: DeliverySettings,
+        _ storage: SegmentRecordStore.Options
+    ) throws(AnalyticsSinkError) -> DeliveryPipeline<SegmentRecordStore> {
+        try DeliveryPipeline.durable(
+            directory: directory.path,
+            destination: destination,
+            settings: settings,
+            storage: storage
+        )
     }
 
     func segmentFiles(_ directory: TemporaryDirectory) throws -> [String] {
@@ -77,10 +88,11 @@ import Testing
         defer { directory.remove() }
         let disk = FullDisk(failing: failing)
         let destination = InMemoryAnalyticsSink()
-        let queue = try DurableQueue(
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: destination,
-            configuration: settings(faults: disk.faults)
+            settings: settings(),
+            storage: SegmentRecordStore.Options(faults: disk.faults)
         )
         let (a, b, c) = (event("a"), event("b"), event("c"))
         try await whileRunning(queue) {
@@ -109,7 +121,7 @@ import Testing
             try await queue.flush()
         }
         #expect(destination.records.map(\.id) == [a.id, c.id])
-        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).isEmpty)
         for name in try segmentFiles(directory) {
             let size = try FileManager.default.attributesOfItem(atPath: directory.file(name))[.size] as? Int
             #expect(size ?? 0 > 0, "'\(name)' is empty")
@@ -120,10 +132,11 @@ import Testing
         let directory = TemporaryDirectory("tickets")
         defer { directory.remove() }
         let disk = FullDisk()
-        let queue = try DurableQueue(
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: InMemoryAnalyticsSink(),
-            configuration: settings(faults: disk.faults)
+            settings: settings(),
+            storage: SegmentRecordStore.Options(faults: disk.faults)
         )
         try await whileRunning(queue) {
             disk.full.withLock { $0 = true }
@@ -152,9 +165,9 @@ import Testing
         for attempt in 0..<2 {
             do {
                 if attempt == 0 {
-                    _ = try DurableQueue(directory: directory.path, destination: InMemoryAnalyticsSink())
+                    _ = try DeliveryPipeline.durable(directory: directory.path, destination: InMemoryAnalyticsSink())
                 } else {
-                    _ = try DurableQueue.pendingRecords(in: directory.path)
+                    _ = try SegmentRecordStore.pendingRecords(in: directory.path)
                 }
                 Issue.record("expected an error")
             } catch {
@@ -163,7 +176,7 @@ import Testing
             }
         }
         try "v1 1 18446744073709551615\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
-        #expect(throws: AnalyticsSinkError.self) { try DurableQueue.pendingRecords(in: directory.path) }
+        #expect(throws: AnalyticsSinkError.self) { try SegmentRecordStore.pendingRecords(in: directory.path) }
     }
 
     @Test func aSegmentIndexOutOfRangeIsAClearErrorNamingTheFile() throws {
@@ -173,7 +186,7 @@ import Testing
         let name = "segment-18446744073709551615.jsonl"
         try "".write(toFile: directory.file(name), atomically: true, encoding: .utf8)
         do {
-            _ = try DurableQueue(directory: directory.path, destination: InMemoryAnalyticsSink())
+            _ = try DeliveryPipeline.durable(directory: directory.path, destination: InMemoryAnalyticsSink())
             Issue.record("expected an error")
         } catch {
             #expect(error.code == .corruptFile)
@@ -194,11 +207,16 @@ import Testing
         defer { directory.remove() }
         let fault = TransientFault(operation, errorNumber)
         let destination = InMemoryAnalyticsSink()
-        var configuration = settings(faults: fault.faults)
-        configuration.delivery.retry?.baseDelay = .milliseconds(1)
-        configuration.maximumSegmentBytes = 4096
-        configuration.maximumBufferedRecords = 20
-        let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: configuration)
+        var configuration = settings()
+        configuration.retry = DeliveryRetryPolicy(
+            maximumAttempts: .max,
+            baseDelay: .milliseconds(1),
+            maximumDelay: .seconds(30)
+        )
+        var storage = SegmentRecordStore.Options(faults: fault.faults)
+        storage.maximumSegmentBytes = 4096
+        storage.maximumBufferedRecords = 20
+        let queue = try open(directory, destination, configuration, storage)
         var durable: [AnalyticsRecord] = []
         try await whileRunning(queue) {
             for round in 0..<40 {
@@ -226,12 +244,13 @@ import Testing
         defer { directory.remove() }
         let fault = TransientFault(.open, errorNumber)
         let destination = GatedDestination(batchSize: 10)
-        var configuration = settings(faults: fault.faults)
+        var configuration = settings()
+        var storage = SegmentRecordStore.Options(faults: fault.faults)
         // The default backoff (half a second at most, `random` is 1): the retry comes from the loop's own timer.
-        configuration.delivery.maximumConcurrentDeliveries = deliveries
-        configuration.maximumBufferedRecords = 10
-        configuration.maximumSegmentBytes = 4096
-        let queue = try DurableQueue(directory: directory.path, destination: destination, configuration: configuration)
+        configuration.maximumConcurrentDeliveries = deliveries
+        storage.maximumBufferedRecords = 10
+        storage.maximumSegmentBytes = 4096
+        let queue = try open(directory, destination, configuration, storage)
         let records = (0..<120).map { event("b\($0)") }
         try await whileRunning(queue) {
             var arrivals = destination.arrivals.makeAsyncIterator()
@@ -265,10 +284,10 @@ import Testing
         try writeSegment(directory, 3, after, checksummed: false)
         let logger = InMemoryLogger()
         let destination = InMemoryAnalyticsSink()
-        let queue = try DurableQueue(
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: destination,
-            configuration: settings(logger: logger)
+            settings: settings(logger: logger)
         )
         try await whileRunning(queue) { try await queue.flush() }
         #expect(destination.records.map(\.id) == (before + after).map(\.id))
@@ -291,17 +310,18 @@ import Testing
         try "v1 4 999999\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
         let logger = InMemoryLogger()
         let destination = InMemoryAnalyticsSink()
-        let queue = try DurableQueue(
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: destination,
-            configuration: settings(logger: logger)
+            settings: settings(logger: logger)
         )
-        // Recovery's warnings are logged when the queue starts running (to the manager's logger by then).
+        // Recovery's warnings are logged when the pipeline starts running (to the manager's logger by then).
         #expect(logger.messages(at: .warning).isEmpty)
         try await whileRunning(queue) { try await queue.flush() }
         #expect(
             logger.entries.contains {
-                $0.level == .warning && $0.message == "the durable queue recovered its files with a problem"
+                $0.level == .warning && $0.message == "the record store reported a problem"
+                    && $0.metadata["problem"]?.hasPrefix("recovered with a problem: ") == true
                     && $0.metadata["problem"]?.contains("past its end") == true
                     && $0.metadata["problem"]?.contains("'\(directory.file("ack"))'") == true
             }
@@ -315,13 +335,13 @@ import Testing
         let records = [event("a")]
         try writeSegment(directory, 2, records, checksummed: false)
         try "v1 7 0\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
-        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
         let logger = InMemoryLogger()
         let destination = InMemoryAnalyticsSink()
-        let queue = try DurableQueue(
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: destination,
-            configuration: settings(logger: logger)
+            settings: settings(logger: logger)
         )
         try await whileRunning(queue) { try await queue.flush() }
         #expect(
@@ -339,6 +359,6 @@ import Testing
         try writeSegment(directory, 1, records, checksummed: false)
         let firstLine = records[0].jsonLine.utf8.count + 1
         try "v1 1 \(firstLine)\n".write(toFile: directory.file("ack"), atomically: true, encoding: .utf8)
-        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == [records[1].id])
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).map(\.id) == [records[1].id])
     }
 }

@@ -15,18 +15,15 @@ import Testing
 /// writer fails the commit; a full disk does not keep the queue from opening; the index range is never
 /// left by the writer; a fresh queue's restart finds its ack at a segment that is there.
 @Suite struct DurableQueueIntegrityTests {
-    func settings(logger: InMemoryLogger = InMemoryLogger(), faults: SegmentLogFaults? = nil)
-        -> DurableQueue.Configuration
-    {
-        var configuration = DurableQueue.Configuration()
-        configuration.delivery.logger = logger
-        configuration.delivery.random = { 1 }
-        configuration.delivery.retry = DeliveryRetryPolicy(
+    func settings(logger: InMemoryLogger = InMemoryLogger()) -> DeliverySettings {
+        var configuration = DeliverySettings()
+        configuration.logger = logger
+        configuration.random = { 1 }
+        configuration.retry = DeliveryRetryPolicy(
             maximumAttempts: .max,
             baseDelay: .milliseconds(1),
             maximumDelay: .milliseconds(4)
         )
-        configuration.faults = faults
         return configuration
     }
 
@@ -69,10 +66,11 @@ import Testing
         let disk = FlakyDisk(failing: [operation], errorNumber: errorNumber, count: 3)
         let logger = InMemoryLogger()
         let destination = InMemoryAnalyticsSink()
-        let queue = try DurableQueue(
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: destination,
-            configuration: settings(logger: logger, faults: disk.faults)
+            settings: settings(logger: logger),
+            storage: SegmentRecordStore.Options(faults: disk.faults)
         )
         try await whileRunning(queue) { try await queue.flush() }
         #expect(destination.records.map(\.id) == records.map(\.id))
@@ -97,12 +95,14 @@ import Testing
             attempted.yield()
             return EMFILE
         }
-        var configuration = settings(faults: faults)
-        configuration.delivery.drainTimeout = .zero
-        let queue = try DurableQueue(
+        var configuration = settings()
+        let storage = SegmentRecordStore.Options(faults: faults)
+        configuration.drainTimeout = .zero
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: InMemoryAnalyticsSink(),
-            configuration: configuration
+            settings: configuration,
+            storage: storage
         )
         // The run tries to read three times, then stops: the segment and its records are still there.
         try await whileRunning(queue) {
@@ -115,7 +115,7 @@ import Testing
         attempted.finish()
         #expect(queue.statistics.skippedRecords == 0)
         #expect(FileManager.default.fileExists(atPath: directory.file(SegmentLog.segmentName(1))))
-        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
     }
 
     @Test func aFlippedBitIsDetectedByTheLinesChecksumAndSkippedWithACount() async throws {
@@ -135,10 +135,10 @@ import Testing
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let logger = InMemoryLogger()
         let destination = InMemoryAnalyticsSink()
-        let queue = try DurableQueue(
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: destination,
-            configuration: settings(logger: logger)
+            settings: settings(logger: logger)
         )
         try await whileRunning(queue) { try await queue.flush() }
         #expect(destination.records.map(\.id) == [records[0].id, records[2].id])
@@ -161,7 +161,7 @@ import Testing
             atomically: true,
             encoding: .utf8
         )
-        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
     }
 
     @Test func readsOfAnyBatchSizeFindEveryLineWhateverItsLengthAgainstTheFirstChunk() throws {
@@ -203,11 +203,11 @@ import Testing
         let directory = TemporaryDirectory("checksummed")
         defer { directory.remove() }
         var configuration = settings()
-        configuration.delivery.drainTimeout = .zero
-        let queue = try DurableQueue(
+        configuration.drainTimeout = .zero
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: NeverSettlingDestination(),
-            configuration: configuration
+            settings: configuration
         )
         try await whileRunning(queue) { try await queue.append([event("a"), event("b")]) }
         let text = try String(contentsOfFile: directory.file(SegmentLog.segmentName(1)), encoding: .utf8)
@@ -256,12 +256,14 @@ import Testing
             }
             return nil
         }
-        var configuration = settings(faults: faults)
-        configuration.delivery.drainTimeout = .zero
-        let queue = try DurableQueue(
+        var configuration = settings()
+        let storage = SegmentRecordStore.Options(faults: faults)
+        configuration.drainTimeout = .zero
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: NeverSettlingDestination(),
-            configuration: configuration
+            settings: configuration,
+            storage: storage
         )
         let (a, b, c) = (event("a"), event("b"), event("c"))
         try await whileRunning(queue) {
@@ -277,7 +279,7 @@ import Testing
             try await queue.append([c])
         }
         // The next commit went to a new segment, which a restart finds.
-        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == [c.id])
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).map(\.id) == [c.id])
     }
 
     @Test func aQueueOpensAndDrainsOnAFullDisk() async throws {
@@ -293,14 +295,15 @@ import Testing
         // No free block: creating any file and growing any file fail.
         let full = SegmentLogFaults { operation, _ in operation == .create || operation == .write ? ENOSPC : nil }
         let destination = InMemoryAnalyticsSink()
-        let queue = try DurableQueue(
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: destination,
-            configuration: settings(faults: full)
+            settings: settings(),
+            storage: SegmentRecordStore.Options(faults: full)
         )
         try await whileRunning(queue) { try await queue.flush() }
         #expect(destination.records.map(\.id) == records.map(\.id))
-        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).isEmpty)
     }
 
     @Test func anAckThatNeedsRewritingOnOpenIsWrittenInPlace() throws {
@@ -322,11 +325,11 @@ import Testing
         let a = event("a")
         try writeSegment(directory, SegmentLog.maximumSegmentIndex, [a])
         var configuration = settings()
-        configuration.delivery.drainTimeout = .zero
-        let queue = try DurableQueue(
+        configuration.drainTimeout = .zero
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: NeverSettlingDestination(),
-            configuration: configuration
+            settings: configuration
         )
         try await whileRunning(queue) {
             do {
@@ -337,8 +340,8 @@ import Testing
             }
         }
         // The directory still opens.
-        #expect(try DurableQueue.pendingRecords(in: directory.path).map(\.id) == [a.id])
-        _ = try DurableQueue(directory: directory.path, destination: NeverSettlingDestination())
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).map(\.id) == [a.id])
+        _ = try DeliveryPipeline.durable(directory: directory.path, destination: NeverSettlingDestination())
     }
 
     @Test func aFreshQueuesRestartFindsItsAckAtASegmentThatIsThere() throws {

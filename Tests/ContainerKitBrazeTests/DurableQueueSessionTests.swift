@@ -17,27 +17,29 @@ import Testing
     final class RestartableQueue: Sendable {
         let directory: String
         let destination: ScriptedDownstream
-        let configuration: DurableQueue.Configuration
-        private let current = Mutex<(queue: DurableQueue, task: Task<Void, Error>)?>(nil)
+        let configuration: DeliverySettings
+        let storage: SegmentRecordStore.Options
+        private let current = Mutex<(queue: DeliveryPipeline<SegmentRecordStore>, task: Task<Void, Error>)?>(nil)
 
         init(directory: String, maximumSegmentBytes: Int = 8 << 20) {
             self.directory = directory
             destination = ScriptedDownstream()
-            var configuration = DurableQueue.Configuration()
-            configuration.maximumSegmentBytes = maximumSegmentBytes
-            configuration.delivery.logger = InMemoryLogger()
-            self.configuration = configuration
+            configuration = DeliverySettings(logger: InMemoryLogger())
+            var storage = SegmentRecordStore.Options()
+            storage.maximumSegmentBytes = maximumSegmentBytes
+            self.storage = storage
         }
 
         /// The open queue, running (opened and started on first use).
-        var queue: DurableQueue {
+        var queue: DeliveryPipeline<SegmentRecordStore> {
             get throws {
                 try current.withLock { current in
                     if let current { return current.queue }
-                    let queue = try DurableQueue(
+                    let queue = try DeliveryPipeline.durable(
                         directory: directory,
                         destination: destination,
-                        configuration: configuration
+                        settings: configuration,
+                        storage: storage
                     )
                     current = (queue, Task { try await queue.run() })
                     return queue
@@ -59,7 +61,7 @@ import Testing
         }
 
         /// A restart: the next use opens the directory again and reads what the log holds.
-        func restart() async throws -> DurableQueue {
+        func restart() async throws -> DeliveryPipeline<SegmentRecordStore> {
             await stop()
             return try queue
         }
@@ -78,7 +80,7 @@ import Testing
             func endedVersion(userID: String) async throws(ContainerError) -> Int64 {
                 try await persistence().endedVersion(userID: userID)
             }
-            private func persistence() throws(ContainerError) -> DurableQueueSessions {
+            private func persistence() throws(ContainerError) -> SegmentLogSessions {
                 do {
                     return try owner.queue.sessions
                 } catch {
@@ -99,7 +101,9 @@ import Testing
         return manager
     }
 
-    static func store(_ queue: DurableQueue, manager: TagManager, snapshotInterval: Int = 16) -> SessionStore {
+    static func store(_ queue: DeliveryPipeline<SegmentRecordStore>, manager: TagManager, snapshotInterval: Int = 16)
+        -> SessionStore
+    {
         var configuration = SessionStore.Configuration(
             persistence: queue.sessions,
             committer: RecordCommitter(queue, keepsSessions: true)

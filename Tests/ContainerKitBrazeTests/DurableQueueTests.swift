@@ -9,24 +9,26 @@ import Testing
 @testable import ContainerKitDelivery
 
 @Suite struct DurableQueueTests {
-    func configuration(clock: ManualClock? = nil) -> DurableQueue.Configuration {
-        var configuration = DurableQueue.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
-        configuration.delivery.random = { 1 }
-        configuration.delivery.drainTimeout = .seconds(3600)
+    func configuration(clock: ManualClock? = nil) -> DeliverySettings {
+        var configuration = DeliverySettings()
+        configuration.logger = InMemoryLogger()
+        configuration.random = { 1 }
+        configuration.drainTimeout = .seconds(3600)
         return configuration
     }
 
     func open(
         _ directory: TemporaryDirectory,
         _ destination: any AnalyticsDestination,
-        _ settings: DurableQueue.Configuration? = nil,
+        _ settings: DeliverySettings? = nil,
+        storage: SegmentRecordStore.Options = SegmentRecordStore.Options(),
         clock: ManualClock = .skippingShortSleeps()
-    ) throws(AnalyticsSinkError) -> DurableQueue {
-        try DurableQueue(
+    ) throws(AnalyticsSinkError) -> DeliveryPipeline<SegmentRecordStore> {
+        try DeliveryPipeline.durable(
             directory: directory.path,
             destination: destination,
-            configuration: settings ?? configuration(),
+            settings: settings ?? configuration(),
+            storage: storage,
             clock: clock
         )
     }
@@ -44,7 +46,7 @@ import Testing
             try await queue.flush()
         }
         #expect(downstream.delivered == records)
-        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).isEmpty)
     }
 
     // Records committed from memory reach the destination with the JSON their append encoded (so Braze's
@@ -54,7 +56,7 @@ import Testing
         defer { directory.remove() }
         let downstream = JSONRecordingDownstream()
         var settings = configuration()
-        settings.delivery.batchSize = 4
+        settings.batchSize = 4
         let queue = try open(directory, downstream, settings)
         let records = (0..<10).map { event("e\($0)", ["n": .int(Int64($0)), "text": "a \"quoted\" \u{e9}"]) }
         try await whileRunning(queue) {
@@ -84,7 +86,7 @@ import Testing
         try await whileRunning(queue) { try await token.wait() }
         // Cancelling `run()` drained: the record is delivered and acknowledged.
         #expect(downstream.delivered.map(\.payload) == [event("early").payload])
-        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).isEmpty)
         #expect(throws: AnalyticsSinkError.self) { try queue.enqueue([event("late")]) }
     }
 
@@ -94,17 +96,17 @@ import Testing
         let failing = ScriptedDownstream(mode: .fail)
         let records = (0..<25).map { event("e\($0)", ["n": .int(Int64($0)), "f": 1.0]) }
         var settings = configuration()
-        settings.delivery.drainTimeout = .zero
+        settings.drainTimeout = .zero
         let first = try open(directory, failing, settings)
         try await whileRunning(first) { try await first.append(records) }
-        #expect(try DurableQueue.pendingRecords(in: directory.path) == records)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path) == records)
 
         let downstream = ScriptedDownstream()
         let second = try open(directory, downstream)
         try await whileRunning(second) { try await second.flush() }
         #expect(downstream.delivered == records)
         #expect(second.statistics.recordsReadFromDisk == 25)
-        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).isEmpty)
     }
 
     @Test func aFlushEndsWhenTheReopenedLogHoldsNothingUndelivered() async throws {
@@ -116,7 +118,7 @@ import Testing
             try await first.flush()
         }
         // The segment is still there, acknowledged to its end (as after a crash with nothing pending).
-        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).isEmpty)
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: directory.path).contains { $0.hasPrefix("segment-") }
         )
@@ -138,7 +140,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = configuration()
-        settings.delivery.drainTimeout = .zero
+        settings.drainTimeout = .zero
         let first = try open(directory, ScriptedDownstream(mode: .fail), settings)
         let records = (0..<3).map { event("e\($0)") }
         try await whileRunning(first) { try await first.append(records) }
@@ -155,12 +157,12 @@ import Testing
         handle.seekToEndOfFile()
         handle.write(Data(#"{"type":"custom_event","id":"torn","ti"#.utf8))
         handle.closeFile()
-        #expect(try DurableQueue.pendingRecords(in: directory.path) == records)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path) == records)
 
         let downstream = ScriptedDownstream()
         let logger = InMemoryLogger()
         var reopened = configuration()
-        reopened.delivery.logger = logger
+        reopened.logger = logger
         let second = try open(directory, downstream, reopened)
         try await whileRunning(second) {
             try await second.flush()
@@ -187,8 +189,9 @@ import Testing
         // the writer idle and get an fsync of their own).
         let gate = DispatchSemaphore(value: 0)
         let first = Mutex(true)
-        var settings = configuration()
-        settings.faults = SegmentLogFaults { operation, _ in
+        let settings = configuration()
+        var storage = SegmentRecordStore.Options()
+        storage.faults = SegmentLogFaults { operation, _ in
             if operation == .sync,
                 first.withLock({ first in
                     defer { first = false }; return first
@@ -198,7 +201,7 @@ import Testing
             }
             return nil
         }
-        let queue = try open(directory, downstream, settings)
+        let queue = try open(directory, downstream, settings, storage: storage)
         let appends = 2000
         try await whileRunning(queue) {
             let tickets = try await withThrowingTaskGroup(of: UInt64?.self) { group in
@@ -224,9 +227,10 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let downstream = ScriptedDownstream()
-        var settings = configuration()
-        settings.commitDelay = .milliseconds(2)
-        let queue = try open(directory, downstream, settings)
+        let settings = configuration()
+        var storage = SegmentRecordStore.Options()
+        storage.commitDelay = .milliseconds(2)
+        let queue = try open(directory, downstream, settings, storage: storage)
         let records = (0..<200).map { event("e\($0)") }
         try await whileRunning(queue) {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -240,21 +244,22 @@ import Testing
             try await queue.flush()
         }
         #expect(Set(downstream.delivered) == Set(records))
-        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).isEmpty)
     }
 
     @Test func recordsAreDeletedOnlyOnceTheDownstreamConfirms() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let downstream = ScriptedDownstream(mode: .fail, batchSize: 7)
-        var settings = configuration()
-        settings.maximumSegmentBytes = 1024
-        let queue = try open(directory, downstream, settings)
+        let settings = configuration()
+        var storage = SegmentRecordStore.Options()
+        storage.maximumSegmentBytes = 1024
+        let queue = try open(directory, downstream, settings, storage: storage)
         let records = (0..<60).map { event("e\($0)", ["i": .int(Int64($0))]) }
         try await whileRunning(queue) {
             for record in records { try await queue.append([record]) }
             await downstream.waitForAttempts(3)
-            #expect(try DurableQueue.pendingRecords(in: directory.path) == records)
+            #expect(try SegmentRecordStore.pendingRecords(in: directory.path) == records)
             #expect(queue.statistics.segmentCount > 3)
             #expect(queue.statistics.deliveredRecords == 0)
 
@@ -264,7 +269,7 @@ import Testing
             #expect(downstream.delivered == records)
             #expect(queue.statistics.segmentCount == 1)
             #expect(queue.statistics.acknowledgements >= 60 / 7)
-            #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+            #expect(try SegmentRecordStore.pendingRecords(in: directory.path).isEmpty)
         }
     }
 
@@ -275,10 +280,11 @@ import Testing
         defer { directory.remove() }
         let downstream = ScriptedDownstream(mode: .fail, batchSize: 16)
         var settings = configuration()
-        settings.maximumBufferedRecords = 10
-        settings.maximumSegmentBytes = 4096
-        settings.delivery.maximumConcurrentDeliveries = concurrentDeliveries
-        let queue = try open(directory, downstream, settings)
+        var storage = SegmentRecordStore.Options()
+        storage.maximumBufferedRecords = 10
+        storage.maximumSegmentBytes = 4096
+        settings.maximumConcurrentDeliveries = concurrentDeliveries
+        let queue = try open(directory, downstream, settings, storage: storage)
         let records = (0..<300).map { event("e\($0)") }
         try await whileRunning(queue) {
             for chunk in stride(from: 0, to: records.count, by: 5) {
@@ -297,7 +303,7 @@ import Testing
             try await queue.flush()
             #expect(downstream.delivered.count == 301)
         }
-        #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).isEmpty)
     }
 
     @Test func severalBatchesGoOutAtOnceAndAreAcknowledgedInOrder() async throws {
@@ -305,7 +311,7 @@ import Testing
         defer { directory.remove() }
         let downstream = GatedDestination(batchSize: 5)
         var settings = configuration()
-        settings.delivery.maximumConcurrentDeliveries = 3
+        settings.maximumConcurrentDeliveries = 3
         let queue = try open(directory, downstream, settings)
         let records = (0..<20).map { event("e\($0)") }
         try await whileRunning(queue) {
@@ -327,7 +333,7 @@ import Testing
             // stay taken until it is settled.
             downstream.settle(batches[2][0])
             downstream.settle(batches[1][0])
-            #expect(try DurableQueue.pendingRecords(in: directory.path).count == 20, "the first batch is out")
+            #expect(try SegmentRecordStore.pendingRecords(in: directory.path).count == 20, "the first batch is out")
             // The first fails once and is retried.
             downstream.settle(batches[0][0], accept: false)
             let retried = try #require(await arrivals.next())
@@ -338,11 +344,11 @@ import Testing
             // never a part of the first three (one acknowledgement covers them), never fewer than the last batch.
             let last = try #require(await arrivals.next())
             #expect(last.map(\.payload) == records[15...].map(\.payload))
-            let pending = try DurableQueue.pendingRecords(in: directory.path).map(\.id)
+            let pending = try SegmentRecordStore.pendingRecords(in: directory.path).map(\.id)
             #expect(pending == last.map(\.id) || pending == records.map(\.id))
             downstream.settle(last[0])
             try await queue.flush()
-            #expect(try DurableQueue.pendingRecords(in: directory.path).isEmpty)
+            #expect(try SegmentRecordStore.pendingRecords(in: directory.path).isEmpty)
         }
         #expect(downstream.mostRunning == 3)
         #expect(Set(downstream.delivered.map(\.id)) == Set(records.map(\.id)))
@@ -366,7 +372,7 @@ import Testing
 
     @Test func anUnusableDirectoryIsAnError() {
         do {
-            _ = try DurableQueue(directory: "/dev/null/queue", destination: ScriptedDownstream())
+            _ = try DeliveryPipeline.durable(directory: "/dev/null/queue", destination: ScriptedDownstream())
             Issue.record("expected an error")
         } catch {
             #expect(error.code == .unwritable)
@@ -377,11 +383,12 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = configuration()
-        settings.maximumQueueBytes = 2000
-        settings.delivery.drainTimeout = .zero
+        var storage = SegmentRecordStore.Options()
+        storage.maximumQueueBytes = 2000
+        settings.drainTimeout = .zero
         let logger = InMemoryLogger()
-        settings.delivery.logger = logger
-        let queue = try open(directory, ScriptedDownstream(mode: .fail), settings)
+        settings.logger = logger
+        let queue = try open(directory, ScriptedDownstream(mode: .fail), settings, storage: storage)
         var accepted = 0
         try await whileRunning(queue) {
             var refusal: DurabilityError?
@@ -405,7 +412,7 @@ import Testing
             )
             #expect(queue.statistics.droppedRecords == 2)
         }
-        #expect(try DurableQueue.pendingRecords(in: directory.path).count == accepted)
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).count == accepted)
     }
 
     @Test func aStoppedQueueRefusesRecordsAndRunsOnce() async throws {
@@ -427,7 +434,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = configuration()
-        settings.delivery.startTimeout = .zero
+        settings.startTimeout = .zero
         let queue = try open(directory, ScriptedDownstream(), settings)
         let token = try #require(try queue.enqueue([event("a")]))
         do {
@@ -452,7 +459,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = configuration()
-        settings.delivery.startTimeout = .seconds(3600)
+        settings.startTimeout = .seconds(3600)
         let queue = try open(directory, ScriptedDownstream(), settings)
         let token = try #require(try queue.enqueue([event("a")]))
         await withTaskGroup(of: DurabilityError.Code?.self) { group in
@@ -476,7 +483,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = configuration()
-        settings.delivery.startTimeout = .zero
+        settings.startTimeout = .zero
         let queue = try open(directory, ScriptedDownstream(), settings)
         let manager = TagManager(logger: InMemoryLogger())
         manager.add(
@@ -505,8 +512,8 @@ import Testing
         defer { directory.remove() }
         let clock = ManualClock.skippingShortSleeps()
         var settings = configuration()
-        settings.delivery.batchSize = 10
-        settings.deliveryLinger = .milliseconds(250)
+        settings.batchSize = 10
+        settings.linger = .milliseconds(250)
         let downstream = ScriptedDownstream()
         let queue = try open(directory, downstream, settings, clock: clock)
         try await whileRunning(queue) {
@@ -521,8 +528,8 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = configuration()
-        settings.delivery.batchSize = 10
-        settings.deliveryLinger = .seconds(3600)
+        settings.batchSize = 10
+        settings.linger = .seconds(3600)
         let downstream = ScriptedDownstream()
         let queue = try open(directory, downstream, settings)
         try await whileRunning(queue) {
@@ -537,9 +544,13 @@ import Testing
         defer { directory.remove() }
         let clock = ManualClock.skippingShortSleeps()
         var settings = configuration()
-        settings.delivery.retry?.baseDelay = .milliseconds(100)
+        settings.retry = DeliveryRetryPolicy(
+            maximumAttempts: .max,
+            baseDelay: .milliseconds(100),
+            maximumDelay: .seconds(30)
+        )
         let logger = InMemoryLogger()
-        settings.delivery.logger = logger
+        settings.logger = logger
         let downstream = ScriptedDownstream(mode: .fail)
         let queue = try open(directory, downstream, settings, clock: clock)
         try await whileRunning(queue) {
@@ -567,10 +578,13 @@ import Testing
         defer { directory.remove() }
         let clock = ManualClock.skippingShortSleeps()
         var settings = configuration()
-        settings.delivery.retry?.baseDelay = .milliseconds(100)
-        settings.delivery.retry?.maximumDelay = .milliseconds(400)
+        settings.retry = DeliveryRetryPolicy(
+            maximumAttempts: .max,
+            baseDelay: .milliseconds(100),
+            maximumDelay: .milliseconds(400)
+        )
         let logger = InMemoryLogger()
-        settings.delivery.logger = logger
+        settings.logger = logger
         let downstream = ScriptedDownstream(mode: .fail)
         let queue = try open(directory, downstream, settings, clock: clock)
         try await whileRunning(queue) {
@@ -612,7 +626,7 @@ import Testing
         defer { directory.remove() }
         let recorder = Recorder()
         var settings = DurableQueueTests().configuration()
-        settings.delivery.observer = recorder
+        settings.observer = recorder
         let queue = try DurableQueueTests().open(directory, ScriptedDownstream(), settings)
         try await whileRunning(queue) {
             try await queue.append((0..<4).map { event("e\($0)") })
@@ -634,7 +648,7 @@ import Testing
         let (managerLogger, recorder) = (InMemoryLogger(), Recorder())
         let manager = TagManager(logger: managerLogger, observer: recorder)
         var settings = DurableQueueTests().configuration()
-        settings.delivery.logger = nil
+        settings.logger = nil
         let downstream = ScriptedDownstream(mode: .fail)
         let queue = try DurableQueueTests().open(directory, downstream, settings)
         BrazeTagProvider(sink: queue).register(on: manager)

@@ -14,7 +14,7 @@ private struct Pipeline {
 
     let server: BrazeTestServer
     let braze: BrazeUsersTrackDestination
-    let queue: DurableQueue
+    let queue: DeliveryPipeline<SegmentRecordStore>
     let running: Task<Void, Never>
     let directory = TemporaryDirectory("end-to-end")
     let logger = InMemoryLogger()
@@ -23,9 +23,9 @@ private struct Pipeline {
     init(container: URL) async throws {
         server = try BrazeTestServer(apiKey: "test-rest-api-key")
         braze = BrazeUsersTrackDestination(endpoint: server.endpoint, apiKey: "test-rest-api-key")
-        var settings = DurableQueue.Configuration()
-        settings.delivery.logger = logger
-        let queue = try DurableQueue(directory: directory.path, destination: braze, configuration: settings)
+        var settings = DeliverySettings()
+        settings.logger = logger
+        let queue = try DeliveryPipeline.durable(directory: directory.path, destination: braze, settings: settings)
         self.queue = queue
         // Test scaffolding: the queue runs beside the test until `close()` shuts it down (it drains).
         running = Task { try? await queue.run() }

@@ -179,7 +179,7 @@ import Testing
         defer { directory.remove() }
         let restartable = DurableQueueSessionTests.RestartableQueue(directory: directory.path)
         let clock = WallClock()
-        func store(_ queue: DurableQueue) async throws -> SessionStore {
+        func store(_ queue: DeliveryPipeline<SegmentRecordStore>) async throws -> SessionStore {
             let (manager, _) = try await Self.manager(sink: CommitSink(), clock: clock)
             return SessionStore(
                 tagManager: manager,

@@ -5,7 +5,7 @@ import Testing
 @testable import ContainerKitDelivery
 
 /// The record-store seam's contract (``RecordStoreConformance``) against the stores that ship: the memory
-/// store and the segment log behind ``DurableQueue`` (PostgreSQL runs the same checks in its own package).
+/// store and the segment log (``SegmentRecordStore``) (PostgreSQL runs the same checks in its own package).
 @Suite struct RecordStoreConformanceTests {
     @Test func theMemoryStoreKeepsTheContract() async throws {
         try await RecordStoreConformance(make: { MemoryRecordStore() }).checkAll()
@@ -30,18 +30,10 @@ import Testing
     static func segmentStore(_ path: String, segmentBytes: Int = 8 << 20, bufferedRecords: Int = 10_000) throws
         -> SegmentRecordStore
     {
-        try SegmentRecordStore(
-            directory: path,
-            settings: SegmentRecordStore.Settings(
-                maximumSegmentBytes: segmentBytes,
-                maximumQueueBytes: 1 << 30,
-                maximumBufferedRecords: bufferedRecords,
-                batchSize: 100,
-                commitDelay: .zero,
-                acknowledgementSyncInterval: .zero,
-                faults: nil
-            ),
-            report: { _ in }
-        )
+        var options = SegmentRecordStore.Options()
+        options.maximumSegmentBytes = segmentBytes
+        options.maximumBufferedRecords = bufferedRecords
+        options.acknowledgementSyncInterval = .zero
+        return try SegmentRecordStore(directory: path, options: options, batchSize: 100)
     }
 }

@@ -12,12 +12,12 @@ import Testing
     @Test func theSegmentLogKeepsSessionsAsPromised() async throws {
         let directory = TemporaryDirectory("commit-conformance")
         defer { directory.remove() }
-        var configuration = DurableQueue.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
-        let queue = try DurableQueue(
+        var configuration = DeliverySettings()
+        configuration.logger = InMemoryLogger()
+        let queue = try DeliveryPipeline.durable(
             directory: directory.path,
             destination: ScriptedDownstream(),
-            configuration: configuration
+            settings: configuration
         )
         try await whileRunning(queue) {
             try await SessionCommitConformance {

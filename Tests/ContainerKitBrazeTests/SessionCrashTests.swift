@@ -22,11 +22,15 @@ import Testing
     static let startVariable = "CONTAINERKIT_SESSION_CRASH_START"
     static let users = 7
 
-    static func queue(_ directory: String) throws -> DurableQueue {
-        var configuration = DurableQueue.Configuration()
-        configuration.maximumSegmentBytes = 8 * 1024
-        configuration.delivery.logger = InMemoryLogger()
-        return try DurableQueue(directory: directory, destination: ScriptedDownstream(), configuration: configuration)
+    static func queue(_ directory: String) throws -> DeliveryPipeline<SegmentRecordStore> {
+        var storage = SegmentRecordStore.Options()
+        storage.maximumSegmentBytes = 8 * 1024
+        return try DeliveryPipeline.durable(
+            directory: directory,
+            destination: ScriptedDownstream(),
+            settings: DeliverySettings(logger: InMemoryLogger()),
+            storage: storage
+        )
     }
 
     /// Push `n` of the stream.

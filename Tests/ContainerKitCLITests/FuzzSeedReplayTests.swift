@@ -119,7 +119,7 @@ struct FuzzSeedReplayTests {
                 }
             } else {
                 try Data(rest).write(to: URL(fileURLWithPath: directory + "/segment-00000000000000000001.jsonl"))
-                _ = try? DurableQueue.pendingRecords(in: directory)
+                _ = try? SegmentRecordStore.pendingRecords(in: directory)
             }
         }
     }

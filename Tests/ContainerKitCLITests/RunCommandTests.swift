@@ -180,7 +180,7 @@ struct RunCommandTests {
         #expect(server.acceptedEvents.first?.objectValue?["name"] == "played song")
         #expect(server.acceptedPurchases.first?.objectValue?["product_id"] == "premium-month")
         #expect(server.acceptedEvents.allSatisfy { $0.objectValue?["external_id"] == "user-42" })
-        #expect(try DurableQueue.pendingRecords(in: queue).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: queue).isEmpty)
     }
 
     @Test(arguments: [false, true])
@@ -219,10 +219,14 @@ struct RunCommandTests {
                 .retry(records, DeliveryError(.transport, "unreachable"))
             }
         }
-        var configuration = DurableQueue.Configuration()
-        configuration.delivery.logger = InMemoryLogger()
-        configuration.delivery.drainTimeout = .zero
-        let first = try DurableQueue(directory: queue, destination: RefusingDestination(), configuration: configuration)
+        var configuration = DeliverySettings()
+        configuration.logger = InMemoryLogger()
+        configuration.drainTimeout = .zero
+        let first = try DeliveryPipeline.durable(
+            directory: queue,
+            destination: RefusingDestination(),
+            settings: configuration
+        )
         let record = AnalyticsRecord(
             id: "pending-1",
             time: Date(timeIntervalSince1970: 1_700_000_000),
@@ -235,7 +239,7 @@ struct RunCommandTests {
             group.cancelAll()
             try await group.waitForAll()
         }
-        #expect(try DurableQueue.pendingRecords(in: queue).map(\.id) == ["pending-1"])
+        #expect(try SegmentRecordStore.pendingRecords(in: queue).map(\.id) == ["pending-1"])
 
         let empty = try Self.write([])
         defer { try? FileManager.default.removeItem(atPath: empty) }
@@ -246,7 +250,7 @@ struct RunCommandTests {
         let lines = try String(contentsOfFile: delivered, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 1)
         #expect(try AnalyticsRecord(jsonLine: String(lines[0])).id == "pending-1")
-        #expect(try DurableQueue.pendingRecords(in: queue).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: queue).isEmpty)
     }
 }
 

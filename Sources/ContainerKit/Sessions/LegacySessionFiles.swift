@@ -5,8 +5,8 @@
 #endif
 
 /// The session files of an earlier ContainerKit's `FileSessionPersistence`, read once so that a service can
-/// move them into the durable queue's segment log (`DurableQueue.importSessions(_:)`), where sessions live
-/// now (`DurableQueue.sessions`).
+/// move them into the durable queue's segment log (a durable `DeliveryPipeline`'s `importSessions(_:)`), where sessions live
+/// now (its `sessions`).
 ///
 /// ```swift
 /// let old = try LegacySessionFiles.read(directory: "/var/lib/app/sessions")

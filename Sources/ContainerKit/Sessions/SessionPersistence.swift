@@ -4,13 +4,13 @@
 /// (``save(_:)``), each as a ``StoredSession`` — a ``SessionSnapshot`` and a version that fences a stale
 /// owner.
 ///
-/// ContainerKit's delivery library keeps sessions in the durable queue's segment log (`DurableQueue.sessions`,
+/// ContainerKit's delivery library keeps sessions in the durable queue's segment log (a durable `DeliveryPipeline`'s `sessions`,
 /// one machine: each push's session change in the same append as its records), ContainerKitPostgres in
 /// PostgreSQL (shared by several instances), and ContainerKitTesting in memory
 /// (`InMemorySessionPersistence`). Any other store implements the same two requirements.
 ///
 /// ```swift
-/// let queue = try DurableQueue(directory: "/var/lib/myservice/queue", destination: braze)
+/// let queue = try DeliveryPipeline.durable(directory: "/var/lib/myservice/queue", destination: braze)
 /// let sessions = SessionStore(
 ///     tagManager: manager,
 ///     configuration: .init(persistence: queue.sessions, committer: RecordCommitter(queue, keepsSessions: true))

@@ -23,7 +23,7 @@ import Synchronization
 /// server (it is shaped like a swift-service-lifecycle `Service`).
 ///
 /// ## Keeping sessions: a persistence
-/// With a ``Configuration/persistence`` (the durable queue's `DurableQueue.sessions` on one machine, or a
+/// With a ``Configuration/persistence`` (a durable `DeliveryPipeline`'s `sessions` on one machine, or a
 /// shared store implementing ``SessionPersistence``), sessions survive a crash and follow their user between
 /// instances:
 /// - ``loadSession(for:context:)`` loads a session the store does not hold from the persistence (once,

@@ -8,7 +8,7 @@ import Foundation
 /// Each call reports what it did in its ``TagOutput`` (``perform(_:)``): the records (each an
 /// ``AnalyticsRecord``, a `TagRecord`), the rule violations as `problems`, a `dropReason` when the call was
 /// dropped (the tag's status is then `dropped`, not `ok`), and the ``DurabilityToken`` the sink returned
-/// (a ``DurableQueue``'s), so `PushResult.waitUntilDurable()` waits for exactly this push's records.
+/// (a durable ``DeliveryPipeline``'s), so `PushResult.waitUntilDurable()` waits for exactly this push's records.
 ///
 /// Register it under the class paths your containers use, and give each session its user:
 ///

@@ -1,12 +1,12 @@
 import ContainerKit
 
-/// The ``PushCommitter`` over a delivery front (a ``DeliveryPipeline`` over any ``RecordStore``, a
-/// ``DurableQueue``): at the end of each push's turn it appends the records the push's tags kept back in a
+/// The ``PushCommitter`` over a delivery front (a ``DeliveryPipeline`` over any ``RecordStore``: in
+/// memory, durable, PostgreSQL): at the end of each push's turn it appends the records the push's tags kept back in a
 /// ``CommitSink`` and, for a store that keeps sessions, the session's checkpoint — **one append per push**,
 /// which the store's group commit makes durable with others.
 ///
 /// ```swift
-/// let pipeline = DeliveryPipeline(store: postgresStore, destination: braze)   // or a DurableQueue
+/// let pipeline = DeliveryPipeline(store: postgresStore, destination: braze)   // or DeliveryPipeline.durable(…)
 /// let sessions = SessionStore(
 ///     tagManager: manager,
 ///     configuration: .init(committer: RecordCommitter(pipeline, keepsSessions: true))

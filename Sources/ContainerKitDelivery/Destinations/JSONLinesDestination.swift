@@ -10,7 +10,7 @@ import ContainerKit
 /// output or a file.
 ///
 /// Each delivery is written with one `write(2)`, so lines of concurrent batches never interleave. With
-/// `synchronizes`, a file is `fsync`ed before a batch counts as accepted, so a ``DurableQueue`` in front
+/// `synchronizes`, a file is `fsync`ed before a batch counts as accepted, so a durable ``DeliveryPipeline`` in front
 /// deletes only records that are on disk here too. A failed write makes the batch retryable
 /// (``DeliveryError/Code/io``).
 ///

@@ -82,7 +82,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     private let drainStarted = Latch()
     private let clock: DeliveryClock
     private let logs: LogLimiter
-    private let diagnostics: FrontDiagnostics
+    private let diagnostics: PipelineDiagnostics
 
     /// Creates a pipeline over `store` — a store of your own (a database); the package's stores have their
     /// factories: ``inMemory(destination:settings:maximumRecords:clock:)`` and
@@ -119,7 +119,7 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         self.flushFailsOnRetry = retry.maximumAttempts == .max
         self.heldRecords = heldRecords
         self.clock = DeliveryClock(clock)
-        let diagnostics = FrontDiagnostics(logger: settings.logger, observer: settings.observer)
+        let diagnostics = PipelineDiagnostics(logger: settings.logger, observer: settings.observer)
         self.diagnostics = diagnostics
         self.logs = LogLimiter(logger: diagnostics, interval: settings.logInterval, elapsed: self.clock.elapsed)
         let batchSize = Self.batchSize(settings, destination)
@@ -263,8 +263,35 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             available: { [weak self] in
                 // A commit of nothing: the delivery loop reads again.
                 self?.act { shell in ((), shell.machine.committed(through: 0, records: 0)) }
+            },
+            problem: { [weak self] problem in
+                self?.logWarning(
+                    key: "store:\(problem.prefix(200))",
+                    "the record store reported a problem",
+                    metadata: ["problem": problem]
+                )
             }
         )
+    }
+
+    /// Appends `records` and returns once they are durable (needs ``run()``).
+    /// - Throws: ``DurabilityError``: `.full` or `.stopped` when the pipeline refused them (nothing is stored
+    ///   then), or the error of their commit (see ``waitUntilDurable(ticket:)``).
+    public func append(_ records: [AnalyticsRecord]) async throws(DurabilityError) {
+        let token: DurabilityToken?
+        do {
+            token = try enqueue(records)
+        } catch {
+            throw DurabilityError(error)
+        }
+        guard let token else { return }
+        try await waitUntilDurable(ticket: token.ticket)
+    }
+
+    /// Logs a warning with the pipeline's `queue` metadata, at most once per log interval for `key` (for
+    /// what a store's extensions meet: a session line that cannot be applied).
+    package func logWarning(key: String, _ message: String, metadata: LogMetadata) {
+        logs.log(.warning, key: key, message, metadata: context(metadata))
     }
 
     /// Returns once the records of `ticket` are committed.

@@ -2,7 +2,7 @@ import ContainerKit
 
 /// Where the delivery pipeline keeps records between the tag that made them and the destination that
 /// takes them: the one seam a new kind of storage plugs into. Two stores ship — ``MemoryRecordStore``
-/// (records are lost with the process) and the on-disk segment log behind ``DurableQueue`` — and a
+/// (records are lost with the process) and the on-disk segment log, ``SegmentRecordStore`` — and a
 /// transactional database (PostgreSQL, one group commit per transaction) implements the same protocol
 /// outside this package.
 ///
@@ -49,7 +49,7 @@ import ContainerKit
 ///
 /// ## Stores that keep sessions
 /// A store may keep the sessions of a ``SessionStore`` with the records (the segment log behind
-/// ``DurableQueue/sessions``; PostgreSQL's `ck_session_changes`): a ``RecordCommitter`` with
+/// ``DeliveryPipeline/sessions``; PostgreSQL's `ck_session_changes`): a ``RecordCommitter`` with
 /// `keepsSessions: true` then hands it, in **one append per push**, the push's records and its session's
 /// change (``EncodedRecords/sessions``). Such a store also implements ``SessionPersistence`` over the same
 /// storage, and guarantees:
@@ -236,17 +236,24 @@ public struct RecordStoreCommits: Sendable {
     private let onCommit: @Sendable (UInt64, Int) -> Void
     private let onFailure: @Sendable (ClosedRange<UInt64>, Int, DurabilityError) -> Void
     private let onAvailable: @Sendable () -> Void
+    private let onProblem: @Sendable (String) -> Void
 
     /// Creates a reporter from its callbacks.
     public init(
         committed: @escaping @Sendable (_ through: UInt64, _ records: Int) -> Void,
         failed: @escaping @Sendable (_ tickets: ClosedRange<UInt64>, _ records: Int, _ error: DurabilityError) -> Void,
-        available: @escaping @Sendable () -> Void = {}
+        available: @escaping @Sendable () -> Void = {},
+        problem: @escaping @Sendable (_ message: String) -> Void = { _ in }
     ) {
         onCommit = committed
         onFailure = failed
         onAvailable = available
+        onProblem = problem
     }
+
+    /// The store met a problem it handles itself (a recovery that left a torn line out, a segment it could not
+    /// delete); the pipeline logs `message` as a warning, at most once per log interval for the same problem.
+    public func reportProblem(_ message: String) { onProblem(message) }
 
     /// Records may be readable that no commit of this store reported: a store shared by several
     /// instances saw another instance's commits, or took over a partition of records. The pipeline reads

@@ -3,7 +3,9 @@ import Dispatch
 import Foundation
 
 /// The on-disk ``RecordStore``: the segment log (``SegmentLog``: append-only segments of checksummed
-/// lines, an ack file) driven by ``DurableQueueMachine``. The store behind ``DurableQueue``.
+/// lines, an ack file) driven by ``SegmentLogMachine``. The store of
+/// ``DeliveryPipeline/durable(directory:destination:settings:storage:clock:)``, which makes it; its own
+/// settings are ``Options``.
 ///
 /// It stores and nothing more: it hands out a ticket per append, reports each commit to the pipeline, and
 /// answers reads and acknowledgements; who waits, the batches in flight and their order are the
@@ -15,18 +17,46 @@ import Foundation
 /// (group commit), and the **reader**, which performs disk reads of the backlog and the ack's
 /// `pwrite`/`fdatasync`, so neither blocks the cooperative pool. Recently committed records are read
 /// from memory without a thread hop.
-final class SegmentRecordStore: RecordStore, @unchecked Sendable {
-    typealias Position = SegmentLog.Position
+public final class SegmentRecordStore: RecordStore, @unchecked Sendable {
+    /// A segment and a byte offset in it.
+    public typealias Position = SegmentPosition
 
-    /// The store's tunables (a subset of ``DurableQueue/Configuration``).
-    struct Settings: Sendable {
-        var maximumSegmentBytes: Int
-        var maximumQueueBytes: Int
-        var maximumBufferedRecords: Int
-        var batchSize: Int
-        var commitDelay: Duration
-        var acknowledgementSyncInterval: Duration
-        var faults: SegmentLogFaults?
+    /// What only the segment log has: the storage choice of a durable pipeline, beside the
+    /// ``DeliverySettings`` every pipeline has.
+    ///
+    /// ```swift
+    /// var storage = SegmentRecordStore.Options()
+    /// storage.commitDelay = .milliseconds(1)   // fewer fsyncs per record under many producers
+    /// let pipeline = try DeliveryPipeline.durable(directory: path, destination: braze, storage: storage)
+    /// ```
+    public struct Options: Sendable {
+        /// A segment is sealed and a new one started once it would pass this many bytes (8 MiB).
+        public var maximumSegmentBytes = 8 << 20
+        /// The most bytes the segments and pending lines may hold (1 GiB); beyond, new records are refused
+        /// (`.queueFull`). Records already stored are never dropped.
+        public var maximumQueueBytes = 1 << 30
+        /// Committed records kept in memory for delivery (10,000); a backlog beyond is read back from disk.
+        public var maximumBufferedRecords = 10_000
+        /// How long the writer pauses after each commit before it takes the next one, so that records keep
+        /// gathering (zero by default: at once). A writer that was idle commits the first records without
+        /// delay, so a quiet store keeps its latency; under many concurrent producers a few hundred
+        /// microseconds fold several commits into one `write` and one `fsync` — less CPU per record — at the
+        /// price of up to that much more time before a record is durable (PostgreSQL's `commit_delay` is the
+        /// same idea).
+        public var commitDelay: Duration = .zero
+        /// How often, at most, the ack file is `fdatasync`ed (1 s; also before a segment is deleted and at the
+        /// end of a run). Every batch's acknowledgement is written as soon as it is settled, so a process crash
+        /// re-delivers at most the batches in flight and one settled batch; a power loss at most this interval's
+        /// batches more.
+        public var acknowledgementSyncInterval: Duration = .seconds(1)
+        /// Injected file-system faults (tests only).
+        package var faults: SegmentLogFaults?
+
+        /// The defaults.
+        public init() {}
+
+        /// The defaults, with injected file-system faults (tests only).
+        package init(faults: SegmentLogFaults?) { self.faults = faults }
     }
 
     /// Counters of the store.
@@ -47,7 +77,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
     }
 
     private struct State {
-        var machine: DurableQueueMachine
+        var machine: SegmentLogMachine
         var counters = Counters()
         var commits: RecordStoreCommits?
         var stopping = false
@@ -57,33 +87,36 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         var compacting = false
     }
 
-    let directory: String
+    /// The segment log's directory.
+    public let directory: String
     let log: SegmentLog
-    private let settings: Settings
+    private let settings: Options
+    private let batchSize: Int
     private let state: Mutex<State>
     private let writerWakeup = DispatchSemaphore(value: 0)
     private let readerWakeup = DispatchSemaphore(value: 0)
-    /// Problems the writer met (a failed commit), for the pipeline's log.
-    private let report: @Sendable (String) -> Void
+    /// Where problems the store meets while it runs (a failed commit, an unreadable line) are reported: the
+    /// pipeline's ``RecordStoreCommits``, set for the length of ``run(reporting:)``.
+    private let problems = Mutex<RecordStoreCommits?>(nil)
 
-    /// Opens (creating if needed) the segment log in `directory` and recovers what a previous run left.
-    init(directory: String, settings: Settings, report: @escaping @Sendable (String) -> Void) throws(AnalyticsSinkError)
-    {
+    /// Opens (creating if needed) the segment log in `directory` and recovers what a previous run left;
+    /// `batchSize` bounds a read.
+    init(directory: String, options settings: Options, batchSize: Int) throws(AnalyticsSinkError) {
         self.directory = directory
         self.settings = settings
-        self.report = report
+        self.batchSize = batchSize
         log = try SegmentLog(directory: directory, faults: settings.faults)
         let recovery = log.recovery
         state = Mutex(
             State(
-                machine: DurableQueueMachine(
+                machine: SegmentLogMachine(
                     segments: recovery.segments,
                     cursor: recovery.cursor,
                     nextSegmentIndex: recovery.nextIndex,
                     maximumSegmentBytes: settings.maximumSegmentBytes,
                     maximumQueueBytes: settings.maximumQueueBytes,
                     maximumBufferedRecords: settings.maximumBufferedRecords,
-                    batchSize: settings.batchSize,
+                    batchSize: batchSize,
                     sessions: recovery.sessions
                 )
             )
@@ -103,7 +136,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         }
     }
 
-    func addCounters(to statistics: inout DeliveryStatistics) {
+    public func addCounters(to statistics: inout DeliveryStatistics) {
         let counters = self.counters
         statistics.recordsReadFromDisk = counters.recordsReadFromDisk
         statistics.corruptRecords = counters.corruptLines
@@ -119,7 +152,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
 
     // MARK: RecordStore
 
-    func append(_ records: EncodedRecords) throws(AnalyticsSinkError) -> UInt64 {
+    public func append(_ records: EncodedRecords) throws(AnalyticsSinkError) -> UInt64 {
         guard !records.sessions.isEmpty else {
             let (ticket, actions) = try state.withLock { state throws(AnalyticsSinkError) in
                 try state.machine.enqueue(records.bytes, records: records.records, lineEnds: records.lineEnds)
@@ -323,7 +356,11 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         }
     }
 
-    func run(reporting commits: RecordStoreCommits) async throws {
+    public func run(reporting commits: RecordStoreCommits) async throws {
+        problems.withLock { $0 = commits }
+        defer { problems.withLock { $0 = nil } }
+        // What recovery found wrong on disk, reported now that the pipeline's logger is known.
+        for warning in log.recovery.warnings { commits.reportProblem("recovered with a problem: \(warning)") }
         state.withLock { $0.commits = commits }
         let writer = OwnedThread.start(name: "containerkit.segment-store.writer") { [self] in writerLoop(commits) }
         let reader = OwnedThread.start(name: "containerkit.segment-store.reader") { [self] in readerLoop() }
@@ -350,7 +387,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
 
     /// Reads from the store's read cursor (the pipeline reads in order, after the batch it read last: its
     /// `position` is that cursor, or `nil` at the acknowledged cursor at start).
-    func read(after position: Position?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<Position> {
+    public func read(after position: Position?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<Position> {
         // A few rounds at most: a disk read may find the sizes it was given already stale.
         for _ in 0..<4 {
             let step = state.withLock { $0.machine.nextRead(limit: limit) }
@@ -360,7 +397,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
             case .batch(let batch):
                 return StoredBatch(records: batch.records, end: batch.end, json: batch.json)
             case .readDisk(let from, let segments, let sealed):
-                let (directory, faults, limit) = (self.directory, settings.faults, min(limit, settings.batchSize))
+                let (directory, faults, limit) = (self.directory, settings.faults, min(limit, batchSize))
                 let result = await onReader {
                     SegmentLog.read(
                         directory,
@@ -388,11 +425,11 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         return .empty
     }
 
-    func acknowledge(through position: Position) async throws(AnalyticsSinkError) {
+    public func acknowledge(through position: Position) async throws(AnalyticsSinkError) {
         let now = ContinuousClock.now
         let interval = settings.acknowledgementSyncInterval
         // The machine's step and whether this write syncs, under one lock.
-        let (actions, sync) = state.withLock { state -> ([DurableQueueMachine.Action], Bool) in
+        let (actions, sync) = state.withLock { state -> ([SegmentLogMachine.Action], Bool) in
             let actions = state.machine.acknowledge(through: position)
             guard !actions.isEmpty else { return (actions, false) }
             if let last = state.lastAckSync, last.duration(to: now) < interval { return (actions, false) }
@@ -415,7 +452,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
 
     // MARK: Actions
 
-    private func perform(_ actions: [DurableQueueMachine.Action]) {
+    private func perform(_ actions: [SegmentLogMachine.Action]) {
         // Acknowledgements are written by the caller that asked for them; every other wake-up is the
         // pipeline's, through the commit reports.
         for case .wakeWriter in actions { writerWakeup.signal() }
@@ -423,7 +460,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
 
     /// Performs the actions of a commit on the writer thread: deletions its snapshots allowed and
     /// compactions go to the reader thread (not waited for).
-    private func performAfterCommit(_ actions: [DurableQueueMachine.Action]) {
+    private func performAfterCommit(_ actions: [SegmentLogMachine.Action]) {
         perform(actions)
         for action in actions {
             switch action {
@@ -490,17 +527,17 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
     private func writerLoop(_ commits: RecordStoreCommits) {
         let delay = settings.commitDelay
         // The commit to write next, when the last lock took one already.
-        var next: DurableQueueMachine.Commit?
+        var next: SegmentLogMachine.Commit?
         // Whether the last round found records waiting (the store is busy: let more gather first).
         var busy = false
         while true {
-            let commit: DurableQueueMachine.Commit
+            let commit: SegmentLogMachine.Commit
             if let taken = next {
                 commit = taken
                 next = nil
             } else {
                 if busy, delay > .zero { Self.sleep(delay) }
-                let (taken, stop) = state.withLock { state -> (DurableQueueMachine.Commit?, Bool) in
+                let (taken, stop) = state.withLock { state -> (SegmentLogMachine.Commit?, Bool) in
                     let commit = state.machine.takeCommit()
                     return (commit, commit == nil && state.stopping)
                 }
@@ -519,7 +556,7 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
                     state.counters.commits += 1
                     state.counters.fencedAppends += commit.refused.count
                     let actions = state.machine.committed(commit)
-                    guard delay == .zero else { return (actions, DurableQueueMachine.Commit?.none, false) }
+                    guard delay == .zero else { return (actions, SegmentLogMachine.Commit?.none, false) }
                     let following = state.machine.takeCommit()
                     return (actions, following, following == nil && state.stopping)
                 }
@@ -558,5 +595,31 @@ final class SegmentRecordStore: RecordStore, @unchecked Sendable {
         var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
         var remaining = timespec()
         while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+}
+
+extension SegmentRecordStore {
+    /// Reports a problem met while running to the pipeline's log (dropped when not running).
+    private func report(_ problem: String) {
+        problems.withLock { $0 }?.reportProblem(problem)
+    }
+
+    /// The records in `directory` that no destination has confirmed yet, oldest first, read without opening
+    /// the store (a snapshot; torn, unparsable and corrupt lines are left out).
+    /// - Throws: `.corruptFile` for an ack or segment index out of range; the error of a segment that cannot be
+    ///   read.
+    public static func pendingRecords(in directory: String) throws(AnalyticsSinkError) -> [AnalyticsRecord] {
+        var warnings: [String] = []
+        let ack = try SegmentLog.readAck(directory, warnings: &warnings)
+        let segments = try SegmentLog.listSegments(directory)
+        let (cursor, _, kept) = SegmentLog.recover(
+            ack: ack,
+            segments: segments,
+            directory: directory,
+            warnings: &warnings
+        )
+        let result = SegmentLog.read(directory, from: cursor, segments: kept, limit: .max, sealed: { _ in true })
+        if let failure = result.failure { throw failure }
+        return result.records
     }
 }

@@ -1,6 +1,6 @@
 import ContainerKit
 
-/// A failure of a sink or a file-backed destination (``JSONLinesDestination``, ``DurableQueue``): a
+/// A failure of a sink or a file-backed destination (``JSONLinesDestination``, ``SegmentRecordStore``): a
 /// ``DeliveryError`` (the module's one error type) with one of the codes below and, when a system call
 /// failed, its ``DeliveryError/errorNumber``.
 public typealias AnalyticsSinkError = DeliveryError

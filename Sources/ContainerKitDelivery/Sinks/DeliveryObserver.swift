@@ -26,8 +26,8 @@ public enum DeliveryEvent: Sendable, Hashable {
 ///
 /// ```swift
 /// let delivered = Atomic<Int>(0)
-/// var configuration = DurableQueue.Configuration()
-/// configuration.delivery.observer = ClosureDeliveryObserver { event in
+/// var settings = DeliverySettings()
+/// settings.observer = ClosureDeliveryObserver { event in
 ///     if case .recordsDelivered(let count) = event { delivered.add(count, ordering: .relaxed) }
 /// }
 /// ```

@@ -32,7 +32,7 @@ package struct SegmentLogFaults: Sendable {
     package init(_ hook: @escaping @Sendable (Operation, String) -> Int32?) { self.hook = hook }
 }
 
-/// The files of a ``DurableQueue`` directory: it owns appending, `fsync`, rotating, acknowledging and
+/// The files of a segment log's directory (``SegmentRecordStore``): it owns appending, `fsync`, rotating, acknowledging and
 /// reading.
 ///
 /// - `segment-<20-digit index>.jsonl`: append-only segments of record lines (``AnalyticsRecord/jsonLine``
@@ -332,17 +332,8 @@ final class SegmentLog: @unchecked Sendable {
 
     deinit { close() }
 
-    /// A place in the queue: a segment and a byte offset in it. Ordered by segment, then offset.
-    struct Position: Sendable, Hashable, Comparable, CustomStringConvertible {
-        var segment: UInt64
-        var offset: Int
-
-        static func < (lhs: Position, rhs: Position) -> Bool {
-            (lhs.segment, lhs.offset) < (rhs.segment, rhs.offset)
-        }
-
-        var description: String { "\(segment):\(offset)" }
-    }
+    /// A place in the log: a segment and a byte offset in it (``SegmentPosition``).
+    typealias Position = SegmentPosition
 
     /// A segment's index and how many of its bytes may be read.
     struct SegmentExtent: Sendable, Hashable {
@@ -786,4 +777,25 @@ private func closeFD(_ fd: Int32) {
 
 extension Character {
     fileprivate var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}
+
+/// A place in a segment log (``SegmentRecordStore/Position``): a segment and a byte offset in it. Ordered by
+/// segment, then offset.
+public struct SegmentPosition: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The segment's index.
+    public var segment: UInt64
+    /// The byte offset in the segment.
+    public var offset: Int
+
+    /// A position.
+    public init(segment: UInt64, offset: Int) {
+        self.segment = segment
+        self.offset = offset
+    }
+
+    public static func < (lhs: SegmentPosition, rhs: SegmentPosition) -> Bool {
+        (lhs.segment, lhs.offset) < (rhs.segment, rhs.offset)
+    }
+
+    public var description: String { "\(segment):\(offset)" }
 }

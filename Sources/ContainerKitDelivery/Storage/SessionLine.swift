@@ -1,7 +1,7 @@
 import ContainerKit
 
 /// A line of the segment log that holds a session's change instead of a record: the sessions of a
-/// ``DurableQueue`` live in the same log as its records, written in the same append as the records of the push
+/// durable ``DeliveryPipeline`` live in the same log as its records, written in the same append as the records of the push
 /// that made them (one format, one checksum, one writer, one group commit).
 ///
 /// `{"session":"<user id>","v":<version>,"x":<expected>,"i":<id>,"p":<parent>,"k":"<kind>","b":<body>}`

@@ -109,7 +109,8 @@ struct EmbeddingGuideTests {
             in: oldSessionsDirectory
         )
         let braze = InMemoryAnalyticsSink()
-        let queue = try DurableQueue(directory: queueDirectory, destination: braze)  // records and sessions: one log
+        // Records and sessions: one log.
+        let queue = try DeliveryPipeline.durable(directory: queueDirectory, destination: braze)
         BrazeTagProvider(sink: CommitSink()).register(on: manager)
         let durable = SessionStore(
             tagManager: manager,
@@ -128,7 +129,7 @@ struct EmbeddingGuideTests {
         running.cancel()
         try await running.value
         // Another process: the queue opened again loads the pushed state.
-        let reopened = try DurableQueue(directory: queueDirectory, destination: braze)
+        let reopened = try DeliveryPipeline.durable(directory: queueDirectory, destination: braze)
         let stored = try #require(try await reopened.sessions.load(userID: "user-42"))
         #expect(stored.snapshot == state && stored.version > earlier.version)
     }
@@ -141,7 +142,8 @@ struct EmbeddingGuideTests {
         let queueDirectory = root + "/queue"
         let persistence = InMemorySessionPersistence()
         let braze = InMemoryAnalyticsSink()
-        let queue = try DurableQueue(directory: queueDirectory, destination: braze)  // run() beside the server
+        // Its run() runs beside the server.
+        let queue = try DeliveryPipeline.durable(directory: queueDirectory, destination: braze)
         BrazeTagProvider(sink: CommitSink()).register(on: manager)
         let committing = SessionStore(
             tagManager: manager,

@@ -9,7 +9,7 @@ import Logging
 /// At start, before any service runs: when the directory holds session files (`<number>.sessions`) and no
 /// marker (``markerName``), they are read (``LegacySessionFiles``), the sessions the earlier version still
 /// handed out — saved within `--session-idle` — are written into the queue as snapshots
-/// (`DurableQueue.importSessions(_:)`, synced before it returns), and the marker is written into the directory,
+/// (`DeliveryPipeline.importSessions(_:)` of the durable pipeline, synced before it returns), and the marker is written into the directory,
 /// naming the queue and the date. Later starts find the marker and read nothing. The files are left as they are
 /// (remove the directory once the new version runs).
 ///
@@ -35,7 +35,7 @@ enum LegacySessionImport {
     @discardableResult
     static func run(
         directory: String,
-        into queue: DurableQueue,
+        into queue: DeliveryPipeline<SegmentRecordStore>,
         idleTimeout: Duration,
         logger: Logging.Logger,
         now: Date = Date()
@@ -53,7 +53,7 @@ enum LegacySessionImport {
 
         let date = ISO8601DateFormatter().string(from: now)
         let text = """
-            The session files in this directory were imported into the durable queue '\(queue.directory)' on \(date):
+            The session files in this directory were imported into the durable queue '\(queue.store.directory)' on \(date):
             \(imported) sessions imported, \(outcome.expired) expired, \(contents.endedSessions) ended, \
             \(contents.skippedLines) lines skipped. TagService no longer reads them; remove the directory when the new
             version runs.
@@ -66,12 +66,12 @@ enum LegacySessionImport {
         ) {
             logger.notice(
                 "imported the session files of an earlier version into the queue",
-                metadata: metadata(outcome, directory: directory, queue: queue.directory)
+                metadata: metadata(outcome, directory: directory, queue: queue.store.directory)
             )
         } else {
             logger.warning(
                 "imported the session files of an earlier version into the queue, but cannot write the marker",
-                metadata: metadata(outcome, directory: directory, queue: queue.directory).merging(
+                metadata: metadata(outcome, directory: directory, queue: queue.store.directory).merging(
                     ["marker": "\(marker)", "next_start": "imports them again, changing nothing the queue holds"],
                     uniquingKeysWith: { $1 }
                 )

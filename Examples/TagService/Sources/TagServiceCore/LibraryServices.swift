@@ -31,7 +31,7 @@ extension Runnable {
 /// start timeout (1 s) with `503 queue_not_running`, and SIGTERM still stops the process (no request waits
 /// for a queue that never ran).
 struct RecordQueueService: Service {
-    let queue: DurableQueue
+    let queue: DeliveryPipeline<SegmentRecordStore>
     let readiness: Readiness
 
     func run() async throws {

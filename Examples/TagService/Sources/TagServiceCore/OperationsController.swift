@@ -8,7 +8,7 @@ struct OperationsController: Sendable {
     let manager: TagManager
     let sessions: SessionStore
     /// The local record queue (`nil` with `--postgres`).
-    let queue: DurableQueue?
+    let queue: DeliveryPipeline<SegmentRecordStore>?
     let metrics: ServiceMetrics
     let readiness: Readiness
     /// The containers `/ready` waits for (`--open` mode); empty: any live container will do.

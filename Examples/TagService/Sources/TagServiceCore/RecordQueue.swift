@@ -3,10 +3,10 @@ import ContainerKitBraze
 import Foundation
 import Logging
 
-/// Where the Braze provider's records go: a ``DurableQueue`` in the queue directory, delivering to
+/// Where the Braze provider's records go: a durable ``DeliveryPipeline`` in the queue directory, delivering to
 /// Braze's `/users/track` (or, without an endpoint, to a JSON-lines file beside the queue).
 ///
-/// The queue itself is one of the application's services (see `LibraryServices.swift`): it runs until
+/// The pipeline itself is one of the application's services (see `LibraryServices.swift`): it runs until
 /// graceful shutdown reaches it — after the HTTP server and the sessions — then drains what is durable
 /// into the destination within its drain timeout; the rest stays on disk for the next start.
 enum RecordQueue {
@@ -17,7 +17,7 @@ enum RecordQueue {
         observer: any DeliveryObserver,
         logger: Logging.Logger,
         debug: DebugHub? = nil
-    ) throws -> DurableQueue {
+    ) throws -> DeliveryPipeline<SegmentRecordStore> {
         let destination: any AnalyticsDestination
         if let endpoint = configuration.brazeEndpoint {
             destination = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: configuration.brazeAPIKey ?? "")
@@ -32,16 +32,17 @@ enum RecordQueue {
                 metadata: ["file": "\(configuration.recordsFile)"]
             )
         }
-        var queueConfiguration = DurableQueue.Configuration()
-        queueConfiguration.delivery.logger = SwiftLogAdapter(logger)
-        queueConfiguration.delivery.observer = observer
-        queueConfiguration.deliveryLinger = configuration.deliveryLinger
-        queueConfiguration.delivery.maximumConcurrentDeliveries = configuration.concurrentDeliveries
-        queueConfiguration.commitDelay = configuration.commitDelay
-        return try DurableQueue(
+        var settings = DeliverySettings(logger: SwiftLogAdapter(logger))
+        settings.observer = observer
+        settings.linger = configuration.deliveryLinger
+        settings.maximumConcurrentDeliveries = configuration.concurrentDeliveries
+        var storage = SegmentRecordStore.Options()
+        storage.commitDelay = configuration.commitDelay
+        return try DeliveryPipeline.durable(
             directory: configuration.queueDirectory,
             destination: DebugObservedDestination.wrapping(destination, debug: debug),
-            configuration: queueConfiguration
+            settings: settings,
+            storage: storage
         )
     }
 }

@@ -183,7 +183,7 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
 
     /// The queue's backlog: what a previous run left plus what this run made durable, less what was
     /// delivered or rejected. (The queue's own backlog report counts this run's records only.)
-    func update(queue: DurableQueue.Statistics) {
+    func update(queue: DeliveryStatistics) {
         let records = backlogAtStart + queue.durableRecords - queue.deliveredRecords - queue.rejectedRecords
         queueBacklog.record(max(0, records))
     }

@@ -19,7 +19,7 @@ import ServiceLifecycle
 /// The application runs one swift-service-lifecycle group; its services are ContainerKit's own components
 /// (`LibraryServices.swift`) plus two small ones of the example, started in this order:
 ///
-/// 1. the ``DurableQueue`` (the Braze provider's sink),
+/// 1. the durable ``DeliveryPipeline`` (the Braze provider's sink),
 /// 2. the ``SessionStore`` (evicts idle sessions, loads a returning user's session on demand, and every
 ///    `--session-save-interval` writes snapshots of sessions evicted for capacity and removals of ended ones;
 ///    each push's session change is committed with its records),
@@ -42,7 +42,7 @@ public struct TagServiceApplication: Sendable {
     let manager: TagManager
     let sessions: SessionStore
     /// The local durable record queue (`nil` with `--postgres`, whose store keeps the records).
-    let queue: DurableQueue?
+    let queue: DeliveryPipeline<SegmentRecordStore>?
     let metrics: ServiceMetrics
     /// `--postgres`: the PostgreSQL record store, session loading and delivery.
     let scaleOut: PostgresScaleOut?
@@ -87,7 +87,7 @@ public struct TagServiceApplication: Sendable {
             .register(on: manager)
 
         let postgres = try PostgresScaleOut.store(configuration, logger: logger)
-        let queue: DurableQueue?
+        let queue: DeliveryPipeline<SegmentRecordStore>?
         let scaleOut: PostgresScaleOut?
         let committer: RecordCommitter
         let persistence: any SessionPersistence
@@ -111,7 +111,8 @@ public struct TagServiceApplication: Sendable {
             }
         } else {
             // What a previous run left undelivered: the queue's own counts start at zero with each run.
-            metrics.backlogAtStart = (try? DurableQueue.pendingRecords(in: configuration.queueDirectory).count) ?? 0
+            metrics.backlogAtStart =
+                (try? SegmentRecordStore.pendingRecords(in: configuration.queueDirectory).count) ?? 0
             let local = try RecordQueue.open(configuration, observer: metrics, logger: logger, debug: debug)
             // Sessions live in the queue's log: each push's change in the append of its records.
             if let directory = configuration.sessionsDirectory {

@@ -45,15 +45,15 @@ public struct TagServiceConfiguration: Sendable {
     /// Whether `POST /v1/events` answers only once the push's records are durable.
     public var waitsForDurability = true
     /// How long the durable queue lets a partial batch of records wait for more before delivering it
-    /// (``DurableQueue/Configuration/deliveryLinger``): fewer, fuller requests to Braze.
+    /// (``DeliverySettings/linger``): fewer, fuller requests to Braze.
     public var deliveryLinger: Duration = .milliseconds(200)
     /// How many batches of records may be on their way to Braze at once
-    /// (``DeliverySettings/maximumConcurrentDeliveries``, in ``DurableQueue/Configuration/delivery``). Braze
+    /// (``DeliverySettings/maximumConcurrentDeliveries``). Braze
     /// is tens of milliseconds away: one request at a time would cap delivery at a few thousand records a
     /// second, below what one instance takes in. A crash re-delivers at most this many batches.
     public var concurrentDeliveries = 4
     /// How long the durable queue's writer lets records gather after each commit while requests keep
-    /// coming (``DurableQueue/Configuration/commitDelay``): fewer `fsync`s per request under load, at most
+    /// coming (``SegmentRecordStore/Options/commitDelay``): fewer `fsync`s per request under load, at most
     /// that much more time before an answer.
     public var commitDelay: Duration = .milliseconds(1)
     /// How long ``TagManager/open(id:openType:timeout:callback:)`` waits for each `--open` container at

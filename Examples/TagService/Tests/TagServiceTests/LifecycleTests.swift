@@ -33,7 +33,7 @@ import Testing
         #expect(acknowledged == 25)
         let delivered = try fixture.deliveredRecords()
         #expect(delivered.count == acknowledged)
-        #expect(try DurableQueue.pendingRecords(in: fixture.configuration.queueDirectory).isEmpty)
+        #expect(try SegmentRecordStore.pendingRecords(in: fixture.configuration.queueDirectory).isEmpty)
     }
 
     @Test func aRestartRestoresSessionsSoAOncePerLoadTagDoesNotFireAgain() async throws {

@@ -78,7 +78,7 @@ import Testing
         #expect(await second.stop(SIGTERM) == 0)
         #expect(!second.log.contains { $0.contains("imported the session files") })
         // The queue holds ada's imported session and her event: version 3 + 1, her fifth event.
-        let queue = try DurableQueue(
+        let queue = try DeliveryPipeline.durable(
             directory: fixture.configuration.queueDirectory,
             destination: InMemoryAnalyticsSink()
         )

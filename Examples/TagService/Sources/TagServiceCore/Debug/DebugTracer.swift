@@ -38,7 +38,11 @@ extension TagServiceApplication {
 
     /// The delivery pipeline's backlog (records durable and not delivered or rejected, with what a previous run
     /// left) and delivered total, for the debug page's overview.
-    static func deliveryReading(queue: DurableQueue?, scaleOut: PostgresScaleOut?, metrics: ServiceMetrics)
+    static func deliveryReading(
+        queue: DeliveryPipeline<SegmentRecordStore>?,
+        scaleOut: PostgresScaleOut?,
+        metrics: ServiceMetrics
+    )
         -> (backlog: Int, delivered: Int)?
     {
         let statistics: DeliveryStatistics

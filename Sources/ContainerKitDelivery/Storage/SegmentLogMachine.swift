@@ -16,7 +16,7 @@
 /// ``takeCommit()`` and reports ``committed(_:)`` or ``commitFailed(_:segmentUsable:)``; a read returns
 /// committed records from memory, or asks for a disk read whose result comes back through
 /// ``diskRead(_:from:)``.
-struct DurableQueueMachine: Sendable {
+struct SegmentLogMachine: Sendable {
     typealias Position = SegmentLog.Position
 
     /// A segment the machine knows: its index, committed (good) size and whether it is sealed.

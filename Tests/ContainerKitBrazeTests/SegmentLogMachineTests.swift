@@ -9,8 +9,8 @@ import Testing
 /// simulated disk executes the machine's actions, and a "crash" after any step rebuilds a machine from
 /// what the disk holds, as `SegmentLog` would. The tests acknowledge as the pipeline does: in order, through
 /// the end of the longest prefix of settled batches.
-@Suite struct DurableQueueMachineTests {
-    typealias Machine = DurableQueueMachine
+@Suite struct SegmentLogMachineTests {
+    typealias Machine = SegmentLogMachine
     typealias Position = SegmentLog.Position
 
     /// Segments and the ack, as a crash would leave them.
@@ -572,7 +572,7 @@ import Testing
     }
 }
 
-extension DurableQueueMachine.Commit: Equatable {
+extension SegmentLogMachine.Commit: Equatable {
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.bytes == rhs.bytes && lhs.tickets == rhs.tickets && lhs.segment == rhs.segment && lhs.offset == rhs.offset
     }

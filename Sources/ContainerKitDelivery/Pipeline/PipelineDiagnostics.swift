@@ -6,7 +6,7 @@ import Synchronization
 /// standard error and no observer until then.
 ///
 /// It is itself the front's logger, forwarding to whichever logger applies at the time of each message.
-final class FrontDiagnostics: DiagnosticLogger {
+final class PipelineDiagnostics: DiagnosticLogger {
     private let configuredLogger: (any DiagnosticLogger)?
     private let configuredObserver: (any DeliveryObserver)?
     private let inherited = Mutex<(logger: any DiagnosticLogger, observer: (any DeliveryObserver)?)>(
