@@ -543,32 +543,23 @@ import Testing
 
     @Test func recoveryReportsAnAckThatDoesNotFitTheSegments() {
         let segments = [SegmentLog.SegmentExtent(index: 3, size: 100), .init(index: 4, size: 50)]
-        var warnings: [String] = []
-        let past = SegmentLog.recover(
-            ack: .init(segment: 3, offset: 500),
-            segments: segments,
-            directory: "/q",
-            warnings: &warnings
-        )
+        /// Recovers `segments` with an ack at `ack`; returns what recovery found and its warnings.
+        func recover(_ ack: Position) -> (cursor: Position, confirmed: [Int], kept: Bool, warnings: [String]) {
+            var warnings: [String] = []
+            let found = SegmentLog.recover(ack: ack, segments: segments, directory: "/q", warnings: &warnings)
+            return (found.cursor, found.confirmed.map { Int($0.index) }, found.kept == segments, warnings)
+        }
+        let past = recover(.init(segment: 3, offset: 500))
         #expect(past.cursor == .init(segment: 3, offset: 0))
-        #expect(warnings.count == 1 && warnings[0].contains("past its end") && warnings[0].contains("'/q/ack'"))
-        warnings = []
-        let later = SegmentLog.recover(
-            ack: .init(segment: 9, offset: 0),
-            segments: segments,
-            directory: "/q",
-            warnings: &warnings
+        #expect(
+            past.warnings.count == 1 && past.warnings[0].contains("past its end")
+                && past.warnings[0].contains("'/q/ack'")
         )
-        #expect(later.cursor == .init(segment: 3, offset: 0) && later.confirmed.isEmpty && later.kept == segments)
-        #expect(warnings.count == 1 && warnings[0].contains("segment 9, which is not there"))
-        warnings = []
-        let fine = SegmentLog.recover(
-            ack: .init(segment: 4, offset: 10),
-            segments: segments,
-            directory: "/q",
-            warnings: &warnings
-        )
-        #expect(fine.cursor == .init(segment: 4, offset: 10) && fine.confirmed.map(\.index) == [3] && warnings.isEmpty)
+        let later = recover(.init(segment: 9, offset: 0))
+        #expect(later.cursor == .init(segment: 3, offset: 0) && later.confirmed.isEmpty && later.kept)
+        #expect(later.warnings.count == 1 && later.warnings[0].contains("segment 9, which is not there"))
+        let fine = recover(.init(segment: 4, offset: 10))
+        #expect(fine.cursor == .init(segment: 4, offset: 10) && fine.confirmed == [3] && fine.warnings.isEmpty)
     }
 }
 
