@@ -9,7 +9,7 @@ import Testing
 @testable import ContainerKitDelivery
 
 /// Sessions in the durable queue's segment log: one log engine for records, session deltas and snapshots
-/// (``DurableQueue/sessions``). Each push's records and its session delta are one append; a restart loads
+/// (``DeliveryPipeline/sessions``). Each push's records and its session delta are one append; a restart loads
 /// every session from its last snapshot and the deltas after it.
 @Suite struct DurableQueueSessionTests {
     /// A queue on a directory that a test can restart (close and open again) while persistences handed out
