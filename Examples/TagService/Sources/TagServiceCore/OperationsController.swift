@@ -67,7 +67,7 @@ struct OperationsController: Sendable {
         let missing = requiredIDs.filter { manager.container(id: $0) == nil }
         let containersReady = requiredIDs.isEmpty ? !live.isEmpty : missing.isEmpty
         let failed = readiness.lastCommitFailed
-        let writable = !failed || queue.map { Readiness.probe($0.directory) } ?? true
+        let writable = !failed || queue.map { Readiness.probe($0.store.directory) } ?? true
         let running = queue == nil || readiness.queueRunning
         let postgres = scaleOut.map { $0.store.isAvailable }
         // A session store that cannot save or load now is not ready either.
