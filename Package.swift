@@ -101,3 +101,8 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Every target spells existential types `any P`, as swift-log and swift-nio do (the upcoming feature Swift 7 turns on).
+for target in package.targets where target.type != .plugin {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility")]
+}

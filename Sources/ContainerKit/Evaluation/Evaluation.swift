@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One event evaluated in one container: macros (lazily, at most once each), predicates, rules, then the
 /// selected tags fired in priority order. Synchronous and pure but for the handlers it calls.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -248,7 +249,7 @@ final class TaskDelegateRouter: NSObject, URLSessionDataDelegate, Sendable {
         )
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         delegate(of: task, removing: true)?.urlSession(session, task: task, didCompleteWithError: error)
     }
 }

@@ -275,7 +275,7 @@ final class BoundedHTTPDelegate: NSObject, URLSessionDataDelegate, Sendable {
         completionHandler(nil)
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let outcome = state.withLock { state -> Outcome in
             if let failure = state.failure { return .failure(failure) }
             // A body shorter than its Content-Length is a truncated answer, whatever error libcurl gave.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension TagManager {
     /// GTM's default open timeout: 2 seconds.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension TagManager {
     /// Handles a GTM preview URL: enters preview of the draft it names, or exits preview.

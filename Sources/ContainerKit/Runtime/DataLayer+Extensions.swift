@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A typed value an extension keeps on each session (a tag provider's user, say), stored once in its own
 /// type instead of being parsed again from a ``Value`` by every tag that reads it.
 ///

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What a session's pushes changed since its last commit, as a value: the top-level data-layer keys they set
 /// (nested pushes included) with their values after them, the version-1 raw values, user properties and
 /// attributes that changed, the once-per-load tags that fired, the event counter, the client context, the

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Everything a session (``DataLayer``) remembers, as a value: take one with ``DataLayer/snapshot()``,
 /// store it anywhere (it is `Codable`, and ``jsonValue`` / ``init(jsonValue:)`` give an exact JSON form),
 /// and make the session again with ``TagManager/restoreDataLayer(from:debug:)`` — after a restart, or on

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An OS thread that belongs to the `run()` that started it: the `run()` starts it, tells it to stop, and
 /// awaits its exit with ``join()`` before returning, so no thread outlives its component.
