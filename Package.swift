@@ -102,7 +102,11 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// Every target spells existential types `any P`, as swift-log and swift-nio do (the upcoming feature Swift 7 turns on).
+// Upcoming features on for every target, as swift-log has them: existential types spelled `any P`, and each file
+// importing the modules whose members it uses.
 for target in package.targets where target.type != .plugin {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility")]
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
+        ]
 }

@@ -1,9 +1,9 @@
 import ContainerKit
 import ContainerKitBraze
+import ContainerKitTesting
 import Dispatch
 import Foundation
 import Synchronization
-import ContainerKitTesting
 
 #if canImport(Glibc)
     import Glibc

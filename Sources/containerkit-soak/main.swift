@@ -1,6 +1,6 @@
 import ContainerKit
-import Foundation
 import ContainerKitTesting
+import Foundation
 
 #if canImport(Glibc)
     import Glibc

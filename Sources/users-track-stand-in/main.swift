@@ -1,3 +1,4 @@
+import ContainerKitTesting
 // The loopback `/users/track` stand-in as a process, for the example service's load tests
 // (`make bench-service`, `make bench-cluster`): accepts every request with objects, counts them, and answers
 // `GET /stats` with the counts. It listens on 127.0.0.1 only and exits by itself after `--max-seconds`
@@ -8,7 +9,6 @@
 // With `--titles`, the `title` property of every event received is appended to the file, one a line (the
 // bench checks by these ids that every acknowledged event arrived).
 import Foundation
-import ContainerKitTesting
 
 var port: UInt16 = 9090
 var maximumSeconds = 600.0

@@ -1,6 +1,6 @@
 import ContainerKit
-import Testing
 import ContainerKitTesting
+import Testing
 
 /// The stand-in's one-pass reading of `/users/track` bodies: it must count what a JSON parser would count,
 /// and refuse what a JSON parser would refuse.

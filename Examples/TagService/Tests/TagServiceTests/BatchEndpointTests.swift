@@ -1,10 +1,10 @@
 import ContainerKit
 import ContainerKitBraze
+import ContainerKitTesting
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Testing
-import ContainerKitTesting
 
 @testable import TagServiceCore
 
