@@ -458,17 +458,21 @@ extension DeliveryPipeline {
         let server = try BrazeTestServer()
         defer { server.stop() }
         let destination = BrazeUsersTrackDestination(endpoint: server.endpoint, apiKey: server.apiKey)
+        var took = Duration.zero
         await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await destination.run() }
             await destination.started()
+            let started = ContinuousClock.now
             for index in 0..<4 {
                 #expect(await destination.deliver([event("e\(index)")]).accepted.count == 1)
             }
+            took = ContinuousClock.now - started
             group.cancelAll()
         }
         #expect(server.requests.count == 4)
-        // All four share the connection the first one opened.
-        #expect(server.connectionCount == 1)
+        // All four share the connection the first one opened. (Only if they took less than the pool's idle
+        // timeout, 4 s, in all: a machine starved for longer between two of them rightly opens another.)
+        if took < .seconds(4) { #expect(server.connectionCount == 1) }
     }
 
     @Test func durableQueueDeliversThroughBrazeAtLeastOnce() async throws {
