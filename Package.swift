@@ -102,11 +102,9 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// Upcoming features on for every target, as swift-log has them: existential types spelled `any P`, and each file
-// importing the modules whose members it uses.
+// Existential types spelled `any P` in every target, as swift-log has them on (MemberImportVisibility is not on: with
+// it, files outside ContainerKit import Synchronization for `Mutex.withLock`, and that name is then ambiguous with
+// the package's own `Mutex` in `make tsan` builds, where the two differ).
 for target in package.targets where target.type != .plugin {
-    target.swiftSettings =
-        (target.swiftSettings ?? []) + [
-            .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
-        ]
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny")]
 }

@@ -1,5 +1,4 @@
 import ContainerKit
-import Synchronization
 
 /// A value that code under test (or a test double) updates and a test waits on, without polling: the one way
 /// ContainerKit's tests await progress.

@@ -1,7 +1,6 @@
 import ContainerKit
 import Dispatch
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

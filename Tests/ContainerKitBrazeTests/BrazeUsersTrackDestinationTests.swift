@@ -2,7 +2,6 @@ import ContainerKit
 import ContainerKitBraze
 import ContainerKitTesting
 import Foundation
-import Synchronization
 import TestSupport
 import Testing
 

@@ -1,7 +1,6 @@
 import ContainerKit
 import ContainerKitTesting
 import Foundation
-import Synchronization
 import Testing
 
 @testable import ContainerKitBraze

@@ -1,5 +1,4 @@
 import ContainerKit
-import ContainerKitLint
 import Foundation
 import Testing
 

@@ -1,7 +1,6 @@
 import ContainerKit
 import ContainerKitDelivery
 import Foundation
-import Synchronization
 
 /// Delivers records to Braze's REST API, `POST <endpoint>/users/track`, authenticated with
 /// `Authorization: Bearer <REST API key>`: the `/users/track` ``AnalyticsDestination``.

@@ -1,5 +1,4 @@
 import ContainerKit
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

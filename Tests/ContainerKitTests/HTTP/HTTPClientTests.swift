@@ -1,6 +1,5 @@
 import ContainerKitTesting
 import Foundation
-import Synchronization
 import TestSupport
 import Testing
 
