@@ -43,9 +43,9 @@ enum DebugStreamMessage: Sendable {
 /// atomic and looks for the debug header; with someone followed it also hashes the user id and reads a second
 /// atomic, a 64-bit filter of the followed users, and takes the lock only when the user's bit is set — so following
 /// one user costs the others' pushes no lock (but one in 64). Only a push it answers for is traced and
-/// ``record(_:userID:tracing:)``ed. Recording appends to the user's ring and yields to that user's open streams, each an `AsyncStream` with a
-/// bounded buffer: a stream that cannot take a message (a browser that does not read) is finished — its page
-/// reconnects and catches up from the ring — so a push never waits for a browser.
+/// ``record(_:userID:tracing:)``ed. Recording appends to the user's ring and yields to that user's open streams,
+/// each an `AsyncStream` with a bounded buffer: a stream that cannot take a message (a browser that does not read)
+/// is finished — its page reconnects and catches up from the ring — so a push never waits for a browser.
 ///
 /// **Following.** ``follow(_:)`` (a request for the user's page) starts following a user, up to
 /// ``DebugSettings/maximumFollowedUsers``; past it the user followed the longest ago without an open page makes
