@@ -85,7 +85,7 @@ final class DeferredPushes: Sendable {
 
     /// Applies a new configuration.
     func configure(_ setting: DelayedInitialization, tagManager: TagManager) {
-        let available = !tagManager.containers.isEmpty
+        let available = tagManager.hasLiveContainers
         update(tagManager) { state in
             state.enabled = setting.isEnabled
             state.limit = setting.maximumQueuedPushes
@@ -96,7 +96,7 @@ final class DeferredPushes: Sendable {
 
     /// An open started: pushes wait until it resolves, if no container is live.
     func openStarted(_ tagManager: TagManager) {
-        let available = !tagManager.containers.isEmpty
+        let available = tagManager.hasLiveContainers
         update(tagManager) { state in
             state.opensInProgress += 1
             state.available = available

@@ -132,6 +132,9 @@ public final class TagManager: Sendable {
     private let published = Mutex((generation: UInt64(1), snapshot: Snapshot(containers: [], handlers: Handlers())))
     /// The generation of the current snapshot; bumped after every publication.
     private let generation = Atomic<UInt64>(1)
+    /// How many containers the current snapshot holds (stored with each publication), for
+    /// ``hasLiveContainers``.
+    private let liveContainers = Atomic<Int>(0)
     private let reported = Mutex<Set<String>>([])
     /// How many regular-expression matches ran out of their step budget (see ``regexBudgetExceededCount``).
     private let regexBudgetExceeded = Atomic<Int>(0)
@@ -251,6 +254,7 @@ public final class TagManager: Sendable {
             guard let next = change(current.snapshot) else { return current.snapshot }
             current.generation &+= 1
             current.snapshot = next
+            liveContainers.store(next.containers.count, ordering: .relaxed)
             generation.store(current.generation, ordering: .releasing)
             return next
         }
@@ -314,6 +318,10 @@ public final class TagManager: Sendable {
 
     /// Every live container, in the order they were added.
     public var containers: [Container] { snapshot.containers }
+
+    /// Whether any container is live: what ``containers`` would say with `isEmpty`, in one atomic load (no lock,
+    /// no copy), for a check made on every request.
+    public var hasLiveContainers: Bool { liveContainers.load(ordering: .relaxed) > 0 }
 
     // MARK: Sessions
 

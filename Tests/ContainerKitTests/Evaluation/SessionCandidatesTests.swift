@@ -39,6 +39,18 @@ struct SessionCandidatesTests {
         #expect(session.push(event: "b").events.isEmpty)
     }
 
+    @Test func hasLiveContainersFollowsWhatIsAddedAndRemoved() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        #expect(!manager.hasLiveContainers)
+        manager.add(try container(names: ["a"]))
+        manager.add(try container(names: ["b"], id: "GTM-TEST2"))
+        #expect(manager.hasLiveContainers)
+        manager.remove(id: "GTM-TEST1")
+        #expect(manager.hasLiveContainers == !manager.containers.isEmpty)
+        manager.remove(id: "GTM-TEST2")
+        #expect(!manager.hasLiveContainers)
+    }
+
     @Test func moreEventNamesThanTheSessionKeepsChangeNoDecision() throws {
         let manager = TagManager(logger: InMemoryLogger())
         manager.register(tagHandler: RecordingHandler(), for: "t")

@@ -225,7 +225,7 @@ struct EventsController: Sendable {
     /// Without a live container nothing would be evaluated: the answer would say "no tag fired, durable"
     /// about an event no container saw. Refuse it (nothing is pushed) so that the client retries.
     private func requireContainer(events: Int) throws(APIError) {
-        guard sessions.tagManager.containers.isEmpty else { return }
+        guard !sessions.tagManager.hasLiveContainers else { return }
         for _ in 0..<events { metrics.refusedEvent(reason: "no_container") }
         throw APIError(.noContainer, "no container is live; the event was not evaluated, retry later")
     }
