@@ -250,6 +250,11 @@ public final class DataLayer: Sendable {
 
     let state: Mutex<State>
 
+    /// How many nested pushes the turnstile holds, stored under ``state``'s lock with every transition: what the
+    /// holder of a turn reads, without the lock, to know whether its commit can run now (almost always: a push
+    /// rarely nests one).
+    private let nestedWaiting = Atomic<Int>(0)
+
     /// Commits each push as one unit, inside the turn (set by a ``SessionStore`` with a ``PushCommitter``).
     let committing: (@Sendable (DataLayer, inout PushResult) -> Void)?
 
@@ -348,7 +353,11 @@ public final class DataLayer: Sendable {
     /// Runs one transition of the session's turnstile under the lock; the caller acts on what it returns
     /// (resumes a waiter, processes a push) after the lock is released.
     private func turnstile<R: Sendable>(_ transition: (inout SessionTurnstile<Pending, Waiter>) -> R) -> R {
-        state.withLock { transition(&$0.turnstile) }
+        state.withLock { state in
+            let result = transition(&state.turnstile)
+            nestedWaiting.store(state.turnstile.nestedCount, ordering: .relaxed)
+            return result
+        }
     }
 
     func push(_ pending: consuming Pending) -> PushResult {
@@ -465,8 +474,8 @@ public final class DataLayer: Sendable {
         // (per thread, not per session: a session between pushes holds none).
         var scratch = EvaluationScratch()
         var lease = SessionRuntime.ScratchLease()
-        // Whether the runtime has push hooks (read under the lock the push takes anyway).
-        var hooks = false
+        // The runtime, when it has push hooks (read under the lock the push takes anyway, and kept for them).
+        var hookRuntime: SessionRuntime?
         // The sequence number of the event ID the push carried, once remembered (-1: none).
         var remembered = -1
         // A traced push traces the pushes its handlers nest too.
@@ -476,7 +485,7 @@ public final class DataLayer: Sendable {
             into: &result,
             scratch: &scratch,
             lease: &lease,
-            hooks: &hooks,
+            hooks: &hookRuntime,
             remembering: &remembered,
             tracing: tracing,
             turn: number,
@@ -489,8 +498,10 @@ public final class DataLayer: Sendable {
             // commit of the turn's pushes (a push a handler's task nests after that is processed, hooked and
             // committed on its own).
             // A duplicate (``PushResult/isDuplicate``) applied nothing: nothing to hook or commit.
-            if !committed, committing != nil || hooks, !result.isDuplicate, turnstile({ $0.nestedCount }) == 0 {
-                if hooks { runPushHooks(into: &result) }
+            if !committed, committing != nil || hookRuntime != nil, !result.isDuplicate,
+                nestedWaiting.load(ordering: .relaxed) == 0
+            {
+                if let hookRuntime { runPushHooks(hookRuntime, into: &result) }
                 if remembered >= 0, committing != nil { noteFired(result, sequence: remembered) }
                 committing?(self, &result)
                 committed = true
@@ -500,6 +511,7 @@ public final class DataLayer: Sendable {
             let notes = remembered >= 0
             let step = state.withLock { state in
                 let step = state.turnstile.next()
+                nestedWaiting.store(state.turnstile.nestedCount, ordering: .relaxed)
                 if case .ended = step {
                     lease.giveBack(&scratch)
                     if notes { state.seenEventIDs?.finish(remembered, &result, withFired: committing == nil) }
@@ -522,7 +534,7 @@ public final class DataLayer: Sendable {
                     into: &result,
                     scratch: &scratch,
                     lease: &lease,
-                    hooks: &hooks,
+                    hooks: &hookRuntime,
                     remembering: &unremembered,
                     tracing: tracing,
                     turn: number,
@@ -532,9 +544,9 @@ public final class DataLayer: Sendable {
         }
     }
 
-    /// Runs the runtime's push hooks (``PushHook``) and adds what they return to `result`.
-    private func runPushHooks(into result: inout PushResult) {
-        guard let runtime = state.withLock({ $0.runtime }) else { return }
+    /// Runs the push hooks (``PushHook``) of `runtime` (the session's, as the turn's last push found it) and adds
+    /// what they return to `result`.
+    private func runPushHooks(_ runtime: SessionRuntime, into result: inout PushResult) {
         for hook in runtime.snapshot.handlers.pushHooks {
             if let output = hook.endOfPush(self), !output.isEmpty { result.appendHookOutput(output) }
         }
@@ -601,7 +613,7 @@ public final class DataLayer: Sendable {
         into result: inout PushResult,
         scratch: inout EvaluationScratch,
         lease: inout SessionRuntime.ScratchLease,
-        hooks: inout Bool,
+        hooks: inout SessionRuntime?,
         remembering remembered: inout Int,
         tracing: Bool,
         turn number: UInt64,
@@ -726,7 +738,7 @@ public final class DataLayer: Sendable {
             let runtime = state.runtime!
             let (readsRawValues, readsModel) = runtime.withSnapshot { snapshot in
                 if let lookupName { candidates = state.candidates.candidates(for: lookupName, in: snapshot) }
-                if !snapshot.handlers.pushHooks.isEmpty { hooks = true }
+                hooks = snapshot.handlers.pushHooks.isEmpty ? nil : runtime
                 return (snapshot.readsRawValues, snapshot.readsModel)
             }
             let before = tracing ? DataLayer.tracedKeys(of: message, event: pending.event, in: state.model) : []

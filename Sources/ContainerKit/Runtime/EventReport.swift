@@ -249,7 +249,15 @@ public struct PushResult: Sendable {
     ///   `.stopped` when it stopped before the records were written.
     public func waitUntilDurable() async throws(DurabilityError) {
         if let commitFailure { throw commitFailure }
-        try await DurabilityToken.waitUntilDurable(outputs.compactMap(\.durability) + commits)
+        // What a commit took (outputs before ``committedOutputs`` whose records were held for it) is waited for
+        // through the commit's own token: one wait for the push, not one per tag call and one for the commit.
+        var tokens = commits
+        for (index, output) in outputs.enumerated() {
+            guard let token = output.durability else { continue }
+            if index < committedOutputs, token.source.holdsRecordsForCommit { continue }
+            tokens.append(token)
+        }
+        try await DurabilityToken.waitUntilDurable(tokens)
     }
 }
 

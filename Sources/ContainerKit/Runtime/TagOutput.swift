@@ -221,12 +221,19 @@ public protocol DurabilitySource: AnyObject, Sendable {
     /// of the first write that held one of `tickets` and failed. The default waits for each ticket,
     /// highest first (so that the later waits return at once).
     func waitUntilDurable(tickets: [UInt64]) async throws(DurabilityError)
+
+    /// Whether this source only holds records back for the commit of the push that made them (a committer's
+    /// sink): once that push is committed, the commit's token stands for them, and
+    /// ``PushResult/waitUntilDurable()`` waits for the commit alone. `false` by default.
+    var holdsRecordsForCommit: Bool { get }
 }
 
 extension DurabilitySource {
     public func waitUntilDurable(tickets: [UInt64]) async throws(DurabilityError) {
         for ticket in tickets.sorted(by: >) { try await waitUntilDurable(ticket: ticket) }
     }
+
+    public var holdsRecordsForCommit: Bool { false }
 }
 
 /// A position in a ``DurabilitySource``: the records a handler handed over are durable once the source

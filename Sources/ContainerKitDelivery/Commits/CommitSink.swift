@@ -35,6 +35,10 @@ public final class PendingAppend: DurabilitySource {
 
     init(_ encoded: EncodedRecords) { self.encoded = encoded }
 
+    /// Always: the records wait for their push's commit (whose token ``PushResult/waitUntilDurable()`` waits
+    /// for instead, once the push is committed).
+    public var holdsRecordsForCommit: Bool { true }
+
     /// Where the records went: the append's token (`nil`: a store with nothing to wait for), or why it failed.
     func resolve(_ result: Result<DurabilityToken?, DurabilityError>) { outcome.withLock { $0 = result } }
 
