@@ -9,25 +9,24 @@ import Synchronization
 /// a small probe file in the queue directory at each check, so that it turns ready again as soon as space
 /// is back (a load balancer that stopped sending events would otherwise never see a commit succeed).
 final class Readiness: Sendable {
-    private struct State {
-        var queueRunning = false
-        var lastCommitFailed = false
-    }
-    private let state = Mutex(State())
+    // Two independent flags, each an atomic: every answered request records its commit's outcome, and a lock
+    // (or a write of an unchanged value to a line all requests share) per request bought nothing.
+    private let running = Atomic<Bool>(false)
+    private let failed = Atomic<Bool>(false)
 
     /// Whether the queue's `run()` is running now.
     var queueRunning: Bool {
-        get { state.withLock { $0.queueRunning } }
-        set { state.withLock { $0.queueRunning = newValue } }
+        get { running.load(ordering: .acquiring) }
+        set { running.store(newValue, ordering: .releasing) }
     }
 
-    /// Records the outcome of a commit a request waited for.
+    /// Records the outcome of a commit a request waited for (written only when it changes).
     func commit(succeeded: Bool) {
-        state.withLock { $0.lastCommitFailed = !succeeded }
+        if failed.load(ordering: .relaxed) == succeeded { failed.store(!succeeded, ordering: .relaxed) }
     }
 
     /// Whether the last commit failed.
-    var lastCommitFailed: Bool { state.withLock { $0.lastCommitFailed } }
+    var lastCommitFailed: Bool { failed.load(ordering: .relaxed) }
 
     /// Whether `directory` takes a synced write of one block now.
     static func probe(_ directory: String) -> Bool {
