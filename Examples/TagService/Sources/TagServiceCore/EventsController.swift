@@ -74,6 +74,7 @@ struct EventsController: Sendable {
             // A consent command changes the session's consent state only: no container is needed. Traced for the
             // debug page, its trace says what it changed.
             let tracing = debug?.tracing(userID: event.userID, headers: request.headers)
+            defer { if let tracing { debug?.ended(tracing) } }
             let result: PushResult
             do {
                 result = try await sessions.push(
@@ -92,6 +93,7 @@ struct EventsController: Sendable {
         }
         try requireContainer(events: 1)
         let tracing = debug?.tracing(userID: event.userID, headers: request.headers)
+        defer { if let tracing { debug?.ended(tracing) } }
         let result: PushResult
         do {
             result = try await sessions.push(
@@ -130,6 +132,7 @@ struct EventsController: Sendable {
         var requests: [SessionStore.PushRequest] = []
         var positions: [Int] = []
         var traced: [Int: DebugTracing] = [:]
+        defer { for tracing in traced.values { debug?.ended(tracing) } }
         for (index, item) in batch.items.enumerated() {
             guard case .success(let event) = item else { continue }
             let tracing = debug?.tracing(userID: event.userID, headers: request.headers)

@@ -2,6 +2,9 @@ import ContainerKit
 import ContainerKitBraze
 import ContainerKitTesting
 import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
 import Testing
 
 @testable import TagServiceCore
@@ -97,17 +100,103 @@ struct DebugDeliveryTests {
     @Test func aRecordDeliveredBeforeItsPushIsRecordedShowsDelivered() throws {
         let hub = DebugHubTests.Fixture().hub
         try hub.follow("alice")
-        // The pipeline can deliver between the commit and the push's answer.
+        // The pipeline can deliver between the commit and the push's answer: while the push is in flight.
+        let tracing = try #require(hub.tracing(userID: "alice", headers: [:]))
         hub.noteDelivery(.accepted([Self.record("r1")]))
-        hub.record(Self.trace("played", sent: ["r1", "r2"]), userID: "alice", tracing: .followed)
-        #expect(Self.states(hub) == ["r1": "delivered", "r2": "queued"])
-        #expect(hub.deliveries.trackedCount == 1)
+        hub.noteDelivery(.retry([Self.record("r2")], DeliveryError(.timeout, "slow")))
+        hub.record(Self.trace("played", sent: ["r1", "r2", "r3"]), userID: "alice", tracing: tracing)
+        hub.ended(tracing)
+        #expect(Self.states(hub) == ["r1": "delivered", "r2": "retrying (timeout: slow)", "r3": "queued"])
+        #expect(hub.deliveries.trackedCount == 2, "r2, retrying, and r3")
+        hub.noteDelivery(.accepted([Self.record("r2"), Self.record("r3")]))
+        #expect(Self.states(hub) == ["r1": "delivered", "r2": "delivered", "r3": "delivered"])
+    }
+
+    @Test func whileNoTracedPushIsInFlightTheOthersAnswersAreNotRemembered() throws {
+        let hub = DebugHubTests.Fixture().hub
+        try hub.follow("alice")
+        hub.noteDelivery(.accepted([Self.record("bob-1"), Self.record("bob-2")]))
+        #expect(hub.deliveries.rememberedCount == 0, "nothing tracked: the answer is not looked at")
+        // While alice's push is in flight every answer is remembered: one of them may be of her push.
+        let tracing = try #require(hub.tracing(userID: "alice", headers: [:]))
+        #expect(hub.tracedPushesInFlight == 1)
+        hub.noteDelivery(.accepted([Self.record("bob-3")]))
+        #expect(hub.deliveries.rememberedCount == 1)
+        hub.record(Self.trace("played", sent: ["r1"]), userID: "alice", tracing: tracing)
+        hub.ended(tracing)
+        #expect(hub.tracedPushesInFlight == 0)
+        // r1 is tracked: an answer of a record on another bit of the filter, or on r1's (then looked up under the
+        // lock), is still not remembered, and r1's own answer still reaches it.
+        let bit = DebugDeliveryTracker.filterBit("r1")
+        let sameBit = try #require(
+            (0...10_000).lazy.map { "bob-x\($0)" }.first { DebugDeliveryTracker.filterBit($0) == bit }
+        )
+        let otherBit = try #require(
+            (0...10_000).lazy.map { "bob-y\($0)" }.first { DebugDeliveryTracker.filterBit($0) != bit }
+        )
+        hub.noteDelivery(.accepted([Self.record(otherBit)]))
+        hub.noteDelivery(.accepted([Self.record(sameBit)]))
+        #expect(hub.deliveries.rememberedCount == 1)
+        #expect(Self.states(hub) == ["r1": "queued"])
+        hub.noteDelivery(.accepted([Self.record(otherBit), Self.record("r1")]))
+        #expect(Self.states(hub) == ["r1": "delivered"])
+        #expect(hub.deliveries.trackedCount == 0)
+        #expect(hub.deliveries.rememberedCount == 1)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func theServicesTracedPushesEndAndTheirRecordsShowDelivered() async throws {
+        var fixture = try TestService()
+        defer { fixture.remove() }
+        fixture.configuration.debug.token = DebugHubTests.token
+        fixture.configuration.debug.port = 0
+        let service = try await fixture.make()
+        let hub = try #require(service.debug)
+        let page = try hub.subscribe("alice", after: 0)
+        try await service.application.test(.router) { client in
+            var messages = page.messages.makeAsyncIterator()
+            // One event each (alice followed, bob not, carol through the debug header), then a batch of both.
+            for (user, headers) in [("alice", HTTPFields.json), ("bob", .json), ("carol", .json)] {
+                var headers = headers
+                if user == "carol" { headers[DebugHub.header] = DebugHubTests.token }
+                try await client.execute(
+                    uri: "/v1/events",
+                    method: .post,
+                    headers: headers,
+                    body: eventBody(user: user)
+                ) { response in #expect(response.status == .ok) }
+                #expect(hub.tracedPushesInFlight == 0, "\(user)'s push ended")
+            }
+            try await client.execute(
+                uri: "/v1/batch",
+                method: .post,
+                headers: .json,
+                body: batchBody([batchEvent(user: "alice", title: "a"), batchEvent(user: "bob", title: "b")])
+            ) { response in #expect(response.status == .ok) }
+            #expect(hub.tracedPushesInFlight == 0, "the batch's traced push ended")
+            // Every record of alice's two pushes is shown delivered, whether answered before or after its push was
+            // recorded (a page is told of each answer after).
+            func allDelivered() -> Bool {
+                let pushes = hub.pushes(of: "alice")
+                return pushes.count == 2
+                    && pushes.allSatisfy { push in
+                        push.trace.records.filter { $0.delivery != nil }.allSatisfy { $0.delivery == .delivered }
+                    }
+            }
+            while !allDelivered() {
+                guard await messages.next() != nil else { break }
+            }
+            #expect(allDelivered())
+            #expect(hub.pushes(of: "alice").allSatisfy { !$0.trace.records.isEmpty })
+            #expect(hub.pushes(of: "bob").isEmpty)
+            #expect(hub.pushes(of: "carol").count == 1)
+        }
+        page.end()
     }
 
     @Test func withNobodyFollowedAnAnswerIsNotLookedAt() throws {
         let hub = DebugHubTests.Fixture().hub
         hub.noteDelivery(.accepted([Self.record("r1")]))
-        #expect(hub.deliveries.updates(for: .accepted([])).isEmpty)
+        #expect(hub.deliveries.rememberedCount == 0)
         // Had the answer been looked at, r1 would be remembered and shown delivered now.
         try hub.follow("alice")
         hub.record(Self.trace("played", sent: ["r1"]), userID: "alice", tracing: .followed)

@@ -42,10 +42,12 @@ enum DebugStreamMessage: Sendable {
 /// **The push path.** ``tracing(userID:headers:)`` is what every push asks: with nobody followed it reads one
 /// atomic and looks for the debug header; with someone followed it also hashes the user id and reads a second
 /// atomic, a 64-bit filter of the followed users, and takes the lock only when the user's bit is set — so following
-/// one user costs the others' pushes no lock (but one in 64). Only a push it answers for is traced and
-/// ``record(_:userID:tracing:)``ed. Recording appends to the user's ring and yields to that user's open streams,
-/// each an `AsyncStream` with a bounded buffer: a stream that cannot take a message (a browser that does not read)
-/// is finished — its page reconnects and catches up from the ring — so a push never waits for a browser.
+/// one user costs the others' pushes no lock (but one in 64). Only a push it answers for is traced,
+/// ``record(_:userID:tracing:)``ed and ``ended(_:)``; while no such push is in flight, the destination's answers of the
+/// others' records cost an atomic load or two (``noteDelivery(_:)``, ``DebugDeliveryTracker``). Recording appends to
+/// the user's ring and yields to that user's open streams, each an `AsyncStream` with a bounded buffer: a stream that
+/// cannot take a message (a browser that does not read) is finished — its page reconnects and catches up from the
+/// ring — so a push never waits for a browser.
 ///
 /// **Following.** ``follow(_:)`` (a request for the user's page) starts following a user, up to
 /// ``DebugSettings/maximumFollowedUsers``; past it the user followed the longest ago without an open page makes
@@ -64,6 +66,10 @@ final class DebugHub: Sendable {
     /// someone is followed. A clear bit: the push's user is not followed, known without the lock; a set bit (the
     /// user, or another user whose id falls on the same bit: one in 64 per followed user) takes the lock to be sure.
     private let followedFilter = Atomic<UInt64>(0)
+    /// How many traced pushes are in flight: asked for by ``tracing(userID:headers:)`` and not yet ``ended(_:)``.
+    /// While any is, a destination's answers of records not tracked are remembered (a record of such a push can be
+    /// answered before the push is recorded); while none is, they are not looked at (``DebugDeliveryTracker``).
+    private let tracesInFlight = Atomic<Int>(0)
     private let state: Mutex<State>
     /// Monotonic time (tests move it by hand).
     let now: @Sendable () -> Duration
@@ -121,16 +127,32 @@ final class DebugHub: Sendable {
     // MARK: The push path
 
     /// Whether (and why) a push for `userID` arriving with `headers` is traced; `nil`: it is not. A request that
-    /// carries the debug header with the token starts following its user.
+    /// carries the debug header with the token starts following its user. A push it answers for is in flight until
+    /// ``ended(_:)``: call it once the push is recorded or failed (a push never ended only costs the delivery
+    /// answers' remembering from then on, never a wrong delivery state).
     func tracing(userID: String, headers: HTTPFields) -> DebugTracing? {
         if let presented = headers[Self.header] {
-            if accepts(presented.utf8), (try? follow(userID)) != nil { return .header }
+            if accepts(presented.utf8), (try? follow(userID)) != nil { return began(.header) }
         }
         guard followedCount.load(ordering: .relaxed) > 0,
             followedFilter.load(ordering: .relaxed) & Self.filterBit(userID) != 0
         else { return nil }
-        return state.withLock { $0.users[userID] != nil } ? .followed : nil
+        return state.withLock { $0.users[userID] != nil } ? began(.followed) : nil
     }
+
+    private func began(_ tracing: DebugTracing) -> DebugTracing {
+        tracesInFlight.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        return tracing
+    }
+
+    /// The traced push that `tracing` was answered for has ended: recorded (``record(_:userID:tracing:)``, its records
+    /// tracked) or failed.
+    func ended(_ tracing: DebugTracing) {
+        tracesInFlight.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// How many traced pushes are in flight (asked for and not yet ended).
+    var tracedPushesInFlight: Int { tracesInFlight.load(ordering: .sequentiallyConsistent) }
 
     /// The bit of ``followedFilter`` that stands for `userID`.
     private static func filterBit(_ userID: String) -> UInt64 {
@@ -254,10 +276,14 @@ final class DebugHub: Sendable {
     /// Notes what the delivery pipeline's destination answered: the kept records it answered for get their
     /// delivery state (`delivered`, `retrying` with the error, `rejected` with the reason), and the pages showing
     /// their pushes an update. With nobody followed it reads one atomic; a browser that cannot take the update is
-    /// dropped, as for a push.
+    /// dropped, as for a push. While no traced push is in flight, an answer of no tracked record costs a load of the
+    /// tracked records' filter and a hash of each record's ID (nothing at all while no record is tracked).
     func noteDelivery(_ result: DeliveryResult) {
         guard followedCount.load(ordering: .relaxed) > 0 else { return }
-        let updates = deliveries.updates(for: result)
+        // A push's records are committed after its tracing question counted it in flight, and answered after their
+        // commit: a count of 0 read here comes after the push ended, so after its records were tracked.
+        let remembering = tracesInFlight.load(ordering: .sequentiallyConsistent) > 0
+        let updates = deliveries.updates(for: result, remembering: remembering)
         guard !updates.isEmpty else { return }
         var dropped: [AsyncStream<DebugStreamMessage>.Continuation] = []
         state.withLock { state in

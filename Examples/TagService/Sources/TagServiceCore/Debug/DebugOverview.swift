@@ -10,8 +10,10 @@ import Synchronization
 /// one counter here — no trace, no allocation — in a ring of ``buckets`` fixed-size time buckets per container
 /// (a slot is cleared when its time comes round again). A tag's "not fired" is what is left of its container's
 /// evaluated events once its fired and blocked ones are taken away, so a push that fires nothing costs one bump
-/// per container. The counters sit behind one short lock (an integer increment inside). With the page off the
-/// observer is the metrics' alone and none of this exists.
+/// per container. The counters sit behind one short lock, and a bump hashes nothing and divides nothing: the
+/// container's counters are found by comparing its ID with the few counted (not by hashing it), and the bucket of the
+/// time is the last one's while the time is inside it. With the page off the observer is the metrics' alone and none
+/// of this exists.
 final class DebugOverview: Sendable {
     /// The width of one bar of a chart.
     static let bucket: Duration = .seconds(20)
@@ -110,9 +112,33 @@ final class DebugOverview: Sendable {
     }
 
     private struct State {
-        /// Per container ID, its counters.
-        var containers: [String: ContainerCounters] = [:]
+        /// Each container's counters, by its ID, in the order first counted (one per container ID: a few).
+        var containers: [(id: String, counters: ContainerCounters)] = []
+        /// The bucket of the last count, and the times it spans.
+        var bucket = 0
+        var bucketStart: Duration = .zero
+        var bucketEnd: Duration = .zero
         var deliveries: [DeliverySample] = []
+
+        /// The number of the bucket of `time`.
+        mutating func bucketNumber(at time: Duration) -> Int {
+            if time >= bucketStart, time < bucketEnd { return bucket }
+            bucket = DebugOverview.bucketNumber(time)
+            bucketStart = DebugOverview.bucket * bucket
+            bucketEnd = bucketStart + DebugOverview.bucket
+            return bucket
+        }
+
+        /// The index of `containerID`'s counters in ``containers`` (added when it is new).
+        mutating func index(of containerID: String) -> Int {
+            for index in containers.indices where containers[index].id == containerID { return index }
+            containers.append((containerID, ContainerCounters()))
+            return containers.count - 1
+        }
+
+        func counters(of containerID: String) -> ContainerCounters? {
+            containers.first { $0.id == containerID }?.counters
+        }
     }
 
     private let state = Mutex(State())
@@ -126,23 +152,31 @@ final class DebugOverview: Sendable {
     /// Counts one report of a push (see ``DebugRuntimeObserver``): an event evaluated in a container, a tag fired
     /// (blocked by consent counts as blocked) or a tag blocked by a trigger.
     func count(_ event: RuntimeEvent) {
-        let bucket = Self.bucketNumber(now())
+        let time = now()
         switch event {
         case .eventEvaluated(let containerID, _):
-            state.withLock { $0.containers[containerID, default: ContainerCounters()].countEvaluated(bucket: bucket) }
+            state.withLock { state in
+                let bucket = state.bucketNumber(at: time)
+                state.containers[state.index(of: containerID)].counters.countEvaluated(bucket: bucket)
+            }
         case .tagFired(let containerID, let index, _, _, let status):
             let blocked: Bool
             if case .blockedByConsent = status { blocked = true } else { blocked = false }
-            bump(containerID, tag: index, blocked: blocked, bucket: bucket)
+            bump(containerID, tag: index, blocked: blocked, at: time)
         case .tagBlocked(let containerID, let index, _):
-            bump(containerID, tag: index, blocked: true, bucket: bucket)
+            bump(containerID, tag: index, blocked: true, at: time)
         }
     }
 
-    private func bump(_ containerID: String, tag index: Int, blocked: Bool, bucket: Int) {
+    private func bump(_ containerID: String, tag index: Int, blocked: Bool, at time: Duration) {
         guard index >= 0 else { return }
-        state.withLock {
-            $0.containers[containerID, default: ContainerCounters()].count(tag: index, blocked: blocked, bucket: bucket)
+        state.withLock { state in
+            let bucket = state.bucketNumber(at: time)
+            state.containers[state.index(of: containerID)].counters.count(
+                tag: index,
+                blocked: blocked,
+                bucket: bucket
+            )
         }
     }
 
@@ -150,7 +184,7 @@ final class DebugOverview: Sendable {
     /// with the one of `now`.
     func tagSeries(of containers: [Container], at now: Duration) -> [(tag: TagKey, counts: [Counts])] {
         let last = Self.bucketNumber(now)
-        let counters = state.withLock { state in containers.map { state.containers[$0.id] } }
+        let counters = state.withLock { state in containers.map { state.counters(of: $0.id) } }
         var series: [(tag: TagKey, counts: [Counts])] = []
         for (container, counters) in zip(containers, counters) {
             for tag in container.tags {

@@ -17,9 +17,15 @@ extension DebugHub {
 
 /// The tag manager's observer while the debug page is on: the metrics' observer, and the overview's counts of every
 /// push's tags (``DebugOverview/count(_:)``). With the page off the tag manager's observer is the metrics alone.
-struct DebugRuntimeObserver: RuntimeObserver, DeliveryObserver {
+/// A class: the tag manager copies its observer for each push, and a copy of a class is one reference count.
+final class DebugRuntimeObserver: RuntimeObserver, DeliveryObserver {
     let metrics: ServiceMetrics
     let overview: DebugOverview
+
+    init(metrics: ServiceMetrics, overview: DebugOverview) {
+        self.metrics = metrics
+        self.overview = overview
+    }
 
     func observe(_ event: RuntimeEvent) {
         metrics.observe(event)
