@@ -239,10 +239,14 @@ enum BrazeBench {
 
     /// A tag manager with the container at `path` live and the Braze provider registered, handing its records
     /// to `sink`.
-    static func manager(loading path: String, sink: some AnalyticsSink) async throws -> TagManager {
+    static func manager(
+        loading path: String,
+        sink: some AnalyticsSink,
+        configuration: BrazeTagProvider.Configuration = .init()
+    ) async throws -> TagManager {
         let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .error))
         manager.add(try await ContainerLoader().load(path: path))
-        BrazeTagProvider(sink: sink).register(on: manager)
+        BrazeTagProvider(sink: sink, configuration: configuration).register(on: manager)
         return manager
     }
 

@@ -39,8 +39,12 @@ enum LockCountBench {
             let destination = HeldDestination(batchSize: 50)
             let queue = try DeliveryPipeline.durable(directory: directory, destination: destination)
             // As TagService assembles it: the provider hands its records to the push's commit, which appends
-            // them with the session's change to the queue's log in one append.
-            let manager = try await BrazeBench.manager(loading: path, sink: CommitSink())
+            // them with the session's change to the queue's log in one append; a session's user is its user ID.
+            let manager = try await BrazeBench.manager(
+                loading: path,
+                sink: CommitSink(),
+                configuration: .init(sessionIDIsExternalID: true)
+            )
             let sessions = SessionStore(
                 tagManager: manager,
                 configuration: .init(
@@ -49,14 +53,9 @@ enum LockCountBench {
                 )
             )
             func push(_ parameters: ValueMap) async throws {
-                // Returns once the push's commit is durable (its default `waitsForDurability`). The Braze user is
-                // named as TagService names it: without one the provider makes no record and nothing is delivered.
-                _ = try await sessions.push(
-                    event: "logEvent",
-                    parameters: parameters,
-                    for: "user-1",
-                    prepare: { BrazeTagProvider.setUser(.externalID("user-1"), on: $0) }
-                )
+                // Returns once the push's commit is durable (its default `waitsForDurability`). The provider names
+                // the Braze user as TagService's does (by the session's ID): without one it would make no record.
+                _ = try await sessions.push(event: "logEvent", parameters: parameters, for: "user-1")
             }
             let events = 1_000
             var pushLocks = 0

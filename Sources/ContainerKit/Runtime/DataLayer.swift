@@ -65,8 +65,8 @@ public final class DataLayer: Sendable {
         var eventNumber = 0
         var firedOncePerLoad = Set<String>()
         var attributes = ValueMap()
-        /// Typed values extensions keep (see ``SessionExtensionKey``), by key type; each is also saved in
-        /// ``attributes``.
+        /// Typed values extensions keep (``SessionExtensionKey``), by key type: each kept here only, not also in
+        /// ``attributes`` (until its first read after a restore it is there); saved by ``savedAttributes``.
         var extensions: [ObjectIdentifier: ExtensionEntry] = [:]
         /// Who holds the turn, the handler-nested pushes of the push being processed, and the callers
         /// waiting for their turn, first come first served. A push made inside a turn's processing carries
@@ -990,8 +990,11 @@ public final class DataLayer: Sendable {
 
     // MARK: Session attributes
 
-    /// A value a host or handler stored on this session (for example the current user's identity).
-    public func attribute(_ key: String) -> Value? { state.withLock { $0.attributes[key] } }
+    /// A value a host or handler stored on this session (for example the current user's identity); an
+    /// attribute a typed value saves (``SessionExtensionKey``) is made from that value.
+    public func attribute(_ key: String) -> Value? {
+        state.withLock { $0.attributes[key] ?? $0.typedAttribute(key) }
+    }
 
     /// Stores (or with `nil`, removes) a session attribute.
     public func setAttribute(_ value: Value?, forKey key: String) {

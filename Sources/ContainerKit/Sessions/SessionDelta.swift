@@ -312,7 +312,7 @@ struct SessionChanges: Sendable {
             delta.rawValues = raw
         }
         if userProperties { delta.userProperties = state.userProperties }
-        if attributes { delta.attributes = state.attributes.sortedByKey() }
+        if attributes { delta.attributes = state.savedAttributes.sortedByKey() }
         if !firedOncePerLoad.isEmpty { delta.firedOncePerLoad = firedOncePerLoad.sorted() }
         if context { delta.context = state.context }
         if consent { delta.consent = state.consent }

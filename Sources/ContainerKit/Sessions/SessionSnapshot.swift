@@ -223,7 +223,7 @@ extension DataLayer {
                 model: state.model,
                 rawValues: state.rawValues.sortedByKey(),
                 userProperties: state.userProperties,
-                attributes: state.attributes.sortedByKey(),
+                attributes: state.savedAttributes.sortedByKey(),
                 firedOncePerLoad: state.firedOncePerLoad.count < 2
                     ? Array(state.firedOncePerLoad) : state.firedOncePerLoad.sorted(),
                 eventNumber: state.eventNumber,

@@ -33,14 +33,23 @@ extension BrazeTagProvider {
         /// The longest a record waits pending (24 hours): an older one is dropped when the session's next push
         /// ends, or when a tag adds to or releases the session's pending records.
         public var maximumPendingAge: Duration
+        /// Whether a session's ID is its user's Braze `external_id` (a service that keys sessions by its users'
+        /// IDs, as TagService does): a session whose user is none — or the user alias its records went to, not
+        /// yet identified — gets `.externalID(sessionID)` when a Braze tag runs in it, or when a push ends with
+        /// records to release or an alias to identify. It replaces a host's ``BrazeTagProvider/setUser(_:on:)``
+        /// before each push, which read the session's user once more per event. `false` (the default): only the
+        /// host and `changeUser` tags name the user.
+        public var sessionIDIsExternalID: Bool
 
         /// Creates a configuration: hold up to 100 records (64 KiB) per session for up to 24 hours.
         public init(
             withoutUser: WithoutUser = .hold,
             maximumPendingRecords: Int = 100,
             maximumPendingBytes: Int = 64 * 1024,
-            maximumPendingAge: Duration = .seconds(24 * 60 * 60)
+            maximumPendingAge: Duration = .seconds(24 * 60 * 60),
+            sessionIDIsExternalID: Bool = false
         ) {
+            self.sessionIDIsExternalID = sessionIDIsExternalID
             self.withoutUser = withoutUser
             self.maximumPendingRecords = max(0, maximumPendingRecords)
             self.maximumPendingBytes = max(0, maximumPendingBytes)
@@ -147,7 +156,7 @@ extension BrazeTagProvider {
             return identify.flatMap { emitIdentify($0, dataLayer) }
         }
         let problems = expire(&pending, now: clock(), session: dataLayer, tag: nil)
-        guard let user = Self.user(of: dataLayer) else {
+        guard let user = namedBySessionID(Self.user(of: dataLayer), dataLayer) else {
             if !problems.isEmpty {
                 dataLayer.setExtensionValue(
                     pending.isEmpty ? nil : PendingRecords(records: pending),
@@ -226,7 +235,11 @@ extension BrazeTagProvider {
     private func identifyRecord(_ dataLayer: DataLayer) -> AnalyticsRecord? {
         guard case .alias = configuration.withoutUser,
             case .userAlias(let name, let label)? = dataLayer.extensionValue(AliasKey.self),
-            case .externalID(let externalID)? = Self.user(of: dataLayer)
+            case .externalID(let externalID)? = namedBySessionID(
+                Self.user(of: dataLayer),
+                dataLayer,
+                aliasToIdentify: true
+            )
         else { return nil }
         return AnalyticsRecord(
             id: ids.next(),
@@ -249,6 +262,25 @@ extension BrazeTagProvider {
         }
         if sent.enqueued { dataLayer.setExtensionValue(nil, for: AliasKey.self) }
         return sent.output
+    }
+
+    /// `user`, the session's user as read — or, with ``Configuration/sessionIDIsExternalID``, when it is none or an
+    /// alias still to identify, `.externalID(sessionID)`, set on the session first. `aliasToIdentify`: whether the
+    /// session has an alias to identify (`nil`: read only when `user` is an alias).
+    func namedBySessionID(_ user: UserIdentity?, _ dataLayer: DataLayer, aliasToIdentify: Bool? = nil) -> UserIdentity?
+    {
+        guard configuration.sessionIDIsExternalID, !dataLayer.sessionID.isEmpty else { return user }
+        switch user {
+        case nil:
+            break
+        case .userAlias?:
+            guard aliasToIdentify ?? (Self.aliasToIdentify(of: dataLayer) != nil) else { return user }
+        default:
+            return user
+        }
+        let named = UserIdentity.externalID(dataLayer.sessionID)
+        Self.setUser(named, on: dataLayer)
+        return named
     }
 
     // MARK: Helpers

@@ -54,17 +54,18 @@ import Foundation
 /// strings such as `"42"` or `"true"`; without it the value's own type is used.
 ///
 /// ## Identity
-/// Each session's user is kept in a session attribute (``userAttributeKey``). Before `changeUser`, it is
-/// whatever the host set with ``setUser(_:on:)`` (a `braze_id` or a user alias); `changeUser` makes it
-/// the given `external_id` and emits a `change_user` record (changing to the current ID again does
-/// nothing). Every record carries the session's user at the time it was made, or no identity if the
-/// host gave none.
+/// Each session keeps its user once, typed (``user(of:)``), saved as the session attribute ``userAttributeKey``.
+/// Before `changeUser`, it is whatever the host set with ``setUser(_:on:)`` (a `braze_id` or a user alias) or,
+/// with ``Configuration/sessionIDIsExternalID``, the session's ID as `external_id`; `changeUser` makes it the
+/// given `external_id` and emits a `change_user` record (changing to the current ID again does nothing). Every
+/// record carries the session's user at the time it was made, or no identity if the host gave none.
 public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
     /// The class paths Braze's GTM integrations use: `BrazeGTMTagManager` and
     /// `com.appboy.googletagmanager.BrazeGtmTagProvider`.
     public static let defaultClassPaths = ["BrazeGTMTagManager", "com.appboy.googletagmanager.BrazeGtmTagProvider"]
 
-    /// The session attribute that holds the session's current user, as ``UserIdentity/jsonValue``.
+    /// The session attribute that saves the session's current user, as ``UserIdentity/jsonValue`` (in snapshots,
+    /// sessions files and deltas; the session itself keeps the user typed).
     public static let userAttributeKey = "braze.user"
 
     /// Where records go.
@@ -128,7 +129,7 @@ public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
         dataLayer.setExtensionValue(user, for: UserKey.self)
     }
 
-    /// The current user of `dataLayer`'s session, if any (kept typed on the session; saved in snapshots as
+    /// The current user of `dataLayer`'s session, if any (kept once, typed, on the session; saved in snapshots as
     /// the ``userAttributeKey`` attribute).
     public static func user(of dataLayer: DataLayer) -> UserIdentity? {
         dataLayer.extensionValue(UserKey.self)
@@ -176,7 +177,8 @@ public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
                 metadata: ["action": actionValue.jsString]
             )
         }
-        var user = Self.user(of: call.dataLayer)
+        // The session's user, read once for the call (and named by the session ID when so configured).
+        var user = namedBySessionID(Self.user(of: call.dataLayer), call.dataLayer)
         // Braze's /users/track refuses a record that names no user: without a user the records wait in the
         // session (or go to the session's alias, or with no room to hold any, the call is dropped now rather
         // than at delivery, after the push had answered "ok").

@@ -22,9 +22,6 @@ struct EventsController: Sendable {
     let maximumBodyBytes: Int
     let batchLimits: BatchLimits
     let logger: Logging.Logger
-    /// Whether a new session's Braze user is the request's `user_id` (`--braze-user user-id`, the default);
-    /// `false`: sessions have no Braze user until a `changeUser` tag names one (their Braze records wait).
-    var namesBrazeUser = true
     /// The live debug page (`--debug-token`), which traces the pushes of followed users and of requests that
     /// carry its header; `nil`: off, and a push pays one branch for it.
     var debug: DebugHub? = nil
@@ -103,8 +100,7 @@ struct EventsController: Sendable {
                 context: event.context,
                 eventID: event.eventID,
                 waitsForDurability: waitsForDurability,
-                tracing: tracing != nil,
-                prepare: prepareSession
+                tracing: tracing != nil
             )
         } catch {
             throw refusal(error, userID: event.userID)
@@ -163,8 +159,7 @@ struct EventsController: Sendable {
         }
         let pushed = await sessions.push(
             requests,
-            waitsForDurability: waitsForDurability,
-            prepare: prepareSession
+            waitsForDurability: waitsForDurability
         )
         // Refused items keep their refusal; each pushed one gets its outcome below.
         var outcomes: [Result<PushResult, APIError>?] = batch.items.map { item in
@@ -185,27 +180,6 @@ struct EventsController: Sendable {
         }
         if waitsForDurability, allDurable, !requests.isEmpty { readiness.commit(succeeded: true) }
         return BatchAnswer.response(outcomes.map { $0! }, userIDs: batch.userIDs, durable: waitsForDurability)
-    }
-
-    /// What runs on the session before each push: ``nameBrazeUser(_:)``, unless the service was started with
-    /// `--braze-user none`.
-    var prepareSession: (DataLayer) -> Void {
-        if namesBrazeUser { return Self.nameBrazeUser }
-        return { _ in }
-    }
-
-    /// A new session's Braze user is the request's `user_id` (an `external_id`), so that every record its
-    /// tags make names the user. A session whose records went to its user alias (it was served with
-    /// `--braze-user none --braze-alias-label`) gets the `user_id` too: the push then identifies the alias.
-    static func nameBrazeUser(_ session: DataLayer) {
-        switch BrazeTagProvider.user(of: session) {
-        case nil:
-            BrazeTagProvider.setUser(.externalID(session.sessionID), on: session)
-        case .userAlias? where BrazeTagProvider.aliasToIdentify(of: session) != nil:
-            BrazeTagProvider.setUser(.externalID(session.sessionID), on: session)
-        default:
-            break
-        }
     }
 
     /// The answer to a push the session store could not acknowledge: its session could not be loaded, or

@@ -199,7 +199,6 @@ public struct TagServiceApplication: Sendable {
             maximumBodyBytes: configuration.maximumBodyBytes,
             batchLimits: batchLimits,
             logger: logger,
-            namesBrazeUser: configuration.brazeUser == .userID,
             debug: debug
         )
         events.register(on: ingestion)

@@ -141,7 +141,10 @@ public struct TagServiceConfiguration: Sendable {
             withoutUser: brazeAliasLabel.map { .alias(label: $0) } ?? .hold,
             maximumPendingRecords: brazePendingRecords,
             maximumPendingBytes: brazePendingBytes,
-            maximumPendingAge: brazePendingAge
+            maximumPendingAge: brazePendingAge,
+            // `--braze-user user-id`: the provider names a session's user by its user_id where it reads the user
+            // anyway (no `setUser` before each push, which read it once more per event).
+            sessionIDIsExternalID: brazeUser == .userID
         )
     }
 

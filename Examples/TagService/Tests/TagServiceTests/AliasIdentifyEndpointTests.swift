@@ -84,6 +84,7 @@ import Testing
             return
         }
         #expect(configuration.brazeProviderConfiguration.withoutUser == .alias(label: "device"))
+        #expect(!configuration.brazeProviderConfiguration.sessionIDIsExternalID, "--braze-user none names no user")
         let fromEnvironment = try TagServiceConfiguration.parse(
             ["--containers", "/c", "--queue", "/q"],
             environment: ["TAGSERVICE_BRAZE_ALIAS_LABEL": "web"]
@@ -105,5 +106,6 @@ import Testing
             return
         }
         #expect(held.brazeProviderConfiguration.withoutUser == .hold)
+        #expect(held.brazeProviderConfiguration.sessionIDIsExternalID, "--braze-user user-id: the provider names it")
     }
 }
