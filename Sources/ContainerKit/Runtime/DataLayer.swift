@@ -48,6 +48,10 @@ public final class DataLayer: Sendable {
     public let sessionID: String
     /// Whether every push records a ``PushTrace`` (``PushResult/trace``), as if pushed with `tracing: true`.
     public let debug: Bool
+    /// Whether the turnstile holds nested pushes, stored under ``state``'s lock with every transition: what the
+    /// holder of a turn reads, without the lock, to know whether its commit can run now (almost always: a push
+    /// rarely nests one). A byte beside ``debug``, in the padding before ``state``: a session grows by nothing.
+    private let nestedWaiting = Atomic<Bool>(false)
 
     struct State: Sendable {
         var model = ValueMap()
@@ -250,11 +254,6 @@ public final class DataLayer: Sendable {
 
     let state: Mutex<State>
 
-    /// How many nested pushes the turnstile holds, stored under ``state``'s lock with every transition: what the
-    /// holder of a turn reads, without the lock, to know whether its commit can run now (almost always: a push
-    /// rarely nests one).
-    private let nestedWaiting = Atomic<Int>(0)
-
     /// Commits each push as one unit, inside the turn (set by a ``SessionStore`` with a ``PushCommitter``).
     let committing: (@Sendable (DataLayer, inout PushResult) -> Void)?
 
@@ -355,7 +354,7 @@ public final class DataLayer: Sendable {
     private func turnstile<R: Sendable>(_ transition: (inout SessionTurnstile<Pending, Waiter>) -> R) -> R {
         state.withLock { state in
             let result = transition(&state.turnstile)
-            nestedWaiting.store(state.turnstile.nestedCount, ordering: .relaxed)
+            nestedWaiting.store(state.turnstile.nestedCount > 0, ordering: .relaxed)
             return result
         }
     }
@@ -499,7 +498,7 @@ public final class DataLayer: Sendable {
             // committed on its own).
             // A duplicate (``PushResult/isDuplicate``) applied nothing: nothing to hook or commit.
             if !committed, committing != nil || hookRuntime != nil, !result.isDuplicate,
-                nestedWaiting.load(ordering: .relaxed) == 0
+                !nestedWaiting.load(ordering: .relaxed)
             {
                 if let hookRuntime { runPushHooks(hookRuntime, into: &result) }
                 if remembered >= 0, committing != nil { noteFired(result, sequence: remembered) }
@@ -511,7 +510,7 @@ public final class DataLayer: Sendable {
             let notes = remembered >= 0
             let step = state.withLock { state in
                 let step = state.turnstile.next()
-                nestedWaiting.store(state.turnstile.nestedCount, ordering: .relaxed)
+                nestedWaiting.store(state.turnstile.nestedCount > 0, ordering: .relaxed)
                 if case .ended = step {
                     lease.giveBack(&scratch)
                     if notes { state.seenEventIDs?.finish(remembered, &result, withFired: committing == nil) }
