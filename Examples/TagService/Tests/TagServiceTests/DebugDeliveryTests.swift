@@ -127,12 +127,12 @@ struct DebugDeliveryTests {
         #expect(hub.tracedPushesInFlight == 0)
         // r1 is tracked: an answer of a record on another bit of the filter, or on r1's (then looked up under the
         // lock), is still not remembered, and r1's own answer still reaches it.
-        let bit = DebugDeliveryTracker.filterBit("r1")
+        let bit = DebugFilterBit.index(of: "r1")
         let sameBit = try #require(
-            (0...10_000).lazy.map { "bob-x\($0)" }.first { DebugDeliveryTracker.filterBit($0) == bit }
+            (0...10_000).lazy.map { "bob-x\($0)" }.first { DebugFilterBit.index(of: $0) == bit }
         )
         let otherBit = try #require(
-            (0...10_000).lazy.map { "bob-y\($0)" }.first { DebugDeliveryTracker.filterBit($0) != bit }
+            (0...10_000).lazy.map { "bob-y\($0)" }.first { DebugFilterBit.index(of: $0) != bit }
         )
         hub.noteDelivery(.accepted([Self.record(otherBit)]))
         hub.noteDelivery(.accepted([Self.record(sameBit)]))

@@ -43,7 +43,7 @@ final class DebugDeliveryTracker: Sendable {
 
     private struct State {
         var tracked: [String: Location] = [:]
-        /// How many tracked records fall on each bit of the filter (``filterBit(_:)``), and the bits with any.
+        /// How many tracked records fall on each bit of the filter (``DebugFilterBit``), and the bits with any.
         var perBit = [Int](repeating: 0, count: 64)
         var filter: UInt64 = 0
         var recent: [String: Outcome] = [:]
@@ -53,14 +53,14 @@ final class DebugDeliveryTracker: Sendable {
 
         mutating func startTracking(_ id: String, at location: Location) {
             guard tracked.updateValue(location, forKey: id) == nil else { return }
-            let bit = DebugDeliveryTracker.filterBit(id)
+            let bit = DebugFilterBit.index(of: id)
             perBit[bit] += 1
             filter |= 1 << UInt64(bit)
         }
 
         mutating func stopTracking(_ id: String) {
             guard tracked.removeValue(forKey: id) != nil else { return }
-            let bit = DebugDeliveryTracker.filterBit(id)
+            let bit = DebugFilterBit.index(of: id)
             perBit[bit] -= 1
             if perBit[bit] == 0 { filter &= ~(1 << UInt64(bit)) }
         }
@@ -78,12 +78,9 @@ final class DebugDeliveryTracker: Sendable {
     }
 
     private let state = Mutex(State())
-    /// The bits of the tracked records' IDs (``filterBit(_:)``), published under the lock after each change: a clear
+    /// The bits of the tracked records' IDs (``DebugFilterBit``), published under the lock after each change: a clear
     /// bit says, without the lock, that no record on it is tracked.
     private let trackedFilter = Atomic<UInt64>(0)
-
-    /// The bit of the tracked records' filter that stands for the record `id`.
-    static func filterBit(_ id: String) -> Int { id.hashValue & 63 }
 
     /// Tracks the records `ids` of the push `sequence` of `userID`; returns the outcomes already answered.
     func track(_ ids: [String], userID: String, sequence: Int) -> [String: Outcome] {
@@ -157,7 +154,7 @@ final class DebugDeliveryTracker: Sendable {
 
     /// Whether `result` answers a record whose ID falls on a bit of `filter`.
     private static func answers(_ result: DeliveryResult, onAnyOf filter: UInt64) -> Bool {
-        func onFilter(_ record: AnalyticsRecord) -> Bool { filter & (1 << UInt64(filterBit(record.id))) != 0 }
+        func onFilter(_ record: AnalyticsRecord) -> Bool { filter & DebugFilterBit.mask(of: record.id) != 0 }
         return result.accepted.contains(where: onFilter) || result.retryable.contains(where: onFilter)
             || result.rejected.contains { $0.records.contains(where: onFilter) }
     }
@@ -198,4 +195,14 @@ struct DebugObservedDestination: AnalyticsDestination {
         guard let debug else { return destination }
         return DebugObservedDestination(destination: destination, hub: debug)
     }
+}
+
+/// The bit that stands for a string in the debug page's 64-bit filters (the followed users', the tracked records'): one
+/// of 64, by the string's hash. A clear bit says, without a lock, that no member of the filter is that string.
+enum DebugFilterBit {
+    /// The bit's position, 0 to 63.
+    static func index(of key: String) -> Int { key.hashValue & 63 }
+
+    /// The bit as a mask.
+    static func mask(of key: String) -> UInt64 { 1 << UInt64(index(of: key)) }
 }

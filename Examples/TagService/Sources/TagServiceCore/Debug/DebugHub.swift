@@ -40,8 +40,8 @@ enum DebugStreamMessage: Sendable {
 /// observer). Every bound is ``DebugSettings``'.
 ///
 /// **The push path.** ``tracing(userID:headers:)`` is what every push asks: with nobody followed it reads one
-/// atomic and looks for the debug header; with someone followed it also hashes the user id and reads a second
-/// atomic, a 64-bit filter of the followed users, and takes the lock only when the user's bit is set — so following
+/// atomic (a 64-bit filter of the followed users, zero) and looks for the debug header; with someone followed it also
+/// hashes the user id, and takes the lock only when the user's bit is set — so following
 /// one user costs the others' pushes no lock (but one in 64). Only a push it answers for is traced,
 /// ``record(_:userID:tracing:)``ed and ``ended(_:)``; while no such push is in flight, the destination's answers of the
 /// others' records cost an atomic load or two (``noteDelivery(_:)``, ``DebugDeliveryTracker``). Recording appends to
@@ -60,11 +60,10 @@ final class DebugHub: Sendable {
 
     let settings: DebugSettings
     private let token: [UInt8]
-    /// How many users are followed: the one atomic a push reads when nobody is.
-    private let followedCount = Atomic<Int>(0)
-    /// One bit per followed user, of 64, chosen by the hash of their id (``filterBit(_:)``): what a push reads when
-    /// someone is followed. A clear bit: the push's user is not followed, known without the lock; a set bit (the
-    /// user, or another user whose id falls on the same bit: one in 64 per followed user) takes the lock to be sure.
+    /// One bit per followed user, of 64, chosen by the hash of their id (``DebugFilterBit``): the one atomic a push
+    /// reads. Zero: nobody is followed. A clear bit: the push's user is not followed, known without the lock; a set
+    /// bit (the user, or another user whose id falls on the same bit: one in 64 per followed user) takes the lock to
+    /// be sure.
     private let followedFilter = Atomic<UInt64>(0)
     /// How many traced pushes are in flight: asked for by ``tracing(userID:headers:)`` and not yet ``ended(_:)``.
     /// While any is, a destination's answers of records not tracked are remembered (a record of such a push can be
@@ -134,9 +133,8 @@ final class DebugHub: Sendable {
         if let presented = headers[Self.header] {
             if accepts(presented.utf8), (try? follow(userID)) != nil { return began(.header) }
         }
-        guard followedCount.load(ordering: .relaxed) > 0,
-            followedFilter.load(ordering: .relaxed) & Self.filterBit(userID) != 0
-        else { return nil }
+        let followed = followedFilter.load(ordering: .relaxed)
+        guard followed != 0, followed & DebugFilterBit.mask(of: userID) != 0 else { return nil }
         return state.withLock { $0.users[userID] != nil } ? began(.followed) : nil
     }
 
@@ -154,17 +152,11 @@ final class DebugHub: Sendable {
     /// How many traced pushes are in flight (asked for and not yet ended).
     var tracedPushesInFlight: Int { tracesInFlight.load(ordering: .sequentiallyConsistent) }
 
-    /// The bit of ``followedFilter`` that stands for `userID`.
-    private static func filterBit(_ userID: String) -> UInt64 {
-        1 << UInt64(truncatingIfNeeded: userID.hashValue & 63)
-    }
-
-    /// Publishes who is followed (the count and the filter) after `state.users` changed; under the lock.
+    /// Publishes who is followed (the filter) after `state.users` changed; under the lock.
     private func publishFollowed(_ state: State) {
         var filter: UInt64 = 0
-        for userID in state.users.keys { filter |= Self.filterBit(userID) }
+        for userID in state.users.keys { filter |= DebugFilterBit.mask(of: userID) }
         followedFilter.store(filter, ordering: .relaxed)
-        followedCount.store(state.users.count, ordering: .relaxed)
     }
 
     /// Keeps `trace` as the user's newest push and sends it to their open streams. Its records sent to the delivery
@@ -279,7 +271,7 @@ final class DebugHub: Sendable {
     /// dropped, as for a push. While no traced push is in flight, an answer of no tracked record costs a load of the
     /// tracked records' filter and a hash of each record's ID (nothing at all while no record is tracked).
     func noteDelivery(_ result: DeliveryResult) {
-        guard followedCount.load(ordering: .relaxed) > 0 else { return }
+        guard followedFilter.load(ordering: .relaxed) != 0 else { return }
         // A push's records are committed after its tracing question counted it in flight, and answered after their
         // commit: a count of 0 read here comes after the push ended, so after its records were tracked.
         let remembering = tracesInFlight.load(ordering: .sequentiallyConsistent) > 0
