@@ -128,9 +128,15 @@ extension DataLayer {
     /// The event IDs this session remembers, oldest first.
     public var seenEventIDs: [SeenEventID] { state.withLock { $0.seenEventIDs?.events ?? [] } }
 
-    /// Sets the summary of what the turn fired on the seen ID `sequence` (before its commit takes the delta).
-    func noteFired(_ result: borrowing PushResult, sequence: Int) {
-        state.withLock { $0.seenEventIDs?.noteFired(result, of: sequence) }
+    /// Sets the summary of what the turn fired on its seen ID (before its commit takes the delta): `remembered`'s
+    /// ``FiredSummary`` when it is `summarized` (the turn had no nested push and no push hook's output) and
+    /// complete, else read from `result`.
+    func noteFired(_ result: borrowing PushResult, _ remembered: RememberedEventID, summarized: Bool) {
+        if summarized, remembered.fired.isComplete {
+            state.withLock { $0.seenEventIDs?.setFired(remembered.fired, of: remembered.sequence) }
+        } else {
+            state.withLock { $0.seenEventIDs?.noteFired(result, of: remembered.sequence) }
+        }
     }
 }
 
@@ -173,15 +179,11 @@ extension DataLayer.State {
     }
 
     /// Remembers `id` (applied at `now`) at table bucket `bucket` (from ``seenEntry(_:hash:now:bucket:in:)``, or
-    /// -1), first forgetting the oldest beyond the window's count; returns its sequence number.
+    /// -1), first forgetting the oldest beyond the window's count; returns its sequence number. The look-up, under
+    /// the same lock and at the same `now`, forgot those past the window's time already.
     mutating func remember(_ id: String, hash: UInt64, now: Int64, bucket: Int, in manager: TagManager) -> Int {
         if seenEventIDs == nil { seenEventIDs = SeenEventIDs() }
-        let pruned = seenEventIDs!.prune(
-            now: now,
-            window: manager.eventIDMilliseconds,
-            maximumCount: manager.eventIDMaximumCount,
-            room: 1
-        )
+        let pruned = seenEventIDs!.forgetOldest(keeping: manager.eventIDMaximumCount &- 1)
         let sequence = seenEventIDs!.append(id, time: now, hash: hash, bucket: bucket)
         if changes != nil {
             changes!.eventIDsPruned &+= Int32(truncatingIfNeeded: pruned)

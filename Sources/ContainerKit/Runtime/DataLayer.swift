@@ -475,8 +475,8 @@ public final class DataLayer: Sendable {
         var lease = SessionRuntime.ScratchLease()
         // The runtime, when it has push hooks (read under the lock the push takes anyway, and kept for them).
         var hookRuntime: SessionRuntime?
-        // The sequence number of the event ID the push carried, once remembered (-1: none).
-        var remembered = -1
+        // The event ID the push carried, once remembered, and what the push fired, summarised as it was evaluated.
+        var remembered = RememberedEventID()
         // A traced push traces the pushes its handlers nest too.
         let tracing = debug || pending.tracing
         process(
@@ -501,19 +501,29 @@ public final class DataLayer: Sendable {
                 !nestedWaiting.load(ordering: .relaxed)
             {
                 if let hookRuntime { runPushHooks(hookRuntime, into: &result) }
-                if remembered >= 0, committing != nil { noteFired(result, sequence: remembered) }
+                if remembered.sequence >= 0, committing != nil {
+                    noteFired(result, remembered, summarized: processed == 0 && result.hooked.isEmpty)
+                }
                 committing?(self, &result)
                 committed = true
             }
             // What the turn did, for the event ID it carried, written into its entry if the turn ends: the fired
             // tags (a session with a committer noted them before its commit) and what waits for the records.
-            let notes = remembered >= 0
+            // Without a committer and with nothing but the push's own calls (no nested push, no push hook's output),
+            // the summary written as the push was evaluated is the entry's tags, when it holds them all.
+            let notes = remembered.sequence >= 0
+            let summarized =
+                notes && committing == nil && processed == 0 && remembered.fired.isComplete && result.hooked.isEmpty
             let step = state.withLock { state in
                 let step = state.turnstile.next()
                 nestedWaiting.store(state.turnstile.nestedCount > 0, ordering: .relaxed)
                 if case .ended = step {
                     lease.giveBack(&scratch)
-                    if notes { state.seenEventIDs?.finish(remembered, &result, withFired: committing == nil) }
+                    if summarized {
+                        state.seenEventIDs?.setFired(remembered.fired, of: remembered.sequence)
+                    } else if notes {
+                        state.seenEventIDs?.finish(remembered.sequence, &result, withFired: committing == nil)
+                    }
                 }
                 return step
             }
@@ -527,7 +537,7 @@ public final class DataLayer: Sendable {
                     tripLoopGuard(into: &result)
                     continue
                 }
-                var unremembered = -1  // a nested push's ID is remembered without the turn's outcome
+                var unremembered = RememberedEventID()  // a nested push's ID is remembered without the turn's outcome
                 process(
                     nested,
                     into: &result,
@@ -613,7 +623,7 @@ public final class DataLayer: Sendable {
         scratch: inout EvaluationScratch,
         lease: inout SessionRuntime.ScratchLease,
         hooks: inout SessionRuntime?,
-        remembering remembered: inout Int,
+        remembering remembered: inout RememberedEventID,
         tracing: Bool,
         turn number: UInt64,
         inside enclosing: TurnMark?
@@ -722,7 +732,7 @@ public final class DataLayer: Sendable {
             }
             if eventValue != nil, !lease.isHeld { lease.take(into: &scratch) }
             if hasEventID {
-                remembered = state.remember(
+                remembered.sequence = state.remember(
                     pending.eventID,
                     hash: pending.eventIDHash,
                     now: eventIDTime,
@@ -803,6 +813,7 @@ public final class DataLayer: Sendable {
                 candidates: candidates,
                 falsyEvent: falsyEvent,
                 into: &result,
+                remembering: &remembered,
                 scratch: &scratch,
                 tracing: tracing,
                 turn: number,
@@ -817,7 +828,8 @@ public final class DataLayer: Sendable {
     /// Evaluates a merged push in every container of `snapshot` (borrowed: `runtime` holds it) and appends
     /// what it did to `result`. The message, model and names move into the evaluation and on into the result.
     /// A `falsyEvent` (`false`, `0`, `""`) is no event for web containers: they are skipped, and when every
-    /// container is a web one the push is not an event at all.
+    /// container is a web one the push is not an event at all. When the push's event ID was remembered, what it
+    /// fired is summarised into `remembered` (``FiredSummary``).
     private func evaluate(
         in snapshot: TagManager.Snapshot,
         runtime: SessionRuntime,
@@ -829,6 +841,7 @@ public final class DataLayer: Sendable {
         candidates: ContainerCandidates?,
         falsyEvent: Bool,
         into result: inout PushResult,
+        remembering remembered: inout RememberedEventID,
         scratch: inout EvaluationScratch,
         tracing: Bool,
         turn number: UInt64,
@@ -907,6 +920,7 @@ public final class DataLayer: Sendable {
                 if tracing { traces[c] = trace }
             }
             let calls = evaluation.takeCalls()
+            if remembered.sequence >= 0 { remembered.fired.add(calls, containers: snapshot.containers) }
             let (name, pushed) = evaluation.takePush()
             let push = EvaluatedPush(runtime: runtime, eventName: name, message: pushed, calls: calls, traces: traces)
             if tagManager.observer != nil { notifyObserver(of: push, containers: snapshot.containers) }

@@ -148,7 +148,7 @@ public struct PushResult: Sendable {
     private var more: [EvaluatedPush] = []
     /// What push hooks returned, each with the number of tag outputs that came before it (its place in
     /// ``outputs``).
-    private var hooked: [(position: Int, output: TagOutput)] = []
+    private(set) var hooked: [(position: Int, output: TagOutput)] = []
     /// For a duplicate push, the original's summary (see ``duplicateOf``), behind one reference.
     var duplicate: DuplicateOrigin?
     /// What a traced push recorded for its ``trace``, one step per message processed; empty when the push is not

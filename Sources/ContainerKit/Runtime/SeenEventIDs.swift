@@ -292,6 +292,19 @@ final class SeenEventIDs: @unchecked Sendable {
         return removed
     }
 
+    /// Forgets the oldest IDs beyond `keep` (the count bound alone, for a push whose look-up pruned by time at the
+    /// same moment); returns how many were forgotten.
+    @inline(__always)
+    func forgetOldest(keeping keep: Int) -> Int {
+        guard count > keep else { return 0 }
+        var removed = 0
+        while count > max(0, keep) {
+            removeOldest()
+            removed += 1
+        }
+        return removed
+    }
+
     /// ``prune(now:window:maximumCount:room:)`` with `window`'s bounds.
     func prune(now: Int64, window: EventIDWindow, room: Int) -> Int {
         prune(now: now, window: window.milliseconds, maximumCount: window.maximumCount, room: room)
@@ -303,6 +316,35 @@ final class SeenEventIDs: @unchecked Sendable {
         var writer = FiredWriter(self, sequence: sequence, writesTags: true)
         for tag in fired { writer.add(tag) }
         writer.finish(at: position, durability: nil)
+    }
+
+    /// Keeps `summary` (complete: ``FiredSummary/isComplete``) as what the push of entry `sequence` fired (if the
+    /// entry is still remembered), its words copied into the word ring; the entry's durability is kept.
+    func setFired(_ summary: borrowing FiredSummary, of sequence: Int) {
+        guard let position = position(ofSequence: sequence) else { return }
+        guard sequence >= wordsOwner else {
+            // A newer entry has words already: this one's tags are kept in its detail.
+            var writer = FiredWriter(self, sequence: sequence, writesTags: true)
+            for index in 0..<summary.count { writer.add(FiredWriter.tag(of: summary.word(index))) }
+            writer.finish(at: position, durability: nil, keepsDurability: true)
+            return
+        }
+        wordsOwner = sequence
+        let start = wordTail
+        for index in 0..<summary.count { appendWord(summary.word(index)) }
+        slots[position].wordStart = start
+        slots[position].wordCount = Int32(truncatingIfNeeded: summary.count)
+        if slots[position].detail != nil {
+            setOutcome(
+                at: position,
+                writesTags: true,
+                wordStart: start,
+                wordCount: summary.count,
+                tags: nil,
+                durability: nil,
+                keepsDurability: true
+            )
+        }
     }
 
     /// Keeps what the push of entry `sequence` did (if the entry is still remembered), read from `result`: its

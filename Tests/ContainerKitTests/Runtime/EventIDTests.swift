@@ -330,6 +330,61 @@ struct EventIDTests {
         #expect(session.snapshot().jsonText.utf8.count > 8000)
     }
 
+    // MARK: Tags without records (summarised as the push is evaluated)
+
+    /// A runtime whose six tags fire without records: `one` fires tag 0, `four` tags 0–3, `six` all of them (four
+    /// handled, `tag_id` 10–13; one without a handler; one of a type ContainerKit does not run); `nest` fires tag
+    /// 0, whose handler pushes `four` into the same session.
+    static func plainManager() throws -> TagManager {
+        let manager = TagManager(logger: InMemoryLogger())
+        let handled = (0..<4).map { #"{"function": "__funct", "tag_id": \#(10 + $0), "vtp_classPath": "plain"}"# }
+        manager.add(
+            try TestContainers.resource(
+                macros: #"[{"function": "__e"}]"#,
+                tags: "[" + handled.joined(separator: ", ")
+                    + #", {"function": "__funct", "vtp_classPath": "nobody"}, {"function": "__html"}]"#,
+                predicates: "["
+                    + ["one", "four", "six", "nest"].map {
+                        #"{"function": "_eq", "arg0": ["macro", 0], "arg1": "\#($0)"}"#
+                    }.joined(separator: ", ") + "]",
+                rules:
+                    #"[[["if", 0], ["add", 0]], [["if", 1], ["add", 0, 1, 2, 3]], [["if", 2], ["add", 0, 1, 2, 3, 4, 5]], [["if", 3], ["add", 0]]]"#
+            )
+        )
+        manager.register(
+            tagHandler: ClosureTagHandler { call in
+                if call.eventName == "nest" { call.dataLayer.push(event: "four") }
+            },
+            for: "plain"
+        )
+        return manager
+    }
+
+    @Test(arguments: ["one", "four", "six", "nest"])
+    func aDuplicateNamesEveryTagWithoutRecordsTheOriginalFired(event: String) async throws {
+        let manager = try Self.plainManager()
+        let session = manager.makeDataLayer(sessionID: "u")
+        let first = await session.push(event: event, eventID: "m-1")
+        let expected = first.fired.map(SeenEventID.Tag.init)
+        #expect(expected.count == ["one": 1, "four": 4, "six": 6, "nest": 5][event])
+        #expect(Set(expected.map(\.status)) == (event == "six" ? ["ok", "unhandled", "unsupported"] : ["ok"]))
+        let retry = await session.push(event: event, eventID: "m-1")
+        #expect(retry.duplicateOf?.fired == expected)
+        // Remembered as well when a newer ID was remembered after it, and after a snapshot and restore.
+        await session.push(event: "one", eventID: "m-2")
+        #expect(session.seenEventIDs.map(\.fired) == [expected, [SeenEventID.Tag(index: 0, tagID: 10, status: "ok")]])
+        let restored = manager.restoreDataLayer(from: try SessionSnapshot(jsonText: session.snapshot().jsonText))
+        #expect(await restored.push(event: event, eventID: "m-1").duplicateOf?.fired == expected)
+    }
+
+    @Test func aStoresDuplicateNamesTheTagsWithoutRecordsItsOriginalFired() async throws {
+        let manager = try Self.plainManager()
+        let store = SessionStore(tagManager: manager, configuration: .init(persistence: InMemorySessionPersistence()))
+        let first = try await store.push(event: "four", for: "u", eventID: "m-1")
+        let retry = try await store.push(event: "four", for: "u", eventID: "m-1")
+        #expect(retry.duplicateOf?.fired == first.fired.map(SeenEventID.Tag.init) && first.fired.count == 4)
+    }
+
     // MARK: Session store
 
     @Test func theStoreAnswersADuplicateAndDoesNotCommitIt() async throws {
