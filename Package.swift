@@ -21,15 +21,20 @@ let package = Package(
         .executable(name: "users-track-stand-in", targets: ["users-track-stand-in"]),
     ],
     targets: [
-        // The runtime: loading, the compiler and its model, evaluation, data layers, sessions, lifecycle, preview,
-        // HTTP.
-        .target(name: "ContainerKit"),
+        // The runtime: loading, the compiler and its model, evaluation, data layers, sessions, lifecycle, preview.
+        .target(name: "ContainerKit", dependencies: ["ContainerKitSupport", "ContainerKitHTTP"]),
+        // Internal (no product): the package's mutex (a lock the thread sanitizer understands in `make tsan` builds)
+        // and the thread a `run()` owns; ContainerKit re-exports them to the package's other modules.
+        .target(name: "ContainerKitSupport"),
+        // Internal (no product): the bounded HTTP/1.1 client (pooled keep-alive connections, size limits,
+        // deadlines) that container fetches and the `/users/track` destination use.
+        .target(name: "ContainerKitHTTP", dependencies: ["ContainerKitSupport"]),
         // The delivery pipeline: records, sinks, queues, record stores, destinations. Its record model is Braze's
         // (the kinds of `/users/track` and its standard attributes); the engine, stores and destinations know no
         // vendor.
         .target(name: "ContainerKitDelivery", dependencies: ["ContainerKit"]),
         // The Braze tag provider, Braze's rules and the `/users/track` destination.
-        .target(name: "ContainerKitBraze", dependencies: ["ContainerKit", "ContainerKitDelivery"]),
+        .target(name: "ContainerKitBraze", dependencies: ["ContainerKit", "ContainerKitDelivery", "ContainerKitHTTP"]),
         // The structural diff of two containers and the replay of events through both.
         .target(name: "ContainerKitDiff", dependencies: ["ContainerKit"]),
         // The linter: vendor-free rules, reporters, configuration, and the regex risk analyser.
@@ -75,13 +80,17 @@ let package = Package(
             exclude: ["Trace/Golden"]
         ),
         .testTarget(
+            name: "ContainerKitHTTPTests",
+            dependencies: ["ContainerKitHTTP", "ContainerKit", "ContainerKitTesting", "TestSupport"]
+        ),
+        .testTarget(
             name: "ContainerKitDiffTests",
             dependencies: ["ContainerKitDiff", "ContainerKitTesting", "TestSupport"]
         ),
         .testTarget(
             name: "ContainerKitBrazeTests",
             dependencies: [
-                "ContainerKitDelivery", "ContainerKitBraze", "ContainerKitTesting", "TestSupport",
+                "ContainerKitDelivery", "ContainerKitBraze", "ContainerKitTesting", "TestSupport", "ContainerKitHTTP",
             ]
         ),
         .testTarget(
@@ -94,7 +103,7 @@ let package = Package(
             name: "ContainerKitCLITests",
             dependencies: [
                 "ContainerKitCLI", "ContainerKitDelivery", "ContainerKitBraze", "ContainerKitDiff", "ContainerKitLint",
-                "ContainerKitBrazeLint", "ContainerKitTesting", "TestSupport",
+                "ContainerKitBrazeLint", "ContainerKitTesting", "TestSupport", "ContainerKitHTTP",
             ],
             exclude: ["Golden"]
         ),

@@ -37,6 +37,8 @@ build_module() {  # name, sources directory, libraries it needs
     [ -f "$stamp" ] || { echo "fuzz: building $name failed" >&2; exit 1; }
 }
 
+build_module ContainerKitSupport Sources/ContainerKitSupport
+build_module ContainerKitHTTP Sources/ContainerKitHTTP
 build_module ContainerKit Sources/ContainerKit
 build_module ContainerKitDelivery Sources/ContainerKitDelivery
 build_module ContainerKitBraze Sources/ContainerKitBraze
@@ -87,7 +89,7 @@ for target in $TARGETS; do
         # shellcheck disable=SC2086
         "$SWIFTC" "${FLAGS[@]}" Fuzz/Harnesses/FuzzSupport.swift "Fuzz/Harnesses/$target.swift" $extra \
             -L "$OUT" -lContainerKitTesting -lContainerKitCLI -lContainerKitBrazeLint -lContainerKitLint -lContainerKitDiff \
-            -lContainerKitBraze -lContainerKitDelivery -lContainerKit -lHummingbird -lNIOCore -o "$binary" 2>&1 | quiet
+            -lContainerKitBraze -lContainerKitDelivery -lContainerKit -lContainerKitHTTP -lContainerKitSupport -lHummingbird -lNIOCore -o "$binary" 2>&1 | quiet
         [ -x "$binary" ] || { echo "fuzz: building harness $target failed" >&2; exit 1; }
     fi
     mkdir -p "$OUT/corpus/$target"

@@ -5,7 +5,7 @@
 // Input: a flags byte (bit 0: a HEAD request, else POST; bit 1: the server closes after the bytes; bits 2-3:
 // the body limit, 1 MiB, 16, 100 or 4096 bytes), a byte whose low 3 bits are the number of cuts, three bytes
 // (big-endian, modulo the answer's length + 1) per cut, then the answer's bytes.
-@testable import ContainerKit
+@testable import ContainerKitHTTP
 
 enum HTTPAnswerOutcome: Equatable {
     case needMore

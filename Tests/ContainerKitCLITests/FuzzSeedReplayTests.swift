@@ -5,6 +5,7 @@ import Testing
 
 @testable import ContainerKit
 @testable import ContainerKitCLI
+@testable import ContainerKitHTTP
 
 /// Replays every input in `Fuzz/Seeds/<harness>/` through what that libFuzzer harness calls, so the seeds —
 /// and every input that ever crashed a harness, which is added there as `crash-<what>` — run in `make test`.

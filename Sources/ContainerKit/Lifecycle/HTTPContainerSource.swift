@@ -1,3 +1,4 @@
+import ContainerKitHTTP
 import Foundation
 
 #if canImport(FoundationNetworking)

@@ -1,3 +1,4 @@
+import ContainerKitHTTP
 import Foundation
 
 /// One container GET through ``BoundedHTTPRequest`` (size limit, overall deadline, no content encodings, no

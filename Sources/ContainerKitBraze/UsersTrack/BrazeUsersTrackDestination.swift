@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitDelivery
+import ContainerKitHTTP
 import Foundation
 
 /// Delivers records to Braze's REST API, `POST <endpoint>/users/track`, authenticated with

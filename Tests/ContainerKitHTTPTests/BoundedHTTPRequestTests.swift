@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitHTTP
 import ContainerKitTesting
 import Foundation
 import TestSupport

@@ -69,6 +69,6 @@ import Synchronization
 #endif
 /// The package's `Mutex`: `Synchronization.Mutex`, or in thread-sanitizer builds a lock the sanitizer
 /// understands (see `ContainerKitMutex`). Declared once, here: in every module of the package that imports
-/// `ContainerKit`, it shadows the `Synchronization.Mutex` a file may also import (a declaration of a module
-/// shadows one of a module it imports).
+/// `ContainerKitSupport` (ContainerKit re-exports it), it shadows the `Synchronization.Mutex` a file may also
+/// import (a declaration of a module shadows one of a module it imports).
 package typealias Mutex<Value> = ContainerKitMutex<Value>

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import ContainerKit
+@testable import ContainerKitHTTP
 
 /// The answer parser the client's I/O thread feeds, without I/O: the same answer cut anywhere reads the
 /// same, and the limits hold as bytes arrive.

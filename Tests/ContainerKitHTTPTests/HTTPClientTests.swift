@@ -1,9 +1,10 @@
+import ContainerKit
 import ContainerKitTesting
 import Foundation
 import TestSupport
 import Testing
 
-@testable import ContainerKit
+@testable import ContainerKitHTTP
 
 #if canImport(Glibc)
     import Glibc

@@ -1,3 +1,4 @@
+import ContainerKitSupport
 import Foundation
 import Synchronization
 
