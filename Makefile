@@ -86,6 +86,7 @@ TSAN_FLAGS := --sanitize=thread -Xswiftc -DCONTAINERKIT_TSAN --build-path .build
 TSAN_FILTER ?= ConcurrencyTests|ThreadConstantsTests|TurnMarkTests|AwaitableStateTests|DeliveryPipelineTests|SessionPersistenceTests|HTTPClientTests|HTTPResponseParserTests|SessionTurnstileTests|ContainerHolderMachineTests|HeadIndexQueueTests|ContainerFileWatcherTests|SessionConcurrencyTests|SessionStoreTests|DataLayerTests|AtomicReplacementTests|RefreshScheduleTests|OpenTests|ContainerCallbackTests|DelayedInitializationTests|HTTPContainerSourceTests|BoundedHTTPRequestTests|URLSessionHTTPTransportTests|SavedContainerStoreTests|PreviewModeTests|DurableQueue|AnalyticsSinkTests|BrazeUsersTrackDestinationTests|InMemoryQueue|DrainTests|RunAndOperationsTests|RuntimeObserverTests|EmbeddingGuideTests|EndToEndTests|LoopbackHTTPServerTests|RunCommandTests|PreviewCommandTests|PushCommitTests|RecordStoreConformanceTests|SessionCommitConformanceTests|SessionIndexTests|SessionCombiningTests
 tsan:
 	$(SWIFT) build --build-tests $(TSAN_FLAGS)
+	Scripts/check-tsan-locks.sh .build/tsan/debug/ContainerKitPackageTests.xctest
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(SWIFT) test --skip-build --no-parallel $(TSAN_FLAGS) --filter '$(TSAN_FILTER)'
 
 # SOAK_CYCLES kill -9 cycles of `containerkit run --queue` delivering to a /users/track stand-in on 127.0.0.1,

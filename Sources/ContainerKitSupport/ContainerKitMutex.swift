@@ -64,11 +64,7 @@ import Synchronization
     }
 #else
     /// The package's mutex: `Synchronization.Mutex`, except in thread-sanitizer builds (`CONTAINERKIT_TSAN`),
-    /// where it is a `pthread_mutex_t` the sanitizer understands. Call sites name it `Mutex` (below).
+    /// where it is a `pthread_mutex_t` the sanitizer understands. Call sites name it `Mutex` (ContainerKit's and
+    /// ContainerKitHTTP's alias).
     package typealias ContainerKitMutex<Value> = Synchronization.Mutex<Value>
 #endif
-/// The package's `Mutex`: `Synchronization.Mutex`, or in thread-sanitizer builds a lock the sanitizer
-/// understands (see `ContainerKitMutex`). Declared once, here: in every module of the package that imports
-/// `ContainerKitSupport` (ContainerKit re-exports it), it shadows the `Synchronization.Mutex` a file may also
-/// import (a declaration of a module shadows one of a module it imports).
-package typealias Mutex<Value> = ContainerKitMutex<Value>

@@ -33,7 +33,7 @@ package struct OwnedThread: Sendable {
 
     /// The thread's exit, awaited by the task that started it.
     private final class Exit: Sendable {
-        private let state = Mutex<(exited: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+        private let state = ContainerKitMutex<(exited: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
 
         func exited() {
             let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
@@ -60,7 +60,7 @@ package struct OwnedThread: Sendable {
 /// Returns when the calling task is cancelled (at once if it already is): the body of a `run()` whose work
 /// happens elsewhere (on its owned threads) until it is told to stop.
 package func untilCancelled() async {
-    let waiter = Mutex<(cancelled: Bool, continuation: CheckedContinuation<Void, Never>?)>((false, nil))
+    let waiter = ContainerKitMutex<(cancelled: Bool, continuation: CheckedContinuation<Void, Never>?)>((false, nil))
     await withTaskCancellationHandler {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = waiter.withLock { state -> Bool in
