@@ -111,9 +111,13 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// Existential types spelled `any P` in every target, as swift-log has them on (MemberImportVisibility is not on: with
-// it, files outside ContainerKit import Synchronization for `Mutex.withLock`, and that name is then ambiguous with
-// the package's own `Mutex` in `make tsan` builds, where the two differ).
+// Existential types spelled `any P` in every target, as swift-log has them on. MemberImportVisibility and
+// InternalImportsByDefault are not on yet: tried (the diff touches 85 files: `public import` where public API names
+// another module's types, `import Synchronization` where `withLock` is called), it builds, but under
+// MemberImportVisibility the test files that import Synchronization for `withLock` and name `Mutex` as a type find
+// it ambiguous in `make tsan` builds, where ContainerKit's `Mutex` is not `Synchronization.Mutex` (only a module's
+// own declaration shadows an imported one there): each such module needs its own `Mutex` alias first, as
+// ContainerKitHTTP has.
 for target in package.targets where target.type != .plugin {
     target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny")]
 }
