@@ -112,11 +112,11 @@ let package = Package(
 )
 
 // Existential types spelled `any P` in every target, as swift-log has them on. MemberImportVisibility and
-// InternalImportsByDefault are not on yet: tried (the diff touches 85 files: `public import` where public API names
-// another module's types, `import Synchronization` where `withLock` is called; the sources built, the tests not yet), but under
-// MemberImportVisibility the test files that import Synchronization for `withLock` and name `Mutex` as a type find
-// it ambiguous in `make tsan` builds, where ContainerKit's `Mutex` is not `Synchronization.Mutex` (only a module's
-// own declaration shadows an imported one there): each such module needs its own `Mutex` alias first, as
+// InternalImportsByDefault are not on yet: tried (85 files change: `public import` where public API names another
+// module's types, `import Synchronization` where `withLock` is called; the sources built, the tests not yet), but
+// under MemberImportVisibility the test files that import Synchronization for `withLock` and name `Mutex` as a type
+// find it ambiguous in `make tsan` builds, where ContainerKit's `Mutex` is not `Synchronization.Mutex` (only a
+// module's own declaration shadows an imported one there): each such module needs its own `Mutex` alias first, as
 // ContainerKitHTTP has.
 for target in package.targets where target.type != .plugin {
     target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny")]
