@@ -1,11 +1,24 @@
 import Synchronization
 
 /// One event evaluated in one container: macros (lazily, at most once each), predicates, rules, then the
-/// selected tags fired in priority order. Synchronous and pure but for the handlers it calls.
+/// selected tags fired in priority order. Synchronous and pure but for the handlers it calls (and what it logs
+/// or reports to the runtime's observer).
 ///
-/// One evaluation serves every container of a push: ``run(container:at:tagHandlers:candidates:)`` moves it to
-/// the next container, so the message, the model and the session are retained once per push, not once
-/// per container; ``finish()`` hands the memo tables back to the session.
+/// One-way: everything it reads comes in, and everything it changes goes out, through its inputs. It holds no
+/// reference to its ``DataLayer`` or ``TagManager`` and takes no lock of theirs:
+/// - moved in by the push: the message, the model and the event name (moved out again with ``takePush()``), the
+///   memo tables (handed back with ``finish()``), and the ``SessionView`` — the parts of the session's state the
+///   containers read (consent, raw values, user properties), as the push found them, and the session its calls
+///   are made for (which it cannot read);
+/// - `inout`: the session's once-per-load tags (``OncePerLoad``), passed to each `run`;
+/// - through the session's runtime holder (``runtime``, which the push retains): the session's client context as
+///   the push found it, and, borrowed, the containers, the handlers, and the ``EvaluationEnvironment`` (the
+///   logger, the observer, the random source, the problems reported once);
+/// - out: the calls made (``takeCalls()``), the traces, and the keys added to ``OncePerLoad``.
+///
+/// One evaluation serves every container of a push: ``run(container:at:tagHandlers:candidates:oncePerLoad:)``
+/// moves it to the next container, so the message, the model and the session are retained once per push, not
+/// once per container.
 struct Evaluation: MacroResolver {
     /// The container, through the session's own reference to it (see ``SessionRuntime/ContainerHold``): the
     /// evaluation retains that, not the container every session's evaluations share.
@@ -21,7 +34,9 @@ struct Evaluation: MacroResolver {
     let model: ValueMap
     private(set) var eventName: String?
     let eventNumber: Int
-    let dataLayer: DataLayer
+    /// What the evaluation reads of its session (its consent, raw values, user properties) as the push found it,
+    /// and the session its calls are made for: moved in by the push, only read.
+    let session: SessionView
     /// The session's hold on the runtime snapshot being evaluated (its own, not the snapshot every session
     /// shares): it keeps the borrowed ``tagHandlers`` alive.
     let runtime: SessionRuntime
@@ -71,7 +86,7 @@ struct Evaluation: MacroResolver {
         model: ValueMap,
         eventName: String?,
         eventNumber: Int,
-        dataLayer: DataLayer,
+        session: consuming SessionView,
         runtime: SessionRuntime,
         tagHandlers: SessionRuntime.BorrowedHandlers = .none,
         recordTrace: Bool,
@@ -84,7 +99,7 @@ struct Evaluation: MacroResolver {
         self.model = model
         self.eventName = eventName
         self.eventNumber = eventNumber
-        self.dataLayer = dataLayer
+        self.session = session
         self.runtime = runtime
         self.tagHandlers = tagHandlers
         self.recordTrace = recordTrace
@@ -121,7 +136,14 @@ struct Evaluation: MacroResolver {
         }
     }
 
-    var logger: any DiagnosticLogger { dataLayer.tagManager.logger }
+    /// The runtime's logger, observer, random source and report-once set, through ``runtime`` (read on the rare
+    /// paths that need them: an error, a problem reported once, the random variable).
+    var environment: EvaluationEnvironment { runtime.withSnapshot { $0.environment } }
+
+    /// The runtime's logger with the session bound: every message the evaluation writes says which session.
+    var logger: BoundLogger {
+        BoundLogger(base: environment.logger, metadata: ["session": session.call.sessionID])
+    }
 
     /// What `__e` reports for a pushed event name: Firebase's short names (`_e`) expanded.
     static func reportedName(_ eventName: String?) -> Value {
@@ -137,7 +159,7 @@ struct Evaluation: MacroResolver {
     /// Evaluates the event: the candidate rules (see ``CandidateRules``), then fires the selected tags; the
     /// calls are kept for ``takeCalls()``. Returns the trace when the evaluation records one.
     @discardableResult
-    mutating func run(candidates: RuleCandidates? = nil) -> PushTrace.Evaluation? {
+    mutating func run(candidates: RuleCandidates? = nil, oncePerLoad: inout OncePerLoad) -> PushTrace.Evaluation? {
         if case .string(let name) = reportedEventName {
             switch candidates {
             case .bits(let bits)?:
@@ -157,7 +179,7 @@ struct Evaluation: MacroResolver {
                 var i = 0
                 while i < storage.program.tagOrder.count {
                     let t = storage.program.tagOrder[i]
-                    if tagState[t].intersection(.selection) == .added { fire(t) }
+                    if tagState[t].intersection(.selection) == .added { fire(t, &oncePerLoad) }
                     i += 1
                 }
             }
@@ -181,19 +203,21 @@ struct Evaluation: MacroResolver {
         return (eventName, message)
     }
 
-    /// Evaluates the same event in another container (after ``run(candidates:)`` returned for the last one).
+    /// Evaluates the same event in another container (after ``run(candidates:oncePerLoad:)`` returned for the last
+    /// one).
     mutating func run(
         container: SessionRuntime.ContainerHold,
         at index: Int,
         tagHandlers: SessionRuntime.BorrowedHandlers,
-        candidates: RuleCandidates?
+        candidates: RuleCandidates?,
+        oncePerLoad: inout OncePerLoad
     ) -> PushTrace.Evaluation? {
         self.container = container
         containerIndex = index
         self.tagHandlers = tagHandlers
         evaluatedOrder.removeAll(keepingCapacity: true)
         startContainer()
-        return run(candidates: candidates)
+        return run(candidates: candidates, oncePerLoad: &oncePerLoad)
     }
 
     /// The buffers, moved out for the session's next push (the evaluation is done with them).
@@ -219,7 +243,7 @@ struct Evaluation: MacroResolver {
         i = 0
         while i < storage.program.rules[r].block.count {
             let t = storage.program.rules[r].block[i]
-            if !tagState[t].contains(.blocked), let observer = dataLayer.tagManager.observer {
+            if !tagState[t].contains(.blocked), let observer = runtime.withSnapshot({ $0.environment.observer }) {
                 observer.observe(
                     .tagBlocked(containerID: storage.id, tagIndex: t, tagID: storage.program.tags[t].tagID)
                 )
@@ -263,7 +287,7 @@ struct Evaluation: MacroResolver {
         case succeeded, failed, stopped
     }
 
-    /// The suffix of a once-per-load key (`<container>#<tag>`, see ``callOnce(_:)``) that records that the
+    /// The suffix of a once-per-load key (`<container>#<tag>`, see ``callOnce(_:_:)``) that records that the
     /// tag's one call failed.
     static let failedOncePerLoadSuffix = "!failed"
 
@@ -274,7 +298,7 @@ struct Evaluation: MacroResolver {
     /// without calling again — its setup and teardown tags still run. (An enum, not the status: statuses carry
     /// messages, and copying one per tag is measurable on the hot path; the status is in ``fired``.)
     @discardableResult
-    private mutating func fire(_ t: Int) -> SequenceOutcome {
+    private mutating func fire(_ t: Int, _ oncePerLoad: inout OncePerLoad) -> SequenceOutcome {
         startTagState()
         let state = tagState[t]
         if state.contains(.attempted) {
@@ -288,19 +312,19 @@ struct Evaluation: MacroResolver {
         var i = 0
         while i < storage.program.tags[t].setupTags.count {
             let setup = storage.program.tags[t].setupTags[i]
-            switch fire(setup.tag) {
+            switch fire(setup.tag, &oncePerLoad) {
             case .succeeded: break
             case .failed: if setup.stopOnFailure { return .stopped }
             case .stopped: return .stopped
             }
             i += 1
         }
-        var outcome = callOnce(t)
+        var outcome = callOnce(t, &oncePerLoad)
         i = 0
         while i < storage.program.tags[t].teardownTags.count {
             let teardown = storage.program.tags[t].teardownTags[i]
             if outcome == .stopped || (outcome == .failed && teardown.stopOnFailure) { return .stopped }
-            outcome = fire(teardown.tag)
+            outcome = fire(teardown.tag, &oncePerLoad)
             i += 1
         }
         return outcome
@@ -308,26 +332,19 @@ struct Evaluation: MacroResolver {
 
     /// Calls tag `t` itself, or — for a once-per-load tag whose one call already ran in this session — answers
     /// with that call's outcome (gtm.js keeps a once-only tag's outcome and calls the continuation it chose).
-    private mutating func callOnce(_ t: Int) -> SequenceOutcome {
+    private mutating func callOnce(_ t: Int, _ oncePerLoad: inout OncePerLoad) -> SequenceOutcome {
         guard storage.program.tags[t].oncePerLoad else { return runCall(t) ? .succeeded : .failed }
         let key = storage.id + "#" + String(t)
-        let earlier = dataLayer.state.withLock { state -> SequenceOutcome? in
-            if state.firedOncePerLoad.contains(key) {
-                return state.firedOncePerLoad.contains(key + Evaluation.failedOncePerLoadSuffix) ? .failed : .succeeded
-            }
-            state.firedOncePerLoad.insert(key)
-            state.changes?.firedOncePerLoad.append(key)
-            return nil
+        var earlier: SequenceOutcome?
+        if !oncePerLoad.insert(key) {
+            earlier = oncePerLoad.contains(key + Evaluation.failedOncePerLoadSuffix) ? .failed : .succeeded
         }
         if let earlier {
             tagState[t].formUnion(earlier == .succeeded ? [.skippedOncePerLoad, .succeeded] : .skippedOncePerLoad)
             return earlier
         }
         if runCall(t) { return .succeeded }
-        let failed = key + Evaluation.failedOncePerLoadSuffix
-        dataLayer.state.withLock { state in
-            if state.firedOncePerLoad.insert(failed).inserted { state.changes?.firedOncePerLoad.append(failed) }
-        }
+        oncePerLoad.insert(key + Evaluation.failedOncePerLoadSuffix)
         return .failed
     }
 
@@ -342,6 +359,7 @@ struct Evaluation: MacroResolver {
     }
 
     /// Whether tag `t`'s call this event was blocked by consent.
+    @inline(__always)
     private func blockedByConsent(_ t: Int) -> Bool {
         guard !storage.program.tags[t].consentTypes.isEmpty,
             let call = fired.last(where: { $0.container == containerIndex && $0.tag == t })
@@ -441,13 +459,13 @@ struct Evaluation: MacroResolver {
         return succeeded
     }
 
-    /// The consent types tag `t` requires that the session's consent state does not grant now; `nil` when all are
-    /// granted.
+    /// The consent types tag `t` requires that the session's consent state did not grant when the push began
+    /// (consent commands are pushes: one pushed during this push applies from the next); `nil` when all are granted.
     private func deniedConsent(_ t: Int) -> [String]? {
-        let denied = dataLayer.state.withLock { state in
-            state.consent.isEmpty ? [] : state.consent.denied(among: storage.program.tags[t].consentTypes)
-        }
-        return denied.isEmpty ? nil : denied
+        guard let denied = session.values?.consent?.denied(among: storage.program.tags[t].consentTypes),
+            !denied.isEmpty
+        else { return nil }
+        return denied
     }
 
     /// Records tag `t` as blocked by consent (its parameters evaluated, as gtm.js evaluates a tag's fields before
@@ -493,7 +511,7 @@ struct Evaluation: MacroResolver {
             handler = found
             lastHandler = (name, found)
         } else {
-            dataLayer.tagManager.reportOnce(
+            environment.reportOnce(
                 "unhandled-tag:\(name)",
                 metadata: ["container": storage.id, "class_path": name]
             ) { "no function-call tag handler is registered for the class path" }
@@ -521,7 +539,7 @@ struct Evaluation: MacroResolver {
             origin: consume origin,
             arguments: consume moved,
             eventName: eventName,
-            dataLayer: dataLayer
+            session: session.call
         )
         defer { swap(&arguments, &call.arguments) }
         do {
@@ -532,7 +550,7 @@ struct Evaluation: MacroResolver {
             return (.ok, output)
         } catch {
             var metadata: LogMetadata = [
-                "container": call.origin.containerID, "session": dataLayer.sessionID, "class_path": call.origin.name,
+                "container": call.origin.containerID, "class_path": call.origin.name,
                 "error": String(describing: error),
             ]
             if let tagID = call.origin.tagID {
@@ -595,7 +613,7 @@ struct Evaluation: MacroResolver {
         if mark == 2 &* generation &+ 1 { return macroValues[index] }
         if mark == 2 &* generation {
             let macro = storage.program.macros[index]
-            dataLayer.tagManager.reportOnce(
+            environment.reportOnce(
                 "cycle:\(storage.id):\(index)",
                 level: .error,
                 metadata: ["container": storage.id, "variable": macro.name ?? macro.function, "macro": String(index)]
@@ -604,7 +622,7 @@ struct Evaluation: MacroResolver {
         }
         if nesting >= Evaluation.maximumMacroNesting {
             // A chain of thousands of macros (hostile or generated) must not exhaust the stack.
-            dataLayer.tagManager.reportOnce(
+            environment.reportOnce(
                 "nesting:\(storage.id)",
                 level: .error,
                 metadata: [
@@ -668,18 +686,18 @@ struct Evaluation: MacroResolver {
             assertionFailure("a variable macro read from its definition")
             value = .undefined
         case .rawDataLayer(let name, let defaultValue):
-            value = dataLayer.rawValue(forKey: name)
+            value = session.values?.rawValues?[name] ?? .undefined
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
         case .computedDataLayer(let nameExpr, let version, let defaultValue):
             let name = evaluate(nameExpr).jsString
             if version == 1 {
-                value = dataLayer.rawValue(forKey: name)
+                value = session.values?.rawValues?[name] ?? .undefined
             } else {
                 value = Value.object(model).value(atPath: TemplateCatalog.splitPath(name))
             }
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
         case .userProperty(let key, let defaultValue):
-            value = dataLayer.userProperty(key) ?? .undefined
+            value = session.values?.userProperties?[key] ?? .undefined
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
         case .constant(let expr):
             value = evaluate(expr)
@@ -756,11 +774,13 @@ struct Evaluation: MacroResolver {
     }
 
     private func builtIn(_ builtIn: BuiltIn) -> Value {
-        let box = dataLayer.contextBox
+        // The context as the push found it, in the session's runtime holder (a host's `updateContext` during the push
+        // applies to the next one).
+        let box = runtime.context
         switch builtIn {
         case .containerID: return .string(storage.id)
         case .containerVersion: return .string(storage.version)
-        case .random: return .int(dataLayer.tagManager.randomSource.value(eventNumber: eventNumber))
+        case .random: return .int(environment.randomSource.value(eventNumber: eventNumber))
         case .appID: return .string(box.value.appID)
         case .appName: return .string(box.value.appName)
         case .appVersionCode: return .string(box.value.appVersionCode)
@@ -822,8 +842,8 @@ struct Evaluation: MacroResolver {
     }
 
     private func reportBudgetExceeded(_ pattern: RegexPattern, _ subject: String, _ place: String) {
-        dataLayer.tagManager.noteRegexBudgetExceeded()
-        dataLayer.tagManager.reportOnce(
+        environment.noteRegexBudgetExceeded()
+        environment.reportOnce(
             "regex-budget:\(storage.id):\(pattern.source)",
             metadata: [
                 "container": storage.id, "pattern": pattern.source, "place": place,
@@ -837,20 +857,17 @@ struct Evaluation: MacroResolver {
 
     private func callMacro(named name: String, arguments: ValueMap, _ macro: MacroDef) -> Value {
         guard let handler = handlers.macros[name] else {
-            dataLayer.tagManager.reportOnce(
+            environment.reportOnce(
                 "unhandled-macro:\(name)",
                 metadata: ["container": storage.id, "class_path": name]
             ) { "no function-call macro handler is registered for the class path" }
             return .undefined
         }
         let call = FunctionCall(
-            name: name,
+            origin: FunctionCall.Origin(name: name, containerID: storage.id, tagID: nil, displayName: macro.name),
             arguments: arguments,
             eventName: eventName,
-            containerID: storage.id,
-            tagID: nil,
-            displayName: macro.name,
-            dataLayer: dataLayer
+            session: session.call
         )
         do {
             return try handler.value(for: call)
@@ -858,8 +875,8 @@ struct Evaluation: MacroResolver {
             logger.error(
                 "a variable handler threw",
                 metadata: [
-                    "container": storage.id, "session": dataLayer.sessionID, "variable": macro.name ?? macro.function,
-                    "class_path": name, "error": String(describing: error),
+                    "container": storage.id, "variable": macro.name ?? macro.function, "class_path": name,
+                    "error": String(describing: error),
                 ]
             )
             return .undefined
@@ -953,7 +970,7 @@ struct Evaluation: MacroResolver {
             }
             if constantRight, let error = storage.program.predicates[p].patternError {
                 let pointer = storage.program.predicates[p].origin.pointer
-                dataLayer.tagManager.reportOnce(
+                environment.reportOnce(
                     "bad-regex:\(storage.id):\(pointer)",
                     metadata: [
                         "container": storage.id, "pattern": right.jsString, "pointer": pointer,
@@ -965,7 +982,7 @@ struct Evaluation: MacroResolver {
             let source = right.jsString
             guard let pattern = try? RegexPattern(source, options: ignoreCase ? .ignoreCase : []) else {
                 let pointer = storage.program.predicates[p].origin.pointer
-                dataLayer.tagManager.reportOnce(
+                environment.reportOnce(
                     "bad-regex:\(storage.id):\(source)",
                     metadata: ["container": storage.id, "pattern": source, "pointer": pointer]
                 ) { "invalid regular expression; the condition is false" }

@@ -25,18 +25,34 @@
 final class SessionRuntime: Sendable {
     let generation: UInt64
     let snapshot: TagManager.Snapshot
+    /// The session's client context, as its pushes evaluate it (what the built-in variables report): carried by the
+    /// holder a push retains anyway, so a push retains no context box of its own (most sessions share the runtime's
+    /// default one). A session whose context changed gets a new holder (``with(context:)``) at its next push; a push
+    /// in flight keeps the one it started with.
+    let context: ClientContext.Box
     /// ``snapshot`` without a reference count, for a push to borrow while this holder lives.
     private let borrowedSnapshot: Unmanaged<TagManager.Snapshot>
     /// This session's reference to each container of ``snapshot``, in its order: what an evaluation retains.
     let containers: [ContainerHold]
 
     /// A session's holder of `snapshot`, with its own reference to each container (`containers`: none, for a
-    /// holder that evaluates no container of the snapshot).
-    init(generation: UInt64, snapshot: TagManager.Snapshot, containers: [ContainerHold]? = nil) {
+    /// holder that evaluates no container of the snapshot), for a session whose client context is `context`.
+    init(
+        generation: UInt64,
+        snapshot: TagManager.Snapshot,
+        containers: [ContainerHold]? = nil,
+        context: ClientContext.Box
+    ) {
         self.generation = generation
         self.snapshot = snapshot
+        self.context = context
         self.borrowedSnapshot = Unmanaged.passUnretained(snapshot)
         self.containers = containers ?? snapshot.containers.map { ContainerHold($0.storage) }
+    }
+
+    /// This holder for a session whose context is now `context` (the same snapshot and container holds).
+    func with(context: ClientContext.Box) -> SessionRuntime {
+        SessionRuntime(generation: generation, snapshot: snapshot, containers: containers, context: context)
     }
 
     /// Calls `body` with ``snapshot``, borrowed (not retained): loading the strong reference to pass it on

@@ -17,11 +17,12 @@ extension Container {
                 model: session.model,
                 eventName: nil,
                 eventNumber: 0,
-                dataLayer: session,
+                session: session.view,
                 runtime: SessionRuntime(
                     generation: 0,
                     snapshot: session.tagManager.snapshot,
-                    containers: []
+                    containers: [],
+                    context: session.contextBox
                 ),
                 recordTrace: false
             )

@@ -51,9 +51,11 @@ public struct Container: Sendable {
         /// from here instead of retaining it (every session's evaluation would write that plan's reference
         /// count, on a cache line all cores share).
         let borrowedCallPlans: [Unmanaged<CallPlan>?]
-        /// Whether a macro reads the session's merged model (a data-layer variable of version 2): pushes copy
-        /// the model out of the session's lock only for containers that do.
-        let readsModel: Bool
+        /// What of a session the container's evaluation reads: a push takes each part out of the session's lock
+        /// (the merged model, the raw values, the context, …) only when a live container reads it.
+        let sessionReads: SessionReads
+        /// Whether a macro reads the session's merged model (a data-layer variable of version 2).
+        var readsModel: Bool { sessionReads.contains(.model) }
         /// A number no other storage of this process has (see ``SessionRuntime``).
         let serial = Storage.serials.add(1, ordering: .relaxed).newValue
         private static let serials = Atomic<UInt64>(0)
@@ -76,12 +78,7 @@ public struct Container: Sendable {
             self.program = program
             self.callPlans = CallPlan.plans(for: program, containerID: id)
             self.borrowedCallPlans = callPlans.map { $0.map(Unmanaged.passUnretained) }
-            self.readsModel = program.macros.contains { macro in
-                switch macro.kind {
-                case .dataLayer, .computedDataLayer: return true
-                default: return false
-                }
-            }
+            self.sessionReads = SessionReads(program)
         }
     }
 

@@ -19,16 +19,6 @@ package struct Program: Sendable {
     /// failing, numeric conditions convert with JavaScript's `Number()`, and a lookup table's repeated key
     /// takes its last row (decided once at compile time from ``ContainerPlatform``).
     package var undefinedComparesAsText = false
-
-    /// Whether a macro reads data-layer variables of version 1 (the last raw value of a pushed key).
-    package var readsRawDataLayerValues: Bool {
-        macros.contains {
-            switch $0.kind {
-            case .rawDataLayer, .computedDataLayer(_, 1, _): return true
-            default: return false
-            }
-        }
-    }
 }
 
 /// A compiled value expression (a container literal, `["macro", i]`, `["template", …]`, …).

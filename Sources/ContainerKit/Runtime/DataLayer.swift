@@ -61,10 +61,16 @@ public final class DataLayer: Sendable {
         var userProperties = ValueMap()
         /// The client context, behind a reference that sessions with the same context share (most have the
         /// runtime's ``TagManager/defaultContext``): a context is about 200 bytes of strings.
-        var contextBox: ClientContext.Box
+        private(set) var contextBox: ClientContext.Box
         var context: ClientContext {
             get { contextBox.value }
-            set { if newValue != contextBox.value { contextBox = ClientContext.Box(newValue) } }
+            set {
+                guard newValue != contextBox.value else { return }
+                contextBox = ClientContext.Box(newValue)
+                // The evaluation reads the context from the runtime holder: the next push gets one with the new
+                // context (a push in flight keeps its own).
+                runtime = runtime?.with(context: contextBox)
+            }
         }
         var eventNumber = 0
         var firedOncePerLoad = Set<String>()
@@ -77,7 +83,7 @@ public final class DataLayer: Sendable {
         /// the turn's number (``enclosingTurns``) and is nested.
         var turnstile = SessionTurnstile<Pending, Waiter>()
         /// The runtime snapshot this session last read, in a holder of its own (see
-        /// ``TagManager/snapshot(cached:)``).
+        /// ``TagManager/snapshot(cached:)``), with the session's client context.
         var runtime: SessionRuntime?
         /// The candidate rules of the event names this session pushed lately (for ``runtime``'s containers).
         var candidates = SessionCandidates()
@@ -277,6 +283,19 @@ public final class DataLayer: Sendable {
 
     /// ``context`` in its shared box (a read of one member copies that member only).
     var contextBox: ClientContext.Box { state.withLock { $0.contextBox } }
+
+    /// Everything an evaluation may read of this session, as it is now (for the typed getters, which evaluate a
+    /// variable outside a push; a push takes only what its containers read).
+    var view: SessionView {
+        state.withLock { state in
+            SessionView(
+                call: CallSession(self),
+                consent: state.consent,
+                rawValues: state.rawValues,
+                userProperties: state.userProperties
+            )
+        }
+    }
 
     /// Replaces what the built-in macros report for this session's client (for example after the client
     /// upgraded its app); events already being evaluated keep the context they started with.
@@ -698,6 +717,10 @@ public final class DataLayer: Sendable {
         // `model` is moved into the evaluation below (a `var` so that it can be; a copy made after the lock costs
         // a retain and a release per push).
         var tooLarge: Int?
+        // What the evaluation reads of the session (taken under the lock below, for the parts a live container reads)
+        // and the session's once-per-load tags, which the evaluation changes `inout` and this push merges back.
+        var sessionValues: SessionView.Values?
+        var oncePerLoad = OncePerLoad()
         // An event ID (hashed when it was checked) and the time read before the lock; a seen one makes the push a
         // duplicate. The ID is read from the push where it is needed (a local copy would retain it).
         let hasEventID = !pending.eventID.isEmpty
@@ -741,15 +764,20 @@ public final class DataLayer: Sendable {
                 )
             }
             if let changed = tagManager.snapshot(cached: state.runtime) {
-                state.runtime = changed
+                state.runtime = SessionRuntime(
+                    generation: changed.generation,
+                    snapshot: changed.snapshot,
+                    context: state.contextBox
+                )
                 state.candidates = SessionCandidates()
             }
             let runtime = state.runtime!
-            let (readsRawValues, readsModel) = runtime.withSnapshot { snapshot in
+            let reads = runtime.withSnapshot { snapshot in
                 if let lookupName { candidates = state.candidates.candidates(for: lookupName, in: snapshot) }
                 hooks = snapshot.handlers.pushHooks.isEmpty ? nil : runtime
-                return (snapshot.readsRawValues, snapshot.readsModel)
+                return snapshot.reads
             }
+            let readsRawValues = reads.contains(.rawValues)
             let before = tracing ? DataLayer.tracedKeys(of: message, event: pending.event, in: state.model) : []
             DataLayer.apply(message, to: &state.model, dotted: dotted)
             if let event = pending.event { state.model.setValue(event, forKey: "event", hint: &state.eventKeyPosition) }
@@ -784,8 +812,21 @@ public final class DataLayer: Sendable {
                     }
                 }
             }
-            if eventValue != nil { state.eventNumber += 1 }
-            let model = eventValue != nil && (tracing || readsModel) ? state.model : ValueMap()
+            if eventValue != nil {
+                state.eventNumber += 1
+                // What the evaluation reads of the session beyond the model (see ``SessionView``), as the push found it.
+                if !reads.isDisjoint(with: [.consent, .rawValues, .userProperties]) {
+                    sessionValues = SessionView.Values(
+                        consent: reads.contains(.consent) && !state.consent.isEmpty ? state.consent : nil,
+                        rawValues: readsRawValues ? state.rawValues : nil,
+                        userProperties: reads.contains(.userProperties) ? state.userProperties : nil
+                    )
+                }
+                if reads.contains(.oncePerLoad), !state.firedOncePerLoad.isEmpty {
+                    oncePerLoad = OncePerLoad(state.firedOncePerLoad)
+                }
+            }
+            let model = eventValue != nil && (tracing || reads.contains(.model)) ? state.model : ValueMap()
             return (model, state.eventNumber, runtime)
         }
         if let step { result.traceSteps.append(step) }
@@ -810,6 +851,8 @@ public final class DataLayer: Sendable {
                 eventName: &eventName,
                 reportedName: &reportedName,
                 eventNumber: eventNumber,
+                sessionValues: &sessionValues,
+                oncePerLoad: &oncePerLoad,
                 candidates: candidates,
                 falsyEvent: falsyEvent,
                 into: &result,
@@ -819,6 +862,16 @@ public final class DataLayer: Sendable {
                 turn: number,
                 inside: enclosing
             )
+        }
+        // The once-per-load tags the evaluation fired for the first time, into the session's set (rare: at most once
+        // per tag and session).
+        if oncePerLoad.hasAdded {
+            let added = oncePerLoad.takeAdded()
+            state.withLock { state in
+                for key in added where state.firedOncePerLoad.insert(key).inserted {
+                    state.changes?.firedOncePerLoad.append(key)
+                }
+            }
         }
         if tracing, result.evaluatedCount > evaluatedBefore {
             result.traceSteps[result.traceSteps.count - 1].evaluated = evaluatedBefore
@@ -838,6 +891,8 @@ public final class DataLayer: Sendable {
         eventName: inout String?,
         reportedName: inout Value,
         eventNumber: Int,
+        sessionValues: inout SessionView.Values?,
+        oncePerLoad: inout OncePerLoad,
         candidates: ContainerCandidates?,
         falsyEvent: Bool,
         into result: inout PushResult,
@@ -893,7 +948,7 @@ public final class DataLayer: Sendable {
             model: consume movedModel,
             eventName: consume movedName,
             eventNumber: eventNumber,
-            dataLayer: self,
+            session: SessionView(call: CallSession(self), values: sessionValues.take()),
             runtime: runtime,
             tagHandlers: snapshot.borrowedTagHandlers(first),
             recordTrace: tracing,
@@ -902,7 +957,7 @@ public final class DataLayer: Sendable {
         )
         DataLayer.$enclosingTurns.withValue(mark(turn: number, inside: enclosing)) {
             var traces: [PushTrace.Evaluation?] = []
-            let firstTrace = evaluation.run(candidates: firstCandidates)
+            let firstTrace = evaluation.run(candidates: firstCandidates, oncePerLoad: &oncePerLoad)
             if tracing {
                 traces = Array(repeating: nil, count: count)
                 traces[first] = firstTrace
@@ -915,7 +970,8 @@ public final class DataLayer: Sendable {
                     container: runtime.containers[c],
                     at: c,
                     tagHandlers: snapshot.borrowedTagHandlers(c),
-                    candidates: rules
+                    candidates: rules,
+                    oncePerLoad: &oncePerLoad
                 )
                 if tracing { traces[c] = trace }
             }
@@ -990,7 +1046,8 @@ public final class DataLayer: Sendable {
     /// A Firebase user property of this session (what a `__fup` variable reads).
     public func userProperty(_ key: String) -> Value? { state.withLock { $0.userProperties[key] } }
 
-    /// Sets (or with `nil`, removes) a Firebase user property; the push form is ``userPropertiesKey``.
+    /// Sets (or with `nil`, removes) a Firebase user property; the push form is ``userPropertiesKey``. A push
+    /// already being evaluated keeps the properties it started with.
     public func setUserProperty(_ value: Value?, forKey key: String) {
         state.withLock { state in
             state.userProperties[key] = value

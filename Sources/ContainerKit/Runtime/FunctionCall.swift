@@ -15,7 +15,8 @@ public struct FunctionCall: Sendable {
     /// The tag's or variable's display name, when the container has one.
     public var displayName: String? { origin.displayName }
     /// The session the call is made for. Handlers may read and write its attributes and push to it
-    /// (a push made from a handler is queued and processed after the current one).
+    /// (a push made from a handler is queued and processed after the current one). The push being evaluated reads
+    /// the session as it found it: a context or user property a handler changes applies from the next push.
     public let dataLayer: DataLayer
     /// Where the handler should write its diagnostics.
     public var logger: any DiagnosticLogger { loggerOverride ?? dataLayer.tagManager.logger }
@@ -60,6 +61,11 @@ public struct FunctionCall: Sendable {
         )
     }
 
+    /// A call the evaluation makes for `session` (the session it was handed, which it cannot read itself).
+    init(origin: Origin, arguments: consuming ValueMap, eventName: String?, session: CallSession) {
+        self.init(origin: origin, arguments: arguments, eventName: eventName, dataLayer: session.dataLayer)
+    }
+
     init(
         origin: Origin,
         arguments: consuming ValueMap,
@@ -73,6 +79,19 @@ public struct FunctionCall: Sendable {
         self.dataLayer = dataLayer
         self.loggerOverride = logger
     }
+}
+
+/// The session an evaluation makes its calls for, as the session handed it: what a ``FunctionCall`` carries to its
+/// handler as ``FunctionCall/dataLayer``. The reference is private to this file, so an evaluation can pass the
+/// session on to the handlers it calls but can neither read the session's state nor call it: what it reads of the
+/// session comes in its ``SessionView``.
+struct CallSession: Sendable {
+    fileprivate let dataLayer: DataLayer
+
+    init(_ dataLayer: DataLayer) { self.dataLayer = dataLayer }
+
+    /// The session's identifier (a constant), for the evaluation's log messages.
+    var sessionID: String { dataLayer.sessionID }
 }
 
 /// Host code that a Function Call tag (`__funct`, legacy `_func`) calls, registered on a ``TagManager``

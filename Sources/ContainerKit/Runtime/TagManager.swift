@@ -90,9 +90,15 @@ public final class TagManager: Sendable {
     final class Snapshot: Sendable {
         let containers: [Container]
         let handlers: Handlers
+        /// The runtime's logger, observer, random source and report-once set (the same object in every snapshot
+        /// of one runtime), for the evaluations that borrow this snapshot.
+        let environment: EvaluationEnvironment
+        /// What of a session the live containers read (see ``Container/Storage/sessionReads``): a push hands
+        /// an evaluation only those parts.
+        let reads: SessionReads
         /// Whether a live container reads data-layer variables of version 1 (sessions then keep the last
         /// raw value of every pushed key).
-        let readsRawValues: Bool
+        var readsRawValues: Bool { reads.contains(.rawValues) }
         /// Per container (in ``containers``' order), the handler of each tag with a ``CallPlan``, resolved
         /// once per publication so a call does not look its class path up; `nil` where none is registered.
         let tagHandlers: [[ResolvedTagHandler?]]
@@ -102,13 +108,13 @@ public final class TagManager: Sendable {
         private let borrowed: [BorrowedHandlers]
         /// Whether a live container's macros read the session's merged model (see
         /// ``Container/Storage/readsModel``).
-        let readsModel: Bool
+        var readsModel: Bool { reads.contains(.model) }
 
-        init(containers: [Container], handlers: Handlers) {
+        init(containers: [Container], handlers: Handlers, environment: EvaluationEnvironment) {
             self.containers = containers
             self.handlers = handlers
-            self.readsRawValues = containers.contains { $0.storage.program.readsRawDataLayerValues }
-            self.readsModel = containers.contains { $0.storage.readsModel }
+            self.environment = environment
+            self.reads = containers.reduce(into: SessionReads()) { $0.formUnion($1.storage.sessionReads) }
             let tagHandlers = containers.map { container in
                 container.storage.callPlans.map { plan in
                     plan.flatMap { handlers.tags[$0.name] }.map(ResolvedTagHandler.init)
@@ -129,24 +135,20 @@ public final class TagManager: Sendable {
     /// The current snapshot and its generation. Only writers take this lock on their own; a push reads
     /// ``generation`` (an atomic load that never contends with other readers) and takes the lock only when
     /// the generation moved since the session last looked — once per change, not once per push.
-    private let published = Mutex((generation: UInt64(1), snapshot: Snapshot(containers: [], handlers: Handlers())))
+    private let published: Mutex<(generation: UInt64, snapshot: Snapshot)>
     /// The generation of the current snapshot; bumped after every publication.
     private let generation = Atomic<UInt64>(1)
     /// How many containers the current snapshot holds (stored with each publication), for
     /// ``hasLiveContainers``.
     private let liveContainers = Atomic<Int>(0)
-    private let reported = Mutex<Set<String>>([])
-    /// How many regular-expression matches ran out of their step budget (see ``regexBudgetExceededCount``).
-    private let regexBudgetExceeded = Atomic<Int>(0)
+    /// What evaluations read of this runtime (its logger, observer and random source) and report to.
+    let environment: EvaluationEnvironment
 
     /// How many regular-expression matches, since this runtime was created, ran out of their step budget
     /// (``RegexPattern/defaultStepBudget``) and so counted as not matching: a condition that was false, a
     /// regex-table row that was skipped. Each pattern is also logged once, and a debug trace names the
     /// condition.
-    public var regexBudgetExceededCount: Int { regexBudgetExceeded.load(ordering: .relaxed) }
-
-    /// Counts a match that ran out of its step budget.
-    func noteRegexBudgetExceeded() { regexBudgetExceeded.add(1, ordering: .relaxed) }
+    public var regexBudgetExceededCount: Int { environment.regexBudgetExceededCount }
     /// Opened containers, preview, delayed initialization (see `TagManager+Opening.swift`).
     let lifecycle = LifecycleState()
 
@@ -177,6 +179,11 @@ public final class TagManager: Sendable {
         self.eventIDMilliseconds = eventIDs.milliseconds
         self.eventIDMaximumCount = eventIDs.maximumCount
         self.eventIDClock = eventIDs.customClock
+        let environment = EvaluationEnvironment(logger: logger, observer: observer, randomSource: randomSource)
+        self.environment = environment
+        self.published = Mutex(
+            (generation: 1, snapshot: Snapshot(containers: [], handlers: Handlers(), environment: environment))
+        )
     }
 
     // MARK: Handlers
@@ -208,7 +215,11 @@ public final class TagManager: Sendable {
         publish { current in
             var hooks = current.handlers.pushHooksByName
             hooks[name] = hook
-            return Snapshot(containers: current.containers, handlers: current.handlers.with(pushHooks: hooks))
+            return Snapshot(
+                containers: current.containers,
+                handlers: current.handlers.with(pushHooks: hooks),
+                environment: environment
+            )
         }
     }
 
@@ -217,7 +228,11 @@ public final class TagManager: Sendable {
         publish { current in
             var hooks = current.handlers.pushHooksByName
             guard hooks.removeValue(forKey: name) != nil else { return nil }
-            return Snapshot(containers: current.containers, handlers: current.handlers.with(pushHooks: hooks))
+            return Snapshot(
+                containers: current.containers,
+                handlers: current.handlers.with(pushHooks: hooks),
+                environment: environment
+            )
         }
     }
 
@@ -240,7 +255,8 @@ public final class TagManager: Sendable {
             change(&tags, &macros)
             return Snapshot(
                 containers: current.containers,
-                handlers: Handlers(tags: tags, macros: macros, pushHooks: current.handlers.pushHooksByName)
+                handlers: Handlers(tags: tags, macros: macros, pushHooks: current.handlers.pushHooksByName),
+                environment: environment
             )
         }
     }
@@ -264,12 +280,11 @@ public final class TagManager: Sendable {
     var snapshot: Snapshot { published.withLock { $0.snapshot } }
 
     /// The current snapshot for a session that already holds `cached`: `nil` while no writer has published
-    /// since (one atomic load, nothing written), otherwise a new holder of the current one, fetched under the
-    /// writers' lock.
-    func snapshot(cached: SessionRuntime?) -> SessionRuntime? {
+    /// since (one atomic load, nothing written), otherwise the current one and its generation, fetched under the
+    /// writers' lock (the session makes its own holder of it, ``SessionRuntime``).
+    func snapshot(cached: SessionRuntime?) -> (generation: UInt64, snapshot: Snapshot)? {
         if let cached, cached.generation == generation.load(ordering: .acquiring) { return nil }
-        let (current, snapshot) = published.withLock { ($0.generation, $0.snapshot) }
-        return SessionRuntime(generation: current, snapshot: snapshot)
+        return published.withLock { ($0.generation, $0.snapshot) }
     }
 
     // MARK: Containers
@@ -285,7 +300,7 @@ public final class TagManager: Sendable {
             } else {
                 list.append(container)
             }
-            return Snapshot(containers: list, handlers: current.handlers)
+            return Snapshot(containers: list, handlers: current.handlers, environment: environment)
         }
         for problem in container.unsupported {
             reportOnce(
@@ -306,7 +321,7 @@ public final class TagManager: Sendable {
             var list = current.containers
             guard let i = list.firstIndex(where: { $0.id == id }) else { return nil }
             removed = list.remove(at: i)
-            return Snapshot(containers: list, handlers: current.handlers)
+            return Snapshot(containers: list, handlers: current.handlers, environment: environment)
         }
         return removed
     }
@@ -363,8 +378,6 @@ public final class TagManager: Sendable {
         metadata: @autoclosure () -> LogMetadata = [:],
         _ message: () -> String
     ) {
-        guard level >= logger.minimumLevel, logger.minimumLevel != .none else { return }
-        let first = reported.withLock { $0.insert(key).inserted }
-        if first { logger.log(level, message(), metadata: metadata()) }
+        environment.reportOnce(key, level: level, metadata: metadata(), message)
     }
 }
