@@ -351,6 +351,7 @@ struct Evaluation: MacroResolver {
     /// Calls tag `t` and records its outcome in ``tagState``; returns whether it counts as succeeded. A tag
     /// ContainerKit cannot run (custom HTML, other web-only tags: ``FiredTag/Status/unsupported``) would
     /// normally succeed in a browser, so for sequencing it counts as succeeded (it stays reported unsupported).
+    @inline(__always)
     private mutating func runCall(_ t: Int) -> Bool {
         var succeeded = call(t)
         if !succeeded, case .unsupported = storage.program.tags[t].kind, !blockedByConsent(t) { succeeded = true }
