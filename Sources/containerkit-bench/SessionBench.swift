@@ -44,6 +44,10 @@ enum SessionBench {
         ]
         _ = interleaved(one, two, pairs: 5)  // warm-up
         let environment = ProcessInfo.processInfo.environment
+        if environment["CONTAINERKIT_BENCH_ONLY"] == "same-session" {
+            sameSessionFigures(manager, one: one, streams: streams)
+            return
+        }
         let rounds = environment["CONTAINERKIT_BENCH_SCALING_ROUNDS"].flatMap { Int($0) } ?? scalingRounds
         var scaling: [Double] = []
         var ideal: [Double] = []
@@ -68,13 +72,7 @@ enum SessionBench {
                 FileHandle.standardError.write(Data(line.utf8))
             }
         }
-        var sameSession: [Double] = []
-        let shared = manager.makeDataLayer()
-        let twoShared: [Job?] = [pushJob(shared, streams[0]), pushJob(shared, streams[1])]
-        for _ in 0..<sameSessionRounds {
-            let rates = interleaved(one, twoShared)
-            sameSession.append(rates.b / rates.a)
-        }
+        let sameSession = sameSessionRatios(manager, one: one, streams: streams)
         print("two_thread_scaling=\(Harness.ratio(median(scaling)))")
         print("ideal_two_thread_scaling=\(Harness.ratio(median(ideal)))")
         print("two_thread_scaling_vs_ideal=\(Harness.ratio(median(relative)))")
@@ -84,6 +82,37 @@ enum SessionBench {
         if ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"] == "scaling" { return }
 
         await memoryFigures(manager)
+    }
+
+    /// `same_session_2_threads_vs_1`'s rounds: two threads pushing `streams` into one session of `manager` against
+    /// `one` (one thread pushing into its own session), each round a ratio.
+    static func sameSessionRatios(
+        _ manager: TagManager,
+        one: [Job?],
+        streams: [[(name: String, parameters: ValueMap)]]
+    ) -> [Double] {
+        let shared = manager.makeDataLayer()
+        let twoShared: [Job?] = [pushJob(shared, streams[0]), pushJob(shared, streams[1])]
+        return (0..<sameSessionRounds).map { _ in
+            let rates = interleaved(one, twoShared)
+            return rates.b / rates.a
+        }
+    }
+
+    /// `CONTAINERKIT_BENCH_ONLY=same-session`: `same_session_2_threads_vs_1` alone (for a profiler or a syscall count),
+    /// with the machine's scaling measured before and after it (both printed: the figure is meaningful only when
+    /// they are near 2).
+    static func sameSessionFigures(
+        _ manager: TagManager,
+        one: [Job?],
+        streams: [[(name: String, parameters: ValueMap)]]
+    ) {
+        let before = spinRate(threads: 2) / spinRate(threads: 1)
+        let ratios = sameSessionRatios(manager, one: one, streams: streams)
+        let after = spinRate(threads: 2) / spinRate(threads: 1)
+        print("machine_two_thread_scaling=\(Harness.ratio(before)) \(Harness.ratio(after))")
+        print("same_session_2_threads_vs_1=\(Harness.ratio(median(ratios)))")
+        print("same_session_rounds=\(ratios.map { Harness.ratio($0) }.joined(separator: " "))")
     }
 
     /// `bytes_per_session`, `bytes_per_seen_event_id` and `snapshot_restore_per_s` (alone with

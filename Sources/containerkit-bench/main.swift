@@ -37,10 +37,13 @@ guard FileManager.default.fileExists(atPath: brazePath), FileManager.default.fil
     exit(0)
 }
 
-// `CONTAINERKIT_BENCH_ONLY=scaling` runs the thread-scaling figures of the session section alone; `memory` the
+// `CONTAINERKIT_BENCH_ONLY=scaling` runs the thread-scaling figures of the session section alone (`same-session`
+// `same_session_2_threads_vs_1` alone); `memory` the
 // whole session section (with `CONTAINERKIT_BENCH_SCALING_ROUNDS=1`, mostly its memory figures); `session-memory`
 // its memory figures alone.
-if ["scaling", "memory", "session-memory"].contains(ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"]) {
+if ["scaling", "same-session", "memory", "session-memory"].contains(
+    ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_ONLY"]
+) {
     await SessionBench.run()
     exit(0)
 }
