@@ -81,9 +81,12 @@ extension DataLayer {
     /// ```
     ///
     /// A push held back while no container is available yet (delayed initialization) is not checked.
+    ///
+    /// (`eventID` is `consuming`: the push keeps the caller's reference rather than retaining the ID again.)
     @discardableResult
-    public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String?) -> PushResult {
-        push(Pending(message: parameters, event: .string(event), eventID: eventID, hash: checkedHash(of: eventID)))
+    public func push(event: String, parameters: ValueMap = ValueMap(), eventID: consuming String?) -> PushResult {
+        let hash = checkedHash(of: eventID)
+        return push(Pending(message: parameters, event: .string(event), eventID: eventID, hash: hash))
     }
 
     /// ``push(event:parameters:eventID:)``, suspending while another caller's push is processed.
@@ -96,8 +99,9 @@ extension DataLayer {
 
     /// Pushes a message that carries an event ID (see ``push(event:parameters:eventID:)``).
     @discardableResult
-    public func push(_ message: ValueMap, eventID: String?) -> PushResult {
-        push(Pending(message: message, event: nil, eventID: eventID, hash: checkedHash(of: eventID)))
+    public func push(_ message: ValueMap, eventID: consuming String?) -> PushResult {
+        let hash = checkedHash(of: eventID)
+        return push(Pending(message: message, event: nil, eventID: eventID, hash: hash))
     }
 
     /// Pushes a message that carries an event ID, suspending while another caller's push is processed.
@@ -143,8 +147,13 @@ extension DataLayer {
 extension DataLayer.Pending {
     /// A push of `message` (and `event`) with the event ID `eventID`, `hash` its ``DataLayer/checkedHash(of:)``:
     /// `nil` when the ID is invalid (the push is refused), 0 when there is none.
-    init(message: ValueMap, event: Value?, eventID: String?, hash: UInt64?) {
-        self.init(message: message, event: event, eventID: eventID ?? "", eventIDHash: hash ?? 0)
+    init(message: ValueMap, event: Value?, eventID: consuming String?, hash: UInt64?) {
+        let id: String
+        switch consume eventID {
+        case .some(let given): id = given
+        case .none: id = ""
+        }
+        self.init(message: message, event: event, eventID: id, eventIDHash: hash ?? 0)
         refusesEventID = hash == nil
     }
 }

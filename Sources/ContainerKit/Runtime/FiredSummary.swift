@@ -44,8 +44,11 @@ struct FiredSummary {
                     count = -1
                     return
                 }
-                withUnsafeMutableBytes(of: &words) {
-                    $0.storeBytes(of: word, toByteOffset: count &* 8, as: UInt64.self)
+                switch count {
+                case 0: words.0 = word
+                case 1: words.1 = word
+                case 2: words.2 = word
+                default: words.3 = word
                 }
                 count &+= 1
             }
@@ -55,7 +58,12 @@ struct FiredSummary {
     /// Word `index` (below ``count``).
     @inline(__always)
     func word(_ index: Int) -> UInt64 {
-        withUnsafeBytes(of: words) { $0.load(fromByteOffset: index &* 8, as: UInt64.self) }
+        switch index {
+        case 0: words.0
+        case 1: words.1
+        case 2: words.2
+        default: words.3
+        }
     }
 }
 

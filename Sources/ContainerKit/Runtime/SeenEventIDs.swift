@@ -90,6 +90,10 @@ final class SeenEventIDs: @unchecked Sendable {
     /// look-up's bucket is probed for again.
     @exclusivity(unchecked) private var forgotSinceLookup = false
     @exclusivity(unchecked) private var capacity: Int
+    /// `capacity - 1` and `capacity * 4 - 1`, the masks of ring positions and table buckets (kept, not computed
+    /// at each use: every push with an ID uses them several times).
+    @exclusivity(unchecked) private var mask: Int
+    @exclusivity(unchecked) private var tableMask: Int
     @exclusivity(unchecked) private var head = 0
     @exclusivity(unchecked) private(set) var count = 0
     /// The sequence number of the oldest entry: entry `s` (while `s >= first`) is at ring position
@@ -109,6 +113,8 @@ final class SeenEventIDs: @unchecked Sendable {
     init(capacity: Int = 8) {
         let capacity = max(8, Self.powerOfTwo(atLeast: capacity))
         self.capacity = capacity
+        mask = capacity - 1
+        tableMask = capacity * 4 - 1
         slots = .allocate(capacity: capacity)
         slots.initialize(repeating: Slot(), count: capacity)
         hashes = .allocate(capacity: capacity)
@@ -146,9 +152,6 @@ final class SeenEventIDs: @unchecked Sendable {
         while capacity < n { capacity <<= 1 }
         return capacity
     }
-
-    private var mask: Int { capacity - 1 }
-    private var tableMask: Int { capacity * 4 - 1 }
 
     /// The remembered IDs, oldest first.
     var events: [SeenEventID] { suffix(count) }
@@ -253,7 +256,7 @@ final class SeenEventIDs: @unchecked Sendable {
             grow()
             bucket = -1
         }
-        let position = (head + count) & mask
+        let position = (head &+ count) & mask
         hashes[position] = hash
         times[position] = time
         slots[position].wordCount = 0
@@ -267,8 +270,8 @@ final class SeenEventIDs: @unchecked Sendable {
             slots[position].long = id
             heavy[position] = true
         }
-        count += 1
-        let sequence = first + count - 1
+        count &+= 1
+        let sequence = first &+ count &- 1
         insert(sequence: sequence, hash: hash, bucket: bucket)
         return sequence
     }
@@ -331,9 +334,13 @@ final class SeenEventIDs: @unchecked Sendable {
         }
         wordsOwner = sequence
         let start = wordTail
-        for index in 0..<summary.count { appendWord(summary.word(index)) }
+        let added = summary.count
+        while wordTail &- wordHead &+ added > wordCapacity { growWords() }
+        let wordMask = wordCapacity &- 1
+        for index in 0..<added { words[(start &+ index) & wordMask] = summary.word(index) }
+        wordTail = start &+ added
         slots[position].wordStart = start
-        slots[position].wordCount = Int32(truncatingIfNeeded: summary.count)
+        slots[position].wordCount = Int32(truncatingIfNeeded: added)
         if slots[position].detail != nil {
             setOutcome(
                 at: position,
@@ -422,23 +429,25 @@ final class SeenEventIDs: @unchecked Sendable {
     }
 
     private func position(ofSequence sequence: Int) -> Int? {
-        guard sequence >= first, sequence < first + count else { return nil }
-        return (head + sequence - first) & mask
+        guard sequence >= first, sequence < first &+ count else { return nil }
+        return (head &+ sequence &- first) & mask
     }
 
     /// Forgets the oldest entry, and takes its table entry out.
     private func removeOldest() {
-        removeFromTable(Self.tag(hashes[head]) | UInt64(UInt32(truncatingIfNeeded: first)), hash: hashes[head])
+        let hash = hashes[head]
+        removeFromTable(Self.tag(hash) | UInt64(UInt32(truncatingIfNeeded: first)), hash: hash)
         forgotSinceLookup = true
-        if slots[head].wordCount > 0 { wordHead = max(wordHead, slots[head].wordStart + Int(slots[head].wordCount)) }
+        let wordCount = Int(slots[head].wordCount)
+        if wordCount > 0 { wordHead = max(wordHead, slots[head].wordStart &+ wordCount) }
         if heavy[head] {
             slots[head].long = nil
             slots[head].detail = nil
             heavy[head] = false
         }
-        head = (head + 1) & mask
-        count -= 1
-        first += 1
+        head = (head &+ 1) & mask
+        count &-= 1
+        first &+= 1
         if count == 0 { wordHead = wordTail }
     }
 
@@ -507,6 +516,8 @@ final class SeenEventIDs: @unchecked Sendable {
         heavy = moved(heavy, empty: false)
         table.deallocate()
         capacity *= 2
+        mask = capacity - 1
+        tableMask = capacity * 4 - 1
         table = .allocate(capacity: capacity * 4)
         head = 0
         rebuildTable()
