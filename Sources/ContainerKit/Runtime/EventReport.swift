@@ -356,15 +356,8 @@ struct EvaluatedPush: Sendable {
         guard !calls.isEmpty else { return true }
         let containers = runtime.containers
         for index in calls.indices {
-            let tag = calls[index].tag
-            guard calls[index].output?.hasNoRecordsOrDurability ?? true,
-                let code = FiredWriter.code(of: calls[index].status),
-                let word = FiredWriter.word(
-                    index: tag,
-                    tagID: containers[calls[index].container].storage.program.tags[tag].tagID,
-                    code: code
-                )
-            else { return false }
+            let tagID = containers[calls[index].container].storage.program.tags[calls[index].tag].tagID
+            guard let word = FiredWriter.plainWord(of: calls[index], tagID: tagID) else { return false }
             set.appendWord(word)
         }
         return true

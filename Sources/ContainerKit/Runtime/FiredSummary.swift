@@ -24,23 +24,8 @@ struct FiredSummary {
         guard count >= 0, !calls.isEmpty else { return }
         calls.withUnsafeBufferPointer { calls in
             for index in calls.indices {
-                let code: Int
-                switch calls[index].status {
-                case .ok: code = 0
-                case .unhandled: code = 1
-                case .unsupported: code = 2
-                default:
-                    count = -1
-                    return
-                }
-                let tag = calls[index].tag
-                guard count < Self.capacity, calls[index].output?.hasNoRecordsOrDurability ?? true,
-                    let word = FiredWriter.word(
-                        index: tag,
-                        tagID: containers[calls[index].container].storage.program.tags[tag].tagID,
-                        code: code
-                    )
-                else {
+                let tagID = containers[calls[index].container].storage.program.tags[calls[index].tag].tagID
+                guard count < Self.capacity, let word = FiredWriter.plainWord(of: calls[index], tagID: tagID) else {
                     count = -1
                     return
                 }

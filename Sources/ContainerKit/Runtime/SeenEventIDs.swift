@@ -746,6 +746,14 @@ struct FiredWriter {
         )
     }
 
+    /// The packed word of `call` (whose tag has `tagID`) when it packs as a plain tag: a plain status, no records
+    /// and no durability, and numbers that fit; `nil` otherwise.
+    @inline(__always)
+    static func plainWord(of call: borrowing FiredCall, tagID: Int?) -> UInt64? {
+        guard call.output?.hasNoRecordsOrDurability ?? true, let code = code(of: call.status) else { return nil }
+        return word(index: call.tag, tagID: tagID, code: code)
+    }
+
     /// The packed word of a tag call (see the type's documentation); `nil` when its numbers do not fit.
     @inline(__always)
     static func word(index: Int, tagID: Int?, code: Int) -> UInt64? {
