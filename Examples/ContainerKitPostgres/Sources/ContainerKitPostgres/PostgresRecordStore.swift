@@ -43,9 +43,10 @@ import Synchronization
 /// ## Sessions
 /// A user's session is kept in `ck_session_changes` as its last snapshot and the deltas committed after it,
 /// one row per version (``SessionCheckpoint``): a push inserts a small delta row; every few commits (the
-/// ``SessionStore``'s ``SessionStore/Configuration/snapshotInterval``) it inserts the whole snapshot, which
-/// deletes the user's older rows in the same transaction. A load folds the newest snapshot and the deltas
-/// after it (``PostgresSessionPersistence``). The `ck_sessions` rows versions before deltas wrote are moved into
+/// ``SessionStore``'s ``SessionStore/Configuration/snapshotInterval``) it inserts the whole snapshot, from which
+/// the user's chain starts: the rows before it are read by nothing, and the next compaction (``compactSessions()``,
+/// every health interval, one instance at a time) deletes them in bulk. A load folds the newest snapshot and the
+/// deltas after it (``PostgresSessionPersistence``). The `ck_sessions` rows versions before deltas wrote are moved into
 /// `ck_session_changes` as snapshot rows, once, by the first store whose definitions do so (``PostgresSchema``).
 ///
 /// ## Fencing
@@ -208,6 +209,8 @@ public final class PostgresRecordStore: RecordStore {
         public var rotations = 0
         /// Generations dropped (all their rows acknowledged).
         public var droppedGenerations = 0
+        /// Session rows deleted by compactions: deltas and snapshots a newer snapshot of their user supersedes.
+        public var compactedSessionRows = 0
         /// Records waiting for a commit.
         public var pendingRows = 0
         /// Partitions this instance leases now.

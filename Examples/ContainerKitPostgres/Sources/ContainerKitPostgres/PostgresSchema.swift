@@ -7,7 +7,7 @@ import PostgresNIO
 /// |---|---|---|
 /// | `ck_records` | committed records, partitioned by `generation` into `ck_records_<n>` | a generation is dropped whole once every row of it is acknowledged: never `DELETE` |
 /// | `ck_cursors` | per delivery partition, the last acknowledged `(xid, seq)` | one row per partition, updated per batch (HOT updates: fill factor 10, vacuumed every 200 dead rows) |
-/// | `ck_session_changes` | per user, the last session snapshot and the deltas committed after it, a row per version | rows are only inserted; a snapshot row deletes the user's older rows in its transaction (vacuumed at 1% dead rows) |
+/// | `ck_session_changes` | per user, the last session snapshot and the deltas committed after it, a row per version | a commit only inserts rows; the rows a newer snapshot of their user supersedes are deleted by the next compaction, in bulk (vacuumed at 1% dead rows) |
 /// | `ck_sessions` | per user, a snapshot and its version, as versions before session deltas wrote them | moved into `ck_session_changes` as snapshot rows when a store with these definitions first starts; empty after that, and never read or written again |
 /// | `ck_meta` | the current generation and the partition count | one row |
 ///
@@ -15,12 +15,13 @@ import PostgresNIO
 /// reads a partition in `(xid, seq)` order and only below the oldest transaction still running, so a row
 /// committed late never lands behind the cursor.
 ///
-/// Three functions do in one call what would take several statements (``functions``; replaced whenever a store
+/// Four functions do in one call what would take several statements (``functions``; replaced whenever a store
 /// starts, so the newest definition wins; a change of arguments gets a new name):
 ///
 /// | function | what it does |
 /// |---|---|
 /// | `ck_commit_group(…)` | a whole group commit (``PostgresRecordStore``'s Group commit and Fencing) in one statement: locks the group's users, reads their heads, and writes records and session rows only if no user is fenced; returns the fenced users |
+/// | `ck_compact_sessions(namespace, batch)` | deletes the session rows that the snapshots written since the last compaction supersede, one instance at a time |
 /// | `ck_probe()` | takes the locks a commit takes on the tables: answers only when commits could run |
 /// | `ck_rotate(namespace)` | starts a new generation and drops the acknowledged ones, one instance at a time |
 public enum PostgresSchema {
@@ -186,6 +187,26 @@ public enum PostgresSchema {
             END IF;
         END $$
         """,
+        // The transaction that wrote a snapshot row (deltas leave it null: no bytes in the row), and how far the
+        // compaction (`ck_compact_sessions`) has read: the rows a snapshot supersedes are deleted by the next
+        // compaction in bulk, not by the commit that wrote it. An index of snapshot rows only, by the transaction,
+        // is how a compaction finds the snapshots written since the last one.
+        """
+        DO $$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                WHERE attrelid = 'ck_session_changes'::regclass AND attname = 'written' AND NOT attisdropped) THEN
+                ALTER TABLE ck_session_changes ADD COLUMN written bigint;
+            END IF;
+            IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                WHERE attrelid = 'ck_meta'::regclass AND attname = 'compacted' AND NOT attisdropped) THEN
+                ALTER TABLE ck_meta ADD COLUMN compacted bigint NOT NULL DEFAULT 0;
+            END IF;
+        END $$
+        """,
+        """
+        CREATE INDEX IF NOT EXISTS ck_session_changes_snapshots ON ck_session_changes (written)
+        WHERE snapshot AND written IS NOT NULL
+        """,
         // The sessions stored before deltas, moved once into `ck_session_changes` as snapshot rows (a row is the
         // base of any deltas stored after it, unless a snapshot at or above its version replaced it), so that a
         // commit's head and a load read one table: the second table's lookup was about a third of the head's
@@ -244,29 +265,23 @@ public enum PostgresSchema {
             IF cardinality(fenced) > 0 THEN
                 RETURN fenced;
             END IF;
+            -- The transaction's id once: the records' xid, and the mark of the snapshot rows it writes.
+            writer := pg_current_xact_id()::text::bigint;
             IF cardinality(payloads) > 0 THEN
-                -- The transaction's id once, and the rows' order in it as their sequence: (xid, seq) orders a
-                -- partition's rows as the column defaults did, without a function call and a sequence access per
-                -- row (each group is one transaction, so no two rows share both).
-                writer := pg_current_xact_id()::text::bigint;
+                -- The rows' order in the transaction as their sequence: (xid, seq) orders a partition's rows as the
+                -- column defaults did, without a function call and a sequence access per row (each group is one
+                -- transaction, so no two rows share both).
                 INSERT INTO ck_records (generation, part, xid, seq, payload)
                 SELECT (SELECT generation FROM ck_meta WHERE id = 1), t.p, writer, t.o, t.j
                 FROM unnest(parts, payloads) WITH ORDINALITY AS t(p, j, o);
             END IF;
             IF cardinality(row_users) > 0 THEN
-                INSERT INTO ck_session_changes (user_id, version, snapshot, body, id)
-                SELECT r.user_id, r.version, r.snapshot, r.body, r.id
+                -- A snapshot's chain starts at it: the user's older rows are read by nothing from now on, and the
+                -- next compaction deletes them (in bulk, a fifth of what deleting them here cost).
+                INSERT INTO ck_session_changes (user_id, version, snapshot, body, id, written)
+                SELECT r.user_id, r.version, r.snapshot, r.body, r.id, CASE WHEN r.snapshot THEN writer END
                 FROM unnest(row_users, row_versions, row_snapshots, row_bodies, row_ids)
                     AS r(user_id, version, snapshot, body, id);
-                IF true = ANY (row_snapshots) THEN
-                    -- A snapshot deletes its user's older rows (its chain starts at it).
-                    WITH snapshots AS (
-                        SELECT r.user_id, max(r.version) AS version
-                        FROM unnest(row_users, row_versions, row_snapshots) AS r(user_id, version, snapshot)
-                        WHERE r.snapshot GROUP BY r.user_id)
-                    DELETE FROM ck_session_changes x USING snapshots n
-                    WHERE x.user_id = n.user_id AND x.version < n.version;
-                END IF;
             END IF;
             IF cardinality(removal_users) > 0 THEN
                 -- An ended session is removed only if no newer version was stored meanwhile — then all of it: a
@@ -303,6 +318,61 @@ public enum PostgresSchema {
             SELECT c.user_id, c.version, c.snapshot, c.body, c.id
             FROM latest l JOIN ck_session_changes c ON c.user_id = l.user_id
                 AND c.version >= coalesce(l.snapshot, 0);
+        END
+        $function$
+        """,
+        // The rows superseded by the snapshots written since the last compaction (by transactions below
+        // `compacted`, at most `batch` snapshots' transactions a call), deleted; one instance at a time (a lock
+        // wait: after another instance's pass this one finds little or nothing left). Only transactions that have
+        // ended are read (below the oldest one running), so a snapshot committed late is never passed over, and a
+        // call covers every commit that ended before it started. Returns how many rows it deleted and whether
+        // snapshots are left for another call.
+        """
+        CREATE OR REPLACE FUNCTION ck_compact_sessions(namespace int, batch int, OUT deleted bigint, OUT more bool)
+        LANGUAGE plpgsql
+        SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_hashjoin = off
+        SET enable_mergejoin = off
+        AS $function$
+        DECLARE
+            low bigint;
+            high bigint;
+            upto bigint;
+            found int;
+        BEGIN
+            deleted := 0;
+            more := false;
+            PERFORM pg_advisory_xact_lock(namespace, -2);
+            SELECT m.compacted INTO low FROM ck_meta m WHERE m.id = 1;
+            high := pg_snapshot_xmin(pg_current_snapshot())::text::bigint;
+            -- The first `batch` snapshot rows' transactions, each whole (a transaction's rows share its id).
+            SELECT max(t.written) + 1, count(*) INTO upto, found FROM (
+                SELECT x.written FROM ck_session_changes x
+                WHERE x.snapshot AND x.written IS NOT NULL AND x.written >= low AND x.written < high
+                ORDER BY x.written LIMIT batch) t;
+            IF found < batch THEN
+                upto := high;
+            END IF;
+            more := upto < high;
+            IF upto <= low THEN
+                RETURN;
+            END IF;
+            -- A row another transaction holds (a commit removing its user) is waited for briefly, never long
+            -- enough for a deadlock check: the compaction gives up first, and the next one tries again.
+            PERFORM set_config('lock_timeout', '200ms', true);
+            BEGIN
+                WITH snapshots AS (
+                    SELECT x.user_id, max(x.version) AS version FROM ck_session_changes x
+                    WHERE x.snapshot AND x.written IS NOT NULL AND x.written >= low AND x.written < upto
+                    GROUP BY x.user_id)
+                DELETE FROM ck_session_changes c USING snapshots n
+                WHERE c.user_id = n.user_id AND c.version < n.version;
+                GET DIAGNOSTICS deleted = ROW_COUNT;
+            EXCEPTION WHEN lock_not_available THEN
+                deleted := 0;
+                more := false;
+                RETURN;
+            END;
+            UPDATE ck_meta SET compacted = upto WHERE id = 1;
         END
         $function$
         """,

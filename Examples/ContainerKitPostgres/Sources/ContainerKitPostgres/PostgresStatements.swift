@@ -99,6 +99,26 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
     }
 
+    /// `ck_compact_sessions(namespace, batch)`: the session rows deleted because a newer snapshot supersedes them,
+    /// and whether snapshots are left for another call.
+    struct CompactSessions: PostgresPreparedStatement {
+        static let sql = "SELECT deleted, more FROM ck_compact_sessions($1, $2)"
+        static let bindingDataTypes: [PostgresDataType] = [.int4, .int4]
+        typealias Row = (Int64, Bool)
+
+        var namespace: Int32
+        var batch: Int32
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(namespace)
+            bindings.append(batch)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
     /// `ck_rotate(namespace)`: whether a generation was started, and how many were dropped.
     struct Rotate: PostgresPreparedStatement {
         static let sql = "SELECT rotated, dropped FROM ck_rotate($1)"

@@ -152,6 +152,7 @@ struct PostgresRecordStoreTests {
             )
         }
         #expect(try await query(endpoint, "SELECT count(*) FROM ck_records", as: Int64.self) == [2])
+        try await compactSessions(endpoint)
         #expect(try await query(endpoint, "SELECT version FROM ck_session_changes", as: Int64.self) == [2])
     }
 

@@ -200,6 +200,13 @@ let testLogger: Logger = {
     return logger
 }()
 
+/// Compactions (`ck_compact_sessions`, as the stores' maintenance runs them) until no snapshot is left unread: the
+/// session rows that newer snapshots supersede are deleted.
+func compactSessions(_ endpoint: PostgresEndpoint) async throws {
+    let call = "SELECT more FROM ck_compact_sessions(\(PostgresSchema.defaultLockNamespace), 2000)"
+    while try await query(endpoint, call, as: Bool.self) == [true] {}
+}
+
 /// One query's rows through a short-lived connection.
 func query<T: Sendable>(_ endpoint: PostgresEndpoint, _ sql: String, as type: T.Type) async throws -> [T]
 where T: PostgresDecodable {

@@ -102,6 +102,8 @@ final class PostgresScaleOut: Sendable {
             "containerkit_postgres_load_queries_total \(store.loadQueries)",
             "# TYPE containerkit_postgres_loaded_users_total counter",
             "containerkit_postgres_loaded_users_total \(store.loadedUsers)",
+            "# TYPE containerkit_postgres_compacted_session_rows_total counter",
+            "containerkit_postgres_compacted_session_rows_total \(store.compactedSessionRows)",
             "# TYPE containerkit_postgres_available gauge",
             "containerkit_postgres_available \(self.store.isAvailable ? 1 : 0)",
             "# TYPE containerkit_postgres_leases_held gauge",
