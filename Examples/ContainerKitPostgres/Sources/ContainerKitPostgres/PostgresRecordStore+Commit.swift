@@ -98,7 +98,7 @@ extension PostgresRecordStore {
         var parent: UInt64?
         /// The identity of the chain's newest checkpoint.
         var lastID: UInt64
-        /// What is inserted: the chain from its last snapshot on (a snapshot deletes the rows before it).
+        /// What is inserted: the chain from its last snapshot on (a snapshot supersedes the rows before it).
         var checkpoints: [SessionCheckpoint]
 
         /// A chain starting with `first`; `nil` when `first` is malformed (a delta that is not of the version

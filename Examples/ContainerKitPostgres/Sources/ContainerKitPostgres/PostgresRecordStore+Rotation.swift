@@ -45,8 +45,9 @@ extension PostgresRecordStore {
     /// user's chain: loads and commits read nothing older), in calls of `ck_compact_sessions` of at most
     /// ``compactionBatch`` snapshots' transactions each, until none is left or ``maximumCompactionCalls`` calls
     /// ran. One instance at a time (an advisory transaction lock: a call waits for another instance's pass, then
-    /// finds little left), and a call covers every commit that ended before it started. A commit only inserts; these deletes in bulk cost about a fifth of what each
-    /// snapshot's commit paid to delete its user's older rows itself (`Docs/Scaling.md`).
+    /// finds little left), and a call covers every commit that ended before it started. A commit only inserts;
+    /// these deletes in bulk cost about a fifth of what each snapshot's commit paid to delete its user's older rows
+    /// itself (`Docs/Scaling.md`).
     /// - Returns: the rows deleted.
     /// - Throws: ``PostgresStoreError`` when a call fails (within ``Configuration/callTimeout``).
     @discardableResult

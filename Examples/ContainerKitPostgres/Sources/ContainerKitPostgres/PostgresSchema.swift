@@ -161,7 +161,8 @@ public enum PostgresSchema {
         // Cursor rows (and legacy session rows) are updated in place all the time. Free room on every page lets an
         // update be HOT (no index entry, the old version pruned by the next visit of the page), and autovacuum
         // visits these tables after a fixed number of dead rows instead of a fraction of the table. Session
-        // changes die at the rate of commits (each snapshot deletes the rows before it): vacuumed the same way.
+        // changes die at the rate of commits (compactions delete the rows each snapshot supersedes): vacuumed the
+        // same way.
         """
         ALTER TABLE ck_cursors SET (fillfactor = 10, autovacuum_vacuum_scale_factor = 0,
             autovacuum_vacuum_threshold = 200, autovacuum_vacuum_cost_delay = 0)
