@@ -21,8 +21,11 @@ import Synchronization
 ///   synchronous ``push(_:)`` blocks its thread, the `async` ``push(_:)-(ValueMap)`` suspends its task.
 ///   The caller holding the turn processes the waiting pushes as well, each in a turn of its own and in the
 ///   order they came, and hands each caller its own result (flat combining): contending callers cost one
-///   hand-over between threads, not one each. Nothing is dropped and concurrent callers never trip the loop
-///   guard.
+///   hand-over between threads, not one each. A thread that still polls for its turn (it has waited less than
+///   a few pushes) is not served so: the session is kept for the next push of the thread whose turn ended, for
+///   at most ``SessionTurnstile/maximumStretch`` pushes in a row (or until that push is late, then the waiter
+///   takes it), and then handed to the polling thread, so that the session's data changes core once a stretch,
+///   not once a push. Nothing is dropped and concurrent callers never trip the loop guard.
 /// - A push made **inside the processing of a push** — from a tag or macro handler's call, an observer,
 ///   or a task one of them started while that push is still processed — keeps GTM's semantics: it is
 ///   queued, processed after the current push, and reported in the outer push's result. More than
@@ -154,6 +157,24 @@ public final class DataLayer: Sendable {
             }
         }
 
+        /// Whether the caller is a thread polling for its turn (not asleep, not a task): it may wait for the
+        /// next push of the thread holding the turn, and be handed the turn at no wake-up's cost.
+        var isPolling: Bool {
+            if case .thread(let waiter) = self { return waiter.wakeup.isAwake }
+            return false
+        }
+
+        /// Whether this is the waiting thread `waiter`.
+        func isThread(_ waiter: ThreadWaiter) -> Bool {
+            if case .thread(let candidate) = self { return candidate === waiter }
+            return false
+        }
+
+        /// Tells a polling thread that the session was kept for another thread's next push.
+        func keptForAnother() {
+            if case .thread(let waiter) = self { waiter.wakeup.keptForAnother() }
+        }
+
         /// Hands the caller turn number `turn`: it processes its push itself.
         func resume(turn: UInt64) {
             switch self {
@@ -215,16 +236,36 @@ public final class DataLayer: Sendable {
     /// the turn to the next one (so that its own caller's wait is bounded).
     static let maximumCombinedPushes = 32
 
+    /// The calling thread's identity (never 0), for a session kept for a thread's next push.
+    static var currentThread: UInt {
+        #if canImport(Glibc)
+            UInt(pthread_self())
+        #else
+            UInt(bitPattern: pthread_self())
+        #endif
+    }
+
     #if DEBUG
-        /// Tests only (debug builds): called, under the session's lock, whenever a caller starts waiting for the
-        /// turn of the session with this identifier, with how many callers wait then (see
-        /// `SessionCombiningTests`).
-        static let waitObservers = Mutex<[ObjectIdentifier: @Sendable (Int) -> Void]>([:])
+        /// Tests only (debug builds): how the callers waiting for the turn of one session are watched and how
+        /// long they poll (see `SessionCombiningTests`).
+        struct WaitObserver: Sendable {
+            /// Called, under the session's lock, whenever a caller starts waiting, with how many callers wait then.
+            var waits: @Sendable (Int) -> Void
+            /// Called, under the session's lock, whenever a waiting thread goes to sleep.
+            var asleep: @Sendable () -> Void = {}
+            /// How long a waiting thread polls before it sleeps (`.max`: it never sleeps), if not the default.
+            var spinning: UInt64?
+            /// How long a waiting thread polls for a kept session before it takes it, if not the default.
+            var patience: UInt64?
+        }
+
+        /// Tests only (debug builds): the observers of the sessions with these identifiers.
+        static let waitObservers = Mutex<[ObjectIdentifier: WaitObserver]>([:])
 
         private static func noteWait(_ session: DataLayer, _ turnstile: SessionTurnstile<Pending, Waiter>) {
             let count = turnstile.waitingCount
             let observer = waitObservers.withLock { $0[ObjectIdentifier(session)] }
-            observer?(count)
+            observer?.waits(count)
         }
     #endif
 
@@ -389,8 +430,12 @@ public final class DataLayer: Sendable {
         // marks the turn it takes is bound inside.
         let marks = DataLayer.enclosingTurns
         let enclosing = marks?.turn(of: ObjectIdentifier(self))
+        let thread = DataLayer.currentThread
+        // The session may be kept for this thread's next push when its turn ends, unless it runs inside
+        // another turn (its thread then waits for that turn to go on, not for its next push).
+        let holder = marks == nil ? thread : 0
         let turn = turnstile { turnstile -> (SessionTurnstile<Pending, Waiter>.Arrival, ThreadWaiter?) in
-            let arrival = turnstile.arrive(pending, enclosing: enclosing)
+            let arrival = turnstile.arrive(pending, enclosing: enclosing, thread: thread)
             guard arrival == .busy else { return (arrival, nil) }
             let waiter = ThreadWaiter(WaitingPush(pending: copy pending, marks: marks))
             _ = turnstile.wait(.thread(waiter))  // busy: queued
@@ -403,13 +448,32 @@ public final class DataLayer: Sendable {
         case (.nested, _):
             return PushResult()
         case (.acquired(let number), _):
-            return takeTurns(pending, turn: number, inside: marks)
+            return takeTurns(pending, turn: number, inside: marks, holder: holder)
         case (.busy, let waiter):
             let waiter = waiter!
-            let number = waiter.wakeup.wait()
+            var (spinning, patience) = (ThreadWakeup.spinNanoseconds, ThreadWakeup.keptPatience)
+            #if DEBUG
+                if let waiting = DataLayer.waitObservers.withLock({ $0[ObjectIdentifier(self)] }) {
+                    (spinning, patience) = (waiting.spinning ?? spinning, waiting.patience ?? patience)
+                }
+            #endif
+            let number = waiter.wakeup.wait(spinning: spinning, patience: patience) { beforeSleeping in
+                // The session kept for another thread whose next push did not come: this waiter, the first, takes
+                // it. Else, before it sleeps, it says so under the lock (the session is then kept for nobody's
+                // next push while it sleeps).
+                turnstile { turnstile -> UInt64? in
+                    if let turn = turnstile.claim(by: { $0.isThread(waiter) }) { return turn }
+                    if beforeSleeping, waiter.wakeup.markSleeping() {
+                        #if DEBUG
+                            DataLayer.waitObservers.withLock { $0[ObjectIdentifier(self)] }?.asleep()
+                        #endif
+                    }
+                    return nil
+                }
+            }
             // Processed by the caller that held the turn, or handed the turn.
             if number == ThreadWaiter.processed { return waiter.result! }
-            return takeTurns(waiter.job.pending, turn: number, inside: marks)
+            return takeTurns(waiter.job.pending, turn: number, inside: marks, holder: holder)
         }
     }
 
@@ -427,7 +491,7 @@ public final class DataLayer: Sendable {
         case .nested:
             return PushResult()
         case .acquired(let number):
-            return takeTurns(pending, turn: number, inside: marks)
+            return takeTurns(pending, turn: number, inside: marks, holder: 0)
         case .busy:
             let job = WaitingPush(pending: copy pending, marks: marks)
             let handed = await withCheckedContinuation { (continuation: CheckedContinuation<Handed, Never>) in
@@ -446,7 +510,7 @@ public final class DataLayer: Sendable {
             case .turn(let number):
                 // The turn was handed over; this task processes it on whichever thread it resumed on (its task
                 // locals are the task's, whatever the thread).
-                return takeTurns(job.pending, turn: number, inside: marks)
+                return takeTurns(job.pending, turn: number, inside: marks, holder: 0)
             }
         }
     }
@@ -456,21 +520,34 @@ public final class DataLayer: Sendable {
     /// contending callers cost one hand-over between threads, not one each. A caller that runs inside another
     /// turn (`enclosing` is not `nil`: a handler pushing into another session) hands the turn to the next waiter
     /// instead, since a waiting push run on its thread could wait for a turn that thread holds. So does a
-    /// caller that processed ``maximumCombinedPushes`` waiting pushes: its own caller has waited long enough.
-    private func takeTurns(_ pending: consuming Pending, turn number: UInt64, inside enclosing: TurnMark?)
-        -> PushResult
-    {
+    /// caller that processed ``maximumCombinedPushes`` waiting pushes: its own caller has waited long enough; and
+    /// a thread (`holder` is not 0: a blocking push outside any turn) hands the turn to a thread that still
+    /// polls for it — one whose push waited out the holder's stretch (``SessionTurnstile/next(holder:mayWait:)``:
+    /// while the stretch lasts, the turn ends with the session kept for `holder`'s next push instead).
+    private func takeTurns(
+        _ pending: consuming Pending,
+        turn number: UInt64,
+        inside enclosing: TurnMark?,
+        holder: UInt
+    ) -> PushResult {
         var result = PushResult()
-        var handOver = processTurn(pending, turn: number, inside: enclosing, into: &result)
+        var handOver = processTurn(pending, turn: number, inside: enclosing, holder: holder, into: &result)
         var combined = 0
         while let (waiter, turn) = handOver {
-            guard enclosing == nil, combined < DataLayer.maximumCombinedPushes else {
+            guard enclosing == nil, combined < DataLayer.maximumCombinedPushes, holder == 0 || !waiter.isPolling
+            else {
                 waiter.resume(turn: turn)
                 break
             }
             let job = waiter.job
             var processed = PushResult()
-            handOver = processTurn(job.pending, turn: turn, inside: job.marks, into: &processed)
+            handOver = processTurn(
+                job.pending,
+                turn: turn,
+                inside: job.marks,
+                holder: job.marks == nil ? holder : 0,
+                into: &processed
+            )
             waiter.deliver(processed)
             combined += 1
         }
@@ -479,13 +556,15 @@ public final class DataLayer: Sendable {
 
     /// Processes `pending` (turn number `number`) and the pushes its handlers nest, in order, into `result`,
     /// until none is left or the loop guard trips; then ends the turn, and returns the waiter the turn goes to
-    /// next (with its number), if any. (The result is `inout`, not returned beside the waiter: a returned
-    /// tuple was copied whole.) Taking the next nested push and ending the turn are one lock: a push that nests
-    /// nothing takes it once here. `enclosing` is what ``enclosingTurns`` was when the push arrived.
+    /// next (with its number), if any (none when the session is kept for `holder`'s next push). (The result is
+    /// `inout`, not returned beside the waiter: a returned tuple was copied whole.) Taking the next nested push and
+    /// ending the turn are one lock: a push that nests nothing takes it once here. `enclosing` is what
+    /// ``enclosingTurns`` was when the push arrived.
     private func processTurn(
         _ pending: consuming Pending,
         turn number: UInt64,
         inside enclosing: TurnMark?,
+        holder: UInt,
         into result: inout PushResult
     ) -> (waiter: Waiter, turn: UInt64)? {
         // The memo tables, the thread's: taken by the first evaluated push of the turn, given back when it ends
@@ -534,9 +613,10 @@ public final class DataLayer: Sendable {
             let summarized =
                 notes && committing == nil && processed == 0 && remembered.fired.isComplete && result.hooked.isEmpty
             let step = state.withLock { state in
-                let step = state.turnstile.next()
+                let step = state.turnstile.next(holder: holder, mayWait: \.isPolling)
                 nestedWaiting.store(state.turnstile.nestedCount > 0, ordering: .relaxed)
-                if case .ended = step {
+                if case .nested = step {
+                } else {
                     lease.giveBack(&scratch)
                     if summarized {
                         state.seenEventIDs?.setFired(remembered.fired, of: remembered.sequence)
@@ -549,6 +629,9 @@ public final class DataLayer: Sendable {
             switch step {
             case .ended(let handOver):
                 return handOver
+            case .kept(let waiter):
+                waiter.keptForAnother()
+                return nil
             case .nested(let nested):
                 committed = false
                 processed += 1

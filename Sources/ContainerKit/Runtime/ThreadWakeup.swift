@@ -12,7 +12,9 @@ import Synchronization
 /// The waiter first polls its state for a bounded time (``spinNanoseconds``: a turn or a combined push's result
 /// usually comes within a push or two, and putting a thread to sleep and waking it costs more than that), then
 /// sleeps on a semaphore made only then. The signaller posts the semaphore only when the waiter sleeps: a
-/// result handed to a polling waiter costs no system call on either side.
+/// result handed to a polling waiter costs no system call on either side. A waiter for whom a session was kept
+/// for another thread's next push (``keptForAnother()``) polls on while such words keep coming, and takes the
+/// session itself when that push is late (``wait(spinning:patience:claim:)``).
 final class ThreadWakeup: Sendable {
     private static let waiting: UInt8 = 0
     private static let signalled: UInt8 = 1
@@ -20,6 +22,11 @@ final class ThreadWakeup: Sendable {
     /// How long the waiter polls before it sleeps: a few pushes (about 2.5 µs each) and more than a sleeping
     /// thread's wake-up. Bounded, so a waiter whose signaller was descheduled gives its core back soon.
     static let spinNanoseconds: UInt64 = 20_000
+    /// How long a waiter told that the session was kept for another thread's next push (``keptForAnother()``)
+    /// polls before it takes the session: longer than that thread's turnaround between two pushes (well under a
+    /// microsecond in `containerkit-bench`, more when it is preempted: 3 µs lost the session to the waiter too
+    /// often), and short enough that a thread whose next push does not come holds a waiter back little.
+    static let keptPatience: UInt64 = 10_000
     /// Polls between two reads of the clock.
     private static let pollsPerClockRead = 64
 
@@ -28,6 +35,9 @@ final class ThreadWakeup: Sendable {
     private let parking = AtomicLazyReference<DispatchSemaphore>()
     /// The number of the turn handed over; written before the signal, read after it.
     private let turn = Atomic<UInt64>(0)
+    /// How many times the waiter was told that the session was kept for another thread's next push
+    /// (``keptForAnother()``).
+    private let keeps = Atomic<UInt32>(0)
 
     /// Hands the waiter turn number `turn`.
     func signal(_ turn: UInt64) {
@@ -38,41 +48,79 @@ final class ThreadWakeup: Sendable {
         semaphore.signal()
     }
 
+    /// Tells the waiter that the session it waits for was kept for another thread's next push: it polls on, and
+    /// claims the session (see ``wait(spinning:patience:claim:)``) if that push does not come in time.
+    func keptForAnother() {
+        keeps.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    /// Whether the waiter has not gone to sleep: it polls (or was signalled). Read under the lock the waiter
+    /// holds when it goes to sleep (``markSleeping()``), so that a session is kept only for a polling waiter.
+    var isAwake: Bool { state.load(ordering: .acquiring) != ThreadWakeup.sleeping }
+
+    /// The waiter says it sleeps from now on (under the lock ``isAwake`` is read under); `false` when it was
+    /// signalled already.
+    @discardableResult
+    func markSleeping() -> Bool {
+        state.compareExchange(
+            expected: ThreadWakeup.waiting,
+            desired: ThreadWakeup.sleeping,
+            ordering: .acquiringAndReleasing
+        ).exchanged
+    }
+
     /// Waits for the signal, polling for `spinning` nanoseconds before it sleeps; returns the number of the turn
     /// handed over.
     func wait(spinning: UInt64 = ThreadWakeup.spinNanoseconds) -> UInt64 {
-        let signalled = ThreadWakeup.poll(for: spinning) {
-            state.load(ordering: .acquiring) == ThreadWakeup.signalled
+        wait(spinning: spinning, patience: .max) { sleeping in
+            if sleeping { markSleeping() }
+            return nil
         }
-        if !signalled {
-            let semaphore = parking.storeIfNil(DispatchSemaphore(value: 0))
-            let (sleeps, _) = state.compareExchange(
-                expected: ThreadWakeup.waiting,
-                desired: ThreadWakeup.sleeping,
-                ordering: .acquiringAndReleasing
-            )
-            // Signalled after the last poll: no sleep. Else the signaller posts once, after its exchange.
-            if sleeps {
-                semaphore.wait()
-                _ = state.load(ordering: .acquiring)
+    }
+
+    /// Waits for the signal as ``wait(spinning:)`` does, for a waiter that may be told the session was kept for
+    /// another thread (``keptForAnother()``; each word starts the poll budget over). `patience` nanoseconds after
+    /// such a word with no signal, it calls `claim(false)`, which returns a turn number when it took the kept
+    /// session; before it sleeps it calls `claim(true)`, which, under the lock ``isAwake`` is read under, takes
+    /// a kept session (a turn number) or calls ``markSleeping()`` (`nil`).
+    func wait(spinning: UInt64, patience: UInt64, claim: (_ beforeSleeping: Bool) -> UInt64?) -> UInt64 {
+        var seen = keeps.load(ordering: .relaxed)
+        var claimAt: UInt64 = .max
+        var sleepAt: UInt64 = 0
+        while true {
+            for _ in 0..<ThreadWakeup.pollsPerClockRead
+            where state.load(ordering: .acquiring) == ThreadWakeup.signalled {
+                return turn.load(ordering: .relaxed)
             }
+            let now = ThreadWakeup.monotonicNanoseconds()
+            let word = keeps.load(ordering: .relaxed)
+            if word != seen {
+                seen = word
+                claimAt = ThreadWakeup.deadline(now, after: patience)
+                sleepAt = ThreadWakeup.deadline(now, after: spinning)
+            } else if sleepAt == 0 {
+                sleepAt = ThreadWakeup.deadline(now, after: spinning)
+            } else if now >= claimAt {
+                claimAt = .max
+                if let turn = claim(false) { return turn }
+            }
+            if now >= sleepAt { break }
+        }
+        let semaphore = parking.storeIfNil(DispatchSemaphore(value: 0))
+        if let turn = claim(true) { return turn }
+        // Marked sleeping, unless signalled meanwhile: the signaller posts once, after its exchange read
+        // `sleeping`.
+        if state.load(ordering: .acquiring) == ThreadWakeup.sleeping {
+            semaphore.wait()
+            _ = state.load(ordering: .acquiring)
         }
         return turn.load(ordering: .relaxed)
     }
 
-    /// Polls `condition` until it holds (`true`) or `nanoseconds` passed (`false`). The clock is read only after
-    /// the first polls: a condition that holds at once costs no clock read.
-    private static func poll(for nanoseconds: UInt64, until condition: () -> Bool) -> Bool {
-        var deadline: UInt64 = 0
-        while true {
-            for _ in 0..<pollsPerClockRead where condition() { return true }
-            let now = monotonicNanoseconds()
-            if deadline == 0 {
-                deadline = now &+ nanoseconds
-            } else if now >= deadline {
-                return false
-            }
-        }
+    /// `nanoseconds` after `now`; `.max` never comes.
+    private static func deadline(_ now: UInt64, after nanoseconds: UInt64) -> UInt64 {
+        let (sum, overflow) = now.addingReportingOverflow(nanoseconds)
+        return overflow ? .max : sum
     }
 
     private static func monotonicNanoseconds() -> UInt64 {

@@ -9,10 +9,13 @@ import Testing
 /// Callers waiting for one session's turn: the caller holding it processes their pushes too, each in a turn
 /// of its own and in the order they came, and hands each caller its own result (flat combining) — unless it
 /// runs inside another turn, or has processed ``DataLayer/maximumCombinedPushes`` of them already, when it
-/// hands the turn over instead.
+/// hands the turn over instead. A thread still polling for its turn is not served so: the session is kept for
+/// the holding thread's next push, for a stretch of at most ``SessionTurnstile/maximumStretch`` turns, and then
+/// handed to the polling thread; it takes the kept session itself when that push does not come.
 ///
 /// Each test holds the turn in a handler until the callers it starts are queued (seen through
-/// ``DataLayer/waitObservers``, debug builds only), so that who waits, and in which order, is known.
+/// ``DataLayer/waitObservers``, debug builds only), so that who waits, and in which order, is known; a test of
+/// combining waits until the waiting threads sleep, a test of a kept session has them poll until served.
 struct SessionCombiningTests {
     /// Where each tick push was handled: its `n`, and the thread its handler ran on.
     final class Handled: Sendable {
@@ -22,17 +25,27 @@ struct SessionCombiningTests {
         func thread(of n: Int64) -> ObjectIdentifier? { calls.withLock { $0.first { $0.n == n }?.thread } }
     }
 
-    /// How many callers wait for `session`'s turn, as its waits are noted; stops noting when the test ends.
+    /// How many callers wait for `session`'s turn, as its waits are noted, and how many waiting threads went to
+    /// sleep; stops noting when the test ends. `spinning` and `patience` replace the waiting threads' defaults.
     final class Waits: Sendable {
         let count = AwaitableState(0)
+        let sleeping = AwaitableState(0)
         let session: ObjectIdentifier
-        init(_ session: DataLayer) {
+        init(_ session: DataLayer, spinning: UInt64? = nil, patience: UInt64? = nil) {
             self.session = ObjectIdentifier(session)
-            let count = self.count
-            DataLayer.waitObservers.withLock { $0[self.session] = { waiting in count.update { $0 = waiting } } }
+            let (count, sleeping) = (self.count, self.sleeping)
+            let observer = DataLayer.WaitObserver(
+                waits: { waiting in count.update { $0 = waiting } },
+                asleep: { sleeping.update { $0 += 1 } },
+                spinning: spinning,
+                patience: patience
+            )
+            DataLayer.waitObservers.withLock { $0[self.session] = observer }
         }
         func stop() { _ = DataLayer.waitObservers.withLock { $0.removeValue(forKey: session) } }
         func reach(_ n: Int) async { await count.reach(n) }
+        /// Returns once `n` waiting threads went to sleep.
+        func asleep(_ n: Int) async { await sleeping.reach(n) }
     }
 
     /// A gate a handler blocks its thread on until the test opens it.
@@ -92,10 +105,11 @@ struct SessionCombiningTests {
         let waits: Waits
         let holder: AwaitableState<PushResult?>
 
-        init() async throws {
+        /// `spinning` and `patience`: see ``Waits``. `then`: what the holding thread pushes after its push of 0.
+        init(spinning: UInt64? = nil, patience: UInt64? = nil, then: [Int64] = []) async throws {
             session = try SessionCombiningTests.runtime(handled, gate: gate).makeDataLayer()
-            waits = Waits(session)
-            holder = await SessionCombiningTests.hold(session, pushing: 0, gate)
+            waits = Waits(session, spinning: spinning, patience: patience)
+            holder = await SessionCombiningTests.hold(session, pushing: 0, then: then, gate)
         }
 
         /// Starts a thread that pushes `n`; returns once it is the `position`th caller waiting (so that callers
@@ -106,9 +120,16 @@ struct SessionCombiningTests {
     }
 
     /// Starts a thread that pushes `n` into `session` and returns once its handler reached `gate` (it holds the
-    /// turn of the session it pushed into then).
-    static func hold(_ session: DataLayer, pushing n: Int64, _ gate: HandlerGate) async -> AwaitableState<PushResult?> {
-        let result = onThread { session.push(event: "tick", parameters: tick(n)) }
+    /// turn of the session it pushed into then). Once that push returns, the thread pushes `then`'s, one by one;
+    /// its result is that of `n`.
+    static func hold(_ session: DataLayer, pushing n: Int64, then: [Int64] = [], _ gate: HandlerGate)
+        async -> AwaitableState<PushResult?>
+    {
+        let result = onThread {
+            let first = session.push(event: "tick", parameters: tick(n))
+            for next in then { session.push(event: "tick", parameters: tick(next)) }
+            return first
+        }
         await gate.reached.wait()
         return result
     }
@@ -144,6 +165,7 @@ struct SessionCombiningTests {
         let (handled, session) = (held.handled, held.session)
         var waiters: [AwaitableState<PushResult?>] = []
         for n in 1...3 { waiters.append(await held.queue(Int64(n), position: n)) }
+        await held.waits.asleep(3)
         held.gate.open()
         #expect(Self.ns(await Self.value(of: held.holder)) == [.int(0)])
         for (i, waiter) in waiters.enumerated() {
@@ -183,6 +205,7 @@ struct SessionCombiningTests {
         let count = DataLayer.maximumCombinedPushes + 2
         var waiters: [AwaitableState<PushResult?>] = []
         for n in 1...count { waiters.append(await held.queue(Int64(n), position: n)) }
+        await held.waits.asleep(count)
         held.gate.open()
         for (i, waiter) in waiters.enumerated() {
             #expect(Self.ns(await Self.value(of: waiter)) == [.int(Int64(i + 1))])
@@ -214,6 +237,7 @@ struct SessionCombiningTests {
         defer { waits.stop() }
         let holder = await Self.hold(first, pushing: 0, gate)
         let other = await Self.queue(second, pushing: 10, until: waits, count: 1)
+        await waits.asleep(1)
         gate.open()
         #expect(Self.ns(await Self.value(of: other)) == [.int(10), .int(12)])
         #expect(Self.ns(await Self.value(of: holder)) == [.int(0)])
@@ -237,5 +261,41 @@ struct SessionCombiningTests {
         #expect(Self.ns(await Self.value(of: holder)) == [.int(20)])
         #expect(handled.ns == [20, 0, 1])
         #expect(handled.thread(of: 1) != handled.thread(of: 0))
+    }
+
+    /// The waiting thread polls (it never sleeps) when the holder's turn ends: the session is kept for the holding
+    /// thread's next push, which does not come, and the waiter takes the session and processes its push itself.
+    @Test(.timeLimit(.minutes(1)))
+    func aPollingWaiterTakesTheSessionKeptForAThreadWhoseNextPushDoesNotCome() async throws {
+        let held = try await Held(spinning: .max)
+        defer { held.waits.stop() }
+        let handled = held.handled
+        let waiter = await held.queue(1, position: 1)
+        held.gate.open()
+        #expect(Self.ns(await Self.value(of: held.holder)) == [.int(0)])
+        #expect(Self.ns(await Self.value(of: waiter)) == [.int(1)])
+        #expect(handled.ns == [0, 1])
+        #expect(handled.thread(of: 1) != handled.thread(of: 0))
+        #expect(held.session.snapshot().eventNumber == 2)
+    }
+
+    /// While a thread polls for its turn (it never sleeps and never takes the kept session), the holding thread's
+    /// next pushes take the turn ahead of it, up to a stretch of ``SessionTurnstile/maximumStretch`` turns; then
+    /// the turn goes to the polling thread, which processes its push on its own thread.
+    @Test(.timeLimit(.minutes(1)))
+    func theHoldingThreadsNextPushesGoAheadOfAPollingWaiterForOneStretchThenItIsHandedTheTurn() async throws {
+        let stretch = Int64(SessionTurnstile<Int, Int>.maximumStretch)
+        let held = try await Held(spinning: .max, patience: .max, then: Array(1..<stretch))
+        defer { held.waits.stop() }
+        let handled = held.handled
+        let waiter = await held.queue(1000, position: 1)
+        held.gate.open()
+        #expect(Self.ns(await Self.value(of: waiter)) == [.int(1000)])
+        #expect(Self.ns(await Self.value(of: held.holder)) == [.int(0)])
+        #expect(handled.ns == Array(0..<stretch) + [1000])
+        let holderThread = try #require(handled.thread(of: 0))
+        #expect((1..<stretch).allSatisfy { handled.thread(of: $0) == holderThread })
+        #expect(handled.thread(of: 1000) != holderThread)
+        #expect(held.session.model["n"] == .int(1000))
     }
 }

@@ -43,7 +43,9 @@ struct SessionConcurrencyTests {
         await done.reach(count)
     }
 
-    @Test func everyThreadGetsItsOwnResultsAndNothingIsDropped() async throws {
+    /// Two threads: the session kept for one thread's next pushes while the other polls, claimed, handed over.
+    @Test(arguments: [2, 8])
+    func everyThreadGetsItsOwnResultsAndNothingIsDropped(threads: Int) async throws {
         let manager = TagManager(logger: InMemoryLogger())
         manager.add(try Self.tickContainer())
         let handled = Mutex<[Int: [Int64]]>([:])
@@ -57,7 +59,6 @@ struct SessionConcurrencyTests {
             for: "com.example.Tick"
         )
         let session = manager.makeDataLayer()
-        let threads = 8
         let pushes = 1_000
         let wrong = Atomic<Int>(0)
         await Self.onThreads(threads) { caller in
