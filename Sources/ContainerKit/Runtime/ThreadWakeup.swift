@@ -22,11 +22,14 @@ final class ThreadWakeup: Sendable {
     /// How long the waiter polls before it sleeps: a few pushes (about 2.5 µs each) and more than a sleeping
     /// thread's wake-up. Bounded, so a waiter whose signaller was descheduled gives its core back soon.
     static let spinNanoseconds: UInt64 = 20_000
-    /// How long a waiter told that the session was kept for another thread's next push (``keptForAnother()``)
-    /// polls before it takes the session: longer than that thread's turnaround between two pushes (well under a
-    /// microsecond in `containerkit-bench`, more when it is preempted: 3 µs lost the session to the waiter too
-    /// often), and short enough that a thread whose next push does not come holds a waiter back little.
-    static let keptPatience: UInt64 = 10_000
+    /// How often a waiter for whom a session was kept for another thread's next push (``keptForAnother()``)
+    /// looks whether it was kept again since: when not, for one whole period, it takes the session. Longer than
+    /// that thread's turnaround between two pushes (well under a microsecond in `containerkit-bench`, more when
+    /// it is preempted: waiting 3 µs from the last word lost the session to the waiter too often), and short
+    /// enough that a thread whose next push does not come holds a waiter back little (5 to 10 µs). The waiter
+    /// reads the word once a period, not at every poll: the keeping thread then writes a line the waiter rarely
+    /// took from it.
+    static let keptPatience: UInt64 = 5_000
     /// Polls between two reads of the clock.
     private static let pollsPerClockRead = 64
 
@@ -35,6 +38,9 @@ final class ThreadWakeup: Sendable {
     private let parking = AtomicLazyReference<DispatchSemaphore>()
     /// The number of the turn handed over; written before the signal, read after it.
     private let turn = Atomic<UInt64>(0)
+    /// Keeps ``keeps`` off the cache line of ``state`` (stored properties are laid out in order: 56 bytes after
+    /// ``turn``), which the waiter polls: the thread for which the session is kept writes it at each of its turns.
+    private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
     /// How many times the waiter was told that the session was kept for another thread's next push
     /// (``keptForAnother()``).
     private let keeps = Atomic<UInt32>(0)
@@ -79,13 +85,14 @@ final class ThreadWakeup: Sendable {
     }
 
     /// Waits for the signal as ``wait(spinning:)`` does, for a waiter that may be told the session was kept for
-    /// another thread (``keptForAnother()``; each word starts the poll budget over). `patience` nanoseconds after
-    /// such a word with no signal, it calls `claim(false)`, which returns a turn number when it took the kept
-    /// session; before it sleeps it calls `claim(true)`, which, under the lock ``isAwake`` is read under, takes
-    /// a kept session (a turn number) or calls ``markSleeping()`` (`nil`).
+    /// another thread (``keptForAnother()``). Every `patience` nanoseconds it looks at those words: a new one
+    /// starts the poll budget over; none since the last look, after one, and it calls `claim(false)`, which
+    /// returns a turn number when it took the kept session. Before it sleeps it calls `claim(true)`, which, under
+    /// the lock ``isAwake`` is read under, takes a kept session (a turn number) or calls ``markSleeping()``
+    /// (`nil`).
     func wait(spinning: UInt64, patience: UInt64, claim: (_ beforeSleeping: Bool) -> UInt64?) -> UInt64 {
-        var seen = keeps.load(ordering: .relaxed)
-        var claimAt: UInt64 = .max
+        var seen: UInt32 = 0  // a wake-up serves one wait: no word yet
+        var lookAt: UInt64 = 0
         var sleepAt: UInt64 = 0
         while true {
             for _ in 0..<ThreadWakeup.pollsPerClockRead
@@ -93,16 +100,19 @@ final class ThreadWakeup: Sendable {
                 return turn.load(ordering: .relaxed)
             }
             let now = ThreadWakeup.monotonicNanoseconds()
-            let word = keeps.load(ordering: .relaxed)
-            if word != seen {
-                seen = word
-                claimAt = ThreadWakeup.deadline(now, after: patience)
+            if sleepAt == 0 {
                 sleepAt = ThreadWakeup.deadline(now, after: spinning)
-            } else if sleepAt == 0 {
-                sleepAt = ThreadWakeup.deadline(now, after: spinning)
-            } else if now >= claimAt {
-                claimAt = .max
-                if let turn = claim(false) { return turn }
+                lookAt = ThreadWakeup.deadline(now, after: patience)
+            } else if now >= lookAt {
+                lookAt = ThreadWakeup.deadline(now, after: patience)
+                let word = keeps.load(ordering: .relaxed)
+                if word != seen {
+                    // The other thread's pushes go on.
+                    seen = word
+                    sleepAt = ThreadWakeup.deadline(now, after: spinning)
+                } else if word != 0, let turn = claim(false) {
+                    return turn
+                }
             }
             if now >= sleepAt { break }
         }
