@@ -162,42 +162,45 @@ extension DataLayer.State {
     // The set is reached through the state each time (`seenEventIDs!`), not bound to a local: under the lock the
     // state is borrowed, and a local would retain and release it on every push.
 
-    /// Forgets the IDs past the window at `now` and returns the entry of `id` if the session remembers it; when it
-    /// does not, `bucket` is where ``remember(_:hash:now:bucket:in:)`` can put it (-1 when the session has no IDs).
-    mutating func seenEntry(
+    /// A push's event ID `id` (hashed `hash`) at `now`, in one call on the session's set: forgets the IDs past the
+    /// window, and returns the entry of `id` if the session remembers it; when it does not and `remembers`,
+    /// remembers it (past the window's count, the oldest go) and sets `sequence` to its sequence number.
+    /// (A push that may still be refused, for the session's size, looks up without remembering, and remembers
+    /// once admitted: ``remember(_:hash:now:in:)``.)
+    mutating func admitEventID(
         _ id: String,
         hash: UInt64,
         now: Int64,
-        bucket: inout Int,
+        remembers: Bool,
+        sequence: inout Int,
         in manager: TagManager
     ) -> SeenEventIDs.Entry? {
-        guard seenEventIDs != nil else { return nil }
-        let pruned = seenEventIDs!.prune(
+        if seenEventIDs == nil {
+            guard remembers else { return nil }
+            seenEventIDs = SeenEventIDs()
+        }
+        let admission = seenEventIDs!.admit(
+            id,
+            hash: hash,
             now: now,
             window: manager.eventIDMilliseconds,
             maximumCount: manager.eventIDMaximumCount,
-            room: 0
+            remembers: remembers
         )
-        if pruned > 0, changes != nil { changes!.eventIDsPruned &+= Int32(truncatingIfNeeded: pruned) }
-        switch seenEventIDs!.lookup(id, hash: hash) {
-        case .found(let position): return seenEventIDs!.entry(at: position)
-        case .missing(let free):
-            bucket = free
-            return nil
+        if changes != nil {
+            changes!.eventIDsPruned &+= Int32(truncatingIfNeeded: admission.forgotten)
+            if admission.sequence >= 0 { changes!.eventIDsAdded &+= 1 }
         }
+        if admission.found >= 0 { return seenEventIDs!.entry(at: admission.found) }
+        sequence = admission.sequence
+        return nil
     }
 
-    /// Remembers `id` (applied at `now`) at table bucket `bucket` (from ``seenEntry(_:hash:now:bucket:in:)``, or
-    /// -1), first forgetting the oldest beyond the window's count; returns its sequence number. The look-up, under
-    /// the same lock and at the same `now`, forgot those past the window's time already.
-    mutating func remember(_ id: String, hash: UInt64, now: Int64, bucket: Int, in manager: TagManager) -> Int {
-        if seenEventIDs == nil { seenEventIDs = SeenEventIDs() }
-        let pruned = seenEventIDs!.forgetOldest(keeping: manager.eventIDMaximumCount &- 1)
-        let sequence = seenEventIDs!.append(id, time: now, hash: hash, bucket: bucket)
-        if changes != nil {
-            changes!.eventIDsPruned &+= Int32(truncatingIfNeeded: pruned)
-            changes!.eventIDsAdded &+= 1
-        }
+    /// Remembers `id` (applied at `now`), which ``admitEventID(_:hash:now:remembers:sequence:in:)`` looked up without
+    /// remembering under the same lock; returns its sequence number.
+    mutating func remember(_ id: String, hash: UInt64, now: Int64, in manager: TagManager) -> Int {
+        var sequence = -1
+        _ = admitEventID(id, hash: hash, now: now, remembers: true, sequence: &sequence, in: manager)
         return sequence
     }
 }

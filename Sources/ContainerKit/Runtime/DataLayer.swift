@@ -810,16 +810,20 @@ public final class DataLayer: Sendable {
         var eventIDTime: Int64 = 0
         if hasEventID { eventIDTime = tagManager.eventIDClock?() ?? EventIDWindow.systemMilliseconds() }
         var duplicate: SeenEventIDs.Entry?
-        // Where the look-up found room for the ID in the session's table, for remembering it.
-        var bucket = -1
         var (model, eventNumber, runtime) = state.withLock {
             state -> (ValueMap, Int, SessionRuntime?) in
+            // Whether the push must be measured against the session's size limit (and may be refused): its ID is
+            // then looked up first and remembered once the push is admitted; otherwise looked up and remembered in
+            // one call.
+            var measured = false
+            if let limit = tagManager.maximumDataLayerBytes { measured = state.sizeBound &+ added > limit }
             if hasEventID,
-                let seen = state.seenEntry(
+                let seen = state.admitEventID(
                     pending.eventID,
                     hash: pending.eventIDHash,
                     now: eventIDTime,
-                    bucket: &bucket,
+                    remembers: !measured,
+                    sequence: &remembered.sequence,
                     in: tagManager
                 )
             {
@@ -827,25 +831,24 @@ public final class DataLayer: Sendable {
                 if tracing { step!.model = state.model }
                 return (ValueMap(), 0, nil)
             }
-            if let limit = tagManager.maximumDataLayerBytes, state.sizeBound &+ added > limit {
+            if measured, let limit = tagManager.maximumDataLayerBytes {
                 tooLarge = admit(message, event: pending.event, userProperties: userProperties, limit: limit, &state)
                 if tooLarge != nil {
                     if tracing { step!.model = state.model }
                     return (ValueMap(), 0, nil)
                 }
+                if hasEventID {
+                    remembered.sequence = state.remember(
+                        pending.eventID,
+                        hash: pending.eventIDHash,
+                        now: eventIDTime,
+                        in: tagManager
+                    )
+                }
             } else {
                 state.sizeBound &+= added
             }
             if eventValue != nil, !lease.isHeld { lease.take(into: &scratch) }
-            if hasEventID {
-                remembered.sequence = state.remember(
-                    pending.eventID,
-                    hash: pending.eventIDHash,
-                    now: eventIDTime,
-                    bucket: bucket,
-                    in: tagManager
-                )
-            }
             if let changed = tagManager.snapshot(cached: state.runtime) {
                 state.runtime = SessionRuntime(
                     generation: changed.generation,
@@ -966,6 +969,10 @@ public final class DataLayer: Sendable {
     /// A `falsyEvent` (`false`, `0`, `""`) is no event for web containers: they are skipped, and when every
     /// container is a web one the push is not an event at all. When the push's event ID was remembered, what it
     /// fired is summarised into `remembered` (``FiredSummary``).
+    ///
+    /// Kept out of line: inlined into ``process(_:into:scratch:lease:hooks:remembering:tracing:turn:inside:)``, its
+    /// locals' copies and destroys there cost every push about 100 instructions more.
+    @inline(never)
     private func evaluate(
         in snapshot: TagManager.Snapshot,
         runtime: SessionRuntime,

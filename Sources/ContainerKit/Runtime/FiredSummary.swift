@@ -40,6 +40,16 @@ struct FiredSummary {
         }
     }
 
+    /// Stores the ``capacity`` words (those past ``count`` too: the caller has room for them) into `ring` from word
+    /// `start` on, wrapping with `mask`.
+    @inline(__always)
+    func store(into ring: UnsafeMutablePointer<UInt64>, at start: Int, mask: Int) {
+        ring[start & mask] = words.0
+        ring[(start &+ 1) & mask] = words.1
+        ring[(start &+ 2) & mask] = words.2
+        ring[(start &+ 3) & mask] = words.3
+    }
+
     /// Word `index` (below ``count``).
     @inline(__always)
     func word(_ index: Int) -> UInt64 {

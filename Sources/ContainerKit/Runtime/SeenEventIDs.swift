@@ -86,9 +86,6 @@ final class SeenEventIDs: @unchecked Sendable {
     @exclusivity(unchecked) private var times: UnsafeMutablePointer<Int64>
     @exclusivity(unchecked) private var heavy: UnsafeMutablePointer<Bool>
     @exclusivity(unchecked) private var table: UnsafeMutablePointer<UInt64>
-    /// Whether an entry was forgotten since the last look-up: its deletion may have moved table entries, so the
-    /// look-up's bucket is probed for again.
-    @exclusivity(unchecked) private var forgotSinceLookup = false
     @exclusivity(unchecked) private var capacity: Int
     /// `capacity - 1` and `capacity * 4 - 1`, the masks of ring positions and table buckets (kept, not computed
     /// at each use: every push with an ID uses them several times).
@@ -188,29 +185,17 @@ final class SeenEventIDs: @unchecked Sendable {
 
     // MARK: Look-up
 
-    /// Where a look-up ended: the position of the entry found, or the table bucket a new entry of the ID would
-    /// go to (the first stale or empty one on its probe path).
-    enum Lookup {
-        case found(Int)
-        case missing(bucket: Int)
-    }
-
-    /// The entry of `id` (whose hash is `hash`), if remembered.
-    func entry(_ id: String, hash: UInt64) -> Entry? {
-        guard case .found(let position) = lookup(id, hash: hash) else { return nil }
-        return entry(at: position)
-    }
-
     /// The entry at ring position `position`.
     func entry(at position: Int) -> Entry {
         Entry(event: event(at: position), durability: slots[position].detail?.durability)
     }
 
-    /// The table bucket a hash starts probing at.
-    private func home(_ hash: UInt64) -> Int { Int(truncatingIfNeeded: hash >> 32) & tableMask }
-
     /// The tag a table entry of `hash` carries in its high half (top bit set: an entry is never 0).
     private static func tag(_ hash: UInt64) -> UInt64 { (hash >> 32 | 1 << 31) << 32 }
+
+    /// The table bucket a hash starts probing at.
+    @inline(__always)
+    private func home(_ hash: UInt64) -> Int { Int(truncatingIfNeeded: hash >> 32) & tableMask }
 
     /// The ring position of the (live) table entry `entry`.
     @inline(__always)
@@ -218,24 +203,64 @@ final class SeenEventIDs: @unchecked Sendable {
         (head &+ Int(UInt32(truncatingIfNeeded: entry) &- UInt32(truncatingIfNeeded: first))) & mask
     }
 
-    /// Looks `id` (hashed `hash`) up.
-    func lookup(_ id: String, hash: UInt64) -> Lookup {
+    /// What ``admit(_:hash:now:window:maximumCount:remembers:)`` did.
+    struct Admission {
+        /// The ring position of the entry the ID matched; -1 when it matched none.
+        var found = -1
+        /// The sequence number of the entry made for the ID; -1 when none was made.
+        var sequence = -1
+        /// How many entries were forgotten (past the window's time or count).
+        var forgotten = 0
+    }
+
+    /// A push's one call on the set, with one probe of the table: forgets the IDs older than `window`
+    /// milliseconds at `now` and the oldest beyond `maximumCount`, looks `id` (hashed `hash`) up, and when the set
+    /// does not hold it and `remembers`, forgets the oldest beyond `maximumCount - 1` and remembers `id`, applied at
+    /// `now` (newest), in the bucket its probe ended at.
+    ///
+    /// (Forgetting an entry empties one bucket, its deletion's last hole, and fills none: the probe's first empty
+    /// bucket stays where the new entry goes unless that hole lies before it on the probe path.)
+    func admit(
+        _ id: String,
+        hash: UInt64,
+        now: Int64,
+        window: Int64,
+        maximumCount: Int,
+        remembers: Bool
+    ) -> Admission {
+        var admission = Admission()
+        if count > 0, count > maximumCount || times[head] < now &- window {
+            admission.forgotten = pruneOldest(now: now, window: window, maximumCount: maximumCount, room: 0)
+        }
         let tag = Self.tag(hash)
         let tableMask = tableMask
-        var bucket = home(hash)
-        forgotSinceLookup = false
+        let home = home(hash)
+        var bucket = home
         while true {
             let entry = table[bucket]
-            if entry == 0 { return .missing(bucket: bucket) }
+            if entry == 0 { break }
             if entry & 0xFFFF_FFFF_0000_0000 == tag {
                 let position = position(ofEntry: entry)
-                if hashes[position] == hash, holds(id, at: position) { return .found(position) }
+                if hashes[position] == hash, holds(id, at: position) {
+                    admission.found = position
+                    return admission
+                }
             }
             bucket = (bucket &+ 1) & tableMask
         }
+        guard remembers else { return admission }
+        while count > 0, count >= maximumCount {
+            let hole = removeOldest()
+            if (hole &- home) & tableMask < (bucket &- home) & tableMask { bucket = hole }
+            admission.forgotten &+= 1
+        }
+        admission.sequence = append(id, time: now, hash: hash, bucket: bucket)
+        return admission
     }
 
-    /// Whether the slot at `position` holds the bytes of `id`.
+    /// Whether the slot at `position` holds the bytes of `id` (out of line: a probe calls it only when a table
+    /// entry's tag matches, for a new ID almost never).
+    @inline(never)
     private func holds(_ id: String, at position: Int) -> Bool {
         if let long = slots[position].long { return long.hasSameBytes(as: id) }
         let length = Int(slots[position].length)
@@ -247,11 +272,12 @@ final class SeenEventIDs: @unchecked Sendable {
 
     // MARK: Changes
 
-    /// Remembers `id`, applied at `time` (newest); returns its sequence number. `bucket` is where
-    /// ``lookup(_:hash:)`` found room for it (probed for again when an entry was forgotten since), or -1. The
-    /// caller prunes first, so that the set stays within its bound.
-    func append(_ id: String, time: Int64, hash: UInt64, bucket: Int) -> Int {
-        var bucket = forgotSinceLookup ? -1 : bucket
+    /// Remembers `id`, applied at `time` (newest); returns its sequence number. `bucket` is the first empty
+    /// bucket on its probe path (``admit(_:hash:now:window:maximumCount:remembers:)``'s), or -1. The caller
+    /// forgets first, so that the set stays within its bound.
+    @inline(__always)
+    private func append(_ id: String, time: Int64, hash: UInt64, bucket: Int) -> Int {
+        var bucket = bucket
         if count == capacity {
             grow()
             bucket = -1
@@ -278,12 +304,7 @@ final class SeenEventIDs: @unchecked Sendable {
 
     /// Forgets the IDs older than `window` milliseconds at `now`, then the oldest beyond `maximumCount - room`
     /// (room for the IDs about to be added); returns how many were forgotten.
-    @inline(__always)
-    func prune(now: Int64, window: Int64, maximumCount: Int, room: Int) -> Int {
-        guard count > 0, count > maximumCount &- room || times[head] < now &- window else { return 0 }
-        return pruneOldest(now: now, window: window, maximumCount: maximumCount, room: room)
-    }
-
+    @inline(never)
     private func pruneOldest(now: Int64, window: Int64, maximumCount: Int, room: Int) -> Int {
         let oldest = now &- window
         let keep = max(0, maximumCount - room)
@@ -293,24 +314,6 @@ final class SeenEventIDs: @unchecked Sendable {
             removed += 1
         }
         return removed
-    }
-
-    /// Forgets the oldest IDs beyond `keep` (the count bound alone, for a push whose look-up pruned by time at the
-    /// same moment); returns how many were forgotten.
-    @inline(__always)
-    func forgetOldest(keeping keep: Int) -> Int {
-        guard count > keep else { return 0 }
-        var removed = 0
-        while count > max(0, keep) {
-            removeOldest()
-            removed += 1
-        }
-        return removed
-    }
-
-    /// ``prune(now:window:maximumCount:room:)`` with `window`'s bounds.
-    func prune(now: Int64, window: EventIDWindow, room: Int) -> Int {
-        prune(now: now, window: window.milliseconds, maximumCount: window.maximumCount, room: room)
     }
 
     /// Keeps `fired` as what the push of entry `sequence` fired (if the entry is still remembered).
@@ -326,18 +329,16 @@ final class SeenEventIDs: @unchecked Sendable {
     func setFired(_ summary: borrowing FiredSummary, of sequence: Int) {
         guard let position = position(ofSequence: sequence) else { return }
         guard sequence >= wordsOwner else {
-            // A newer entry has words already: this one's tags are kept in its detail.
-            var writer = FiredWriter(self, sequence: sequence, writesTags: true)
-            for index in 0..<summary.count { writer.add(FiredWriter.tag(of: summary.word(index))) }
-            writer.finish(at: position, durability: nil, keepsDurability: true)
+            setFired(asDetail: summary, of: sequence, at: position)
             return
         }
         wordsOwner = sequence
         let start = wordTail
         let added = summary.count
-        while wordTail &- wordHead &+ added > wordCapacity { growWords() }
-        let wordMask = wordCapacity &- 1
-        for index in 0..<added { words[(start &+ index) & wordMask] = summary.word(index) }
+        // Room for a whole summary: its four words are stored whatever its count (those past it into free words
+        // of the ring), four stores rather than a loop.
+        while wordTail &- wordHead &+ FiredSummary.capacity > wordCapacity { growWords() }
+        summary.store(into: words, at: start, mask: wordCapacity &- 1)
         wordTail = start &+ added
         slots[position].wordStart = start
         slots[position].wordCount = Int32(truncatingIfNeeded: added)
@@ -352,6 +353,15 @@ final class SeenEventIDs: @unchecked Sendable {
                 keepsDurability: true
             )
         }
+    }
+
+    /// ``setFired(_:of:)`` for an entry a newer entry's words follow: its tags are kept in its detail. (Out of line,
+    /// as the other rare paths of a push's calls on the set: inlined, their frames and spills cost every push.)
+    @inline(never)
+    private func setFired(asDetail summary: borrowing FiredSummary, of sequence: Int, at position: Int) {
+        var writer = FiredWriter(self, sequence: sequence, writesTags: true)
+        for index in 0..<summary.count { writer.add(FiredWriter.tag(of: summary.word(index))) }
+        writer.finish(at: position, durability: nil, keepsDurability: true)
     }
 
     /// Keeps what the push of entry `sequence` did (if the entry is still remembered), read from `result`: its
@@ -405,6 +415,7 @@ final class SeenEventIDs: @unchecked Sendable {
 
     /// Sets the tags and durability of the slot at `position` from a writer: `words` packed tags from word
     /// `wordStart` on, or `tags` when they do not pack (`nil` with `writesTags` false: the tags are kept).
+    @inline(never)
     fileprivate func setOutcome(
         at position: Int,
         writesTags: Bool,
@@ -433,25 +444,31 @@ final class SeenEventIDs: @unchecked Sendable {
         return (head &+ sequence &- first) & mask
     }
 
-    /// Forgets the oldest entry, and takes its table entry out.
-    private func removeOldest() {
+    /// Forgets the oldest entry, and takes its table entry out; returns the bucket that deletion emptied.
+    @discardableResult @inline(__always)
+    private func removeOldest() -> Int {
         let hash = hashes[head]
-        removeFromTable(Self.tag(hash) | UInt64(UInt32(truncatingIfNeeded: first)), hash: hash)
-        forgotSinceLookup = true
+        let hole = removeFromTable(Self.tag(hash) | UInt64(UInt32(truncatingIfNeeded: first)), hash: hash)
         let wordCount = Int(slots[head].wordCount)
         if wordCount > 0 { wordHead = max(wordHead, slots[head].wordStart &+ wordCount) }
-        if heavy[head] {
-            slots[head].long = nil
-            slots[head].detail = nil
-            heavy[head] = false
-        }
+        if heavy[head] { release(at: head) }
         head = (head &+ 1) & mask
         count &-= 1
         first &+= 1
         if count == 0 { wordHead = wordTail }
+        return hole
+    }
+
+    /// Releases what the slot at `position` holds on the heap (a long ID, a detail).
+    @inline(never)
+    private func release(at position: Int) {
+        slots[position].long = nil
+        slots[position].detail = nil
+        heavy[position] = false
     }
 
     /// Puts sequence number `sequence` of hash `hash` in the table, at `bucket` when it is not -1.
+    @inline(__always)
     private func insert(sequence: Int, hash: UInt64, bucket: Int) {
         var bucket = bucket
         if bucket < 0 {
@@ -464,12 +481,13 @@ final class SeenEventIDs: @unchecked Sendable {
 
     /// Takes the table entry `entry` (of an ID hashed `hash`) out: the entries after it on its cluster that
     /// could not sit before it move up into the hole, so that every entry stays reachable from its home bucket
-    /// without an empty bucket between.
-    private func removeFromTable(_ entry: UInt64, hash: UInt64) {
+    /// without an empty bucket between. Returns the bucket it emptied (the hole the last move left).
+    @inline(__always)
+    private func removeFromTable(_ entry: UInt64, hash: UInt64) -> Int {
         let tableMask = tableMask
         var hole = home(hash)
         while table[hole] != entry {
-            if table[hole] == 0 { return }  // not there (cannot happen: every live entry is in the table)
+            if table[hole] == 0 { return hole }  // not there (cannot happen: every live entry is in the table)
             hole = (hole &+ 1) & tableMask
         }
         var next = (hole &+ 1) & tableMask
@@ -486,6 +504,7 @@ final class SeenEventIDs: @unchecked Sendable {
             next = (next &+ 1) & tableMask
         }
         table[hole] = 0
+        return hole
     }
 
     /// Empties the table and inserts the live entries again.
@@ -500,6 +519,7 @@ final class SeenEventIDs: @unchecked Sendable {
         }
     }
 
+    @inline(never)
     private func grow() {
         func moved<T>(_ old: UnsafeMutablePointer<T>, empty: T) -> UnsafeMutablePointer<T> {
             let larger = UnsafeMutablePointer<T>.allocate(capacity: capacity * 2)
@@ -549,6 +569,7 @@ final class SeenEventIDs: @unchecked Sendable {
     /// Drops the words from `start` on (the newest): their tags were kept another way.
     fileprivate func dropWords(from start: Int) { wordTail = start }
 
+    @inline(never)
     private func growWords() {
         let larger = UnsafeMutablePointer<UInt64>.allocate(capacity: wordCapacity * 2)
         for word in wordHead..<wordTail { larger[word & (wordCapacity * 2 - 1)] = words[word & (wordCapacity - 1)] }

@@ -147,9 +147,11 @@ struct EventIDTests {
     /// Many IDs pushed, forgotten and looked up in a shuffled order, each with what its push fired (up to six tags,
     /// some that pack into words and some that do not): the table answers exactly what a plain list of the newest
     /// IDs answers (its probes and the deletions that move entries up their clusters stay consistent through
-    /// growth and wrapping, and a look-up's bucket is not used once pruning moved entries), and keeps each ID's
-    /// tags.
-    @Test func theTableAgreesWithAListThroughGrowthAndPruning() {
+    /// growth and wrapping, and the bucket a probe ended at stays right when forgetting moved entries), and keeps
+    /// each ID's tags. Crowded: the IDs' hashes start at five buckets only, so that every probe and deletion walks a
+    /// long cluster and forgetting the oldest often empties a bucket on the new ID's probe path.
+    @Test(arguments: [false, true])
+    func theTableAgreesWithAListThroughGrowthAndPruning(crowded: Bool) {
         var generator = SystemRandomNumberGenerator()
         let table = SeenEventIDs()
         var reference: [SeenEventID] = []
@@ -165,22 +167,37 @@ struct EventIDTests {
             let n = UInt32.random(in: 0..<2000, using: &generator)
             // Short IDs sit in their slots, long ones (over 48 bytes) beside them.
             let id = n % 3 == 0 ? "a-long-message-id-of-more-than-forty-eight-bytes-\(n)" : "id-\(n)"
-            let hash = SeenEventIDs.hash(id, seed: 7)
-            var bucket = -1
-            var seen = false
-            switch table.lookup(id, hash: hash) {
-            case .found(let position):
-                seen = true
-                #expect(table.entry(at: position).event.fired == fired(n), "step \(step): \(id)")
-            case .missing(let free):
-                bucket = free
+            let hash = crowded ? UInt64(n % 5) << 32 | UInt64(n) : SeenEventIDs.hash(id, seed: 7)
+            // Every other step only looks up (as a push that may be refused for its size does), and remembers
+            // with a second call.
+            let looksFirst = step % 2 == 1
+            var admission = table.admit(
+                id,
+                hash: hash,
+                now: Int64(step),
+                window: window.milliseconds,
+                maximumCount: window.maximumCount,
+                remembers: !looksFirst
+            )
+            let seen = admission.found >= 0
+            if seen {
+                #expect(table.entry(at: admission.found).event.fired == fired(n), "step \(step): \(id)")
             }
             #expect(seen == reference.contains { $0.id == id }, "step \(step): \(id)")
             if !seen {
-                let pruned = table.prune(now: Int64(step), window: window, room: 1)
-                reference.removeFirst(pruned)
-                let sequence = table.append(id, time: Int64(step), hash: hash, bucket: bucket)
-                table.setFired(fired(n), of: sequence)
+                if looksFirst {
+                    #expect(admission.sequence == -1 && admission.forgotten == 0)
+                    admission = table.admit(
+                        id,
+                        hash: hash,
+                        now: Int64(step),
+                        window: window.milliseconds,
+                        maximumCount: window.maximumCount,
+                        remembers: true
+                    )
+                }
+                reference.removeFirst(admission.forgotten)
+                table.setFired(fired(n), of: admission.sequence)
                 reference.append(SeenEventID(id: id, time: Int64(step), fired: fired(n)))
             }
             #expect(table.count == reference.count && table.count <= 300)
