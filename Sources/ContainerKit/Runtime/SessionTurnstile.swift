@@ -55,9 +55,9 @@ struct SessionTurnstile<Job, Waiter> {
     static var maximumStretch: Int { 32 }
 
     private(set) var phase = Phase.free
-    /// The thread that took the last turns in a row while others waited, and how many (0: none).
-    private var stretchThread: UInt = 0
-    private var stretchLength = 0
+    /// How many turns in a row the current turn's thread took, this one included: 1 unless it took them while
+    /// the session was kept for it. (A byte beside ``phase``, in its padding: a session grows by nothing.)
+    private var stretch: UInt8 = 0
     /// The number of the last turn given (each turn gets a new one).
     private var lastTurn: UInt64 = 0
     private var nested = HeadIndexQueue<Job>()
@@ -80,8 +80,10 @@ struct SessionTurnstile<Job, Waiter> {
             return .nested
         case .kept(let keeper):
             guard thread != 0, thread == keeper else { return .busy }
-            stretchLength += 1
-            return .acquired(take())
+            let taken = stretch
+            let turn = take()
+            stretch = taken &+ 1
+            return .acquired(turn)
         }
     }
 
@@ -102,23 +104,15 @@ struct SessionTurnstile<Job, Waiter> {
         if let job = nested.popFirst() { return .nested(job) }
         guard let waiter = waiters.first else {
             phase = .free
-            stretchThread = 0
             return .ended(handOver: nil)
         }
-        if holder != 0 {
-            if stretchThread != holder {
-                stretchThread = holder
-                stretchLength = 1
-            }
-            if stretchLength < Self.maximumStretch, mayWait(waiter) {
-                phase = .kept(for: holder)
-                return .kept(waiter: waiter)
-            }
+        if holder != 0, Int(stretch) < Self.maximumStretch, mayWait(waiter) {
+            phase = .kept(for: holder)
+            return .kept(waiter: waiter)
         }
         // Handed over directly: the session stays busy, under a new number that ends the old turn for any
         // push still carrying it.
         _ = waiters.popFirst()
-        stretchThread = 0
         return .ended(handOver: (waiter, take()))
     }
 
@@ -127,14 +121,7 @@ struct SessionTurnstile<Job, Waiter> {
     mutating func claim(by isFirst: (Waiter) -> Bool) -> UInt64? {
         guard case .kept = phase, let waiter = waiters.first, isFirst(waiter) else { return nil }
         _ = waiters.popFirst()
-        stretchThread = 0
         return take()
-    }
-
-    /// Whether the session is kept for a thread's next push.
-    var isKept: Bool {
-        if case .kept = phase { return true }
-        return false
     }
 
     /// Drops the nested pushes still queued (the loop guard); returns how many.
@@ -143,6 +130,7 @@ struct SessionTurnstile<Job, Waiter> {
     private mutating func take() -> UInt64 {
         lastTurn &+= 1
         phase = .busy(turn: lastTurn)
+        stretch = 1
         return lastTurn
     }
 }
