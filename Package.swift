@@ -111,13 +111,15 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// Existential types spelled `any P` in every target, as swift-log has them on. MemberImportVisibility and
-// InternalImportsByDefault are not on yet: tried (85 files change: `public import` where public API names another
-// module's types, `import Synchronization` where `withLock` is called; the sources built, the tests not yet), but
-// under MemberImportVisibility the test files that import Synchronization for `withLock` and name `Mutex` as a type
-// find it ambiguous in `make tsan` builds, where ContainerKit's `Mutex` is not `Synchronization.Mutex` (only a
-// module's own declaration shadows an imported one there): each such module needs its own `Mutex` alias first, as
-// ContainerKitHTTP has.
+// The upcoming-feature settings swift-log has on, in every target: existential types spelled `any P`; imports internal
+// unless written otherwise (`public import` where a module's public API names the imported module's types,
+// `package import` where only its package API does); a member (`Mutex.withLock`, an extension's method) visible only
+// in a file that imports its module. Each module that names `Mutex` declares its own alias of `ContainerKitMutex`:
+// only a module's own declaration shadows the `Synchronization.Mutex` a file imports for `withLock` (in `make tsan`
+// builds the two differ).
 for target in package.targets where target.type != .plugin {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny")]
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+    ]
 }

@@ -2,7 +2,7 @@
 # Fails when a thread-sanitizer build still locks a `Synchronization.Mutex`: the sanitizer cannot see that lock on
 # Linux, so every access it guards would be reported as a race (or, worse, a real race hidden behind a false report).
 # In `make tsan` builds every `Mutex` of the package must be `ContainerKitMutex` (a `pthread_mutex_t`); a module that
-# names `Mutex` without one of the package's aliases in scope (ContainerKit's, ContainerKitHTTP's) gets the stock one.
+# names `Mutex` without its own alias of `ContainerKitMutex` gets the stock one.
 #
 #   Scripts/check-tsan-locks.sh .build/tsan/debug/ContainerKitPackageTests.xctest
 set -euo pipefail

@@ -1,4 +1,4 @@
-import ContainerKitLint
+public import ContainerKitLint
 
 /// The Braze lint rules, for a linter's catalog: `Linter(configuration:catalog:)` with
 /// `Linter.builtInRules + BrazeLintRules.all` (what `containerkit lint` runs). They check Braze provider tags

@@ -1,6 +1,6 @@
 import ContainerKit
 import ContainerKitLint
-import Foundation
+public import Foundation
 
 /// The `containerkit` command line, as a library so it can be tested without a process.
 public enum CLI {

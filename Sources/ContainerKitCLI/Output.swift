@@ -1,5 +1,6 @@
 import ContainerKit
 import Foundation
+import Synchronization
 
 /// Where a command writes: standard output for reports, standard error for diagnostics and summaries.
 /// Tests capture both in memory.

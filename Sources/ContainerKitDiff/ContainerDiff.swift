@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// What a new container version changes compared with an old one: structurally (tags, triggers and
 /// variables added, removed or changed) and, replayed over recorded pushes, in what fires and with which

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// Replays pushes through both versions of a ``ContainerDiff``, each in its own fresh session, and compares
 /// what fires.

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// One argument of a tag call that differs between the versions.
 public struct ArgumentChange: Sendable, Hashable {

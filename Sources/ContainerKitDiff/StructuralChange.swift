@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// One tag, trigger (rule) or variable (macro) of a container version, as a diff names it.
 public struct DiffElement: Sendable, Hashable {

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// One HTTP request whose cost is bounded whatever the server does: the answer's body may hold at most
 /// ``maximumResponseBytes`` bytes (the memory it takes stays near that), and the whole exchange — name

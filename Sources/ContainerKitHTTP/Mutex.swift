@@ -1,5 +1,5 @@
 import ContainerKitSupport
 
-/// This module's name for the package's mutex (``ContainerKitMutex``), internal: as a declaration of this module it
-/// shadows the `Synchronization.Mutex` its files import, also in `make tsan` builds, where the two differ.
+/// This module's name for the package's mutex: its own declaration, so it shadows the `Synchronization.Mutex` that
+/// files import for `withLock` (see ``ContainerKitMutex``).
 typealias Mutex<Value> = ContainerKitMutex<Value>

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 import Foundation
 
 /// What `containerkit lint` checks and how: read from `.containerkit-lint.json` (found by walking up from

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 import Foundation
 
 /// Finds the configuration for each file by walking up from its directory, reading each

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// One problem a lint rule found: which rule, how serious, what, and where (file, JSON pointer and,
 /// for JSON text, line and column).

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// Everything a rule may look at for one file: the document the loader read, the container it compiled
 /// (when it did), the errors that stopped either step, and the configuration in force.

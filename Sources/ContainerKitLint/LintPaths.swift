@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 import Foundation
 
 /// Turns the paths given to `containerkit lint` into the list of files to lint.

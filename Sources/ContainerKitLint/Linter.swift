@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// Lints container files: reads each one once with the core loader (recording positions), compiles it
 /// once, runs every enabled rule over the result and returns the findings in report order.

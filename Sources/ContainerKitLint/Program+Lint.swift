@@ -1,4 +1,4 @@
-import ContainerKit
+package import ContainerKit
 
 /// Names and reference walks over the compiled program that several rules share.
 extension Program {

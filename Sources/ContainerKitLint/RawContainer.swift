@@ -1,4 +1,4 @@
-import ContainerKit
+package import ContainerKit
 
 /// The raw document tree seen as one of the container formats, for rules that must work even when the
 /// document does not compile (dangling references, duplicates, empty containers).

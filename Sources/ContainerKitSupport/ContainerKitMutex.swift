@@ -1,4 +1,10 @@
-import Synchronization
+// The mutex's type is `Synchronization.Mutex` outside thread-sanitizer builds, and lock-counting builds count in an
+// `Atomic`: both are package declarations that name the module's types.
+#if CONTAINERKIT_TSAN && !CONTAINERKIT_COUNT_LOCKS
+    import Synchronization
+#else
+    package import Synchronization
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -64,7 +70,11 @@ import Synchronization
     }
 #else
     /// The package's mutex: `Synchronization.Mutex`, except in thread-sanitizer builds (`CONTAINERKIT_TSAN`),
-    /// where it is a `pthread_mutex_t` the sanitizer understands. Call sites name it `Mutex` (ContainerKit's and
-    /// ContainerKitHTTP's alias).
+    /// where it is a `pthread_mutex_t` the sanitizer understands.
+    ///
+    /// Call sites name it `Mutex`: each module that locks one declares its own internal
+    /// `typealias Mutex<Value> = ContainerKitMutex<Value>`, because only a module's own declaration shadows the
+    /// `Synchronization.Mutex` that a file imports for `withLock` (an alias imported from another module would be
+    /// ambiguous with it in `make tsan` builds, where the two differ; `Scripts/check-tsan-locks.sh` checks).
     package typealias ContainerKitMutex<Value> = Synchronization.Mutex<Value>
 #endif

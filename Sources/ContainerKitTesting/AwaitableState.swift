@@ -1,4 +1,5 @@
 import ContainerKit
+import Synchronization
 
 /// A value that code under test (or a test double) updates and a test waits on, without polling: the one way
 /// ContainerKit's tests await progress.

@@ -1,5 +1,5 @@
-import ContainerKit
-import ContainerKitDelivery
+public import ContainerKit
+public import ContainerKitDelivery
 import Synchronization
 
 /// Keeps every record in memory, in order, for tests: as the provider's sink in tests of code that uses the

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// Keeps messages in memory, for tests: what was logged, and a wait (without polling) until a message
 /// arrives.

@@ -1,5 +1,5 @@
-import ContainerKit
-import ContainerKitDelivery
+public import ContainerKit
+public import ContainerKitDelivery
 import Synchronization
 
 /// A ``RecordStore`` in memory that keeps sessions with the records — the reference of what a store that keeps

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 import Synchronization
 
 /// A ``SessionPersistence`` in memory, with the same fencing as every other: for tests of code that saves and

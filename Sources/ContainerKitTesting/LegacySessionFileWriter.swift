@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 import Foundation
 
 /// Writes session files as an earlier ContainerKit's `FileSessionPersistence` did, so that a test can check an

@@ -1,4 +1,5 @@
 import ContainerKit
+import Synchronization
 
 /// A `Clock` whose time moves only when told to: tests advance it by 12 hours in an instant, and wait (without
 /// polling) until the code under test is asleep on it.

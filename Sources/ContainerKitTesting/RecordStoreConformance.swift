@@ -1,5 +1,5 @@
 import ContainerKit
-import ContainerKitDelivery
+public import ContainerKitDelivery
 
 /// The ``RecordStore`` contract as checks that any store can run: the memory store, the segment log behind
 /// the segment log, PostgreSQL, a store of your own. Each check opens the store (`make`), runs it as the

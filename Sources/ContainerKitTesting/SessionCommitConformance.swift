@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// The promises of a store that keeps sessions with the records (see "Stores that keep sessions" in
 /// `RecordStore`) as checks any such store can run: the segment log, PostgreSQL, ``InMemorySessionLog``, one of

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// The ``SessionPersistence`` contract as checks that any engine can run: the durable queue's segment log,
 /// PostgreSQL, an engine of your own. Each check drives a real ``SessionStore`` (or the persistence directly)

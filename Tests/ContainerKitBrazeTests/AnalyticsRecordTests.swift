@@ -1,9 +1,11 @@
 import ContainerKit
 import ContainerKitBraze
+public import ContainerKitDelivery
 import ContainerKitTesting
 import Foundation
+import Synchronization
 import TestSupport
-import Testing
+public import Testing
 
 @Suite struct AnalyticsRecordTests {
     /// A session of `user` over the music fixture container, whose Braze tags write to `sink`.

@@ -1,5 +1,6 @@
 import ContainerKitTesting
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 

@@ -2,6 +2,7 @@ import ContainerKit
 import ContainerKitBraze
 import ContainerKitTesting
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 

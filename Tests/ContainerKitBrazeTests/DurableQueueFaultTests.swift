@@ -1,6 +1,7 @@
 import ContainerKit
 import ContainerKitTesting
 import Foundation
+import Synchronization
 import Testing
 
 @testable import ContainerKitBraze

@@ -19,7 +19,7 @@ import Testing
         let destination: ScriptedDownstream
         let configuration: DeliverySettings
         let storage: SegmentRecordStore.Options
-        private let current = Mutex<(queue: DeliveryPipeline<SegmentRecordStore>, task: Task<Void, Error>)?>(nil)
+        private let current = Mutex<(queue: DeliveryPipeline<SegmentRecordStore>, task: Task<Void, any Error>)?>(nil)
 
         init(directory: String, maximumSegmentBytes: Int = 8 << 20) {
             self.directory = directory

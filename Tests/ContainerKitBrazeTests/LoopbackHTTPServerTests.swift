@@ -2,6 +2,7 @@ import ContainerKit
 import ContainerKitHTTP
 import ContainerKitTesting
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 

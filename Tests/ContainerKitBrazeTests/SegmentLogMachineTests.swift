@@ -564,7 +564,7 @@ import Testing
 }
 
 extension SegmentLogMachine.Commit: Equatable {
-    public static func == (lhs: Self, rhs: Self) -> Bool {
+    static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.bytes == rhs.bytes && lhs.tickets == rhs.tickets && lhs.segment == rhs.segment && lhs.offset == rhs.offset
     }
 }

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitLint
 import Foundation
 import Testing
 

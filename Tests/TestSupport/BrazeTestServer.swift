@@ -1,6 +1,6 @@
-import ContainerKit
+public import ContainerKit
 import ContainerKitTesting
-import Foundation
+public import Foundation
 
 /// A stand-in for Braze's `POST /users/track` on 127.0.0.1 that checks the request contract and answers
 /// as Braze does, for testing clients without the network.

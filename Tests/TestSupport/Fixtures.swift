@@ -1,5 +1,5 @@
-import Foundation
-import Testing
+public import Foundation
+public import Testing
 
 /// Where test fixtures live: the package root, the shared corpus of real container files and `Containers/`.
 public enum Fixtures {

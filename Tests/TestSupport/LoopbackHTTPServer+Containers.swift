@@ -1,4 +1,4 @@
-import ContainerKitTesting
+public import ContainerKitTesting
 import Foundation
 
 /// Container answers for ``LoopbackHTTPServer`` in the lifecycle, preview and transport tests: container bodies,

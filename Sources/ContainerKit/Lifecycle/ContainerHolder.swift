@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Synchronization
 
 /// One opened container ID: loads the default, saved and network versions, keeps the best one live in its

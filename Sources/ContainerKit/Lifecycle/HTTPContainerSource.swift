@@ -1,5 +1,5 @@
 import ContainerKitHTTP
-import Foundation
+public import Foundation
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

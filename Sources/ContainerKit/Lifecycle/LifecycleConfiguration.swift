@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Where a ``TagManager`` finds containers and when it refreshes them. Every parameter has a default:
 /// with none set, ``TagManager/open(id:openType:timeout:callback:)`` finds nothing.

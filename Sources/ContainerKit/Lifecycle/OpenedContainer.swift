@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Where the live version of an opened container came from.
 public enum ContainerOrigin: String, Sendable, Hashable, CaseIterable {

@@ -2,9 +2,6 @@
 // imports ContainerKit: they are `package` declarations, so nothing of them is visible outside the package.
 @_exported import ContainerKitSupport
 
-/// The package's `Mutex`: `Synchronization.Mutex`, or in thread-sanitizer builds a lock the sanitizer
-/// understands (see `ContainerKitMutex`). Declared here, in ContainerKit, because a module's own declaration shadows
-/// one it imports: in ContainerKit, and in every module of the package that imports ContainerKit (which imports
-/// Synchronization), it shadows the `Synchronization.Mutex` a file may also import. (Declared in
-/// ContainerKitSupport, the name would be ambiguous as a type in `make tsan` builds, where the two differ.)
-package typealias Mutex<Value> = ContainerKitMutex<Value>
+/// This module's name for the package's mutex: its own declaration, so it shadows the `Synchronization.Mutex` that
+/// files import for `withLock` (see ``ContainerKitMutex``).
+typealias Mutex<Value> = ContainerKitMutex<Value>

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import Glibc
+    package import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 import ContainerKitDelivery
 import Foundation
 import Synchronization

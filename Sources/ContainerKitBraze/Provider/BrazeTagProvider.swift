@@ -1,6 +1,6 @@
-import ContainerKit
+public import ContainerKit
 import ContainerKitDelivery
-import Foundation
+public import Foundation
 
 /// The Braze tag provider: a Function Call tag handler that turns Braze tags into typed
 /// ``AnalyticsRecord``s and hands them to a sink — the pattern of Braze's own GTM integration.

@@ -1,4 +1,4 @@
-import ContainerKit
+package import ContainerKit
 import ContainerKitDelivery
 import Foundation
 

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 import ContainerKitDelivery
 
 /// A Braze rule that a tag call broke: the call is dropped, with a warning that names the tag, the key

@@ -1,7 +1,8 @@
-import ContainerKit
+public import ContainerKit
 import ContainerKitDelivery
 import ContainerKitHTTP
-import Foundation
+public import Foundation
+import Synchronization
 
 /// Delivers records to Braze's REST API, `POST <endpoint>/users/track`, authenticated with
 /// `Authorization: Bearer <REST API key>`: the `/users/track` ``AnalyticsDestination``.

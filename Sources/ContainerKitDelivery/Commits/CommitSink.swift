@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 import Synchronization
 
 /// The sink of a tag provider whose records a ``RecordCommitter`` commits with the push that made them: it

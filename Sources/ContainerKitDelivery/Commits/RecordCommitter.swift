@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// The ``PushCommitter`` over a delivery front (a ``DeliveryPipeline`` over any ``RecordStore``: in
 /// memory, durable, PostgreSQL): at the end of each push's turn it appends the records the push's tags kept back in a

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// Where a ``DeliveryPipeline`` delivers records: Braze's `/users/track`
 /// (``BrazeUsersTrackDestination``), a JSON-lines file or standard output (``JSONLinesDestination``), or

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// The module's one error type: why a destination did not take records (the reason of a ``DeliveryResult``'s
 /// rejected or retryable part), why a sink or store failed (``AnalyticsSinkError``) or why a record does not

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The one retry policy of the delivery pipeline (``DeliveryPipeline``), applied to what a destination
 /// reports as retryable; destinations never retry themselves.

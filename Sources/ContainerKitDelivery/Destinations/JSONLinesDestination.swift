@@ -1,4 +1,5 @@
 import ContainerKit
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc

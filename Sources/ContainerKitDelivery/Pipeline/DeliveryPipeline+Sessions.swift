@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 extension DeliveryPipeline where Store == SegmentRecordStore {
     /// The sessions this pipeline keeps in its segment log, as a ``SessionPersistence``: a ``SessionStore``

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 import struct Synchronization.Atomic
 

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// How a ``DeliveryPipeline`` delivers, whatever its storage: the one configuration of the pipeline. What
 /// only one storage has (a segment log's segment size, a memory store's capacity) is given with the storage

@@ -1,4 +1,5 @@
 @_spi(Hot) import ContainerKit
+import Synchronization
 
 /// A ``RecordStore`` in memory: every append is committed at once, and records are lost when the process
 /// ends. The store of ``DeliveryPipeline/inMemory(destination:settings:maximumRecords:clock:)``; also the model of the protocol for a new store's tests.

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// Where the delivery pipeline keeps records between the tag that made them and the destination that
 /// takes them: the one seam a new kind of storage plugs into. Two stores ship — ``MemoryRecordStore``

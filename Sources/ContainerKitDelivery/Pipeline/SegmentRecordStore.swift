@@ -1,6 +1,7 @@
 import ContainerKit
 import Dispatch
 import Foundation
+import Synchronization
 
 /// The on-disk ``RecordStore``: the segment log (``SegmentLog``: append-only segments of checksummed
 /// lines, an ack file) driven by ``SegmentLogMachine``. The store of

@@ -1,5 +1,5 @@
-import ContainerKit
-import Foundation
+public import ContainerKit
+public import Foundation
 
 /// One typed analytics record: what a Braze tag produced for one user at one time, before any sink
 /// turns it into output or requests.

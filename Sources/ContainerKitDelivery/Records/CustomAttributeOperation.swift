@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// What a custom-attribute record does to the attribute.
 ///

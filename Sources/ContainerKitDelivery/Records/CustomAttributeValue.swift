@@ -1,5 +1,5 @@
-import ContainerKit
-import Foundation
+public import ContainerKit
+public import Foundation
 
 /// A value a custom attribute can be set to, with Braze's types: string, integer, float, boolean, date,
 /// array of strings, or `null` (which removes the attribute).

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Formats and parses the ISO-8601 times that records and Braze's REST API use.
 ///

@@ -1,5 +1,5 @@
 import ContainerKit
-import Foundation
+package import Foundation
 
 /// The pieces of record lines and Braze objects that only the delivery pipeline writes, on top of the
 /// package's one JSON writer (ContainerKit's `JSONByteWriter`).

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// Who a record is about, in one of the three ways Braze's `/users/track` identifies a user.
 ///

@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// The synchronous entry of the delivery pipeline: the Braze tag provider hands every record it makes
 /// to one sink — a ``DeliveryPipeline`` (in memory or durable) or, in tests, `InMemoryAnalyticsSink` (from

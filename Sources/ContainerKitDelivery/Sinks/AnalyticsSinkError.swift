@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 /// A failure of a sink or a file-backed destination (``JSONLinesDestination``, ``SegmentRecordStore``): a
 /// ``DeliveryError`` (the module's one error type) with one of the codes below and, when a system call

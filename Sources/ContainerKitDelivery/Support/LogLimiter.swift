@@ -1,4 +1,5 @@
-import ContainerKit
+package import ContainerKit
+import Synchronization
 
 /// Rate-limits repeated messages: the first message of each key is logged at once; later ones within
 /// ``interval`` are counted, and the next one after it is logged with the count of those held back in its

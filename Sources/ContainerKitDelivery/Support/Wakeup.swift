@@ -1,4 +1,5 @@
 import ContainerKit
+import Synchronization
 
 /// A wake-up call between a front's producers and its delivery loop: ``signal()`` wakes the one waiter
 /// (or the next ``wait()`` returns at once). Spurious wake-ups are allowed; loops re-check their state.

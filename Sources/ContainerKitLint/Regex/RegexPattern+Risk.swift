@@ -1,4 +1,4 @@
-import ContainerKit
+public import ContainerKit
 
 extension RegexPattern {
     /// Whether `source` would be dangerous for a backtracking regular-expression engine (such as a browser's):

@@ -1,6 +1,7 @@
 import ContainerKit
 import ContainerKitTesting
 import Foundation
+import Synchronization
 import TestSupport
 
 /// The wall-clock time the lifecycle tests' configurations start at (2024-01-01T00:00:00Z).

@@ -3,6 +3,7 @@ import ContainerKitBraze
 import ContainerKitDelivery
 import ContainerKitTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// A stand-in for a service's shared snapshot store (Redis, a database), for the guide's example.

@@ -1,4 +1,5 @@
 import ContainerKit
+import Synchronization
 import Testing
 
 @testable import ContainerKit
