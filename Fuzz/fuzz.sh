@@ -18,6 +18,10 @@ OUT=.build/fuzz
 mkdir -p "$OUT/artifacts"
 FLAGS=(-sanitize=fuzzer,address -parse-as-library -package-name containerkit -enable-testing -swift-version 6
     -O -g -I "$OUT")
+# The package's modules build with the upcoming features Package.swift turns on for every target (their imports are
+# written for InternalImportsByDefault); the stubs and harnesses, like the example's files, without them.
+UPCOMING=(-enable-upcoming-feature ExistentialAny -enable-upcoming-feature MemberImportVisibility
+    -enable-upcoming-feature InternalImportsByDefault)
 quiet() { grep -v "ld.gold: warning: Cannot export local symbol" || true; }
 
 REBUILT=""  # set once a module is rebuilt: every module after it imports it and is rebuilt too
@@ -31,8 +35,10 @@ build_module() {  # name, sources directory, libraries it needs
     fi
     REBUILT=1
     echo "fuzz: building $name" >&2
+    local features=()
+    case $dir in Sources/*) features=("${UPCOMING[@]}") ;; esac
     # shellcheck disable=SC2046
-    "$SWIFTC" "${FLAGS[@]}" -wmo -emit-library -static -emit-module -module-name "$name" \
+    "$SWIFTC" "${FLAGS[@]}" "${features[@]}" -wmo -emit-library -static -emit-module -module-name "$name" \
         -emit-module-path "$OUT/$name.swiftmodule" -o "$stamp" $(find "$dir" -name '*.swift' | sort) "$@" 2>&1 | quiet
     [ -f "$stamp" ] || { echo "fuzz: building $name failed" >&2; exit 1; }
 }
