@@ -92,11 +92,12 @@ for target in $TARGETS; do
     # shellcheck disable=SC2086
     if [ ! -x "$binary" ] || [ -n "$(find Fuzz/Harnesses $extra "$OUT"/*.a -newer "$binary" 2>/dev/null)" ]; then
         echo "fuzz: building harness $target" >&2
-        # Synchronization by name: the package's modules import it internally, so no harness autolinks it.
+        # Synchronization and FoundationNetworking by name: the package's modules import them internally, so no harness
+        # autolinks them.
         # shellcheck disable=SC2086
         "$SWIFTC" "${FLAGS[@]}" Fuzz/Harnesses/FuzzSupport.swift "Fuzz/Harnesses/$target.swift" $extra \
             -L "$OUT" -lContainerKitTesting -lContainerKitCLI -lContainerKitBrazeLint -lContainerKitLint -lContainerKitDiff \
-            -lContainerKitBraze -lContainerKitDelivery -lContainerKit -lContainerKitHTTP -lContainerKitSupport -lHummingbird -lNIOCore -lswiftSynchronization -o "$binary" 2>&1 | quiet
+            -lContainerKitBraze -lContainerKitDelivery -lContainerKit -lContainerKitHTTP -lContainerKitSupport -lHummingbird -lNIOCore -lswiftSynchronization -lFoundationNetworking -o "$binary" 2>&1 | quiet
         [ -x "$binary" ] || { echo "fuzz: building harness $target failed" >&2; exit 1; }
     fi
     mkdir -p "$OUT/corpus/$target"
