@@ -110,10 +110,7 @@ enum PostgresStatements {
         var batch: Int32
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(namespace)
-            bindings.append(batch)
-            return bindings
+            PostgresBindings(namespace, batch)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
@@ -226,10 +223,7 @@ enum PostgresStatements {
         var partitions: Int64
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(namespace)
-            bindings.append(partitions)
-            return bindings
+            PostgresBindings(namespace, partitions)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
@@ -245,10 +239,7 @@ enum PostgresStatements {
         var key: Int32
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(namespace)
-            bindings.append(key)
-            return bindings
+            PostgresBindings(namespace, key)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self) }
@@ -264,10 +255,7 @@ enum PostgresStatements {
         var key: Int32
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(namespace)
-            bindings.append(key)
-            return bindings
+            PostgresBindings(namespace, key)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self) }
@@ -283,10 +271,7 @@ enum PostgresStatements {
         var key: Int32
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(namespace)
-            bindings.append(key)
-            return bindings
+            PostgresBindings(namespace, key)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
@@ -307,6 +292,15 @@ enum PostgresStatements {
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+}
+
+extension PostgresBindings {
+    /// The bindings of a statement with two parameters, `first` as `$1` and `second` as `$2`.
+    init(_ first: some PostgresNonThrowingEncodable, _ second: some PostgresNonThrowingEncodable) {
+        self.init(capacity: 2)
+        append(first)
+        append(second)
     }
 }
 
