@@ -357,8 +357,10 @@ public enum PostgresSchema {
             IF upto <= low THEN
                 RETURN;
             END IF;
-            -- A row another transaction holds (a commit removing its user) is waited for briefly, never long
-            -- enough for a deadlock check: the compaction gives up first, and the next one tries again.
+            -- A row another transaction holds (a commit removing its user, a rotation holding `ck_meta`) is waited
+            -- for briefly, never long enough for a deadlock check: the compaction gives up first, undoes what it
+            -- did, and the next one tries again. (A lock timeout outside this block would fail the call, and a
+            -- failed call marks the store unavailable.)
             PERFORM set_config('lock_timeout', '200ms', true);
             BEGIN
                 WITH snapshots AS (
@@ -368,12 +370,12 @@ public enum PostgresSchema {
                 DELETE FROM ck_session_changes c USING snapshots n
                 WHERE c.user_id = n.user_id AND c.version < n.version;
                 GET DIAGNOSTICS deleted = ROW_COUNT;
+                UPDATE ck_meta SET compacted = upto WHERE id = 1;
             EXCEPTION WHEN lock_not_available THEN
                 deleted := 0;
                 more := false;
                 RETURN;
             END;
-            UPDATE ck_meta SET compacted = upto WHERE id = 1;
         END
         $function$
         """,
