@@ -354,9 +354,13 @@ public final class DataLayer: Sendable {
     ///
     /// A call from another caller while a push is processed blocks until its turn; a call from a tag
     /// handler of the push being processed is queued behind it (and reported in that push's result).
+    /// This is the blocking variant, for code without a task (a command-line tool, a test, a thread of your
+    /// own): like every synchronous `push`, it is unavailable from async code, where `await push(_:)` suspends
+    /// instead of blocking a cooperative thread.
     ///
     /// - Returns: the reports of the events this call processed: its own, then those its handlers pushed.
     ///   Empty for a push made from a handler.
+    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
     @discardableResult
     public func push(_ message: ValueMap) -> PushResult {
         push(Pending(message: message, event: nil))
@@ -364,12 +368,14 @@ public final class DataLayer: Sendable {
 
     /// Pushes an event with parameters: the parameters plus `"event": event` (which wins over a parameter
     /// named `event`).
+    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap()) -> PushResult {
         push(Pending(message: parameters, event: .string(event)))
     }
 
     /// Pushes one key and value (the key is expanded on dots).
+    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
     @discardableResult
     public func push(_ key: String, _ value: Value) -> PushResult {
         var message = ValueMap()
@@ -377,10 +383,19 @@ public final class DataLayer: Sendable {
         return push(message)
     }
 
+    /// Pushes one key and value (the key is expanded on dots), suspending while another caller's push is processed.
+    @discardableResult
+    public func push(_ key: String, _ value: Value) async -> PushResult {
+        var message = ValueMap()
+        message[key] = value
+        return await push(message)
+    }
+
     /// Pushes a consent command, as `gtag('consent', …)` does on a page: it changes the session's consent state
     /// (``consent``), in its turn among the session's pushes, and nothing else (no data-layer key, no event). The
     /// visitor's location for a default's `region` is the session's context (``ClientContext/country``,
     /// ``ClientContext/region``) when the command is processed.
+    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
     @discardableResult
     public func push(_ command: ConsentCommand) -> PushResult {
         push(Pending(message: ValueMap(), event: nil, command: CommandBox(command)))

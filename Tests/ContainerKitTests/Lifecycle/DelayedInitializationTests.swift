@@ -35,8 +35,9 @@ extension LifecycleTests {
             let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
             let open = await startOpen(manager)
             let session = manager.makeDataLayer()
-            let results = ["a", "b", "c"].map { session.push(event: "played", parameters: ["song": .string($0)]) }
-            let data = session.push("user.name", .string("Ada"))
+            var results: [PushResult] = []
+            for song in ["a", "b", "c"] { results.append(await session.push(event: "played", parameters: ["song": .string(song)])) }
+            let data = await session.push("user.name", .string("Ada"))
             #expect(results.allSatisfy(\.deferred) && data.deferred)
             #expect(results.allSatisfy { $0.events.isEmpty })
             #expect(tags.calls.isEmpty)
@@ -115,11 +116,11 @@ extension LifecycleTests {
             let manager = manager(network: ScriptedSource([ScriptedSource.failure(.noNetwork)], gate: gate))
             let open = await startOpen(manager)
             let session = manager.makeDataLayer()
-            #expect(session.push("user.name", .string("Ada")).deferred)
+            #expect(await session.push("user.name", .string("Ada")).deferred)
             gate.open()
             #expect(try await open.value.container == nil)
             #expect(session.get("user.name") == .string("Ada"))
-            #expect(!session.push("user.age", .int(36)).deferred)
+            #expect(await !session.push("user.age", .int(36)).deferred)
         }
 
         @Test func pushesFromTagHandlersDuringTheReplayKeepTheirPlace() async throws {

@@ -20,7 +20,7 @@ struct ConcurrencyTests {
                 group.addTask {
                     let layer = manager.makeDataLayer(sessionID: "user-\(s)")
                     for i in 0..<eventsPerSession {
-                        layer.push(
+                        await layer.push(
                             event: "played song",
                             parameters: ["genre": "jazz", "duration": .int(Int64(31 + i))]
                         )
@@ -56,7 +56,7 @@ struct ConcurrencyTests {
                     let layer = manager.makeDataLayer(sessionID: "s\(s)")
                     for _ in 0..<500 {
                         // Every push fires exactly one tag: never none, never both versions.
-                        #expect(layer.push(event: "e").fired.count == 1)
+                        #expect(await layer.push(event: "e").fired.count == 1)
                     }
                 }
             }
