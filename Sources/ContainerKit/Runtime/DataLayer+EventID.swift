@@ -83,7 +83,7 @@ extension DataLayer {
     /// A push held back while no container is available yet (delayed initialization) is not checked.
     ///
     /// (`eventID` is `consuming`: the push keeps the caller's reference rather than retaining the ID again.)
-    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
+    @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: consuming String?) -> PushResult {
         let hash = checkedHash(of: eventID)
@@ -99,7 +99,7 @@ extension DataLayer {
     }
 
     /// Pushes a message that carries an event ID (see ``push(event:parameters:eventID:)``).
-    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
+    @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")
     @discardableResult
     public func push(_ message: ValueMap, eventID: consuming String?) -> PushResult {
         let hash = checkedHash(of: eventID)

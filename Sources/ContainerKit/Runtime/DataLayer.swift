@@ -360,7 +360,7 @@ public final class DataLayer: Sendable {
     ///
     /// - Returns: the reports of the events this call processed: its own, then those its handlers pushed.
     ///   Empty for a push made from a handler.
-    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
+    @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")
     @discardableResult
     public func push(_ message: ValueMap) -> PushResult {
         push(Pending(message: message, event: nil))
@@ -368,14 +368,14 @@ public final class DataLayer: Sendable {
 
     /// Pushes an event with parameters: the parameters plus `"event": event` (which wins over a parameter
     /// named `event`).
-    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
+    @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap()) -> PushResult {
         push(Pending(message: parameters, event: .string(event)))
     }
 
     /// Pushes one key and value (the key is expanded on dots).
-    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
+    @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")
     @discardableResult
     public func push(_ key: String, _ value: Value) -> PushResult {
         var message = ValueMap()
@@ -395,7 +395,7 @@ public final class DataLayer: Sendable {
     /// (``consent``), in its turn among the session's pushes, and nothing else (no data-layer key, no event). The
     /// visitor's location for a default's `region` is the session's context (``ClientContext/country``,
     /// ``ClientContext/region``) when the command is processed.
-    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
+    @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")
     @discardableResult
     public func push(_ command: ConsentCommand) -> PushResult {
         push(Pending(message: ValueMap(), event: nil, command: CommandBox(command)))

@@ -8,7 +8,7 @@ extension DataLayer {
     ///
     /// With an `eventID`, a push the session has seen already is a duplicate, as with
     /// ``push(event:parameters:eventID:)-(String,ValueMap,String?)``.
-    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
+    @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")
     @discardableResult
     public func push(_ message: ValueMap, eventID: String? = nil, tracing: Bool) -> PushResult {
         guard let hash = checkedHash(of: eventID) else {
@@ -31,7 +31,7 @@ extension DataLayer {
     /// Pushes a consent command, as ``push(_:)-(ConsentCommand)`` does, and with `tracing` records what it changed:
     /// ``PushResult/trace``'s ``PushTrace/consent`` has each consent type the command names, granted or denied
     /// before and after.
-    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
+    @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")
     @discardableResult
     public func push(_ command: ConsentCommand, tracing: Bool) -> PushResult {
         push(Pending(message: ValueMap(), event: nil, command: CommandBox(command), tracing: tracing))
@@ -46,7 +46,7 @@ extension DataLayer {
     /// Pushes an event with parameters and, optionally, an event ID (see
     /// ``push(event:parameters:eventID:)-(String,ValueMap,String?)``), and with `tracing` records its
     /// ``PushResult/trace``.
-    @available(*, noasync, message: "blocks the calling thread while another caller's push is processed; in async code, await the async push")
+    @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")
     @discardableResult
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String? = nil, tracing: Bool)
         -> PushResult
