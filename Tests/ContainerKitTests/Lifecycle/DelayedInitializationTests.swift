@@ -36,7 +36,9 @@ extension LifecycleTests {
             let open = await startOpen(manager)
             let session = manager.makeDataLayer()
             var results: [PushResult] = []
-            for song in ["a", "b", "c"] { results.append(await session.push(event: "played", parameters: ["song": .string(song)])) }
+            for song in ["a", "b", "c"] {
+                results.append(await session.push(event: "played", parameters: ["song": .string(song)]))
+            }
             let data = await session.push("user.name", .string("Ada"))
             #expect(results.allSatisfy(\.deferred) && data.deferred)
             #expect(results.allSatisfy { $0.events.isEmpty })
