@@ -148,7 +148,9 @@ struct Evaluation: MacroResolver {
     /// What `__e` reports for a pushed event name: Firebase's short names (`_e`) expanded.
     static func reportedName(_ eventName: String?) -> Value {
         guard let eventName else { return .undefined }
-        if eventName.utf8.first == 0x5F, let long = TemplateCatalog.firebaseEventNames[eventName] {
+        // The first byte read by the iterator: `utf8.first` was an unspecialised generic call on every push.
+        var bytes = eventName.utf8.makeIterator()
+        if bytes.next() == 0x5F, let long = TemplateCatalog.firebaseEventNames[eventName] {
             return .string(long)
         }
         return .string(eventName)
@@ -157,9 +159,8 @@ struct Evaluation: MacroResolver {
     // MARK: Running an event
 
     /// Evaluates the event: the candidate rules (see ``CandidateRules``), then fires the selected tags; the
-    /// calls are kept for ``takeCalls()``. Returns the trace when the evaluation records one.
-    @discardableResult
-    mutating func run(candidates: RuleCandidates? = nil, oncePerLoad: inout OncePerLoad) -> PushTrace.Evaluation? {
+    /// calls are kept for ``takeCalls()``, the trace (when the evaluation records one) is read with ``trace()``.
+    mutating func run(candidates: RuleCandidates? = nil, oncePerLoad: inout OncePerLoad) {
         if case .string(let name) = reportedEventName {
             switch candidates {
             case .bits(let bits)?:
@@ -184,7 +185,6 @@ struct Evaluation: MacroResolver {
                 }
             }
         }
-        return recordTrace ? makeTrace() : nil
     }
 
     /// The calls of every container run so far, moved out (not copied).
@@ -211,13 +211,13 @@ struct Evaluation: MacroResolver {
         tagHandlers: SessionRuntime.BorrowedHandlers,
         candidates: RuleCandidates?,
         oncePerLoad: inout OncePerLoad
-    ) -> PushTrace.Evaluation? {
+    ) {
         self.container = container
         containerIndex = index
         self.tagHandlers = tagHandlers
         evaluatedOrder.removeAll(keepingCapacity: true)
         startContainer()
-        return run(candidates: candidates, oncePerLoad: &oncePerLoad)
+        run(candidates: candidates, oncePerLoad: &oncePerLoad)
     }
 
     /// The buffers, moved out for the session's next push (the evaluation is done with them).
@@ -1021,8 +1021,13 @@ struct Evaluation: MacroResolver {
 
     // MARK: Trace
 
-    /// The trace of this container's evaluation (``PushTrace/Evaluation``): every tag with its outcome and why,
-    /// every variable evaluated. Called only when the push is traced.
+    /// The trace of the container's evaluation that ran last (``PushTrace/Evaluation``): every tag with its outcome
+    /// and why, every variable evaluated; `nil` when the evaluation records none. Read after each `run`, before the
+    /// next (a trace returned by `run` cost an untraced push the destruction of an empty one per container).
+    mutating func trace() -> PushTrace.Evaluation? {
+        recordTrace ? makeTrace() : nil
+    }
+
     private mutating func makeTrace() -> PushTrace.Evaluation {
         let program = storage.program
         var trace = PushTrace.Evaluation(

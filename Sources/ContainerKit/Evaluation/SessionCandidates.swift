@@ -28,26 +28,39 @@ enum RuleCandidates: Sendable {
     }
 }
 
-/// The candidate rules of every live container for one event name: the first two inline (no allocation
-/// per name for the usual one or two containers), the others in a list.
+/// The candidate rules of every live container for one event name: for the usual one or two containers of at
+/// most 64 rules each, their bit sets inline (a value a push copies and drops without a reference count or an
+/// allocation); otherwise every container's candidates in a list.
 struct ContainerCandidates: Sendable {
-    private var first: RuleCandidates?
-    private var second: RuleCandidates?
-    private var others: [RuleCandidates] = []
+    /// The bit sets of the first two containers, when they are inline.
+    private var first: UInt64 = 0
+    private var second: UInt64 = 0
+    /// How many containers are inline (0 when ``spilled`` holds them all).
+    private var inlineCount = 0
+    /// Every container's candidates, when they are not all inline (more than two containers, or one with more
+    /// than ``RuleCandidates/bitCapacity`` rules).
+    private var spilled: [RuleCandidates]?
 
     init(_ candidates: [RuleCandidates]) {
-        first = candidates.first
-        second = candidates.count > 1 ? candidates[1] : nil
-        if candidates.count > 2 { others = Array(candidates[2...]) }
+        guard candidates.count <= 2 else {
+            spilled = candidates
+            return
+        }
+        for (c, rules) in candidates.enumerated() {
+            guard case .bits(let bits) = rules else {
+                spilled = candidates
+                return
+            }
+            if c == 0 { first = bits } else { second = bits }
+        }
+        inlineCount = candidates.count
     }
 
     /// The candidates of container `c` (in the snapshot's order).
     subscript(c: Int) -> RuleCandidates? {
-        switch c {
-        case 0: return first
-        case 1: return second
-        default: return c - 2 < others.count ? others[c - 2] : nil
-        }
+        if let spilled { return c < spilled.count ? spilled[c] : nil }
+        guard c < inlineCount else { return nil }
+        return .bits(c == 0 ? first : second)
     }
 }
 

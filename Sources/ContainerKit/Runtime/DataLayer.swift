@@ -799,16 +799,19 @@ public final class DataLayer: Sendable {
         // traced pushes evaluate every rule's candidates from the container (their traces explain all).
         var lookupName: String?
         if !tracing, case .string(let name) = reportedName { lookupName = name }
-        // A traced push keeps its message and what it changed (``TraceStep``).
-        var step: TraceStep?
+        // A traced push keeps its message and what it changed (``TraceStep``), in the result's last step (an
+        // optional step kept in a local was copied whole, twice, by every push).
         if tracing {
-            step = TraceStep(
-                sessionID: sessionID,
-                event: eventName,
-                eventID: pending.eventID.isEmpty ? nil : pending.eventID,
-                message: message
+            result.traceSteps.append(
+                TraceStep(
+                    sessionID: sessionID,
+                    event: eventName,
+                    eventID: pending.eventID.isEmpty ? nil : pending.eventID,
+                    message: message
+                )
             )
         }
+        let traceStep = result.traceSteps.count - 1
         var candidates: ContainerCandidates?
         // The memo tables move out of the state with the model (see `processTurn`). The model is copied out only for
         // containers that read it (and debug traces); the runtime comes in the session's own holder.
@@ -843,13 +846,13 @@ public final class DataLayer: Sendable {
                 )
             {
                 duplicate = seen
-                if tracing { step!.model = state.model }
+                if tracing { result.traceSteps[traceStep].model = state.model }
                 return (ValueMap(), 0, nil)
             }
             if measured, let limit = tagManager.maximumDataLayerBytes {
                 tooLarge = admit(message, event: pending.event, userProperties: userProperties, limit: limit, &state)
                 if tooLarge != nil {
-                    if tracing { step!.model = state.model }
+                    if tracing { result.traceSteps[traceStep].model = state.model }
                     return (ValueMap(), 0, nil)
                 }
                 if hasEventID {
@@ -883,10 +886,10 @@ public final class DataLayer: Sendable {
             DataLayer.apply(message, to: &state.model, dotted: dotted)
             if let event = pending.event { state.model.setValue(event, forKey: "event", hint: &state.eventKeyPosition) }
             if tracing {
-                step!.changes = before.map {
+                result.traceSteps[traceStep].changes = before.map {
                     PushTrace.Change(key: $0.key, before: $0.value, after: state.model[$0.key])
                 }
-                step!.model = state.model
+                result.traceSteps[traceStep].model = state.model
             }
             if readsRawValues {
                 for (key, value) in message where !value.isUndefined { state.rawValues[key] = value }
@@ -930,7 +933,6 @@ public final class DataLayer: Sendable {
             let model = eventValue != nil && (tracing || reads.contains(.model)) ? state.model : ValueMap()
             return (model, state.eventNumber, runtime)
         }
-        if let step { result.traceSteps.append(step) }
         if let duplicate {
             result.markDuplicate(of: duplicate)
             return
@@ -1031,7 +1033,7 @@ public final class DataLayer: Sendable {
                 calls: [],
                 traces: []
             )
-            if tagManager.observer != nil {
+            if tagManager.hasObserver {
                 DataLayer.$enclosingTurns.withValue(mark(turn: number, inside: enclosing)) {
                     notifyObserver(of: push, containers: snapshot.containers)
                 }
@@ -1062,29 +1064,29 @@ public final class DataLayer: Sendable {
         )
         DataLayer.$enclosingTurns.withValue(mark(turn: number, inside: enclosing)) {
             var traces: [PushTrace.Evaluation?] = []
-            let firstTrace = evaluation.run(candidates: firstCandidates, oncePerLoad: &oncePerLoad)
+            evaluation.run(candidates: firstCandidates, oncePerLoad: &oncePerLoad)
             if tracing {
                 traces = Array(repeating: nil, count: count)
-                traces[first] = firstTrace
+                traces[first] = evaluation.trace()
             }
             for c in (first + 1)..<count {
                 let rules = candidates?[c]
                 if rules?.isEmpty == true { continue }
                 if falsyEvent, snapshot.containers[c].platform == .web { continue }
-                let trace = evaluation.run(
+                evaluation.run(
                     container: runtime.containers[c],
                     at: c,
                     tagHandlers: snapshot.borrowedTagHandlers(c),
                     candidates: rules,
                     oncePerLoad: &oncePerLoad
                 )
-                if tracing { traces[c] = trace }
+                if tracing { traces[c] = evaluation.trace() }
             }
             let calls = evaluation.takeCalls()
             if remembered.sequence >= 0 { remembered.fired.add(calls, containers: snapshot.containers) }
             let (name, pushed) = evaluation.takePush()
             let push = EvaluatedPush(runtime: runtime, eventName: name, message: pushed, calls: calls, traces: traces)
-            if tagManager.observer != nil { notifyObserver(of: push, containers: snapshot.containers) }
+            if tagManager.hasObserver { notifyObserver(of: push, containers: snapshot.containers) }
             result.append(consume push)
         }
         scratch = evaluation.finish()

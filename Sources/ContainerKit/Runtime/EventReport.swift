@@ -131,12 +131,37 @@ public struct PushResult: Sendable {
     /// Why the push (or a push its handlers made) was refused, merged into nothing and evaluated nowhere:
     /// `session_too_large` when it would take the session past ``TagManager/maximumDataLayerBytes``. A
     /// service answers 413.
-    public var refusal: ContainerError?
+    public var refusal: ContainerError? {
+        get { failures?.refusal }
+        set { failures = Failures.make(refusal: newValue, commitFailure: commitFailure) }
+    }
 
     /// What a ``PushCommitter`` appended for this push (waited for by ``waitUntilDurable()``).
     package var commits: [DurabilityToken] = []
     /// Why a ``PushCommitter`` could not commit this push, if it could not.
-    package var commitFailure: DurabilityError?
+    package var commitFailure: DurabilityError? {
+        get { failures?.commitFailure }
+        set { failures = Failures.make(refusal: refusal, commitFailure: newValue) }
+    }
+    /// ``refusal`` and ``commitFailure``, behind one reference (`nil` when neither is set): inline, the two errors
+    /// made every result some 240 bytes larger, and a push moves its result several times.
+    private var failures: Failures?
+
+    /// The rare outcomes of a push, kept out of line (immutable: a change makes a new one).
+    private final class Failures: Sendable {
+        let refusal: ContainerError?
+        let commitFailure: DurabilityError?
+
+        private init(refusal: ContainerError?, commitFailure: DurabilityError?) {
+            self.refusal = refusal
+            self.commitFailure = commitFailure
+        }
+
+        static func make(refusal: ContainerError?, commitFailure: DurabilityError?) -> Failures? {
+            if refusal == nil, commitFailure == nil { return nil }
+            return Failures(refusal: refusal, commitFailure: commitFailure)
+        }
+    }
     /// How many of the push's tag outputs a ``PushCommitter`` committed already (a push that a handler's
     /// task nested after the commit is committed on its own).
     public package(set) var committedOutputs = 0

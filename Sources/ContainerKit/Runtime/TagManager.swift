@@ -22,6 +22,8 @@ public final class TagManager: Sendable {
     let defaultContextBox: ClientContext.Box
     /// Where evaluated events and fired tags are reported (for metrics), if anywhere.
     public let observer: (any RuntimeObserver)?
+    /// Whether ``observer`` is set: what a push tests (testing the optional copied the existential each time).
+    let hasObserver: Bool
     /// Where the random-number variable's values come from (``RandomSource/system`` unless seeded).
     public let randomSource: RandomSource
     /// The most bytes a data layer may hold (its model, version-1 raw values and user properties, as JSON);
@@ -173,6 +175,7 @@ public final class TagManager: Sendable {
         self.defaultContext = defaultContext
         self.defaultContextBox = ClientContext.Box(defaultContext)
         self.observer = observer
+        self.hasObserver = observer != nil
         self.randomSource = randomSource
         self.maximumDataLayerBytes = maximumDataLayerBytes.map { max(1024, $0) }
         self.eventIDs = eventIDs

@@ -18,8 +18,13 @@ extension Value {
     }
 
     /// The most bytes `text` takes as a JSON string, quotes included (see ``encodedSizeBound(scanning:)``).
+    @inline(__always)
     package static func encodedSizeBound(of text: String, scanning: Bool) -> Int {
         guard scanning else { return 2 &+ 6 &* text.utf8.count }
+        return scannedSizeBound(of: text)
+    }
+
+    private static func scannedSizeBound(of text: String) -> Int {
         var total = 2
         for byte in text.utf8 {
             total &+= byte < 0x20 || byte == 0x22 || byte == 0x5C ? 6 : 1
@@ -31,11 +36,12 @@ extension Value {
 extension ValueMap {
     /// The most bytes this map takes as a JSON object (see ``Value/encodedSizeBound(scanning:)``).
     package func encodedSizeBound(scanning: Bool) -> Int {
+        // By position, each value borrowed: the iterator copied every key and value (a push bounds its message).
         var total = 2
-        for (key, value) in self {
+        for i in keys.indices {
             total &+=
-                Value.encodedSizeBound(of: key, scanning: scanning) &+ 1 &+ value.encodedSizeBound(scanning: scanning)
-                &+ 1
+                Value.encodedSizeBound(of: keys[i], scanning: scanning) &+ 2
+                &+ withValue(at: i) { $0.encodedSizeBound(scanning: scanning) }
         }
         return total
     }

@@ -122,6 +122,10 @@ public struct ValueMap: Sendable {
     /// entries without the iterator's copies of both arrays.
     package func value(at position: Int) -> Value { values[position] }
 
+    /// Calls `body` with the value of the entry at `position`, borrowed (not copied).
+    @inline(__always)
+    package func withValue<R>(at position: Int, _ body: (borrowing Value) -> R) -> R { body(values[position]) }
+
     /// Appends an entry whose key the caller knows is not in the map (no search).
     package mutating func appendNew(_ key: String, _ value: Value) { append(key, value) }
 
