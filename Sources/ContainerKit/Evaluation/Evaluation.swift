@@ -72,8 +72,8 @@ struct Evaluation: MacroResolver {
     static let maximumMacroNesting = 100
     /// The handler found last: consecutive tags usually call the same class path.
     private var lastHandler: (name: String, handler: any FunctionCallTagHandler)?
-    /// This thread's copies of the constants of ``storage`` (its calls', conditions' and variables'), once one
-    /// was read (see ``SessionRuntime/Constants``).
+    /// This thread's copies of the constants of ``storage`` (its calls', conditions' and variables'), taken when
+    /// the container starts (see ``SessionRuntime/Constants``).
     private var constants = SessionRuntime.Constants()
     private var evaluatedOrder: [Int] = []
     /// The predicates whose regular expression ran out of its step budget in this container (traces only).
@@ -123,7 +123,7 @@ struct Evaluation: MacroResolver {
             generation += 1
         }
         tagStateLive = false
-        constants.reset()
+        constants.start(storage)
         if !budgetExceededPredicates.isEmpty { budgetExceededPredicates.removeAll() }
         let macroCount = storage.program.macros.count
         if macroMarks.count < macroCount {
@@ -371,7 +371,7 @@ struct Evaluation: MacroResolver {
 
     /// This thread's copy of predicate `p`'s constant text.
     private mutating func constantText(ofPredicate p: Int) -> String? {
-        constants.text(ofPredicate: p, in: storage)
+        constants.text(ofPredicate: p)
     }
 
     /// Calls tag `t` and records it in ``fired``; returns whether the call succeeded (`ok` or `pending`).
@@ -388,15 +388,14 @@ struct Evaluation: MacroResolver {
         var parameters = ValueMap()
         var status = FiredTag.Status.unsupported
         var output: TagOutput?
-        if let planResult = SessionRuntime.withCallPlan(
-            ofTag: t,
-            in: storage,
-            { plan in
+        if let borrowedPlan = SessionRuntime.callPlan(ofTag: t, in: storage) {
+            planned = true
+            (status, output) = borrowedPlan.with { plan in
                 // The plan and the handler are borrowed (``storage`` and the caller's snapshot keep them
                 // alive), and the keys, the origin and the literal values the call retains are this thread's
                 // copies (see ``SessionRuntime``): retaining the shared ones would write reference counts every
                 // session's evaluations share.
-                let call = constants.call(of: plan, tag: t, in: storage)
+                let call = constants.call(of: plan, tag: t)
                 parameters = evaluateArguments(plan, call)
                 if let done = tagHandlers.withHandler(
                     ofTag: t,
@@ -408,9 +407,6 @@ struct Evaluation: MacroResolver {
                 }
                 return invoke(handlerNamed: plan.name, origin: call.origin, t, &parameters)
             }
-        ) {
-            planned = true
-            (status, output) = planResult
         } else {
             switch storage.program.tags[t].kind {
             case .functionCall(let classPathExpr, let argumentsExpr):
@@ -647,13 +643,13 @@ struct Evaluation: MacroResolver {
         // A variable (most macros) is read with this thread's copies of its key and path, without copying its
         // definition: binding the definition's payload retained its key, path and default value, which every
         // session's evaluations share.
-        switch constants.read(ofMacro: index, in: storage) {
+        switch constants.read(ofMacro: index) {
         case .eventParameter(let checksEcommerce, let hasDefault, let nested):
-            let key = constants.key(ofMacro: index, in: storage)
+            let key = constants.key(ofMacro: index)
             value =
                 message[key]
                 ?? (nested
-                    ? Value.object(message).value(atPath: constants.path(ofMacro: index, in: storage)) : .undefined)
+                    ? Value.object(message).value(atPath: constants.path(ofMacro: index)) : .undefined)
             if value.isUndefined, checksEcommerce, !nested, let found = Evaluation.ecommerceValue(key, in: message) {
                 value = found  // the runtime returns it as is, without the default value
             } else if value.isUndefined, hasDefault {
@@ -661,9 +657,9 @@ struct Evaluation: MacroResolver {
             }
         case .dataLayer(let hasDefault, let nested):
             if nested {
-                value = Value.object(model).value(atPath: constants.path(ofMacro: index, in: storage))
+                value = Value.object(model).value(atPath: constants.path(ofMacro: index))
             } else {
-                value = model[constants.key(ofMacro: index, in: storage)] ?? .undefined
+                value = model[constants.key(ofMacro: index)] ?? .undefined
             }
             if value.isUndefined, hasDefault { value = variableDefault(ofMacro: index) }
         case .other:

@@ -15,7 +15,7 @@
 /// - each session has its own holder of the snapshot (this object) and of each container (``ContainerHold``),
 ///   which a push retains instead of the shared objects;
 /// - the snapshot, the call plans and the resolved handlers are borrowed (``withSnapshot(_:)``,
-///   ``withCallPlan(ofTag:in:_:)``, ``BorrowedHandlers/withHandler(ofTag:_:)``), valid while this holder and
+///   ``callPlan(ofTag:in:)``, ``BorrowedHandlers/withHandler(ofTag:_:)``), valid while this holder and
 ///   the holder of the container live;
 /// - the constants a call hands on or an evaluation reads (argument keys, origin, literals, condition texts,
 ///   variable keys and paths) are read from this thread's copies (``Constants``, ``ThreadTables``).
@@ -69,12 +69,21 @@ final class SessionRuntime: Sendable {
         init(_ storage: Container.Storage) { self.storage = storage }
     }
 
-    /// Calls `body` with the call plan of tag `t` of `storage`, borrowed (the caller holds `storage`); `nil`
-    /// when the tag has no plan.
+    /// The call plan of tag `t` of `storage`, borrowed (valid while the caller holds `storage`); `nil` when the tag
+    /// has no plan. A handle, not a closure run inside the use of `storage`: that kept `storage` retained around
+    /// each call.
     @inline(__always)
-    static func withCallPlan<R>(ofTag t: Int, in storage: Container.Storage, _ body: (CallPlan) -> R) -> R? {
-        guard let plan = storage.borrowedCallPlans[t] else { return nil }
-        return plan._withUnsafeGuaranteedRef(body)
+    static func callPlan(ofTag t: Int, in storage: Container.Storage) -> BorrowedCallPlan? {
+        storage.borrowedCallPlans[t].map(BorrowedCallPlan.init)
+    }
+
+    /// A borrowed ``CallPlan`` (see ``callPlan(ofTag:in:)``).
+    struct BorrowedCallPlan {
+        fileprivate let plan: Unmanaged<CallPlan>
+
+        /// Calls `body` with the plan, without retaining it.
+        @inline(__always)
+        func with<R>(_ body: (CallPlan) -> R) -> R { plan._withUnsafeGuaranteedRef(body) }
     }
 
     /// One container's resolved handlers (see ``TagManager/Snapshot/borrowedTagHandlers(_:)``), without
@@ -115,58 +124,50 @@ final class SessionRuntime: Sendable {
 
 extension SessionRuntime {
     /// An evaluation's hold on this thread's copies of the constants of the container it evaluates (see
-    /// ``ThreadTables``): looked up on the first use in each container, retained once from then on, and read
-    /// without retaining it again.
+    /// ``ThreadTables``): looked up when the evaluation starts a container (``start(_:)``), retained once, and read
+    /// without retaining it again. The reads take no storage: passing the evaluation's storage to each retained it.
     struct Constants {
         private var table: ThreadTables.Table?
         /// ``table``, unretained (``table`` keeps it alive).
         private var reference: Unmanaged<ThreadTables.Table>?
 
-        /// Forgets the table (the evaluation moves to another container).
-        mutating func reset() {
-            table = nil
-            reference = nil
-        }
-
-        @inline(__always)
-        private mutating func current(_ storage: Container.Storage) -> Unmanaged<ThreadTables.Table> {
-            if let reference { return reference }
-            return lookUp(storage)
-        }
-
-        private mutating func lookUp(_ storage: Container.Storage) -> Unmanaged<ThreadTables.Table> {
+        /// Takes this thread's table of `storage`'s constants (the evaluation starts that container).
+        mutating func start(_ storage: Container.Storage) {
             let serial = storage.serial
             let found = ThreadTables.current._withUnsafeGuaranteedRef { tables in
                 tables.table(serial: serial) ?? tables.makeTable(for: storage)
             }
             reference = found
             table = found.takeUnretainedValue()  // the evaluation's hold: the one retain
-            return found
         }
 
+        /// The table (``start(_:)`` took it).
+        @inline(__always)
+        private var current: Unmanaged<ThreadTables.Table> { reference! }
+
         /// This thread's copies of what the call of tag `t` (planned as `plan`) carries.
-        mutating func call(of plan: CallPlan, tag t: Int, in storage: Container.Storage) -> CallConstants {
-            CallConstants(slot: current(storage)._withUnsafeGuaranteedRef { $0.constants(of: plan, tag: t) })
+        func call(of plan: CallPlan, tag t: Int) -> CallConstants {
+            CallConstants(slot: current._withUnsafeGuaranteedRef { $0.constants(of: plan, tag: t) })
         }
 
         /// This thread's copy of predicate `p`'s constant text.
-        mutating func text(ofPredicate p: Int, in storage: Container.Storage) -> String? {
-            current(storage)._withUnsafeGuaranteedRef { $0.text(ofPredicate: p) }
+        func text(ofPredicate p: Int) -> String? {
+            current._withUnsafeGuaranteedRef { $0.text(ofPredicate: p) }
         }
 
         /// How macro `m` reads its key (``VariableRead/other`` for any macro but a variable).
-        mutating func read(ofMacro m: Int, in storage: Container.Storage) -> VariableRead {
-            current(storage)._withUnsafeGuaranteedRef { $0.read(ofMacro: m) }
+        func read(ofMacro m: Int) -> VariableRead {
+            current._withUnsafeGuaranteedRef { $0.read(ofMacro: m) }
         }
 
         /// This thread's copy of the key variable macro `m` reads; empty for a macro of another kind.
-        mutating func key(ofMacro m: Int, in storage: Container.Storage) -> String {
-            current(storage)._withUnsafeGuaranteedRef { $0.key(ofMacro: m) }
+        func key(ofMacro m: Int) -> String {
+            current._withUnsafeGuaranteedRef { $0.key(ofMacro: m) }
         }
 
         /// This thread's copy of the nested path variable macro `m` reads (empty for a key without a dot).
-        mutating func path(ofMacro m: Int, in storage: Container.Storage) -> [String] {
-            current(storage)._withUnsafeGuaranteedRef { $0.path(ofMacro: m) }
+        func path(ofMacro m: Int) -> [String] {
+            current._withUnsafeGuaranteedRef { $0.path(ofMacro: m) }
         }
     }
 
