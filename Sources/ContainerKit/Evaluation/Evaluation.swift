@@ -382,30 +382,32 @@ struct Evaluation: MacroResolver {
             return blockByConsent(t, denied)
         }
         // The parts are computed first and the record is built in place in `fired`: a record built early
-        // and appended at the end was copied whole (it is large) on every call.
+        // and appended at the end was copied whole (it is large) on every call. Each part is set once, on every
+        // path (an empty argument map made first and then replaced cost three releases per call).
         var classPath: String?
         var planned = false
-        var parameters = ValueMap()
-        var status = FiredTag.Status.unsupported
-        var output: TagOutput?
+        var parameters: ValueMap
+        let status: FiredTag.Status
+        let output: TagOutput?
         if let borrowedPlan = SessionRuntime.callPlan(ofTag: t, in: storage) {
             planned = true
-            (status, output) = borrowedPlan.with { plan in
+            (status, output, parameters) = borrowedPlan.with { plan in
                 // The plan and the handler are borrowed (``storage`` and the caller's snapshot keep them
                 // alive), and the keys, the origin and the literal values the call retains are this thread's
                 // copies (see ``SessionRuntime``): retaining the shared ones would write reference counts every
                 // session's evaluations share.
                 let call = constants.call(of: plan, tag: t)
-                parameters = evaluateArguments(plan, call)
+                var arguments = evaluateArguments(plan, call)
                 if let done = tagHandlers.withHandler(
                     ofTag: t,
                     { handler in
-                        perform(handler, origin: call.origin, t, &parameters)
+                        perform(handler, origin: call.origin, t, &arguments)
                     }
                 ) {
-                    return done
+                    return (done.0, done.1, arguments)
                 }
-                return invoke(handlerNamed: plan.name, origin: call.origin, t, &parameters)
+                let done = invoke(handlerNamed: plan.name, origin: call.origin, t, &arguments)
+                return (done.0, done.1, arguments)
             }
         } else {
             switch storage.program.tags[t].kind {
@@ -426,9 +428,11 @@ struct Evaluation: MacroResolver {
             case .paused:
                 return false
             case .unsupported:
+                parameters = ValueMap()
                 if recordTrace {
                     for (key, expr) in storage.program.tags[t].parameters { parameters[key] = evaluate(expr) }
                 }
+                (status, output) = (.unsupported, nil)
             }
         }
         // A held call (`pending`) ran: its records are only sent later, so its teardown tags run as after `ok`.
@@ -438,17 +442,13 @@ struct Evaluation: MacroResolver {
             default: false
             }
         if fired.capacity == 0 { fired.reserveCapacity(4) }
-        // Moved into the record (the closures above captured `parameters`, so the compiler copied it, and
-        // retained its buffers around the append, when it was passed as is).
-        var arguments = ValueMap()
-        swap(&arguments, &parameters)
         fired.append(
             FiredCall(
                 container: containerIndex,
                 tag: t,
                 classPath: classPath,
                 planned: planned,
-                parameters: consume arguments,
+                parameters: consume parameters,
                 status: status,
                 output: output
             )

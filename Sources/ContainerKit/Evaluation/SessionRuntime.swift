@@ -307,9 +307,15 @@ extension SessionRuntime {
 
             /// Where the constants of `plan`, the plan of tag `tag`, are (made on the first call): valid while this
             /// table lives. The caller reads them in place, so that each is retained once, by what keeps it.
+            @inline(__always)
             func constants(of plan: CallPlan, tag: Int) -> UnsafePointer<CallConstants?> {
                 let slot = constants.baseAddress! + tag
-                if slot.pointee != nil { return UnsafePointer(slot) }
+                if case .none = slot.pointee { makeConstants(of: plan, in: slot) }
+                return UnsafePointer(slot)
+            }
+
+            /// Copies what a call of `plan` carries into `slot` (the tag's first call on this thread).
+            private func makeConstants(of plan: CallPlan, in slot: UnsafeMutablePointer<CallConstants?>) {
                 slot.pointee = CallConstants(
                     keys: plan.keys.map { $0.ownCopy() },
                     origin: FunctionCall.Origin(
@@ -323,7 +329,6 @@ extension SessionRuntime {
                         return .undefined
                     }
                 )
-                return UnsafePointer(slot)
             }
 
             /// This thread's copy of predicate `p`'s constant text.
