@@ -71,6 +71,22 @@ struct MalformedInputTests {
         }
     }
 
+    @Test func binaryDataThatIsNoProtobufIsASyntaxErrorNotALegacyContainer() {
+        // A compressed container, an image, random bytes: an error (lint fails), not the legacy warning.
+        let gzip: [UInt8] = [0x1F, 0x8B, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xAB, 0x56]
+        let findings = Linter().lint(bytes: gzip, file: "GTM-TEST.json.gz")
+        #expect(findings.map(\.ruleID) == ["syntax_error"])
+        #expect(findings.first?.severity == .error)
+        #expect(findings.first?.message.contains("gzip-compressed") == true)
+        #expect(ruleIDs([0x00, 0x00, 0xFF, 0x10, 0x42]) == ["syntax_error"])
+        // A legacy container (protobuf: field 1, the key "function") is still the warning.
+        #expect(
+            ruleIDs([0x0A, 0x08] + Array("function".utf8) + [0x0A, 0x02, 0x01, 0x02], file: "GTM-X") == [
+                "legacy_binary"
+            ]
+        )
+    }
+
     @Test func aMissingFileIsAToolFailure() {
         #expect(throws: ContainerError.self) { try Linter().lint(path: "/nonexistent/GTM-NONE.json") }
     }

@@ -90,8 +90,16 @@ enum DocumentReader {
                 statement = true
             }
         default:
-            if startsLikeProtobuf(bytes, at: origin) || hasBinaryBytes(bytes, from: origin, checkingUTF8: true) {
-                throw legacyBinaryError(file)
+            if startsLikeProtobuf(bytes, at: origin) { throw legacyBinaryError(file) }
+            // Other binary data (an image, an archive, a truncated download) is no container of any kind: a legacy
+            // container starts like a protobuf message.
+            if hasBinaryBytes(bytes, from: origin, checkingUTF8: true) {
+                throw ContainerError(
+                    .syntax,
+                    binaryDataMessage + binaryHint(bytes, at: origin),
+                    file: file,
+                    location: SourceLocation(line: 1, column: 1)
+                )
             }
             if let object = ScriptDataLocator.find(bytes, from: start) {
                 valueStart = object
@@ -161,6 +169,25 @@ enum DocumentReader {
         i += 1
         while i < bytes.count, isWhitespace(bytes[i]) { i += 1 }
         return i
+    }
+
+    /// The start of the message of a file of binary data that is no legacy container.
+    static let binaryDataMessage = "binary data, not json or a property list"
+
+    /// Whether `error` is the refusal of binary data (a legacy container's or another's): about files; a reader of
+    /// JSON text says which byte instead.
+    static func isBinaryRefusal(_ error: ContainerError) -> Bool {
+        error.code == .legacyBinary || (error.code == .syntax && error.message.hasPrefix(binaryDataMessage))
+    }
+
+    /// What binary data at `offset` is, when its first bytes say so: `" (…)"` or empty.
+    private static func binaryHint(_ bytes: [UInt8], at offset: Int) -> String {
+        let head = bytes[offset...]
+        if head.starts(with: [0x1F, 0x8B]) { return " (gzip-compressed: decompress it first)" }
+        if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) { return " (a zip archive: extract the container from it)" }
+        if head.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) { return " (zstd-compressed: decompress it first)" }
+        if head.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return " (a png image)" }
+        return ""
     }
 
     private static func legacyBinaryError(_ file: String?) -> ContainerError {

@@ -13,8 +13,8 @@ extension Value {
         do throws(ContainerError) {
             document = try DocumentReader.read(bytes, file: nil, options: LoadOptions(maximumDepth: maximumDepth))
         } catch {
-            // The loader's guess ("a legacy binary container") is about files; for JSON text, say which byte.
-            guard error.code == .legacyBinary else { throw error }
+            // The loader's refusal of binary data is about files; for JSON text, say which byte.
+            guard DocumentReader.isBinaryRefusal(error) else { throw error }
             throw Self.notJSONText(bytes)
         }
         guard document.syntax == .json else {

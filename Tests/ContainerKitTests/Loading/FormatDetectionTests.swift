@@ -28,14 +28,28 @@ extension Loading {
             arguments: [
                 [0x0A, 0x03] + Array("abc".utf8) + [0x12, 0x00],  // protobuf: field 1 "abc", empty field 2
                 [0x12, 0x05, 0x08, 0x01, 0x10, 0x02, 0x18],
-                [0x00, 0x01, 0x02, 0x03],
-                [0x89] + Array("PNG\r\n".utf8) + [0x1A, 0x0A, 0x00],
-                [0xC3, 0x28, 0x41, 0x42],  // invalid UTF-8
             ] as [[UInt8]]
         )
-        func refusesBinaryFilesAsLegacyContainers(bytes: [UInt8]) throws {
+        func refusesProtobufFilesAsLegacyContainers(bytes: [UInt8]) throws {
             let error = try #require(readError(bytes))
             #expect(error.code == .legacyBinary)
+        }
+
+        @Test(
+            arguments: [
+                ([0x00, 0x01, 0x02, 0x03], ""),
+                ([0x89] + Array("PNG\r\n".utf8) + [0x1A, 0x0A, 0x00], " (a png image)"),
+                ([0xC3, 0x28, 0x41, 0x42], ""),  // invalid UTF-8
+                ([0x1F, 0x8B, 0x08, 0x00, 0x00], " (gzip-compressed: decompress it first)"),
+                (Array("PK".utf8) + [0x03, 0x04, 0x14, 0x00], " (a zip archive: extract the container from it)"),
+            ] as [([UInt8], String)]
+        )
+        func refusesOtherBinaryFilesAsNoContainerAtAll(bytes: [UInt8], hint: String) throws {
+            // Only a file that starts like a protobuf message is taken for a legacy container.
+            let error = try #require(readError(bytes))
+            #expect(error.code == .syntax)
+            #expect(error.message == "binary data, not json or a property list" + hint)
+            #expect(error.location?.description == "1:1")
         }
 
         @Test func readsJSONThatStartsWithANewlineAsJSON() throws {
