@@ -139,7 +139,8 @@ extension DataLayer {
     /// complete, else read from `result`.
     func noteFired(_ result: borrowing PushResult, _ remembered: RememberedEventID, summarized: Bool) {
         if summarized, remembered.fired.isComplete {
-            state.withLock { $0.seenEventIDs?.setFired(remembered.fired, of: remembered.sequence) }
+            var fired = remembered.fired
+            state.withLock { $0.seenEventIDs?.setFired(&fired, of: remembered.sequence) }
         } else {
             state.withLock { $0.seenEventIDs?.noteFired(result, of: remembered.sequence) }
         }

@@ -634,7 +634,8 @@ public final class DataLayer: Sendable {
                 } else {
                     lease.giveBack(&scratch)
                     if summarized {
-                        state.seenEventIDs?.setFired(remembered.fired, of: remembered.sequence)
+                        let sequence = remembered.sequence
+                        state.seenEventIDs?.setFired(&remembered.fired, of: sequence)
                     } else if notes {
                         state.seenEventIDs?.finish(remembered.sequence, &result, withFired: committing == nil)
                     }

@@ -326,7 +326,10 @@ final class SeenEventIDs: @unchecked Sendable {
 
     /// Keeps `summary` (complete: ``FiredSummary/isComplete``) as what the push of entry `sequence` fired (if the
     /// entry is still remembered), its words copied into the word ring; the entry's durability is kept.
-    func setFired(_ summary: borrowing FiredSummary, of sequence: Int) {
+    ///
+    /// `summary` is `inout` only so that the caller's (a turn's, in a lock's closure) is read in place: it is not
+    /// changed (as `borrowing`, it was copied whole on every push).
+    func setFired(_ summary: inout FiredSummary, of sequence: Int) {
         guard let position = position(ofSequence: sequence) else { return }
         guard sequence >= wordsOwner else {
             setFired(asDetail: summary, of: sequence, at: position)
