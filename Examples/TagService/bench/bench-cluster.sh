@@ -33,7 +33,10 @@
 # Knobs (environment): BENCH_DURATION seconds of each measured run (10); BENCH_KILLS (20); BENCH_SOAK_SECONDS
 # (300, 0 skips the soak); BENCH_CONNECTIONS (64) and BENCH_THREADS (2) of wrk; BENCH_USERS the hot user set
 # (20000); BENCH_WARM_SECONDS the longest the warm-up may take (120); BENCH_COLD_BASE the first cold user id
-# (1000000000); BENCH_PG_PORT (18590); POSTGRES_BIN; BENCH_CONFIGURATION, BENCH_BIN, TRACK_BIN (below).
+# (1000000000); BENCH_PG_PORT (18590); POSTGRES_BIN; BENCH_CONFIGURATION, BENCH_BIN, TRACK_BIN (below);
+# BENCH_PG_STATEMENTS=1 loads pg_stat_statements (track = all: statements inside functions too) and prints, per
+# measured phase, the statements that took the most time, in µs per acknowledged event (a function's time
+# includes its statements').
 #
 # Needs postgresql (14 or later: pg_stat_database.sessions), nginx and wrk (installed with apt-get when
 # missing, as root).
@@ -117,7 +120,15 @@ synchronous_commit = on
 max_connections = 100
 shared_buffers = 256MB
 EOF
+if [ -n "${BENCH_PG_STATEMENTS:-}" ]; then
+    printf "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\n" \
+        >> "$WORK/pg/data/postgresql.auto.conf"
+fi
 pg start > /dev/null
+if [ -n "${BENCH_PG_STATEMENTS:-}" ]; then
+    "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres \
+        -c "CREATE EXTENSION pg_stat_statements" > /dev/null
+fi
 "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "CREATE DATABASE tags" > /dev/null
 PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/tags"
 
@@ -263,6 +274,7 @@ measure() {   # phase (hot|cold), first user, users, order
     commits0=$(metric_sum containerkit_postgres_commits_total)
     rows0=$(metric_sum containerkit_postgres_committed_rows_total)
     trips0=$(metric_sum containerkit_postgres_round_trips_total)
+    [ -z "${BENCH_PG_STATEMENTS:-}" ] || psql_stats "SELECT pg_stat_statements_reset()" > /dev/null
     cpu0=$(pg_ticks)
     backends0=$(pg_backend_ticks)
     service0=$(service_ticks)
@@ -276,6 +288,13 @@ measure() {   # phase (hot|cold), first user, users, order
     trips=$(metric_sum containerkit_postgres_round_trips_total)
     echo "$out" >&2
     ok=$(echo "$out" | field wrk_ok)
+    if [ -n "${BENCH_PG_STATEMENTS:-}" ]; then
+        echo "bench-cluster: $phase: statements by time (µs per event, calls per event, rows per call, JIT-compiled functions, statement)" >&2
+        psql_stats "SELECT round((total_exec_time * 1000 / $ok)::numeric, 2) || ' ' || round(calls::numeric / $ok, 3)
+            || ' ' || round(rows::numeric / greatest(calls, 1), 1) || ' '
+            || left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
+            FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >&2
+    fi
     FIGURE[events_$phase]=$ok
     FIGURE[cluster_events_per_s_$phase]=$(echo "$out" | rate)
     FIGURE[cluster_p99_ms_$phase]=$(awk -v us="$(echo "$out" | field wrk_p99_us)" 'BEGIN { printf "%.2f", us / 1000 }')

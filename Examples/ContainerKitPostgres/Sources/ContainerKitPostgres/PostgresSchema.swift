@@ -415,9 +415,17 @@ public enum PostgresSchema {
             WHERE t.g < current_generation;
             IF cardinality(old) > 0 THEN
                 LOCK TABLE ck_records IN ACCESS EXCLUSIVE MODE;
+                -- Every commit waits while the lock is held, so a generation is checked with one index probe per
+                -- partition (the first row after its cursor), never by reading it whole: planned at each call
+                -- (EXECUTE), a join of the generation and the cursors read every row of a drained generation
+                -- (220 ms for 200,000 rows; 0.6 ms probed), and with the sequential scan off its cost would cross
+                -- the JIT threshold (500 ms of compilation).
+                PERFORM set_config('enable_seqscan', 'off', true);
+                PERFORM set_config('jit', 'off', true);
                 FOREACH old_generation IN ARRAY old LOOP
-                    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I r JOIN ck_cursors c ON c.part = r.part '
-                        'WHERE (r.xid, r.seq) > (c.xid, c.seq))', 'ck_records_' || old_generation)
+                    EXECUTE format('SELECT EXISTS (SELECT 1 FROM ck_cursors c CROSS JOIN LATERAL (SELECT 1 FROM %I r '
+                        'WHERE r.part = c.part AND (r.xid, r.seq) > (c.xid, c.seq) LIMIT 1) x)',
+                        'ck_records_' || old_generation)
                         INTO unacknowledged;
                     IF NOT unacknowledged THEN
                         EXECUTE format('DROP TABLE %I', 'ck_records_' || old_generation);
