@@ -289,7 +289,7 @@ measure() {   # phase (hot|cold), first user, users, order
     echo "$out" >&2
     ok=$(echo "$out" | field wrk_ok)
     if [ -n "${BENCH_PG_STATEMENTS:-}" ]; then
-        echo "bench-cluster: $phase: statements by time (µs per event, calls per event, rows per call, JIT-compiled functions, statement)" >&2
+        echo "bench-cluster: $phase: statements by time (µs per event, calls per event, rows per call, statement)" >&2
         psql_stats "SELECT round((total_exec_time * 1000 / $ok)::numeric, 2) || ' ' || round(calls::numeric / $ok, 3)
             || ' ' || round(rows::numeric / greatest(calls, 1), 1) || ' '
             || left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
