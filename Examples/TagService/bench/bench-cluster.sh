@@ -288,7 +288,7 @@ measure() {   # phase (hot|cold), first user, users, order
     trips=$(metric_sum containerkit_postgres_round_trips_total)
     echo "$out" >&2
     ok=$(echo "$out" | field wrk_ok)
-    if [ -n "${BENCH_PG_STATEMENTS:-}" ]; then
+    if [ -n "${BENCH_PG_STATEMENTS:-}" ] && [ "${ok:-0}" -gt 0 ]; then
         echo "bench-cluster: $phase: statements by time (µs per event, calls per event, rows per call, statement)" >&2
         psql_stats "SELECT round((total_exec_time * 1000 / $ok)::numeric, 2) || ' ' || round(calls::numeric / $ok, 3)
             || ' ' || round(rows::numeric / greatest(calls, 1), 1) || ' '

@@ -419,7 +419,7 @@ public enum PostgresSchema {
                 -- partition (the first row after its cursor), never by reading it whole: planned at each call
                 -- (EXECUTE), a join of the generation and the cursors read every row of a drained generation
                 -- (220 ms for 200,000 rows; 0.6 ms probed), and with the sequential scan off its cost would cross
-                -- the JIT threshold (500 ms of compilation).
+                -- the JIT threshold (570 ms of compilation).
                 PERFORM set_config('enable_seqscan', 'off', true);
                 PERFORM set_config('jit', 'off', true);
                 FOREACH old_generation IN ARRAY old LOOP
