@@ -15,7 +15,7 @@ import PostgresNIO
 /// reads a partition in `(xid, seq)` order and only below the oldest transaction still running, so a row
 /// committed late never lands behind the cursor.
 ///
-/// Four functions do in one call what would take several statements (``functions``; replaced whenever a store
+/// Five functions do in one call what would take several statements (``functions``; replaced whenever a store
 /// starts, so the newest definition wins; a change of arguments gets a new name):
 ///
 /// | function | what it does |
@@ -23,6 +23,7 @@ import PostgresNIO
 /// | `ck_commit_group(…)` | a whole group commit (``PostgresRecordStore``'s Group commit and Fencing) in one statement: locks the group's users, reads their heads, and writes records and session rows only if no user is fenced; returns the fenced users |
 /// | `ck_compact_sessions(namespace, batch)` | deletes the session rows that the snapshots written since the last compaction supersede, one instance at a time |
 /// | `ck_probe()` | takes the locks a commit takes on the tables: answers only when commits could run |
+/// | `ck_undelivered()` | counts the records no delivery partition has acknowledged, per partition from its cursor on |
 /// | `ck_rotate(namespace)` | starts a new generation and drops the acknowledged ones, one instance at a time |
 public enum PostgresSchema {
     /// The advisory-lock namespace (the first key of two-key advisory locks) the adapters use by default.
@@ -376,6 +377,21 @@ public enum PostgresSchema {
                 more := false;
                 RETURN;
             END;
+        END
+        $function$
+        """,
+        // The records no delivery partition has acknowledged yet (the `/metrics` backlog): per partition, a count of
+        // the index entries after its cursor. A join of the records and the cursors, planned at each call, read
+        // every row of every generation (parallel sequential scans: 114–130 ms for 200,000 delivered rows; 0.5–2.7
+        // ms counted per partition).
+        """
+        CREATE OR REPLACE FUNCTION ck_undelivered() RETURNS bigint LANGUAGE plpgsql
+        SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_hashjoin = off
+        SET enable_mergejoin = off SET jit = off
+        AS $function$
+        BEGIN
+            RETURN (SELECT coalesce(sum(x.n), 0) FROM ck_cursors c CROSS JOIN LATERAL (
+                SELECT count(*) AS n FROM ck_records r WHERE r.part = c.part AND (r.xid, r.seq) > (c.xid, c.seq)) x);
         END
         $function$
         """,

@@ -135,10 +135,7 @@ enum PostgresStatements {
 
     /// Committed records no delivery partition has acknowledged yet.
     struct UndeliveredRows: PostgresPreparedStatement {
-        static let sql = """
-            SELECT count(*) FROM ck_records r JOIN ck_cursors c ON c.part = r.part
-            WHERE (r.xid, r.seq) > (c.xid, c.seq)
-            """
+        static let sql = "SELECT ck_undelivered()"
         typealias Row = Int64
 
         func makeBindings() throws -> PostgresBindings { PostgresBindings() }
