@@ -174,6 +174,7 @@ struct PostgresRecordStoreTests {
             try await writer.store.rotate()
             #expect(try await query(endpoint, tables, as: Int64.self) == [2])
             #expect(writer.store.statistics.droppedGenerations == 0)
+            #expect(try await writer.store.undeliveredRows() == 40)
 
             try await withRunning([deliverer.run]) {
                 await destination.waitForDelivery(of: Set(records.map(\.id)))
@@ -196,6 +197,7 @@ struct PostgresRecordStoreTests {
                     WHERE part = \(part) ORDER BY xid DESC, seq DESC LIMIT 1) r WHERE c.part = \(part)
                     """
                 )
+                #expect(try await writer.store.undeliveredRows() == 1, "partition \(part) behind")
                 try await writer.store.rotate()
                 #expect(writer.store.statistics.droppedGenerations == 0, "partition \(part) behind")
                 try await execute(
