@@ -389,7 +389,7 @@ PYEOF
 
 # Everything acknowledged must reach the stand-in: wait until no row is undelivered.
 for _ in $(seq 1 600); do
-    [ "$(psql_ "SELECT count(*) FROM ck_records r JOIN ck_cursors c ON c.part = r.part WHERE (r.xid, r.seq) > (c.xid, c.seq)")" = 0 ] && break
+    [ "$(psql_ "SELECT ck_undelivered()")" = 0 ] && break
     sleep 0.5
 done
 sleep 1

@@ -174,8 +174,8 @@ public final class PostgresRecordStore: RecordStore {
         /// The connection parameters every connection starts with: its name in `pg_stat_activity`, the
         /// server's side of the call deadline, and plans made once per connection. The store's statements are
         /// short and keyed by their parameters: left to choose, PostgreSQL planned the delivery's read and
-        /// acknowledgement afresh at every call (4.9 % of its CPU samples under load), and JIT compilation never pays for
-        /// them.
+        /// acknowledgement afresh at every call (4.9 % of its CPU samples under load), and JIT compilation never
+        /// pays for them.
         func connectionParameters(applicationName: String) -> [(String, String)] {
             let milliseconds = max(1, Int(callTimeout.seconds * 800))
             return [
