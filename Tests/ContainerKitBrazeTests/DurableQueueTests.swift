@@ -524,6 +524,34 @@ import Testing
         }
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func aPartialBatchBehindTheOnlyDeliveryAllowedGoesAfterItsLingerWithNothingAppendedAfterIt() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = configuration()
+        settings.batchSize = 2
+        settings.linger = .milliseconds(250)
+        settings.maximumConcurrentDeliveries = 1
+        let downstream = GatedDestination(batchSize: 2)
+        let queue = try open(directory, downstream, settings)
+        try await whileRunning(queue) {
+            var arrivals = downstream.arrivals.makeAsyncIterator()
+            let first = [event("a"), event("b")]
+            try await queue.append(first)
+            #expect(try #require(await arrivals.next()) == first)
+            // The only delivery allowed is out: the loop waits for it with no deadline, woken by this commit.
+            try await queue.append([event("c")])
+            // Once the first batch settles, the lone record lingers on a deadline, then goes: the wait without a
+            // deadline that was out must not keep it waiting for another append.
+            downstream.settle(first[0])
+            let second = try #require(await arrivals.next())
+            #expect(second.map(\.payload) == [event("c").payload])
+            downstream.settle(second[0])
+            try await queue.flush()
+            #expect(downstream.delivered.count == 3)
+        }
+    }
+
     @Test func flushDoesNotWaitForTheLinger() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

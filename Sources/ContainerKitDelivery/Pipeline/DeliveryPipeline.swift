@@ -472,7 +472,8 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         }
     }
 
-    /// Performs a step's actions: wake-ups at once; acknowledgements (and the flush answers after them) in
+    /// Performs a step's actions for the loop: durability answers at once; wake-ups not at all (the loop asked);
+    /// acknowledgements (and the flush answers after them) in
     /// order, by one child task at a time (see ``Acknowledgements``).
     private func settle(
         _ actions: [Machine.Action],
@@ -486,7 +487,11 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
             case .deliver(let id, let records, let json):
                 // A batch held back until the batches before it settled (one with an `identify` record).
                 group.addTask { await self.deliverUntilSettled(id: id, records: records, json: json) }
-            case .resumeDurability, .wakeDelivery: perform(action)
+            case .resumeDurability: perform(action)
+            case .wakeDelivery:
+                // Asked of the loop itself, which takes its next step anyway: no signal, which would only make
+                // its next wait return at once (a wait whose deadline the step moves earlier is ended there).
+                break
             }
         }
         guard !ordered.isEmpty else { return }
@@ -510,7 +515,10 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     /// Reads batches from the store and hands each to a child task that delivers it until it is settled.
     private func deliveryLoop() async {
         await withTaskGroup(of: LoopEvent.self) { group in
+            // Whether a wait is out (one at a time: the wake-up has one waiter), and until when (`nil`: until
+            // signalled).
             var waking = false
+            var wakingUntil: Duration?
             var acknowledgements = Acknowledgements()
             loop: while !Task.isCancelled {
                 // A settled batch waits for the acknowledgement being written: nothing more is read until it
@@ -526,8 +534,14 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                     settle(actions, &acknowledgements, into: &group)
                     continue loop
                 case .wait(let until):
-                    if !waking && !acknowledgements.holdsSettledBatch {
+                    if waking, !acknowledgements.holdsSettledBatch, let until, wakingUntil.map({ until < $0 }) ?? true {
+                        // The wait that is out ends later than this step asks: end it; the loop waits again with
+                        // this deadline once it is woken (and does not end it twice).
+                        wakeup.signal()
+                        wakingUntil = until
+                    } else if !waking && !acknowledgements.holdsSettledBatch {
                         waking = true
+                        wakingUntil = until
                         let wait = until.map { $0 - clock.elapsed() }
                         group.addTask {
                             if let wait {
@@ -757,8 +771,14 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         diagnostics.report(
             result,
             backlog: {
-                let s = self.statistics
-                return (max(0, s.durableRecords - s.deliveredRecords - s.rejectedRecords - s.droppedRecords), 0)
+                // The four counts it needs, not the whole ``statistics`` (which also takes the store's lock).
+                let (durable, dropped) = self.shell.withLock {
+                    ($0.statistics.durableRecords, $0.statistics.droppedRecords)
+                }
+                let settled =
+                    self.deliveredRecords.load(ordering: .relaxed) + self.rejectedRecords.load(ordering: .relaxed)
+                    + dropped + self.lostAtStop.load(ordering: .relaxed)
+                return (max(0, durable - settled), 0)
             },
             logs: logs,
             label: label
