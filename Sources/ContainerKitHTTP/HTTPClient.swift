@@ -43,12 +43,16 @@ package final class HTTPClient: Sendable {
     /// request).
     let keepsConnections: Bool
     private let inbox = Mutex(Inbox())
+    /// Whether the loop runs (the inbox's phase is `.running`), written with the phase under the inbox's lock and
+    /// read without it before a request is handed over.
+    private let loopRuns = Atomic<Bool>(false)
+    /// The last exchange's or timer's identity.
+    private let lastID = Atomic<UInt64>(0)
 
     /// What the loop has not yet taken, and where it is.
     private struct Inbox {
         var phase = Phase.notStarted
         var commands: [Command] = []
-        var nextID: UInt64 = 0
         var startWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -121,6 +125,7 @@ package final class HTTPClient: Sendable {
         let waiters = inbox.withLock { inbox -> [CheckedContinuation<Void, Never>]? in
             guard case .notStarted = inbox.phase else { return nil }
             inbox.phase = .running(wake: write)
+            loopRuns.store(true, ordering: .releasing)
             defer { inbox.startWaiters = [] }
             return inbox.startWaiters
         }
@@ -139,7 +144,10 @@ package final class HTTPClient: Sendable {
     /// Stops the loop: requests in flight end `cancelled`, the thread is joined, then the wake-up pipe, the
     /// kept connections and the `https` session are closed.
     private func stop(_ loop: RunningLoop) async {
-        inbox.withLock { $0.phase = .stopped }
+        inbox.withLock {
+            $0.phase = .stopped
+            loopRuns.store(false, ordering: .releasing)
+        }
         wakeLoop(loop.write)
         await loop.thread.join()
         close(loop.read)
@@ -163,6 +171,7 @@ package final class HTTPClient: Sendable {
     private func stop(failing failure: BoundedHTTPError) {
         let (commands, waiters) = inbox.withLock { inbox in
             inbox.phase = .stopped
+            loopRuns.store(false, ordering: .releasing)
             defer {
                 inbox.commands = []
                 inbox.startWaiters = []
@@ -206,21 +215,12 @@ package final class HTTPClient: Sendable {
     }
 
     private func makeID() -> UInt64 {
-        inbox.withLock { inbox in
-            inbox.nextID &+= 1
-            return inbox.nextID
-        }
+        lastID.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
-    /// Whether requests are served by this client's loop now.
-    private var accepts: Bool {
-        inbox.withLock { inbox in
-            switch inbox.phase {
-            case .running: return true
-            case .notStarted, .stopped: return false
-            }
-        }
-    }
+    /// Whether requests are served by this client's loop now (a loop that stops right after is answered by
+    /// ``submit(_:)``'s refusal).
+    private var accepts: Bool { loopRuns.load(ordering: .acquiring) }
 
     // MARK: Sending
 

@@ -67,6 +67,8 @@ package final class HTTPConnectionPool: Sendable {
     /// The pool's limits.
     package let configuration: Configuration
     private let state = Mutex(State())
+    /// ``Statistics/connectionsReused``, counted without the lock once a taken connection proved live.
+    private let reused = Atomic<Int>(0)
 
     /// An empty pool.
     package init(configuration: Configuration = Configuration()) {
@@ -78,7 +80,11 @@ package final class HTTPConnectionPool: Sendable {
     }
 
     /// Counters for tests and monitoring.
-    package var statistics: Statistics { state.withLock { $0.statistics } }
+    package var statistics: Statistics {
+        var statistics = state.withLock { $0.statistics }
+        statistics.connectionsReused += reused.load(ordering: .relaxed)
+        return statistics
+    }
 
     /// Idle `http` connections kept now.
     package var idleCount: Int { state.withLock { $0.idle.values.reduce(0) { $0 + $1.count } } }
@@ -116,7 +122,7 @@ package final class HTTPConnectionPool: Sendable {
             }
             guard let socket = candidate else { return nil }
             if Self.isQuiet(socket) {
-                state.withLock { $0.statistics.connectionsReused += 1 }
+                reused.add(1, ordering: .relaxed)
                 return socket
             }
             dropped.append(socket)

@@ -125,6 +125,9 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     private let identifyURL: URL
     private let batcher: BrazeUsersTrackBatcher
     private let counters = Mutex(Statistics())
+    /// ``Statistics/requests``, counted as each request goes out without taking the counters' lock (which its
+    /// outcome takes).
+    private let requestCount = Atomic<Int>(0)
     /// The HTTP client: its I/O thread (run by ``run()``) and the connections requests keep for the next one.
     private let client = HTTPClient()
 
@@ -193,7 +196,11 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     }
 
     /// Counters for monitoring and tests.
-    public var statistics: Statistics { counters.withLock { $0 } }
+    public var statistics: Statistics {
+        var statistics = counters.withLock { $0 }
+        statistics.requests = requestCount.load(ordering: .relaxed)
+        return statistics
+    }
 
     /// One request's worth of records, so a front repeats as little as possible after a failure.
     public var preferredBatchSize: Int { configuration.objectLimit.maximumRecords }
@@ -246,7 +253,7 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
             ("Content-Type", "application/json"), ("Accept", "application/json"), ("Authorization", "Bearer \(apiKey)"),
         ]
         http.body = request.body
-        counters.withLock { $0.requests += 1 }
+        requestCount.add(1, ordering: .relaxed)
         let response: BoundedHTTPResponse
         switch await exchange(http) {
         case .success(let answer):
