@@ -473,8 +473,8 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
     }
 
     /// Performs a step's actions for the loop: durability answers at once; wake-ups not at all (the loop asked);
-    /// acknowledgements (and the flush answers after them) in
-    /// order, by one child task at a time (see ``Acknowledgements``).
+    /// acknowledgements (and the flush answers after them) in order, by one child task at a time (see
+    /// ``Acknowledgements``).
     private func settle(
         _ actions: [Machine.Action],
         _ acknowledgements: inout Acknowledgements,
