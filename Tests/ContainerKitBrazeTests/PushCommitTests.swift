@@ -95,10 +95,35 @@ import Testing
         #expect(appends[0].records.map(\.id) == records.map(\.id))
         #expect(appends[1].records.isEmpty)
         #expect(appends.map { $0.sessions.map(\.version) } == [[1], [2]])
-        #expect(appends[0].sessions.first?.isDelta == false, "a new session's first commit is its snapshot")
-        #expect(appends[1].sessions.first?.isDelta == true, "then deltas")
+        #expect(appends.map { $0.sessions.first?.isDelta } == [true, true], "from the empty state, then on")
         #expect(front.state(of: "ada")?.model["genre"] == "rock")
         #expect(front.state(of: "ada") == sessions.existingSession(for: "ada")?.snapshot())
+    }
+
+    /// A new session's first commit is what its push changed, from the empty state, with what the session began
+    /// with (the client context, the Braze user's attribute): not the whole snapshot. Folded on its own it is the
+    /// session's state.
+    @Test func aNewSessionsFirstCommitIsADeltaThatRebuildsItsState() async throws {
+        let front = RecordingFront()
+        let sessions = try await Self.store(committer: RecordCommitter(front, keepsSessions: true))
+        let context = ClientContext(language: "de-CH", appName: "Jukebox")
+        try await sessions.push(
+            event: "played song",
+            parameters: ["title": "So What", "genre": "jazz", "duration": 545],
+            for: "ida",
+            context: context,
+            prepare: Self.nameUser
+        )
+        let checkpoint = try #require(front.appends.withLock { $0 }.first?.sessions.first)
+        guard case .delta(let delta) = checkpoint.content else {
+            Issue.record("the first commit is \(checkpoint.content), not a delta")
+            return
+        }
+        #expect(checkpoint.version == 1 && checkpoint.expected == 0 && checkpoint.parent == 0)
+        #expect(delta.context == context)
+        let state = try #require(sessions.existingSession(for: "ida")?.snapshot())
+        #expect(delta.jsonText.utf8.count < state.jsonText.utf8.count)
+        #expect(front.state(of: "ida") == state)
     }
 
     /// The commit happens inside the session's turn: concurrent pushes of one user append in the order they

@@ -269,8 +269,9 @@ public struct SessionFold: Sendable {
             newestID = id
         }
     }
-    /// Deltas that could not be applied: one before any snapshot, one whose version does not follow the state's
-    /// (a gap), or one that does not parse. Counted, and the fold stops applying deltas at the first of them.
+    /// Deltas that could not be applied: one before any snapshot (but a first commit's, of version 1), one whose
+    /// version does not follow the state's (a gap), or one that does not parse. Counted, and the fold stops
+    /// applying deltas at the first of them.
     public private(set) var unapplied = 0
     /// What was wrong with the first delta not applied.
     public private(set) var problem: String?
@@ -298,9 +299,12 @@ public struct SessionFold: Sendable {
         }
     }
 
-    /// Applies the delta of `version` (the change `id`), if it follows the state's version.
+    /// Applies the delta of `version` (the change `id`), if it follows the state's version. A delta of version 1
+    /// with nothing before it is a new session's first commit: it applies to the empty state
+    /// (`SessionSnapshot(sessionID:)`, version 0; see ``SessionStore``'s first commits).
     public mutating func apply(delta: SessionDelta, version: Int64, id: UInt64 = 0) {
-        guard unapplied == 0, var next = state else {
+        let empty = { StoredSession(snapshot: SessionSnapshot(sessionID: delta.sessionID), version: 0) }
+        guard unapplied == 0, var next = state ?? (version == 1 ? empty() : nil) else {
             refuse("the delta of version \(version) has no snapshot before it", version: version, id: id)
             return
         }

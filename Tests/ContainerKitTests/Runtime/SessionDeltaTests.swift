@@ -194,6 +194,29 @@ struct SessionDeltaTests {
         #expect(orphan.stored == nil && orphan.unapplied == 1)
     }
 
+    /// A new session's first commit may be a delta (version 1, nothing before it): it applies to the empty state,
+    /// and the deltas after it follow. Only version 1 has no snapshot before it.
+    @Test func aFirstCommitsDeltaFoldsOntoTheEmptyState() throws {
+        let french = ClientContext(language: "fr")
+        var fold = SessionFold()
+        let first = SessionDelta(sessionID: "u", model: ["a": 1], eventNumber: 1, context: french)
+        fold.apply(delta: first, version: 1, id: 11)
+        let second = SessionDelta(sessionID: "u", model: ["b": 2], eventNumber: 2)
+        fold.apply(deltaText: second.jsonText, version: 2, id: 12)
+        #expect(fold.unapplied == 0)
+        let stored = try #require(fold.stored)
+        #expect(
+            stored.snapshot
+                == SessionSnapshot(
+                    sessionID: "u",
+                    model: ["a": 1, "b": 2],
+                    eventNumber: 2,
+                    context: french
+                )
+        )
+        #expect(stored.version == 2 && stored.deltas == 2 && stored.checkpointID == 12)
+    }
+
     @Test(arguments: [
         #"[]"#, #"{"format":2,"session_id":"u","event_number":1}"#, #"{"format":1,"event_number":1}"#,
         #"{"format":1,"session_id":"u","event_number":-1}"#,
