@@ -268,7 +268,13 @@ import Testing
             }
             try await queue.flush()
         }
-        #expect(destination.delivered.map(\.id) == records.map(\.id))
+        if deliveries == 1 {
+            #expect(destination.delivered.map(\.id) == records.map(\.id))
+        } else {
+            // Batches out at once start (and are settled here) in whatever order their tasks run: each record
+            // arrives once.
+            #expect(destination.delivered.map(\.id).sorted() == records.map(\.id).sorted())
+        }
         #expect(fault.fired == 2, "the open failed twice")
     }
 
