@@ -36,8 +36,9 @@ public struct PostgresSessionPersistence: SessionPersistence {
     /// Creates the persistence of `store` (also ``PostgresRecordStore/sessions``).
     public init(store: PostgresRecordStore) { self.store = store }
 
-    /// The newest committed session of `userID` — its newest snapshot with the deltas after it applied — or
-    /// `nil` for a user PostgreSQL has never seen (or whose rows hold no readable snapshot).
+    /// The newest committed session of `userID` — its newest snapshot with the deltas after it applied (before
+    /// the first snapshot, the empty state with the deltas from version 1 applied: ``SessionFold``) — or `nil`
+    /// for a user PostgreSQL has never seen (or whose rows cannot be read from their start).
     /// - Throws: ``ContainerError`` `io_error` when the server cannot be reached or answer within the call
     ///   deadline, or refuses the store's role (the message says which; it holds no URL, SQL or server detail).
     public func load(userID: String) async throws(ContainerError) -> StoredSession? {
