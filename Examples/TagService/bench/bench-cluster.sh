@@ -8,7 +8,7 @@
 # the BENCH_USERS users (user-0 …), then two measured runs of BENCH_DURATION seconds each:
 #   hot   users seen before (the warm-up's, walked with a stride): their sessions are in the owners' memory;
 #   cold  the first event of users never seen (user-<BENCH_COLD_BASE> onwards, each id once): a session load
-#         that finds nothing, and a first snapshot.
+#         that finds nothing, and a first commit (a delta from the empty state).
 # For each, with the suffix _hot or _cold: cluster_events_per_s, cluster_p99_ms, and per acknowledged event
 #   pg_cpu_us_per_event        user + system CPU of PostgreSQL (the postmaster and its live children from
 #                              /proc/<pid>/stat, plus the postmaster's cutime + cstime: children that ended)
