@@ -57,7 +57,8 @@ extension SessionStore {
     /// The checkpoint of `session`'s next commit: a delta of what changed since its last one, or the whole
     /// snapshot when ``Configuration/snapshotInterval`` deltas follow the last snapshot, or when the stored chain
     /// could not be read whole. A new session's first commit is a delta from the empty state when that rebuilds
-    /// it (``firstCommit(_:of:)``). Counts the version as used. `nil` when `session` is not the store's live session of its user.
+    /// it (``firstCommit(_:of:)``). Counts the version as used. `nil` when `session` is not the store's live
+    /// session of its user.
     private func nextCheckpoint(_ session: DataLayer) -> SessionCheckpoint? {
         let key = SessionKey(session.sessionID)
         let interval = max(1, configuration.snapshotInterval)
