@@ -142,12 +142,18 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
 
     /// Counters for monitoring and tests: the pipeline's, and the store's own (``RecordStore/addCounters(to:)``).
     public var statistics: Statistics {
+        var statistics = pipelineStatistics
+        store.addCounters(to: &statistics)
+        return statistics
+    }
+
+    /// The pipeline's own counters: those kept under its lock, with those kept in atomics added.
+    private var pipelineStatistics: Statistics {
         var statistics = shell.withLock { $0.statistics }
         statistics.deliveredRecords += deliveredRecords.load(ordering: .relaxed)
         statistics.rejectedRecords += rejectedRecords.load(ordering: .relaxed)
         statistics.acknowledgements += acknowledgementCount.load(ordering: .relaxed)
         statistics.droppedRecords += lostAtStop.load(ordering: .relaxed)
-        store.addCounters(to: &statistics)
         return statistics
     }
 
@@ -534,12 +540,16 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
                     settle(actions, &acknowledgements, into: &group)
                     continue loop
                 case .wait(let until):
-                    if waking, !acknowledgements.holdsSettledBatch, let until, wakingUntil.map({ until < $0 }) ?? true {
+                    // Held for a settled batch (above): the acknowledgement's event ends this wait.
+                    if acknowledgements.holdsSettledBatch { break }
+                    if waking {
                         // The wait that is out ends later than this step asks: end it; the loop waits again with
                         // this deadline once it is woken (and does not end it twice).
-                        wakeup.signal()
-                        wakingUntil = until
-                    } else if !waking && !acknowledgements.holdsSettledBatch {
+                        if let until, wakingUntil.map({ until < $0 }) ?? true {
+                            wakeup.signal()
+                            wakingUntil = until
+                        }
+                    } else {
                         waking = true
                         wakingUntil = until
                         let wait = until.map { $0 - clock.elapsed() }
@@ -771,14 +781,9 @@ public final class DeliveryPipeline<Store: RecordStore>: AnalyticsSink, Durabili
         diagnostics.report(
             result,
             backlog: {
-                // The four counts it needs, not the whole ``statistics`` (which also takes the store's lock).
-                let (durable, dropped) = self.shell.withLock {
-                    ($0.statistics.durableRecords, $0.statistics.droppedRecords)
-                }
-                let settled =
-                    self.deliveredRecords.load(ordering: .relaxed) + self.rejectedRecords.load(ordering: .relaxed)
-                    + dropped + self.lostAtStop.load(ordering: .relaxed)
-                return (max(0, durable - settled), 0)
+                // The pipeline's counters only: the store's own (``statistics``) take the store's lock too.
+                let s = self.pipelineStatistics
+                return (max(0, s.durableRecords - s.deliveredRecords - s.rejectedRecords - s.droppedRecords), 0)
             },
             logs: logs,
             label: label
