@@ -203,11 +203,11 @@ final class PooledURLSession: Sendable {
         return task
     }
 
-    /// Lets the tasks finish, then ends the session (on a Dispatch worker: FoundationNetworking may wait for
-    /// its work queue, which must never hold a thread of the cooperative pool).
+    /// Lets the tasks finish, then ends the session (off the cooperative pool, ``BlockingCall``:
+    /// FoundationNetworking may wait for its work queue).
     func invalidate() {
         let session = self.session
-        DispatchQueue.global().async { session.finishTasksAndInvalidate() }
+        BlockingCall.run { session.finishTasksAndInvalidate() }
     }
 }
 

@@ -55,9 +55,8 @@ enum URLSessionHTTPTransport {
             await withCheckedContinuation { continuation in
                 // FoundationNetworking's calls (`dataTask`, `resume`, `cancel`) wait for its work queue, which
                 // libcurl can hold for as long as some server keeps a socket of any session readable (an
-                // endless or inflating answer). Made here, on a Dispatch worker, they never hold a thread of
-                // the cooperative pool: two such waits would stall every task of a two-core process.
-                DispatchQueue.global().async {
+                // endless or inflating answer): made off the cooperative pool (see `BlockingCall`).
+                BlockingCall.run {
                     let task: URLSessionDataTask
                     if client.keepsConnections, let shared = client.pool.urlSession() {
                         task = shared.dataTask(with: prepared, delegate: delegate)
@@ -191,14 +190,14 @@ final class BoundedHTTPDelegate: NSObject, URLSessionDataDelegate, Sendable {
         cancelOnce(task)
     }
 
-    /// Cancels `task` on a Dispatch worker, once.
+    /// Cancels `task` off the cooperative pool (``BlockingCall``), once.
     private func cancelOnce(_ task: URLSessionTask) {
         let cancelled = state.withLock { state -> Bool in
             defer { state.cancelRequested = true }
             return state.cancelRequested
         }
         guard !cancelled else { return }
-        DispatchQueue.global().async { task.cancel() }
+        BlockingCall.run { task.cancel() }
     }
 
     private func finish(_ outcome: Outcome) {
