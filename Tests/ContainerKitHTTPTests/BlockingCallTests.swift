@@ -1,6 +1,5 @@
-import Foundation
-import Synchronization
 import ContainerKitTesting
+import Foundation
 import Testing
 
 @testable import ContainerKitHTTP
