@@ -22,10 +22,18 @@ import Testing
         let task: URLSessionDataTask
         let url = URL(string: "https://127.0.0.1:9/never-sent")!
 
-        init(maximumBytes: Int) {
+        private init(maximumBytes: Int) {
             delegate = BoundedHTTPDelegate(maximumBytes: maximumBytes)
             session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
             task = session.dataTask(with: url)
+        }
+
+        /// A harness made off the cooperative pool (``BlockingCall``): `dataTask` waits for FoundationNetworking's
+        /// work queue, which another test's endless answer may hold.
+        static func make(maximumBytes: Int) async -> Harness {
+            await withCheckedContinuation { continuation in
+                BlockingCall.run { continuation.resume(returning: Harness(maximumBytes: maximumBytes)) }
+            }
         }
 
         /// Delivers a response header; returns the delegate's disposition.
@@ -43,7 +51,11 @@ import Testing
             delegate.urlSession(session, dataTask: task, didReceive: Data(repeating: 0x20, count: count))
         }
 
-        func close() { session.invalidateAndCancel() }
+        /// Ends the session, off the cooperative pool (it waits for FoundationNetworking's work queue too).
+        func close() {
+            let session = self.session
+            BlockingCall.run { session.invalidateAndCancel() }
+        }
     }
 
     static func failure(_ outcome: BoundedHTTPDelegate.Outcome?) -> BoundedHTTPError? {
@@ -51,8 +63,8 @@ import Testing
         return nil
     }
 
-    @Test func theDelegateDropsTheBlockThatPassesTheLimitAndCancels() {
-        let harness = Harness(maximumBytes: 40 << 10)
+    @Test func theDelegateDropsTheBlockThatPassesTheLimitAndCancels() async {
+        let harness = await Harness.make(maximumBytes: 40 << 10)
         defer { harness.close() }
         #expect(harness.respond() == .allow)
         harness.deliver(16 << 10)
@@ -70,8 +82,8 @@ import Testing
         #expect(harness.delegate.peakBufferedByteCount == 32 << 10)
     }
 
-    @Test func aBodyOfExactlyTheLimitIsKept() {
-        let harness = Harness(maximumBytes: 40 << 10)
+    @Test func aBodyOfExactlyTheLimitIsKept() async {
+        let harness = await Harness.make(maximumBytes: 40 << 10)
         defer { harness.close() }
         #expect(harness.respond(["Content-Type": "application/json"]) == .allow)
         harness.deliver(16 << 10)
@@ -84,8 +96,8 @@ import Testing
         #expect(harness.delegate.peakBufferedByteCount == 40 << 10)
     }
 
-    @Test func aDeclaredLengthOverTheLimitIsRefusedBeforeAnyBodyByte() {
-        let harness = Harness(maximumBytes: 1024)
+    @Test func aDeclaredLengthOverTheLimitIsRefusedBeforeAnyBodyByte() async {
+        let harness = await Harness.make(maximumBytes: 1024)
         defer { harness.close() }
         #expect(harness.respond(["Content-Length": "1025"]) == .cancel)
         #expect(Self.failure(harness.delegate.outcome)?.kind == .tooLarge(declared: 1025))
@@ -94,8 +106,8 @@ import Testing
         #expect(harness.delegate.peakBufferedByteCount == 0)
     }
 
-    @Test func anEncodedAnswerIsRefusedWhenItsHeaderArrives() {
-        let harness = Harness(maximumBytes: 1024)
+    @Test func anEncodedAnswerIsRefusedWhenItsHeaderArrives() async {
+        let harness = await Harness.make(maximumBytes: 1024)
         defer { harness.close() }
         #expect(harness.respond(["Content-Encoding": "gzip"]) == .cancel)
         #expect(Self.failure(harness.delegate.outcome)?.kind == .unsupportedEncoding("gzip"))
