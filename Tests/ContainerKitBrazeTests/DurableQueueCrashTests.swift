@@ -63,11 +63,9 @@ private struct PrintingDestination: AnalyticsDestination {
             linesStartingWith: "acked "
         )
         #expect(termination == .uncaughtSignal)
-        let acknowledged = lines.compactMap { line in
-            line.beforeKill && line.text.hasPrefix("acked ") ? String(line.text.dropFirst(6)) : nil
-        }
+        let acknowledged = lines.compactMap { line in line.hasPrefix("acked ") ? String(line.dropFirst(6)) : nil }
         let deliveredBefore = lines.compactMap { line in
-            line.text.hasPrefix("delivered ") ? String(line.text.dropFirst(10)) : nil
+            line.hasPrefix("delivered ") ? String(line.dropFirst(10)) : nil
         }
         #expect(acknowledged.count >= 600, "the child acknowledged only \(acknowledged.count) records")
 

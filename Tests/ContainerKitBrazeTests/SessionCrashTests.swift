@@ -75,9 +75,7 @@ import Testing
             linesStartingWith: "acked "
         )
         #expect(termination == .uncaughtSignal)
-        return lines.compactMap { line in
-            line.beforeKill && line.text.hasPrefix("acked ") ? Int(line.text.dropFirst(6)) : nil
-        }
+        return lines.compactMap { line in line.hasPrefix("acked ") ? Int(line.dropFirst(6)) : nil }
     }
 
     /// The state a single process reaches pushing `pushes` (in order) for `user` (in memory: nothing is
