@@ -5,7 +5,7 @@ CONTAINER ?= Containers/GTM-MUSIC01.json
 EVENTS ?= Containers/events/music-session.jsonl
 BRAZE_CLASS_PATH := com.appboy.googletagmanager.BrazeGtmTagProvider
 
-.PHONY: all build run run-example test bench bench-check count-locks bench-service bench-cluster test-example test-postgres lint format format-check clean fuzz tsan soak hostile
+.PHONY: all build run run-example test bench bench-check count-locks bench-service bench-cluster bench-pg-floor test-example test-postgres lint format format-check clean fuzz tsan soak hostile
 
 all: build
 
@@ -72,6 +72,13 @@ test-postgres:
 # session_continuity=, dead_tuples_after_soak=, cluster_vs_single_local=, …
 bench-cluster:
 	Examples/TagService/bench/bench-cluster.sh
+
+# What PostgreSQL alone costs for the writes of a push (no service): a throw-away PostgreSQL on 127.0.0.1, pgbench
+# committing groups of 64 events into five shapes of table, from the records alone to the shape the store uses
+# (fenced record and session rows). Prints records_only_us_per_event=, one_row_fenced_us_per_event=,
+# two_rows_fenced_us_per_event=, … and their WAL bytes per event (Docs/Scaling.md, "The floor").
+bench-pg-floor:
+	Examples/TagService/bench/pg-floor.sh
 
 # libFuzzer + AddressSanitizer harnesses (Fuzz/, outside the package's targets): each runs FUZZ_SECONDS seconds;
 # fails on any crash, leak or timeout. FUZZ_TARGETS picks some of: loader push regex previewurl eventsline queuerecord
