@@ -78,6 +78,21 @@ struct PostgresRecordStoreTests {
         #expect(try await query(endpoint, "SELECT count(*) FROM ck_records", as: Int64.self) == [11])
     }
 
+    /// The quiet gap that ends a gathering wait grows with the delay an operator sets (a raised delay is not cut
+    /// short by the gaps between a busy machine's bursts), but never past 10 ms.
+    @Test func theQuietGapThatEndsGatheringIsAQuarterOfTheDelayUpTo10Milliseconds() throws {
+        var configuration = PostgresRecordStore.Configuration(
+            endpoint: try PostgresEndpoint(url: "postgres://containerkit@127.0.0.1:5432/tags")
+        )
+        for (delay, tick): (Duration, Duration) in [
+            (.milliseconds(2), .microseconds(500)), (.milliseconds(30), .microseconds(7_500)),
+            (.milliseconds(60), .milliseconds(10)), (.seconds(5), .milliseconds(10)),
+        ] {
+            configuration.commitDelay = delay
+            #expect(configuration.gatherTick == tick, "delay \(delay)")
+        }
+    }
+
     @Test func recordsOfAUserGoToOnePartition() async throws {
         let records = (0..<20).map { _ in makeRecord(user: "same-user") }
         let partitions = Set(records.map { PostgresPartitioning.partition(of: $0, count: 16) })

@@ -203,7 +203,8 @@ extension TagServiceConfiguration {
           --delivery-linger <s>     seconds a partial batch of records waits for more before it is sent to
                                     Braze, default 0.2; 0 sends at once (TAGSERVICE_DELIVERY_LINGER)
           --commit-delay <s>        seconds the queue lets records gather after each commit while requests
-                                    keep coming, default 0.001; 0 commits at once (TAGSERVICE_COMMIT_DELAY)
+                                    keep coming, default 0.001 (0.02 with --postgres); 0 commits at once
+                                    (TAGSERVICE_COMMIT_DELAY)
           --concurrent-deliveries <n>
                                     batches of records on their way to Braze at once, default 4; a crash
                                     re-delivers at most this many (TAGSERVICE_CONCURRENT_DELIVERIES)

@@ -41,6 +41,20 @@ import Testing
         #expect(flagged.postgresURL == "postgres://flag@127.0.0.1/tags")
     }
 
+    /// `--commit-delay` keeps its meaning under `--postgres`; only its default is PostgreSQL's (20 ms, not the
+    /// file queue's 1 ms), and the store gets what was asked for.
+    @Test func withPostgresTheCommitDelayDefaultsTo20MillisecondsAndTheFlagWins() throws {
+        let base = ["--containers", "c", "--queue", "q", "--postgres", "postgres://tags@127.0.0.1/tags"]
+        #expect(try parse(base).commitDelay == .milliseconds(20))
+        #expect(try parse(["--containers", "c", "--queue", "q"]).commitDelay == .milliseconds(1))
+        let flagged = try parse(base + ["--commit-delay", "0.002"])
+        #expect(flagged.commitDelay == .milliseconds(2))
+        #expect(try parse(base, ["TAGSERVICE_COMMIT_DELAY": "0"]).commitDelay == .zero)
+        let store = try #require(try PostgresScaleOut.store(flagged, logger: .init(label: "test")))
+        #expect(store.configuration.commitDelay == .milliseconds(2))
+        #expect(store.configuration.gatherTick == .microseconds(500))
+    }
+
     /// `--postgres-timeout` (`TAGSERVICE_POSTGRES_TIMEOUT`): every PostgreSQL call's deadline, 5 s by default.
     @Test func thePostgresTimeoutIsTheStoresCallDeadline() throws {
         let base = ["--containers", "c", "--queue", "q", "--postgres", "postgres://tags@127.0.0.1/tags"]
