@@ -47,14 +47,32 @@ extension PostgresRecordStore {
         var rows: [(Int32, Int64, Int64, String)] = []
         let logger = configuration.logger
         let statement = PostgresStatements.ReadRecords(partitions: parts, xids: xids, seqs: seqs, limit: rowLimit)
-        do {
-            rows = try await call(on: connection) { connection in try await connection.all(statement, logger: logger) }
-        } catch {
-            unreserve(cursors.map(\.0), epoch: epoch)
-            throw AnalyticsSinkError(
-                .unavailable,
-                "cannot read the records of partitions \(parts): \(deliveryFailure(error, operation: "the read"))"
-            )
+        // Rows committed behind a transaction still running (a commit of another instance, an ANALYZE) cannot be
+        // delivered yet: read again shortly instead of reporting nothing, so that a flush or a drain waits for
+        // them rather than ending with committed records unread. Bounded by the call deadline.
+        let patience = ContinuousClock.now + configuration.callTimeout
+        var pause = Duration.milliseconds(5)
+        while true {
+            let read: [PostgresStatements.ReadRecords.Row]
+            do {
+                read = try await call(on: connection) { connection in
+                    try await connection.all(statement, logger: logger)
+                }
+            } catch {
+                unreserve(cursors.map(\.0), epoch: epoch)
+                throw AnalyticsSinkError(
+                    .unavailable,
+                    "cannot read the records of partitions \(parts): \(deliveryFailure(error, operation: "the read"))"
+                )
+            }
+            rows = read.lazy.filter(\.4).prefix(Int(rowLimit)).map { ($0.0, $0.1, $0.2, $0.3) }
+            let waiting = rows.isEmpty && read.contains { !$0.4 }
+            guard waiting, ContinuousClock.now + pause < patience, state.withLock({ $0.phase == .running }) else {
+                break
+            }
+            configuration.onRowsBehindHorizon?()
+            try? await Task.sleep(for: pause)
+            pause = min(pause * 2, configuration.pollInterval)
         }
         guard !rows.isEmpty else {
             unreserve(cursors.map(\.0), epoch: epoch, idle: true)

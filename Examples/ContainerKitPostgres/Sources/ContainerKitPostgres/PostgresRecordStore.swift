@@ -161,6 +161,9 @@ public final class PostgresRecordStore: RecordStore {
         public var onAvailabilityChanged: (@Sendable (Bool) -> Void)?
         /// Called when the set of leased partitions changed, with the partitions now held.
         public var onLeasesChanged: (@Sendable ([Int]) -> Void)?
+        /// Called when a read found committed rows only behind a transaction still running, and reads again
+        /// (tests).
+        var onRowsBehindHorizon: (@Sendable () -> Void)?
         /// Where the store logs.
         public var logger = Logger(label: "containerkit.postgres.records")
 

@@ -146,20 +146,28 @@ enum PostgresStatements {
 
     /// Up to `limit` rows of each partition after its cursor, only below the oldest transaction still running
     /// (so a row committed late never lands behind a cursor), partitions in the order given, `limit` in all.
+    /// The rows after each partition's cursor, in order. Only rows below the oldest transaction still running
+    /// may be delivered (`visible`): a transaction that started earlier may still commit rows that sort before
+    /// them. The first row past that horizon of each partition comes back too, without its payload, so that a
+    /// read can tell "nothing committed" from "committed, not deliverable yet".
     struct ReadRecords: PostgresPreparedStatement {
         static let sql = """
-            SELECT c.part, r.xid, r.seq, r.payload
+            SELECT c.part, r.xid, r.seq, CASE WHEN r.visible THEN r.payload ELSE '' END, r.visible
             FROM unnest($1::int[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS c(part, xid, seq, o)
+            CROSS JOIN (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon) h
             CROSS JOIN LATERAL (
-                SELECT xid, seq, payload FROM ck_records
-                WHERE part = c.part AND (xid, seq) > (c.xid, c.seq)
-                  AND xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-                ORDER BY xid, seq LIMIT $4) r
+                (SELECT xid, seq, payload, true AS visible FROM ck_records
+                WHERE part = c.part AND (xid, seq) > (c.xid, c.seq) AND xid < h.horizon
+                ORDER BY xid, seq LIMIT $4)
+                UNION ALL
+                (SELECT xid, seq, NULL, false FROM ck_records
+                WHERE part = c.part AND (xid, seq) > (c.xid, c.seq) AND xid >= h.horizon
+                ORDER BY xid, seq LIMIT 1)) r
             ORDER BY c.o, r.xid, r.seq
-            LIMIT $4
+            LIMIT $4 + cardinality($1::int[])
             """
         static let bindingDataTypes: [PostgresDataType] = [.int4Array, .int8Array, .int8Array, .int4]
-        typealias Row = (Int32, Int64, Int64, String)
+        typealias Row = (Int32, Int64, Int64, String, Bool)
 
         var partitions: [Int32]
         var xids: [Int64]

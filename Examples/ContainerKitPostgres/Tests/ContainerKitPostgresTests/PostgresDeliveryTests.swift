@@ -1,8 +1,10 @@
 import ContainerKit
 import ContainerKitDelivery
-import ContainerKitPostgres
+import PostgresNIO
 import PostgresTestHarness
 import Testing
+
+@testable import ContainerKitPostgres
 
 @Suite(.timeLimit(.minutes(2)))
 struct PostgresDeliveryTests {
@@ -35,6 +37,41 @@ struct PostgresDeliveryTests {
         // A user's records arrive in the order they were committed.
         let user3 = destination.records.filter { $0.user == .externalID("user-3") }.map(\.id)
         #expect(user3 == committed.filter { $0.user == .externalID("user-3") }.map(\.id))
+    }
+
+    /// A record committed while an older transaction still runs (another instance's commit, an `ANALYZE`) cannot
+    /// be delivered before that transaction ends: a row it commits later may sort before it. A flush meanwhile
+    /// waits for the record (the reader reads again) instead of ending with it committed and unread.
+    @Test func aFlushWaitsForARecordCommittedBehindATransactionStillRunning() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let destination = RecordingDestination()
+        let behind = Reports<Void>()
+        let instance = Instance(endpoint, destination: destination) { configuration in
+            configuration.onRowsBehindHorizon = { behind.report(()) }
+        }
+        try await withRunning([instance.run]) {
+            let early = makeRecord(user: "early")
+            try await instance.commit([early])
+            await destination.waitForDelivery(of: [early.id])
+
+            // An older transaction with an id of its own, still open.
+            let blocker = try await PostgresConnection.connect(
+                configuration: endpoint.connectionConfiguration,
+                id: 67,
+                logger: testLogger
+            )
+            try await blocker.query("BEGIN", logger: testLogger)
+            try await blocker.query("SELECT pg_current_xact_id()", logger: testLogger)
+            let late = makeRecord(user: "late")
+            try await instance.commit([late])
+            async let flushed: Void = instance.pipeline.flush()
+            await behind.next()
+            try await blocker.query("ROLLBACK", logger: testLogger)
+            try await blocker.close()
+            try await flushed
+            #expect(destination.records.map(\.id).contains(late.id), "the flush ended before the record was delivered")
+            #expect(try await instance.store.undeliveredRows() == 0)
+        }
     }
 
     @Test func recordsAnotherInstanceCommittedAreDeliveredByTheLeaseHolder() async throws {
