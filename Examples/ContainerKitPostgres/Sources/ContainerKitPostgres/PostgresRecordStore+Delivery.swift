@@ -48,15 +48,23 @@ extension PostgresRecordStore {
         let logger = configuration.logger
         let statement = PostgresStatements.ReadRecords(partitions: parts, xids: xids, seqs: seqs, limit: rowLimit)
         // Rows committed behind a transaction still running (a commit of another instance, an ANALYZE) cannot be
-        // delivered yet: read again shortly instead of reporting nothing, so that a flush or a drain waits for
-        // them rather than ending with committed records unread. Bounded by the call deadline.
+        // delivered yet: when a read finds none deliverable but some committed, it reads again shortly instead of
+        // reporting nothing, so that a flush or a drain waits for them rather than ending with committed records
+        // unread. Bounded by the call deadline; the pauses start at a quarter of the poll interval.
         let patience = ContinuousClock.now + configuration.callTimeout
-        var pause = Duration.milliseconds(5)
+        var pause = configuration.pollInterval / 4
+        let behind = PostgresStatements.RowsAfterCursors(partitions: parts, xids: xids, seqs: seqs)
         while true {
-            let read: [PostgresStatements.ReadRecords.Row]
+            var waiting = false
             do {
-                read = try await call(on: connection) { connection in
+                rows = try await call(on: connection) { connection in
                     try await connection.all(statement, logger: logger)
+                }
+                if rows.isEmpty, ContinuousClock.now + pause < patience, state.withLock({ $0.phase == .running }) {
+                    let committed = try await call(on: connection) { connection in
+                        try await connection.all(behind, logger: logger)
+                    }
+                    waiting = committed.first == true
                 }
             } catch {
                 unreserve(cursors.map(\.0), epoch: epoch)
@@ -65,11 +73,7 @@ extension PostgresRecordStore {
                     "cannot read the records of partitions \(parts): \(deliveryFailure(error, operation: "the read"))"
                 )
             }
-            rows = read.lazy.filter(\.4).prefix(Int(rowLimit)).map { ($0.0, $0.1, $0.2, $0.3) }
-            let waiting = rows.isEmpty && read.contains { !$0.4 }
-            guard waiting, ContinuousClock.now + pause < patience, state.withLock({ $0.phase == .running }) else {
-                break
-            }
+            guard waiting else { break }
             configuration.onRowsBehindHorizon?()
             try? await Task.sleep(for: pause)
             pause = min(pause * 2, configuration.pollInterval)

@@ -79,6 +79,33 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
+    /// Whether any row is committed after the partitions' cursors. Asked only when ``ReadRecords`` found none:
+    /// then such a row lies behind a transaction still running, which may yet commit rows that sort before it.
+    struct RowsAfterCursors: PostgresPreparedStatement {
+        static let sql = """
+            SELECT EXISTS (
+                SELECT 1 FROM unnest($1::int[], $2::bigint[], $3::bigint[]) AS c(part, xid, seq)
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM ck_records WHERE part = c.part AND (xid, seq) > (c.xid, c.seq) LIMIT 1) r)
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.int4Array, .int8Array, .int8Array]
+        typealias Row = Bool
+
+        var partitions: [Int32]
+        var xids: [Int64]
+        var seqs: [Int64]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 3)
+            bindings.append(partitions)
+            bindings.append(xids)
+            bindings.append(seqs)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
     /// A statement that does nothing, sent after a commit on the same connection: PostgreSQL answers it only after
     /// it committed the statement before (see ``PostgresRecordStore``'s commit).
     struct AfterCommit: PostgresPreparedStatement {
@@ -146,28 +173,20 @@ enum PostgresStatements {
 
     /// Up to `limit` rows of each partition after its cursor, only below the oldest transaction still running
     /// (so a row committed late never lands behind a cursor), partitions in the order given, `limit` in all.
-    /// The rows after each partition's cursor, in order. Only rows below the oldest transaction still running
-    /// may be delivered (`visible`): a transaction that started earlier may still commit rows that sort before
-    /// them. The first row past that horizon of each partition comes back too, without its payload, so that a
-    /// read can tell "nothing committed" from "committed, not deliverable yet".
     struct ReadRecords: PostgresPreparedStatement {
         static let sql = """
-            SELECT c.part, r.xid, r.seq, CASE WHEN r.visible THEN r.payload ELSE '' END, r.visible
+            SELECT c.part, r.xid, r.seq, r.payload
             FROM unnest($1::int[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS c(part, xid, seq, o)
-            CROSS JOIN (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon) h
             CROSS JOIN LATERAL (
-                (SELECT xid, seq, payload, true AS visible FROM ck_records
-                WHERE part = c.part AND (xid, seq) > (c.xid, c.seq) AND xid < h.horizon
-                ORDER BY xid, seq LIMIT $4)
-                UNION ALL
-                (SELECT xid, seq, NULL, false FROM ck_records
-                WHERE part = c.part AND (xid, seq) > (c.xid, c.seq) AND xid >= h.horizon
-                ORDER BY xid, seq LIMIT 1)) r
+                SELECT xid, seq, payload FROM ck_records
+                WHERE part = c.part AND (xid, seq) > (c.xid, c.seq)
+                  AND xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+                ORDER BY xid, seq LIMIT $4) r
             ORDER BY c.o, r.xid, r.seq
-            LIMIT $4 + cardinality($1::int[])
+            LIMIT $4
             """
         static let bindingDataTypes: [PostgresDataType] = [.int4Array, .int8Array, .int8Array, .int4]
-        typealias Row = (Int32, Int64, Int64, String, Bool)
+        typealias Row = (Int32, Int64, Int64, String)
 
         var partitions: [Int32]
         var xids: [Int64]
