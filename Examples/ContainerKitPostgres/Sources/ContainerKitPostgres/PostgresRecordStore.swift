@@ -174,8 +174,8 @@ public final class PostgresRecordStore: RecordStore {
         }
 
         /// ``commitDelay``'s default, 20 ms: what RudderStack's gateway waits to batch its database writes (15 ms
-        /// for a batch of requests, 5 ms for the write). Under load a commit then carries about 40 requests where
-        /// 2 ms gathered 24, at a quarter less PostgreSQL CPU per event (Docs/Scaling.md); a request pays for it
+        /// for a batch of requests, 5 ms for the write). Under load a commit then carries 37–40 requests where
+        /// 2 ms gathered 24–27, at less PostgreSQL CPU per event (Docs/Scaling.md); a request pays for it
         /// only when others arrived during the commit before, and at most one ``gatherTick`` (5 ms) once they
         /// stop coming.
         public static let defaultCommitDelay: Duration = .milliseconds(20)
