@@ -101,25 +101,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# PostgreSQL runs as an unprivileged user (it refuses root).
-PG_USER=postgres
-id "$PG_USER" > /dev/null 2>&1 || PG_USER=nobody
-mkdir -p "$WORK/pg"
-chown "$PG_USER" "$WORK/pg"
-pg() { runuser -u "$PG_USER" -- "$PG_BIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/server.log" -w "$@"; }
+# shellcheck source=scratch-postgres.bash
+. bench/scratch-postgres.bash   # (the working directory is Examples/TagService, see above)
 psql_() { "$PG_BIN/psql" -X -q -A -t -h 127.0.0.1 -p "$PG_PORT" -U postgres -d tags -c "$1"; }
 # The measurements' own queries go to the database postgres, so that they do not count as sessions of tags.
 psql_stats() { "$PG_BIN/psql" -X -q -A -t -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c "$1"; }
-runuser -u "$PG_USER" -- "$PG_BIN/initdb" -D "$WORK/pg/data" -U postgres --auth=trust -E UTF8 --no-locale > /dev/null
-cat >> "$WORK/pg/data/postgresql.auto.conf" << EOF
-listen_addresses = '127.0.0.1'
-port = $PG_PORT
-unix_socket_directories = '$WORK/pg'
-fsync = on
-synchronous_commit = on
-max_connections = 100
-shared_buffers = 256MB
-EOF
+scratch_postgres_init
+echo "max_connections = 100" >> "$WORK/pg/data/postgresql.auto.conf"
 if [ -n "${BENCH_PG_STATEMENTS:-}" ]; then
     printf "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\n" \
         >> "$WORK/pg/data/postgresql.auto.conf"

@@ -32,23 +32,12 @@ command -v "$PG_BIN/pgbench" > /dev/null || { echo "pg-floor: no pgbench in $PG_
 
 WORK=$(mktemp -d /tmp/pg-floor-XXXXXX)
 chmod 755 "$WORK"
-PG_USER=postgres
-id "$PG_USER" > /dev/null 2>&1 || PG_USER=nobody
-mkdir -p "$WORK/pg"
-chown "$PG_USER" "$WORK/pg"
-pg() { runuser -u "$PG_USER" -- "$PG_BIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/server.log" -w "$@"; }
+# shellcheck source=scratch-postgres.bash
+. "$(dirname "$0")/scratch-postgres.bash"
 cleanup() { pg stop -m immediate > /dev/null 2>&1 || true; rm -rf "$WORK"; }
 trap cleanup EXIT
-runuser -u "$PG_USER" -- "$PG_BIN/initdb" -D "$WORK/pg/data" -U postgres --auth=trust -E UTF8 --no-locale > /dev/null
-cat >> "$WORK/pg/data/postgresql.auto.conf" << EOF
-listen_addresses = '127.0.0.1'
-port = $PG_PORT
-unix_socket_directories = '$WORK/pg'
-fsync = on
-synchronous_commit = on
-shared_buffers = 256MB
-jit = off
-EOF
+scratch_postgres_init
+echo "jit = off" >> "$WORK/pg/data/postgresql.auto.conf"
 pg start > /dev/null
 psql_() { "$PG_BIN/psql" -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d floor "$@"; }
 "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c "CREATE DATABASE floor" > /dev/null
