@@ -55,12 +55,7 @@ struct PostgresDeliveryTests {
             await destination.waitForDelivery(of: [early.id])
 
             // An older transaction with an id of its own, still open.
-            let blocker = try await PostgresConnection.connect(
-                configuration: endpoint.connectionConfiguration,
-                id: 67,
-                logger: testLogger
-            )
-            try await blocker.query("BEGIN", logger: testLogger)
+            let blocker = try await beginTransaction(endpoint, id: 67)
             try await blocker.query("SELECT pg_current_xact_id()", logger: testLogger)
             let late = makeRecord(user: "late")
             try await instance.commit([late])

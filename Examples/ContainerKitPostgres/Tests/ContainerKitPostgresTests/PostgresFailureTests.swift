@@ -31,12 +31,7 @@ struct PostgresFailureTests {
             try await sessions.push(event: "before", parameters: ["n": 1], for: "warm")
             while !instance.store.isAvailable { _ = await availability.next() }
 
-            let blocker = try await PostgresConnection.connect(
-                configuration: endpoint.connectionConfiguration,
-                id: 77,
-                logger: testLogger
-            )
-            try await blocker.query("BEGIN", logger: testLogger)
+            let blocker = try await beginTransaction(endpoint, id: 77)
             try await blocker.query("LOCK TABLE ck_session_changes IN ACCESS EXCLUSIVE MODE", logger: testLogger)
             let lockedAt = ContinuousClock.now
             let release = Task {

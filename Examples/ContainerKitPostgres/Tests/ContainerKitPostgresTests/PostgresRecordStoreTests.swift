@@ -43,12 +43,7 @@ struct PostgresRecordStoreTests {
 
             for arriving in [1, 4] {
                 // A commit held up by a lock; `arriving` appends come while it waits.
-                let blocker = try await PostgresConnection.connect(
-                    configuration: endpoint.connectionConfiguration,
-                    id: 66,
-                    logger: testLogger
-                )
-                try await blocker.query("BEGIN", logger: testLogger)
+                let blocker = try await beginTransaction(endpoint, id: 66)
                 try await blocker.query("LOCK TABLE ck_records IN EXCLUSIVE MODE", logger: testLogger)
                 let held = try instance.pipeline.append(EncodedRecords([makeRecord(user: "held")]))
                 try await blocker.query(
@@ -113,12 +108,7 @@ struct PostgresRecordStoreTests {
             try await instance.commit([makeRecord(user: "u1")], sessions: [stored("u1", version: 1)])
 
             // Another connection holds the sessions table, so the writer's transaction stops in the middle.
-            let blocker = try await PostgresConnection.connect(
-                configuration: endpoint.connectionConfiguration,
-                id: 99,
-                logger: testLogger
-            )
-            try await blocker.query("BEGIN", logger: testLogger)
+            let blocker = try await beginTransaction(endpoint, id: 99)
             try await blocker.query("LOCK TABLE ck_session_changes IN EXCLUSIVE MODE", logger: testLogger)
             let token = try instance.pipeline.append(
                 EncodedRecords(

@@ -225,6 +225,18 @@ where T: PostgresDecodable {
 }
 
 /// Runs one statement that returns no rows through a short-lived connection.
+/// A connection of its own (named `id` in the server's log) with a transaction begun, for a test to hold locks or an
+/// old transaction open; the test ends it (`ROLLBACK`) and closes the connection.
+func beginTransaction(_ endpoint: PostgresEndpoint, id: Int) async throws -> PostgresConnection {
+    let connection = try await PostgresConnection.connect(
+        configuration: endpoint.connectionConfiguration,
+        id: id,
+        logger: testLogger
+    )
+    try await connection.query("BEGIN", logger: testLogger)
+    return connection
+}
+
 func execute(_ endpoint: PostgresEndpoint, _ sql: String) async throws {
     _ = try await query(endpoint, sql, as: Int64.self)
 }
