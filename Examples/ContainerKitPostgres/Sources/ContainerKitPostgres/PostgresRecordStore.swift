@@ -67,7 +67,8 @@ import Synchronization
 /// its lease connection, so the lease dies with the connection: a killed instance's partitions are taken
 /// over at the next lease check. ``read(after:limit:)`` reads the leased partitions in `(xid, seq)` order,
 /// only below the oldest transaction still running (`pg_snapshot_xmin`), so a row committed late never lands
-/// behind a cursor; ``acknowledge(through:)`` moves the partitions' cursor rows on the lease connection, so an
+/// behind a cursor (a read that finds rows committed only behind such a transaction reads again shortly instead
+/// of reporting none, so a flush or a drain waits for them); ``acknowledge(through:)`` moves the partitions' cursor rows on the lease connection, so an
 /// instance that lost a lease can acknowledge nothing of it. A crash re-sends at most the batches in flight.
 ///
 /// ## Connections
