@@ -67,37 +67,40 @@ CREATE FUNCTION one_row(users text[], versions bigint[], parts int[], records te
 RETURNS void LANGUAGE sql AS $$
     INSERT INTO one_row SELECT t.u, t.v, t.p, pg_current_xact_id()::text::bigint, t.o, t.r, t.d
     FROM unnest(users, versions, parts, records, deltas) WITH ORDINALITY AS t(u, v, p, r, d, o) $$;
--- Fenced as ck_commit_group fences: the users' advisory locks in order, then each user's head by one descent of
--- (user_id, version); nothing is written if a head is not the version the group continues.
-CREATE FUNCTION one_row_fenced(users text[], versions bigint[], parts int[], records text[], deltas text[])
-RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
-DECLARE fenced int;
-BEGIN
+EOF
+
+# Fenced as ck_commit_group fences, the same in both fenced shapes: the users' advisory locks in order, then each
+# user's head by one descent of (user_id, version) in table $1; nothing is written if a head is not the version the
+# group continues.
+fence() {
+    cat << SQL
     PERFORM pg_advisory_xact_lock(k) FROM (SELECT hashtext(u) AS k FROM unnest(users) AS t(u) ORDER BY 1) l;
     SELECT count(*) INTO fenced FROM unnest(users, versions) AS c(u, v)
-    LEFT JOIN LATERAL (SELECT x.version FROM one_row_fenced x WHERE x.user_id = c.u
-        ORDER BY x.version DESC LIMIT 1) n ON true
+    LEFT JOIN LATERAL (SELECT x.version FROM $1 x WHERE x.user_id = c.u ORDER BY x.version DESC LIMIT 1) n ON true
     WHERE coalesce(n.version, 0) <> c.v - 1;
     IF fenced > 0 THEN RETURN fenced; END IF;
+SQL
+}
+psql_ > /dev/null << EOF
+CREATE FUNCTION one_row_fenced(users text[], versions bigint[], parts int[], records text[], deltas text[])
+RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS \$\$
+DECLARE fenced int;
+BEGIN
+$(fence one_row_fenced)
     INSERT INTO one_row_fenced SELECT t.u, t.v, t.p, pg_current_xact_id()::text::bigint, t.o, t.r, t.d
     FROM unnest(users, versions, parts, records, deltas) WITH ORDINALITY AS t(u, v, p, r, d, o);
     RETURN 0;
-END $$;
+END \$\$;
 CREATE FUNCTION two_rows_fenced(users text[], versions bigint[], parts int[], records text[], deltas text[])
-RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS \$\$
 DECLARE fenced int; writer bigint;
 BEGIN
-    PERFORM pg_advisory_xact_lock(k) FROM (SELECT hashtext(u) AS k FROM unnest(users) AS t(u) ORDER BY 1) l;
-    SELECT count(*) INTO fenced FROM unnest(users, versions) AS c(u, v)
-    LEFT JOIN LATERAL (SELECT x.version FROM two_rows_changes x WHERE x.user_id = c.u
-        ORDER BY x.version DESC LIMIT 1) n ON true
-    WHERE coalesce(n.version, 0) <> c.v - 1;
-    IF fenced > 0 THEN RETURN fenced; END IF;
+$(fence two_rows_changes)
     writer := pg_current_xact_id()::text::bigint;
     INSERT INTO two_rows_records SELECT t.p, writer, t.o, t.r FROM unnest(parts, records) WITH ORDINALITY AS t(p, r, o);
     INSERT INTO two_rows_changes SELECT t.u, t.v, t.d FROM unnest(users, versions, deltas) AS t(u, v, d);
     RETURN 0;
-END $$;
+END \$\$;
 EOF
 
 # The group's arrays (pgbench variables); the versions are the transaction's number, so each group continues the

@@ -53,7 +53,7 @@ extension PostgresRecordStore {
         // unread. Bounded by the call deadline; the pauses start at a quarter of the poll interval.
         let patience = ContinuousClock.now + configuration.callTimeout
         var pause = configuration.pollInterval / 4
-        let behind = PostgresStatements.RowsAfterCursors(partitions: parts, xids: xids, seqs: seqs)
+        let behind = PostgresStatements.RowsAfterCursors(read: statement)
         while true {
             var waiting = false
             do {

@@ -79,29 +79,22 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
-    /// Whether any row is committed after the partitions' cursors. Asked only when ``ReadRecords`` found none:
-    /// then such a row lies behind a transaction still running, which may yet commit rows that sort before it.
+    /// Whether ``ReadRecords`` (`read`, with its bindings) would have found rows without the horizon: any row
+    /// committed after the partitions' cursors. Asked only when the read found none: then such a row lies behind a
+    /// transaction still running, which may yet commit rows that sort before it.
     struct RowsAfterCursors: PostgresPreparedStatement {
         static let sql = """
             SELECT EXISTS (
                 SELECT 1 FROM unnest($1::int[], $2::bigint[], $3::bigint[]) AS c(part, xid, seq)
                 CROSS JOIN LATERAL (
-                    SELECT 1 FROM ck_records WHERE part = c.part AND (xid, seq) > (c.xid, c.seq) LIMIT 1) r)
+                    SELECT 1 FROM ck_records WHERE part = c.part AND (xid, seq) > (c.xid, c.seq) LIMIT $4) r)
             """
-        static let bindingDataTypes: [PostgresDataType] = [.int4Array, .int8Array, .int8Array]
+        static let bindingDataTypes = ReadRecords.bindingDataTypes
         typealias Row = Bool
 
-        var partitions: [Int32]
-        var xids: [Int64]
-        var seqs: [Int64]
+        var read: ReadRecords
 
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 3)
-            bindings.append(partitions)
-            bindings.append(xids)
-            bindings.append(seqs)
-            return bindings
-        }
+        func makeBindings() throws -> PostgresBindings { try read.makeBindings() }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
