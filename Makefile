@@ -5,7 +5,7 @@ CONTAINER ?= Containers/GTM-MUSIC01.json
 EVENTS ?= Containers/events/music-session.jsonl
 BRAZE_CLASS_PATH := com.appboy.googletagmanager.BrazeGtmTagProvider
 
-.PHONY: all build run run-example test bench bench-check count-locks bench-service bench-cluster bench-pg-floor test-example test-postgres lint format format-check clean fuzz tsan soak hostile
+.PHONY: all build run run-example test bench bench-check count-locks bench-service bench-cluster bench-pg-floor bench-dedup-floor test-example test-postgres lint format format-check clean fuzz tsan soak hostile
 
 all: build
 
@@ -79,6 +79,12 @@ bench-cluster:
 # two_rows_fenced_us_per_event=, … and their WAL bytes per event (Docs/Scaling.md, "The floor").
 bench-pg-floor:
 	Examples/TagService/bench/pg-floor.sh
+
+# What an event-ID check costs a push against the least it can cost: callgrind counts of the same check in plain C
+# (Benchmarks/DedupFloor) and of ContainerKit's push with and without an ID. Prints dedup_floor_instructions_per_push=,
+# containerkit_id_instructions_per_push=, containerkit_push_instructions= and both shares (Docs/Performance.md).
+bench-dedup-floor:
+	Scripts/dedup-floor.sh
 
 # libFuzzer + AddressSanitizer harnesses (Fuzz/, outside the package's targets): each runs FUZZ_SECONDS seconds;
 # fails on any crash, leak or timeout. FUZZ_TARGETS picks some of: loader push regex previewurl eventsline queuerecord

@@ -20,10 +20,11 @@ enum DedupBench {
             plain.push(event: events[index].name, parameters: events[index].parameters)
             identified.push(event: events[index].name, parameters: events[index].parameters, eventID: ids[index])
         }
-        // `CONTAINERKIT_BENCH_DEDUP_SIDE=with|without` pushes the stream 20 times more into one side only (for a
-        // profiler or an instruction count).
-        if let side = ProcessInfo.processInfo.environment["CONTAINERKIT_BENCH_DEDUP_SIDE"] {
-            for _ in 0..<20 {
+        // `CONTAINERKIT_BENCH_DEDUP_SIDE=with|without` pushes the stream 20 times more (or
+        // `CONTAINERKIT_BENCH_DEDUP_ROUNDS` times) into one side only (for a profiler or an instruction count).
+        let environment = ProcessInfo.processInfo.environment
+        if let side = environment["CONTAINERKIT_BENCH_DEDUP_SIDE"] {
+            for _ in 0..<(environment["CONTAINERKIT_BENCH_DEDUP_ROUNDS"].flatMap { Int($0) } ?? 20) {
                 for index in events.indices {
                     if side == "with" {
                         identified.push(
