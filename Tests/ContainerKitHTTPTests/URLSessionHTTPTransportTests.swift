@@ -30,10 +30,25 @@ import Testing
 
         /// A harness made off the cooperative pool (``BlockingCall``): `dataTask` waits for FoundationNetworking's
         /// work queue, which another test's endless answer may hold.
+        ///
+        /// It is handed over under a lock as well as by the continuation: the thread sanitizer on Linux does not
+        /// always take a continuation resumed on a Dispatch queue as ordering the harness's initialization before
+        /// the test reads it (1 run in 6 reported a race on `task`); under `make tsan` the lock is a pthread mutex it
+        /// understands.
         static func make(maximumBytes: Int) async -> Harness {
-            await withCheckedContinuation { continuation in
-                BlockingCall.run { continuation.resume(returning: Harness(maximumBytes: maximumBytes)) }
+            let handover = Handover()
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                BlockingCall.run {
+                    let harness = Harness(maximumBytes: maximumBytes)
+                    handover.harness.withLock { $0 = harness }
+                    continuation.resume()
+                }
             }
+            return handover.harness.withLock { $0! }
+        }
+
+        private final class Handover: Sendable {
+            let harness = Mutex<Harness?>(nil)
         }
 
         /// Delivers a response header; returns the delegate's disposition.
