@@ -114,6 +114,30 @@ import Testing
         #expect(Self.flushes(machine.acknowledgementsWritten(1)) == ["flush"])
     }
 
+    // The store looked before a commit it reports while the read is out (a shared store's notice, a partition
+    // whose batch was just acknowledged): that read's empty answer is not "nothing left", or a flush would end with
+    // the committed records unread (and the loop wait for the next commit).
+    @Test func aCommitReportedWhileAReadIsOutIsReadThoughThatReadFindsNothing() throws {
+        var machine = Machine(batchSize: 10, maximumInFlight: 2)
+        try machine.start()
+        #expect(machine.nextStep(now: .zero) == .read(after: nil, limit: 10))
+        #expect(Self.flushes(machine.readCompleted(Self.batch([], end: nil))).isEmpty)
+        #expect(machine.caughtUp)
+        _ = machine.flush("flush")
+        #expect(machine.nextStep(now: .zero) == .read(after: nil, limit: 10))
+        _ = machine.committed(through: 0, records: 0)
+        #expect(Self.flushes(machine.readCompleted(Self.batch([], end: nil))).isEmpty)
+        #expect(!machine.caughtUp)
+        #expect(machine.nextStep(now: .zero) == .read(after: nil, limit: 10), "read again")
+        let delivered = Self.deliveries(machine.readCompleted(Self.batch(["a"], end: 1)))
+        #expect(machine.nextStep(now: .zero) == .read(after: 1, limit: 10))
+        #expect(Self.flushes(machine.readCompleted(Self.batch([], end: nil))).isEmpty)
+        #expect(Self.acknowledgements(machine.settled(id: try #require(delivered.first), error: nil)) == [1])
+        #expect(Self.flushes(machine.acknowledgementsWritten(1)) == ["flush"])
+        // With nothing reported while it was out, an empty read ends the reading: the loop waits.
+        #expect(machine.nextStep(now: .zero) == .wait(until: nil))
+    }
+
     @Test func theDrainEndsOnceEverythingIsDeliveredOrAtItsDeadline() throws {
         var machine = Machine(batchSize: 10, maximumInFlight: 1)
         try machine.start()

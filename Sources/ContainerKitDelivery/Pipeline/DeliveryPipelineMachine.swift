@@ -82,6 +82,9 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     private var reading = false
     /// Whether the store may hold committed records not read yet (true at start: an earlier run's backlog).
     private var mayHaveRecords = true
+    /// A commit, a store's notice or a flush came while a read was out: an empty answer of that read does not
+    /// mean that nothing is left (the read may have looked before the commit), so the loop reads again.
+    private var notifiedWhileReading = false
     /// Committed records not read yet, as far as this run's commits tell (for the linger).
     private var unreadCommitted = 0
     private var lingerSince: Duration?
@@ -174,6 +177,7 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     mutating func committed(through ticket: UInt64, records: Int) -> [Action] {
         resolvedTicket = max(resolvedTicket, ticket)
         mayHaveRecords = true
+        if reading { notifiedWhileReading = true }
         unreadCommitted += records
         return resolveDurability() + [.wakeDelivery]
     }
@@ -227,6 +231,7 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         }
         flushWaiters.append((lastTicket, waiter, nil))
         mayHaveRecords = true
+        if reading { notifiedWhileReading = true }
         return [.wakeDelivery]
     }
 
@@ -284,6 +289,7 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         }
         lingerSince = nil
         reading = true
+        notifiedWhileReading = false
         return .read(after: readAfter, limit: batchSize)
     }
 
@@ -300,7 +306,13 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         failedReads = 0
         unreadCommitted = max(0, unreadCommitted - batch.records.count - batch.skipped)
         guard let end = batch.end else {
-            // Nothing committed after the last batch: wait for a commit (or a flush).
+            // Nothing committed after the last batch when the store looked. A commit reported since may hold what
+            // it could not see yet: read again (its records stay counted for the linger).
+            if notifiedWhileReading {
+                notifiedWhileReading = false
+                return [.wakeDelivery]
+            }
+            // Otherwise wait for a commit (or a flush).
             mayHaveRecords = false
             unreadCommitted = 0
             return endFlushes()
