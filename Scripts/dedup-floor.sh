@@ -12,6 +12,9 @@
 # `make bench`'s (Docs/Performance.md says why it is about twice the instruction share).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for tool in cc valgrind; do
+    command -v "$tool" > /dev/null || { echo "dedup-floor: needs $tool on the PATH" >&2; exit 1; }
+done
 work=${TMPDIR:-/tmp}/containerkit-dedup-floor
 mkdir -p "$work"
 rounds=20

@@ -82,8 +82,9 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
     private var reading = false
     /// Whether the store may hold committed records not read yet (true at start: an earlier run's backlog).
     private var mayHaveRecords = true
-    /// A commit, a store's notice or a flush came while a read was out: an empty answer of that read does not
-    /// mean that nothing is left (the read may have looked before the commit), so the loop reads again.
+    /// A commit or a store's notice (``committed(through:records:)``) came while a read was out: an empty answer
+    /// of that read does not mean that nothing is left (the read may have looked before the commit), so the loop
+    /// reads again. (A flush needs no such mark: what it waits for was committed before it, or is reported so.)
     private var notifiedWhileReading = false
     /// Committed records not read yet, as far as this run's commits tell (for the linger).
     private var unreadCommitted = 0
@@ -231,7 +232,6 @@ struct DeliveryPipelineMachine<Position: Comparable & Hashable & Sendable, Waite
         }
         flushWaiters.append((lastTicket, waiter, nil))
         mayHaveRecords = true
-        if reading { notifiedWhileReading = true }
         return [.wakeDelivery]
     }
 

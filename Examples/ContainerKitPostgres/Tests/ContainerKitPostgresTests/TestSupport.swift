@@ -224,7 +224,6 @@ where T: PostgresDecodable {
     return values
 }
 
-/// Runs one statement that returns no rows through a short-lived connection.
 /// A connection of its own (named `id` in the server's log) with a transaction begun, for a test to hold locks or an
 /// old transaction open; the test ends it (`ROLLBACK`) and closes the connection.
 func beginTransaction(_ endpoint: PostgresEndpoint, id: Int) async throws -> PostgresConnection {
@@ -237,6 +236,7 @@ func beginTransaction(_ endpoint: PostgresEndpoint, id: Int) async throws -> Pos
     return connection
 }
 
+/// Runs one statement that returns no rows through a short-lived connection.
 func execute(_ endpoint: PostgresEndpoint, _ sql: String) async throws {
     _ = try await query(endpoint, sql, as: Int64.self)
 }
