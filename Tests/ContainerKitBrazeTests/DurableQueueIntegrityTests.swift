@@ -345,6 +345,60 @@ import Testing
         _ = try DeliveryPipeline.durable(directory: directory.path, destination: NeverSettlingDestination())
     }
 
+    /// A pipeline cancelled while it writes an acknowledgement runs that write on its own task while the store
+    /// closes the log. The write must then fail as `.closed`, not go to the ack's descriptor number, which the
+    /// process hands to the next file it opens (a segment of another queue took the ack's 45 bytes so, and the
+    /// record line they displaced was lost).
+    @Test func anAcknowledgementAfterTheLogClosedFailsAndWritesIntoNoFileThatTookItsDescriptor() throws {
+        let directory = TemporaryDirectory("ack-after-close")
+        defer { directory.remove() }
+        let log = try SegmentLog(directory: directory.path)
+        let ackBefore = try String(contentsOfFile: directory.file("ack"), encoding: .utf8)
+        log.close()
+        // The lowest free descriptors are those the log just closed (unless a test beside this one took them).
+        let files = (0..<4).map { directory.file("other-\($0)") }
+        let descriptors = files.map { open($0, O_RDWR | O_CREAT | O_APPEND, 0o600) }
+        defer { for descriptor in descriptors where descriptor >= 0 { close(descriptor) } }
+        #expect(descriptors.allSatisfy { $0 >= 0 })
+        do {
+            try log.acknowledge(SegmentLog.Position(segment: 1, offset: 10), deleting: [], sync: true)
+            Issue.record("an acknowledgement after close was taken")
+        } catch {
+            #expect(error.code == .closed)
+            #expect(error.message.contains(directory.path))
+        }
+        for file in files {
+            #expect(try String(contentsOfFile: file, encoding: .utf8).isEmpty, "\(file) took the ack's bytes")
+        }
+        #expect(try String(contentsOfFile: directory.file("ack"), encoding: .utf8) == ackBefore)
+        // Syncing a closed log syncs nothing and fails nothing (the store's last step); closing again is harmless.
+        try log.syncAck()
+        log.close()
+    }
+
+    /// The same through the store: once its run returned, an acknowledgement (a pipeline's, late) fails as
+    /// `.closed` and the records stay for the next run.
+    @Test func aStoresAcknowledgementAfterItsRunEndedFailsAndTheRecordsStay() async throws {
+        let directory = TemporaryDirectory("store-ack-after-run")
+        defer { directory.remove() }
+        let records = [event("a"), event("b")]
+        var configuration = settings()
+        configuration.drainTimeout = .zero
+        let queue = try DeliveryPipeline.durable(
+            directory: directory.path,
+            destination: NeverSettlingDestination(),
+            settings: configuration
+        )
+        try await whileRunning(queue) { try await queue.append(records) }
+        do {
+            try await queue.store.acknowledge(through: SegmentLog.Position(segment: 1, offset: 1 << 20))
+            Issue.record("an acknowledgement after the run was taken")
+        } catch {
+            #expect(error.code == .closed)
+        }
+        #expect(try SegmentRecordStore.pendingRecords(in: directory.path).map(\.id) == records.map(\.id))
+    }
+
     @Test func aFreshQueuesRestartFindsItsAckAtASegmentThatIsThere() throws {
         let directory = TemporaryDirectory("fresh-restart")
         defer { directory.remove() }

@@ -1,4 +1,5 @@
 import ContainerKit
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -50,18 +51,27 @@ package struct SegmentLogFaults: Sendable {
 /// Writing (``append(_:to:at:)``) happens on the queue's writer thread only; acknowledging and reading on
 /// its delivery loop. A failed append leaves no trace: the segment is truncated back to its last good
 /// size (or a segment created for the commit is removed).
+///
+/// ``close()`` may race an acknowledgement: a pipeline cancelled while it writes one runs it on its own
+/// task while the store closes the log. The ack's descriptor is used and closed under one lock, so that
+/// acknowledgement either completes first or fails (`.closed`) — it never writes to a descriptor number
+/// the process has since reused for another file (a segment of another queue took the ack's 45 bytes so).
 final class SegmentLog: @unchecked Sendable {
     /// The queue's directory.
     let directory: String
     private let faults: SegmentLogFaults?
-    private let lockFD: Int32
-    private let ackFD: Int32
-    // The writer thread's: the segment being appended to.
+    /// The ack and the directory lock, open until ``close()``.
+    private struct Files {
+        var ack: Int32
+        var lock: Int32
+        var closed = false
+        /// The newest position acknowledged.
+        var lastAcknowledged: Position?
+    }
+    private let files: Mutex<Files>
+    // The writer thread's: the segment being appended to (closed by ``close()`` once the writer stopped).
     private var activeFD: Int32 = -1
     private var activeIndex: UInt64 = 0
-    private var closed = false
-    // The reader thread's: the newest position acknowledged.
-    private var lastAcknowledged: Position?
 
     /// Opens `directory` (creating it), takes its lock, validates the ack and the segments, deletes the
     /// segments the ack confirms and rewrites the ack in its fixed-width form.
@@ -81,7 +91,6 @@ final class SegmentLog: @unchecked Sendable {
             }
             throw FileIO.error("locking", lockPath, errorNumber: number)
         }
-        lockFD = lock
         _ = unlink(Self.path(directory, Self.ackFileName + ".tmp"))
         var warnings: [String] = []
         let ack: Position?
@@ -124,7 +133,7 @@ final class SegmentLog: @unchecked Sendable {
         }
         let ackPath = Self.path(directory, Self.ackFileName)
         do {
-            ackFD = try Self.openAck(ackPath, at: cursor, faults: faults)
+            files = Mutex(Files(ack: try Self.openAck(ackPath, at: cursor, faults: faults), lock: lock))
         } catch {
             closeFD(lock)
             throw error
@@ -199,6 +208,7 @@ final class SegmentLog: @unchecked Sendable {
             )
         }
         var created = false
+        if files.withLock({ $0.closed }) { throw .clean(closedError("no commit is written")) }
         if index != activeIndex || activeFD < 0 {
             if let error = fault(.create, path) { throw .clean(error) }
             let fd: Int32
@@ -301,33 +311,56 @@ final class SegmentLog: @unchecked Sendable {
     func acknowledge(_ position: Position, deleting: [UInt64], sync: Bool) throws(AnalyticsSinkError) {
         let path = Self.path(directory, Self.ackFileName)
         if let error = fault(.acknowledge, path) { throw error }
-        // Two callers queue acknowledgements (delivery, and a commit whose session lines freed segments): one
-        // queued later with an older position must not move the ack back.
-        let position = max(position, lastAcknowledged ?? position)
-        lastAcknowledged = position
-        let bytes = Array(Self.ackText(position).utf8)
-        let written = bytes.withUnsafeBytes { pwrite(ackFD, $0.baseAddress, $0.count, 0) }
-        guard written == bytes.count else {
-            throw FileIO.error("writing", path, errorNumber: written < 0 ? errno : EIO)
+        try files.withLock { files throws(AnalyticsSinkError) in
+            // Closed: the directory may be another queue's by now (its lock is released).
+            guard !files.closed else {
+                throw closedError("the acknowledgement through \(position) is not written (delivered again later)")
+            }
+            // Two callers queue acknowledgements (delivery, and a commit whose session lines freed segments): one
+            // queued later with an older position must not move the ack back.
+            let position = max(position, files.lastAcknowledged ?? position)
+            files.lastAcknowledged = position
+            let bytes = Array(Self.ackText(position).utf8)
+            let written = bytes.withUnsafeBytes { pwrite(files.ack, $0.baseAddress, $0.count, 0) }
+            guard written == bytes.count else {
+                throw FileIO.error("writing", path, errorNumber: written < 0 ? errno : EIO)
+            }
+            if sync || !deleting.isEmpty { try Self.syncData(files.ack, path: path) }
+            for index in deleting { _ = unlink(Self.path(directory, Self.segmentName(index))) }
         }
-        if sync || !deleting.isEmpty { try syncAck() }
-        for index in deleting { _ = unlink(Self.path(directory, Self.segmentName(index))) }
     }
 
-    /// `fdatasync`s the ack file.
+    /// `fdatasync`s the ack file (nothing once closed).
     func syncAck() throws(AnalyticsSinkError) {
-        while fdatasync(ackFD) != 0 {
-            if errno != EINTR { throw FileIO.error("syncing", Self.path(directory, Self.ackFileName)) }
+        let path = Self.path(directory, Self.ackFileName)
+        try files.withLock { files throws(AnalyticsSinkError) in
+            guard !files.closed else { return }
+            try Self.syncData(files.ack, path: path)
         }
     }
 
-    /// Closes the files and releases the directory's lock. Safe to call twice.
+    private static func syncData(_ fd: Int32, path: String) throws(AnalyticsSinkError) {
+        while fdatasync(fd) != 0 {
+            if errno != EINTR { throw FileIO.error("syncing", path) }
+        }
+    }
+
+    /// The error of a step asked of a closed log.
+    private func closedError(_ consequence: String) -> AnalyticsSinkError {
+        AnalyticsSinkError(.closed, "the segment log in '\(directory)' is closed: \(consequence)")
+    }
+
+    /// Closes the files and releases the directory's lock; an acknowledgement running meanwhile finishes
+    /// first, and one asked for later fails. Call once the writer stopped. Safe to call twice.
     func close() {
-        guard !closed else { return }
-        closed = true
-        if activeFD >= 0 { closeFD(activeFD) }
-        closeFD(ackFD)
-        closeFD(lockFD)
+        files.withLock { files in
+            guard !files.closed else { return }
+            files.closed = true
+            if activeFD >= 0 { closeFD(activeFD) }
+            activeFD = -1
+            closeFD(files.ack)
+            closeFD(files.lock)
+        }
     }
 
     deinit { close() }
