@@ -199,19 +199,20 @@ package final class HTTPClient: Sendable {
 
     /// Hands `command` to the loop; `false` when the client does not run.
     private func submit(_ command: Command) -> Bool {
-        let wake = inbox.withLock { inbox -> Int32?? in
+        inbox.withLock { inbox in
             switch inbox.phase {
             case .running(let wake):
                 inbox.commands.append(command)
-                // One wake-up byte per batch of commands: the loop drains the pipe when it takes them.
-                return inbox.commands.count == 1 ? .some(wake) : .some(nil)
+                // One wake-up byte per batch of commands: the loop drains the pipe when it takes them. Written
+                // under the lock (a non-blocking pipe: it never waits): ``stop(_:)`` marks the client stopped
+                // under it before it closes the pipe, so the byte never goes to a descriptor number the process
+                // has reused for another file since.
+                if inbox.commands.count == 1 { wakeLoop(wake) }
+                return true
             case .notStarted, .stopped:
-                return nil
+                return false
             }
         }
-        guard let wake else { return false }
-        if let wake { wakeLoop(wake) }
-        return true
     }
 
     private func makeID() -> UInt64 {
