@@ -43,7 +43,7 @@ package struct SegmentLogFaults: Sendable {
 ///   line of a sealed segment.
 /// - `ack`: `v1 <segment> <offset>\n`, the position just after the last record the destination
 ///   confirmed. Opening writes it atomically (temporary file, `fsync`, `rename`, `fsync` of the directory)
-///   with fixed-width numbers; each acknowledged batch then overwrites it in place (one `pwrite` of 44
+///   with fixed-width numbers; each acknowledged batch then overwrites it in place (one `pwrite` of 45
 ///   bytes, within one disk sector), synced at most once per second, before deleting a segment and at the
 ///   end of a run. An unreadable ack replays everything.
 /// - `lock`: held with `flock` while a queue has the directory open.
@@ -303,7 +303,7 @@ final class SegmentLog: @unchecked Sendable {
         }
     }
 
-    /// Records that everything before `position` is delivered — one in-place `pwrite` of the 44-byte ack,
+    /// Records that everything before `position` is delivered — one in-place `pwrite` of the 45-byte ack,
     /// which a process crash cannot undo — then deletes the fully delivered segments `deleting`. The ack
     /// is `fdatasync`ed first when `sync` is set or segments are deleted (so a power loss cannot keep an
     /// older ack pointing at a deleted segment); otherwise it is left to the page cache: an ack that a
@@ -450,7 +450,7 @@ final class SegmentLog: @unchecked Sendable {
         return segments.sorted { $0.index < $1.index }
     }
 
-    /// The ack line, numbers zero-padded to 20 digits so every ack has the same length (44 bytes).
+    /// The ack line, numbers zero-padded to 20 digits so every ack has the same length (45 bytes).
     static func ackText(_ position: Position) -> String {
         func padded(_ n: UInt64) -> String {
             let digits = String(n)
