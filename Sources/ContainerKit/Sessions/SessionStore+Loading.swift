@@ -63,6 +63,10 @@ extension SessionStore {
                 }
                 if let done { continuation.resume(returning: done) }
             }
+            // The loader made the session before it took the lock to resume the waiters; taking it here too
+            // orders this task after that for the thread sanitizer, which on Linux does not see the
+            // continuation's own ordering (swiftlang/swift#57803). Only concurrent loads of one user wait here.
+            lock.withLock { _ in }
             session = try result.get()
         case .load:
             let result: Result<DataLayer, ContainerError>
