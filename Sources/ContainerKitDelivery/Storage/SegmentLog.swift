@@ -69,6 +69,8 @@ final class SegmentLog: @unchecked Sendable {
         var lastAcknowledged: Position?
     }
     private let files: Mutex<Files>
+    /// Whether ``close()`` ran: what an append checks (without the lock — the writer stopped before a close).
+    private let closedForWriting = Atomic<Bool>(false)
     // The writer thread's: the segment being appended to (closed by ``close()`` once the writer stopped).
     private var activeFD: Int32 = -1
     private var activeIndex: UInt64 = 0
@@ -208,7 +210,7 @@ final class SegmentLog: @unchecked Sendable {
             )
         }
         var created = false
-        if files.withLock({ $0.closed }) { throw .clean(closedError("no commit is written")) }
+        if closedForWriting.load(ordering: .acquiring) { throw .clean(closedError("no commit is written")) }
         if index != activeIndex || activeFD < 0 {
             if let error = fault(.create, path) { throw .clean(error) }
             let fd: Int32
@@ -356,6 +358,7 @@ final class SegmentLog: @unchecked Sendable {
         files.withLock { files in
             guard !files.closed else { return }
             files.closed = true
+            closedForWriting.store(true, ordering: .releasing)
             if activeFD >= 0 { closeFD(activeFD) }
             activeFD = -1
             closeFD(files.ack)
