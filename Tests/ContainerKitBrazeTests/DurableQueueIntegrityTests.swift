@@ -16,6 +16,18 @@ import Testing
 /// writer fails the commit; a full disk does not keep the queue from opening; the index range is never
 /// left by the writer; a fresh queue's restart finds its ack at a segment that is there.
 @Suite struct DurableQueueIntegrityTests {
+    /// A durable queue in `directory` whose destination never settles and whose drain ends at once: what it
+    /// stores stays on disk.
+    func undeliveringQueue(_ directory: TemporaryDirectory) throws -> DeliveryPipeline<SegmentRecordStore> {
+        var configuration = settings()
+        configuration.drainTimeout = .zero
+        return try DeliveryPipeline.durable(
+            directory: directory.path,
+            destination: NeverSettlingDestination(),
+            settings: configuration
+        )
+    }
+
     func settings(logger: InMemoryLogger = InMemoryLogger()) -> DeliverySettings {
         var configuration = DeliverySettings()
         configuration.logger = logger
@@ -203,13 +215,7 @@ import Testing
     @Test func theQueueWritesAChecksumAfterEveryLine() async throws {
         let directory = TemporaryDirectory("checksummed")
         defer { directory.remove() }
-        var configuration = settings()
-        configuration.drainTimeout = .zero
-        let queue = try DeliveryPipeline.durable(
-            directory: directory.path,
-            destination: NeverSettlingDestination(),
-            settings: configuration
-        )
+        let queue = try undeliveringQueue(directory)
         try await whileRunning(queue) { try await queue.append([event("a"), event("b")]) }
         let text = try String(contentsOfFile: directory.file(SegmentLog.segmentName(1)), encoding: .utf8)
         let lines = text.split(separator: "\n")
@@ -325,13 +331,7 @@ import Testing
         defer { directory.remove() }
         let a = event("a")
         try writeSegment(directory, SegmentLog.maximumSegmentIndex, [a])
-        var configuration = settings()
-        configuration.drainTimeout = .zero
-        let queue = try DeliveryPipeline.durable(
-            directory: directory.path,
-            destination: NeverSettlingDestination(),
-            settings: configuration
-        )
+        let queue = try undeliveringQueue(directory)
         try await whileRunning(queue) {
             do {
                 try await queue.append([event("b")])
@@ -382,13 +382,7 @@ import Testing
         let directory = TemporaryDirectory("store-ack-after-run")
         defer { directory.remove() }
         let records = [event("a"), event("b")]
-        var configuration = settings()
-        configuration.drainTimeout = .zero
-        let queue = try DeliveryPipeline.durable(
-            directory: directory.path,
-            destination: NeverSettlingDestination(),
-            settings: configuration
-        )
+        let queue = try undeliveringQueue(directory)
         try await whileRunning(queue) { try await queue.append(records) }
         do {
             try await queue.store.acknowledge(through: SegmentLog.Position(segment: 1, offset: 1 << 20))
