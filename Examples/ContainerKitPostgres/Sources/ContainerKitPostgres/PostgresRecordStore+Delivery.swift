@@ -10,8 +10,11 @@ extension PostgresRecordStore {
 
     /// Up to `limit` committed rows of the leased partitions, after what was read of each (`nil`: after what
     /// each has acknowledged); an empty batch when none is leased or nothing is committed after the cursors.
+    /// Before this instance's first lease check it waits for that check (within the call deadline): it holds no
+    /// partition then because it has not looked yet, and a flush must not end on that.
     /// - Throws: `.unavailable` when the lease connection is down (the pipeline retries after a backoff).
     public func read(after position: Position?, limit: Int) async throws(AnalyticsSinkError) -> StoredBatch<Position> {
+        if !leasesChecked.load(ordering: .acquiring) { await waitForFirstLeaseCheck() }
         let plan = state.withLock { state -> (PostgresConnection?, [(Int, Cursor)], UInt64) in
             if position == nil {
                 // The pipeline starts over: everything not acknowledged is read again.
@@ -224,6 +227,19 @@ extension PostgresRecordStore {
         configuration.onLeasesChanged?(leasedPartitions)
     }
 
+    /// Returns once this instance checked its leases for the first time (or it does not deliver, or stops), or
+    /// after the call deadline: a read before then would find nothing leased yet.
+    private func waitForFirstLeaseCheck() async {
+        guard configuration.delivers else { return }
+        let patience = ContinuousClock.now + configuration.callTimeout
+        while !leasesChecked.load(ordering: .acquiring), state.withLock({ $0.phase == .running }),
+            ContinuousClock.now < patience
+        {
+            // The check is a few round trips after the lease connection joins: a short pause, at start only.
+            do { try await Task.sleep(for: configuration.pollInterval / 4) } catch { return }
+        }
+    }
+
     // MARK: Leases
 
     /// Keeps a lease connection: joins the delivering instances, balances leases every lease interval, and
@@ -325,6 +341,7 @@ extension PostgresRecordStore {
                 if try await balance(on: connection, partitions: partitions) {
                     state.withLock { $0.idle = true }
                 }
+                leasesChecked.store(true, ordering: .releasing)
             }
             let (idle, commits) = state.withLock { ($0.idle && !$0.leases.isEmpty, $0.commits) }
             if idle { commits?.recordsAvailable() }

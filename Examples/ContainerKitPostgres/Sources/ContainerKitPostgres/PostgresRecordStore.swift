@@ -338,6 +338,9 @@ public final class PostgresRecordStore: RecordStore {
     }
 
     let state: Mutex<State>
+    /// Whether the lease loop has balanced the leases once: a read waits for that (see ``read(after:limit:)``);
+    /// an atomic, so that the reads after it take no lock for it.
+    let leasesChecked = Atomic<Bool>(false)
     /// postgres-nio's pool: the writer's, the loader's and the maintenance calls' connections.
     let client: PostgresClient
 

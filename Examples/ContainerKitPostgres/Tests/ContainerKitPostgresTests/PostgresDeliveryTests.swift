@@ -69,6 +69,36 @@ struct PostgresDeliveryTests {
         }
     }
 
+    /// An instance that has not checked its leases yet holds no partition because it has not looked, not because
+    /// other instances hold them: a flush then waits for that first check and delivers what was committed, instead
+    /// of ending at once with the records unread.
+    @Test func aFlushBeforeTheFirstLeaseCheckWaitsForItAndDeliversWhatWasCommitted() async throws {
+        let endpoint = try await SharedCluster.freshDatabase()
+        let destination = RecordingDestination()
+        let instance = Instance(endpoint, destination: destination)
+        // The members' lock held exclusively: the instance's lease connection cannot join, so cannot check its
+        // leases, until this transaction ends.
+        let blocker = try await beginTransaction(endpoint, id: 68)
+        let namespace = instance.store.configuration.lockNamespace
+        try await blocker.query(
+            "SELECT pg_advisory_xact_lock(\(namespace), \(PostgresSchema.memberLockKey))",
+            logger: testLogger
+        )
+        try await withRunning([instance.run]) {
+            let records = (0..<5).map { makeRecord(user: "u\($0)") }
+            try await instance.commit(records)
+            // What has arrived when the flush returns.
+            @Sendable func flushed() async throws -> Int {
+                try await instance.pipeline.flush()
+                return destination.records.count
+            }
+            async let deliveredAtFlush = flushed()
+            try await blocker.query("ROLLBACK", logger: testLogger)
+            try await blocker.close()
+            #expect(try await deliveredAtFlush == records.count, "the flush ended before the first lease check")
+        }
+    }
+
     @Test func recordsAnotherInstanceCommittedAreDeliveredByTheLeaseHolder() async throws {
         let endpoint = try await SharedCluster.freshDatabase()
         let destination = RecordingDestination()
