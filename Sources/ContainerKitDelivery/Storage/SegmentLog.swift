@@ -64,13 +64,13 @@ final class SegmentLog: @unchecked Sendable {
     private struct Files {
         var ack: Int32
         var lock: Int32
-        var closed = false
         /// The newest position acknowledged.
         var lastAcknowledged: Position?
     }
     private let files: Mutex<Files>
-    /// Whether ``close()`` ran: what an append checks (without the lock — the writer stopped before a close).
-    private let closedForWriting = Atomic<Bool>(false)
+    /// Whether ``close()`` ran. Set under ``files``' lock, and read under it where a descriptor is used; an append
+    /// reads it without (the writer stops before a close).
+    private let closed = Atomic<Bool>(false)
     // The writer thread's: the segment being appended to (closed by ``close()`` once the writer stopped).
     private var activeFD: Int32 = -1
     private var activeIndex: UInt64 = 0
@@ -210,7 +210,7 @@ final class SegmentLog: @unchecked Sendable {
             )
         }
         var created = false
-        if closedForWriting.load(ordering: .acquiring) { throw .clean(closedError("no commit is written")) }
+        if closed.load(ordering: .acquiring) { throw .clean(closedError("no commit is written")) }
         if index != activeIndex || activeFD < 0 {
             if let error = fault(.create, path) { throw .clean(error) }
             let fd: Int32
@@ -315,7 +315,7 @@ final class SegmentLog: @unchecked Sendable {
         if let error = fault(.acknowledge, path) { throw error }
         try files.withLock { files throws(AnalyticsSinkError) in
             // Closed: the directory may be another queue's by now (its lock is released).
-            guard !files.closed else {
+            guard !closed.load(ordering: .relaxed) else {
                 throw closedError("the acknowledgement through \(position) is not written (delivered again later)")
             }
             // Two callers queue acknowledgements (delivery, and a commit whose session lines freed segments): one
@@ -336,7 +336,7 @@ final class SegmentLog: @unchecked Sendable {
     func syncAck() throws(AnalyticsSinkError) {
         let path = Self.path(directory, Self.ackFileName)
         try files.withLock { files throws(AnalyticsSinkError) in
-            guard !files.closed else { return }
+            guard !closed.load(ordering: .relaxed) else { return }
             try Self.syncData(files.ack, path: path)
         }
     }
@@ -356,9 +356,8 @@ final class SegmentLog: @unchecked Sendable {
     /// first, and one asked for later fails. Call once the writer stopped. Safe to call twice.
     func close() {
         files.withLock { files in
-            guard !files.closed else { return }
-            files.closed = true
-            closedForWriting.store(true, ordering: .releasing)
+            guard !closed.load(ordering: .relaxed) else { return }
+            closed.store(true, ordering: .releasing)
             if activeFD >= 0 { closeFD(activeFD) }
             activeFD = -1
             closeFD(files.ack)
