@@ -227,12 +227,13 @@ extension PostgresRecordStore {
         configuration.onLeasesChanged?(leasedPartitions)
     }
 
-    /// Returns once this instance checked its leases for the first time (or it does not deliver, or stops), or
-    /// after the call deadline: a read before then would find nothing leased yet.
+    /// Returns once this instance checked its leases for the first time (or it does not deliver, or stopped), or
+    /// after the call deadline: a read before then would find nothing leased yet. A read may also come before
+    /// ``run(reporting:)`` marked the store running (the pipeline starts both at once): it waits too.
     private func waitForFirstLeaseCheck() async {
         guard configuration.delivers else { return }
         let patience = ContinuousClock.now + configuration.callTimeout
-        while !leasesChecked.load(ordering: .acquiring), state.withLock({ $0.phase == .running }),
+        while !leasesChecked.load(ordering: .acquiring), state.withLock({ $0.phase != .stopped }),
             ContinuousClock.now < patience
         {
             // The check is a few round trips after the lease connection joins: a short pause, at start only.
