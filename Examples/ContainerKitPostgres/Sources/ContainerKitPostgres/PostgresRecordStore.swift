@@ -70,6 +70,9 @@ import Synchronization
 /// behind a cursor (a read that finds rows committed only behind such a transaction reads again shortly instead
 /// of reporting none, so a flush or a drain waits for them); ``acknowledge(through:)`` moves the partitions' cursor rows on the lease connection, so an
 /// instance that lost a lease can acknowledge nothing of it. A crash re-sends at most the batches in flight.
+/// A pipeline's `flush()` or drain over this store waits for the partitions this instance leases: records this
+/// instance committed into a partition another instance leases are delivered by that instance, and the flush does not
+/// wait for them.
 ///
 /// ## Connections
 /// Commits, loads, health checks, figures and rotation take a connection of postgres-nio's pool
