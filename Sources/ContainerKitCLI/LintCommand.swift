@@ -111,7 +111,7 @@ struct LintCommand {
         let report = options.strict ? run.report.strict() : run.report
         let text = options.reporter.render(report)
         if !text.isEmpty { output.print(text) }
-        if !options.quiet { output.error(report.summary) }
+        if !options.quiet { output.error(run.summary(of: report)) }
         if run.failed { return ExitCode.failure }
         return report.count(.error) > 0 ? ExitCode.findings : ExitCode.success
     }
@@ -120,13 +120,23 @@ struct LintCommand {
     struct Run {
         var report: LintReport
         var problems: [String]
-        var failed: Bool
+        /// How many paths and files could not be read (each has its message in ``problems``).
+        var unread: Int
+
+        var failed: Bool { unread > 0 }
+
+        /// The summary line: the report's, and how many paths could not be read, so that "no problems" never
+        /// stands alone after a file that was not linted.
+        func summary(of report: LintReport) -> String {
+            guard unread > 0 else { return report.summary }
+            return "\(report.summary); \(unread) \(unread == 1 ? "path" : "paths") could not be read"
+        }
     }
 
     /// Lints every file under `paths`, each with the configuration the resolver finds for it.
     static func lint(_ paths: [String], resolver: LintConfigurationResolver) -> Run {
         var problems: [String] = []
-        var failed = false
+        var unread = 0
         var files: [String] = []
         let configurationFor: (String) throws(ContainerError) -> LintConfiguration = { file throws(ContainerError) in
             try resolver.configuration(for: file)
@@ -134,7 +144,7 @@ struct LintCommand {
         for path in paths {
             do { files += try LintPaths.collect([path], configuration: configurationFor) } catch {
                 problems.append(error.message)
-                failed = true
+                unread += 1
             }
         }
         var linters: [String: Linter] = [:]
@@ -156,13 +166,13 @@ struct LintCommand {
                 linted.append(file)
             } catch {
                 problems.append(error.description)
-                failed = true
+                unread += 1
             }
         }
         return Run(
             report: LintReport(findings: findings, files: linted, rules: Linter.allRules.map { $0.description }),
             problems: problems,
-            failed: failed
+            unread: unread
         )
     }
 }

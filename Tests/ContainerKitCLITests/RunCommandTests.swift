@@ -94,6 +94,18 @@ struct RunCommandTests {
         #expect(result.err.contains("line 3: a push must be a JSON object"))
     }
 
+    @Test func anUnclosedObjectIsPlacedOnItsOwnInputLine() async throws {
+        let events = try Self.write([#"{"event": "login"}"#, "", "", #"{"event": "y","#])
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let result = await run([Self.music, "--events", events])
+        #expect(result.code == 2)
+        #expect(
+            result.err.contains(
+                "containerkit run: line 4:15: unexpected end of file inside object that starts at 4:1\n"
+            )
+        )
+    }
+
     @Test func jsonOutputPairsEveryInputLineWithOneObjectEvenWhenALineIsBad() async throws {
         let events = try Self.write([
             #"{"event": "login", "user_id": "u"}"#, "", #"{"event": "x",}"#, "42", #"{"event": "purchase"}"#,
