@@ -63,6 +63,12 @@ struct APIError: Error, Sendable {
         self.message = message
     }
 
+    /// The refusal of a body that is not JSON: the parser's message, after the line:column it stopped at.
+    static func notJSON(_ error: ContainerError) -> APIError {
+        let place = error.location.map { " at \($0.line):\($0.column)" } ?? ""
+        return APIError(.malformedJSON, "the body is not JSON\(place): \(error.message)")
+    }
+
     var status: HTTPResponse.Status {
         switch code {
         case .unauthorized: .unauthorized

@@ -29,7 +29,7 @@ struct BatchRequest: Sendable {
             self = try Self(eventByEvent: body, limits: limits, routedUser: routedUser)
             return
         } catch {
-            throw APIError(.malformedJSON, "the body is not JSON: \(error.message)")
+            throw APIError.notJSON(error)
         }
         guard case .object(let object) = value else {
             throw APIError(.malformedJSON, "the body must be a JSON object")

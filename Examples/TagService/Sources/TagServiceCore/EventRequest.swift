@@ -30,7 +30,7 @@ struct EventRequest: Sendable {
         do {
             value = try Value(jsonBytes: body, maximumDepth: Self.maximumDepth)
         } catch {
-            throw APIError(.malformedJSON, "the body is not JSON: \(error.message)")
+            throw APIError.notJSON(error)
         }
         guard case .object(let object) = value else {
             throw APIError(.malformedJSON, "the body must be a JSON object")

@@ -13,11 +13,19 @@ import Testing
         var body: String
         var status: HTTPResponse.Status
         var code: String
+        /// The whole message, where the case pins it.
+        var message: String? = nil
         var testDescription: String { name }
     }
 
     static let cases: [Case] = [
-        Case(name: "not JSON", body: #"{"user_id": "u", "event": "#, status: .badRequest, code: "malformed_json"),
+        Case(
+            name: "not JSON",
+            body: #"{"user_id": "u", "event": "#,
+            status: .badRequest,
+            code: "malformed_json",
+            message: "the body is not JSON at 1:27: unexpected end of file inside object that starts at 1:1"
+        ),
         Case(name: "not an object", body: #"["user_id"]"#, status: .badRequest, code: "malformed_json"),
         Case(name: "no user_id", body: #"{"event": "played song"}"#, status: .badRequest, code: "missing_field"),
         Case(
@@ -73,6 +81,7 @@ import Testing
                 let error = try #require(try response.json["error"]?.objectValue)
                 #expect(error["code"] == .string(badRequest.code))
                 #expect(error["message"]?.stringValue?.isEmpty == false)
+                if let message = badRequest.message { #expect(error["message"] == .string(message)) }
             }
         }
         #expect(service.queue?.lastTicket == 0)
