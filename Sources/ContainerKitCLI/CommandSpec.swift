@@ -83,12 +83,24 @@ struct CommandSpec {
     /// What each exit code means.
     var exitCodes: String
 
-    /// The `--help` text.
-    var usage: String {
+    /// What a usage error prints after its message: the synopsis and where the options are described (the whole
+    /// ``usage`` would bury the message under the option list).
+    var shortUsage: String {
+        (synopsisLines + ["Run 'containerkit \(name) --help' for the options and exit codes."]).joined(separator: "\n")
+    }
+
+    /// `usage: containerkit <name> …`, its continuation lines and the command's other forms.
+    private var synopsisLines: [String] {
         let prefix = "usage: containerkit \(name) "
         var lines = [prefix + (synopsis.first ?? "")]
         lines += synopsis.dropFirst().map { String(repeating: " ", count: prefix.count) + $0 }
         lines += otherForms.map { "       containerkit \(name) " + $0 }
+        return lines
+    }
+
+    /// The `--help` text.
+    var usage: String {
+        var lines = synopsisLines
         lines += ["", summary, "", "options:"]
         let width = 25
         for option in options + [.flag("--help", "show this help")] {

@@ -120,7 +120,7 @@ struct PreviewCommand {
     static func run(_ arguments: [String], output: CommandOutput) async -> Int32 {
         let options: Options
         do { options = try parse(arguments) } catch {
-            output.error("containerkit preview: \(error.message)\n\n\(usage)")
+            output.error("containerkit preview: \(error.message)\n\n\(spec.shortUsage)")
             return ExitCode.usage
         }
         let request: PreviewRequest

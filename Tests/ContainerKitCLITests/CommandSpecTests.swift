@@ -56,6 +56,16 @@ struct CommandSpecTests {
         #expect(result.err.contains("must be one of"), "\(result.err)")
     }
 
+    @Test(arguments: ["run", "lint", "preview", "diff"])
+    func aUsageErrorShowsTheSynopsisAndWhereTheOptionsAreNotTheWholeHelp(command: String) async {
+        let result = await main([command, "--bogus"])
+        #expect(result.code == ExitCode.usage)
+        #expect(result.err.hasPrefix("containerkit \(command): "), "\(result.err)")
+        #expect(result.err.contains("usage: containerkit \(command) "))
+        #expect(result.err.hasSuffix("Run 'containerkit \(command) --help' for the options and exit codes.\n"))
+        #expect(!result.err.contains("options:"))
+    }
+
     @Test func anAliasIsReadAsItsOption() throws {
         let diff = try DiffCommand.parse(["a.json", "b.json", "--reporter", "json"])
         #expect(diff.reporter == "json")
