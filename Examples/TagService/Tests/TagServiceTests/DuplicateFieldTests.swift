@@ -139,6 +139,29 @@ extension DuplicateFieldTests {
             return nil
         }
 
+        /// Sends `event` while what a round stopped is down, and returns once a send failed since it started (this
+        /// one, or one of the load's): the round then retried something whatever the load was doing at the instant
+        /// of the stop. The send goes on through the gate until it is answered; its task gives the answer.
+        func sendWhileDown(
+            _ event: (user: String, title: String, id: String)
+        ) async -> Task<(duplicate: Bool, text: String)?, Never> {
+            let failures = retries.count
+            let answered = AwaitableState(false)
+            let task = Task {
+                let answer = await send(user: event.user, title: event.title, id: event.id)
+                answered.open()
+                return answer
+            }
+            // Or once it was answered without failing (the round's expectation then says so, instead of a hang).
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await retries.reach(failures + 1) }
+                group.addTask { await answered.wait() }
+                await group.next()
+                group.cancelAll()
+            }
+            return task
+        }
+
         /// Load from `workers` senders, each sending one event after another (`<round>-e<n>` of ten users), while
         /// `disruption` stops and starts something: it runs once 4 events were answered, calls its argument once
         /// what it stops is down (the gate closes: failed sends wait for the restart instead of failing again),
@@ -231,11 +254,21 @@ extension DuplicateFieldTests {
         let client = RetryingClient(port: nginx.port)
 
         var events: [(user: String, title: String, id: String)] = []
+        // One event of each round sent while what it stopped is down (see `sendWhileDown`), with its answer.
+        let probes = AwaitableState<
+            [((user: String, title: String, id: String), Task<(duplicate: Bool, text: String)?, Never>)]
+        >([])
+        @Sendable func probe(_ round: String) async {
+            let event = (user: "user-0", title: "\(round)-probe", id: "message-\(round)-probe")
+            let task = await client.sendWhileDown(event)
+            probes.update { $0.append((event, task)) }
+        }
         let disruptions: [(String, @Sendable (@escaping @Sendable () -> Void) async throws -> Void)] = [
             (
                 "nginx",
                 { down in
                     nginx.stop()
+                    await probe("nginx")
                     down()
                     try await nginx.start()
                 }
@@ -244,6 +277,7 @@ extension DuplicateFieldTests {
                 "postgres",
                 { down in
                     try await cluster.crash()
+                    await probe("postgres")
                     down()
                     try await cluster.startServer()
                 }
@@ -255,6 +289,12 @@ extension DuplicateFieldTests {
             events += sent.map(\.event)
             #expect(sent.allSatisfy { $0.duplicate != nil }, "\(round): every event was acknowledged")
             #expect(client.retries.count > retriesBefore, "\(round): stopped under load, some sends were retried")
+            for (event, task) in probes.update({ all in
+                defer { all = [] }; return all
+            }) {
+                #expect(await task.value != nil, "\(event.id), sent while \(round) was down, was acknowledged")
+                events.append(event)
+            }
         }
         // Each event once more: a duplicate, whichever instance answers.
         for event in events {
