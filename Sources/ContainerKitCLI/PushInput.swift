@@ -86,15 +86,10 @@ struct PushInput: Sequence {
             }
             return .push(number: number, message: message)
         } catch {
-            // The parser read the line alone, so the positions its message names are on its line 1: they are
-            // this input's line `number` ("… inside object that starts at 4:1", beside "line 4:15").
             let problem = Problem(
                 line: number,
                 code: error.code.rawValue,
-                message: error.message.replacingOccurrences(
-                    of: " that starts at 1:",
-                    with: " that starts at \(number):"
-                ),
+                message: error.message,
                 column: error.location.map(\.column)
             )
             return .invalid(number: number, problem: problem)

@@ -101,7 +101,7 @@ struct RunCommandTests {
         #expect(result.code == 2)
         #expect(
             result.err.contains(
-                "containerkit run: line 4:15: unexpected end of file inside object that starts at 4:1\n"
+                "containerkit run: line 4:15: unexpected end of file inside object that starts at column 1\n"
             )
         )
     }

@@ -529,9 +529,8 @@ private struct Core {
         var copied = start
         while true {
             guard j < end else {
-                let begin = text.location(ofOffset: start - 1)
                 throw error(
-                    "unexpected end of file inside string that starts at \(begin)",
+                    "unexpected end of file inside string that starts at \(opening(start - 1, errorAt: j))",
                     at: j,
                     pointer: valuePointer()
                 )
@@ -744,6 +743,15 @@ private struct Core {
         )
     }
 
+    /// Where the string, array or object an error at `errorOffset` is inside began, for the error's message (which
+    /// is shown after the error's own line:column): `column 7` on the error's line, else `3:7`. A text read alone
+    /// (one line of a JSON-lines file, a request body) is then placed right wherever its caller says it is.
+    func opening(_ offset: Int, errorAt errorOffset: Int) -> String {
+        let open = text.location(ofOffset: offset)
+        let line = text.location(ofOffset: errorOffset).line
+        return open.line == line ? "column \(open.column)" : "\(open.line):\(open.column)"
+    }
+
     @inline(never)
     func unexpectedValueError() -> ContainerError {
         let b = p[i]
@@ -758,7 +766,7 @@ private struct Core {
         guard let top = frames.last else { return error("unexpected end of file, expected a value", at: i) }
         let kind = top.isObject ? "object" : "array"
         return error(
-            "unexpected end of file inside \(kind) that starts at \(text.location(ofOffset: top.open))",
+            "unexpected end of file inside \(kind) that starts at \(opening(top.open, errorAt: i))",
             at: i,
             pointer: containerPointer()
         )
@@ -780,8 +788,11 @@ private struct Core {
                 if backslashes % 2 == 0 { break }
             }
         }
-        let begin = text.location(ofOffset: k)
-        return error("unexpected end of file inside string that starts at \(begin)", at: end, pointer: valuePointer())
+        return error(
+            "unexpected end of file inside string that starts at \(opening(k, errorAt: end))",
+            at: end,
+            pointer: valuePointer()
+        )
     }
 
     @inline(never)

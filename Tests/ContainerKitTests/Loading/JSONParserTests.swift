@@ -151,14 +151,14 @@ extension Loading {
             Malformed("{\"a\":\n\"line\nbreak\"}", "control character U+000A must be escaped in a string", 2, 6, "/a"),
             Malformed(
                 "{\"a\": [1, {\"b\": \"é",
-                "unexpected end of file inside string that starts at 1:17",
+                "unexpected end of file inside string that starts at column 17",
                 1,
                 19,
                 "/a/1/b"
             ),
-            Malformed("{\"a\": [1, 2", "unexpected end of file inside array that starts at 1:7", 1, 12, "/a"),
+            Malformed("{\"a\": [1, 2", "unexpected end of file inside array that starts at column 7", 1, 12, "/a"),
             Malformed("{\"a\": 1,\n  ", "unexpected end of file inside object that starts at 1:1", 2, 3),
-            Malformed("[\"\\", "unexpected end of file inside string that starts at 1:2", 1, 4, "/0"),
+            Malformed("[\"\\", "unexpected end of file inside string that starts at column 2", 1, 4, "/0"),
             Malformed("[-", "unexpected end of file inside number '-'", 1, 3, "/0"),
             Malformed("\r\n\r\n  [1,\r\n x]", "expected a value, found 'x'", 4, 2, "/1"),
             Malformed("[\"é\", é]", "expected a value, found 'é'", 1, 7, "/1"),

@@ -24,7 +24,7 @@ import Testing
             body: #"{"user_id": "u", "event": "#,
             status: .badRequest,
             code: "malformed_json",
-            message: "the body is not JSON at 1:27: unexpected end of file inside object that starts at 1:1"
+            message: "the body is not JSON at 1:27: unexpected end of file inside object that starts at column 1"
         ),
         Case(name: "not an object", body: #"["user_id"]"#, status: .badRequest, code: "malformed_json"),
         Case(name: "no user_id", body: #"{"event": "played song"}"#, status: .badRequest, code: "missing_field"),
