@@ -83,10 +83,11 @@ struct CommandSpec {
     /// What each exit code means.
     var exitCodes: String
 
-    /// What a usage error prints after its message: the synopsis and where the options are described (the whole
+    /// What a usage error prints: the message, the synopsis and where the options are described (the whole
     /// ``usage`` would bury the message under the option list).
-    var shortUsage: String {
-        (synopsisLines + ["Run 'containerkit \(name) --help' for the options and exit codes."]).joined(separator: "\n")
+    func usageError(_ message: String) -> String {
+        let lines = synopsisLines + ["Run 'containerkit \(name) --help' for the options and exit codes."]
+        return "containerkit \(name): \(message)\n\n" + lines.joined(separator: "\n")
     }
 
     /// `usage: containerkit <name> …`, its continuation lines and the command's other forms.

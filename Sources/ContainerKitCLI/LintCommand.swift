@@ -82,7 +82,7 @@ struct LintCommand {
     static func run(_ arguments: [String], output: CommandOutput) async -> Int32 {
         let options: Options
         do { options = try parse(arguments) } catch {
-            output.error("containerkit lint: \(error.message)\n\n\(spec.shortUsage)")
+            output.error(spec.usageError(error.message))
             return ExitCode.usage
         }
         if options.listRules {

@@ -114,7 +114,7 @@ struct RunCommand {
     static func run(_ arguments: [String], output: CommandOutput, environment: [String: String]) async -> Int32 {
         let options: Options
         do { options = try parse(arguments) } catch {
-            output.error("containerkit run: \(error.message)\n\n\(spec.shortUsage)")
+            output.error(spec.usageError(error.message))
             return ExitCode.usage
         }
         let logger = CommandLogger(output: output, minimumLevel: options.logLevel)

@@ -114,7 +114,7 @@ struct DiffCommand {
     static func run(_ arguments: [String], output: CommandOutput) async -> Int32 {
         let options: Options
         do { options = try parse(arguments) } catch {
-            output.error("containerkit diff: \(error.message)\n\n\(spec.shortUsage)")
+            output.error(spec.usageError(error.message))
             return ExitCode.usage
         }
         // Positions recorded while reading: every change is then located without rescanning the file.
