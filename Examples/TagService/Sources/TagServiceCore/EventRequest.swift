@@ -123,11 +123,15 @@ struct EventRequest: Sendable {
             do {
                 try DataLayer.validate(eventID: id)
             } catch {
-                throw Self.invalidMessageID(error.message, index: index)
+                throw Self.invalidMessageID("'message_id' is refused: \(error.message)", index: index)
             }
             eventID = id
         case let value?:
-            throw Self.invalidMessageID("'message_id' must be a string, not \(value.typeName)", index: index)
+            throw Self.invalidMessageID(
+                "'message_id' must be a string of 1 to \(DataLayer.maximumEventIDBytes) bytes without NUL, "
+                    + "not \(value.typeName)",
+                index: index
+            )
         }
         self.userID = userID
         self.event = event
@@ -137,14 +141,9 @@ struct EventRequest: Sendable {
         self.eventID = eventID
     }
 
-    /// The refusal of a bad `message_id` (of the batch's event `index`).
+    /// The refusal of a bad `message_id` (of the batch's event `index`): `problem` says what is wrong, once.
     private static func invalidMessageID(_ problem: String, index: Int?) -> APIError {
-        let place = index.map { "event \($0): " } ?? ""
-        return APIError(
-            .invalidEventID,
-            "\(place)\(problem); 'message_id' must be a non-empty string of at most "
-                + "\(DataLayer.maximumEventIDBytes) bytes without NUL"
-        )
+        APIError(.invalidEventID, (index.map { "event \($0): " } ?? "") + problem)
     }
 }
 
