@@ -242,11 +242,12 @@ struct RunCommand {
                     eventID = nil
                 case .string(let id)?:
                     eventID = id
-                default:
+                case let other?:
                     let problem = PushInput.Problem(
                         line: number,
                         code: ContainerError.Code.invalidEventID.rawValue,
-                        message: "'\(Self.eventIDKey)' must be a string",
+                        message: "'\(Self.eventIDKey)' must be a string of 1 to \(DataLayer.maximumEventIDBytes) bytes "
+                            + "without NUL, not \(other.typeName)",
                         column: nil
                     )
                     output.error("containerkit run: \(problem)")
@@ -264,7 +265,8 @@ struct RunCommand {
                 let problem = PushInput.Problem(
                     line: lineNumber,
                     code: refusal.code.rawValue,
-                    message: refusal.message,
+                    message: refusal.code == .invalidEventID
+                        ? "'\(Self.eventIDKey)' is refused: \(refusal.message)" : refusal.message,
                     column: nil
                 )
                 output.error("containerkit run: \(problem)")
