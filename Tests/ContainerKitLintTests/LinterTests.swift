@@ -43,6 +43,27 @@ struct LinterTests {
         #expect(dangling.contains { $0.message == "rule refers to tag '9', but there is only 1 tag" })
     }
 
+    @Test func findingsInAnXMLPropertyListContainerSayTheLineAndColumn() throws {
+        let json = #"""
+            {"resource": {"macros": [{"function": "__c", "vtp_value": "x"}],
+              "tags": [{"function": "__funct", "tag_id": 1, "vtp_classPath": "A"}],
+              "predicates": [{"function": "_eq", "arg0": ["macro", 4], "arg1": "x"}],
+              "rules": [[["if", 0], ["add", 0]]]}}
+            """#
+        let object = try JSONSerialization.jsonObject(with: Data(json.utf8))
+        let plist = try PropertyListSerialization.data(fromPropertyList: object, format: .xml, options: 0)
+        let findings = Linter(catalog: Linter.allRules).lint(bytes: [UInt8](plist), file: "GTM-TEST.plist")
+        let dangling = try #require(findings.first { $0.ruleID == "dangling_reference" })
+        #expect(dangling.pointer == "/resource/predicates/0/arg0")
+        // Foundation writes each element on a line of its own: the reference is the <array> after <key>arg0</key>.
+        let lines = String(decoding: plist, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        let keyLine = try #require(lines.firstIndex { $0.contains("<key>arg0</key>") })
+        let column = lines[keyLine + 1].prefix { $0 == "\t" }.count + 1
+        #expect(lines[keyLine + 1].contains("<array>"))
+        #expect(dangling.location?.description == "\(keyLine + 2):\(column)")
+        #expect(findings.allSatisfy { $0.location != nil }, "\(findings)")
+    }
+
     @Test func unresolvedExportNamesAndTriggersAreReported() {
         let text = #"""
             {"exportFormatVersion": 2, "containerVersion": {

@@ -44,28 +44,22 @@ enum DocumentReader {
             throw legacyBinaryError(file)
         }
         if hasPrefix(bytes, "bplist", at: start) {
-            let value = try PropertyListReader.read(
-                bytes,
-                from: start,
-                syntax: .binaryPropertyList,
-                origin: origin,
-                file: file,
-                options: options
-            )
+            let value = try PropertyListReader.read(bytes, from: start, file: file, options: options)
             return SourceDocument(value: value, syntax: .binaryPropertyList, file: file)
         }
         if hasPrefix(bytes, "<?xml", at: start) || hasPrefix(bytes, "<!DOCTYPE plist", at: start)
             || hasPrefix(bytes, "<plist", at: start)
         {
-            let value = try PropertyListReader.read(
-                bytes,
-                from: start,
+            let text = SourceText(bytes: bytes, origin: origin, valueStart: start)
+            let result = try XMLPropertyListParser.parse(text, file: file, options: options)
+            return SourceDocument(
+                value: result.value,
                 syntax: .xmlPropertyList,
-                origin: origin,
                 file: file,
-                options: options
+                sourceMap: result.sourceMap,
+                duplicateKeys: result.duplicateKeys,
+                text: nil
             )
-            return SourceDocument(value: value, syntax: .xmlPropertyList, file: file)
         }
 
         var valueStart = start

@@ -1,22 +1,21 @@
 import Foundation
 
-/// Reads XML and binary property lists into ``Value``s with `PropertyListSerialization`.
+/// Reads binary property lists into ``Value``s with `PropertyListSerialization` (XML ones are read by
+/// ``XMLPropertyListParser``, which says where an error is).
 ///
-/// Before Foundation sees the bytes, a structural check enforces the depth limit (Foundation's parsers
-/// recurse) and, for binary lists, rejects reference cycles and shared objects that would expand into a
-/// huge tree. Conversion: booleans → `.bool`, integers → `.int` (unsigned values above `Int64.max` →
-/// `.double`), reals → `.double`, dates → ISO 8601 strings, data → base64 strings, dictionaries → objects
-/// with keys sorted (property-list dictionaries have no order).
+/// Before Foundation sees the bytes, a structural check enforces the depth limit (Foundation's parser
+/// recurses) and rejects reference cycles and shared objects that would expand into a huge tree. Conversion:
+/// booleans → `.bool`, integers → `.int` (unsigned values above `Int64.max` → `.double`), reals → `.double`,
+/// dates → ISO 8601 strings, data → base64 strings, dictionaries → objects with keys sorted (property-list
+/// dictionaries have no order).
 enum PropertyListReader {
-    /// Foundation's parsers recurse, so property lists never nest deeper than this, whatever the options say.
+    /// Foundation's parser recurses, so property lists never nest deeper than this, whatever the options say.
     static let depthCeiling = 512
 
-    /// Parses the property list that starts at `start` (its magic or its `<`).
+    /// Parses the binary property list that starts at `start` (its magic).
     static func read(
         _ bytes: [UInt8],
         from start: Int,
-        syntax: SourceDocument.Syntax,
-        origin: Int,
         file: String?,
         options: LoadOptions
     ) throws(ContainerError) -> Value {
@@ -25,40 +24,30 @@ enum PropertyListReader {
         // a property list may expand (shared objects) to a few times that, no more.
         let weightLimit = max(options.maximumFileSize, 1 << 20).multipliedReportingOverflow(by: 8)
         let limit = weightLimit.overflow ? Int.max / 2 : weightLimit.partialValue
-        let kind = syntax == .binaryPropertyList ? "binary property list" : "xml property list"
         try bytes.withUnsafeBufferPointer { (buffer) throws(ContainerError) in
-            if syntax == .binaryPropertyList {
-                do throws(BinaryPropertyListCheck.Problem) {
-                    try BinaryPropertyListCheck(buffer, start: start).check(depthLimit: depthLimit, weightLimit: limit)
-                } catch {
-                    switch error {
-                    case .corrupt(let detail):
-                        throw ContainerError(.syntax, "malformed binary property list: \(detail)", file: file)
-                    case .tooDeep:
-                        throw ContainerError(
-                            .nestingTooDeep,
-                            "arrays and dictionaries nest deeper than the limit of \(depthLimit)",
-                            file: file
-                        )
-                    case .tooLarge:
-                        throw ContainerError(
-                            .tooLarge,
-                            "binary property list expands to more than \(limit) values and bytes of text",
-                            file: file
-                        )
-                    }
+            do throws(BinaryPropertyListCheck.Problem) {
+                try BinaryPropertyListCheck(buffer, start: start).check(depthLimit: depthLimit, weightLimit: limit)
+            } catch {
+                switch error {
+                case .corrupt(let detail):
+                    throw ContainerError(.syntax, "malformed binary property list: \(detail)", file: file)
+                case .tooDeep:
+                    throw ContainerError(
+                        .nestingTooDeep,
+                        "arrays and dictionaries nest deeper than the limit of \(depthLimit)",
+                        file: file
+                    )
+                case .tooLarge:
+                    throw ContainerError(
+                        .tooLarge,
+                        "binary property list expands to more than \(limit) values and bytes of text",
+                        file: file
+                    )
                 }
-            } else if let offset = XMLPropertyListCheck.firstTooDeepTag(buffer, start: start, depthLimit: depthLimit) {
-                throw ContainerError(
-                    .nestingTooDeep,
-                    "arrays and dictionaries nest deeper than the limit of \(depthLimit)",
-                    file: file,
-                    location: SourceText.location(ofOffset: offset, in: buffer, origin: origin)
-                )
             }
         }
 
-        var format = PropertyListSerialization.PropertyListFormat.xml
+        var format = PropertyListSerialization.PropertyListFormat.binary
         let object: Any
         do {
             object = try PropertyListSerialization.propertyList(
@@ -67,10 +56,9 @@ enum PropertyListReader {
                 format: &format
             )
         } catch {
-            throw ContainerError(.syntax, "malformed \(kind): \(describe(error))", file: file)
+            throw ContainerError(.syntax, "malformed binary property list: \(describe(error))", file: file)
         }
-        let expected: PropertyListSerialization.PropertyListFormat = syntax == .binaryPropertyList ? .binary : .xml
-        guard format == expected else { throw ContainerError(.syntax, "malformed \(kind)", file: file) }
+        guard format == .binary else { throw ContainerError(.syntax, "malformed binary property list", file: file) }
         var converter = Converter(depthLimit: depthLimit, file: file)
         return try converter.convert(object, depth: 0)
     }
@@ -365,66 +353,5 @@ struct BinaryPropertyListCheck {
                 }
             }
         }
-    }
-}
-
-/// Finds how deep `<array>` and `<dict>` elements nest in an XML property list, without parsing it.
-enum XMLPropertyListCheck {
-    /// The offset of the first `<array>` or `<dict>` tag nested deeper than `depthLimit`, if any.
-    static func firstTooDeepTag(_ buffer: UnsafeBufferPointer<UInt8>, start: Int, depthLimit: Int) -> Int? {
-        let end = buffer.count
-        var depth = 0
-        var i = start
-        func hasPrefix(_ prefix: StaticString, at offset: Int) -> Bool {
-            let count = prefix.utf8CodeUnitCount
-            guard offset + count <= end else { return false }
-            for k in 0..<count where buffer[offset + k] != prefix.utf8Start[k] { return false }
-            return true
-        }
-        func skip(past terminator: StaticString, from offset: Int) -> Int {
-            var j = offset
-            while j < end, !hasPrefix(terminator, at: j) { j += 1 }
-            return min(end, j + terminator.utf8CodeUnitCount)
-        }
-        func isNameByte(_ b: UInt8) -> Bool {
-            (b >= 0x61 && b <= 0x7A) || (b >= 0x41 && b <= 0x5A) || (b >= 0x30 && b <= 0x39) || b == 0x5F || b == 0x2D
-                || b == 0x3A
-        }
-        while i < end {
-            guard buffer[i] == 0x3C else {
-                i += 1
-                continue
-            }
-            if hasPrefix("<!--", at: i) {
-                i = skip(past: "-->", from: i + 4)
-            } else if hasPrefix("<![CDATA[", at: i) {
-                i = skip(past: "]]>", from: i + 9)
-            } else if hasPrefix("<?", at: i) {
-                i = skip(past: "?>", from: i + 2)
-            } else if hasPrefix("<!", at: i) {
-                i = skip(past: ">", from: i + 2)
-            } else {
-                let tag = i
-                let closing = i + 1 < end && buffer[i + 1] == 0x2F
-                var j = closing ? i + 2 : i + 1
-                let nameStart = j
-                while j < end, isNameByte(buffer[j]) { j += 1 }
-                let nests =
-                    (j - nameStart == 5 && hasPrefix("array", at: nameStart))
-                    || (j - nameStart == 4 && hasPrefix("dict", at: nameStart))
-                // Find the end of the tag (attribute values cannot contain '>' in plists that Foundation accepts).
-                while j < end, buffer[j] != 0x3E { j += 1 }
-                let selfClosing = j > tag && j < end && buffer[j - 1] == 0x2F
-                i = min(end, j + 1)
-                guard nests, !selfClosing else { continue }
-                if closing {
-                    depth = max(0, depth - 1)
-                } else {
-                    depth += 1
-                    if depth > depthLimit { return tag }
-                }
-            }
-        }
-        return nil
     }
 }
