@@ -11,3 +11,16 @@ struct ContainerIDFileNameLintTests {
         #expect(!findings.contains { $0.ruleID == "file_name_container_id" })
     }
 }
+
+extension ContainerIDFileNameLintTests {
+    @Test(arguments: [("container.json", "GTM-XXXX.json"), ("container.plist", "GTM-XXXX.plist")])
+    func aFileNameWithoutAnIDIsToldTheNameOfItsOwnKind(file: String, expected: String) {
+        let findings = Linter().lint(bytes: Array(Self.resource.utf8), file: file)
+        let finding = findings.first { $0.ruleID == "file_name_container_id" }
+        #expect(
+            finding?.message
+                == "no container id in file name '\(file)' (expected \(expected)) nor in the content, so the runtime "
+                + "calls it 'GTM-UNKNOWN'"
+        )
+    }
+}

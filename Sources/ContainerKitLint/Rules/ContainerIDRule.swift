@@ -63,8 +63,10 @@ struct ContainerIDRule: LintRule {
             return []
         }
         guard fileID == nil, input.document?.scriptContainerID == nil else { return [] }
+        // The name it expects keeps the file's own extension (a property list is `GTM-XXXX.plist`).
+        let expected = name.hasSuffix(".plist") ? "GTM-XXXX.plist" : "GTM-XXXX.json"
         let message =
-            "no container id in file name '\(name)' (expected GTM-XXXX.json) nor in the content, "
+            "no container id in file name '\(name)' (expected \(expected)) nor in the content, "
             + "so the runtime calls it 'GTM-UNKNOWN'"
         return [input.finding(Self.description, message, at: "")]
     }
