@@ -34,6 +34,61 @@ struct CorpusTests {
         }
     }
 
+    /// Every corpus container, written by Foundation as an XML property list, reads back as the same value
+    /// (property lists hold no `null`: those are left out of both sides) and compiles to the same container.
+    @Test func everyJSONContainerReadsTheSameAsAnXMLPropertyList() async throws {
+        func withoutNulls(_ value: Value) -> Value? {
+            switch value {
+            case .null, .undefined: return nil
+            case .array(let elements): return .array(elements.compactMap(withoutNulls))
+            case .object(let map):
+                var kept = ValueMap()
+                for (key, member) in map { kept[key] = withoutNulls(member) }
+                return .object(kept)
+            default: return value
+            }
+        }
+        func foundationObject(_ value: Value) -> Any {
+            switch value {
+            case .bool(let b): return b
+            case .int(let i): return NSNumber(value: i)
+            case .double(let d): return NSNumber(value: d)
+            case .string(let s): return s
+            case .array(let elements): return elements.map(foundationObject)
+            case .object(let map):
+                var dictionary: [String: Any] = [:]
+                for (key, member) in map { dictionary[key] = foundationObject(member) }
+                return dictionary
+            case .null, .undefined: return ""  // removed before
+            }
+        }
+        var compared = 0
+        for file in CorpusTests.jsonFiles {
+            let path = try #require(TestContainers.corpusFile(file))
+            let json = try await ContainerLoader().readDocument(path: path)
+            let expected = try #require(withoutNulls(json.value))
+            let xml = try PropertyListSerialization.data(
+                fromPropertyList: foundationObject(expected),
+                format: .xml,
+                options: 0
+            )
+            let name = "GTM-PLIST\(compared).plist"
+            let loader = ContainerLoader(options: LoadOptions(recordPositions: true))
+            let plist = try loader.readDocument(bytes: [UInt8](xml), file: name)
+            #expect(plist.syntax == .xmlPropertyList)
+            #expect(plist.value == expected, "\(file)")
+            #expect(plist.location(of: "") != nil)
+            let fromPlist = try loader.load(bytes: [UInt8](xml), file: name)
+            let fromJSON = try loader.load(
+                bytes: [UInt8](try JSONSerialization.data(withJSONObject: foundationObject(expected))),
+                file: name
+            )
+            #expect(fromPlist.counts == fromJSON.counts, "\(file)")
+            compared += 1
+        }
+        #expect(compared == 19)
+    }
+
     @Test func webOnlyPartsAreReportedAsUnsupported() async throws {
         let path = try #require(TestContainers.corpusFile("resource/wubinyanjiao__yii2Cloud__gtm.js.data.json"))
         let container = try await ContainerLoader().load(path: path)
