@@ -33,8 +33,8 @@ struct LintCommand {
             .flag("--list-rules", "print the rule catalog (--format markdown gives Docs/LintRules.md)"),
         ],
         exitCodes: """
-            0 no errors (warnings allowed), 2 at least one error, 1 a path could not be read,
-                        64 usage error
+            0 no errors (warnings allowed), 2 at least one error, 1 a path could not be read or a
+                        configuration is invalid, 64 usage error
             """
     )
     static var usage: String { spec.usage }
@@ -122,14 +122,23 @@ struct LintCommand {
         var problems: [String]
         /// How many paths and files could not be read (each has its message in ``problems``).
         var unread: Int
+        /// How many files were not linted because their configuration file is invalid (its error is in
+        /// ``problems`` once).
+        var unconfigured = 0
 
-        var failed: Bool { unread > 0 }
+        var failed: Bool { unread > 0 || unconfigured > 0 }
 
-        /// The summary line: the report's, and how many paths could not be read, so that "no problems" never
-        /// stands alone after a file that was not linted.
+        /// The summary line: the report's, and how many paths could not be read or were not linted for a bad
+        /// configuration, so that "no problems" never stands alone after a file that was not linted.
         func summary(of report: LintReport) -> String {
-            guard unread > 0 else { return report.summary }
-            return "\(report.summary); \(unread) \(unread == 1 ? "path" : "paths") could not be read"
+            var out = report.summary
+            if unread > 0 { out += "; \(unread) \(unread == 1 ? "path" : "paths") could not be read" }
+            if unconfigured > 0 {
+                out +=
+                    "; \(unconfigured) \(unconfigured == 1 ? "file was" : "files were") not linted: "
+                    + "\(unconfigured == 1 ? "its" : "their") configuration is invalid"
+            }
+            return out
         }
     }
 
@@ -149,15 +158,26 @@ struct LintCommand {
         }
         var linters: [String: Linter] = [:]
         var warned = Set<String>()
+        var badConfigurations = Set<String>()
+        var unconfigured = 0
         var findings: [LintFinding] = []
         var linted: [String] = []
         for file in files {
+            let configuration: LintConfiguration
+            do { configuration = try resolver.configuration(for: file) } catch {
+                // Said once per configuration file, however many files it governs.
+                if badConfigurations.insert(error.description).inserted { problems.append(error.description) }
+                unconfigured += 1
+                continue
+            }
             do {
-                let configuration = try resolver.configuration(for: file)
                 let key = configuration.path ?? ""
                 if warned.insert(key).inserted {
+                    // `path:3:5: unknown configuration key 'colour'`, as the findings are placed.
                     for warning in configuration.warnings {
-                        problems.append("\(configuration.path ?? "configuration"): \(warning)")
+                        problems.append(
+                            "\(configuration.path ?? "configuration"):\(warning.location == nil ? " " : "")\(warning)"
+                        )
                     }
                 }
                 let linter = linters[key] ?? Linter(configuration: configuration, catalog: Linter.allRules)
@@ -172,7 +192,8 @@ struct LintCommand {
         return Run(
             report: LintReport(findings: findings, files: linted, rules: Linter.allRules.map { $0.description }),
             problems: problems,
-            unread: unread
+            unread: unread,
+            unconfigured: unconfigured
         )
     }
 }

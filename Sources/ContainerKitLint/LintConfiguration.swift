@@ -45,8 +45,28 @@ public struct LintConfiguration: Sendable, Hashable {
     public var baseDirectory: String?
     /// The configuration file this was read from, if any.
     public var path: String?
-    /// Problems that did not stop reading the file: unknown keys or rule ids.
-    public var warnings: [String] = []
+    /// Problems that did not stop reading the file: unknown keys or rule ids, each with its place.
+    public var warnings: [Warning] = []
+
+    /// A problem of a configuration file that did not stop reading it (an unknown key or rule id): what, and where.
+    public struct Warning: Sendable, Hashable, CustomStringConvertible {
+        /// What is wrong: "unknown configuration key 'colour'".
+        public var message: String
+        /// The JSON pointer of the key or value it is about.
+        public var pointer: String
+        /// Its line and column in the file, when the configuration was read from text.
+        public var location: SourceLocation?
+
+        /// Creates a warning.
+        public init(_ message: String, pointer: String = "", location: SourceLocation? = nil) {
+            self.message = message
+            self.pointer = pointer
+            self.location = location
+        }
+
+        /// `"3:5: unknown configuration key 'colour'"` (the line and column when known).
+        public var description: String { location.map { "\($0.line):\($0.column): \(message)" } ?? message }
+    }
 
     /// The default configuration: every rule that is not opt-in, at its default severity.
     public init() {}
@@ -61,53 +81,105 @@ public struct LintConfiguration: Sendable, Hashable {
     ) throws(ContainerError) {
         self.path = path
         baseDirectory = path.map { LintPaths.directory(of: LintPaths.absolute($0)) }
-        let value: Value
-        do { value = try Value(json: text) } catch {
-            throw ContainerError(error.code, "configuration: \(error.message)", file: path, location: error.location)
+        let document: SourceDocument
+        do {
+            document = try ContainerLoader(options: LoadOptions(recordPositions: true))
+                .readDocument(bytes: Array(text.utf8), file: path)
+        } catch {
+            throw ContainerError(
+                error.code,
+                "configuration: \(error.message)",
+                file: path,
+                pointer: error.pointer,
+                location: error.location
+            )
         }
-        guard case .object(let map) = value else {
-            throw ContainerError(.invalidStructure, "configuration must be a json object", file: path)
+        // Errors and warnings say where: the file, the line and column, and the JSON pointer.
+        func problem(_ message: String, at pointer: String) -> ContainerError {
+            ContainerError(
+                .invalidStructure,
+                message,
+                file: path,
+                pointer: pointer,
+                location: document.locate(pointer)
+            )
+        }
+        func warning(_ message: String, at pointer: String, key: Bool = false) -> Warning {
+            Warning(message, pointer: pointer, location: key ? document.locateKey(pointer) : document.locate(pointer))
+        }
+        guard document.syntax == .json, case .object(let map) = document.value else {
+            throw problem("configuration must be a json object, not \(document.value.typeName)", at: "")
         }
         let known = Set(catalog.map { $0.description.id })
+        func strings(_ key: String) throws(ContainerError) -> [String] {
+            let pointer = JSONPointer.appending("", key)
+            guard case .array(let items)? = map[key] else {
+                throw problem(
+                    "'\(key)' must be an array of strings, not \(map[key]?.typeName ?? "nothing")",
+                    at: pointer
+                )
+            }
+            var out: [String] = []
+            for (index, item) in items.enumerated() {
+                guard let text = item.stringValue else {
+                    throw problem(
+                        "'\(key)' must be an array of strings; element \(index) is \(item.typeName)",
+                        at: JSONPointer.appending(pointer, String(index))
+                    )
+                }
+                out.append(text)
+            }
+            return out
+        }
         func ruleList(_ key: String) throws(ContainerError) -> Set<String> {
-            let ids = try strings(map, key, path: path)
-            for id in ids where !known.contains(id) { warnings.append("unknown rule '\(id)' in '\(key)'") }
+            let ids = try strings(key)
+            for (index, id) in ids.enumerated() where !known.contains(id) {
+                warnings.append(
+                    warning(
+                        "unknown rule '\(id)' in '\(key)'",
+                        at: JSONPointer.appending(JSONPointer.appending("", key), index)
+                    )
+                )
+            }
             return Set(ids)
         }
         for (key, entry) in map {
+            let pointer = JSONPointer.appending("", key)
             switch key {
             case "disabled_rules": disabledRules = try ruleList(key)
             case "opt_in_rules": optInRules = try ruleList(key)
             case "only_rules": onlyRules = try ruleList(key)
-            case "braze_class_paths": brazeClassPaths = try strings(map, key, path: path)
-            case "excluded": excluded = try strings(map, key, path: path)
+            case "braze_class_paths": brazeClassPaths = try strings(key)
+            case "excluded": excluded = try strings(key)
             case "max_file_size":
                 guard case .int(let size) = entry, size > 0 else {
-                    throw ContainerError(.invalidStructure, "'max_file_size' must be a positive integer", file: path)
+                    throw problem("'max_file_size' must be a positive integer, not \(entry.jsString)", at: pointer)
                 }
                 maximumFileSize = Int(clamping: size)
             case "report_unused_constants":
                 guard case .bool(let flag) = entry else {
-                    throw ContainerError(.invalidStructure, "'report_unused_constants' must be a boolean", file: path)
+                    throw problem("'report_unused_constants' must be a boolean, not \(entry.typeName)", at: pointer)
                 }
                 reportUnusedConstants = flag
             case "severity":
                 guard case .object(let levels) = entry else {
-                    throw ContainerError(.invalidStructure, "'severity' must map rule ids to severities", file: path)
+                    throw problem("'severity' must map rule ids to severities, not \(entry.typeName)", at: pointer)
                 }
                 for (id, level) in levels {
+                    let levelPointer = JSONPointer.appending(pointer, id)
                     guard let name = level.stringValue, let severity = LintSeverity(rawValue: name) else {
-                        throw ContainerError(
-                            .invalidStructure,
+                        throw problem(
                             "severity of '\(id)' must be \"error\", \"warning\" or \"note\", not '\(level.jsString)'",
-                            file: path
+                            at: levelPointer
                         )
                     }
-                    if !known.contains(id) { warnings.append("unknown rule '\(id)' in 'severity'") }
+                    if !known.contains(id) {
+                        warnings.append(warning("unknown rule '\(id)' in 'severity'", at: levelPointer, key: true))
+                    }
                     severities[id] = severity
                 }
             default:
-                warnings.append("unknown configuration key '\(key)'")
+                warnings.append(warning("unknown configuration key '\(key)'", at: pointer, key: true))
             }
         }
     }
@@ -147,19 +219,5 @@ public struct LintConfiguration: Sendable, Hashable {
             for candidate in candidates where glob.matchesPathOrParent(candidate) { return true }
         }
         return false
-    }
-
-    private func strings(_ map: ValueMap, _ key: String, path: String?) throws(ContainerError) -> [String] {
-        guard case .array(let items)? = map[key] else {
-            throw ContainerError(.invalidStructure, "'\(key)' must be an array of strings", file: path)
-        }
-        var out: [String] = []
-        for item in items {
-            guard let text = item.stringValue else {
-                throw ContainerError(.invalidStructure, "'\(key)' must be an array of strings", file: path)
-            }
-            out.append(text)
-        }
-        return out
     }
 }

@@ -139,6 +139,36 @@ struct LintCommandTests {
         #expect(discovered.err == "no problems in 1 file\n")
     }
 
+    @Test func anInvalidDiscoveredConfigurationIsSaidOnceAndItsFilesAreNotLinted() async throws {
+        let directory = try Self.fixture([
+            "GTM-W.json": Self.warningOnly,
+            "GTM-X.json": Self.warningOnly,
+            ".containerkit-lint.json": "{\n  \"excluded\": [\"old/**\", 7]\n}",
+        ])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = await run([directory + "/GTM-W.json", directory + "/GTM-X.json"])
+        #expect(result.code == 1)
+        let lines = result.err.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "the configuration's error is said once, not once per file: \(lines)")
+        #expect(lines.first?.hasPrefix("containerkit lint: ") == true)
+        #expect(
+            lines.first?.hasSuffix(
+                "/.containerkit-lint.json:2:26: 'excluded' must be an array of strings; element 1 is number "
+                    + "(invalid_structure) at /excluded/1"
+            ) == true
+        )
+        #expect(lines.last == "no problems in 0 files; 2 files were not linted: their configuration is invalid")
+        // A configuration that only has unknown keys is used, and says where they are.
+        try "{\"colour\": \"red\"}".write(
+            toFile: directory + "/.containerkit-lint.json",
+            atomically: true,
+            encoding: .utf8
+        )
+        let warned = await run([directory + "/GTM-W.json"])
+        #expect(warned.code == 0)
+        #expect(warned.err.contains(".containerkit-lint.json:1:2: unknown configuration key 'colour'\n"))
+    }
+
     @Test func jsonReportIsValidJSON() async throws {
         let directory = try Self.fixture(["GTM-BAD.json": Self.broken])
         defer { try? FileManager.default.removeItem(atPath: directory) }

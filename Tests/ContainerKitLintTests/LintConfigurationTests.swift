@@ -29,21 +29,60 @@ struct LintConfigurationTests {
         #expect(configuration.warnings.isEmpty)
     }
 
-    @Test func unknownKeysAndRulesAreWarnings() throws {
-        let configuration = try LintConfiguration(json: #"{"disabled_rules": ["no_such_rule"], "colour": "red"}"#)
+    @Test func unknownKeysAndRulesAreWarningsThatSayWhere() throws {
+        let configuration = try LintConfiguration(
+            json: #"""
+                {"disabled_rules": ["no_such_rule"],
+                  "colour": "red",
+                  "severity": {"also_no_rule": "note"}}
+                """#
+        )
         #expect(
-            configuration.warnings.sorted() == [
-                "unknown configuration key 'colour'", "unknown rule 'no_such_rule' in 'disabled_rules'",
+            configuration.warnings.map(\.description).sorted() == [
+                "1:21: unknown rule 'no_such_rule' in 'disabled_rules'",
+                "2:3: unknown configuration key 'colour'",
+                "3:16: unknown rule 'also_no_rule' in 'severity'",
+            ]
+        )
+        #expect(
+            configuration.warnings.map(\.pointer).sorted() == [
+                "/colour", "/disabled_rules/0", "/severity/also_no_rule",
             ]
         )
     }
 
     @Test(arguments: [
-        #"[]"#, #"{"disabled_rules": "unused_variable"}"#, #"{"severity": {"empty_container": "fatal"}}"#,
-        #"{"max_file_size": -1}"#, #"{"excluded": [1]}"#, #"{"report_unused_constants": "yes"}"#, "{",
+        (#"[]"#, "1:1", "", "configuration must be a json object, not array"),
+        (
+            #"{"disabled_rules": "unused_variable"}"#, "1:20", "/disabled_rules",
+            "'disabled_rules' must be an array of strings, not string"
+        ),
+        (
+            #"{"severity": {"empty_container": "fatal"}}"#, "1:34", "/severity/empty_container",
+            #"severity of 'empty_container' must be "error", "warning" or "note", not 'fatal'"#
+        ),
+        (#"{"max_file_size": -1}"#, "1:19", "/max_file_size", "'max_file_size' must be a positive integer, not -1"),
+        (
+            "{\n  \"excluded\": [\"a\", 1]\n}", "2:21", "/excluded/1",
+            "'excluded' must be an array of strings; element 1 is number"
+        ),
+        (
+            #"{"report_unused_constants": "yes"}"#, "1:29", "/report_unused_constants",
+            "'report_unused_constants' must be a boolean, not string"
+        ),
+        ("{", "1:2", "", "configuration: unexpected end of file inside object that starts at column 1"),
     ])
-    func invalidConfigurationsAreErrors(text: String) {
-        #expect(throws: ContainerError.self) { try LintConfiguration(json: text, path: "cfg.json") }
+    func anInvalidConfigurationIsAnErrorThatSaysWhatAndWhere(
+        text: String,
+        location: String,
+        pointer: String,
+        message: String
+    ) throws {
+        let error = try #require(throws: ContainerError.self) { try LintConfiguration(json: text, path: "cfg.json") }
+        #expect(error.file == "cfg.json")
+        #expect(error.location?.description == location)
+        #expect(error.pointer == pointer)
+        #expect(error.message == message)
     }
 
     @Test func onlyRulesWinsOverTheOtherLists() throws {
