@@ -161,7 +161,8 @@ extension Loading {
                 Array("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><plist><string>caf".utf8) + [0xE9]
                 + Array("</string></plist>".utf8)
             #expect(try readDocument(latin1).value == "café")
-            let withEntity = Array("<?xml version='1.0' encoding='latin1'?><plist><string>".utf8) + [0xE9]
+            let withEntity =
+                Array("<?xml version='1.0' encoding='latin1'?><plist><string>".utf8) + [0xE9]
                 + Array("&amp;</string></plist>".utf8)
             #expect(try readDocument(withEntity).value == "é&")
             let error = try #require(
