@@ -193,7 +193,7 @@ struct PreviewCommand {
                 )
                 continue
             }
-            guard case .push(let lineNumber, let message) = line else {
+            guard case .push(let lineNumber, let message, _) = line else {
                 if case .invalid(_, let problem) = line {
                     output.error("containerkit preview: \(problem)")
                     if options.json { output.print(JSONWriter.string(problem.jsonValue)) }

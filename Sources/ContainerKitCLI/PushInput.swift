@@ -7,7 +7,8 @@ import Foundation
 struct PushInput: Sequence {
     /// One non-blank input line: a push, a command, or why it is neither.
     enum Line {
-        case push(number: Int, message: ValueMap)
+        /// `bytes`: the line as read, to place a problem found later (an invalid `message_id`) at its column.
+        case push(number: Int, message: ValueMap, bytes: [UInt8])
         case command(number: Int, command: ConsentCommand, arguments: [Value])
         /// `problem` reads like "line 3:7: expected ',' or '}' …".
         case invalid(number: Int, problem: Problem)
@@ -84,7 +85,7 @@ struct PushInput: Sequence {
                 )
                 return .invalid(number: number, problem: problem)
             }
-            return .push(number: number, message: message)
+            return .push(number: number, message: message, bytes: bytes)
         } catch {
             let problem = Problem(
                 line: number,

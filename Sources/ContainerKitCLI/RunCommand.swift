@@ -214,6 +214,7 @@ struct RunCommand {
         var failedLines = 0
         for line in input {
             let lineNumber: Int
+            let lineBytes: [UInt8]
             let message: ValueMap
             let eventID: String?
             switch line {
@@ -234,7 +235,8 @@ struct RunCommand {
                     output: output
                 )
                 continue
-            case .push(let number, var pushed):
+            case .push(let number, var pushed, let bytes):
+                lineBytes = bytes
                 lineNumber = number
                 // `message_id`: the push's event ID, not merged into the data layer.
                 switch pushed.removeValue(forKey: Self.eventIDKey) {
@@ -248,7 +250,7 @@ struct RunCommand {
                         code: ContainerError.Code.invalidEventID.rawValue,
                         message: "'\(Self.eventIDKey)' must be a string of 1 to \(DataLayer.maximumEventIDBytes) bytes "
                             + "without NUL, not \(other.typeName)",
-                        column: nil
+                        column: Self.eventIDColumn(in: bytes)
                     )
                     output.error("containerkit run: \(problem)")
                     if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
@@ -267,7 +269,7 @@ struct RunCommand {
                     code: refusal.code.rawValue,
                     message: refusal.code == .invalidEventID
                         ? "'\(Self.eventIDKey)' is refused: \(refusal.message)" : refusal.message,
-                    column: nil
+                    column: refusal.code == .invalidEventID ? Self.eventIDColumn(in: lineBytes) : nil
                 )
                 output.error("containerkit run: \(problem)")
                 if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
@@ -319,6 +321,12 @@ struct RunCommand {
     /// The key of a line's event ID (``DataLayer/push(_:eventID:)``): `message_id`, Segment's name and the
     /// service's. (Not `event_id`: data layers use that name for their own IDs, Meta's deduplication key among them.)
     static let eventIDKey = "message_id"
+
+    /// The column of the line's `message_id` value (read again, on the error's path only).
+    static func eventIDColumn(in line: [UInt8]) -> Int? {
+        let reader = ContainerLoader(options: LoadOptions(recordPositions: true))
+        return (try? reader.readDocument(bytes: line, file: nil))?.locate("/" + eventIDKey)?.column
+    }
 
     static func printText(line: Int, message: ValueMap, result: PushResult, output: CommandOutput) {
         let event = ReportFormatting.eventField(message)

@@ -75,8 +75,11 @@ struct RunCommandTests {
         #expect(remembered["tag_id"] == original["tag_id"] && remembered["status"] == original["status"])
         #expect(lines[2]["error"]?.objectValue?["code"] == "invalid_event_id")
         #expect(lines[3]["error"]?.objectValue?["code"] == "invalid_event_id")
-        #expect(json.err.contains("line 3: 'message_id' must be a string of 1 to 256 bytes without NUL, not number\n"))
-        #expect(json.err.contains("line 4: 'message_id' is refused: an event id must not be empty\n"))
+        #expect(
+            json.err.contains("line 3:40: 'message_id' must be a string of 1 to 256 bytes without NUL, not number\n")
+        )
+        #expect(json.err.contains("line 4:40: 'message_id' is refused: an event id must not be empty\n"))
+        #expect(lines[2]["error"]?.objectValue?["column"] == 40)
 
         let text = await run([Self.music, "--events", events])
         #expect(text.out.contains("line 2: event \"played song\"\n  duplicate of the push applied at"))

@@ -165,7 +165,7 @@ struct DiffCommand {
                     // A consent command changes both sessions' consent state alike; it fires nothing.
                     await replay.oldSession.push(command)
                     await replay.newSession.push(command)
-                case .push(let number, let message):
+                case .push(let number, let message, _):
                     if let difference = replay.replay(message, line: number),
                         outcome.events.count < options.maximumEvents
                     {
