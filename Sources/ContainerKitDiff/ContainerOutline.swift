@@ -1,7 +1,7 @@
 import ContainerKit
 
-/// A container's tags, triggers (rules) and variables (macros) described field by field in words, from the
-/// compiled program: the common ground on which two versions — in the same format or not — are compared.
+/// A container's tags, triggers (rules), variables (macros) and, for a legacy default container, values
+/// described field by field in words, from the compiled program: the common ground on which two versions — in the same format or not — are compared.
 /// Which rules fire or block a tag is a field of the tag (`firing_triggers`), as in the editor, so a change
 /// to that link is reported once.
 ///
@@ -48,6 +48,8 @@ struct ContainerOutline: Sendable {
     var tags: [Element] = []
     var triggers: [Element] = []
     var variables: [Element] = []
+    /// A legacy default container's values, one per key (its one field, `value`, the value as JSON).
+    var values: [Element] = []
     /// The class paths and legacy function names the container's function-call tags call (when constant).
     var tagClassPaths: [String] = []
 
@@ -68,6 +70,19 @@ struct ContainerOutline: Sendable {
         }
         for (i, rule) in program.rules.enumerated() {
             triggers.append(renderer.trigger(rule, index: i, document: document))
+        }
+        // The flat map is the whole document: each value is where its key is at the top level.
+        for (i, (key, value)) in program.flatValues.enumerated() {
+            values.append(
+                Element(
+                    kind: .value,
+                    index: i,
+                    name: key,
+                    matchKey: "value " + key,
+                    fields: [("value", value.isUndefined ? "undefined" : JSONWriter.string(value))],
+                    pointer: JSONPointer.appending("", key)
+                )
+            )
         }
     }
 
@@ -94,6 +109,7 @@ struct ContainerOutline: Sendable {
         case .tag: return tags
         case .trigger: return triggers
         case .variable: return variables
+        case .value: return values
         }
     }
 

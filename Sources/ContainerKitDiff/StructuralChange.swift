@@ -1,6 +1,6 @@
 public import ContainerKit
 
-/// One tag, trigger (rule) or variable (macro) of a container version, as a diff names it.
+/// One tag, trigger (rule), variable (macro) or default value of a container version, as a diff names it.
 public struct DiffElement: Sendable, Hashable {
     /// What kind of element it is.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
@@ -10,6 +10,8 @@ public struct DiffElement: Sendable, Hashable {
         case trigger
         /// A variable (export) or macro (compiled resource).
         case variable
+        /// A value of a legacy default container (a flat map of keys to values), named by its key.
+        case value
     }
 
     /// What kind of element it is.
@@ -42,7 +44,7 @@ public struct DiffElement: Sendable, Hashable {
         self.location = location
     }
 
-    /// How people read it: `tag 3 'Braze - login'`, `variable 'Currency'`, `trigger #2`.
+    /// How people read it: `tag 3 'Braze - login'`, `variable 'Currency'`, `trigger #2`, `value 'welcome_message'`.
     public var label: String {
         var text = kind.rawValue
         if let id { text += " " + id }
@@ -81,8 +83,8 @@ public struct FieldChange: Sendable, Hashable {
     }
 }
 
-/// A tag, trigger or variable that one version has and the other has not, or that both have with
-/// different fields. Found without running anything.
+/// A tag, trigger, variable or default value that one version has and the other has not, or that both have
+/// with different fields. Found without running anything.
 public struct StructuralChange: Sendable, Hashable {
     /// What happened to the element.
     public enum Kind: String, Sendable, Hashable {

@@ -64,6 +64,40 @@ struct DiffCommandTests {
         #expect(!result.out.contains("differences, grouped"))
     }
 
+    @Test func twoVersionsOfADefaultValueContainerDifferInTheirValues() async throws {
+        let bundled = Self.root + "/Containers/GTM-DEFAULT1.plist"
+        let directory = NSTemporaryDirectory() + "containerkit-diff-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The next version as JSON: one value changed, one removed, one added.
+        let next = directory + "/GTM-DEFAULT1.json"
+        try """
+        {
+          "accent_color": "#FF5500",
+          "max_skips_per_hour": 7,
+          "price_multiplier": 1.25,
+          "welcome_message": "Hello from the default container",
+          "dark_mode": true
+        }
+        """.write(toFile: next, atomically: true, encoding: .utf8)
+        let result = await diff([bundled, next])
+        #expect(result.code == 2)
+        let lines = result.out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(
+            Array(lines.dropFirst(2)) == [
+                "structure: 1 added, 1 removed, 1 changed",
+                "  ~ value 'max_skips_per_hour' (matched by key) (\(next):3:25)",
+                "      value: 6 → 7",
+                "  - value 'shuffle_enabled' (\(bundled):12:2)",
+                "  + value 'dark_mode' (\(next):6:16)",
+                "",
+            ]
+        )
+        let same = await diff([bundled, bundled])
+        #expect(same.code == 0)
+        #expect(same.out.contains("structure: no tag, trigger, variable or value added, removed or changed"))
+    }
+
     @Test func withTheBrazeProviderOnBothSidesASelfDiffStaysEmpty() async throws {
         let braze = "com.appboy.googletagmanager.BrazeGtmTagProvider"
         let same = await diff([Self.old, Self.old, "--events", Self.traffic, "--braze", braze])

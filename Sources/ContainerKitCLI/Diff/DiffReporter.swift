@@ -34,13 +34,13 @@ enum DiffReporter {
     static func matchPhrase(_ match: DiffMatch?, _ kind: DiffElement.Kind = .tag) -> String {
         switch match {
         case .id?: return "matched by id"
-        case .name?: return "matched by name"
+        case .name?: return kind == .value ? "matched by key" : "matched by name"
         case .conditions?: return "matched by conditions"
         case .position?:
             switch kind {
             case .tag: return "matched by class path and position"
             case .variable: return "matched by type and position"
-            case .trigger: return "matched by position"
+            case .trigger, .value: return "matched by position"
             }
         case nil: return "unmatched"
         }
@@ -114,7 +114,10 @@ enum DiffReporter {
         out.append("")
         let structural = outcome.structural
         if structural.isEmpty {
-            out.append("structure: no tag, trigger or variable added, removed or changed")
+            let what =
+                outcome.old.format == .flatValues || outcome.new.format == .flatValues
+                ? "tag, trigger, variable or value" : "tag, trigger or variable"
+            out.append("structure: no \(what) added, removed or changed")
         } else {
             let added = structural.filter { $0.kind == .added }.count
             let removed = structural.filter { $0.kind == .removed }.count
