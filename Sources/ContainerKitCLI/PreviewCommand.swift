@@ -159,6 +159,8 @@ struct PreviewCommand {
                 "preview \(draft.id) draft version \(draft.version) (\(draft.format.rawValue)) from \(options.source)"
                     + "\(request.debug ? ", gtm_debug" : ""): "
                     + "\(counts.tags) tags, \(counts.macros) variables, \(counts.rules) rules"
+                    // A legacy default container is its values (read with the typed getters).
+                    + (draft.format == .flatValues ? ", \(draft.variableNames.count) values" : "")
             )
         }
         if options.usesBraze {

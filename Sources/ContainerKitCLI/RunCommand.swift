@@ -170,6 +170,8 @@ struct RunCommand {
                 "container \(container.id) version \(container.version) "
                     + "(\(container.format.rawValue), \(container.platform.rawValue)): "
                     + "\(counts.tags) tags, \(counts.macros) variables, \(counts.rules) rules"
+                    // A legacy default container is its values (read with the typed getters).
+                    + (container.format == .flatValues ? ", \(container.variableNames.count) values" : "")
             )
         }
         // The front delivers while the lines are processed; its graceful shutdown at the end drains it (bounded).

@@ -86,6 +86,18 @@ struct RunCommandTests {
         #expect(text.out.contains("(tag_id 1) unhandled"))
     }
 
+    @Test func aDefaultValueContainerSaysHowManyValuesItHas() async throws {
+        let events = try Self.write([#"{"event": "app open"}"#])
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let result = await run([Self.root + "/Containers/GTM-DEFAULT1.plist", "--events", events])
+        #expect(result.code == 0)
+        #expect(
+            result.out.hasPrefix(
+                "container GTM-DEFAULT1 version 0 (flat_values, mobile): 0 tags, 0 variables, 0 rules, 5 values\n"
+            )
+        )
+    }
+
     @Test func badLinesAreReportedWithTheirNumberAndTheRunGoesOn() async throws {
         let events = try Self.write([
             #"{"event": "login", "user_id": "u"}"#, "{not json", "42", #"{"event": "purchase"}"#,
