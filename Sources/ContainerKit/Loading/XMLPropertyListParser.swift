@@ -27,6 +27,9 @@ enum XMLPropertyListParser {
             )
             let value = try core.parseDocument()
             var sourceMap: SourceMap?
+            guard record || !core.duplicates.isEmpty else {
+                return JSONParser.Result(value: value, sourceMap: nil, duplicateKeys: [])
+            }
             let lines = LineTable(text)
             if record {
                 sourceMap = SourceMap(
