@@ -69,6 +69,15 @@ public struct PreviewURL: Sendable, Hashable, CustomStringConvertible, CustomDeb
             throw PreviewURLError(.malformed, "the url has spaces, control or non-ascii characters")
         }
         guard decoded.hasPrefix(PreviewURL.schemePrefix) else {
+            if decoded.hasPrefix("https://") || decoded.hasPrefix("http://") {
+                // A web container's preview link (Tag Assistant, gtm.js with gtm_preview=env-…): not the SDK's.
+                throw PreviewURLError(
+                    .malformed,
+                    "this is a web link, not a mobile preview url: the scheme must start with "
+                        + "'\(PreviewURL.schemePrefix)' (the url GTM's Preview shows for a mobile container: "
+                        + "tagmanager.c.<app id>://preview/p?id=GTM-XXXX&gtm_auth=…&gtm_preview=…)"
+                )
+            }
             throw PreviewURLError(.malformed, "the scheme must start with '\(PreviewURL.schemePrefix)'")
         }
         let afterPrefix = decoded.dropFirst(PreviewURL.schemePrefix.count)

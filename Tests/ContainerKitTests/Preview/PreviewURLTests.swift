@@ -134,6 +134,12 @@ extension PreviewTests {
                 ("tagmanager.c.app://preview/p?id=GTM-K1T5&gtm_auth=a&gtm_preview=env-5", "'env-5'"),
                 ("tagmanager.c.app://preview/p?id=GTM-bad&gtm_auth=a&gtm_preview=1", "'GTM-bad'"),
                 ("tagmanager.c.app://preview/p?id=GTM-K1T5&gtm_auth=a&gtm_preview=1&gtm_auth=b", "'gtm_auth'"),
+                // A web container's preview link is told apart from a broken mobile one.
+                (
+                    "https://www.googletagmanager.com/gtm.js?id=GTM-K1T5&gtm_auth=b&gtm_preview=env-5",
+                    "this is a web link, not a mobile preview url",
+                ),
+                ("com.example://preview/p?id=GTM-K1T5&gtm_auth=b&gtm_preview=1", "must start with 'tagmanager.c.'"),
             ]
             for (url, part) in cases {
                 do throws(PreviewURLError) {
