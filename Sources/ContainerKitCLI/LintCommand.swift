@@ -122,8 +122,8 @@ struct LintCommand {
         var problems: [String]
         /// How many paths and files could not be read (each has its message in ``problems``).
         var unread: Int
-        /// How many files were not linted because their configuration file is invalid (its error is in
-        /// ``problems`` once).
+        /// How many paths (files, or directories whose walk needed it) were not linted because their
+        /// configuration file is invalid (its error is in ``problems`` once).
         var unconfigured = 0
 
         var failed: Bool { unread > 0 || unconfigured > 0 }
@@ -135,7 +135,7 @@ struct LintCommand {
             if unread > 0 { out += "; \(unread) \(unread == 1 ? "path" : "paths") could not be read" }
             if unconfigured > 0 {
                 out +=
-                    "; \(unconfigured) \(unconfigured == 1 ? "file was" : "files were") not linted: "
+                    "; \(unconfigured) \(unconfigured == 1 ? "path was" : "paths were") not linted: "
                     + "\(unconfigured == 1 ? "its" : "their") configuration is invalid"
             }
             return out
@@ -146,28 +146,41 @@ struct LintCommand {
     static func lint(_ paths: [String], resolver: LintConfigurationResolver) -> Run {
         var problems: [String] = []
         var unread = 0
-        var files: [String] = []
-        let configurationFor: (String) throws(ContainerError) -> LintConfiguration = { file throws(ContainerError) in
-            try resolver.configuration(for: file)
+        var unconfigured = 0
+        var badConfigurations = Set<String>()
+        // A bad configuration is said once, however many files it governs.
+        func configurationFailed(_ error: ContainerError) {
+            if badConfigurations.insert(error.description).inserted { problems.append(error.description) }
+            unconfigured += 1
         }
+        var files: [String] = []
         for path in paths {
-            do { files += try LintPaths.collect([path], configuration: configurationFor) } catch {
-                problems.append(error.message)
-                unread += 1
+            // The walk asks for configurations (their `excluded` patterns): their errors are told apart from paths'.
+            var configurationError: ContainerError?
+            do throws(ContainerError) {
+                files += try LintPaths.collect([path]) { file throws(ContainerError) -> LintConfiguration in
+                    do throws(ContainerError) { return try resolver.configuration(for: file) } catch {
+                        configurationError = error
+                        throw error
+                    }
+                }
+            } catch {
+                if let configurationError {
+                    configurationFailed(configurationError)
+                } else {
+                    problems.append(error.message)
+                    unread += 1
+                }
             }
         }
         var linters: [String: Linter] = [:]
         var warned = Set<String>()
-        var badConfigurations = Set<String>()
-        var unconfigured = 0
         var findings: [LintFinding] = []
         var linted: [String] = []
         for file in files {
             let configuration: LintConfiguration
             do { configuration = try resolver.configuration(for: file) } catch {
-                // Said once per configuration file, however many files it governs.
-                if badConfigurations.insert(error.description).inserted { problems.append(error.description) }
-                unconfigured += 1
+                configurationFailed(error)
                 continue
             }
             do {

@@ -107,7 +107,10 @@ public struct LintConfiguration: Sendable, Hashable {
         func warning(_ message: String, at pointer: String, key: Bool = false) -> Warning {
             Warning(message, pointer: pointer, location: key ? document.locateKey(pointer) : document.locate(pointer))
         }
-        guard document.syntax == .json, case .object(let map) = document.value else {
+        guard document.syntax == .json else {
+            throw problem("configuration must be json, not a property list", at: "")
+        }
+        guard case .object(let map) = document.value else {
             throw problem("configuration must be a json object, not \(document.value.typeName)", at: "")
         }
         let known = Set(catalog.map { $0.description.id })

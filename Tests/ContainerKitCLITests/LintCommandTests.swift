@@ -157,7 +157,15 @@ struct LintCommandTests {
                     + "(invalid_structure) at /excluded/1"
             ) == true
         )
-        #expect(lines.last == "no problems in 0 files; 2 files were not linted: their configuration is invalid")
+        #expect(lines.last == "no problems in 0 files; 2 paths were not linted: their configuration is invalid")
+        // Walking the directory reads the same configuration (for its `excluded` patterns): the same error, once.
+        let walked = await run([directory])
+        #expect(walked.code == 1)
+        #expect(
+            walked.err.split(separator: "\n").map(String.init) == [
+                lines[0], "no problems in 0 files; 1 path was not linted: its configuration is invalid",
+            ]
+        )
         // A configuration that only has unknown keys is used, and says where they are.
         try "{\"colour\": \"red\"}".write(
             toFile: directory + "/.containerkit-lint.json",

@@ -53,6 +53,7 @@ struct LintConfigurationTests {
 
     @Test(arguments: [
         (#"[]"#, "1:1", "", "configuration must be a json object, not array"),
+        ("<plist><dict/></plist>", "1:8", "", "configuration must be json, not a property list"),
         (
             #"{"disabled_rules": "unused_variable"}"#, "1:20", "/disabled_rules",
             "'disabled_rules' must be an array of strings, not string"
