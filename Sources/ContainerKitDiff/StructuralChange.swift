@@ -24,7 +24,7 @@ public struct DiffElement: Sendable, Hashable {
     public var index: Int
     /// The JSON pointer of the element in its file.
     public var pointer: String
-    /// Line and column of the element in its file (JSON only).
+    /// Line and column of the element in its file (JSON and XML property lists).
     public var location: SourceLocation?
 
     /// Creates an element reference.

@@ -2,7 +2,8 @@
 ///
 /// ``DocumentReader`` makes these from JSON (also the gtm.js `var data = {…};` form), XML property lists
 /// and binary property lists. For JSON the document keeps the original bytes, so ``locate(_:)`` can find
-/// the line and column of any value later, even when positions were not recorded while reading.
+/// the line and column of any value later, even when positions were not recorded while reading; an XML
+/// property list has them when they were recorded (``LoadOptions/recordPositions``).
 public struct SourceDocument: Sendable {
     /// The syntax the file was written in.
     public enum Syntax: String, Sendable, Hashable {
@@ -20,9 +21,10 @@ public struct SourceDocument: Sendable {
     public let syntax: Syntax
     /// The file name used in errors, when known.
     public let file: String?
-    /// Where each value is. Present for JSON when ``LoadOptions/recordPositions`` is set.
+    /// Where each value is. Present for JSON and XML property lists when ``LoadOptions/recordPositions`` is set.
     public let sourceMap: SourceMap?
-    /// Object keys that occur more than once in the same object, in file order (JSON only).
+    /// Object keys that occur more than once in the same object (or `<dict>`), in file order (not for binary
+    /// property lists, which Foundation reads).
     public let duplicateKeys: [DuplicateKey]
     /// The original JSON text, kept for ``locate(_:)``; `nil` for property lists.
     let text: SourceText?
@@ -83,7 +85,8 @@ public struct SourceDocument: Sendable {
     /// The location of the value at `pointer`, also when positions were not recorded.
     ///
     /// Uses the ``sourceMap`` when there is one; otherwise scans the original JSON text for that pointer
-    /// (linear in the file size, without building values). `nil` for property lists and unknown pointers.
+    /// (linear in the file size, without building values). `nil` for unknown pointers, binary property lists, and
+    /// XML property lists read without positions.
     public func locate(_ pointer: String) -> SourceLocation? {
         if let sourceMap { return sourceMap.location(of: pointer) }
         guard let text, let found = JSONLocator.find(pointer, in: text) else { return nil }
