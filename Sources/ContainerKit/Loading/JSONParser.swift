@@ -33,29 +33,7 @@ enum JSONParser {
         return try text.bytes.withUnsafeBufferPointer { (buffer) throws(ContainerError) -> Result in
             var core = Core(buffer: buffer, text: text, file: file, maximumDepth: options.maximumDepth, record: record)
             let value = try core.parseDocument(statement: statement, embedded: embedded)
-            var sourceMap: SourceMap?
-            if record {
-                sourceMap = SourceMap(
-                    text: text,
-                    lines: LineTable(text),
-                    nodes: core.nodes,
-                    children: core.children,
-                    childKeys: core.childKeys,
-                    objectIndexes: core.objectIndexes
-                )
-            }
-            var duplicates: [DuplicateKey] = []
-            if !core.duplicates.isEmpty {
-                let lines = sourceMap?.lines ?? LineTable(text)
-                duplicates = core.duplicates.map {
-                    DuplicateKey(
-                        pointer: $0.pointer,
-                        key: $0.key,
-                        location: lines.location(ofOffset: $0.offset, in: text)
-                    )
-                }
-            }
-            return Result(value: value, sourceMap: sourceMap, duplicateKeys: duplicates)
+            return core.positions.result(value, text: text, recorded: record)
         }
     }
 }
@@ -92,12 +70,6 @@ private struct Frame {
     var node: Int32
 }
 
-private struct PendingDuplicate {
-    var pointer: String
-    var key: String
-    var offset: Int
-}
-
 private struct Core {
     let p: UnsafePointer<UInt8>
     let end: Int
@@ -113,15 +85,11 @@ private struct Core {
     var keyOffsets: [Int] = []
     var scratch: [UInt8] = []
     var keyCache: [String] = []
-    var duplicates: [PendingDuplicate] = []
 
-    // Positions (only when `record`).
-    var nodes: [SourceMap.Node] = []
+    /// Positions (nodes only when `record`) and the repeated keys.
+    var positions: SourceMapBuilder
     /// The nodes of the finished values on the value stack (parallel to `values`).
     var valueNodes: [Int32] = []
-    var children: [Int32] = []
-    var childKeys: [String] = []
-    var objectIndexes: [Int32: [ByteKey: Int32]] = [:]
 
     init(buffer: UnsafeBufferPointer<UInt8>, text: SourceText, file: String?, maximumDepth: Int, record: Bool) {
         // A non-empty buffer always has a base address; an empty one is refused before parsing.
@@ -136,11 +104,7 @@ private struct Core {
         frames.reserveCapacity(16)
         keys.reserveCapacity(64)
         keyOffsets.reserveCapacity(64)
-        if record {
-            nodes.reserveCapacity(max(16, end / 16))
-            children.reserveCapacity(max(16, end / 16))
-            childKeys.reserveCapacity(max(16, end / 16))
-        }
+        self.positions = SourceMapBuilder(byteCount: buffer.count, record: record)
     }
 
     // MARK: Structure
@@ -341,7 +305,7 @@ private struct Core {
             // `frames` still holds this object, so its pointer is the path to it.
             let pointer = pointer(depth: frames.count - 1)
             for (key, index) in repeated {
-                duplicates.append(PendingDuplicate(pointer: pointer, key: key, offset: keyOffsets[index]))
+                positions.duplicates.append((pointer, key, keyOffsets[index]))
             }
         }
         frames.removeLast()
@@ -372,40 +336,19 @@ private struct Core {
 
     @inline(__always)
     mutating func beginNode() -> Int32 {
-        var keyOffset: Int32 = -1
-        if let top = frames.last, top.isObject, let offset = keyOffsets.last {
-            keyOffset = Int32(truncatingIfNeeded: offset)
-        }
-        nodes.append(
-            SourceMap.Node(
-                offset: Int32(truncatingIfNeeded: i),
-                keyOffset: keyOffset,
-                childStart: 0,
-                childCount: -1,
-                isObject: false
-            )
-        )
-        return Int32(truncatingIfNeeded: nodes.count - 1)
+        var keyOffset = -1
+        if let top = frames.last, top.isObject, let offset = keyOffsets.last { keyOffset = offset }
+        return positions.begin(at: i, keyOffset: keyOffset)
     }
 
     mutating func finishNode(_ node: Int32, isObject: Bool, count: Int, valueBase: Int, keyBase: Int) {
-        let start = children.count
-        children.append(contentsOf: valueNodes[valueBase...])
+        positions.finish(
+            node,
+            isObject: isObject,
+            children: valueNodes[valueBase...],
+            keys: isObject ? keys[keyBase..<(keyBase + count)] : keys[keyBase..<keyBase]
+        )
         valueNodes.removeLast(count)
-        if isObject {
-            childKeys.append(contentsOf: keys[keyBase..<(keyBase + count)])
-            if count > 16 {
-                var index = [ByteKey: Int32](minimumCapacity: count)
-                for k in start..<(start + count) { index[ByteKey(childKeys[k])] = children[k] }
-                objectIndexes[node] = index
-            }
-        } else {
-            childKeys.append(contentsOf: repeatElement("", count: count))
-        }
-        let n = Int(node)
-        nodes[n].childStart = Int32(truncatingIfNeeded: start)
-        nodes[n].childCount = Int32(truncatingIfNeeded: count)
-        nodes[n].isObject = isObject
     }
 
     // MARK: Whitespace and literals
@@ -743,14 +686,7 @@ private struct Core {
         )
     }
 
-    /// Where the string, array or object an error at `errorOffset` is inside began, for the error's message (which
-    /// is shown after the error's own line:column): `column 7` on the error's line, else `3:7`. A text read alone
-    /// (one line of a JSON-lines file, a request body) is then placed right wherever its caller says it is.
-    func opening(_ offset: Int, errorAt errorOffset: Int) -> String {
-        let open = text.location(ofOffset: offset)
-        let line = text.location(ofOffset: errorOffset).line
-        return open.line == line ? "column \(open.column)" : "\(open.line):\(open.column)"
-    }
+    func opening(_ offset: Int, errorAt errorOffset: Int) -> String { text.opening(offset, errorAt: errorOffset) }
 
     @inline(never)
     func unexpectedValueError() -> ContainerError {
@@ -834,10 +770,7 @@ private struct Core {
         return "U+" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 
-    static func hex(_ b: UInt8) -> String {
-        let digits = String(b, radix: 16)
-        return "0x" + (digits.count < 2 ? "0" : "") + digits
-    }
+    static func hex(_ b: UInt8) -> String { UTF8Validation.hex(b) }
 
     // MARK: Pointers
 

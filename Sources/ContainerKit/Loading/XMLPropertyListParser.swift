@@ -26,25 +26,7 @@ enum XMLPropertyListParser {
                 record: record
             )
             let value = try core.parseDocument()
-            var sourceMap: SourceMap?
-            guard record || !core.duplicates.isEmpty else {
-                return JSONParser.Result(value: value, sourceMap: nil, duplicateKeys: [])
-            }
-            let lines = LineTable(text)
-            if record {
-                sourceMap = SourceMap(
-                    text: text,
-                    lines: lines,
-                    nodes: core.nodes,
-                    children: core.children,
-                    childKeys: core.childKeys,
-                    objectIndexes: core.objectIndexes
-                )
-            }
-            let duplicates = core.duplicates.map {
-                DuplicateKey(pointer: $0.pointer, key: $0.key, location: lines.location(ofOffset: $0.offset, in: text))
-            }
-            return JSONParser.Result(value: value, sourceMap: sourceMap, duplicateKeys: duplicates)
+            return core.positions.result(value, text: text, recorded: record)
         }
     }
 }
@@ -77,13 +59,9 @@ private struct XMLCore {
     /// The file declares ISO-8859-1: each byte of text is one character.
     var latin1 = false
     var frames: [XMLFrame] = []
-    var duplicates: [(pointer: String, key: String, offset: Int)] = []
     var scratch: [UInt8] = []
-
-    var nodes: [SourceMap.Node] = []
-    var children: [Int32] = []
-    var childKeys: [String] = []
-    var objectIndexes: [Int32: [ByteKey: Int32]] = [:]
+    /// Positions (nodes only when `record`) and the repeated keys.
+    var positions: SourceMapBuilder
 
     init(buffer: UnsafeBufferPointer<UInt8>, text: SourceText, file: String?, maximumDepth: Int, record: Bool) {
         // A non-empty buffer always has a base address; an empty file is refused before parsing.
@@ -94,6 +72,7 @@ private struct XMLCore {
         self.maximumDepth = max(0, maximumDepth)
         self.record = record
         self.i = text.valueStart
+        self.positions = SourceMapBuilder(byteCount: buffer.count, record: record)
     }
 
     // MARK: Document
@@ -258,7 +237,7 @@ private struct XMLCore {
         for (index, key) in frame.keys.enumerated() {
             if latest.updateValue(index, forKey: ByteKey(key)) != nil {
                 // The dictionary is not in its parent yet: the open containers' pointer is the dictionary's.
-                duplicates.append((valuePointer(), key, frame.keyOffsets[index]))
+                positions.duplicates.append((valuePointer(), key, frame.keyOffsets[index]))
             }
         }
         var map = ValueMap(minimumCapacity: latest.count)
@@ -694,39 +673,13 @@ private struct XMLCore {
     // MARK: Positions
 
     mutating func beginNode(at offset: Int) -> Int32 {
-        var keyOffset: Int32 = -1
-        if let top = frames.last, top.isDict, top.pendingKey != nil {
-            keyOffset = Int32(truncatingIfNeeded: top.pendingKeyOffset)
-        }
-        nodes.append(
-            SourceMap.Node(
-                offset: Int32(truncatingIfNeeded: offset),
-                keyOffset: keyOffset,
-                childStart: 0,
-                childCount: -1,
-                isObject: false
-            )
-        )
-        return Int32(truncatingIfNeeded: nodes.count - 1)
+        var keyOffset = -1
+        if let top = frames.last, top.isDict, top.pendingKey != nil { keyOffset = top.pendingKeyOffset }
+        return positions.begin(at: offset, keyOffset: keyOffset)
     }
 
     mutating func finishNode(_ node: Int32, isDict: Bool, childNodes: [Int32], keys: [String]) {
-        let start = children.count
-        children.append(contentsOf: childNodes)
-        if isDict {
-            childKeys.append(contentsOf: keys)
-            if keys.count > 16 {
-                var index = [ByteKey: Int32](minimumCapacity: keys.count)
-                for k in start..<(start + keys.count) { index[ByteKey(childKeys[k])] = children[k] }
-                objectIndexes[node] = index
-            }
-        } else {
-            childKeys.append(contentsOf: repeatElement("", count: childNodes.count))
-        }
-        let n = Int(node)
-        nodes[n].childStart = Int32(truncatingIfNeeded: start)
-        nodes[n].childCount = Int32(truncatingIfNeeded: childNodes.count)
-        nodes[n].isObject = isDict
+        positions.finish(node, isObject: isDict, children: childNodes, keys: keys)
     }
 
     // MARK: Errors
@@ -760,13 +713,7 @@ private struct XMLCore {
         error("unexpected end of file inside <\(name)> that starts at \(opening(opened, errorAt: end))", at: end)
     }
 
-    /// Where an element began, for a message shown after the error's own line:column: `column 7` on the
-    /// error's line, else `3:7`.
-    func opening(_ offset: Int, errorAt errorOffset: Int) -> String {
-        let open = text.location(ofOffset: offset)
-        let line = text.location(ofOffset: errorOffset).line
-        return open.line == line ? "column \(open.column)" : "\(open.line):\(open.column)"
-    }
+    func opening(_ offset: Int, errorAt errorOffset: Int) -> String { text.opening(offset, errorAt: errorOffset) }
 
     /// What is at `offset`, for "found …" messages: `'text'`, `<tag>`, `</tag>`, `end of file`, a byte.
     func describe(at offset: Int) -> String {
@@ -785,10 +732,7 @@ private struct XMLCore {
         return "'\(string(offset, k))'"
     }
 
-    static func hex(_ b: UInt8) -> String {
-        let digits = String(b, radix: 16)
-        return "0x" + (digits.count < 2 ? "0" : "") + digits
-    }
+    static func hex(_ b: UInt8) -> String { UTF8Validation.hex(b) }
 }
 
 private enum Byte {
