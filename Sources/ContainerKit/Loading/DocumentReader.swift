@@ -1,7 +1,7 @@
 /// Turns container file bytes into a ``SourceDocument``: detects the syntax and runs the matching reader.
 ///
-/// Detection, after a UTF-8 byte order mark and whitespace: `bplist` → binary property list; `<?xml`,
-/// `<!DOCTYPE plist` or `<plist` → XML property list; JSON text → JSON; a JavaScript file (a whole
+/// Detection, after a UTF-8 byte order mark and whitespace: `bplist` → binary property list; `<` (`<?xml`,
+/// `<!DOCTYPE plist`, `<plist`, a comment, a bare `<dict>`) → XML property list; JSON text → JSON; a JavaScript file (a whole
 /// `gtm.js`) with a `var data = {…};` declaration → the JSON of that object (``ScriptDataLocator``), with
 /// positions relative to the file. Legacy binary (protobuf) containers and other binary files are recognised and refused with
 /// `legacy_binary_container`.
@@ -47,9 +47,9 @@ enum DocumentReader {
             let value = try PropertyListReader.read(bytes, from: start, file: file, options: options)
             return SourceDocument(value: value, syntax: .binaryPropertyList, file: file)
         }
-        if hasPrefix(bytes, "<?xml", at: start) || hasPrefix(bytes, "<!DOCTYPE plist", at: start)
-            || hasPrefix(bytes, "<plist", at: start)
-        {
+        // Markup is read as an XML property list: one that is not (an HTML page where a container was expected)
+        // is told so by its root element.
+        if bytes[start] == 0x3C {
             let text = SourceText(bytes: bytes, origin: origin, valueStart: start)
             let result = try XMLPropertyListParser.parse(text, file: file, options: options)
             return SourceDocument(

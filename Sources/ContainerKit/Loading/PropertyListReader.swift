@@ -63,6 +63,15 @@ enum PropertyListReader {
         return try converter.convert(object, depth: 0)
     }
 
+    /// A property list's date as a string: ISO 8601 in UTC, with fractional seconds when it has them (the XML
+    /// reader writes its dates the same way).
+    static func iso8601String(_ date: Date, formatter: ISO8601DateFormatter = ISO8601DateFormatter()) -> String {
+        let fractional = date.timeIntervalSinceReferenceDate.truncatingRemainder(dividingBy: 1) != 0
+        formatter.formatOptions =
+            fractional ? [.withInternetDateTime, .withFractionalSeconds] : [.withInternetDateTime]
+        return formatter.string(from: date)
+    }
+
     /// Foundation's description of a parse error, lowercased, without the generic preamble.
     static func describe(_ error: any Error) -> String {
         let nsError = error as NSError
@@ -163,10 +172,7 @@ enum PropertyListReader {
         mutating func iso8601(_ date: Date) -> String {
             let formatter = dateFormatter ?? ISO8601DateFormatter()
             dateFormatter = formatter
-            let fractional = date.timeIntervalSinceReferenceDate.truncatingRemainder(dividingBy: 1) != 0
-            formatter.formatOptions =
-                fractional ? [.withInternetDateTime, .withFractionalSeconds] : [.withInternetDateTime]
-            return formatter.string(from: date)
+            return PropertyListReader.iso8601String(date, formatter: formatter)
         }
 
         func tooDeep() -> ContainerError {

@@ -7,9 +7,10 @@ import Foundation
 ///
 /// What it accepts is what Foundation's `PropertyListSerialization` reads (an optional `<plist>` around one
 /// value; `<dict>`, `<array>`, `<string>`, `<key>`, `<integer>` in decimal or `0x` hex, `<real>`, `<true/>`,
-/// `<false/>`, `<date>`, `<data>`; the five XML entities, character references, CDATA, comments), with the same
-/// conversion as the binary reader: dates become ISO 8601 strings, data base64 strings, integers above
-/// `Int64.max` doubles, and dictionary keys are sorted. It is stricter where Foundation silently keeps going:
+/// `<false/>`, `<date>` with fields that roll over, `<data>` decoded group by group; the five XML entities,
+/// character references, CDATA, comments), with the same conversion as the binary reader: dates become ISO 8601
+/// strings, data base64 strings, integers above `Int64.max` doubles, and dictionary keys are sorted (keys that
+/// differ only in their bytes in document order). The tests read generated and hand-written lists with both. It is stricter where Foundation silently keeps going:
 /// anything after the root element but comments, a `<plist>` inside the list, and characters outside base64 in
 /// `<data>` are errors. A declared encoding other than UTF-8 (or ISO-8859-1, which is decoded) is refused.
 enum XMLPropertyListParser {
@@ -234,14 +235,21 @@ private struct XMLCore {
         // Keys are told apart by their bytes, as in JSON ("café" and "cafe\u{301}" are two members).
         var latest: [ByteKey: Int] = [:]
         latest.reserveCapacity(frame.keys.count)
+        var pointer: String?
         for (index, key) in frame.keys.enumerated() {
             if latest.updateValue(index, forKey: ByteKey(key)) != nil {
-                // The dictionary is not in its parent yet: the open containers' pointer is the dictionary's.
-                positions.duplicates.append((valuePointer(), key, frame.keyOffsets[index]))
+                // The dictionary is not in its parent yet: the open containers' pointer is the dictionary's
+                // (made once, however many keys repeat).
+                if pointer == nil { pointer = valuePointer() }
+                positions.duplicates.append((pointer ?? "", key, frame.keyOffsets[index]))
             }
         }
         var map = ValueMap(minimumCapacity: latest.count)
-        for index in latest.values.sorted(by: { frame.keys[$0] < frame.keys[$1] }) {
+        // Keys that differ only in their bytes ("é" and "e\u{301}") compare equal with `<`: document order decides.
+        let order = latest.values.sorted { a, b in
+            frame.keys[a] < frame.keys[b] || (!(frame.keys[b] < frame.keys[a]) && a < b)
+        }
+        for index in order {
             map[frame.keys[index]] = frame.elements[index]
         }
         return (.object(map), frame.node)
@@ -261,27 +269,33 @@ private struct XMLCore {
     /// Decimal or `0x` hex, with an optional sign, as Foundation reads it; above `Int64.max` a double.
     func integer(_ content: String, at start: Int) throws(ContainerError) -> Value {
         guard !content.isEmpty else { throw error("empty <integer>", at: start) }
-        var digits = Substring(content)
+        let b = Array(content.utf8)
+        var k = 0
+        // Whitespace before the sign and before the digits is skipped, as Foundation does (not after them).
+        func skipWhitespace() { while k < b.count, Self.isWhitespace(b[k]) { k += 1 } }
+        skipWhitespace()
         var negative = false
-        if let sign = digits.first, sign == "-" || sign == "+" {
-            negative = sign == "-"
-            digits = digits.dropFirst()
+        if k < b.count, b[k] == 0x2D || b[k] == 0x2B {
+            negative = b[k] == 0x2D
+            k += 1
+            skipWhitespace()
         }
         var radix: UInt64 = 10
-        if digits.hasPrefix("0x") || digits.hasPrefix("0X") {
+        if k + 1 < b.count, b[k] == 0x30, b[k + 1] == 0x78 || b[k + 1] == 0x58 {
             radix = 16
-            digits = digits.dropFirst(2)
+            k += 2
         }
-        guard !digits.isEmpty else { throw error("'\(content)' is not an integer", at: start) }
+        guard k < b.count else { throw error("'\(content)' is not an integer", at: start) }
         var magnitude: UInt64 = 0
-        for character in digits {
-            guard let digit = character.hexDigitValue, UInt64(digit) < radix else {
+        while k < b.count {
+            guard let digit = Self.digitValue(b[k]), digit < radix else {
                 throw error("'\(content)' is not an integer", at: start)
             }
             let (shifted, overflow) = magnitude.multipliedReportingOverflow(by: radix)
-            let (sum, carry) = shifted.addingReportingOverflow(UInt64(digit))
+            let (sum, carry) = shifted.addingReportingOverflow(digit)
             guard !overflow, !carry else { throw error("integer '\(content)' is out of range", at: start) }
             magnitude = sum
+            k += 1
         }
         if negative {
             guard magnitude <= UInt64(Int64.max) + 1 else {
@@ -292,11 +306,27 @@ private struct XMLCore {
         return magnitude <= UInt64(Int64.max) ? .int(Int64(magnitude)) : .double(Double(magnitude))
     }
 
+    /// The value of an ASCII hex digit (`0`–`9`, `a`–`f`, `A`–`F`); `nil` for any other byte.
+    static func digitValue(_ b: UInt8) -> UInt64? {
+        switch b {
+        case 0x30...0x39: return UInt64(b - 0x30)
+        case 0x61...0x66: return UInt64(b - 0x61 + 10)
+        case 0x41...0x46: return UInt64(b - 0x41 + 10)
+        default: return nil
+        }
+    }
+
+    static func isWhitespace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D }
+
     /// A decimal real (`1.5`, `.5`, `1e3`); `nan` and `infinity` are read but refused, as JSON has neither.
     func real(_ content: String, at start: Int) throws(ContainerError) -> Value {
         guard !content.isEmpty else { throw error("empty <real>", at: start) }
         let b = Array(content.utf8)
-        var k = b[0] == 0x2B || b[0] == 0x2D ? 1 : 0
+        // Whitespace before the number is skipped (Foundation reads it with strtod), not after it.
+        var k = 0
+        while k < b.count, Self.isWhitespace(b[k]) { k += 1 }
+        let first = k
+        if k < b.count, b[k] == 0x2B || b[k] == 0x2D { k += 1 }
         let word = String(decoding: b[k...], as: UTF8.self).lowercased()
         if word == "nan" || word == "inf" || word == "infinity" {
             throw error("real number '\(content)' is not finite", at: start)
@@ -316,59 +346,98 @@ private struct XMLCore {
             if k < b.count, b[k] == 0x2B || b[k] == 0x2D { k += 1 }
             valid = digits() > 0
         }
-        guard valid, k == b.count, let d = Double(content) else {
+        guard valid, k == b.count, let d = Double(String(decoding: b[first...], as: UTF8.self)) else {
             throw error("'\(content)' is not a real number", at: start)
         }
         guard d.isFinite else { throw error("real number '\(content)' is not finite", at: start) }
         return .double(d)
     }
 
-    /// `YYYY-MM-DDThh:mm:ssZ` (the one form property lists write), kept as that ISO 8601 string.
+    /// `YYYY-MM-DDThh:mm:ssZ` read as Foundation reads it (a year of any length, optionally negative; fields out of
+    /// range roll over: `02-30` is 1 March), written as the binary reader writes a date.
     func date(_ content: String, at start: Int) throws(ContainerError) -> Value {
         let b = Array(content.utf8)
-        func number(_ range: Range<Int>) -> Int? {
-            var n = 0
-            for k in range {
-                guard b[k] >= 0x30 && b[k] <= 0x39 else { return nil }
-                n = n * 10 + Int(b[k] - 0x30)
-            }
-            return n
+        var k = 0
+        func notADate() -> ContainerError {
+            error("'\(content)' is not a date (YYYY-MM-DDThh:mm:ssZ)", at: start)
         }
-        guard b.count == 20, b[4] == 0x2D, b[7] == 0x2D, b[10] == 0x54, b[13] == 0x3A, b[16] == 0x3A, b[19] == 0x5A,
-            let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-            (1...12).contains(month), hour < 24, minute < 60, second < 60
-        else {
-            throw error("'\(content)' is not a date (YYYY-MM-DDThh:mm:ssZ)", at: start)
+        func expect(_ byte: UInt8) throws(ContainerError) {
+            guard k < b.count, b[k] == byte else { throw notADate() }
+            k += 1
         }
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
-        guard (1...days).contains(day) else {
-            throw error("'\(content)' is not a date (day \(day) of a month of \(days) days)", at: start)
+        func twoDigits() throws(ContainerError) -> Int {
+            guard k + 1 < b.count, let high = Self.digitValue(b[k]), let low = Self.digitValue(b[k + 1]),
+                high < 10, low < 10
+            else { throw notADate() }
+            k += 2
+            return Int(high * 10 + low)
         }
-        return .string(content)
+        let negative = k < b.count && b[k] == 0x2D
+        if negative { k += 1 }
+        var year = 0
+        while k < b.count, let digit = Self.digitValue(b[k]), digit < 10 {
+            guard year < 100_000_000 else { throw notADate() }
+            year = year * 10 + Int(digit)
+            k += 1
+        }
+        try expect(0x2D)
+        let month = try twoDigits()
+        try expect(0x2D)
+        let day = try twoDigits()
+        try expect(0x54)
+        let hour = try twoDigits()
+        try expect(0x3A)
+        let minute = try twoDigits()
+        try expect(0x3A)
+        let second = try twoDigits()
+        try expect(0x5A)
+        guard k == b.count else { throw notADate() }
+        // Proleptic Gregorian days since 1970-01-01 (H. Hinnant's days_from_civil), the month rolled into the year.
+        let months = (negative ? -year : year) * 12 + month - 1
+        var y = months >= 0 ? months / 12 : (months - 11) / 12
+        let m = months - y * 12 + 1
+        if m <= 2 { y -= 1 }
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468 + day - 1
+        let seconds = Double(days) * 86_400 + Double(hour * 3_600 + minute * 60 + second)
+        return .string(PropertyListReader.iso8601String(Date(timeIntervalSince1970: seconds)))
     }
 
-    /// Base64 with whitespace between the characters, kept as the canonical base64 of its bytes.
+    /// Base64 as Foundation decodes it: whitespace between the characters, each group of four giving three bytes
+    /// less one per `=` that ends it, an incomplete last group dropped; kept as the canonical base64 of its bytes.
     func data(_ content: String, at start: Int) throws(ContainerError) -> Value {
-        var compact = ""
-        compact.reserveCapacity(content.utf8.count)
+        var bytes: [UInt8] = []
+        var accumulator: UInt32 = 0
+        var count = 0
+        var padding = 0
         for scalar in content.unicodeScalars {
+            let sextet: UInt32
             switch scalar {
-            case " ", "\t", "\n", "\r": continue
-            case "A"..."Z", "a"..."z", "0"..."9", "+", "/", "=": compact.unicodeScalars.append(scalar)
+            case " ", "\t", "\n", "\r", "\u{0B}", "\u{0C}": continue
+            case "=":
+                padding += 1
+                sextet = 0
+            case "A"..."Z": sextet = scalar.value - 0x41
+            case "a"..."z": sextet = scalar.value - 0x61 + 26
+            case "0"..."9": sextet = scalar.value - 0x30 + 52
+            case "+": sextet = 62
+            case "/": sextet = 63
             default:
                 throw error("invalid base64 character '\(scalar.escaped(asASCII: true))' in <data>", at: start)
             }
+            if scalar != "=" { padding = 0 }
+            accumulator = (accumulator << 6 | sextet) & 0xFF_FFFF
+            count += 1
+            if count % 4 == 0 {
+                bytes.append(UInt8(accumulator >> 16))
+                if padding < 2 { bytes.append(UInt8(accumulator >> 8 & 0xFF)) }
+                if padding < 1 { bytes.append(UInt8(accumulator & 0xFF)) }
+            }
         }
-        // Apple's writer pads; a reader that does not pad is read all the same.
-        if compact.utf8.count % 4 != 0, !compact.hasSuffix("=") {
-            compact += String(repeating: "=", count: 4 - compact.utf8.count % 4)
-        }
-        guard let bytes = Data(base64Encoded: compact) else {
-            throw error("<data> is not valid base64", at: start)
-        }
-        return .string(bytes.base64EncodedString())
+        return .string(Data(bytes).base64EncodedString())
     }
 
     // MARK: Text
@@ -480,10 +549,16 @@ private struct XMLCore {
         default:
             guard entity.hasPrefix("#") else { throw error("unknown entity '&\(entity);'", at: start) }
             let hex = entity.hasPrefix("#x") || entity.hasPrefix("#X")
-            let digits = entity.dropFirst(hex ? 2 : 1)
-            guard !digits.isEmpty, let code = UInt32(digits, radix: hex ? 16 : 10) else {
-                throw error("invalid character reference '&\(entity);'", at: start)
+            let digits = entity.utf8.dropFirst(hex ? 2 : 1)
+            // Digits only (no sign), at most eight of them.
+            var code: UInt32 = 0
+            for digit in digits {
+                guard let value = Self.digitValue(digit), value < (hex ? 16 : 10), code < 0x1000_0000 else {
+                    throw error("invalid character reference '&\(entity);'", at: start)
+                }
+                code = code * (hex ? 16 : 10) + UInt32(value)
             }
+            guard !digits.isEmpty else { throw error("invalid character reference '&\(entity);'", at: start) }
             guard let valid = Unicode.Scalar(code) else {
                 throw error("'&\(entity);' is not a unicode character", at: start)
             }
@@ -519,7 +594,7 @@ private struct XMLCore {
                 try checkEncoding(start, i)
             } else if hasPrefix("<!--", at: i) || hasPrefix("<?", at: i) {
                 try skipCommentOrInstruction()
-            } else if declarationAllowed, hasPrefix("<!DOCTYPE", at: i) {
+            } else if declarationAllowed, hasPrefix("<!DOCTYPE", at: i) || hasPrefix("<!doctype", at: i) {
                 try skipDocumentType()
             } else {
                 return
@@ -570,7 +645,7 @@ private struct XMLCore {
     /// The XML declaration `start..<stop`: UTF-8 (or ASCII, or none) is read as is, ISO-8859-1 decoded, any
     /// other encoding refused.
     mutating func checkEncoding(_ start: Int, _ stop: Int) throws(ContainerError) {
-        guard let attribute = find("encoding", from: start), attribute < stop else { return }
+        guard let attribute = find("encoding", from: start, before: stop) else { return }
         var k = attribute + 8
         while k < stop, p[k] != 0x22, p[k] != 0x27 { k += 1 }
         guard k < stop else { return }
@@ -596,6 +671,12 @@ private struct XMLCore {
         let start = i
         let name = tagName(at: i + 1)
         i += 1 + name.utf8.count
+        // The name ends at whitespace, `/` or `>` (`<true!/>` is no <true/>).
+        guard i < end else { throw endOfFileError(inside: name, opened: start) }
+        guard Self.isWhitespace(p[i]) || p[i] == Byte.slash || p[i] == Byte.gt else {
+            let found = p[i] >= 0x21 && p[i] < 0x7F ? "'\(string(i, i + 1))'" : describe(at: i)
+            throw error("expected whitespace, '/' or '>' after <\(name), found \(found)", at: i)
+        }
         var quote: UInt8 = 0
         while i < end {
             let b = p[i]
@@ -659,11 +740,12 @@ private struct XMLCore {
         return memcmp(p + offset, prefix.utf8Start, count) == 0
     }
 
-    /// The offset of the next `terminator` at or after `offset`.
-    func find(_ terminator: StaticString, from offset: Int) -> Int? {
+    /// The offset of the next `terminator` at or after `offset` (and before `limit`).
+    func find(_ terminator: StaticString, from offset: Int, before limit: Int? = nil) -> Int? {
         var k = offset
         let first = terminator.utf8Start[0]
-        while k < end {
+        let stop = min(end, limit ?? end)
+        while k < stop {
             if p[k] == first, hasPrefix(terminator, at: k) { return k }
             k += 1
         }

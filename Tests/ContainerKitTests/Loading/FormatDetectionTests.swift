@@ -21,7 +21,11 @@ extension Loading {
             #expect(error.code == .syntax)
             #expect(error.message == "not json or a property list: unexpected 'hello'")
             #expect(error.location?.description == "2:3")
-            #expect(try #require(readError("<html></html>")).message == "not json or a property list: unexpected '<'")
+            // Markup is read as a property list, and an HTML page (a login or error page where a container was
+            // expected) is told so by its root element.
+            let page = try #require(readError("<!doctype html>\n<html><body>Sign in</body></html>"))
+            #expect(page.message == "the root element is <html>, not <plist>: this is not a property list")
+            #expect(page.location?.description == "2:1")
         }
 
         @Test(

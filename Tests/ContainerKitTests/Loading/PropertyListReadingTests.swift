@@ -136,6 +136,23 @@ extension Loading {
             ]
             // Comments and processing instructions inside text are left out, as XML says (Foundation refuses them).
             #expect(try readDocument("<plist><string>a<!-- not text -->b<?pi x?>c</string></plist>").value == "abc")
+            // What Foundation also reads, compared with Foundation only: dates whose fields roll over and dates
+            // before the Gregorian calendar, base64 with odd padding, whitespace before numbers.
+            let readLikeFoundation = [
+                "<plist><date>2023-02-29T00:00:00Z</date></plist>", "<plist><date>2024-12-31T24:00:00Z</date></plist>",
+                "<plist><date>2024-13-01T00:00:00Z</date></plist>", "<plist><date>1000-01-01T00:00:00Z</date></plist>",
+                "<plist><date>0001-01-01T00:00:00Z</date></plist>", "<plist><date>12345-06-07T08:09:10Z</date></plist>",
+                "<plist><data>AAECAw</data></plist>", "<plist><data>QQ==QQ==</data></plist>",
+                "<plist><data>QQ=</data></plist>", "<plist><data>Q===</data></plist>",
+                "<plist><data>AAECA</data></plist>",
+                "<plist><array><integer> 5</integer><integer>- 5</integer>"
+                    + "<real> 1.5</real></array></plist>",
+            ]
+            for text in readLikeFoundation {
+                let foundation = try PropertyListSerialization.propertyList(from: Data(text.utf8), format: nil)
+                let binary = try readDocument(try Self.plist(foundation, .binary)).value
+                #expect(try readDocument(text).value == binary, "\(text)")
+            }
             for (text, expected) in handWritten {
                 #expect(try readDocument(text).value == expected, "\(text)")
                 let foundation = try PropertyListSerialization.propertyList(from: Data(text.utf8), format: nil)
@@ -154,6 +171,19 @@ extension Loading {
             // Keys are told apart by their bytes, as in JSON: a composed and a decomposed "é" are two members.
             let equivalent = "<plist><dict><key>caf\u{E9}</key><true/><key>cafe\u{301}</key><false/></dict></plist>"
             #expect(try readDocument(equivalent).value.objectValue?.count == 2)
+        }
+
+        @Test func aKeyRepeatedManyTimesDeepInsideIsReportedEachTimeWithItsDictionarysPointer() throws {
+            let outer = (0..<10).map { "<dict><key>\(String(repeating: "k", count: 100))\($0)</key>" }.joined()
+            let inner = "<dict>" + String(repeating: "<key>a</key><true/>", count: 5_000) + "</dict>"
+            let text = "<plist>" + outer + inner + String(repeating: "</dict>", count: 10) + "</plist>"
+            let document = try readDocument(text)
+            #expect(document.duplicateKeys.count == 4_999)
+            let pointer = (0..<10).map { "/" + String(repeating: "k", count: 100) + "\($0)" }.joined()
+            #expect(document.duplicateKeys.allSatisfy { $0.pointer == pointer && $0.key == "a" })
+            // Many XML declarations before the root are each checked for an encoding, within their own text.
+            let declared = String(repeating: "<?xml version=\"1.0\"?>", count: 2_000) + "<plist><true/></plist>"
+            #expect(try readDocument(declared).value == true)
         }
 
         @Test func decodesLatin1AndRefusesOtherDeclaredEncodings() throws {
@@ -192,10 +222,9 @@ extension Loading {
                 "integer '99999999999999999999' is out of range", ""
             ),
             ("<plist><real>1,5</real></plist>", "1:8", "'1,5' is not a real number", ""),
-            (
-                "<plist><date>2023-02-29T00:00:00Z</date></plist>", "1:8",
-                "'2023-02-29T00:00:00Z' is not a date (day 29 of a month of 28 days)", ""
-            ),
+            ("<plist><true!/></plist>", "1:13", "expected whitespace, '/' or '>' after <true, found '!'", ""),
+            ("<plist><string>&#+65;</string></plist>", "1:16", "invalid character reference '&#+65;'", ""),
+            ("<plist><integer>１２</integer></plist>", "1:8", "'１２' is not an integer", ""),
             ("<plist><date>yesterday</date></plist>", "1:8", "'yesterday' is not a date (YYYY-MM-DDThh:mm:ssZ)", ""),
             ("<plist><data>AA!=</data></plist>", "1:8", "invalid base64 character '!' in <data>", ""),
             (
