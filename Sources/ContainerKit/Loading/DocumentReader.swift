@@ -40,9 +40,11 @@ enum DocumentReader {
             bytes.withUnsafeBufferPointer { SourceText.location(ofOffset: offset, in: $0, origin: origin) }
         }
 
-        if startsLikeProtobuf(bytes, at: origin), hasBinaryBytes(bytes, from: origin, checkingUTF8: false) {
-            throw legacyBinaryError(file)
-        }
+        let protobufLike =
+            startsLikeProtobuf(bytes, at: origin) && hasBinaryBytes(bytes, from: origin, checkingUTF8: false)
+        // A text file that starts with a newline (a protobuf field's tag) and holds a control byte is not refused as
+        // a legacy binary before its markup is read.
+        if protobufLike && bytes[start] != 0x3C { throw legacyBinaryError(file) }
         if hasPrefix(bytes, "bplist", at: start) {
             let value = try PropertyListReader.read(bytes, from: start, file: file, options: options)
             return SourceDocument(value: value, syntax: .binaryPropertyList, file: file)
@@ -51,7 +53,12 @@ enum DocumentReader {
         // is told so by its root element.
         if bytes[start] == 0x3C {
             let text = SourceText(bytes: bytes, origin: origin, valueStart: start)
-            let result = try XMLPropertyListParser.parse(text, file: file, options: options)
+            let result: JSONParser.Result
+            do { result = try XMLPropertyListParser.parse(text, file: file, options: options) } catch {
+                // Not markup after all: a legacy container whose first field is 60 bytes long ('<').
+                if protobufLike { throw legacyBinaryError(file) }
+                throw error
+            }
             return SourceDocument(
                 value: result.value,
                 syntax: .xmlPropertyList,

@@ -61,6 +61,8 @@ private struct XMLCore {
     var latin1 = false
     var frames: [XMLFrame] = []
     var scratch: [UInt8] = []
+    /// Made at the first `<date>`, kept for the others (making one costs far more than using it).
+    var dateFormatter: ISO8601DateFormatter?
     /// Positions (nodes only when `record`) and the repeated keys.
     var positions: SourceMapBuilder
 
@@ -108,6 +110,8 @@ private struct XMLCore {
             }
         } else if Self.valueElements.contains(tagName(at: i + 1)) {
             value = try parseValue()
+        } else if tagName(at: i + 1).isEmpty {
+            throw error("expected the <plist> element, found \(describe(at: i))", at: i)
         } else {
             throw error(
                 "the root element is <\(tagName(at: i + 1))>, not <plist>: this is not a property list",
@@ -272,7 +276,7 @@ private struct XMLCore {
         let b = Array(content.utf8)
         var k = 0
         // Whitespace before the sign and before the digits is skipped, as Foundation does (not after them).
-        func skipWhitespace() { while k < b.count, Self.isWhitespace(b[k]) { k += 1 } }
+        func skipWhitespace() { while k < b.count, Self.isSpace(b[k]) { k += 1 } }
         skipWhitespace()
         var negative = false
         if k < b.count, b[k] == 0x2D || b[k] == 0x2B {
@@ -318,13 +322,16 @@ private struct XMLCore {
 
     static func isWhitespace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D }
 
+    /// C's `isspace` (XML's whitespace and vertical tab and form feed), which Foundation skips before a number.
+    static func isSpace(_ b: UInt8) -> Bool { isWhitespace(b) || b == 0x0B || b == 0x0C }
+
     /// A decimal real (`1.5`, `.5`, `1e3`); `nan` and `infinity` are read but refused, as JSON has neither.
     func real(_ content: String, at start: Int) throws(ContainerError) -> Value {
         guard !content.isEmpty else { throw error("empty <real>", at: start) }
         let b = Array(content.utf8)
         // Whitespace before the number is skipped (Foundation reads it with strtod), not after it.
         var k = 0
-        while k < b.count, Self.isWhitespace(b[k]) { k += 1 }
+        while k < b.count, Self.isSpace(b[k]) { k += 1 }
         let first = k
         if k < b.count, b[k] == 0x2B || b[k] == 0x2D { k += 1 }
         let word = String(decoding: b[k...], as: UTF8.self).lowercased()
@@ -355,7 +362,7 @@ private struct XMLCore {
 
     /// `YYYY-MM-DDThh:mm:ssZ` read as Foundation reads it (a year of any length, optionally negative; fields out of
     /// range roll over: `02-30` is 1 March), written as the binary reader writes a date.
-    func date(_ content: String, at start: Int) throws(ContainerError) -> Value {
+    mutating func date(_ content: String, at start: Int) throws(ContainerError) -> Value {
         let b = Array(content.utf8)
         var k = 0
         func notADate() -> ContainerError {
@@ -392,8 +399,9 @@ private struct XMLCore {
         let second = try twoDigits()
         try expect(0x5A)
         guard k == b.count else { throw notADate() }
-        // Proleptic Gregorian days since 1970-01-01 (H. Hinnant's days_from_civil), the month rolled into the year.
-        let months = (negative ? -year : year) * 12 + month - 1
+        // Proleptic Gregorian days since 1970-01-01 (H. Hinnant's days_from_civil). As Foundation does: month 13 is
+        // January of the next year, month 0 and months above 13 are January; days, hours, minutes and seconds roll.
+        let months = (negative ? -year : year) * 12 + (month == 0 || month > 13 ? 1 : month) - 1
         var y = months >= 0 ? months / 12 : (months - 11) / 12
         let m = months - y * 12 + 1
         if m <= 2 { y -= 1 }
@@ -403,7 +411,9 @@ private struct XMLCore {
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         let days = era * 146_097 + dayOfEra - 719_468 + day - 1
         let seconds = Double(days) * 86_400 + Double(hour * 3_600 + minute * 60 + second)
-        return .string(PropertyListReader.iso8601String(Date(timeIntervalSince1970: seconds)))
+        let formatter = dateFormatter ?? ISO8601DateFormatter()
+        dateFormatter = formatter
+        return .string(PropertyListReader.iso8601String(Date(timeIntervalSince1970: seconds), formatter: formatter))
     }
 
     /// Base64 as Foundation decodes it: whitespace between the characters, each group of four giving three bytes

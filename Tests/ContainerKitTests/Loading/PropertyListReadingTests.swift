@@ -146,7 +146,10 @@ extension Loading {
                 "<plist><data>QQ=</data></plist>", "<plist><data>Q===</data></plist>",
                 "<plist><data>AAECA</data></plist>",
                 "<plist><array><integer> 5</integer><integer>- 5</integer>"
-                    + "<real> 1.5</real></array></plist>",
+                    + "<real> 1.5</real><integer>\u{0B}5</integer><real>\u{0C}1.5</real></array></plist>",
+                "<plist><date>2024-00-01T00:00:00Z</date></plist>", "<plist><date>2024-14-01T00:00:00Z</date></plist>",
+                // A text that starts with a newline (a protobuf field's tag) and holds a control byte is markup.
+                "\n<plist><string>\u{01}</string><!-- padding padding padding padding padding --></plist>",
             ]
             for text in readLikeFoundation {
                 let foundation = try PropertyListSerialization.propertyList(from: Data(text.utf8), format: nil)
@@ -245,6 +248,7 @@ extension Loading {
             ("<plist><string>&#xD800;</string></plist>", "1:16", "'&#xD800;' is not a unicode character", ""),
             ("<plist><true>x</true></plist>", "1:14", "<true> must be empty", ""),
             ("<plist></plist>", "1:8", "<plist> holds no value", ""),
+            ("</plist>", "1:1", "expected the <plist> element, found </plist>", ""),
             (
                 "<plist><string/><string/></plist>", "1:17",
                 "<plist> holds more than one value: found <string> after the first", ""
