@@ -79,7 +79,7 @@ struct ContainerOutline: Sendable {
                     index: i,
                     name: key,
                     matchKey: "value " + key,
-                    fields: [("value", value.isUndefined ? "undefined" : JSONWriter.string(value))],
+                    fields: [("value", renderer.render(.literal(value)))],
                     pointer: JSONPointer.appending("", key)
                 )
             )

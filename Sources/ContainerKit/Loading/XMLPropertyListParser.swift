@@ -596,7 +596,7 @@ private struct XMLCore {
     mutating func skipMisc(declarationAllowed: Bool = false) throws(ContainerError) {
         while i < end {
             let b = p[i]
-            if b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D {
+            if Self.isWhitespace(b) {
                 i += 1
             } else if declarationAllowed, hasPrefix("<?xml", at: i) {
                 let start = i
@@ -719,7 +719,7 @@ private struct XMLCore {
             )
         }
         i += 2 + found.utf8.count
-        while i < end, p[i] == 0x20 || p[i] == 0x09 || p[i] == 0x0A || p[i] == 0x0D { i += 1 }
+        while i < end, Self.isWhitespace(p[i]) { i += 1 }
         guard i < end else { throw endOfFileError(inside: name, opened: opened) }
         guard p[i] == Byte.gt else { throw error("expected '>' to end '</\(name)', found \(describe(at: i))", at: i) }
         i += 1
