@@ -202,7 +202,8 @@ extension ClientContext {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Key.self)
         self.init()
-        for key in container.allKeys {
+        // A region after the country, as in ``init(jsonValue:)``.
+        for key in container.allKeys.sorted(by: { $1.stringValue == "region" && $0.stringValue != "region" }) {
             switch key.stringValue {
             case "advertising_tracking_enabled":
                 advertisingTrackingEnabled = try container.decode(Bool.self, forKey: key)
@@ -298,22 +299,33 @@ extension ClientContext {
     /// Reads a context from a JSON object with the keys of ``keys`` (a client's request, a snapshot);
     /// missing keys keep their defaults, strings, numbers and booleans are taken as their string forms.
     /// - Throws: ``ContainerError`` (`invalid_structure`) for an unknown key or a value of the wrong type.
+    ///   The error's ``ContainerError/pointer`` names the key (`/region`). A `region` is read after the
+    ///   `country`, wherever it is in the object, so it is checked against that country in either order.
     public init(jsonValue: Value) throws(ContainerError) {
         guard case .object(let map) = jsonValue else {
             throw ContainerError(.invalidStructure, "a client context must be an object, not \(jsonValue.typeName)")
         }
         self.init()
-        for (key, value) in map {
-            switch value {
-            case .string, .int, .double, .bool: try setValue(value.jsString, forKey: key)
-            case .null, .undefined: if key == "advertiser_id" { advertiserID = nil }
-            default:
-                throw ContainerError(
-                    .invalidStructure,
-                    "context key '\(key)' needs a string, number or boolean, not \(value.typeName)"
-                )
+        func read(_ key: String, _ value: Value, into context: inout ClientContext) throws(ContainerError) {
+            do throws(ContainerError) {
+                switch value {
+                case .string, .int, .double, .bool: try context.setValue(value.jsString, forKey: key)
+                case .null, .undefined: if key == "advertiser_id" { context.advertiserID = nil }
+                default:
+                    throw ContainerError(
+                        .invalidStructure,
+                        "context key '\(key)' needs a string, number or boolean, not \(value.typeName)"
+                    )
+                }
+            } catch {
+                var placed = error
+                placed.pointer = JSONPointer.appending("", key)
+                throw placed
             }
         }
+        for (key, value) in map where key != "region" { try read(key, value, into: &self) }
+        // Setting a country after a region would clear the region without a word.
+        if let region = map["region"] { try read("region", region, into: &self) }
     }
 }
 

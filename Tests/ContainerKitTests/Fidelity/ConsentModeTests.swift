@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitTesting
+import Foundation
 import Testing
 
 extension Fidelity {
@@ -428,6 +429,30 @@ extension Fidelity {
             let read = try ClientContext(jsonValue: ["country": "es", "region": "ES-CT"])
             #expect(read.country == "ES" && read.region == "ES-CT")
             #expect(try ClientContext(jsonValue: read.jsonValue) == read)
+        }
+
+        /// A region is checked against the country whichever comes first in the object; before, a region first
+        /// was silently cleared by the country after it.
+        @Test(arguments: [
+            ["region": "FR-75", "country": "ES"] as ValueMap, ["country": "ES", "region": "FR-75"],
+        ])
+        func aRegionOutsideTheCountryIsRefusedInEitherOrderAtItsKey(_ map: ValueMap) throws {
+            let error = #expect(throws: ContainerError.self) { try ClientContext(jsonValue: .object(map)) }
+            #expect(error?.pointer == "/region")
+            #expect(error?.message == "context key 'region' 'FR-75' is not in the country 'ES'")
+            let decoded = #expect(throws: (any Error).self) {
+                try JSONDecoder().decode(ClientContext.self, from: Data(JSONWriter.bytes(.object(map))))
+            }
+            #expect((decoded as? ContainerError)?.code == .invalidStructure)
+            let read = try ClientContext(jsonValue: ["region": "es-md", "country": "ES"])
+            #expect(read.region == "ES-MD")
+        }
+
+        @Test func aContextErrorNamesItsKey() {
+            let error = #expect(throws: ContainerError.self) {
+                try ClientContext(jsonValue: ["platform": "ios", "advertising_tracking_enabled": "maybe"])
+            }
+            #expect(error?.pointer == "/advertising_tracking_enabled")
         }
     }
 }

@@ -1,7 +1,8 @@
 import ContainerKit
 import Hummingbird
 
-/// A request the service refuses, answered as `{"error": {"code", "message"}}` with its HTTP status.
+/// A request the service refuses, answered as `{"error": {"code", "message"}}` with its HTTP status; a refusal of
+/// one value of the body also says where it is: `"pointer"` (RFC 6901), `"line"` and `"column"`.
 struct APIError: Error, Sendable {
     /// What kind of refusal, with its status.
     struct Code: RawRepresentable, Hashable, Sendable {
@@ -57,16 +58,51 @@ struct APIError: Error, Sendable {
 
     var code: Code
     var message: String
+    /// Where in the body the refused value is, as a JSON pointer (RFC 6901; `""` is the whole body, and a missing
+    /// member's pointer is the object that lacks it), when the refusal is about one value.
+    var pointer: String?
+    /// The line and column of that value in the body (or where the body stopped being JSON), when known.
+    var location: SourceLocation?
 
-    init(_ code: Code, _ message: String) {
+    init(_ code: Code, _ message: String, pointer: String? = nil, location: SourceLocation? = nil) {
         self.code = code
         self.message = message
+        self.pointer = pointer
+        self.location = location
     }
 
     /// The refusal of a body that is not JSON: the parser's message, after the line:column it stopped at.
     static func notJSON(_ error: ContainerError) -> APIError {
         let place = error.location.map { " at \($0.line):\($0.column)" } ?? ""
-        return APIError(.malformedJSON, "the body is not JSON\(place): \(error.message)")
+        return APIError(.malformedJSON, "the body is not JSON\(place): \(error.message)", location: error.location)
+    }
+
+    /// This refusal with its pointer under `prefix` (a batch's `/events/3`) and its place in `body`, the
+    /// request's body it was read from. The body is read again, with positions, only here: on the refusal's
+    /// path, never for a request that is taken.
+    func placed(in body: [UInt8], under prefix: String = "") -> APIError {
+        guard pointer != nil else { return self }
+        return under(prefix).placed(in: Self.positions(of: body))
+    }
+
+    /// This refusal with its pointer under `prefix`.
+    func under(_ prefix: String) -> APIError {
+        var moved = self
+        moved.pointer = pointer.map { prefix + $0 }
+        return moved
+    }
+
+    /// This refusal with the line and column of its pointer in `document` (see ``positions(of:)``).
+    func placed(in document: SourceDocument?) -> APIError {
+        guard let pointer, let document else { return self }
+        var placed = self
+        placed.location = document.location(of: pointer)
+        return placed
+    }
+
+    /// The JSON text `body` read with the positions of its values, to place refusals in it.
+    static func positions(of body: [UInt8]) -> SourceDocument? {
+        try? ContainerLoader(options: LoadOptions(recordPositions: true)).readDocument(bytes: body, file: nil)
     }
 
     var status: HTTPResponse.Status {
@@ -128,12 +164,23 @@ struct APIError: Error, Sendable {
         )
     }
 
-    /// The answer's body: `{"error": {"code", "message"}}`.
+    /// The answer's body: `{"error": {"code", "message", "pointer"?, "line"?, "column"?}}`.
     var jsonBytes: [UInt8] {
+        JSONWriter.bytes(.object(["error": .object(jsonMembers)]))
+    }
+
+    /// The members of the answer's `error` object: `code`, `message`, and where it is known, the refused value's
+    /// `pointer`, `line` and `column`.
+    var jsonMembers: ValueMap {
         var error = ValueMap()
         error["code"] = .string(code.rawValue)
         error["message"] = .string(message)
-        return JSONWriter.bytes(.object(["error": .object(error)]))
+        if let pointer { error["pointer"] = .string(pointer) }
+        if let location {
+            error["line"] = .int(Int64(location.line))
+            error["column"] = .int(Int64(location.column))
+        }
+        return error
     }
 }
 

@@ -5,7 +5,8 @@ import NIOCore
 /// The answer of `POST /v1/batch`, written straight to bytes:
 /// `{"results": [item, …], "accepted": n, "refused": m}` with one item per event, in order — a pushed
 /// event's item is the body `POST /v1/events` answers plus `"status": 200`; a refused one's is
-/// `{"error": {"code", "message"}, "status": <its HTTP status>}` (with `user_id` when it named one).
+/// `{"error": {"code", "message", "pointer"?, "line"?, "column"?}, "status": <its HTTP status>}` (with `user_id`
+/// when it named one).
 ///
 /// Each event's item is written as soon as the event is pushed, so its ``PushResult`` is released before the
 /// next event is pushed (a batch does not hold every event's tags, records and arguments until it answers).
@@ -74,11 +75,8 @@ struct BatchAnswer {
     mutating func appendRefused(_ error: APIError, userID: String?) {
         let start = separate()
         refused += 1
-        bytes.append(contentsOf: #"{"error":{"code":"#.utf8)
-        JSONWriter.writeString(error.code.rawValue, into: &bytes)
-        bytes.append(contentsOf: #","message":"#.utf8)
-        JSONWriter.writeString(error.message, into: &bytes)
-        bytes.append(0x7D)
+        bytes.append(contentsOf: #"{"error":"#.utf8)
+        bytes.append(contentsOf: JSONWriter.bytes(.object(error.jsonMembers)))
         if let userID {
             bytes.append(contentsOf: #","user_id":"#.utf8)
             JSONWriter.writeString(userID, into: &bytes)

@@ -32,22 +32,44 @@ struct BatchRequest: Sendable {
             throw APIError.notJSON(error)
         }
         guard case .object(let object) = value else {
-            throw APIError(.malformedJSON, "the body must be a JSON object")
+            throw APIError(.malformedJSON, "the body must be a JSON object, not \(value.typeName)", pointer: "")
+                .placed(in: body)
         }
-        guard let member = object["events"], !member.isUndefined, member != .null else { throw Self.missingEvents }
-        guard case .array(let events) = member else { throw Self.eventsNotAnArray }
+        guard let member = object["events"], !member.isUndefined, member != .null else {
+            throw Self.missingEvents.placed(in: body)
+        }
+        guard case .array(let events) = member else { throw Self.eventsNotAnArray(member).placed(in: body) }
         try Self.check(count: events.count, limits: limits)
         // One pass over the events, each object read where it is.
         reserve(events.count)
         for event in events { append(event, routedUser: routedUser) }
+        placeRefusals(in: body)
     }
 
-    private static let missingEvents = APIError(.missingField, "'events' is required")
-    private static let eventsNotAnArray = APIError(.invalidField, "'events' must be a non-empty array")
+    /// Gives each refused event the line and column of what it refuses, reading the body again (once, and only
+    /// when an event is refused). In a body nested too deep for the reader, the refusals keep their pointers only.
+    private mutating func placeRefusals(in body: [UInt8]) {
+        guard refused > 0 else { return }
+        let document = APIError.positions(of: body)
+        for index in items.indices {
+            if case .failure(let error) = items[index] { items[index] = .failure(error.placed(in: document)) }
+        }
+    }
+
+    /// How many events are refused.
+    private var refused = 0
+
+    private static let missingEvents = APIError(.missingField, "'events' is required", pointer: "")
+
+    /// The refusal of an `events` member that is not an array of events (`events`: what it is).
+    private static func eventsNotAnArray(_ events: Value) -> APIError {
+        let found = events == .array([]) ? "an empty array" : events.typeName
+        return APIError(.invalidField, "'events' must be a non-empty array, not \(found)", pointer: "/events")
+    }
 
     /// Refuses the whole batch when `events` holds no event, or more than ``BatchLimits/maximumEvents``.
     private static func check(count: Int, limits: BatchLimits) throws(APIError) {
-        guard count > 0 else { throw eventsNotAnArray }
+        guard count > 0 else { throw eventsNotAnArray(.array([])) }
         guard count <= limits.maximumEvents else {
             throw APIError(.tooManyEvents, "the batch holds \(count) events; the most is \(limits.maximumEvents)")
         }
@@ -58,20 +80,28 @@ struct BatchRequest: Sendable {
         userIDs.reserveCapacity(count)
     }
 
-    /// Appends the item of one event (an element of `events`).
+    /// Appends the item of one event (an element of `events`); a refusal's pointer is the body's
+    /// (`/events/3/parameters`).
     private mutating func append(_ event: Value, routedUser: String?) {
         let routed = routedUser.flatMap { $0.isEmpty ? nil : $0 }
+        let place = "/events/\(items.count)"
         guard case .object(let object) = event else {
             userIDs.append(routed)
-            items.append(.failure(APIError(.invalidField, "each event must be a JSON object")))
+            refuse(APIError(.invalidField, "each event must be a JSON object, not \(event.typeName)", pointer: place))
             return
         }
         if case .string(let user)? = object["user_id"] { userIDs.append(user) } else { userIDs.append(routed) }
         do throws(APIError) {
             items.append(.success(try EventRequest(object: object, routedUser: routedUser, index: items.count)))
         } catch {
-            items.append(.failure(error))
+            refuse(error.under(place))
         }
+    }
+
+    /// Appends a refused event's item.
+    private mutating func refuse(_ error: APIError) {
+        refused += 1
+        items.append(.failure(error))
     }
 
     /// Reads a batch whose body nests too deep somewhere: the body's structure (``JSONSpans``), then each member
@@ -108,7 +138,7 @@ struct BatchRequest: Sendable {
         }
         guard let eventsSpan else {
             guard let eventsValue, eventsValue != .null else { throw Self.missingEvents }
-            throw Self.eventsNotAnArray
+            throw Self.eventsNotAnArray(eventsValue)
         }
         guard let elements = spans.elements(of: eventsSpan) else { throw notJSON }
         try Self.check(count: elements.count, limits: limits)
@@ -120,11 +150,13 @@ struct BatchRequest: Sendable {
             } catch  where error.code == .nestingTooDeep {
                 let routed = routedUser.flatMap { $0.isEmpty ? nil : $0 }
                 userIDs.append(Self.userID(in: element, of: spans) ?? routed)
-                items.append(.failure(APIError(.malformedJSON, "the event is not JSON: \(error.message)")))
+                let place = "/events/\(items.count)"
+                refuse(APIError(.malformedJSON, "the event is not JSON: \(error.message)", pointer: place))
             } catch {
                 throw APIError(.malformedJSON, "the body is not JSON: \(error.message)")
             }
         }
+        placeRefusals(in: body)
     }
 
     /// The `user_id` string of the event object `span`, read without the rest of the event.

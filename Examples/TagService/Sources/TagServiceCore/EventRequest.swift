@@ -33,13 +33,19 @@ struct EventRequest: Sendable {
             throw APIError.notJSON(error)
         }
         guard case .object(let object) = value else {
-            throw APIError(.malformedJSON, "the body must be a JSON object")
+            throw APIError(.malformedJSON, "the body must be a JSON object, not \(value.typeName)", pointer: "")
+                .placed(in: body)
         }
-        try self.init(object: object, routedUser: routedUser)
+        do {
+            try self.init(object: object, routedUser: routedUser)
+        } catch {
+            throw error.placed(in: body)
+        }
     }
 
     /// Reads one event object (a request's body, or an item of a batch: `index`, its place, named in the
-    /// refusal of a bad `message_id`).
+    /// refusal of a bad `message_id`). A refusal's ``APIError/pointer`` is relative to the object; its place in
+    /// the body is for the caller to add (``APIError/placed(in:under:)``).
     init(object: ValueMap, routedUser: String? = nil, index: Int? = nil) throws(APIError) {
         var object = object
         if let routedUser, !routedUser.isEmpty {
@@ -49,7 +55,8 @@ struct EventRequest: Sendable {
                 guard bodyUser.utf8.elementsEqual(routedUser.utf8) else {
                     throw APIError(
                         .userMismatch,
-                        "the body's 'user_id' '\(bodyUser)' is not the routed user '\(routedUser)'"
+                        "the body's 'user_id' '\(bodyUser)' is not the routed user '\(routedUser)'",
+                        pointer: "/user_id"
                     )
                 }
             case nil, .null?:
@@ -59,43 +66,53 @@ struct EventRequest: Sendable {
             }
         }
         guard let user = object["user_id"], !user.isUndefined, user != .null else {
-            throw APIError(.missingField, "'user_id' is required")
+            throw APIError(.missingField, "'user_id' is required", pointer: "")
         }
         guard case .string(let userID) = user else {
-            throw APIError(.invalidField, "'user_id' must be a non-empty string of at most 997 bytes")
+            throw APIError(
+                .invalidField,
+                "'user_id' must be a non-empty string of at most 997 bytes, not \(user.typeName)",
+                pointer: "/user_id"
+            )
         }
         // The same rules as for the header and the path (a NUL, say, is refused here, before anything is pushed).
         if let problem = UserIDRules.problem(with: userID) {
-            throw APIError(.invalidField, "'user_id' \(problem); it must be a non-empty string of at most 997 bytes")
+            throw APIError(
+                .invalidField,
+                "'user_id' \(problem); it must be a non-empty string of at most 997 bytes",
+                pointer: "/user_id"
+            )
         }
         var command: ConsentCommand?
         switch object["command"] {
         case nil, .null?: break
         case .array(let arguments)?:
             guard object["event"] == nil || object["event"] == .null else {
-                throw APIError(.invalidField, "give 'event' or 'command', not both")
+                throw APIError(.invalidField, "give 'event' or 'command', not both", pointer: "/event")
             }
             guard object["message_id"] == nil || object["message_id"] == .null else {
-                throw APIError(.invalidField, "'message_id' is for events, not commands")
+                throw APIError(.invalidField, "'message_id' is for events, not commands", pointer: "/message_id")
             }
             do {
                 command = try ConsentCommand(gtagArguments: arguments)
             } catch {
-                throw APIError(.invalidField, "'command': \(error.message)")
+                throw APIError(.invalidField, "'command': \(error.message)", pointer: "/command" + error.pointer)
             }
         case let value?:
             throw APIError(
                 .invalidField,
-                "'command' must be a gtag command, an array such as [\"consent\", \"update\", {…}], not \(value.typeName)"
+                "'command' must be a gtag command, an array such as [\"consent\", \"update\", {…}], not \(value.typeName)",
+                pointer: "/command"
             )
         }
         var event = ""
         if command == nil {
             guard let eventValue = object["event"], !eventValue.isUndefined, eventValue != .null else {
-                throw APIError(.missingField, "'event' is required (or a consent 'command')")
+                throw APIError(.missingField, "'event' is required (or a consent 'command')", pointer: "")
             }
             guard case .string(let name) = eventValue, !name.isEmpty else {
-                throw APIError(.invalidField, "'event' must be a non-empty string")
+                let found = eventValue == .string("") ? "an empty string" : eventValue.typeName
+                throw APIError(.invalidField, "'event' must be a non-empty string, not \(found)", pointer: "/event")
             }
             event = name
         }
@@ -103,7 +120,12 @@ struct EventRequest: Sendable {
         switch object["parameters"] {
         case nil, .null?: break
         case .object(let map)?: parameters = map
-        default: throw APIError(.invalidField, "'parameters' must be an object")
+        case let value?:
+            throw APIError(
+                .invalidField,
+                "'parameters' must be an object, not \(value.typeName)",
+                pointer: "/parameters"
+            )
         }
         var context: ClientContext?
         switch object["context"] {
@@ -113,7 +135,7 @@ struct EventRequest: Sendable {
             do {
                 context = try ClientContext(jsonValue: value)
             } catch {
-                throw APIError(.invalidField, "'context': \(error.message)")
+                throw APIError(.invalidField, "'context': \(error.message)", pointer: "/context" + error.pointer)
             }
         }
         var eventID: String?
@@ -143,7 +165,7 @@ struct EventRequest: Sendable {
 
     /// The refusal of a bad `message_id` (of the batch's event `index`): `problem` says what is wrong, once.
     private static func invalidMessageID(_ problem: String, index: Int?) -> APIError {
-        APIError(.invalidEventID, (index.map { "event \($0): " } ?? "") + problem)
+        APIError(.invalidEventID, (index.map { "event \($0): " } ?? "") + problem, pointer: "/message_id")
     }
 }
 

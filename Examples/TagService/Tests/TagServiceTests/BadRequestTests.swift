@@ -15,6 +15,9 @@ import Testing
         var code: String
         /// The whole message, where the case pins it.
         var message: String? = nil
+        /// The JSON pointer of the refused value, and its `line:column` in the body, where the case pins them.
+        var pointer: String? = nil
+        var place: String? = nil
         var testDescription: String { name }
     }
 
@@ -26,8 +29,23 @@ import Testing
             code: "malformed_json",
             message: "the body is not JSON at 1:27: unexpected end of file inside object that starts at column 1"
         ),
-        Case(name: "not an object", body: #"["user_id"]"#, status: .badRequest, code: "malformed_json"),
-        Case(name: "no user_id", body: #"{"event": "played song"}"#, status: .badRequest, code: "missing_field"),
+        Case(
+            name: "not an object",
+            body: #"["user_id"]"#,
+            status: .badRequest,
+            code: "malformed_json",
+            message: "the body must be a JSON object, not array",
+            pointer: "",
+            place: "1:1"
+        ),
+        Case(
+            name: "no user_id",
+            body: #"{"event": "played song"}"#,
+            status: .badRequest,
+            code: "missing_field",
+            pointer: "",
+            place: "1:1"
+        ),
         Case(
             name: "empty user_id",
             body: #"{"user_id": "", "event": "x"}"#,
@@ -38,20 +56,63 @@ import Testing
             name: "numeric user_id",
             body: #"{"user_id": 7, "event": "x"}"#,
             status: .badRequest,
-            code: "invalid_field"
+            code: "invalid_field",
+            message: "'user_id' must be a non-empty string of at most 997 bytes, not number",
+            pointer: "/user_id",
+            place: "1:13"
         ),
         Case(name: "no event", body: #"{"user_id": "u"}"#, status: .badRequest, code: "missing_field"),
+        Case(
+            name: "empty event, on its own line",
+            body: "{\n  \"user_id\": \"u\",\n  \"event\": \"\",\n  \"parameters\": {}\n}",
+            status: .badRequest,
+            code: "invalid_field",
+            message: "'event' must be a non-empty string, not an empty string",
+            pointer: "/event",
+            place: "3:12"
+        ),
         Case(
             name: "parameters not an object",
             body: #"{"user_id": "u", "event": "played song", "parameters": [1]}"#,
             status: .badRequest,
-            code: "invalid_field"
+            code: "invalid_field",
+            message: "'parameters' must be an object, not array",
+            pointer: "/parameters",
+            place: "1:56"
         ),
         Case(
             name: "unknown context key",
             body: #"{"user_id": "u", "event": "played song", "context": {"cpu": "x"}}"#,
             status: .badRequest,
-            code: "invalid_field"
+            code: "invalid_field",
+            pointer: "/context/cpu",
+            place: "1:61"
+        ),
+        Case(
+            name: "a region outside the country, the region first",
+            body: #"{"user_id": "u", "event": "e", "context": {"region": "FR-75", "country": "ES"}}"#,
+            status: .badRequest,
+            code: "invalid_field",
+            message: "'context': context key 'region' 'FR-75' is not in the country 'ES'",
+            pointer: "/context/region",
+            place: "1:54"
+        ),
+        Case(
+            name: "a region outside the country, the country first",
+            body: #"{"user_id": "u", "event": "e", "context": {"country": "ES", "region": "FR-75"}}"#,
+            status: .badRequest,
+            code: "invalid_field",
+            message: "'context': context key 'region' 'FR-75' is not in the country 'ES'",
+            pointer: "/context/region",
+            place: "1:71"
+        ),
+        Case(
+            name: "a consent command with a bad kind",
+            body: #"{"user_id": "u", "command": ["consent", "later", {}]}"#,
+            status: .badRequest,
+            code: "invalid_field",
+            pointer: "/command/1",
+            place: "1:41"
         ),
         Case(
             name: "body over the limit",
@@ -82,6 +143,11 @@ import Testing
                 #expect(error["code"] == .string(badRequest.code))
                 #expect(error["message"]?.stringValue?.isEmpty == false)
                 if let message = badRequest.message { #expect(error["message"] == .string(message)) }
+                if let pointer = badRequest.pointer { #expect(error["pointer"] == .string(pointer)) }
+                if let place = badRequest.place {
+                    let found = error["line"].map(\.jsString).map { "\($0):\(error["column"]?.jsString ?? "?")" }
+                    #expect(found == place)
+                }
             }
         }
         #expect(service.queue?.lastTicket == 0)

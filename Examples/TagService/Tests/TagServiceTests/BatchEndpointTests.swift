@@ -98,6 +98,19 @@ extension ValueMap {
                 #expect(results[1]["error"]?.objectValue?["message"] == "'event' is required (or a consent 'command')")
                 #expect(results[4]["user_id"] == "grace")
                 #expect(results.map { $0.recordTitles.first } == ["a", nil, nil, nil, nil, "b"])
+                // Each refusal says where in the body: the refused value's pointer, line and column.
+                let errors = results.map { $0["error"]?.objectValue }
+                #expect(
+                    errors.map { $0?["pointer"]?.stringValue } == [
+                        nil, "/events/1", "/events/2", "/events/3/user_id", "/events/4/parameters", nil,
+                    ]
+                )
+                #expect(errors[2]?["message"] == "each event must be a JSON object, not string")
+                // The body is one ASCII line: the column is the offset of grace's `[]`, plus one.
+                let text = String(buffer: body)
+                let offset = try #require(text.range(of: #""parameters": []"#)).upperBound.utf16Offset(in: text) - 1
+                #expect(errors[4]?["line"] == 1)
+                #expect(errors[4]?["column"] == .int(Int64(offset)))
             }
         }
         // Nothing of the refused events was pushed: no session for grace, two pushes for ada.
