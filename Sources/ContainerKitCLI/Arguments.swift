@@ -77,12 +77,18 @@ extension Arguments {
     /// for).
     func context() throws(UsageError) -> ClientContext {
         var context = ClientContext.host
+        var pairs: [(key: String, value: String)] = []
         for pair in values("--context") {
             guard let eq = pair.firstIndex(of: "=") else {
                 throw UsageError("--context needs key=value, not '\(pair)'")
             }
+            pairs.append((String(pair[..<eq]), String(pair[pair.index(after: eq)...])))
+        }
+        // A region after the country, in whatever order they were given: a country set after a region would
+        // clear it without a word, and a region outside the country is refused either way.
+        for (key, value) in pairs.filter({ $0.key != "region" }) + pairs.filter({ $0.key == "region" }) {
             do throws(ContainerError) {
-                try context.setValue(String(pair[pair.index(after: eq)...]), forKey: String(pair[..<eq]))
+                try context.setValue(value, forKey: key)
             } catch {
                 throw UsageError(error.message)
             }

@@ -90,6 +90,22 @@ struct ConsentInputTests {
         #expect(result.err.contains("ISO 3166-1"))
     }
 
+    /// `--context region=… --context country=…` in either order: a region outside the country is refused, and a
+    /// region is kept (before, a country given after the region cleared it without a word).
+    @Test(arguments: [["region=FR-75", "country=ES"], ["country=ES", "region=FR-75"]])
+    func aRegionOutsideTheCountryIsAUsageErrorInEitherOrder(_ pairs: [String]) async throws {
+        let (container, events) = try files()
+        let result = await run(["run", container, "--events", events] + pairs.flatMap { ["--context", $0] })
+        #expect(result.code == 64)
+        #expect(result.err.contains("context key 'region' 'FR-75' is not in the country 'ES'"))
+        let arguments = try Arguments(
+            ["--context", "region=ES-MD", "--context", "country=ES"],
+            valued: ["--context"],
+            flags: []
+        )
+        #expect(try arguments.context().region == "ES-MD")
+    }
+
     @Test func previewShowsCommandsAndBlockedTags() async throws {
         let (container, events) = try files()
         let drafts = URL(fileURLWithPath: container).deletingLastPathComponent().path
