@@ -81,19 +81,28 @@ struct PushInput: Sequence {
                 let problem = Problem(
                     line: number,
                     code: "not_an_object",
-                    message: "a push must be a JSON object (or a gtag command, a JSON array)"
+                    message: "a push must be a JSON object (or a gtag command, a JSON array), not \(value.typeName)",
+                    column: column(of: "", in: bytes)
                 )
                 return .invalid(number: number, problem: problem)
             }
             return .push(number: number, message: message, bytes: bytes)
         } catch {
+            // A syntax error has its place; a command's error its pointer, placed in the line read again.
             let problem = Problem(
                 line: number,
                 code: error.code.rawValue,
                 message: error.message,
-                column: error.location.map(\.column)
+                column: error.location.map(\.column) ?? column(of: error.pointer, in: bytes)
             )
             return .invalid(number: number, problem: problem)
         }
+    }
+
+    /// The column of the value at `pointer` in the line `bytes`: the line is read again with positions, so only
+    /// a line with a problem pays for it.
+    static func column(of pointer: String, in bytes: [UInt8]) -> Int? {
+        let reader = ContainerLoader(options: LoadOptions(recordPositions: true))
+        return (try? reader.readDocument(bytes: bytes, file: nil))?.locate(pointer)?.column
     }
 }

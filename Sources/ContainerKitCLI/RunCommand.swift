@@ -326,8 +326,7 @@ struct RunCommand {
 
     /// The column of the line's `message_id` value (read again, on the error's path only).
     static func eventIDColumn(in line: [UInt8]) -> Int? {
-        let reader = ContainerLoader(options: LoadOptions(recordPositions: true))
-        return (try? reader.readDocument(bytes: line, file: nil))?.locate("/" + eventIDKey)?.column
+        PushInput.column(of: "/" + eventIDKey, in: line)
     }
 
     static func printText(line: Int, message: ValueMap, result: PushResult, output: CommandOutput) {

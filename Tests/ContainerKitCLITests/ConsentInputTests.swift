@@ -64,7 +64,8 @@ struct ConsentInputTests {
         #expect(lines[1]["fired"]?.arrayValue?.last?.objectValue?["status"] == "unhandled")
         #expect(lines[3]["fired"]?.arrayValue?.first?.objectValue?["status"] == "unhandled")
         #expect(lines[4]["error"]?.objectValue?["code"] == "invalid_command")
-        #expect(result.err.contains("line 5: gtag command 'config' is not supported"))
+        #expect(result.err.contains("line 5:2: gtag command 'config' is not supported"))
+        #expect(lines[4]["error"]?.objectValue?["column"] == 2)
     }
 
     @Test func runElsewhereDoesNotApplyTheRegionalDefault() async throws {

@@ -242,7 +242,7 @@ import Testing
         #expect(lines.count == 4)
         #expect(lines.count == 4 && lines[1].hasPrefix(#"{"line":2,"error":{"code":"not_an_object""#))
         #expect(lines.count == 4 && lines[2].hasPrefix(#"{"line":3,"error":{"code":"syntax_error""#))
-        #expect(outcome.err.contains("line 2: a push must be a JSON object"))
+        #expect(outcome.err.contains("line 2:1: a push must be a JSON object"))
         #expect(outcome.err.contains("line 3:1: "))
     }
 

@@ -107,7 +107,9 @@ struct RunCommandTests {
         #expect(result.code == 2)
         #expect(try jsonLines(result.out).count == 4)
         #expect(result.err.contains("line 2:"))
-        #expect(result.err.contains("line 3: a push must be a JSON object"))
+        #expect(
+            result.err.contains("line 3:1: a push must be a JSON object (or a gtag command, a JSON array), not number")
+        )
     }
 
     @Test func anUnclosedObjectIsPlacedOnItsOwnInputLine() async throws {
@@ -138,7 +140,7 @@ struct RunCommandTests {
         #expect(syntax["message"]?.stringValue?.isEmpty == false)
         #expect(lines[2]["line"] == 4)
         #expect(lines[2]["error"]?.objectValue?["code"] == "not_an_object")
-        #expect(lines[2]["error"]?.objectValue?["column"] == .null)
+        #expect(lines[2]["error"]?.objectValue?["column"] == 1)
         #expect(lines[3]["event"] == "purchase")
     }
 
