@@ -427,10 +427,10 @@ extension TagServiceConfiguration {
             configuration.reloadInterval = try duration(seconds, flag: "--reload-interval")
         }
         if let seconds = values["--delivery-linger"] {
-            configuration.deliveryLinger = seconds == "0" ? .zero : try duration(seconds, flag: "--delivery-linger")
+            configuration.deliveryLinger = try duration(seconds, flag: "--delivery-linger", allowsZero: true)
         }
         if let seconds = values["--commit-delay"] {
-            configuration.commitDelay = seconds == "0" ? .zero : try duration(seconds, flag: "--commit-delay")
+            configuration.commitDelay = try duration(seconds, flag: "--commit-delay", allowsZero: true)
         }
         if let count = values["--concurrent-deliveries"] {
             let number = try integer(count, flag: "--concurrent-deliveries", in: 1...64)
@@ -584,9 +584,12 @@ extension TagServiceConfiguration {
         return number
     }
 
-    static func duration(_ text: String, flag: String) throws(UsageError) -> Duration {
-        guard let seconds = Double(text), seconds > 0, seconds <= maximumSeconds else {
-            throw UsageError("\(flag) must be a positive number of seconds up to 10^9, not '\(text)'")
+    /// A flag's number of seconds, above 0 (or with `allowsZero`, 0 too: `0`, `0.0`) and up to 10^9.
+    static func duration(_ text: String, flag: String, allowsZero: Bool = false) throws(UsageError) -> Duration {
+        guard let seconds = Double(text), seconds > 0 || (allowsZero && seconds == 0), seconds <= maximumSeconds
+        else {
+            let expected = allowsZero ? "0 or a positive number" : "a positive number"
+            throw UsageError("\(flag) must be \(expected) of seconds up to 10^9, not '\(text)'")
         }
         return .microseconds(Int64((seconds * 1_000_000).rounded()))
     }

@@ -72,6 +72,23 @@ import Testing
         #expect(error?.description.contains(flag) == true)
     }
 
+    /// `--delivery-linger` and `--commit-delay` take 0 however it is written (`0`, `0.0`), and say so when refused.
+    @Test(arguments: ["0", "0.0", "0e0", "-0"])
+    func aZeroLingerOrCommitDelayIsTakenHoweverItIsWritten(_ zero: String) throws {
+        let configuration = try parse([
+            "--containers", "c", "--queue", "q", "--delivery-linger", zero, "--commit-delay", zero,
+        ])
+        #expect(configuration.deliveryLinger == .zero)
+        #expect(configuration.commitDelay == .zero)
+        let error = #expect(throws: UsageError.self) {
+            try TagServiceConfiguration.parse(
+                ["--containers", "c", "--queue", "q", "--delivery-linger", "-1"],
+                environment: [:]
+            )
+        }
+        #expect(error?.description.contains("must be 0 or a positive number of seconds") == true)
+    }
+
     @Test func anEndpointWithoutAKeyIsRefused() {
         #expect(throws: UsageError.self) {
             try TagServiceConfiguration.parse(
