@@ -313,7 +313,9 @@ extension TagServiceConfiguration {
         var opens: [String] = []
         var writeKeys: [String] = []
         var noDurableWait =
-            environment["TAGSERVICE_NO_DURABLE_WAIT"].map { ["1", "true", "yes"].contains($0) } ?? false
+            try environment["TAGSERVICE_NO_DURABLE_WAIT"].map { value throws(UsageError) in
+                try boolean(value, variable: "TAGSERVICE_NO_DURABLE_WAIT")
+            } ?? false
         let valued: [String: String] = debugFlags.merging([
             "--containers": "TAGSERVICE_CONTAINERS", "--queue": "TAGSERVICE_QUEUE", "--host": "TAGSERVICE_HOST",
             "--port": "TAGSERVICE_PORT", "--sessions": "TAGSERVICE_SESSIONS",
@@ -582,6 +584,16 @@ extension TagServiceConfiguration {
             throw UsageError("\(flag) must be \(expected), not '\(text)'")
         }
         return number
+    }
+
+    /// An environment variable's yes or no: `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off` (any case), or
+    /// empty for no; anything else is refused rather than read as no.
+    static func boolean(_ text: String, variable: String) throws(UsageError) -> Bool {
+        switch text.lowercased() {
+        case "1", "true", "yes", "on": return true
+        case "", "0", "false", "no", "off": return false
+        default: throw UsageError("\(variable) must be 1, true, yes or on (or 0, false, no, off), not '\(text)'")
+        }
     }
 
     /// A flag's number of seconds, above 0 (or with `allowsZero`, 0 too: `0`, `0.0`) and up to 10^9.

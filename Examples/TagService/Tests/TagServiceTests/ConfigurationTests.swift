@@ -89,6 +89,25 @@ import Testing
         #expect(error?.description.contains("must be 0 or a positive number of seconds") == true)
     }
 
+    @Test func aYesOrNoVariableIsReadInAnyCaseAndAnythingElseIsRefused() throws {
+        for (value, expected) in [
+            ("1", true), ("TRUE", true), ("On", true), ("0", false), ("False", false), ("", false),
+        ] {
+            let configuration = try parse(
+                ["--containers", "c", "--queue", "q"],
+                ["TAGSERVICE_NO_DURABLE_WAIT": value]
+            )
+            #expect(configuration.waitsForDurability == !expected, "\(value)")
+        }
+        let error = #expect(throws: UsageError.self) {
+            try TagServiceConfiguration.parse(
+                ["--containers", "c", "--queue", "q"],
+                environment: ["TAGSERVICE_NO_DURABLE_WAIT": "maybe"]
+            )
+        }
+        #expect(error?.description.contains("TAGSERVICE_NO_DURABLE_WAIT") == true)
+    }
+
     @Test func anEndpointWithoutAKeyIsRefused() {
         #expect(throws: UsageError.self) {
             try TagServiceConfiguration.parse(
