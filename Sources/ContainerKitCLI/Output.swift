@@ -56,8 +56,10 @@ struct LineReader: Sequence, IteratorProtocol {
     private var atEOF = false
     /// Whether the rest of an over-long line is being thrown away.
     private var skippingRest = false
-    /// Lines longer than this are cut (a line is one push; the cut line then fails to parse and is reported
-    /// once, under its own line number).
+    /// Whether the line ``nextBytes()`` returned last was longer than the limit, and cut there.
+    private(set) var lastLineWasCut = false
+    /// Lines longer than this are cut, and ``lastLineWasCut`` says so (a line is one push: the reader of pushes
+    /// refuses a cut line once, under its own line number, and reads on).
     static let maximumLineLength = 16 * 1024 * 1024
     private let limit: Int
 
@@ -83,6 +85,7 @@ struct LineReader: Sequence, IteratorProtocol {
                 }
                 var end = newline
                 if end > start && buffer[end - 1] == 0x0D { end -= 1 }
+                lastLineWasCut = end - start > limit
                 let line = Array(buffer[start..<Swift.min(end, start + limit)])
                 start = newline + 1
                 searched = start
@@ -91,23 +94,25 @@ struct LineReader: Sequence, IteratorProtocol {
             searched = buffer.count
             if atEOF {
                 guard start < buffer.count, !skippingRest else { return nil }
+                lastLineWasCut = buffer.count - start > limit
                 let line = Array(buffer[start..<Swift.min(buffer.count, start + limit)])
                 start = buffer.count
                 searched = start
                 return line
             }
-            if buffer.count - start > limit {
+            if skippingRest {
+                // The rest of a line already cut: dropped, however many reads it takes to reach its end.
+                buffer.removeAll(keepingCapacity: true)
+                start = 0
+                searched = 0
+            } else if buffer.count - start > limit {
+                lastLineWasCut = true
                 let line = Array(buffer[start..<(start + limit)])
                 buffer.removeAll(keepingCapacity: true)
                 start = 0
                 searched = 0
                 skippingRest = true
                 return line
-            }
-            if skippingRest {
-                buffer.removeAll(keepingCapacity: true)
-                start = 0
-                searched = 0
             } else if start > 0 {
                 buffer.removeFirst(start)
                 searched -= start

@@ -39,6 +39,14 @@ struct PushInput: Sequence {
 
     private let handle: FileHandle
     private let ownsHandle: Bool
+    /// The longest line read: a longer one is refused (`line_too_long`) and the lines after it are read on.
+    var maximumLineLength = LineReader.maximumLineLength
+
+    /// Reads the pushes of `handle`; ``close()`` closes it when `ownsHandle`.
+    init(handle: FileHandle, ownsHandle: Bool) {
+        self.handle = handle
+        self.ownsHandle = ownsHandle
+    }
 
     /// Opens `path` (`-` is standard input); reports and returns `nil` when it cannot be opened.
     static func open(_ path: String, command: String, output: CommandOutput) -> PushInput? {
@@ -54,11 +62,21 @@ struct PushInput: Sequence {
     func close() { if ownsHandle { try? handle.close() } }
 
     func makeIterator() -> AnyIterator<Line> {
-        var lines = LineReader(handle: handle)
+        var lines = LineReader(handle: handle, maximumLineLength: maximumLineLength)
+        let limit = maximumLineLength
         var number = 0
         return AnyIterator {
             while let bytes = lines.nextBytes() {
                 number += 1
+                if lines.lastLineWasCut {
+                    let problem = Problem(
+                        line: number,
+                        code: "line_too_long",
+                        message: "the line is longer than \(limit) bytes, the most a push may be; it was not read",
+                        column: nil
+                    )
+                    return .invalid(number: number, problem: problem)
+                }
                 if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
                 return PushInput.parse(bytes, number: number)
             }

@@ -1,3 +1,4 @@
+import ContainerKit
 import Foundation
 import Testing
 
@@ -20,5 +21,41 @@ struct LineReaderTests {
     @Test func anOverlongLineIsCutOnceAndTheNextLinesKeepTheirNumbers() throws {
         let long = String(repeating: "x", count: 1_000)
         #expect(try lines("a\n\(long)\nb\n\(long)", limit: 10) == ["a", "xxxxxxxxxx", "b", "xxxxxxxxxx"])
+    }
+
+    /// A push longer than the limit is refused as too long (not as the JSON error its cut would give), under its
+    /// own number, and the pushes after it are read: whether the line ends with a newline, is cut before its
+    /// newline was read, or is the last. With the limit of 50, the rest of a cut line takes more than one read to
+    /// skip (before, each of those reads was taken for a line of its own).
+    @Test func anOverlongPushIsRefusedAsTooLongAndTheNextPushesAreRead() throws {
+        let long = #"{"event": "x", "p": ""# + String(repeating: "y", count: 100_000) + #""}"#
+        let path = NSTemporaryDirectory() + "containerkit-pushes-\(UUID().uuidString)"
+        try "\(long)\n{\"event\": \"a\"}\n\(long)".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for limit in [50, 99_000] {
+            let handle = try #require(FileHandle(forReadingAtPath: path))
+            defer { try? handle.close() }
+            var input = PushInput(handle: handle, ownsHandle: false)
+            input.maximumLineLength = limit
+            let read = Array(input)
+            try #require(read.count == 3, "limit \(limit)")
+            for index in [0, 2] {
+                guard case .invalid(let number, let problem) = read[index] else {
+                    Issue.record("line \(index + 1) is not refused")
+                    continue
+                }
+                #expect(number == index + 1)
+                #expect(problem.code == "line_too_long")
+                #expect(
+                    problem.description
+                        == "line \(index + 1): the line is longer than \(limit) bytes, the most a push may be; it was not read"
+                )
+            }
+            guard case .push(2, let message, _) = read[1] else {
+                Issue.record("line 2 is not read")
+                continue
+            }
+            #expect(message["event"] == "a")
+        }
     }
 }
