@@ -161,6 +161,14 @@ struct DiffCommandTests {
         #expect(result.err.contains("usage: containerkit diff"))
     }
 
+    @Test func aNumberOfTheWrongKindSaysWhichKindItNeeds() async {
+        let events = await diff([Self.old, Self.new, "--max-events", "-1"])
+        #expect(events.err.contains("--max-events needs a whole number, 0 or more, not '-1'"))
+        let seed = await diff([Self.old, Self.new, "--seed", "1.5"])
+        #expect(seed.code == 64)
+        #expect(seed.err.contains("--seed needs a whole number from 0 to 18446744073709551615, not '1.5'"))
+    }
+
     @Test func helpDescribesTheCommand() async {
         let result = await diff(["--help"])
         #expect(result.code == 0)

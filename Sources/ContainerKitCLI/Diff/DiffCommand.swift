@@ -92,10 +92,12 @@ struct DiffCommand {
         let context = try args.context()
         let maximumEvents = args.value("--max-events") ?? "20"
         guard let maximum = Int(maximumEvents), maximum >= 0 else {
-            throw UsageError("--max-events needs a number, not '\(maximumEvents)'")
+            throw UsageError("--max-events needs a whole number, 0 or more, not '\(maximumEvents)'")
         }
         let seedText = args.value("--seed") ?? "0"
-        guard let seed = UInt64(seedText) else { throw UsageError("--seed needs a number, not '\(seedText)'") }
+        guard let seed = UInt64(seedText) else {
+            throw UsageError("--seed needs a whole number from 0 to \(UInt64.max), not '\(seedText)'")
+        }
         var options = Options(
             oldPath: args.positionals[0],
             newPath: args.positionals[1],
