@@ -242,7 +242,8 @@ struct RunCommand {
                 lineNumber = number
                 // `message_id`: the push's event ID, not merged into the data layer.
                 switch pushed.removeValue(forKey: Self.eventIDKey) {
-                case nil:
+                case nil, .null?:
+                    // `null` is no ID, as the service reads it.
                     eventID = nil
                 case .string(let id)?:
                     eventID = id

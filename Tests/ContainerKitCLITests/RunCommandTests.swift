@@ -86,6 +86,20 @@ struct RunCommandTests {
         #expect(text.out.contains("(tag_id 1) unhandled"))
     }
 
+    /// `"message_id": null` is no ID (as TagService reads it): the line is pushed, and not merged as a key.
+    @Test func aNullMessageIDIsNoID() async throws {
+        let events = try Self.write([
+            #"{"event": "played song", "title": "So What", "duration": 545, "message_id": null}"#,
+            #"{"event": "played song", "title": "So What", "duration": 545, "message_id": null}"#,
+        ])
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let json = await run([Self.music, "--events", events, "--format", "json"])
+        #expect(json.code == 0, "\(json.err)")
+        let lines = try jsonLines(json.out)
+        #expect(lines.count == 2)
+        #expect(lines.allSatisfy { $0["duplicate"] == nil && $0["error"] == nil })
+    }
+
     @Test func aDefaultValueContainerSaysHowManyValuesItHas() async throws {
         let events = try Self.write([#"{"event": "app open"}"#])
         defer { try? FileManager.default.removeItem(atPath: events) }
