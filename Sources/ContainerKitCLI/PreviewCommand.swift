@@ -195,7 +195,7 @@ struct PreviewCommand {
                 )
                 continue
             }
-            guard case .push(let lineNumber, let message, _) = line else {
+            guard case .push(let lineNumber, let message, let eventID) = line else {
                 if case .invalid(_, let problem) = line {
                     output.error("containerkit preview: \(problem)")
                     if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
@@ -203,7 +203,8 @@ struct PreviewCommand {
                 failedLines += 1
                 continue
             }
-            let result = await session.push(message)
+            // A line whose `message_id` the session has seen is traced as a duplicate, as `run --explain` shows it.
+            let result = await session.push(message, eventID: eventID, tracing: true)
             guard let trace = result.trace else { continue }  // a debug session traces every push
             ReportFormatting.print(trace, line: lineNumber, json: options.json, output: output)
         }

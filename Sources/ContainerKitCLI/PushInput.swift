@@ -1,14 +1,16 @@
 import ContainerKit
 import Foundation
 
-/// The pushes `run` and `preview` read: one JSON object per line, from a file or standard input. A line that is a
-/// JSON array is a gtag-style command, pushed as GTM pushes gtag's `arguments` (not as an array): a consent
-/// command, `["consent", "default", {"ad_storage": "denied", "region": ["ES"]}]`.
+/// The pushes `run`, `preview` and `diff` read: one JSON object per line, from a file or standard input, its
+/// `message_id` the push's event ID. A line that is a JSON array is a gtag-style command, pushed as GTM pushes
+/// gtag's `arguments` (not as an array): a consent command, `["consent", "default", {"ad_storage": "denied",
+/// "region": ["ES"]}]`.
 struct PushInput: Sequence {
     /// One non-blank input line: a push, a command, or why it is neither.
     enum Line {
-        /// `bytes`: the line as read, to place a problem found later (an invalid `message_id`) at its column.
-        case push(number: Int, message: ValueMap, bytes: [UInt8])
+        /// `eventID`: the line's `message_id` (``eventIDKey``), taken out of the message and checked: the push's
+        /// event ID (``DataLayer/push(_:eventID:)``); `nil` when the line has none or it is `null`.
+        case push(number: Int, message: ValueMap, eventID: String?)
         case command(number: Int, command: ConsentCommand, arguments: [Value])
         /// `problem` reads like "line 3:7: expected ',' or '}' …".
         case invalid(number: Int, problem: Problem)
@@ -95,7 +97,7 @@ struct PushInput: Sequence {
                     arguments: arguments
                 )
             }
-            guard case .object(let message) = value else {
+            guard case .object(var message) = value else {
                 let problem = Problem(
                     line: number,
                     code: "not_an_object",
@@ -104,7 +106,22 @@ struct PushInput: Sequence {
                 )
                 return .invalid(number: number, problem: problem)
             }
-            return .push(number: number, message: message, bytes: bytes)
+            let eventID: String?
+            switch message.removeValue(forKey: eventIDKey) {
+            case nil, .null?:
+                eventID = nil
+            case .string(let id)?:
+                do throws(ContainerError) {
+                    try DataLayer.validate(eventID: id)
+                } catch {
+                    return invalidEventID("'\(eventIDKey)' is refused: \(error.message)", bytes, number)
+                }
+                eventID = id
+            case let other?:
+                let rule = "a string of 1 to \(DataLayer.maximumEventIDBytes) bytes without NUL"
+                return invalidEventID("'\(eventIDKey)' must be \(rule), not \(other.typeName)", bytes, number)
+            }
+            return .push(number: number, message: message, eventID: eventID)
         } catch {
             // A syntax error has its place; a command's error its pointer, placed in the line read again.
             let problem = Problem(
@@ -115,6 +132,21 @@ struct PushInput: Sequence {
             )
             return .invalid(number: number, problem: problem)
         }
+    }
+
+    /// The key of a line's event ID: `message_id`, Segment's name and the service's. (Not `event_id`: data layers
+    /// use that name for their own IDs, Meta's deduplication key among them.) `null` is no ID, as in the service.
+    static let eventIDKey = "message_id"
+
+    /// The line refused for its `message_id`, placed at the ID's column.
+    private static func invalidEventID(_ message: String, _ bytes: [UInt8], _ number: Int) -> Line {
+        let problem = Problem(
+            line: number,
+            code: ContainerError.Code.invalidEventID.rawValue,
+            message: message,
+            column: column(of: "/" + eventIDKey, in: bytes)
+        )
+        return .invalid(number: number, problem: problem)
     }
 
     /// The column of the value at `pointer` in the line `bytes`: the line is read again with positions, so only

@@ -216,7 +216,6 @@ struct RunCommand {
         var failedLines = 0
         for line in input {
             let lineNumber: Int
-            let lineBytes: [UInt8]
             let message: ValueMap
             let eventID: String?
             switch line {
@@ -237,43 +236,18 @@ struct RunCommand {
                     output: output
                 )
                 continue
-            case .push(let number, var pushed, let bytes):
-                lineBytes = bytes
+            case .push(let number, let pushed, let id):
                 lineNumber = number
-                // `message_id`: the push's event ID, not merged into the data layer.
-                switch pushed.removeValue(forKey: Self.eventIDKey) {
-                case nil, .null?:
-                    // `null` is no ID, as the service reads it.
-                    eventID = nil
-                case .string(let id)?:
-                    eventID = id
-                case let other?:
-                    let problem = PushInput.Problem(
-                        line: number,
-                        code: ContainerError.Code.invalidEventID.rawValue,
-                        message: "'\(Self.eventIDKey)' must be a string of 1 to \(DataLayer.maximumEventIDBytes) bytes "
-                            + "without NUL, not \(other.typeName)",
-                        column: Self.eventIDColumn(in: bytes)
-                    )
-                    output.error("containerkit run: \(problem)")
-                    if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
-                    failedLines += 1
-                    continue
-                }
                 message = pushed
+                eventID = id
             }
             if let event = options.brazeUserEvent, case .string(event)? = message["event"] {
                 nameBrazeUser(from: message, line: lineNumber, session: session, output: output)
             }
             var result = await session.push(message, eventID: eventID, tracing: options.explain)
             if let refusal = result.refusal {
-                let problem = PushInput.Problem(
-                    line: lineNumber,
-                    code: refusal.code.rawValue,
-                    message: refusal.code == .invalidEventID
-                        ? "'\(Self.eventIDKey)' is refused: \(refusal.message)" : refusal.message,
-                    column: refusal.code == .invalidEventID ? Self.eventIDColumn(in: lineBytes) : nil
-                )
+                // A refused push (one that would make the session too large): the event ID was checked as it was read.
+                let problem = PushInput.Problem(line: lineNumber, code: refusal.code.rawValue, message: refusal.message)
                 output.error("containerkit run: \(problem)")
                 if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
                 failedLines += 1
@@ -319,15 +293,6 @@ struct RunCommand {
             return
         }
         BrazeTagProvider.setUser(.externalID(id), on: session)
-    }
-
-    /// The key of a line's event ID (``DataLayer/push(_:eventID:)``): `message_id`, Segment's name and the
-    /// service's. (Not `event_id`: data layers use that name for their own IDs, Meta's deduplication key among them.)
-    static let eventIDKey = "message_id"
-
-    /// The column of the line's `message_id` value (read again, on the error's path only).
-    static func eventIDColumn(in line: [UInt8]) -> Int? {
-        PushInput.column(of: "/" + eventIDKey, in: line)
     }
 
     static func printText(line: Int, message: ValueMap, result: PushResult, output: CommandOutput) {

@@ -70,13 +70,16 @@ public struct DiffReplay: Sendable {
     }
 
     /// Pushes `message` to both sessions and compares the tags each fired.
-    /// - Parameter line: the message's line number in the events file, for the report.
+    /// - Parameters:
+    ///   - eventID: the push's event ID (a recorded `message_id`): a push whose ID the sessions have seen is a
+    ///     duplicate on both sides and fires nothing, as it would in production.
+    ///   - line: the message's line number in the events file, for the report.
     /// - Returns: the differences, or `nil` when both versions fired the same tags with the same arguments
     ///   and statuses.
     @discardableResult
-    public mutating func replay(_ message: ValueMap, line: Int) -> EventDifference? {
-        let oldFired = DiffReplay.fired(oldSession.push(message))
-        let newFired = DiffReplay.fired(newSession.push(message))
+    public mutating func replay(_ message: ValueMap, eventID: String? = nil, line: Int) -> EventDifference? {
+        let oldFired = DiffReplay.fired(oldSession.push(message, eventID: eventID))
+        let newFired = DiffReplay.fired(newSession.push(message, eventID: eventID))
         summary.eventsReplayed += 1
         for tag in oldFired where tag.index < countByOld.count && countByOld[tag.index] >= 0 {
             summary.tagCounts[countByOld[tag.index]].oldFired += 1

@@ -161,6 +161,23 @@ struct DiffCommandTests {
         #expect(result.err.contains("usage: containerkit diff"))
     }
 
+    /// Recorded pushes keep their `message_id`: a retried push (a seen ID) is a duplicate on both sides, as in
+    /// production, so it neither fires again nor counts as a difference.
+    @Test func aRetriedPushWithTheSameMessageIDIsReplayedOnceOnBothSides() async throws {
+        let lines = [
+            #"{"event": "played song", "title": "So What", "duration": 545, "message_id": "m-1"}"#,
+            #"{"event": "played song", "title": "So What", "duration": 545, "message_id": "m-1"}"#,
+        ]
+        let events = try Fixtures.directory(["events.jsonl": Array(lines.joined(separator: "\n").utf8)])
+        let once = await diff([Self.old, Self.new, "--events", events + "/events.jsonl", "--format", "json"])
+        let single = try Fixtures.directory(["events.jsonl": Array(lines[0].utf8)])
+        let alone = await diff([Self.old, Self.new, "--events", single + "/events.jsonl", "--format", "json"])
+        let replayed = try #require(try Value(json: once.out).objectValue?["replay"]?.objectValue)
+        let reference = try #require(try Value(json: alone.out).objectValue?["replay"]?.objectValue)
+        #expect(replayed["events_with_differences"] == reference["events_with_differences"])
+        #expect(replayed["tags"] == reference["tags"], "the retry fired nothing on either side")
+    }
+
     @Test func aNumberOfTheWrongKindSaysWhichKindItNeeds() async {
         let events = await diff([Self.old, Self.new, "--max-events", "-1"])
         #expect(events.err.contains("--max-events needs a whole number, 0 or more, not '-1'"))

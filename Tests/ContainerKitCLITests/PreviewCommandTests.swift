@@ -232,6 +232,32 @@ import Testing
         expectNoToken(outcome)
     }
 
+    /// A line's `message_id` is its event ID, as in `run`: not merged into the data layer, and a line with an ID
+    /// the session has seen is traced as a duplicate and applies nothing.
+    @Test func aSeenMessageIDIsTracedAsADuplicateAndNotMerged() async throws {
+        let drafts = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()])
+        let events = try eventsFile(
+            """
+            {"event": "played", "song": "So What", "message_id": "m-1"}
+            {"event": "played", "song": "Blue in Green", "message_id": "m-1"}
+            {"event": "played", "message_id": 7}
+            """
+        )
+        let outcome = await run(["preview", Self.url, "--drafts", drafts, "--events", events, "--format", "json"])
+        #expect(outcome.code == 2)
+        let lines = try outcome.lines.filter { !$0.isEmpty }.map { try #require(try Value(json: $0).objectValue) }
+        try #require(lines.count == 3)
+        #expect(lines[0]["outcome"] != "duplicate")
+        #expect(lines[0]["data_layer"]?.objectValue?["message_id"] == nil)
+        #expect(lines[1]["outcome"] == "duplicate")
+        #expect(lines[1]["event_id"] == "m-1")
+        #expect(lines[1]["data_layer"]?.objectValue?["song"] == "So What", "nothing of the duplicate was merged")
+        #expect(lines[2]["error"]?.objectValue?["code"] == "invalid_event_id")
+        #expect(
+            outcome.err.contains("line 3:35: 'message_id' must be a string of 1 to 256 bytes without NUL, not number")
+        )
+    }
+
     @Test func exitsWithTwoWhenSomeLinesFailAndRunsTheOthers() async throws {
         let drafts = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()])
         let events = try eventsFile("{\"event\": \"played\"}\n42\nnot json\n{\"event\": \"skipped\"}\n")
