@@ -23,6 +23,21 @@ struct LineReaderTests {
         #expect(try lines("a\n\(long)\nb\n\(long)", limit: 10) == ["a", "xxxxxxxxxx", "b", "xxxxxxxxxx"])
     }
 
+    @Test func aLineOfExactlyTheLimitIsWholeAndOneByteMoreIsCut() throws {
+        let path = NSTemporaryDirectory() + "containerkit-lines-\(UUID().uuidString)"
+        try "0123456789\n0123456789A\n0123456789".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let handle = try #require(FileHandle(forReadingAtPath: path))
+        defer { try? handle.close() }
+        var reader = LineReader(handle: handle, maximumLineLength: 10)
+        var read: [(String, Bool)] = []
+        while let bytes = reader.nextBytes() {
+            read.append((String(decoding: bytes, as: UTF8.self), reader.lastLineWasCut))
+        }
+        #expect(read.map(\.0) == ["0123456789", "0123456789", "0123456789"])
+        #expect(read.map(\.1) == [false, true, false])
+    }
+
     /// A push longer than the limit is refused as too long (not as the JSON error its cut would give), under its
     /// own number, and the pushes after it are read: whether the line ends with a newline, is cut before its
     /// newline was read, or is the last. With the limit of 50, the rest of a cut line takes more than one read to
