@@ -23,6 +23,47 @@ struct LineReaderTests {
         #expect(try lines("a\n\(long)\nb\n\(long)", limit: 10) == ["a", "xxxxxxxxxx", "b", "xxxxxxxxxx"])
     }
 
+    /// An events file in UTF-16 (Windows PowerShell 5's `>` writes UTF-16 with a byte order mark) is refused once,
+    /// not line by line (each line of it was an error of its own: `control byte 0x00`).
+    @Test(arguments: [false, true])
+    func aUTF16EventsFileIsRefusedOnceNotLineByLine(bigEndianWithoutMark: Bool) throws {
+        var bytes: [UInt8] = bigEndianWithoutMark ? [] : [0xFF, 0xFE]
+        for unit in "{\"event\": \"a\"}\n{\"event\": \"b\"}\n".utf16 {
+            let (high, low) = (UInt8(unit >> 8), UInt8(unit & 0xFF))
+            bytes += bigEndianWithoutMark ? [high, low] : [low, high]
+        }
+        let path = NSTemporaryDirectory() + "containerkit-pushes-\(UUID().uuidString)"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let handle = try #require(FileHandle(forReadingAtPath: path))
+        defer { try? handle.close() }
+        let read = Array(PushInput(handle: handle, ownsHandle: false))
+        try #require(read.count == 1)
+        guard case .invalid(1, let problem) = read[0] else {
+            Issue.record("the file is not refused")
+            return
+        }
+        #expect(problem.code == "unsupported_encoding")
+        #expect(problem.description.hasPrefix("line 1:1: the events file is UTF-16 or UTF-32 encoded ("))
+        #expect(problem.description.hasSuffix("); save it as UTF-8: none of its lines was read"))
+    }
+
+    @Test func aUTF8FileWithAByteOrderMarkIsRead() throws {
+        let path = NSTemporaryDirectory() + "containerkit-pushes-\(UUID().uuidString)"
+        try Data([0xEF, 0xBB, 0xBF] + Array("{\"event\": \"a\"}\n[\"consent\", \"update\", {}]\n".utf8))
+            .write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let handle = try #require(FileHandle(forReadingAtPath: path))
+        defer { try? handle.close() }
+        let read = Array(PushInput(handle: handle, ownsHandle: false))
+        try #require(read.count == 2)
+        guard case .push(1, let message, nil) = read[0] else {
+            Issue.record("line 1 is not read")
+            return
+        }
+        #expect(message["event"] == "a")
+    }
+
     @Test func aLineOfExactlyTheLimitIsWholeAndOneByteMoreIsCut() throws {
         let path = NSTemporaryDirectory() + "containerkit-lines-\(UUID().uuidString)"
         try "0123456789\n0123456789A\n0123456789".write(toFile: path, atomically: true, encoding: .utf8)
