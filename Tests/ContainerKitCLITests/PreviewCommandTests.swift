@@ -232,6 +232,20 @@ import Testing
         expectNoToken(outcome)
     }
 
+    /// `--drafts` given the draft file itself, or a directory that is not there, says so (before, both said the
+    /// directory has no such file).
+    @Test func draftsThatIsAFileOrMissingSaysWhatItIs() async throws {
+        let drafts = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()])
+        let file = await run(["preview", Self.url, "--drafts", drafts + "/GTM-K1T5.json"])
+        #expect(file.code == 4, "\(file.err)")
+        #expect(
+            file.err.contains("'\(drafts)/GTM-K1T5.json' is a file, not a directory: give the directory that holds")
+        )
+        let missing = await run(["preview", Self.url, "--drafts", drafts + "/nothing-here"])
+        #expect(missing.err.contains("no directory '\(drafts)/nothing-here'"))
+        expectNoToken(file)
+    }
+
     /// A line's `message_id` is its event ID, as in `run`: not merged into the data layer, and a line with an ID
     /// the session has seen is traced as a duplicate and applies nothing.
     @Test func aSeenMessageIDIsTracedAsADuplicateAndNotMerged() async throws {

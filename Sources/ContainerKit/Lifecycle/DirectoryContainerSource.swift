@@ -53,6 +53,19 @@ public struct DirectoryContainerSource: ContainerSource, PreviewSource, CustomSt
 
     private func read(_ id: String) throws(ContainerFetchError) -> [UInt8] {
         guard let path = try path(for: id) else {
+            // Said for what it is: a directory without the file, a path that is a file (the draft itself,
+            // given where its folder belongs), or nothing at all.
+            var isDirectory: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+                throw ContainerFetchError(.notFound, "no directory '\(directory)' (it should hold '\(id).json')")
+            }
+            if !isDirectory.boolValue {
+                throw ContainerFetchError(
+                    .notFound,
+                    "'\(directory)' is a file, not a directory: give the directory that holds '\(id).json' or "
+                        + "'\(id).plist'"
+                )
+            }
             throw ContainerFetchError(.notFound, "no '\(id).json' or '\(id).plist' in '\(directory)'")
         }
         do {
