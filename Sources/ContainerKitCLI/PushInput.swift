@@ -71,7 +71,7 @@ struct PushInput: Sequence {
         return AnyIterator {
             while !stopped, let bytes = lines.nextBytes() {
                 number += 1
-                if number == 1, let encoding = PushInput.wideEncoding(bytes) {
+                if number == 1, let encoding = DocumentReader.wideEncoding(bytes) {
                     // Every line of it would fail: the file is refused once, and nothing of it is read.
                     stopped = true
                     let problem = Problem(
@@ -145,20 +145,6 @@ struct PushInput: Sequence {
             )
             return .invalid(number: number, problem: problem)
         }
-    }
-
-    /// How the first line says its file is UTF-16 or UTF-32 (what Windows PowerShell 5's `>` writes): a byte order
-    /// mark, or a NUL byte next to a line's opening `{` or `[`; `nil` for UTF-8 (and anything else).
-    static func wideEncoding(_ first: [UInt8]) -> String? {
-        if first.starts(with: [0xFF, 0xFE]) { return "byte order mark 'ff fe'" }
-        if first.starts(with: [0xFE, 0xFF]) { return "byte order mark 'fe ff'" }
-        if first.starts(with: [0x00, 0x00, 0xFE, 0xFF]) { return "byte order mark '00 00 fe ff'" }
-        guard first.count >= 2 else { return nil }
-        let opening: Set<UInt8> = [UInt8(ascii: "{"), UInt8(ascii: "[")]
-        if opening.contains(first[0]) && first[1] == 0 || first[0] == 0 && opening.contains(first[1]) {
-            return "NUL bytes between its characters"
-        }
-        return nil
     }
 
     /// The key of a line's event ID: `message_id`, Segment's name and the service's. (Not `event_id`: data layers

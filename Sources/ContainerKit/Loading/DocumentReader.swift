@@ -5,9 +5,23 @@
 /// `gtm.js`) with a `var data = {…};` declaration → the JSON of that object (``ScriptDataLocator``), with
 /// positions relative to the file. Legacy binary (protobuf) containers and other binary files are recognised and refused with
 /// `legacy_binary_container`.
-enum DocumentReader {
+package enum DocumentReader {
     /// How many leading bytes are examined to decide whether a file is binary.
     static let sniffLength = 512
+
+    /// How text that starts with `bytes` says it is UTF-16 or UTF-32 rather than UTF-8: a byte order mark, or a
+    /// NUL byte beside an opening `{` or `[` (what Windows PowerShell 5's `>` writes, with a mark); `nil` otherwise.
+    package static func wideEncoding(_ bytes: [UInt8]) -> String? {
+        if bytes.starts(with: [0xFF, 0xFE]) { return "byte order mark 'ff fe'" }
+        if bytes.starts(with: [0xFE, 0xFF]) { return "byte order mark 'fe ff'" }
+        if bytes.starts(with: [0x00, 0x00, 0xFE, 0xFF]) { return "byte order mark '00 00 fe ff'" }
+        guard bytes.count >= 2 else { return nil }
+        let opening = { (byte: UInt8) in byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") }
+        if opening(bytes[0]) && bytes[1] == 0 || bytes[0] == 0 && opening(bytes[1]) {
+            return "NUL bytes between its characters"
+        }
+        return nil
+    }
 
     static func read(_ bytes: [UInt8], file: String?, options: LoadOptions) throws(ContainerError) -> SourceDocument {
         guard bytes.count <= options.maximumFileSize else {
@@ -20,11 +34,10 @@ enum DocumentReader {
         guard !bytes.isEmpty else {
             throw ContainerError(.syntax, "file is empty", file: file, location: SourceLocation(line: 1, column: 1))
         }
-        if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
+        if let encoding = wideEncoding(bytes) {
             throw ContainerError(
                 .syntax,
-                "file is utf-16 or utf-32 encoded (byte order mark '\(bytes[0] == 0xFE ? "fe ff" : "ff fe")'); "
-                    + "save it as utf-8",
+                "file is utf-16 or utf-32 encoded (\(encoding)); save it as utf-8",
                 file: file,
                 location: SourceLocation(line: 1, column: 1)
             )

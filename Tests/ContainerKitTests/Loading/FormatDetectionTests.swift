@@ -14,6 +14,12 @@ extension Loading {
             let error = try #require(readError([0xFF, 0xFE, 0x7B, 0x00, 0x7D, 0x00]))
             #expect(error.code == .syntax)
             #expect(error.message.contains("utf-16"))
+            // Without a byte order mark too: the NUL bytes between the characters say so.
+            let unmarked = try #require(readError([0x00, 0x7B, 0x00, 0x7D]))
+            #expect(
+                unmarked.message
+                    == "file is utf-16 or utf-32 encoded (NUL bytes between its characters); save it as utf-8"
+            )
         }
 
         @Test func refusesTextThatIsNeitherJSONNorAPropertyList() throws {
