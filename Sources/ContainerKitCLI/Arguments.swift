@@ -84,9 +84,7 @@ extension Arguments {
             }
             pairs.append((String(pair[..<eq]), String(pair[pair.index(after: eq)...])))
         }
-        // A region after the country, in whatever order they were given: a country set after a region would
-        // clear it without a word, and a region outside the country is refused either way.
-        for (key, value) in pairs.filter({ $0.key != "region" }) + pairs.filter({ $0.key == "region" }) {
+        for (key, value) in ClientContext.inSettingOrder(pairs, key: \.key) {
             do throws(ContainerError) {
                 try context.setValue(value, forKey: key)
             } catch {

@@ -202,8 +202,7 @@ extension ClientContext {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Key.self)
         self.init()
-        // A region after the country, as in ``init(jsonValue:)``.
-        for key in container.allKeys.sorted(by: { $1.stringValue == "region" && $0.stringValue != "region" }) {
+        for key in Self.inSettingOrder(container.allKeys, key: \.stringValue) {
             switch key.stringValue {
             case "advertising_tracking_enabled":
                 advertisingTrackingEnabled = try container.decode(Bool.self, forKey: key)
@@ -323,9 +322,21 @@ extension ClientContext {
                 throw placed
             }
         }
-        for (key, value) in map where key != "region" { try read(key, value, into: &self) }
-        // Setting a country after a region would clear the region without a word.
-        if let region = map["region"] { try read("region", region, into: &self) }
+        for (key, value) in Self.inSettingOrder(map, key: \.key) { try read(key, value, into: &self) }
+    }
+
+    /// `elements` (a context's keys with their values) in the order to set them: `region` after every other key,
+    /// whatever the order given, since setting a country after a region would clear the region without a word (and a
+    /// region outside the country given is refused either way).
+    package static func inSettingOrder<Element>(_ elements: some Sequence<Element>, key: (Element) -> String)
+        -> [Element]
+    {
+        var ordered: [Element] = []
+        var regions: [Element] = []
+        for element in elements {
+            if key(element) == "region" { regions.append(element) } else { ordered.append(element) }
+        }
+        return ordered + regions
     }
 }
 
