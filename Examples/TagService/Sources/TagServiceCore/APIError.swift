@@ -77,12 +77,11 @@ struct APIError: Error, Sendable {
         return APIError(.malformedJSON, "the body is not JSON\(place): \(error.message)", location: error.location)
     }
 
-    /// This refusal with its pointer under `prefix` (a batch's `/events/3`) and its place in `body`, the
-    /// request's body it was read from. The body is read again, with positions, only here: on the refusal's
-    /// path, never for a request that is taken.
-    func placed(in body: [UInt8], under prefix: String = "") -> APIError {
+    /// This refusal with the place of its pointer in `body`, the request's body it was read from. The body is read
+    /// again, with positions, only here: on the refusal's path, never for a request that is taken.
+    func placed(in body: [UInt8]) -> APIError {
         guard pointer != nil else { return self }
-        return under(prefix).placed(in: Self.positions(of: body))
+        return placed(in: Self.positions(of: body))
     }
 
     /// This refusal with its pointer under `prefix`.

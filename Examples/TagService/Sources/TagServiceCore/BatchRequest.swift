@@ -49,15 +49,12 @@ struct BatchRequest: Sendable {
     /// Gives each refused event the line and column of what it refuses, reading the body again (once, and only
     /// when an event is refused). In a body nested too deep for the reader, the refusals keep their pointers only.
     private mutating func placeRefusals(in body: [UInt8]) {
-        guard refused > 0 else { return }
+        guard items.contains(where: { if case .failure = $0 { true } else { false } }) else { return }
         let document = APIError.positions(of: body)
         for index in items.indices {
             if case .failure(let error) = items[index] { items[index] = .failure(error.placed(in: document)) }
         }
     }
-
-    /// How many events are refused.
-    private var refused = 0
 
     private static let missingEvents = APIError(.missingField, "'events' is required", pointer: "")
 
@@ -87,21 +84,19 @@ struct BatchRequest: Sendable {
         let place = "/events/\(items.count)"
         guard case .object(let object) = event else {
             userIDs.append(routed)
-            refuse(APIError(.invalidField, "each event must be a JSON object, not \(event.typeName)", pointer: place))
+            items.append(
+                .failure(
+                    APIError(.invalidField, "each event must be a JSON object, not \(event.typeName)", pointer: place)
+                )
+            )
             return
         }
         if case .string(let user)? = object["user_id"] { userIDs.append(user) } else { userIDs.append(routed) }
         do throws(APIError) {
             items.append(.success(try EventRequest(object: object, routedUser: routedUser, index: items.count)))
         } catch {
-            refuse(error.under(place))
+            items.append(.failure(error.under(place)))
         }
-    }
-
-    /// Appends a refused event's item.
-    private mutating func refuse(_ error: APIError) {
-        refused += 1
-        items.append(.failure(error))
     }
 
     /// Reads a batch whose body nests too deep somewhere: the body's structure (``JSONSpans``), then each member
@@ -151,7 +146,9 @@ struct BatchRequest: Sendable {
                 let routed = routedUser.flatMap { $0.isEmpty ? nil : $0 }
                 userIDs.append(Self.userID(in: element, of: spans) ?? routed)
                 let place = "/events/\(items.count)"
-                refuse(APIError(.malformedJSON, "the event is not JSON: \(error.message)", pointer: place))
+                items.append(
+                    .failure(APIError(.malformedJSON, "the event is not JSON: \(error.message)", pointer: place))
+                )
             } catch {
                 throw APIError(.malformedJSON, "the body is not JSON: \(error.message)")
             }

@@ -45,7 +45,7 @@ struct EventRequest: Sendable {
 
     /// Reads one event object (a request's body, or an item of a batch: `index`, its place, named in the
     /// refusal of a bad `message_id`). A refusal's ``APIError/pointer`` is relative to the object; its place in
-    /// the body is for the caller to add (``APIError/placed(in:under:)``).
+    /// the body is for the caller to add (``APIError/under(_:)``, ``APIError/placed(in:)``).
     init(object: ValueMap, routedUser: String? = nil, index: Int? = nil) throws(APIError) {
         var object = object
         if let routedUser, !routedUser.isEmpty {
