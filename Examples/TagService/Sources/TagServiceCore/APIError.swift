@@ -54,6 +54,8 @@ struct APIError: Error, Sendable {
         /// The record queue is not running (not started yet, or stopping), so nothing would store the
         /// event's records; the client should retry (503).
         static let queueNotRunning = Code(rawValue: "queue_not_running")
+        /// A query parameter holds what it cannot be (`/ready?wait=10s`, `pushes.json?after=x`) (400).
+        static let invalidParameter = Code(rawValue: "invalid_parameter")
     }
 
     var code: Code
@@ -138,6 +140,22 @@ struct APIError: Error, Sendable {
             readiness.commit(succeeded: false)
             self.init(.notDurable, "the event's records could not be made durable now; retry later")
         }
+    }
+
+    /// Reads the query parameter `name` of `request` as a number of the kind `read` makes (`nil`: absent); a
+    /// value that is not one is refused (`invalid_parameter`), saying what was found and what it must be.
+    static func queryParameter<Number>(
+        _ name: String,
+        of request: Request,
+        must kind: String,
+        _ read: (String) -> Number?
+    ) throws(APIError) -> Number? {
+        guard let text = request.uri.queryParameters[Substring(name)].map(String.init) else { return nil }
+        guard let value = read(text) else {
+            let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text
+            throw APIError(.invalidParameter, "'\(name)' must be \(kind), not '\(shown)'")
+        }
+        return value
     }
 
     /// The refusal of a push the library refused (``PushResult/refusal``: `session_too_large`).

@@ -31,8 +31,16 @@ struct OperationsController: Sendable {
             )
         }
         router.get("ready") { request, _ in
-            let wait = request.uri.queryParameters["wait"].flatMap { Double(String($0)) } ?? 0
-            return await self.readiness(waiting: min(max(0, wait), Self.maximumReadyWait))
+            let wait: Double
+            do throws(APIError) {
+                wait =
+                    try APIError.queryParameter("wait", of: request, must: "a number of seconds from 0") {
+                        Double($0).flatMap { $0 >= 0 ? $0 : nil }
+                    } ?? 0
+            } catch {
+                return error.response
+            }
+            return await self.readiness(waiting: min(wait, Self.maximumReadyWait))
         }
         let metricsRoutes = router.group()
         if let metricsToken { metricsRoutes.add(middleware: MetricsTokenMiddleware(token: WriteKeys([metricsToken]))) }

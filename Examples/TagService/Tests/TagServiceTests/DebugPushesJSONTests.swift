@@ -56,6 +56,33 @@ struct DebugPushesJSONTests {
         }
     }
 
+    @Test func anAfterThatIsNotAPushNumberIsRefusedNotReadAsZero() async throws {
+        let hub = DebugHubTests.Fixture().hub
+        try hub.follow("alice")
+        hub.record(DebugHubTests.trace("e1"), userID: "alice", tracing: .followed)
+        try await Self.application(hub).test(.router) { client in
+            for (after, shown) in [("x", "x"), ("-1", "-1"), ("2.5", "2.5"), ("", "")] {
+                let uri = "/debug/users/alice/pushes.json?after=\(after)"
+                try await client.execute(uri: uri, method: .get, headers: Self.bearer) { response in
+                    #expect(response.status == .badRequest, "\(uri)")
+                    let error = try #require(try Value(json: String(buffer: response.body))["error"])
+                    #expect(error["code"] == "invalid_parameter")
+                    #expect(
+                        error["message"]
+                            == .string("'after' must be a push number (a whole number from 0), not '\(shown)'")
+                    )
+                }
+            }
+            // The live stream refuses it the same way, before it starts.
+            try await client.execute(uri: "/debug/users/alice/events?after=x", method: .get, headers: Self.bearer) {
+                response in
+                #expect(response.status == .badRequest)
+                let answer = try Value(json: String(buffer: response.body))
+                #expect(answer["error"]?["code"] == "invalid_parameter")
+            }
+        }
+    }
+
     @Test func askingForAUserStartsFollowingThem() async throws {
         let hub = DebugHubTests.Fixture().hub
         try await Self.application(hub).test(.router) { client in

@@ -123,6 +123,25 @@ import Testing
         }
     }
 
+    @Test func aReadyWaitThatIsNotANumberOfSecondsIsRefusedNotReadAsNoWait() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        try await fixture.make().application.test(.router) { client in
+            for wait in ["10s", "-1", "nan", ""] {
+                try await client.execute(uri: "/ready?wait=\(wait)", method: .get) { response in
+                    #expect(response.status == .badRequest, "wait=\(wait)")
+                    let answer = try response.json
+                    let error = try #require(answer["error"]?.objectValue)
+                    #expect(error["code"] == "invalid_parameter")
+                    #expect(error["message"] == .string("'wait' must be a number of seconds from 0, not '\(wait)'"))
+                }
+            }
+            try await client.execute(uri: "/ready?wait=0", method: .get) { response in
+                #expect(response.status == .ok)
+            }
+        }
+    }
+
     @Test func metricsCountEventsTagsRecordsAndSessions() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }

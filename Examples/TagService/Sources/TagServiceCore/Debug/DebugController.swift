@@ -64,7 +64,12 @@ struct DebugController: Sendable {
             } catch {
                 return Self.jsonError(.serviceUnavailable, Self.code(error), Self.words(error))
             }
-            let after = request.uri.queryParameters["after"].flatMap { Int($0) } ?? 0
+            let after: Int
+            do throws(APIError) {
+                after = try Self.after(request) ?? 0
+            } catch {
+                return error.response
+            }
             let document = DebugPushesDocument(
                 userID: userID,
                 followedSince: since,
@@ -79,15 +84,26 @@ struct DebugController: Sendable {
         router.get("debug/users/:user_id/events") { request, context in
             guard case .success(let userID) = self.userID(context) else { return self.badUser(context) }
             // A reconnecting browser says the last push it has; a new page, the newest push it was rendered with.
-            let after =
-                request.headers[.lastEventID].flatMap { Int($0) }
-                ?? request.uri.queryParameters["after"].flatMap { Int($0) } ?? 0
+            let asked: Int?
+            do throws(APIError) {
+                asked = try Self.after(request)
+            } catch {
+                return error.response
+            }
+            let after = request.headers[.lastEventID].flatMap { Int($0) } ?? asked ?? 0
             return self.stream(userID: userID, after: after)
         }
         router.get("debug/static/debug.js") { _, _ in
             Self.asset(DebugAssets.script, type: "text/javascript; charset=utf-8")
         }
         router.get("debug/static/debug.css") { _, _ in Self.asset(DebugAssets.style, type: "text/css; charset=utf-8") }
+    }
+
+    /// The `after` query parameter: a push number (0 or more).
+    private static func after(_ request: Request) throws(APIError) -> Int? {
+        try APIError.queryParameter("after", of: request, must: "a push number (a whole number from 0)") {
+            Int($0).flatMap { $0 >= 0 ? $0 : nil }
+        }
     }
 
     /// The user of a `/debug/users/<user id>` path, percent-decoded; a 400 page when it is not a user id.
