@@ -467,10 +467,14 @@ extension TagServiceConfiguration {
         }
         configuration.savedContainersDirectory = values["--saved-containers"]
         if let level = values["--log-level"] {
-            guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) else {
-                throw UsageError("--log-level must be trace, debug, info, notice, warning, error or critical")
+            // Any case: `TAGSERVICE_LOG_LEVEL=INFO` is how many deployments write it.
+            let name = level.lowercased()
+            guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(name) else {
+                throw UsageError(
+                    "--log-level must be trace, debug, info, notice, warning, error or critical, not '\(level)'"
+                )
             }
-            configuration.logLevel = level
+            configuration.logLevel = name
         }
         if let mode = values["--braze-user"] {
             guard let parsed = BrazeUser(rawValue: mode) else {

@@ -108,6 +108,20 @@ import Testing
         #expect(error?.description.contains("TAGSERVICE_NO_DURABLE_WAIT") == true)
     }
 
+    @Test func theLogLevelIsReadInAnyCaseAndAnythingElseIsRefusedNamingIt() throws {
+        for (value, expected) in [("INFO", "info"), ("Debug", "debug"), ("warning", "warning")] {
+            let configuration = try parse(["--containers", "c", "--queue", "q"], ["TAGSERVICE_LOG_LEVEL": value])
+            #expect(configuration.logLevel == expected, "\(value)")
+        }
+        let error = #expect(throws: UsageError.self) {
+            try TagServiceConfiguration.parse(
+                ["--containers", "c", "--queue", "q", "--log-level", "verbose"],
+                environment: [:]
+            )
+        }
+        #expect(error?.description.contains("not 'verbose'") == true)
+    }
+
     @Test func anEndpointWithoutAKeyIsRefused() {
         #expect(throws: UsageError.self) {
             try TagServiceConfiguration.parse(
