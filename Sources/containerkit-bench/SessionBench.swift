@@ -190,7 +190,7 @@ enum SessionBench {
     /// Slices of each way per figure and round (20 ms each: a round's pushes take 0.4 s).
     static let scalingPairs = 10
     /// Rounds of `same_session_2_threads_vs_1`.
-    static let sameSessionRounds = 5
+    static let sameSessionRounds = 9
 
     /// A thread's work in one phase of ``interleaved(_:_:pairs:)``: runs until `watch.isOver` (checked every
     /// 64 units) and returns the units it did.
