@@ -66,6 +66,12 @@ struct Arguments {
     /// Whether the command line gave the option.
     func given(_ name: String) -> Bool { options[name] != nil || flags.contains(name) }
 
+    /// Replaces the value the command line gave the option (its last) with `value`: the spelling of a choice.
+    mutating func setGiven(_ name: String, _ value: String) {
+        guard let last = options[name]?.indices.last else { return }
+        options[name]?[last] = value
+    }
+
     /// Sets the value of an option the command line did not give.
     mutating func setDefault(_ name: String, _ value: String) {
         if options[name] == nil { defaults[name] = value }

@@ -134,9 +134,13 @@ struct CommandSpec {
         for option in options {
             guard let choices = option.choices else { continue }
             if let value = args.value(option.name), !choices.contains(value) {
-                throw UsageError(
-                    "option '\(option.name)' must be one of \(choices.joined(separator: ", ")), not '\(value)'"
-                )
+                // Any case (`--format JSON`, `--log-level INFO`): the choices are all lowercase.
+                guard let choice = choices.first(where: { $0 == value.lowercased() }) else {
+                    throw UsageError(
+                        "option '\(option.name)' must be one of \(choices.joined(separator: ", ")), not '\(value)'"
+                    )
+                }
+                args.setGiven(option.name, choice)
             }
             if let defaultValue = option.defaultValue, args.value(option.name) == nil {
                 args.setDefault(option.name, defaultValue)

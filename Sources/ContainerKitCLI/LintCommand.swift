@@ -51,7 +51,8 @@ struct LintCommand {
 
     static func parse(_ arguments: [String]) throws(UsageError) -> Options {
         let args = try spec.parse(arguments)
-        let reporterName = args.value("--format")
+        // Any case, as the other commands' choices (`--format SARIF`).
+        let reporterName = args.value("--format")?.lowercased()
         let listRules = args.flag("--list-rules")
         var catalogFormat = "text"
         var reporter: any LintReporter = TextReporter()

@@ -73,6 +73,16 @@ struct CommandSpecTests {
         #expect(type(of: lint.reporter).identifier == "sarif")
     }
 
+    @Test func aChoiceIsReadInAnyCase() throws {
+        let run = try RunCommand.parse(["c.json", "--log-level", "INFO", "--format", "Json"])
+        #expect(run.logLevel == .info && run.json)
+        let diff = try DiffCommand.parse(["a.json", "b.json", "--reporter=GitHub", "--fail-on", "REMOVED"])
+        #expect(diff.reporter == "github" && diff.failOn == .removed)
+        let lint = try LintCommand.parse(["--format", "SARIF"])
+        #expect(type(of: lint.reporter).identifier == "sarif")
+        #expect(try LintCommand.parse(["--list-rules", "--format", "Markdown"]).catalogFormat == "markdown")
+    }
+
     @Test func defaultsComeFromTheSpec() throws {
         let run = try RunCommand.parse(["c.json"])
         #expect(run.logLevel == .warning && !run.json)
