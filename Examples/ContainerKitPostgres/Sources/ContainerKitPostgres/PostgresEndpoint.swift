@@ -31,7 +31,13 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses a `postgres://` URL.
-    /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` naming the URL.
+    ///
+    /// The one query parameter read is libpq's `sslmode`, and only its values that let a connection go without
+    /// TLS (`disable`, `allow`, `prefer`): connections are never encrypted, so a URL that asks for TLS
+    /// (`require`, `verify-ca`, `verify-full`) is refused rather than connected in the clear. Any other parameter
+    /// is refused too, so none is silently ignored.
+    /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` naming the URL (without its password) and what
+    ///   is wrong with it.
     public init(url text: String) throws(PostgresStoreError) {
         guard let components = URLComponents(string: text), let scheme = components.scheme,
             scheme == "postgres" || scheme == "postgresql", let host = components.host, !host.isEmpty
@@ -40,6 +46,17 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
                 .invalidConfiguration,
                 "'\(Self.redacted(text))' is not a postgres://user@host:port/database url"
             )
+        }
+        if let port = components.port, !(1...65535).contains(port) {
+            throw PostgresStoreError(
+                .invalidConfiguration,
+                "'\(Self.redacted(text))': the port must be 1–65535, not \(port)"
+            )
+        }
+        for item in components.queryItems ?? [] {
+            if let problem = Self.problem(with: item) {
+                throw PostgresStoreError(.invalidConfiguration, "'\(Self.redacted(text))': \(problem)")
+            }
         }
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         let user = components.user ?? "postgres"
@@ -50,6 +67,25 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
             password: components.password,
             database: path.isEmpty ? user : path
         )
+    }
+
+    /// Why the URL's query parameter `item` cannot be used; `nil` when it can.
+    private static func problem(with item: URLQueryItem) -> String? {
+        guard item.name == "sslmode" else {
+            return
+                "the url's parameter '\(item.name)' is not supported (the one read is sslmode=disable, allow or prefer)"
+        }
+        switch item.value ?? "" {
+        case "disable", "allow", "prefer":
+            return nil
+        case "require", "verify-ca", "verify-full":
+            return
+                "sslmode=\(item.value ?? "") asks for TLS, which these connections do not use: reach PostgreSQL over "
+                + "loopback or a private network (or a TLS tunnel beside the service) with sslmode=disable"
+        default:
+            return
+                "sslmode must be disable, allow, prefer, require, verify-ca or verify-full, not '\(item.value ?? "")'"
+        }
     }
 
     /// The URL without its password.
