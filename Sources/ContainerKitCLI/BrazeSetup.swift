@@ -17,13 +17,11 @@ final class BrazeSetup: Sendable {
             } else if text.hasPrefix("jsonl:"), text.count > 6 {
                 self = .jsonLines(String(text.dropFirst(6)))
             } else if text.hasPrefix("braze:") {
-                let endpoint = String(text.dropFirst(6))
-                guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(),
-                    scheme == "http" || scheme == "https", url.host?.isEmpty == false
-                else {
-                    throw UsageError("--sink braze:<REST endpoint> needs an http(s) URL, not '\(endpoint)'")
+                do throws(ContainerError) {
+                    self = .braze(try BrazeUsersTrackDestination.restEndpoint(parsing: String(text.dropFirst(6))))
+                } catch {
+                    throw UsageError("--sink braze:<REST endpoint>: \(error.message)")
                 }
-                self = .braze(url)
             } else {
                 throw UsageError("--sink must be stdout, jsonl:<path> or braze:<REST endpoint>, not '\(text)'")
             }

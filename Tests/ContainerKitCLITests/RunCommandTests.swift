@@ -163,6 +163,10 @@ struct RunCommandTests {
         (["a.json", "--context", "nokey"], "key=value"),
         (["a.json", "--context", "colour=red"], "unknown context key"),
         (["a.json", "--sink", "kafka:x"], "--sink"), (["a.json", "--sink", "braze:ftp://x"], "http(s)"),
+        (
+            ["a.json", "--sink", "braze:https://rest.iad-01.braze.com?x"],
+            "--sink braze:<REST endpoint>: 'https://rest.iad-01.braze.com?x' has a query"
+        ),
         (["a.json", "--bogus"], "unknown option"),
     ])
     func usageErrorsExitSixtyFour(arguments: [String], message: String) async {

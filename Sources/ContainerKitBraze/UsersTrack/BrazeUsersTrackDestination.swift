@@ -116,8 +116,10 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
     }
 
     /// Braze's REST endpoint (for example `https://rest.iad-01.braze.com`); requests go to
-    /// `<endpoint>/users/track`.
+    /// `<endpoint>/users/track` (``usersTrackURL``). Read one a person typed with ``restEndpoint(parsing:)``.
     public let endpoint: URL
+    /// Where the `/users/track` requests go.
+    public var usersTrackURL: URL { url }
     /// The destination's tunables.
     public let configuration: Configuration
     private let apiKey: String
@@ -174,8 +176,8 @@ public final class BrazeUsersTrackDestination: AnalyticsDestination {
         self.endpoint = endpoint
         self.apiKey = apiKey
         self.configuration = configuration
-        self.url = endpoint.appendingPathComponent("users/track")
-        self.identifyURL = endpoint.appendingPathComponent("users/identify")
+        self.url = Self.apiURL("users/track", under: endpoint)
+        self.identifyURL = Self.apiURL("users/identify", under: endpoint)
         self.batcher = BrazeUsersTrackBatcher(
             limit: configuration.objectLimit,
             createsAliasOnlyProfiles: configuration.createsAliasOnlyProfiles

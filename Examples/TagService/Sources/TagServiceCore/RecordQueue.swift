@@ -20,8 +20,9 @@ enum RecordQueue {
     ) throws -> DeliveryPipeline<SegmentRecordStore> {
         let destination: any AnalyticsDestination
         if let endpoint = configuration.brazeEndpoint {
-            destination = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: configuration.brazeAPIKey ?? "")
-            logger.info("records go to Braze", metadata: ["endpoint": "\(endpoint.absoluteString)/users/track"])
+            let braze = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: configuration.brazeAPIKey ?? "")
+            destination = braze
+            logger.info("records go to Braze", metadata: ["endpoint": "\(braze.usersTrackURL.absoluteString)"])
         } else {
             destination = try JSONLinesDestination(
                 destination: .file(path: configuration.recordsFile),

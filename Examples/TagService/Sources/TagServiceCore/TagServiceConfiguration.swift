@@ -515,8 +515,11 @@ extension TagServiceConfiguration {
             into: &configuration
         )
         if let endpoint = environment["BRAZE_REST_ENDPOINT"], !endpoint.isEmpty {
-            guard let url = httpURL(endpoint) else {
-                throw UsageError("BRAZE_REST_ENDPOINT needs an http(s) URL, not '\(endpoint)'")
+            let url: URL
+            do throws(ContainerError) {
+                url = try BrazeUsersTrackDestination.restEndpoint(parsing: endpoint)
+            } catch {
+                throw UsageError("BRAZE_REST_ENDPOINT: \(error.message)")
             }
             guard let key = environment["BRAZE_REST_API_KEY"], !key.isEmpty else {
                 throw UsageError("BRAZE_REST_ENDPOINT is set but BRAZE_REST_API_KEY is not")

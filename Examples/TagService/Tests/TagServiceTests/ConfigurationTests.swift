@@ -122,6 +122,22 @@ import Testing
         #expect(error?.description.contains("not 'verbose'") == true)
     }
 
+    @Test func aBrazeEndpointIsCutBackToItsBaseAndOneThatCannotBeIsRefusedSayingWhy() throws {
+        let pasted = try parse(
+            ["--containers", "c", "--queue", "q"],
+            ["BRAZE_REST_ENDPOINT": "https://rest.iad-01.braze.com/users/track/", "BRAZE_REST_API_KEY": "k"]
+        )
+        #expect(pasted.brazeEndpoint?.absoluteString == "https://rest.iad-01.braze.com")
+        let error = #expect(throws: UsageError.self) {
+            try TagServiceConfiguration.parse(
+                ["--containers", "c", "--queue", "q"],
+                environment: ["BRAZE_REST_ENDPOINT": "https://rest.iad-01.braze.com?x=1", "BRAZE_REST_API_KEY": "k"]
+            )
+        }
+        #expect(error?.description.hasPrefix("BRAZE_REST_ENDPOINT: ") == true, "\(error?.description ?? "")")
+        #expect(error?.description.contains("has a query or a fragment") == true)
+    }
+
     @Test func anEndpointWithoutAKeyIsRefused() {
         #expect(throws: UsageError.self) {
             try TagServiceConfiguration.parse(

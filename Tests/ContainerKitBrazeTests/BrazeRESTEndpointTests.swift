@@ -1,0 +1,47 @@
+import ContainerKit
+import ContainerKitBraze
+import Foundation
+import Testing
+
+/// `BrazeUsersTrackDestination.restEndpoint(parsing:)` and where a destination's requests go: an endpoint as
+/// people paste it reaches `/users/track` once, and what cannot be an endpoint is refused saying why.
+struct BrazeRESTEndpointTests {
+    @Test(arguments: [
+        ("https://rest.iad-01.braze.com", "https://rest.iad-01.braze.com"),
+        ("https://rest.iad-01.braze.com/", "https://rest.iad-01.braze.com"),
+        ("https://rest.iad-01.braze.com/users/track", "https://rest.iad-01.braze.com"),
+        ("https://rest.iad-01.braze.com/users/track/", "https://rest.iad-01.braze.com"),
+        ("https://rest.iad-01.braze.com/users/identify", "https://rest.iad-01.braze.com"),
+        ("http://127.0.0.1:8099/braze/", "http://127.0.0.1:8099/braze"),
+    ])
+    func anEndpointAsPeoplePasteItIsItsBase(text: String, base: String) throws {
+        let endpoint = try BrazeUsersTrackDestination.restEndpoint(parsing: text)
+        #expect(endpoint.absoluteString == base)
+        let destination = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: "key")
+        #expect(destination.usersTrackURL.absoluteString == base + "/users/track")
+    }
+
+    @Test func aDestinationMadeOnAWholeAPIURLPostsToUsersTrackOnce() {
+        for text in [
+            "https://rest.fra-01.braze.eu/users/track", "https://rest.fra-01.braze.eu/", "https://rest.fra-01.braze.eu",
+        ] {
+            let destination = BrazeUsersTrackDestination(endpoint: URL(string: text)!, apiKey: "key")
+            #expect(destination.usersTrackURL.absoluteString == "https://rest.fra-01.braze.eu/users/track", "\(text)")
+        }
+    }
+
+    @Test(arguments: [
+        ("rest.iad-01.braze.com", "is not an http(s) URL such as https://rest.iad-01.braze.com"),
+        ("ftp://rest.iad-01.braze.com", "is not an http(s) URL"),
+        ("https://rest.iad-01.braze.com:99999", "the port must be 1–65535, not 99999"),
+        ("https://rest.iad-01.braze.com?api_key=k", "has a query or a fragment"),
+        ("https://rest.iad-01.braze.com/#top", "has a query or a fragment"),
+        ("https://me:s3cret@rest.iad-01.braze.com", "holds a user name or password"),
+    ])
+    func whatCannotBeAnEndpointIsRefusedSayingWhy(text: String, words: String) {
+        let error = #expect(throws: ContainerError.self) { try BrazeUsersTrackDestination.restEndpoint(parsing: text) }
+        #expect(error?.code == .invalidEndpoint)
+        #expect(error?.message.contains(words) == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("s3cret") == false)
+    }
+}
