@@ -538,23 +538,29 @@ extension TagServiceConfiguration {
         metricsToken: String?,
         into configuration: inout TagServiceConfiguration
     ) throws(UsageError) {
-        var keys = keys
-        if let file {
-            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                throw UsageError("--write-key-file: cannot read '\(file)'")
-            }
-            for line in text.split(whereSeparator: \.isNewline) {
-                let key = line.trimmingCharacters(in: .whitespaces)
-                if !key.isEmpty, !key.hasPrefix("#") { keys.append(key) }
-            }
-        }
+        let rule = "a key is at least 16 characters of printable ASCII without spaces, ':' or ','"
         for (index, key) in keys.enumerated() where !WriteKeys.isUsableKey(key) {
-            throw UsageError(
-                "write key \(index + 1) of \(keys.count) is not usable: a key is at least 16 characters of printable "
-                    + "ASCII without spaces, ':' or ','"
-            )
+            throw UsageError("write key \(index + 1) of \(keys.count) (flags or variable) is not usable: \(rule)")
         }
-        configuration.writeKeys = keys
+        var allKeys = keys
+        if let file {
+            guard var text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw UsageError("--write-key-file: cannot read '\(file)' as UTF-8 text")
+            }
+            // An editor's byte order mark (Notepad writes one) is not part of the first key.
+            if text.hasPrefix("\u{FEFF}") { text.removeFirst() }
+            // Lines as an editor numbers them: "\r\n" is one line end, and so is a lone "\n" or "\r".
+            let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+            for (index, line) in lines.enumerated() {
+                let key = line.trimmingCharacters(in: .whitespaces)
+                guard !key.isEmpty, !key.hasPrefix("#") else { continue }
+                guard WriteKeys.isUsableKey(key) else {
+                    throw UsageError("--write-key-file '\(file)' line \(index + 1): the key is not usable: \(rule)")
+                }
+                allKeys.append(key)
+            }
+        }
+        configuration.writeKeys = allKeys
         if let metricsToken {
             guard WriteKeys.isUsableKey(metricsToken) else {
                 throw UsageError(

@@ -201,6 +201,24 @@ import Testing
         #expect(error?.description.contains(key) == false)
     }
 
+    @Test func aWriteKeyFileFromWindowsIsReadAndABadLineIsNamedWithoutItsKey() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("keys-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        // Notepad: a byte order mark and CRLF line ends.
+        try Data("\u{FEFF}first-key-0123456789\r\n# old\r\nsecond-key-0123456789\r\n".utf8).write(to: file)
+        let read = try parse(["--containers", "c", "--queue", "q", "--write-key-file", file.path])
+        #expect(read.writeKeys == ["first-key-0123456789", "second-key-0123456789"])
+        try Data("good-key-0123456789\n\n# a comment\nbad key 0123456789\n".utf8).write(to: file)
+        let error = #expect(throws: UsageError.self) {
+            try TagServiceConfiguration.parse(
+                ["--containers", "c", "--queue", "q", "--write-key-file", file.path],
+                environment: [:]
+            )
+        }
+        #expect(error?.description.hasPrefix("--write-key-file '\(file.path)' line 4: the key is not usable") == true)
+        #expect(error?.description.contains("bad key") == false)
+    }
+
     @Test func theRequestAndShutdownBoundsHaveDefaultsFlagsAndVariables() throws {
         let defaults = try parse(["--containers", "c", "--queue", "q"])
         #expect(defaults.requestTimeout == .seconds(30))
