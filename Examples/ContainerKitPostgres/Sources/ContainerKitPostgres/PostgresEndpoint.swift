@@ -3,13 +3,32 @@ import Logging
 import PostgresNIO
 import Synchronization
 
-/// Where a PostgreSQL server is and how to log in: parsed from a `postgres://user:password@host:port/database`
-/// URL (the form `psql` and libpq accept; `postgresql://` too).
+/// Where a PostgreSQL server is, how to log in and whether to use TLS: parsed from a
+/// `postgres://user:password@host:port/database?sslmode=…` URL (the form `psql` and libpq accept; `postgresql://`
+/// too).
 ///
 /// ```swift
-/// let endpoint = try PostgresEndpoint(url: "postgres://tags@127.0.0.1:5432/tags")
+/// let endpoint = try PostgresEndpoint(url: "postgres://tags@db.internal:5432/tags?sslmode=verify-full")
 /// ```
 public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
+    /// Whether connections use TLS, and what they check of the server's certificate: libpq's `sslmode`.
+    public enum TLSMode: String, Sendable, Hashable, CaseIterable {
+        /// Never TLS.
+        case disable
+        /// TLS when the server offers it, else in the clear (libpq tries the clear first; here TLS is asked for
+        /// first, as with `prefer`); no certificate check.
+        case allow
+        /// TLS when the server offers it, else in the clear; no certificate check. libpq's default.
+        case prefer
+        /// TLS or no connection; the certificate is not checked (unless a root certificate is given: then as
+        /// ``verifyCA``, as libpq does).
+        case require
+        /// TLS or no connection; the server's certificate must chain to a trusted root.
+        case verifyCA = "verify-ca"
+        /// TLS or no connection; the certificate must chain to a trusted root and name the host.
+        case verifyFull = "verify-full"
+    }
+
     /// The host name or address.
     public var host: String
     /// The TCP port (5432 unless the URL names one).
@@ -20,22 +39,36 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
     public var password: String?
     /// The database.
     public var database: String
+    /// Whether connections use TLS (`sslmode`; ``TLSMode/prefer`` when the URL says nothing, as with libpq).
+    public var tls: TLSMode
+    /// The PEM file of the roots a server certificate must chain to (`sslrootcert`); `nil`: the system's.
+    public var rootCertificatePath: String?
 
     /// Creates an endpoint from its parts.
-    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String) {
+    public init(
+        host: String,
+        port: Int = 5432,
+        user: String,
+        password: String? = nil,
+        database: String,
+        tls: TLSMode = .prefer,
+        rootCertificatePath: String? = nil
+    ) {
         self.host = host
         self.port = port
         self.user = user
         self.password = password
         self.database = database
+        self.tls = tls
+        self.rootCertificatePath = rootCertificatePath
     }
 
     /// Parses a `postgres://` URL.
     ///
-    /// The one query parameter read is libpq's `sslmode`, and only its values that let a connection go without
-    /// TLS (`disable`, `allow`, `prefer`): connections are never encrypted, so a URL that asks for TLS
-    /// (`require`, `verify-ca`, `verify-full`) is refused rather than connected in the clear. Any other parameter
-    /// is refused too, so none is silently ignored.
+    /// The query parameters read are libpq's `sslmode` (``TLSMode``; `prefer` when absent) and `sslrootcert` (a PEM
+    /// file of trusted roots, which must be readable; `system`: the system's roots, the default). Any other
+    /// parameter is refused, so none is silently ignored: client certificates (`sslcert`, `sslkey`) are not
+    /// supported.
     /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` naming the URL (without its password) and what
     ///   is wrong with it.
     public init(url text: String) throws(PostgresStoreError) {
@@ -47,15 +80,36 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
                 "'\(Self.redacted(text))' is not a postgres://user@host:port/database url"
             )
         }
-        if let port = components.port, !(1...65535).contains(port) {
-            throw PostgresStoreError(
-                .invalidConfiguration,
-                "'\(Self.redacted(text))': the port must be 1–65535, not \(port)"
-            )
+        func refuse(_ problem: String) -> PostgresStoreError {
+            PostgresStoreError(.invalidConfiguration, "'\(Self.redacted(text))': \(problem)")
         }
+        if let port = components.port, !(1...65535).contains(port) {
+            throw refuse("the port must be 1–65535, not \(port)")
+        }
+        var tls = TLSMode.prefer
+        var rootCertificatePath: String?
         for item in components.queryItems ?? [] {
-            if let problem = Self.problem(with: item) {
-                throw PostgresStoreError(.invalidConfiguration, "'\(Self.redacted(text))': \(problem)")
+            let value = item.value ?? ""
+            switch item.name {
+            case "sslmode":
+                guard let mode = TLSMode(rawValue: value) else {
+                    let modes = TLSMode.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw refuse("sslmode must be one of \(modes), not '\(value)'")
+                }
+                tls = mode
+            case "sslrootcert":
+                guard value != "system" else {
+                    rootCertificatePath = nil
+                    continue
+                }
+                guard !value.isEmpty, FileManager.default.isReadableFile(atPath: value) else {
+                    throw refuse("sslrootcert '\(value)' is not a file that can be read")
+                }
+                rootCertificatePath = value
+            default:
+                throw refuse(
+                    "the url's parameter '\(item.name)' is not supported (the ones read are sslmode and sslrootcert)"
+                )
             }
         }
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
@@ -65,43 +119,62 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
             port: components.port ?? 5432,
             user: user,
             password: components.password,
-            database: path.isEmpty ? user : path
+            database: path.isEmpty ? user : path,
+            tls: tls,
+            rootCertificatePath: rootCertificatePath
         )
     }
 
-    /// Why the URL's query parameter `item` cannot be used; `nil` when it can.
-    private static func problem(with item: URLQueryItem) -> String? {
-        guard item.name == "sslmode" else {
-            return
-                "the url's parameter '\(item.name)' is not supported (the one read is sslmode=disable, allow or prefer)"
-        }
-        switch item.value ?? "" {
-        case "disable", "allow", "prefer":
-            return nil
-        case "require", "verify-ca", "verify-full":
-            return
-                "sslmode=\(item.value ?? "") asks for TLS, which these connections do not use: reach PostgreSQL over "
-                + "loopback or a private network (or a TLS tunnel beside the service) with sslmode=disable"
-        default:
-            return
-                "sslmode must be disable, allow, prefer, require, verify-ca or verify-full, not '\(item.value ?? "")'"
-        }
+    /// The URL without its password (with its `sslmode` when it is not libpq's default).
+    public var description: String {
+        "postgres://\(user)@\(host):\(port)/\(database)" + (tls == .prefer ? "" : "?sslmode=\(tls.rawValue)")
     }
 
-    /// The URL without its password.
-    public var description: String { "postgres://\(user)@\(host):\(port)/\(database)" }
-
-    /// The postgres-nio connection configuration (no TLS: meant for a server on a private network or
-    /// loopback; a deployment across networks puts TLS on the configuration itself).
+    /// The postgres-nio connection configuration, with TLS as ``tls`` asks.
+    /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` when the root certificates cannot be read.
     public var connectionConfiguration: PostgresConnection.Configuration {
-        PostgresConnection.Configuration(
-            host: host,
-            port: port,
-            username: user,
-            password: password,
-            database: database,
-            tls: .disable
-        )
+        get throws(PostgresStoreError) {
+            let mode: PostgresConnection.Configuration.TLS
+            if let tlsConfiguration {
+                let context: NIOSSLContext
+                do {
+                    context = try NIOSSLContext(configuration: tlsConfiguration)
+                } catch {
+                    throw PostgresStoreError(
+                        .invalidConfiguration,
+                        "the TLS settings cannot be used (sslrootcert '\(rootCertificatePath ?? "system")'): \(error)"
+                    )
+                }
+                mode = enforcesTLS ? .require(context) : .prefer(context)
+            } else {
+                mode = .disable
+            }
+            return PostgresConnection.Configuration(
+                host: host,
+                port: port,
+                username: user,
+                password: password,
+                database: database,
+                tls: mode
+            )
+        }
+    }
+
+    /// Whether a connection without TLS is refused.
+    var enforcesTLS: Bool { tls == .require || tls == .verifyCA || tls == .verifyFull }
+
+    /// The TLS client settings ``tls`` asks for; `nil` for ``TLSMode/disable``.
+    var tlsConfiguration: TLSConfiguration? {
+        guard tls != .disable else { return nil }
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        switch tls {
+        case .verifyFull: configuration.certificateVerification = .fullVerification
+        case .verifyCA: configuration.certificateVerification = .noHostnameVerification
+        case .require where rootCertificatePath != nil: configuration.certificateVerification = .noHostnameVerification
+        default: configuration.certificateVerification = .none
+        }
+        if let rootCertificatePath { configuration.trustRoots = .file(rootCertificatePath) }
+        return configuration
     }
 
     private static func redacted(_ text: String) -> String {
@@ -115,13 +188,15 @@ extension PostgresEndpoint {
     /// The configuration of a ``PostgresClient`` (postgres-nio's pool) for this endpoint, whose connections
     /// start with `parameters` (`application_name`, `statement_timeout`, …).
     func clientConfiguration(parameters: [(String, String)], maximumConnections: Int) -> PostgresClient.Configuration {
+        let tls: PostgresClient.Configuration.TLS =
+            tlsConfiguration.map { enforcesTLS ? .require($0) : .prefer($0) } ?? .disable
         var configuration = PostgresClient.Configuration(
             host: host,
             port: port,
             username: user,
             password: password,
             database: database,
-            tls: .disable
+            tls: tls
         )
         configuration.options.additionalStartupParameters = parameters
         configuration.options.maximumConnections = max(1, maximumConnections)
@@ -136,7 +211,7 @@ extension PostgresEndpoint {
     func connect(logger: Logger, parameters: [(String, String)]) async throws(PostgresStoreError)
         -> PostgresConnection
     {
-        var configuration = connectionConfiguration
+        var configuration = try connectionConfiguration
         configuration.options.additionalStartupParameters = parameters
         configuration.options.connectTimeout = .seconds(5)
         do {

@@ -35,7 +35,7 @@ public final class PostgresTestCluster: Sendable {
     public let user = "postgres"
     /// The server's programs (`initdb`, `pg_ctl`, `postgres`).
     public let binDirectory: String
-    private let runAs: String?
+    let runAs: String?
 
     /// A connection URL for `database`.
     public func url(database: String = "postgres") -> String {
@@ -156,7 +156,7 @@ public final class PostgresTestCluster: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    private func runServerProgram(_ program: String, _ arguments: [String]) async throws {
+    func runServerProgram(_ program: String, _ arguments: [String]) async throws {
         if let runAs {
             try await Self.run("/usr/sbin/runuser", ["-u", runAs, "--", "\(binDirectory)/\(program)"] + arguments)
         } else {

@@ -74,7 +74,7 @@ struct PostgresSessionTests {
             #expect(try await instance.store.sessions.load(userID: "warm-up") == nil)
             // Samples this instance's connections while the burst runs.
             let monitor = try await PostgresConnection.connect(
-                configuration: endpoint.connectionConfiguration,
+                configuration: try endpoint.connectionConfiguration,
                 id: 88,
                 logger: testLogger
             )

@@ -211,7 +211,7 @@ func compactSessions(_ endpoint: PostgresEndpoint) async throws {
 func query<T: Sendable>(_ endpoint: PostgresEndpoint, _ sql: String, as type: T.Type) async throws -> [T]
 where T: PostgresDecodable {
     let connection = try await PostgresConnection.connect(
-        configuration: endpoint.connectionConfiguration,
+        configuration: try endpoint.connectionConfiguration,
         id: 1,
         logger: testLogger
     )
@@ -228,7 +228,7 @@ where T: PostgresDecodable {
 /// old transaction open; the test ends it (`ROLLBACK`) and closes the connection.
 func beginTransaction(_ endpoint: PostgresEndpoint, id: Int) async throws -> PostgresConnection {
     let connection = try await PostgresConnection.connect(
-        configuration: endpoint.connectionConfiguration,
+        configuration: try endpoint.connectionConfiguration,
         id: id,
         logger: testLogger
     )

@@ -241,7 +241,9 @@ extension TagServiceConfiguration {
           --log-level <level>       trace, debug, info, notice, warning, error, critical; default info
                                     (TAGSERVICE_LOG_LEVEL)
           --postgres <url>          records and sessions in PostgreSQL, postgres://user@host:port/db, shared
-                                    by every instance (CONTAINERKIT_POSTGRES_URL); see Docs/Scaling.md
+                                    by every instance (CONTAINERKIT_POSTGRES_URL); TLS as libpq's ?sslmode=
+                                    (prefer by default; verify-full&sslrootcert=<ca.pem> across networks);
+                                    see Docs/Scaling.md
           --instance-name <name>    this instance's name in PostgreSQL and the logs, default the host name
                                     (TAGSERVICE_INSTANCE_NAME)
           --postgres-partitions <n> delivery partitions when the tables are created, default 16
