@@ -15,6 +15,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // zlib over NIO's ByteBuffer, for bodies sent with Content-Encoding: gzip or deflate (what
+        // hummingbird-compression uses).
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
     ],
     targets: [
         .target(
@@ -29,6 +32,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CompressNIO", package: "compress-nio"),
             ]
         ),
         .executableTarget(name: "TagService", dependencies: ["TagServiceCore"]),
@@ -41,6 +45,7 @@ let package = Package(
                 .product(name: "ContainerKitTesting", package: "ContainerKit"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "PostgresTestHarness", package: "ContainerKitPostgres"),
+                .product(name: "CompressNIO", package: "compress-nio"),
             ],
             resources: [.copy("Fixtures")]
         ),

@@ -54,6 +54,10 @@ struct APIError: Error, Sendable {
         /// The record queue is not running (not started yet, or stopping), so nothing would store the
         /// event's records; the client should retry (503).
         static let queueNotRunning = Code(rawValue: "queue_not_running")
+        /// The body's `Content-Encoding` is not one the service reads (gzip, deflate, identity) (415).
+        static let unsupportedContentEncoding = Code(rawValue: "unsupported_content_encoding")
+        /// The body is not of the coding its `Content-Encoding` names (corrupt or truncated gzip) (400).
+        static let malformedEncoding = Code(rawValue: "malformed_encoding")
         /// A query parameter holds what it cannot be (`/ready?wait=10s`, `pushes.json?after=x`) (400).
         static let invalidParameter = Code(rawValue: "invalid_parameter")
     }
@@ -111,7 +115,7 @@ struct APIError: Error, Sendable {
         case .unauthorized: .unauthorized
         case .requestTimeout: .requestTimeout
         case .bodyTooLarge, .tooManyEvents, .sessionTooLarge: .contentTooLarge
-        case .unsupportedMediaType: .unsupportedMediaType
+        case .unsupportedMediaType, .unsupportedContentEncoding: .unsupportedMediaType
         case .notDurable, .postgresTimeout, .noContainer, .sessionsUnavailable, .queueNotRunning, .shuttingDown:
             .serviceUnavailable
         default: .badRequest

@@ -170,8 +170,10 @@ struct EventRequest: Sendable {
 }
 
 /// The body of `request`: refused with 415 `unsupported_media_type` unless its `Content-Type` is
-/// `application/json` (see ``isJSONContentType(_:)``), before anything is read; with 413 `body_too_large` when
-/// it is larger than `limit` bytes (by its `Content-Length` before anything is read, else while it is read).
+/// `application/json` (see ``isJSONContentType(_:)``), and with 415 `unsupported_content_encoding` unless its
+/// `Content-Encoding` is one ``ContentCoding`` reads, before anything is read; with 413 `body_too_large` when it
+/// is larger than `limit` bytes (by its `Content-Length` before anything is read, else while it is read, and a
+/// compressed body also once decompressed).
 func requestBody(of request: Request, limit: Int) async throws(APIError) -> [UInt8] {
     let types = request.headers[values: .contentType]
     guard types.count == 1, isJSONContentType(types[0]) else {
@@ -181,11 +183,14 @@ func requestBody(of request: Request, limit: Int) async throws(APIError) -> [UIn
             "the body must be JSON sent as 'Content-Type: application/json' (charset utf-8 if any), not \(given)"
         )
     }
+    let coding = try ContentCoding(request.headers)
     let tooLarge = APIError(.bodyTooLarge, "the body is larger than \(limit) bytes")
     if let length = request.headers[.contentLength].flatMap(Int.init), length > limit { throw tooLarge }
     do {
         let buffer = try await request.body.collect(upTo: limit)
-        return Array(buffer.readableBytesView)
+        return Array(try coding.decode(buffer, limit: limit).readableBytesView)
+    } catch let error as APIError {
+        throw error
     } catch is NIOTooManyBytesError {
         throw tooLarge
     } catch {
@@ -213,7 +218,7 @@ func isJSONContentType(_ value: String) -> Bool {
 
 extension Substring {
     /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
-    fileprivate func trimmingWhitespace() -> Substring {
+    func trimmingWhitespace() -> Substring {
         var text = self
         while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
         while let last = text.last, last == " " || last == "\t" { text.removeLast() }
