@@ -30,6 +30,20 @@ extension PostgresStoreError {
             }
             return PostgresStoreError(.unavailable, "\(operation) failed: postgresql cannot be reached")
         }
+        if error.code == .sslUnsupported {
+            return PostgresStoreError(
+                .unavailable,
+                "postgresql does not offer TLS, which the url's sslmode asks for (turn ssl on in the server, or use "
+                    + "sslmode=prefer or disable on a private network)"
+            )
+        }
+        if error.underlying is NIOSSLError {
+            return PostgresStoreError(
+                .unavailable,
+                "the TLS handshake with postgresql failed: its certificate does not chain to the trusted roots "
+                    + "(sslrootcert), or does not name the host (sslmode=verify-full)"
+            )
+        }
         guard error.code == .server, let state = error.serverInfo?[.sqlState] else {
             return PostgresStoreError(.unavailable, "\(operation) failed: the connection to postgresql was lost")
         }

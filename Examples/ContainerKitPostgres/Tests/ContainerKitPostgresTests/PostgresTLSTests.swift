@@ -1,10 +1,11 @@
 import ContainerKit
 import ContainerKitDelivery
-import ContainerKitPostgres
 import Foundation
 import PostgresNIO
 import PostgresTestHarness
 import Testing
+
+@testable import ContainerKitPostgres
 
 /// `sslmode` and `sslrootcert` against a real PostgreSQL with TLS on (a throw-away certificate authority): what
 /// libpq's modes promise holds — the store's connections are encrypted when asked, a server that does not offer TLS
@@ -55,7 +56,16 @@ struct PostgresTLSTests {
         // The system's roots do not hold the test authority.
         for mode in ["verify-full", "verify-ca"] {
             let endpoint = try PostgresEndpoint(url: url + "?sslmode=\(mode)")
-            await #expect(throws: (any Error).self, "\(mode)") { try await Self.encrypted(endpoint) }
+            let error = await #expect(throws: (any Error).self, "\(mode)") { try await Self.encrypted(endpoint) }
+            // The store's own calls say why, where they said "the connection to postgresql was lost".
+            let classified = PostgresStoreError.classify(
+                try #require(error),
+                operation: "the commit",
+                role: "tags",
+                timeout: .seconds(5)
+            )
+            #expect(classified.code == .unavailable)
+            #expect(classified.message.hasPrefix("the TLS handshake with postgresql failed"), "\(classified)")
         }
         // require checks nothing: it is encrypted all the same.
         #expect(try await Self.encrypted(try PostgresEndpoint(url: url + "?sslmode=require")))
@@ -67,6 +77,13 @@ struct PostgresTLSTests {
         #expect(try await Self.encrypted(endpoint) == false)
         var required = endpoint
         required.tls = .require
-        await #expect(throws: (any Error).self) { try await Self.encrypted(required) }
+        let error = await #expect(throws: (any Error).self) { try await Self.encrypted(required) }
+        let classified = PostgresStoreError.classify(
+            try #require(error),
+            operation: "the commit",
+            role: "tags",
+            timeout: .seconds(5)
+        )
+        #expect(classified.message.hasPrefix("postgresql does not offer TLS"), "\(classified)")
     }
 }
