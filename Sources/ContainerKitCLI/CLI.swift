@@ -23,6 +23,18 @@ public enum CLI {
         output: CommandOutput = .standard,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) async -> Int32 {
+        let code = await command(arguments, output: output, environment: environment)
+        // A report that could not be written whole is no success, whatever the command found.
+        guard let failure = output.outputFailure else { return code }
+        output.error("containerkit: the output could not be written: \(failure)")
+        return code == ExitCode.success ? ExitCode.failure : code
+    }
+
+    private static func command(
+        _ arguments: [String],
+        output: CommandOutput,
+        environment: [String: String]
+    ) async -> Int32 {
         guard let command = arguments.first else {
             output.error(usage)
             return ExitCode.usage

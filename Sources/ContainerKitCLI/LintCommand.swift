@@ -33,8 +33,8 @@ struct LintCommand {
             .flag("--list-rules", "print the rule catalog (--format markdown gives Docs/LintRules.md)"),
         ],
         exitCodes: """
-            0 no errors (warnings allowed), 2 at least one error, 1 a path could not be read or a
-                        configuration is invalid, 64 usage error
+            0 no errors (warnings allowed), 2 at least one error, 1 a path could not be read, a
+                        configuration is invalid or the report could not be written, 64 usage error
             """
     )
     static var usage: String { spec.usage }

@@ -2,28 +2,80 @@ import ContainerKit
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Where a command writes: standard output for reports, standard error for diagnostics and summaries.
 /// Tests capture both in memory.
 public final class CommandOutput: Sendable {
     private let out: @Sendable (String) -> Void
     private let err: @Sendable (String) -> Void
+    private let outFailure: @Sendable () -> String?
 
-    /// Creates an output from two writers.
-    public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void) {
+    /// Creates an output from two writers; `outFailure` says why standard output could not be written, if it
+    /// could not.
+    public init(
+        out: @escaping @Sendable (String) -> Void,
+        err: @escaping @Sendable (String) -> Void,
+        outFailure: @escaping @Sendable () -> String? = { nil }
+    ) {
         self.out = out
         self.err = err
+        self.outFailure = outFailure
     }
 
-    /// The process's standard output and standard error, unbuffered line by line.
+    /// The process's standard output and standard error, unbuffered line by line. A write that fails (a full
+    /// disk, a closed terminal) is kept as ``outputFailure`` rather than ending the process.
     public static let standard = CommandOutput(
-        out: { text in FileHandle.standardOutput.write(Data(text.utf8)) },
-        err: { text in FileHandle.standardError.write(Data(text.utf8)) }
+        out: { text in StandardStream.output.write(text) },
+        err: { text in StandardStream.error.write(text) },
+        outFailure: { StandardStream.output.failure }
     )
 
     /// Writes a line to standard output.
     public func print(_ line: String) { out(line + "\n") }
     /// Writes a line to standard error.
     public func error(_ line: String) { err(line + "\n") }
+    /// Why standard output could not be written (`No space left on device`), or `nil` when all of it was.
+    public var outputFailure: String? { outFailure() }
+}
+
+/// A standard stream written with `write(2)`: every byte, or from the first failed write on nothing more, with
+/// that write's error kept. `FileHandle.write(_:)` traps when a write fails, so `containerkit lint > /dev/full`
+/// crashed.
+final class StandardStream: Sendable {
+    static let output = StandardStream(descriptor: STDOUT_FILENO)
+    static let error = StandardStream(descriptor: STDERR_FILENO)
+
+    private let descriptor: Int32
+    /// The `errno` of the first failed write; 0 while none failed.
+    private let errorNumber = Atomic<Int32>(0)
+
+    init(descriptor: Int32) { self.descriptor = descriptor }
+
+    func write(_ text: String) {
+        guard errorNumber.load(ordering: .relaxed) == 0 else { return }
+        var text = text
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written >= 0 {
+                    offset += written
+                } else if errno != EINTR {
+                    errorNumber.store(errno, ordering: .relaxed)
+                    return
+                }
+            }
+        }
+    }
+
+    /// Why a write failed (`No space left on device`), or `nil` when none did.
+    var failure: String? {
+        let number = errorNumber.load(ordering: .relaxed)
+        return number == 0 ? nil : String(cString: strerror(number))
+    }
 }
 
 /// Captures a command's output in memory (for tests and for embedding the CLI).
@@ -58,6 +110,9 @@ struct LineReader: Sequence, IteratorProtocol {
     private var skippingRest = false
     /// Whether the line ``nextBytes()`` returned last was longer than the limit, and cut there.
     private(set) var lastLineWasCut = false
+    /// Why reading stopped before the end of the input (`Is a directory`, `Input/output error`); the lines
+    /// before it were returned, and ``nextBytes()`` returns `nil` from then on.
+    private(set) var readError: String?
     /// Lines longer than this are cut, and ``lastLineWasCut`` says so (a line is one push: the reader of pushes
     /// refuses a cut line once, under its own line number, and reads on).
     static let maximumLineLength = 16 * 1024 * 1024
@@ -118,8 +173,30 @@ struct LineReader: Sequence, IteratorProtocol {
                 searched -= start
                 start = 0
             }
-            let chunk = handle.availableData
-            if chunk.isEmpty { atEOF = true } else { buffer.append(contentsOf: chunk) }
+            readChunk()
+        }
+    }
+
+    /// Appends what one `read(2)` gives (what is there now: a terminal's line, a pipe's bytes, up to 64 KiB of a
+    /// file); at the end of the input or a failed read, marks the end, keeping the error. `FileHandle`'s
+    /// `availableData` traps on a failed read (an events path that is a directory crashed the command).
+    private mutating func readChunk() {
+        let chunkSize = 1 << 16
+        let before = buffer.count
+        buffer.reserveCapacity(before + chunkSize)
+        while true {
+            var failure: Int32 = 0
+            let count = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: chunkSize) { chunk -> Int in
+                let count = read(handle.fileDescriptor, chunk.baseAddress, chunkSize)
+                if count > 0 { buffer.append(contentsOf: chunk.prefix(count)) }
+                if count < 0 { failure = errno }
+                return count
+            }
+            if count > 0 { return }
+            if count < 0 && failure == EINTR { continue }
+            if count < 0 { readError = String(cString: strerror(failure)) }
+            atEOF = true
+            return
         }
     }
 }

@@ -53,7 +53,7 @@ struct PreviewCommand {
             .valued("--braze-user", "<external id>", "the session's Braze user (implies --braze's default paths)"),
         ],
         exitCodes: """
-            0 success, 1 the events file cannot be read, 2 some input lines failed,
+            0 success, 1 the events file cannot be read or the output written, 2 some input lines failed,
               3 malformed preview URL or container ID, 4 auth token refused (HTTP 401, 403, 404) or no such draft,
               5 server unreachable or failing, 6 the draft does not load, 64 usage error
             """

@@ -53,6 +53,11 @@ struct PushInput: Sequence {
     /// Opens `path` (`-` is standard input); reports and returns `nil` when it cannot be opened.
     static func open(_ path: String, command: String, output: CommandOutput) -> PushInput? {
         if path == "-" { return PushInput(handle: .standardInput, ownsHandle: false) }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            output.error("containerkit \(command): '\(path)' is a directory, not an events file (one push a line)")
+            return nil
+        }
         guard let file = FileHandle(forReadingAtPath: path) else {
             output.error("containerkit \(command): cannot open events file '\(path)'")
             return nil
@@ -94,6 +99,18 @@ struct PushInput: Sequence {
                 }
                 if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
                 return PushInput.parse(bytes, number: number)
+            }
+            if !stopped, let error = lines.readError {
+                // Said once, in the place of the line that could not be read.
+                stopped = true
+                number += 1
+                let problem = Problem(
+                    line: number,
+                    code: "read_error",
+                    message: "the input could not be read from here on (\(error)); the lines after it were not read",
+                    column: nil
+                )
+                return .invalid(number: number, problem: problem)
             }
             return nil
         }

@@ -63,7 +63,7 @@ struct RunCommand {
             ),
         ],
         exitCodes: """
-            0 success, 1 the container could not be loaded, 2 some input lines failed,
+            0 success, 1 the container could not be loaded or the output written, 2 some input lines failed,
                         3 records were dropped at delivery (refused by the destination, or given up on),
                         64 usage error
             """

@@ -57,7 +57,7 @@ struct DiffCommand {
         ],
         exitCodes: """
             0 no difference of the --fail-on kind, 2 differences, 1 a container or the events could
-            not be read, 64 usage error
+            not be read or the report written, 64 usage error
             """
     )
     static var usage: String { spec.usage }
