@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Reads container files (JSON, XML or binary property lists) and compiles them into ``Container``s.
 ///
 /// ```swift
@@ -60,39 +64,59 @@ public struct ContainerLoader: Sendable {
         return utf8[4...].allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }
     }
 
-    /// Reads a whole file, refusing files over `limit` bytes before reading them.
+    /// Reads a whole file, refusing files over `limit` bytes (a regular file before reading it; a pipe, a device
+    /// or a `/proc` file, which have no size, once more than `limit` bytes came). Every failure names the file and
+    /// the system's reason (`permission denied`), with its `errno`.
     package static func readFile(_ path: String, limit: Int) throws(ContainerError) -> [UInt8] {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw ContainerError(.io, "no such file '\(path)'", file: path)
+        func failure(_ error: FileSystemError) -> ContainerError {
+            if error.errorNumber == ENOENT { return ContainerError(.io, "no such file '\(path)'", file: path) }
+            let verb = error.step == "opening" ? "open" : "read"
+            return ContainerError(
+                .io,
+                "cannot \(verb) '\(path)': \(error.reason)",
+                file: path,
+                errorNumber: error.errorNumber
+            )
         }
-        guard !isDirectory.boolValue else { throw ContainerError(.io, "'\(path)' is a directory", file: path) }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw ContainerError(.io, "cannot open '\(path)' for reading", file: path)
+        let fd: Int32
+        do throws(FileSystemError) {
+            fd = try FileSystem.openFile(path, O_RDONLY)
+        } catch {
+            throw failure(error)
         }
-        defer { try? handle.close() }
-        let size: UInt64
-        do { size = try handle.seekToEnd() } catch {
-            throw ContainerError(.io, "cannot read '\(path)': \(error.localizedDescription)", file: path)
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw failure(FileSystemError(step: "reading", path: path, errorNumber: errno))
         }
-        guard size <= UInt64(limit) else {
+        let type = info.st_mode & S_IFMT
+        guard type != S_IFDIR else { throw ContainerError(.io, "'\(path)' is a directory", file: path) }
+        if type == S_IFREG, info.st_size > limit {
             throw ContainerError(
                 .fileTooLarge,
-                "file is \(size) bytes, more than the limit of \(limit) bytes",
+                "file is \(info.st_size) bytes, more than the limit of \(limit) bytes",
                 file: path
             )
         }
-        do {
-            try handle.seek(toOffset: 0)
-            let data = try handle.read(upToCount: limit + 1) ?? Data()
-            guard data.count <= limit else {
+        var bytes: [UInt8] = []
+        let chunk = 1 << 16
+        while true {
+            let before = bytes.count
+            var failed: Int32 = 0
+            let count = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: chunk) { buffer -> Int in
+                let count = read(fd, buffer.baseAddress, min(chunk, limit + 1 - before))
+                if count > 0 { bytes.append(contentsOf: buffer.prefix(count)) }
+                if count < 0 { failed = errno }
+                return count
+            }
+            if count == 0 { return bytes }
+            if count < 0 {
+                if failed == EINTR { continue }
+                throw failure(FileSystemError(step: "reading", path: path, errorNumber: failed))
+            }
+            guard bytes.count <= limit else {
                 throw ContainerError(.fileTooLarge, "file grew past the limit of \(limit) bytes", file: path)
             }
-            return [UInt8](data)
-        } catch let error as ContainerError {
-            throw error
-        } catch {
-            throw ContainerError(.io, "cannot read '\(path)': \(error.localizedDescription)", file: path)
         }
     }
 }
