@@ -81,7 +81,7 @@ enum ContentCoding: Sendable, Equatable {
     }
 
     /// Whether `body`'s last four bytes are the trailer of a stream that decoded to `output`: gzip's size of the
-    /// input modulo 2^32 (little-endian), zlib's Adler-32 checksum (big-endian).
+    /// decompressed data modulo 2^32 (little-endian), zlib's Adler-32 checksum of it (big-endian).
     private func endsWithItsTrailer(_ body: ByteBuffer, output: ByteBuffer) -> Bool {
         let bytes = body.readableBytesView
         guard bytes.count >= 4 else { return false }
