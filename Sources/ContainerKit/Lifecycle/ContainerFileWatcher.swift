@@ -147,7 +147,7 @@ public final class ContainerFileWatcher: Sendable {
             // change again without its size or time changing, so it is read (and hashed) again next time.
             let readStart = Date().timeIntervalSince1970
             do {
-                bytes = try ContainerLoader.readFile(path, limit: options.maximumFileSize)
+                bytes = try ContainerLoader.readFile(path, limit: options.maximumFileSize, regularOnly: true)
             } catch {
                 state.withLock { state in
                     state.seenHash = nil

@@ -69,7 +69,7 @@ public struct DirectoryContainerSource: ContainerSource, PreviewSource, CustomSt
             throw ContainerFetchError(.notFound, "no '\(id).json' or '\(id).plist' in '\(directory)'")
         }
         do {
-            return try ContainerLoader.readFile(path, limit: maximumBytes)
+            return try ContainerLoader.readFile(path, limit: maximumBytes, regularOnly: true)
         } catch {
             let code: ContainerFetchError.Code = error.code == .fileTooLarge ? .tooLarge : .io
             throw ContainerFetchError(code, "'\(path)': \(error.message)")

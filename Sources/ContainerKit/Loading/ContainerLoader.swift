@@ -66,8 +66,21 @@ public struct ContainerLoader: Sendable {
 
     /// Reads a whole file, refusing files over `limit` bytes (a regular file before reading it; a pipe, a device
     /// or a `/proc` file, which have no size, once more than `limit` bytes came). Every failure names the file and
-    /// the system's reason (`permission denied`), with its `errno`.
-    package static func readFile(_ path: String, limit: Int) throws(ContainerError) -> [UInt8] {
+    /// the system's reason (`permission denied`), with its `errno`. With `regularOnly` (a service watching a
+    /// directory), anything but a regular file is refused before it is opened: opening a FIFO waits for a writer.
+    package static func readFile(_ path: String, limit: Int, regularOnly: Bool = false) throws(ContainerError)
+        -> [UInt8]
+    {
+        if regularOnly {
+            var info = stat()
+            if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG, info.st_mode & S_IFMT != S_IFDIR {
+                throw ContainerError(
+                    .io,
+                    "'\(path)' is not a regular file (a FIFO, socket or device), which a container file must be",
+                    file: path
+                )
+            }
+        }
         func failure(_ error: FileSystemError) -> ContainerError {
             if error.errorNumber == ENOENT { return ContainerError(.io, "no such file '\(path)'", file: path) }
             let verb = error.step == "opening" ? "open" : "read"

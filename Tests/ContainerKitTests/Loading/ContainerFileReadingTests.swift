@@ -36,6 +36,20 @@ struct ContainerFileReadingTests {
         #expect(error?.errorNumber == EIO)
     }
 
+    @Test func aServiceThatWantsRegularFilesIsNotHeldByAFIFO() throws {
+        let path = NSTemporaryDirectory() + "GTM-FIFO\(UInt16.random(in: 0...9999)).json"
+        try #require(mkfifo(path, 0o600) == 0)
+        defer { unlink(path) }
+        // Without a writer, opening it would wait for one: refused before it is opened.
+        let error = #expect(throws: ContainerError.self) {
+            try ContainerLoader.readFile(path, limit: 1000, regularOnly: true)
+        }
+        #expect(
+            error?.message.hasSuffix("is not a regular file (a FIFO, socket or device), which a container file must be")
+                == true
+        )
+    }
+
     @Test func aMissingFileAndADirectoryAreNamed() {
         let missing = #expect(throws: ContainerError.self) {
             try ContainerLoader.readFile("/nonexistent-\(UUID().uuidString).json", limit: 1000)
