@@ -79,12 +79,18 @@ public struct LintConfiguration: Sendable, Hashable {
         path: String? = nil,
         catalog: [any LintRule.Type] = Linter.builtInRules
     ) throws(ContainerError) {
+        try self.init(jsonBytes: Array(text.utf8), path: path, catalog: catalog)
+    }
+
+    /// Reads a configuration from a file's bytes as they are: a file in UTF-16 or with bytes that are not UTF-8 is
+    /// told so, where text decoded first would have turned them into U+FFFD.
+    init(jsonBytes bytes: [UInt8], path: String?, catalog: [any LintRule.Type]) throws(ContainerError) {
         self.path = path
         baseDirectory = path.map { LintPaths.directory(of: LintPaths.absolute($0)) }
         let document: SourceDocument
         do {
             document = try ContainerLoader(options: LoadOptions(recordPositions: true))
-                .readDocument(bytes: Array(text.utf8), file: path)
+                .readDocument(bytes: bytes, file: path)
         } catch {
             throw ContainerError(
                 error.code,
@@ -194,7 +200,7 @@ public struct LintConfiguration: Sendable, Hashable {
         catalog: [any LintRule.Type] = Linter.builtInRules
     ) throws(ContainerError) -> LintConfiguration {
         let bytes = try ContainerLoader.readFile(path, limit: 1024 * 1024)
-        return try LintConfiguration(json: String(decoding: bytes, as: UTF8.self), path: path, catalog: catalog)
+        return try LintConfiguration(jsonBytes: bytes, path: path, catalog: catalog)
     }
 
     /// Whether the rule runs under this configuration.

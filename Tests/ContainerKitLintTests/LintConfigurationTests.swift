@@ -11,6 +11,24 @@ struct LintConfigurationTests {
         return path
     }
 
+    /// A configuration file's bytes are read as they are: before, they were decoded to text first, so a UTF-16
+    /// file was "binary data" and a byte that is not UTF-8 became U+FFFD without a word.
+    @Test func aFileInUTF16OrWithABadByteIsToldSoAtItsPlace() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let wide = directory + "/wide.json"
+        try Data([0xFF, 0xFE] + Array(#"{"rules": {}}"#.utf8).flatMap { [$0, 0] }).write(to: URL(fileURLWithPath: wide))
+        let wideError = #expect(throws: ContainerError.self) { try LintConfiguration.load(path: wide) }
+        #expect(wideError?.message.hasPrefix("configuration: file is utf-16 or utf-32 encoded") == true)
+        let latin1 = directory + "/latin1.json"
+        try Data(Array(#"{"rules": {"caf"#.utf8) + [0xE9] + Array(#"": "off"}}"#.utf8)).write(
+            to: URL(fileURLWithPath: latin1)
+        )
+        let byteError = #expect(throws: ContainerError.self) { try LintConfiguration.load(path: latin1) }
+        #expect(byteError?.message == "configuration: invalid utf-8 byte 0xe9 in string")
+        #expect(byteError?.location?.description == "1:16")
+    }
+
     @Test func readsEveryKey() throws {
         let configuration = try LintConfiguration(
             json: #"""
