@@ -182,8 +182,6 @@ struct LineReader: Sequence, IteratorProtocol {
     /// `availableData` traps on a failed read (an events path that is a directory crashed the command).
     private mutating func readChunk() {
         let chunkSize = 1 << 16
-        let before = buffer.count
-        buffer.reserveCapacity(before + chunkSize)
         while true {
             var failure: Int32 = 0
             let count = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: chunkSize) { chunk -> Int in
