@@ -13,10 +13,13 @@ import Synchronization
 /// connection flood, a permission change) changes nothing: the live containers stay, and the failure is
 /// logged once, not at every scan, until the directory can be listed again.
 final class ContainerDirectoryWatcher: Service, Sendable {
-    /// The identity of one file version: when it last changed and how large it is.
+    /// The identity of one file version: which file it is, when it last changed and how large it is.
     struct Stamp: Equatable {
-        var modified: Date
-        var size: Int
+        var device: UInt64
+        var inode: UInt64
+        var modifiedSeconds: Int64
+        var modifiedNanoseconds: Int64
+        var size: Int64
     }
 
     let directory: String
@@ -110,12 +113,17 @@ final class ContainerDirectoryWatcher: Service, Sendable {
         for name in names where name.hasSuffix(".json") || name.hasSuffix(".plist") {
             guard ContainerLoader.containerID(fromFileName: name) != nil else { continue }
             let path = (directory as NSString).appendingPathComponent(name)
-            guard let attributes = try? fileManager.attributesOfItem(atPath: path),
-                attributes[.type] as? FileAttributeType == .typeRegular
-            else { continue }
+            // stat(2) follows a symbolic link to the file it names: a Kubernetes ConfigMap mounts each file as a
+            // link into a `..data` directory that an update swaps, so the file it names (its inode) tells a new
+            // version even when its time and size do not.
+            var info = stat()
+            guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
             files[path] = Stamp(
-                modified: attributes[.modificationDate] as? Date ?? .distantPast,
-                size: (attributes[.size] as? NSNumber)?.intValue ?? 0
+                device: UInt64(info.st_dev),
+                inode: UInt64(info.st_ino),
+                modifiedSeconds: Int64(info.st_mtim.tv_sec),
+                modifiedNanoseconds: Int64(info.st_mtim.tv_nsec),
+                size: Int64(info.st_size)
             )
         }
         return files

@@ -182,6 +182,50 @@ import Testing
         #expect(manager.container(id: TestService.fixtureID)?.version == "12")
     }
 
+    /// A Kubernetes ConfigMap mounted as the containers directory: each file is a symbolic link into `..data`, a
+    /// link to a timestamped directory that an update replaces. Before, the links were skipped (not regular files),
+    /// so no container loaded and the service never became ready.
+    @Test func aConfigMapMountedDirectoryOfLinksLoadsAndAnUpdateSwapReloads() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let source = fixture.configuration.containersDirectory + "/\(TestService.fixtureID).json"
+        let text = try String(contentsOfFile: source, encoding: .utf8)
+        let mount = NSTemporaryDirectory() + "containerkit-configmap-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: mount) }
+        let fileManager = FileManager.default
+        try fileManager.createDirectory(atPath: mount + "/..2026_11_30_1", withIntermediateDirectories: true)
+        try text.write(
+            toFile: mount + "/..2026_11_30_1/\(TestService.fixtureID).json",
+            atomically: true,
+            encoding: .utf8
+        )
+        try fileManager.createSymbolicLink(atPath: mount + "/..data", withDestinationPath: "..2026_11_30_1")
+        try fileManager.createSymbolicLink(
+            atPath: mount + "/\(TestService.fixtureID).json",
+            withDestinationPath: "..data/\(TestService.fixtureID).json"
+        )
+        let manager = TagManager(logger: InMemoryLogger())
+        let watcher = ContainerDirectoryWatcher(
+            directory: mount,
+            interval: .seconds(3600),
+            manager: manager,
+            logger: TestService.logger
+        )
+        #expect(await watcher.scan() == 1)
+        #expect(manager.container(id: TestService.fixtureID)?.version == "1")
+        #expect(await watcher.scan() == 0)
+
+        // The update: a new directory, then `..data` replaced by a rename (as the kubelet does). The new file has
+        // the same size; its inode tells it apart.
+        try fileManager.createDirectory(atPath: mount + "/..2026_11_30_2", withIntermediateDirectories: true)
+        try text.replacingOccurrences(of: #""version": "1""#, with: #""version": "7""#)
+            .write(toFile: mount + "/..2026_11_30_2/\(TestService.fixtureID).json", atomically: true, encoding: .utf8)
+        try fileManager.createSymbolicLink(atPath: mount + "/..data_tmp", withDestinationPath: "..2026_11_30_2")
+        #expect(rename(mount + "/..data_tmp", mount + "/..data") == 0)
+        #expect(await watcher.scan() == 1)
+        #expect(manager.container(id: TestService.fixtureID)?.version == "7")
+    }
+
     @Test func aDirectoryThatCannotBeListedKeepsTheLiveContainers() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
