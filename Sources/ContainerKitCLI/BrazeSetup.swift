@@ -62,8 +62,14 @@ final class BrazeSetup: Sendable {
                 throw SetupError(description: "cannot open sink file: \(error)")
             }
         case .braze(let endpoint):
-            guard let key = environment[BrazeSetup.apiKeyVariable], !key.isEmpty else {
+            guard let text = environment[BrazeSetup.apiKeyVariable], !text.isEmpty else {
                 throw SetupError(description: "--sink braze: needs the REST API key in \(BrazeSetup.apiKeyVariable)")
+            }
+            let key: String
+            do throws(ContainerError) {
+                key = try BrazeUsersTrackDestination.restAPIKey(parsing: text)
+            } catch {
+                throw SetupError(description: "\(BrazeSetup.apiKeyVariable): \(error.message)")
             }
             destination = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: key)
         }

@@ -44,4 +44,15 @@ struct BrazeRESTEndpointTests {
         #expect(error?.message.contains(words) == true, "\(error?.message ?? "")")
         #expect(error?.message.contains("s3cret") == false)
     }
+
+    @Test func anAPIKeyFromASecretLosesTheLineBreakAroundItAndABrokenOneIsRefusedWithoutShowingIt() throws {
+        #expect(try BrazeUsersTrackDestination.restAPIKey(parsing: "  3f1c-9a7e-secret\n") == "3f1c-9a7e-secret")
+        for text in ["\n", "3f1c 9a7e-secret", "3f1c\t9a7e-secret", "clé-3f1c-9a7e"] {
+            let error = #expect(throws: ContainerError.self) {
+                try BrazeUsersTrackDestination.restAPIKey(parsing: text)
+            }
+            #expect(error?.code == .invalidAPIKey)
+            #expect(error?.message.contains("secret") == false, "\(error?.message ?? "")")
+        }
+    }
 }

@@ -5,6 +5,9 @@ extension ContainerError.Code {
     /// A Braze REST endpoint that cannot be used: not an http(s) URL with a host, a port outside 1–65535, a user
     /// name or password, a query or a fragment.
     public static let invalidEndpoint = ContainerError.Code(rawValue: "invalid_endpoint")
+    /// A Braze REST API key that cannot be used: empty, or with a space, a control character or a character outside
+    /// ASCII inside it.
+    public static let invalidAPIKey = ContainerError.Code(rawValue: "invalid_api_key")
 }
 
 extension BrazeUsersTrackDestination {
@@ -65,6 +68,26 @@ extension BrazeUsersTrackDestination {
             while base.hasSuffix("/") { base = base.dropLast() }
         }
         return String(base)
+    }
+
+    /// Reads a REST API key as it comes from a secret: without the spaces and line break around it (a Kubernetes
+    /// secret made from a file usually ends with a newline, which would have gone into every `Authorization`
+    /// header).
+    ///
+    /// - Throws: ``ContainerError`` with ``ContainerError/Code/invalidAPIKey`` when nothing is left, or when a
+    ///   space, a control character or a character outside ASCII is inside the key (the message never shows it).
+    public static func restAPIKey(parsing text: String) throws(ContainerError) -> String {
+        let key = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !key.isEmpty else {
+            throw ContainerError(.invalidAPIKey, "the REST API key is empty")
+        }
+        guard key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw ContainerError(
+                .invalidAPIKey,
+                "the REST API key holds a space, a control character or a character outside ASCII, which no key has"
+            )
+        }
+        return key
     }
 
     /// `text` with a password it holds shown as `***`.

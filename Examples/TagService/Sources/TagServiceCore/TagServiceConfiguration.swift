@@ -523,11 +523,15 @@ extension TagServiceConfiguration {
             } catch {
                 throw UsageError("BRAZE_REST_ENDPOINT: \(error.message)")
             }
-            guard let key = environment["BRAZE_REST_API_KEY"], !key.isEmpty else {
+            guard let text = environment["BRAZE_REST_API_KEY"], !text.isEmpty else {
                 throw UsageError("BRAZE_REST_ENDPOINT is set but BRAZE_REST_API_KEY is not")
             }
+            do throws(ContainerError) {
+                configuration.brazeAPIKey = try BrazeUsersTrackDestination.restAPIKey(parsing: text)
+            } catch {
+                throw UsageError("BRAZE_REST_API_KEY: \(error.message)")
+            }
             configuration.brazeEndpoint = url
-            configuration.brazeAPIKey = key
         }
         return .run(configuration)
     }
