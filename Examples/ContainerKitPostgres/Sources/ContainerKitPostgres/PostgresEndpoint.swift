@@ -71,7 +71,9 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// supported.
     /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` naming the URL (without its password) and what
     ///   is wrong with it.
-    public init(url text: String) throws(PostgresStoreError) {
+    public init(url given: String) throws(PostgresStoreError) {
+        // A URL from a secret made from a file ends with a line break.
+        let text = given.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let components = URLComponents(string: text), let scheme = components.scheme,
             scheme == "postgres" || scheme == "postgresql", let host = components.host, !host.isEmpty
         else {

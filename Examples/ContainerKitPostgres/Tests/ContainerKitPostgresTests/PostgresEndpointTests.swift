@@ -10,7 +10,7 @@ struct PostgresEndpointTests {
         #expect(full.host == "db.internal" && full.port == 6432 && full.user == "tags" && full.database == "events")
         #expect(full.password == "p@ss" && full.tls == .disable)
         #expect(full.description == "postgres://tags@db.internal:6432/events?sslmode=disable")
-        let bare = try PostgresEndpoint(url: "postgres://127.0.0.1")
+        let bare = try PostgresEndpoint(url: "postgres://127.0.0.1\n")
         #expect(bare.port == 5432 && bare.user == "postgres" && bare.database == "postgres")
         #expect(bare.tls == .prefer && bare.rootCertificatePath == nil)
         #expect(bare.description == "postgres://postgres@127.0.0.1:5432/postgres")
