@@ -343,14 +343,20 @@ extension TagServiceConfiguration {
             "--braze-pending-bytes": "TAGSERVICE_BRAZE_PENDING_BYTES",
             "--event-id-window": "TAGSERVICE_EVENT_ID_WINDOW", "--event-id-count": "TAGSERVICE_EVENT_ID_COUNT",
         ]) { $1 }
+        // A variable's value without the spaces and line break around it: a secret or a config map made from a file
+        // ends with a line break, which no value here means.
         for (flag, variable) in valued {
-            if let value = environment[variable], !value.isEmpty { values[flag] = value }
+            if let value = environment[variable]?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty {
+                values[flag] = value
+            }
         }
         if let list = environment["TAGSERVICE_OPEN"] {
-            opens = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            opens = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter {
+                !$0.isEmpty
+            }
         }
         if let list = environment["TAGSERVICE_WRITE_KEYS"] {
-            writeKeys = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            writeKeys = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter {
                 !$0.isEmpty
             }
         }

@@ -138,6 +138,22 @@ import Testing
         #expect(error?.description.contains("has a query or a fragment") == true)
     }
 
+    @Test func variablesFromSecretsLoseTheLineBreakAroundThem() throws {
+        let configuration = try parse(
+            ["--containers", "c", "--queue", "q"],
+            [
+                "TAGSERVICE_METRICS_TOKEN": "metrics-0123456789\n", "TAGSERVICE_WRITE_KEYS": "key-0123456789abcdef\n",
+                "TAGSERVICE_PORT": " 8081\n", "CONTAINERKIT_POSTGRES_URL": "postgres://tags@db.internal/tags\n",
+                "TAGSERVICE_OPEN": "GTM-MUSIC01\n",
+            ]
+        )
+        #expect(configuration.metricsToken == "metrics-0123456789")
+        #expect(configuration.writeKeys == ["key-0123456789abcdef"])
+        #expect(configuration.port == 8081)
+        #expect(configuration.postgresURL == "postgres://tags@db.internal/tags")
+        #expect(configuration.openIDs == ["GTM-MUSIC01"])
+    }
+
     @Test func anEndpointWithoutAKeyIsRefused() {
         #expect(throws: UsageError.self) {
             try TagServiceConfiguration.parse(
