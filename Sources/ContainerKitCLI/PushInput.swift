@@ -14,6 +14,11 @@ struct PushInput: Sequence {
         case command(number: Int, command: ConsentCommand, arguments: [Value])
         /// `problem` reads like "line 3:7: expected ',' or '}' …".
         case invalid(number: Int, problem: Problem)
+
+        /// Line `number` is not a push: `code`, `message` and where in it (`column`), when known.
+        static func problem(_ number: Int, _ code: String, _ message: String, column: Int? = nil) -> Line {
+            .invalid(number: number, problem: Problem(line: number, code: code, message: message, column: column))
+        }
     }
 
     /// Why a line is not a push: a code (`syntax_error`, `not_an_object`, …), a message and the column.
@@ -79,23 +84,20 @@ struct PushInput: Sequence {
                 if number == 1, let encoding = DocumentReader.wideEncoding(bytes) {
                     // Every line of it would fail: the file is refused once, and nothing of it is read.
                     stopped = true
-                    let problem = Problem(
-                        line: number,
-                        code: "unsupported_encoding",
-                        message: "the events file is UTF-16 or UTF-32 encoded (\(encoding)); save it as UTF-8: "
+                    return .problem(
+                        number,
+                        "unsupported_encoding",
+                        "the events file is UTF-16 or UTF-32 encoded (\(encoding)); save it as UTF-8: "
                             + "none of its lines was read",
                         column: 1
                     )
-                    return .invalid(number: number, problem: problem)
                 }
                 if lines.lastLineWasCut {
-                    let problem = Problem(
-                        line: number,
-                        code: "line_too_long",
-                        message: "the line is longer than \(limit) bytes, the most a push may be; it was not read",
-                        column: nil
+                    return .problem(
+                        number,
+                        "line_too_long",
+                        "the line is longer than \(limit) bytes, the most a push may be; it was not read"
                     )
-                    return .invalid(number: number, problem: problem)
                 }
                 if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
                 return PushInput.parse(bytes, number: number)
@@ -104,13 +106,11 @@ struct PushInput: Sequence {
                 // Said once, in the place of the line that could not be read.
                 stopped = true
                 number += 1
-                let problem = Problem(
-                    line: number,
-                    code: "read_error",
-                    message: "the input could not be read from here on (\(error)); the lines after it were not read",
-                    column: nil
+                return .problem(
+                    number,
+                    "read_error",
+                    "the input could not be read from here on (\(error)); the lines after it were not read"
                 )
-                return .invalid(number: number, problem: problem)
             }
             return nil
         }
@@ -128,13 +128,12 @@ struct PushInput: Sequence {
                 )
             }
             guard case .object(var message) = value else {
-                let problem = Problem(
-                    line: number,
-                    code: "not_an_object",
-                    message: "a push must be a JSON object (or a gtag command, a JSON array), not \(value.typeName)",
+                return .problem(
+                    number,
+                    "not_an_object",
+                    "a push must be a JSON object (or a gtag command, a JSON array), not \(value.typeName)",
                     column: column(of: "", in: bytes)
                 )
-                return .invalid(number: number, problem: problem)
             }
             let eventID: String?
             switch message.removeValue(forKey: eventIDKey) {
@@ -154,13 +153,12 @@ struct PushInput: Sequence {
             return .push(number: number, message: message, eventID: eventID)
         } catch {
             // A syntax error has its place; a command's error its pointer, placed in the line read again.
-            let problem = Problem(
-                line: number,
-                code: error.code.rawValue,
-                message: error.message,
+            return .problem(
+                number,
+                error.code.rawValue,
+                error.message,
                 column: error.location.map(\.column) ?? column(of: error.pointer, in: bytes)
             )
-            return .invalid(number: number, problem: problem)
         }
     }
 
@@ -170,13 +168,12 @@ struct PushInput: Sequence {
 
     /// The line refused for its `message_id`, placed at the ID's column.
     private static func invalidEventID(_ message: String, _ bytes: [UInt8], _ number: Int) -> Line {
-        let problem = Problem(
-            line: number,
-            code: ContainerError.Code.invalidEventID.rawValue,
-            message: message,
+        .problem(
+            number,
+            ContainerError.Code.invalidEventID.rawValue,
+            message,
             column: column(of: "/" + eventIDKey, in: bytes)
         )
-        return .invalid(number: number, problem: problem)
     }
 
     /// The column of the value at `pointer` in the line `bytes`: the line is read again with positions, so only

@@ -160,16 +160,21 @@ import Testing
         #expect(restarted.sessions.existingSession(for: "ada")?.snapshot().eventNumber == 3)
     }
 
-    @Test func aChangedContainerFileIsReloaded() async throws {
-        let fixture = try TestService()
-        defer { fixture.remove() }
-        let manager = TagManager(logger: InMemoryLogger())
-        let watcher = ContainerDirectoryWatcher(
-            directory: fixture.configuration.containersDirectory,
+    /// A watcher of `directory` that scans only when a test asks (its interval is an hour).
+    static func watcher(of directory: String, loadingInto manager: TagManager) -> ContainerDirectoryWatcher {
+        ContainerDirectoryWatcher(
+            directory: directory,
             interval: .seconds(3600),
             manager: manager,
             logger: TestService.logger
         )
+    }
+
+    @Test func aChangedContainerFileIsReloaded() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let manager = TagManager(logger: InMemoryLogger())
+        let watcher = Self.watcher(of: fixture.configuration.containersDirectory, loadingInto: manager)
         #expect(await watcher.scan() == 1)
         #expect(manager.container(id: TestService.fixtureID)?.version == "1")
         #expect(await watcher.scan() == 0)
@@ -205,12 +210,7 @@ import Testing
             withDestinationPath: "..data/\(TestService.fixtureID).json"
         )
         let manager = TagManager(logger: InMemoryLogger())
-        let watcher = ContainerDirectoryWatcher(
-            directory: mount,
-            interval: .seconds(3600),
-            manager: manager,
-            logger: TestService.logger
-        )
+        let watcher = Self.watcher(of: mount, loadingInto: manager)
         #expect(await watcher.scan() == 1)
         #expect(manager.container(id: TestService.fixtureID)?.version == "1")
         #expect(await watcher.scan() == 0)
@@ -231,12 +231,7 @@ import Testing
         defer { fixture.remove() }
         let manager = TagManager(logger: InMemoryLogger())
         let directory = fixture.configuration.containersDirectory
-        let watcher = ContainerDirectoryWatcher(
-            directory: directory,
-            interval: .seconds(3600),
-            manager: manager,
-            logger: TestService.logger
-        )
+        let watcher = Self.watcher(of: directory, loadingInto: manager)
         #expect(await watcher.scan() == 1)
         // The directory is gone for a moment (a redeploy's rename, a mount that drops): the listing fails.
         try FileManager.default.moveItem(atPath: directory, toPath: directory + ".away")
@@ -251,12 +246,7 @@ import Testing
         let fixture = try TestService()
         defer { fixture.remove() }
         let manager = TagManager(logger: InMemoryLogger())
-        let watcher = ContainerDirectoryWatcher(
-            directory: fixture.configuration.containersDirectory,
-            interval: .seconds(3600),
-            manager: manager,
-            logger: TestService.logger
-        )
+        let watcher = Self.watcher(of: fixture.configuration.containersDirectory, loadingInto: manager)
         await watcher.scan()
         let path = fixture.configuration.containersDirectory + "/\(TestService.fixtureID).json"
         try "{ not a container".write(toFile: path, atomically: true, encoding: .utf8)
