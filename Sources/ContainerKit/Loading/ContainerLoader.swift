@@ -112,6 +112,8 @@ public struct ContainerLoader: Sendable {
             )
         }
         var bytes: [UInt8] = []
+        // A regular file's size is known: one allocation (and a byte more, to see it grow past the limit).
+        if type == S_IFREG { bytes.reserveCapacity(Int(info.st_size) + 1) }
         let chunk = 1 << 16
         while true {
             let before = bytes.count
