@@ -39,7 +39,11 @@ struct BatchRequest: Sendable {
             throw Self.missingEvents.placed(in: body)
         }
         guard case .array(let events) = member else { throw Self.eventsNotAnArray(member).placed(in: body) }
-        try Self.check(count: events.count, limits: limits)
+        do throws(APIError) {
+            try Self.check(count: events.count, limits: limits)
+        } catch {
+            throw error.placed(in: body)
+        }
         // One pass over the events, each object read where it is.
         reserve(events.count)
         for event in events { append(event, routedUser: routedUser) }

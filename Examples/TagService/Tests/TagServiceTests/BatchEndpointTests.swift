@@ -144,6 +144,17 @@ extension ValueMap {
                     #expect(error["message"]?.stringValue?.isEmpty == false)
                 }
             }
+            // An empty `events` is placed like any refused value: its pointer, line and column.
+            try await client.execute(
+                uri: "/v1/batch",
+                method: .post,
+                headers: .json,
+                body: ByteBuffer(string: "{\n  \"events\": []\n}")
+            ) { response in
+                let error = try #require(try response.json["error"]?.objectValue)
+                #expect(error["pointer"] == "/events")
+                #expect(error["line"] == 2 && error["column"] == 13, "\(error)")
+            }
             // At the limits it is taken.
             let full = batchBody((0..<3).map { batchEvent(user: "u\($0)", title: "t") })
             try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: full) { response in
