@@ -58,15 +58,10 @@ final class StandardStream: Sendable {
         guard errorNumber.load(ordering: .relaxed) == 0 else { return }
         var text = text
         text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written >= 0 {
-                    offset += written
-                } else if errno != EINTR {
-                    errorNumber.store(errno, ordering: .relaxed)
-                    return
-                }
+            do throws(FileSystemError) {
+                try FileSystem.writeAll(descriptor, UnsafeRawBufferPointer(bytes), path: "")
+            } catch {
+                errorNumber.store(error.errorNumber, ordering: .relaxed)
             }
         }
     }
@@ -181,20 +176,15 @@ struct LineReader: Sequence, IteratorProtocol {
     /// file); at the end of the input or a failed read, marks the end, keeping the error. `FileHandle`'s
     /// `availableData` traps on a failed read (an events path that is a directory crashed the command).
     private mutating func readChunk() {
-        let chunkSize = 1 << 16
-        while true {
-            var failure: Int32 = 0
-            let count = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: chunkSize) { chunk -> Int in
-                let count = read(handle.fileDescriptor, chunk.baseAddress, chunkSize)
-                if count > 0 { buffer.append(contentsOf: chunk.prefix(count)) }
-                if count < 0 { failure = errno }
-                return count
+        do throws(FileSystemError) {
+            if try FileSystem.readAvailable(handle.fileDescriptor, appendingTo: &buffer, maximum: 1 << 16, path: "")
+                == 0
+            {
+                atEOF = true
             }
-            if count > 0 { return }
-            if count < 0 && failure == EINTR { continue }
-            if count < 0 { readError = String(cString: strerror(failure)) }
+        } catch {
+            readError = String(cString: strerror(error.errorNumber))
             atEOF = true
-            return
         }
     }
 }

@@ -114,21 +114,19 @@ public struct ContainerLoader: Sendable {
         var bytes: [UInt8] = []
         // A regular file's size is known: one allocation (and a byte more, to see it grow past the limit).
         if type == S_IFREG { bytes.reserveCapacity(Int(info.st_size) + 1) }
-        let chunk = 1 << 16
         while true {
-            let before = bytes.count
-            var failed: Int32 = 0
-            let count = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: chunk) { buffer -> Int in
-                let count = read(fd, buffer.baseAddress, min(chunk, limit + 1 - before))
-                if count > 0 { bytes.append(contentsOf: buffer.prefix(count)) }
-                if count < 0 { failed = errno }
-                return count
+            let count: Int
+            do throws(FileSystemError) {
+                count = try FileSystem.readAvailable(
+                    fd,
+                    appendingTo: &bytes,
+                    maximum: min(1 << 16, limit + 1 - bytes.count),
+                    path: path
+                )
+            } catch {
+                throw failure(error)
             }
             if count == 0 { return bytes }
-            if count < 0 {
-                if failed == EINTR { continue }
-                throw failure(FileSystemError(step: "reading", path: path, errorNumber: failed))
-            }
             guard bytes.count <= limit else {
                 throw ContainerError(.fileTooLarge, "file grew past the limit of \(limit) bytes", file: path)
             }

@@ -105,6 +105,29 @@ package enum FileSystem {
         return slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
     }
 
+    /// One `read(2)` at the descriptor's position (retrying `EINTR`): appends what it gives to `bytes`, at most
+    /// `maximum` bytes — what is there now for a pipe or a terminal — and returns how many; 0 at the end of the
+    /// input.
+    package static func readAvailable(
+        _ fd: Int32,
+        appendingTo bytes: inout [UInt8],
+        maximum: Int,
+        path: String
+    ) throws(FileSystemError) -> Int {
+        let capacity = max(1, maximum)
+        while true {
+            var failure: Int32 = 0
+            let count = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer -> Int in
+                let count = read(fd, buffer.baseAddress, capacity)
+                if count > 0 { bytes.append(contentsOf: buffer.prefix(count)) }
+                if count < 0 { failure = errno }
+                return count
+            }
+            if count >= 0 { return count }
+            if failure != EINTR { throw FileSystemError(step: "reading", path: path, errorNumber: failure) }
+        }
+    }
+
     /// Reads up to `count` bytes at `offset`; fewer at the end of the file.
     package static func readBytes(
         _ fd: Int32,
