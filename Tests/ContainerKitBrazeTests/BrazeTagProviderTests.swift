@@ -310,6 +310,34 @@ struct ProviderFixture {
         #expect(reason.contains("(\(rule))"))
     }
 
+    @Test(
+        arguments: [
+            (["eventName": "e", "title": .string(longText)], "'title': property 'title' is 300 characters long"),
+            (
+                ["eventName": "e", "tags": ["ok", .string(longText)]],
+                "'tags': an element of 'tags' is 300 characters long"
+            ),
+            (["eventName": .string(longText)], "'eventName': 'eventName' is 300 characters long"),
+        ] as [(ValueMap, String)]
+    )
+    func aLengthMessageQuotesEachNameOnce(arguments: ValueMap, message: String) throws {
+        let fixture = ProviderFixture()
+        var call = arguments
+        call["actionType"] = "logEvent"
+        fixture.run(call)
+        let reason = try #require(fixture.reasons.first)
+        #expect(reason.hasSuffix(": " + message + "; the limit is 255 (too_long)"), "\(reason)")
+    }
+
+    @Test func anEmptinessMessageQuotesTheNameOnce() throws {
+        let fixture = ProviderFixture()
+        fixture.run(["actionType": "changeUser", "externalUserId": ""])
+        let reason = try #require(fixture.reasons.first)
+        #expect(reason.hasSuffix(": 'externalUserId': 'externalUserId' is empty (empty)"), "\(reason)")
+    }
+
+    static let longText = String(repeating: "x", count: 300)
+
     @Test func aViolationLeavesOtherCallsAlone() {
         let fixture = ProviderFixture()
         fixture.run(["actionType": "logEvent", "eventName": "ok-1"])

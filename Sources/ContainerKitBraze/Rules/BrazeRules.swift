@@ -38,12 +38,13 @@ package struct BrazeRules {
             fail(.invalidType, key, "'\(key)' must be a string, not \(value.typeName) '\(value.jsString)'")
             return nil
         }
-        return checkedString(text, key: key, what: key) ? text : nil
+        return checkedString(text, key: key, what: "'\(key)'") ? text : nil
     }
 
     /// Checks a string value: not empty, at most 255 characters.
+    /// (`what` names the value in a message, quotes included — `'title'`, `property 'title'`, `email` — and is
+    /// only made when the check fails.)
     @discardableResult
-    /// (`what`, which names the value in a message, is only made when the check fails.)
     mutating func checkedString(
         _ text: String,
         key: String,
@@ -51,14 +52,14 @@ package struct BrazeRules {
         allowsEmpty: Bool = false
     ) -> Bool {
         if text.isEmpty && !allowsEmpty {
-            fail(.empty, key, "'\(what())' is empty")
+            fail(.empty, key, "\(what()) is empty")
             return false
         }
         if Self.isLong(text) {
             fail(
                 .tooLong,
                 key,
-                "'\(what())' is \(text.utf16.count) characters long; the limit is \(Self.maximumLength)"
+                "\(what()) is \(text.utf16.count) characters long; the limit is \(Self.maximumLength)"
             )
             return false
         }
@@ -293,7 +294,7 @@ package struct BrazeRules {
             }
             return .string(text)
         case .firstName, .lastName, .homeCity:
-            return checkedString(text, key: key, what: field.rawValue, allowsEmpty: true) ? .string(text) : nil
+            return checkedString(text, key: key, what: "'\(field.rawValue)'", allowsEmpty: true) ? .string(text) : nil
         case .phone:
             guard checkedString(text, key: key, what: "phone") else { return nil }
             let allowed = Set("0123456789+-(). ")
