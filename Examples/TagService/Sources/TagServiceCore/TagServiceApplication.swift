@@ -177,7 +177,8 @@ public struct TagServiceApplication: Sendable {
             maximumEvents: configuration.maximumBatchEvents,
             maximumBytes: configuration.maximumBatchBytes
         )
-        let router = Router()
+        // HEAD answers as GET does, without the body: uptime checkers and some load balancers probe with it.
+        let router = Router(options: .autoGenerateHeadEndpoints)
         router.add(middleware: RequestMetricsMiddleware(counters: metrics.requestCounters))
         router.add(middleware: JSONErrorMiddleware())
         // The endpoints that push events need a write key, when the service has any.

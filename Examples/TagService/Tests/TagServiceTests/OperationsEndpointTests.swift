@@ -33,6 +33,26 @@ import Testing
         }
     }
 
+    /// Uptime checkers and load balancers that probe with `HEAD` get the status `GET` would, with no body; a method
+    /// no route takes is still not found.
+    @Test func headAnswersLikeGetWithoutTheBody() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        try await fixture.make().application.test(.live) { client in
+            for path in ["/health", "/ready", "/metrics"] {
+                let get = try await client.execute(uri: path, method: .get)
+                try await client.execute(uri: path, method: .head) { response in
+                    #expect(response.status == get.status, "\(path)")
+                    #expect(response.body.readableBytes == 0, "\(path)")
+                    #expect(response.headers[.contentType] == get.headers[.contentType], "\(path)")
+                }
+            }
+            try await client.execute(uri: "/v1/events", method: .head) { response in
+                #expect(response.status == .notFound)
+            }
+        }
+    }
+
     /// A session store that cannot load (the queue's segments that hold the session moved away) makes `/ready`
     /// 503 with `sessions_healthy: false`, and the service ready again once a load works (issue 38).
     @Test func notReadyWhileTheSessionStoreCannotLoad() async throws {
