@@ -43,6 +43,8 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
     public var tls: TLSMode
     /// The PEM file of the roots a server certificate must chain to (`sslrootcert`); `nil`: the system's.
     public var rootCertificatePath: String?
+    /// The certificate and key presented when the server asks for one (`sslcert`, `sslkey`); `nil`: none.
+    public var clientCertificate: ClientCertificate?
 
     /// Creates an endpoint from its parts.
     public init(
@@ -52,7 +54,8 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
         password: String? = nil,
         database: String,
         tls: TLSMode = .prefer,
-        rootCertificatePath: String? = nil
+        rootCertificatePath: String? = nil,
+        clientCertificate: ClientCertificate? = nil
     ) {
         self.host = host
         self.port = port
@@ -61,14 +64,19 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
         self.database = database
         self.tls = tls
         self.rootCertificatePath = rootCertificatePath
+        self.clientCertificate = clientCertificate
     }
 
     /// Parses a `postgres://` URL.
     ///
-    /// The query parameters read are libpq's `sslmode` (``TLSMode``; `prefer` when absent) and `sslrootcert` (a PEM
-    /// file of trusted roots, which must be readable; `system`: the system's roots, the default). Any other
-    /// parameter is refused, so none is silently ignored: client certificates (`sslcert`, `sslkey`) are not
-    /// supported.
+    /// The query parameters read are libpq's:
+    /// - `sslmode` (``TLSMode``; `prefer` when absent);
+    /// - `sslrootcert`: a PEM file of trusted roots (`system`, the default: the system's roots);
+    /// - `sslcert` and `sslkey`: the client's certificate and private key, PEM files, given together (libpq's
+    ///   default files under `~/.postgresql` are not looked for). See ``ClientCertificate``.
+    ///
+    /// The files are read here, so a path that cannot be read or holds no certificate or key is refused now, not at
+    /// the first connection. Any other parameter is refused, so none is silently ignored.
     /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` naming the URL (without its password) and what
     ///   is wrong with it.
     public init(url given: String) throws(PostgresStoreError) {
@@ -90,6 +98,8 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
         }
         var tls = TLSMode.prefer
         var rootCertificatePath: String?
+        var certificatePath: String?
+        var keyPath: String?
         for item in components.queryItems ?? [] {
             let value = item.value ?? ""
             switch item.name {
@@ -107,12 +117,37 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
                 guard !value.isEmpty, FileManager.default.isReadableFile(atPath: value) else {
                     throw refuse("sslrootcert '\(value)' is not a file that can be read")
                 }
+                do {
+                    _ = try NIOSSLCertificate.fromPEMFile(value)
+                } catch {
+                    throw refuse("sslrootcert '\(value)' holds no pem certificate")
+                }
                 rootCertificatePath = value
+            case "sslcert":
+                certificatePath = value
+            case "sslkey":
+                keyPath = value
             default:
                 throw refuse(
-                    "the url's parameter '\(item.name)' is not supported (the ones read are sslmode and sslrootcert)"
+                    "the url's parameter '\(item.name)' is not supported (the ones read are sslmode, sslrootcert, "
+                        + "sslcert and sslkey)"
                 )
             }
+        }
+        var clientCertificate: ClientCertificate?
+        switch (certificatePath, keyPath) {
+        case (nil, nil):
+            break
+        case (let certificate?, let key?):
+            do {
+                clientCertificate = try ClientCertificate(certificatePath: certificate, keyPath: key)
+            } catch {
+                throw refuse(error.message)
+            }
+        case (nil, _?):
+            throw refuse("sslkey is given without sslcert, the certificate it goes with")
+        case (_?, nil):
+            throw refuse("sslcert is given without sslkey, its private key")
         }
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         let user = components.user ?? "postgres"
@@ -123,7 +158,8 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
             password: components.password,
             database: path.isEmpty ? user : path,
             tls: tls,
-            rootCertificatePath: rootCertificatePath
+            rootCertificatePath: rootCertificatePath,
+            clientCertificate: clientCertificate
         )
     }
 
@@ -176,6 +212,10 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
         default: configuration.certificateVerification = .none
         }
         if let rootCertificatePath { configuration.trustRoots = .file(rootCertificatePath) }
+        if let clientCertificate {
+            configuration.certificateChain = clientCertificate.chain.map { .certificate($0) }
+            configuration.privateKey = .privateKey(clientCertificate.key)
+        }
         return configuration
     }
 

@@ -56,6 +56,13 @@ extension PostgresStoreError {
             )
         case "42501":
             return permissionDenied(error.serverInfo?[.message] ?? "", operation: operation, role: role)
+        case "28000" where (error.serverInfo?[.message] ?? "").contains("certificate"):
+            // pg_hba.conf's cert method, or clientcert=verify-…: no certificate, or one that does not name the role.
+            return PostgresStoreError(
+                .unavailable,
+                "postgresql refused the login of role '\(role)': it asks for a client certificate (sslcert, sslkey) "
+                    + "signed by the authority in its ssl_ca_file, whose common name is the role"
+            )
         case "28000", "28P01":
             return PostgresStoreError(
                 .unavailable,

@@ -1,5 +1,6 @@
 import ContainerKitPostgres
 import Foundation
+import PostgresTestHarness
 import Testing
 
 /// `PostgresEndpoint(url:)`: the URL forms libpq takes, and a clear refusal, never a silent default, for what
@@ -21,18 +22,25 @@ struct PostgresEndpointTests {
         #expect(system.tls == .verifyFull && system.rootCertificatePath == nil)
     }
 
-    @Test func aRootCertificateFileIsTakenWhenItCanBeRead() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("root-\(UUID().uuidString).pem")
-        defer { try? FileManager.default.removeItem(at: file) }
-        try Data("-----BEGIN CERTIFICATE-----\n".utf8).write(to: file)
-        let endpoint = try PostgresEndpoint(url: "postgres://u@127.0.0.1/db?sslmode=verify-ca&sslrootcert=\(file.path)")
-        #expect(endpoint.rootCertificatePath == file.path)
+    @Test func aRootCertificateFileIsTakenWhenItHoldsACertificate() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("root-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let root = try await TestCertificates.makeAuthority(in: directory)
+        let endpoint = try PostgresEndpoint(url: "postgres://u@127.0.0.1/db?sslmode=verify-ca&sslrootcert=\(root)")
+        #expect(endpoint.rootCertificatePath == root)
+        // Only its start: no certificate in it.
+        let cut = directory + "/cut.pem"
+        try Data("-----BEGIN CERTIFICATE-----\n".utf8).write(to: URL(fileURLWithPath: cut))
+        let error = #expect(throws: PostgresStoreError.self) {
+            try PostgresEndpoint(url: "postgres://u@127.0.0.1/db?sslmode=verify-ca&sslrootcert=\(cut)")
+        }
+        #expect(error?.message.contains("sslrootcert '\(cut)' holds no pem certificate") == true)
     }
 
     @Test func anUnknownParameterABadModeAMissingRootFileOrAPortOutOfRangeIsRefusedSayingWhich() {
         for (url, words) in [
             ("postgres://u@127.0.0.1/db?application_name=x", "parameter 'application_name' is not supported"),
-            ("postgres://u@127.0.0.1/db?sslcert=c.pem", "parameter 'sslcert' is not supported"),
+            ("postgres://u@127.0.0.1/db?sslpassword=x", "parameter 'sslpassword' is not supported"),
             (
                 "postgres://u@127.0.0.1/db?sslmode=on",
                 "sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full, not 'on'"

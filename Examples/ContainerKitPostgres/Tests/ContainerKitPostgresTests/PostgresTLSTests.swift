@@ -86,4 +86,70 @@ struct PostgresTLSTests {
         )
         #expect(classified.message.hasPrefix("postgresql does not offer TLS"), "\(classified)")
     }
+
+    /// A server whose `pg_hba.conf` asks the store's role for a client certificate (`cert`) lets it in with
+    /// `sslcert` and `sslkey`, and says what it asked for without them.
+    @Test func aClientCertificateLogsTheStoreInWhereTheServerAsksForOne() async throws {
+        let cluster = try await PostgresTestCluster.start()
+        defer { cluster.remove() }
+        let authority = try await cluster.enableTLS()
+        let client = try await cluster.requireClientCertificate(role: "tagservice")
+        let database = try #require(try await cluster.createDatabase().split(separator: "/").last)
+        let base =
+            "postgres://tagservice@127.0.0.1:\(cluster.port)/\(database)?sslmode=verify-full&sslrootcert=\(authority)"
+        let endpoint = try PostgresEndpoint(url: base + "&sslcert=\(client.certificate)&sslkey=\(client.key)")
+        #expect(endpoint.clientCertificate?.certificatePath == client.certificate)
+        #expect(try await query(endpoint, "SELECT current_user::text", as: String.self) == ["tagservice"])
+        let instance = Instance(endpoint) { $0.delivers = false }
+        try await withRunning([instance.run]) {
+            try await instance.commit((0..<10).map { makeRecord(user: "u\($0)") })
+        }
+        #expect(try await query(endpoint, "SELECT count(*) FROM ck_records", as: Int64.self) == [10])
+
+        let without = try PostgresEndpoint(url: base)
+        let error = await #expect(throws: (any Error).self) { try await Self.encrypted(without) }
+        let classified = PostgresStoreError.classify(
+            try #require(error),
+            operation: "the commit",
+            role: "tagservice",
+            timeout: .seconds(5)
+        )
+        #expect(classified.code == .unavailable)
+        #expect(classified.message.contains("client certificate (sslcert, sslkey)"), "\(classified)")
+    }
+
+    /// The files `sslcert` and `sslkey` name are read with the URL: one that cannot be used is refused then, naming
+    /// it, not at the first connection.
+    @Test func aClientCertificateThatCannotBeUsedIsRefusedWithTheURL() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("certs-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let authority = try await TestCertificates.makeAuthority(in: directory)
+        let one = try await TestCertificates.issue("one", commonName: "tagservice", in: directory)
+        let other = try await TestCertificates.issue("other", commonName: "tagservice", in: directory)
+        let open = directory + "/open.key"
+        try FileManager.default.copyItem(atPath: one.key, toPath: open)
+        #expect(chmod(open, 0o644) == 0)
+        let notAKey = directory + "/certificate.key"
+        try FileManager.default.copyItem(atPath: one.certificate, toPath: notAKey)
+        #expect(chmod(notAKey, 0o600) == 0)
+        let url = "postgres://tagservice@127.0.0.1/db?sslmode=verify-full"
+        let good = try PostgresEndpoint(
+            url: url + "&sslrootcert=\(authority)&sslcert=\(one.certificate)&sslkey=\(one.key)"
+        )
+        #expect(good.clientCertificate?.keyPath == one.key && good.rootCertificatePath == authority)
+        for (query, words) in [
+            ("&sslcert=\(one.certificate)", "sslcert is given without sslkey"),
+            ("&sslkey=\(one.key)", "sslkey is given without sslcert"),
+            ("&sslcert=\(one.certificate)&sslkey=\(other.key)", "is not the private key of the certificate"),
+            ("&sslcert=\(one.key)&sslkey=\(one.key)", "sslcert '\(one.key)' holds no pem certificate"),
+            ("&sslcert=\(one.certificate)&sslkey=\(notAKey)", "holds no unencrypted pem private key"),
+            ("&sslcert=\(one.certificate)&sslkey=\(open)", "can be read by others (mode 644)"),
+            ("&sslcert=\(directory)/none.crt&sslkey=\(one.key)", "sslcert '\(directory)/none.crt' is not a file"),
+            ("&sslrootcert=\(one.key)", "sslrootcert '\(one.key)' holds no pem certificate"),
+        ] {
+            let error = #expect(throws: PostgresStoreError.self, "\(query)") { try PostgresEndpoint(url: url + query) }
+            #expect(error?.code == .invalidConfiguration)
+            #expect(error?.message.contains(words) == true, "\(query): \(error?.message ?? "")")
+        }
+    }
 }

@@ -242,8 +242,9 @@ extension TagServiceConfiguration {
                                     (TAGSERVICE_LOG_LEVEL)
           --postgres <url>          records and sessions in PostgreSQL, postgres://user@host:port/db, shared
                                     by every instance (CONTAINERKIT_POSTGRES_URL); TLS as libpq's ?sslmode=
-                                    (prefer by default; verify-full&sslrootcert=<ca.pem> across networks);
-                                    see Docs/Scaling.md
+                                    (prefer by default; verify-full&sslrootcert=<ca.pem> across networks;
+                                    sslcert=<crt.pem>&sslkey=<key.pem> where the server asks for a client
+                                    certificate); see Docs/Scaling.md
           --instance-name <name>    this instance's name in PostgreSQL and the logs, default the host name
                                     (TAGSERVICE_INSTANCE_NAME)
           --postgres-partitions <n> delivery partitions when the tables are created, default 16
