@@ -53,20 +53,19 @@ extension PostgresEndpoint {
             self.keyPath = keyPath
         }
 
-        /// libpq's check of a key file's permissions: its owner's own key may be accessed by no one else; root's by
-        /// its group, read only.
+        /// libpq's check of a key file's permissions: no one but its owner may access it, except that root's may
+        /// be read by its group.
         static func accessProblem(_ path: String) -> String? {
             var status = stat()
             guard stat(path, &status) == 0 else { return nil }
             let mode = status.st_mode & 0o777
-            if status.st_uid == geteuid() && mode & 0o077 != 0 {
-                return "can be read by others (mode \(String(mode, radix: 8))): allow its owner only, chmod 0600"
-            }
-            if status.st_uid == 0 && mode & 0o037 != 0 {
-                return "belongs to root and can be read by others (mode \(String(mode, radix: 8))): chmod 0600, or "
+            if status.st_uid == 0 {
+                guard mode & 0o037 != 0 else { return nil }
+                return "belongs to root and can be used by others (mode \(String(mode, radix: 8))): chmod 0600, or "
                     + "0640 to let its group read it"
             }
-            return nil
+            guard mode & 0o077 != 0 else { return nil }
+            return "can be read by others (mode \(String(mode, radix: 8))): allow its owner only, chmod 0600"
         }
     }
 }

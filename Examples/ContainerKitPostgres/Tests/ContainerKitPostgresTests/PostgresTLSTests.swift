@@ -137,13 +137,22 @@ struct PostgresTLSTests {
             url: url + "&sslrootcert=\(authority)&sslcert=\(one.certificate)&sslkey=\(one.key)"
         )
         #expect(good.clientCertificate?.keyPath == one.key && good.rootCertificatePath == authority)
+        if geteuid() == 0 {
+            // A key root owns may be read by its group, as libpq allows.
+            let group = directory + "/group.key"
+            try FileManager.default.copyItem(atPath: one.key, toPath: group)
+            #expect(chmod(group, 0o640) == 0)
+            #expect(throws: Never.self) {
+                try PostgresEndpoint.ClientCertificate(certificatePath: one.certificate, keyPath: group)
+            }
+        }
         for (query, words) in [
             ("&sslcert=\(one.certificate)", "sslcert is given without sslkey"),
             ("&sslkey=\(one.key)", "sslkey is given without sslcert"),
             ("&sslcert=\(one.certificate)&sslkey=\(other.key)", "is not the private key of the certificate"),
             ("&sslcert=\(one.key)&sslkey=\(one.key)", "sslcert '\(one.key)' holds no pem certificate"),
             ("&sslcert=\(one.certificate)&sslkey=\(notAKey)", "holds no unencrypted pem private key"),
-            ("&sslcert=\(one.certificate)&sslkey=\(open)", "can be read by others (mode 644)"),
+            ("&sslcert=\(one.certificate)&sslkey=\(open)", "by others (mode 644)"),
             ("&sslcert=\(directory)/none.crt&sslkey=\(one.key)", "sslcert '\(directory)/none.crt' is not a file"),
             ("&sslrootcert=\(one.key)", "sslrootcert '\(one.key)' holds no pem certificate"),
         ] {
