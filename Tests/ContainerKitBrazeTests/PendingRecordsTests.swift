@@ -285,6 +285,64 @@ import Testing
         #expect(provider.pendingStatistics == .init(held: 2, released: 1, expired: 1))
     }
 
+    /// A push that says when its event happened (a client's timestamp) makes records of that time, held or not.
+    @Test func aRecordCarriesTheTimeItsEventHappened() async throws {
+        let sink = InMemoryAnalyticsSink()
+        let clock = WallClock()
+        let (manager, _) = try await Self.manager(sink: sink, clock: clock)
+        let session = manager.makeDataLayer(sessionID: "s-7")
+        BrazeTagProvider.setUser(.externalID("ada"), on: session)
+        let happened = clock.date.addingTimeInterval(-3600.5)
+        await session.push(event: "played song", parameters: Self.played("late"), eventTime: happened)
+        await session.push(event: "played song", parameters: Self.played("now"))
+        #expect(Self.eventNames(sink.records) == ["played song:late", "played song:now"])
+        #expect(sink.records.map(\.time) == [happened, clock.date])
+    }
+
+    /// An event three days old is held until its session has a user and released then with its own time: its age
+    /// in the session counts from when it was held, also after the session is saved and read back. Held longer
+    /// than the bound, it expires as any other.
+    @Test func aHeldRecordOfALateEventCountsItsAgeFromWhenItWasHeld() async throws {
+        let sink = InMemoryAnalyticsSink()
+        let clock = WallClock()
+        let (manager, provider) = try await Self.manager(sink: sink, clock: clock)
+        let session = manager.makeDataLayer(sessionID: "anon-8")
+        let happened = clock.date.addingTimeInterval(-3 * 86_400)
+        let heldAt = clock.date
+        await session.push(event: "played song", parameters: Self.played("offline"), eventTime: happened)
+        await session.push(event: "played song", parameters: Self.played("online"))
+        let saved = try #require(session.attribute(BrazeTagProvider.pendingAttributeKey))
+        let restored = try #require(PendingKey.stored(fromAttribute: saved))
+        #expect(restored.records.map(\.time) == [happened, heldAt])
+        #expect(restored.heldAt == [heldAt, heldAt])
+        // Only the record whose time is not when it was held says when that was.
+        #expect(saved.arrayValue?.map { $0.objectValue?[PendingKey.heldAtMember] != nil } == [true, false])
+        clock.advance(by: 3600)
+        await session.push(event: "login", parameters: ["user_id": "ada"])
+        #expect(Self.eventNames(sink.records) == ["changeUser:ada", "played song:offline", "played song:online"])
+        #expect(sink.records.dropFirst().map(\.time) == [happened, heldAt])
+        #expect(provider.pendingStatistics.expired == 0)
+
+        let other = manager.makeDataLayer(sessionID: "anon-9")
+        await other.push(event: "played song", parameters: Self.played("forgotten"), eventTime: happened)
+        clock.advance(by: 25 * 3600)
+        await other.push(event: "nothing fires")
+        #expect(BrazeTagProvider.pendingRecords(of: other).isEmpty)
+        #expect(provider.pendingStatistics.expired == 1)
+    }
+
+    /// Pending records an earlier version saved say nothing of when they were held: their own time is taken.
+    @Test func pendingRecordsSavedWithoutAHeldTimeAreHeldAtTheirOwnTime() throws {
+        let record = AnalyticsRecord(
+            id: "r-1",
+            time: Date(timeIntervalSince1970: 1_714_564_800),
+            user: nil,
+            payload: .customEvent(name: "e", properties: [:])
+        )
+        let restored = try #require(PendingKey.stored(fromAttribute: .array([record.jsonValue])))
+        #expect(restored.records == [record] && restored.heldAt == [record.time])
+    }
+
     @Test func holdingNothingDropsTheCallAsBefore() async throws {
         let sink = InMemoryAnalyticsSink()
         let (manager, _) = try await Self.manager(

@@ -124,6 +124,9 @@ public final class DataLayer: Sendable {
         var command: CommandBox?
         /// Whether the push records a ``PushTrace`` (its handlers' pushes then do too).
         var tracing = false
+        /// When the event happened, as its host said (``push(event:parameters:eventID:eventTime:tracing:)``), in
+        /// seconds since 1970; `nil`: now.
+        var eventTime: Double?
 
         /// The message with the separately given event folded in.
         var fullMessage: ValueMap {
@@ -770,6 +773,7 @@ public final class DataLayer: Sendable {
         // are not retained again on the way.
         var message = ValueMap()
         swap(&message, &pending.message)
+        let eventTime = pending.eventTime
         var userProperties: Value?
         let dotted = message.keys.contains(where: DataLayer.hasDot)
         // The user-properties key has a dot: a message without dotted keys cannot hold it.
@@ -955,6 +959,7 @@ public final class DataLayer: Sendable {
                 eventName: &eventName,
                 reportedName: &reportedName,
                 eventNumber: eventNumber,
+                eventTime: eventTime,
                 sessionValues: &sessionValues,
                 oncePerLoad: &oncePerLoad,
                 candidates: candidates,
@@ -999,6 +1004,7 @@ public final class DataLayer: Sendable {
         eventName: inout String?,
         reportedName: inout Value,
         eventNumber: Int,
+        eventTime: Double?,
         sessionValues: inout SessionView.Values?,
         oncePerLoad: inout OncePerLoad,
         candidates: ContainerCandidates?,
@@ -1056,7 +1062,7 @@ public final class DataLayer: Sendable {
             model: consume movedModel,
             eventName: consume movedName,
             eventNumber: eventNumber,
-            session: SessionView(call: CallSession(self), values: sessionValues.take()),
+            session: SessionView(call: CallSession(self, eventTime: eventTime), values: sessionValues.take()),
             runtime: runtime,
             tagHandlers: snapshot.borrowedTagHandlers(first),
             recordTrace: tracing,

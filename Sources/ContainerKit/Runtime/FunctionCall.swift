@@ -1,3 +1,5 @@
+public import Foundation
+
 /// One call from a container to host code: a Function Call tag firing, or a Function Call variable
 /// (macro) being evaluated.
 public struct FunctionCall: Sendable {
@@ -8,6 +10,10 @@ public struct FunctionCall: Sendable {
     public internal(set) var arguments: ValueMap
     /// The event being evaluated, or `nil` for a push without an event (typed getters).
     public let eventName: String?
+    /// When the event happened, when its push said so (``DataLayer/push(event:parameters:eventID:eventTime:tracing:)``:
+    /// the time a client gave, such as Segment's `timestamp`); `nil`: the event is happening now. A handler that
+    /// stamps what it makes with a time uses this one when it is given.
+    public let eventTime: Date?
     /// The ID of the container that made the call.
     public var containerID: String { origin.containerID }
     /// The tag's `tag_id`, for tag calls that have one.
@@ -49,6 +55,7 @@ public struct FunctionCall: Sendable {
         containerID: String,
         tagID: Int? = nil,
         displayName: String? = nil,
+        eventTime: Date? = nil,
         dataLayer: DataLayer,
         logger: (any DiagnosticLogger)? = nil
     ) {
@@ -56,6 +63,7 @@ public struct FunctionCall: Sendable {
             origin: Origin(name: name, containerID: containerID, tagID: tagID, displayName: displayName),
             arguments: arguments,
             eventName: eventName,
+            eventTime: eventTime,
             dataLayer: dataLayer,
             logger: logger
         )
@@ -63,19 +71,27 @@ public struct FunctionCall: Sendable {
 
     /// A call the evaluation makes for `session` (the session it was handed, which it cannot read itself).
     init(origin: Origin, arguments: consuming ValueMap, eventName: String?, session: CallSession) {
-        self.init(origin: origin, arguments: arguments, eventName: eventName, dataLayer: session.dataLayer)
+        self.init(
+            origin: origin,
+            arguments: arguments,
+            eventName: eventName,
+            eventTime: session.eventTime.map(Date.init(timeIntervalSince1970:)),
+            dataLayer: session.dataLayer
+        )
     }
 
     init(
         origin: Origin,
         arguments: consuming ValueMap,
         eventName: String?,
+        eventTime: Date? = nil,
         dataLayer: DataLayer,
         logger: (any DiagnosticLogger)? = nil
     ) {
         self.origin = origin
         self.arguments = arguments
         self.eventName = eventName
+        self.eventTime = eventTime
         self.dataLayer = dataLayer
         self.loggerOverride = logger
     }
@@ -87,8 +103,13 @@ public struct FunctionCall: Sendable {
 /// session comes in its ``SessionView``.
 struct CallSession: Sendable {
     fileprivate let dataLayer: DataLayer
+    /// When the push's event happened, if its push said (seconds since 1970): ``FunctionCall/eventTime``.
+    let eventTime: Double?
 
-    init(_ dataLayer: DataLayer) { self.dataLayer = dataLayer }
+    init(_ dataLayer: DataLayer, eventTime: Double? = nil) {
+        self.dataLayer = dataLayer
+        self.eventTime = eventTime
+    }
 
     /// The session's identifier (a constant), for the evaluation's log messages.
     var sessionID: String { dataLayer.sessionID }

@@ -5,7 +5,7 @@
 #endif
 
 /// An event ID a session has seen: the ID a push carried (``DataLayer/push(event:parameters:eventID:)``,
-/// ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)``), when that push was
+/// ``SessionStore/push(event:parameters:for:context:eventID:eventTime:waitsForDurability:tracing:prepare:)``), when that push was
 /// applied, and what it did, in short.
 ///
 /// The seen IDs are part of the session's state (``SessionSnapshot/eventIDs``, and each push's new ones in its

@@ -1,5 +1,7 @@
+public import Foundation
+
 extension SessionStore {
-    /// Why ``push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)`` did not acknowledge a push.
+    /// Why ``push(event:parameters:for:context:eventID:eventTime:waitsForDurability:tracing:prepare:)`` did not acknowledge a push.
     public enum PushError: Error, Sendable {
         /// The user's session could not be loaded (the persistence cannot be reached): nothing was pushed.
         case sessionUnavailable(ContainerError)
@@ -31,6 +33,9 @@ extension SessionStore {
     /// - Parameters:
     ///   - eventID: the event's ID (a client's message ID), checked by ``DataLayer/validate(eventID:)``: an invalid
     ///     one refuses the push (``PushResult/refusal``, `invalid_event_id`) before the session is loaded.
+    ///   - eventTime: when the event happened, as its client says (``FunctionCall/eventTime``: the time the Braze
+    ///     provider stamps its records with); `nil`: now. See
+    ///     ``DataLayer/push(event:parameters:eventID:eventTime:tracing:)``.
     ///   - waitsForDurability: `false` returns right after the push (its commit is appended, not waited
     ///     for): a batch pushes all its events, then waits for each result's ``PushResult/waitUntilDurable()``
     ///     once, so they share one group commit.
@@ -45,6 +50,7 @@ extension SessionStore {
         for userID: String,
         context: ClientContext? = nil,
         eventID: String? = nil,
+        eventTime: Date? = nil,
         waitsForDurability: Bool = true,
         tracing: Bool = false,
         prepare: (DataLayer) -> Void = { _ in }
@@ -64,6 +70,7 @@ extension SessionStore {
                 for: userID,
                 context: context,
                 eventID: eventID,
+                eventTime: eventTime,
                 tracing: tracing,
                 prepare: prepare
             )
@@ -86,7 +93,7 @@ extension SessionStore {
 
     /// Pushes a consent command (``ConsentCommand``) into the session of `userID` (loaded on a miss) and returns
     /// once the session's new consent state is durable, with the store's committer: as
-    /// ``push(event:parameters:for:context:eventID:waitsForDurability:prepare:)`` does for an event (fenced pushes
+    /// ``push(event:parameters:for:context:eventID:eventTime:waitsForDurability:tracing:prepare:)`` does for an event (fenced pushes
     /// are pushed again on the newest state).
     /// With `tracing`, the result's ``PushResult/trace`` says what the command changed (``PushTrace/consent``).
     /// - Throws: ``PushError``.
@@ -113,6 +120,7 @@ extension SessionStore {
         for userID: String,
         context: ClientContext?,
         eventID: String?,
+        eventTime: Date? = nil,
         command: ConsentCommand? = nil,
         tracing: Bool = false,
         prepare: (DataLayer) -> Void
@@ -127,6 +135,14 @@ extension SessionStore {
         let result =
             if let command {
                 await session.push(command, tracing: tracing)
+            } else if let eventTime {
+                await session.push(
+                    event: event,
+                    parameters: parameters,
+                    eventID: eventID,
+                    eventTime: eventTime,
+                    tracing: tracing
+                )
             } else if tracing {
                 await session.push(event: event, parameters: parameters, eventID: eventID, tracing: true)
             } else if let eventID {
@@ -158,9 +174,12 @@ extension SessionStore {
         /// The client context of the user's session, if the request gives one.
         public var context: ClientContext?
         /// The event's ID, if the request gives one: a push its session has already applied is a duplicate (see
-        /// ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)``), also a second
+        /// ``SessionStore/push(event:parameters:for:context:eventID:eventTime:waitsForDurability:tracing:prepare:)``), also a second
         /// request of the same batch with the same ID.
         public var eventID: String?
+        /// When the event happened, as its client says; `nil`: now (see
+        /// ``DataLayer/push(event:parameters:eventID:eventTime:tracing:)``).
+        public var eventTime: Date?
         /// A consent command to push instead of the event (``event`` and ``parameters`` are then not used).
         public var command: ConsentCommand?
         /// Whether the push records its ``PushResult/trace`` (see ``PushTrace``).
@@ -184,6 +203,7 @@ extension SessionStore {
             userID: String,
             context: ClientContext? = nil,
             eventID: String? = nil,
+            eventTime: Date? = nil,
             tracing: Bool = false
         ) {
             self.event = event
@@ -191,6 +211,7 @@ extension SessionStore {
             self.userID = userID
             self.context = context
             self.eventID = eventID
+            self.eventTime = eventTime
             self.tracing = tracing
         }
     }
@@ -199,7 +220,7 @@ extension SessionStore {
     /// produced to be durable: one wait after all the pushes, so they share the store's group commits.
     /// Events whose commit was refused because another instance stored a newer session are pushed again, in
     /// order, on the newest sessions (up to ``Configuration/maximumPushAttempts`` in all), as
-    /// ``push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)`` does for one. A request with an
+    /// ``push(event:parameters:for:context:eventID:eventTime:waitsForDurability:tracing:prepare:)`` does for one. A request with an
     /// invalid event ID is refused in its place (``PushResult/refusal``, `invalid_event_id`).
     /// - Returns: each event's outcome, in the order of `requests`.
     public func push(
@@ -227,6 +248,7 @@ extension SessionStore {
                         for: request.userID,
                         context: request.context,
                         eventID: request.eventID,
+                        eventTime: request.eventTime,
                         command: request.command,
                         tracing: request.tracing,
                         prepare: prepare

@@ -88,14 +88,14 @@ public final class SessionStore: Sendable {
         /// session out does not mark it changed, and the store's own saves only remove sessions that ended
         /// and keep what ``SessionStore/didChange(_:)`` reports (`false`).
         public var checkpointsWithRecords = false
-        /// How many times ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)`` pushes
+        /// How many times ``SessionStore/push(event:parameters:for:context:eventID:eventTime:waitsForDurability:tracing:prepare:)`` pushes
         /// an event whose commit was refused because another instance stored a newer version of the session
         /// (each time on the newest state, after a short random pause that grows): the user's requests landing
         /// on two instances at once settle without an error to the client.
         public var maximumPushAttempts = 16
         /// Commits each push of the store's sessions as one unit, inside the session's turn: its records and,
         /// when the committer keeps sessions (``PushCommitter/keepsSessions``), the session's checkpoint, in one
-        /// append (see ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)``).
+        /// append (see ``SessionStore/push(event:parameters:for:context:eventID:eventTime:waitsForDurability:tracing:prepare:)``).
         /// `nil`: the host commits (or a tag's sink writes records as they are made).
         public var committer: (any PushCommitter)?
         /// With a committer that keeps sessions: a session's commits are deltas (``SessionDelta``), and every

@@ -75,7 +75,7 @@ extension DataLayer {
     }
 
     /// The push of an event, or its refusal (traced when `tracing`) when `eventID` is invalid.
-    private func pending(event: String, parameters: ValueMap, eventID: String?, tracing: Bool) -> Result<
+    func pending(event: String, parameters: ValueMap, eventID: String?, tracing: Bool) -> Result<
         Pending, Refused
     > {
         guard let hash = checkedHash(of: eventID) else {

@@ -3,7 +3,7 @@
 /// `containerkit preview`, `containerkit run --explain` and a service's debug page show this same value.
 ///
 /// A push records a trace **only when asked** — ``DataLayer/push(_:eventID:tracing:)-(ValueMap,String?,Bool)``, the `tracing:`
-/// parameter of ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)``,
+/// parameter of ``SessionStore/push(event:parameters:for:context:eventID:eventTime:waitsForDurability:tracing:prepare:)``,
 /// or a session made with `debug: true` — and ``PushResult/trace`` is `nil` otherwise. A push that is not traced
 /// pays nothing for the feature: the evaluation takes the tracing branch only when asked.
 ///

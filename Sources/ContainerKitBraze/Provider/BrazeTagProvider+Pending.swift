@@ -91,19 +91,21 @@ extension BrazeTagProvider {
     /// Holds `records` of `call` (a session without a user) in the session, within the bounds.
     func hold(_ records: [AnalyticsRecord], action: BrazeActionType, _ call: FunctionCall) -> TagOutput {
         let session = call.dataLayer
-        var pending = Self.pendingRecords(of: session)
-        var problems = expire(&pending, now: clock(), session: session, tag: Self.tagName(call))
-        pending += records
+        let now = clock()
+        var pending = session.extensionValue(PendingKey.self) ?? PendingRecords()
+        var problems = expire(&pending, now: now, session: session, tag: Self.tagName(call))
+        // Records made now are held when they were made; an event a client says happened earlier is held now.
+        pending.append(records, heldAt: call.eventTime == nil ? records.first?.time ?? now : now)
         counters.add(held: records.count)
-        // The oldest go first, until both the count and the bytes are within their bounds.
-        let sizes = pending.map { $0.jsonLine.utf8.count }
+        // The oldest go first, until both the count and the bytes (as the session saves them) are within bounds.
+        let sizes = pending.savedSizes
         let bytes = sizes.reduce(0, +)
         var excess = max(0, pending.count - configuration.maximumPendingRecords)
         while excess < pending.count, bytes - sizes[..<excess].reduce(0, +) > configuration.maximumPendingBytes {
             excess += 1
         }
         if excess > 0 {
-            let dropped = pending.prefix(excess)
+            let dropped = pending.records.prefix(excess)
             pending.removeFirst(excess)
             counters.add(overflowed: excess)
             let reason =
@@ -112,7 +114,7 @@ extension BrazeTagProvider {
             problems.append(reason)
             warn(session, key: "\(Self.tagName(call))|pending_overflow", "dropped pending braze records", reason)
         }
-        session.setExtensionValue(pending.isEmpty ? nil : PendingRecords(records: pending), for: PendingKey.self)
+        session.setExtensionValue(pending.isEmpty ? nil : pending, for: PendingKey.self)
         let held = records.count == 1 ? "1 record" : "\(records.count) records"
         let reason =
             "\(Self.tagName(call)): held '\(action.rawValue)' (\(held)) until the session has a Braze user: "
@@ -123,13 +125,16 @@ extension BrazeTagProvider {
 
     /// Drops the records of `pending` older than ``Configuration/maximumPendingAge`` at `now`; returns the
     /// problem saying so (none when nothing expired).
-    private func expire(_ pending: inout [AnalyticsRecord], now: Date, session: DataLayer, tag: String?) -> [String] {
+    /// The age is measured from when each record was held, not from its time (when its event happened, which a
+    /// client may say was long before).
+    private func expire(_ pending: inout PendingRecords, now: Date, session: DataLayer, tag: String?) -> [String] {
         let limit = configuration.maximumPendingAge
         let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) * 1e-18
         let oldestKept = now.addingTimeInterval(-seconds)
-        guard let first = pending.first, first.time < oldestKept else { return [] }
-        let expired = pending.prefix { $0.time < oldestKept }
-        pending.removeFirst(expired.count)
+        guard let first = pending.heldAt.first, first < oldestKept else { return [] }
+        let count = pending.heldAt.prefix { $0 < oldestKept }.count
+        let expired = pending.records.prefix(count)
+        pending.removeFirst(count)
         counters.add(expired: expired.count)
         let reason =
             "dropped \(Self.describe(expired)): pending longer than \(Self.hours(limit)) without a Braze user"
@@ -152,19 +157,15 @@ extension BrazeTagProvider {
     /// alias).
     public func endOfPush(_ dataLayer: DataLayer) -> TagOutput? {
         let identify = identifyRecord(dataLayer)
-        guard var pending = dataLayer.extensionValue(PendingKey.self)?.records, !pending.isEmpty else {
+        guard var held = dataLayer.extensionValue(PendingKey.self), !held.isEmpty else {
             return identify.flatMap { emitIdentify($0, dataLayer) }
         }
-        let problems = expire(&pending, now: clock(), session: dataLayer, tag: nil)
+        let problems = expire(&held, now: clock(), session: dataLayer, tag: nil)
         guard let user = namedBySessionID(Self.user(of: dataLayer), dataLayer) else {
-            if !problems.isEmpty {
-                dataLayer.setExtensionValue(
-                    pending.isEmpty ? nil : PendingRecords(records: pending),
-                    for: PendingKey.self
-                )
-            }
+            if !problems.isEmpty { dataLayer.setExtensionValue(held.isEmpty ? nil : held, for: PendingKey.self) }
             return problems.isEmpty ? nil : TagOutput(problems: problems)
         }
+        var pending = held.records
         guard !pending.isEmpty else {
             dataLayer.setExtensionValue(nil, for: PendingKey.self)
             let identified = identify.flatMap { emitIdentify($0, dataLayer) }
@@ -313,19 +314,70 @@ extension BrazeTagProvider {
     }
 }
 
-/// A session's pending records, oldest first (``BrazeTagProvider/pendingAttributeKey``).
+/// A session's pending records, in the order they were held (``BrazeTagProvider/pendingAttributeKey``).
 struct PendingRecords: Sendable {
-    var records: [AnalyticsRecord]
+    private(set) var records: [AnalyticsRecord] = []
+    /// When each of ``records`` was held: what ``BrazeTagProvider/Configuration/maximumPendingAge`` is measured
+    /// from. A record's own time is when its event happened, which its client may have said was long before.
+    private(set) var heldAt: [Date] = []
+
+    var count: Int { records.count }
+    var isEmpty: Bool { records.isEmpty }
+
+    /// Appends `more`, held at `time` (kept to the millisecond, as a record's time is).
+    mutating func append(_ more: [AnalyticsRecord], heldAt time: Date) {
+        records += more
+        heldAt += repeatElement(ISO8601Timestamp.truncatedToMilliseconds(time), count: more.count)
+    }
+
+    mutating func removeFirst(_ count: Int) {
+        records.removeFirst(count)
+        heldAt.removeFirst(count)
+    }
+
+    /// The bytes of JSON each record takes in the session's attribute (``PendingKey``).
+    var savedSizes: [Int] {
+        zip(records, heldAt).map { record, heldAt in
+            record.jsonLine.utf8.count + (heldAt == record.time ? 0 : PendingKey.heldAtMemberBytes)
+        }
+    }
 }
 
 /// The session's pending records, kept typed (decoded from their attribute once, after a restore).
 enum PendingKey: SessionExtensionKey {
+    /// The member of a pending record's object that says when it was held, when that is not its own time.
+    static let heldAtMember = "held_at"
+    /// The bytes the member adds to a record's object: `,"held_at":"2024-05-01T12:00:00.000Z"`.
+    static let heldAtMemberBytes = 37
+
     static var attributeKey: String { BrazeTagProvider.pendingAttributeKey }
-    static func attribute(for stored: PendingRecords) -> Value { .array(stored.records.map(\.jsonValue)) }
+    static func attribute(for stored: PendingRecords) -> Value {
+        .array(
+            zip(stored.records, stored.heldAt).map { record, heldAt in
+                guard heldAt != record.time, case .object(var members) = record.jsonValue else {
+                    return record.jsonValue
+                }
+                members[heldAtMember] = .string(ISO8601Timestamp.string(from: heldAt))
+                return .object(members)
+            }
+        )
+    }
     static func stored(fromAttribute attribute: Value) -> PendingRecords? {
         guard case .array(let items) = attribute else { return nil }
-        // A record that does not read back (edited by hand) is left out rather than failing the others.
-        return PendingRecords(records: items.compactMap { try? AnalyticsRecord(jsonValue: $0) })
+        var pending = PendingRecords()
+        for item in items {
+            // A record that does not read back (edited by hand) is left out rather than failing the others.
+            guard let record = try? AnalyticsRecord(jsonValue: item) else { continue }
+            // Held when it was made, unless it says otherwise (an earlier version's records never do).
+            var heldAt = record.time
+            if case .object(let members) = item, case .string(let text)? = members[heldAtMember],
+                let time = ISO8601Timestamp.date(from: text)
+            {
+                heldAt = time
+            }
+            pending.append([record], heldAt: heldAt)
+        }
+        return pending
     }
 }
 

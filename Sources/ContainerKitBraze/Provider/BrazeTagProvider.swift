@@ -81,8 +81,9 @@ public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
     /// - Parameters:
     ///   - sink: where every record goes (synchronously, from the tag handler).
     ///   - configuration: what happens to the records of sessions without a user (held, by default).
-    ///   - clock: the wall-clock time records are stamped with (a calendar date, which Braze needs), and that
-    ///     pending records' ages are measured on; the current time by default.
+    ///   - clock: the wall-clock time records are stamped with (a calendar date, which Braze needs) when their push
+    ///     does not say when its event happened (``FunctionCall/eventTime``), and that pending records' ages are
+    ///     measured on; the current time by default.
     ///   - idGenerator: where record IDs come from.
     ///   - warningInterval: how often, at most, the same warning (per tag and rule) is logged again (60 s).
     ///   - warningClock: the clock of that interval.
@@ -205,13 +206,15 @@ public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
             }
         }
         var rules = BrazeRules()
+        // When the event happened, when its push says (a client's timestamp); otherwise now.
+        let time = call.eventTime ?? clock()
         let records = Self.makeRecords(
             action,
             call.arguments,
             user: user,
             &rules,
             // A closure, not the method itself: a method reference copies the provider into a new context.
-            record: { user, payload in record(user, payload) }
+            record: { user, payload in record(user, payload, at: time) }
         )
         guard rules.violations.isEmpty else {
             let name = tag
@@ -284,8 +287,8 @@ public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
         }
     }
 
-    private func record(_ user: UserIdentity?, _ payload: AnalyticsRecord.Payload) -> AnalyticsRecord {
-        AnalyticsRecord(id: ids.next(), time: clock(), user: user, payload: payload)
+    private func record(_ user: UserIdentity?, _ payload: AnalyticsRecord.Payload, at time: Date) -> AnalyticsRecord {
+        AnalyticsRecord(id: ids.next(), time: time, user: user, payload: payload)
     }
 
     /// The records of one call of `action` with `arguments`, checking every Braze rule into `rules` on the

@@ -111,7 +111,7 @@ public enum ISO8601Timestamp {
     }
 
     /// `date` rounded down to a whole millisecond, so that it survives formatting and parsing unchanged.
-    static func truncatedToMilliseconds(_ date: Date) -> Date {
+    package static func truncatedToMilliseconds(_ date: Date) -> Date {
         Date(timeIntervalSince1970: Double(milliseconds(since1970: date)) / 1000)
     }
 

@@ -180,6 +180,27 @@ struct EmbeddingGuideTests {
         try await running.value
     }
 
+    /// A push that says when its event happened: the Braze records carry that time.
+    @Test func theEventTimeSnippetRuns() async throws {
+        let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .warning))
+        manager.add(try await ContainerLoader().load(path: "Containers/GTM-MUSIC01.json"))
+        let braze = InMemoryAnalyticsSink()
+        BrazeTagProvider(sink: braze, configuration: .init(sessionIDIsExternalID: true)).register(on: manager)
+        let committing = SessionStore(tagManager: manager)
+        let song: ValueMap = ["genre": "jazz", "duration": 545]
+        let happened = Date(timeIntervalSince1970: 1_793_520_000)  // from the client
+        try await committing.push(
+            event: "played song",
+            parameters: song,
+            for: "user-42",
+            eventID: "m-18",
+            eventTime: happened
+        )
+        #expect(!braze.records.isEmpty && braze.records.allSatisfy { $0.time == happened })
+        try await committing.push(event: "played song", parameters: song, for: "user-43")
+        #expect(braze.records.last?.time != happened)
+    }
+
     /// A session without a Braze user: its Braze tags are pending, and the login releases what they held.
     @Test func thePendingRecordsSnippetRuns() async throws {
         let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .error))

@@ -1,0 +1,28 @@
+public import Foundation
+
+extension DataLayer {
+    /// Pushes an event that happened at `eventTime`, the time its client says (Segment's and RudderStack's
+    /// `timestamp`, an app's own clock for an event it sends later), as
+    /// ``push(event:parameters:eventID:tracing:)-(String,ValueMap,String?,Bool)`` does otherwise.
+    ///
+    /// The handlers the push's tags and variables call see the time as ``FunctionCall/eventTime``: the Braze tag
+    /// provider stamps its records with it, so an event a phone sends an hour late, or a retry, is recorded when it
+    /// happened. Nothing else of the push depends on it: the rules, the variables and an event ID's window see the
+    /// push when it is processed. `nil`: the event happens now. Pushes a handler nests inside it happen now too.
+    @discardableResult
+    public func push(
+        event: String,
+        parameters: ValueMap = ValueMap(),
+        eventID: String? = nil,
+        eventTime: Date?,
+        tracing: Bool = false
+    ) async -> PushResult {
+        switch pending(event: event, parameters: parameters, eventID: eventID, tracing: tracing) {
+        case .success(var pending):
+            pending.eventTime = eventTime?.timeIntervalSince1970
+            return await push(pending)
+        case .failure(let refused):
+            return refused.result
+        }
+    }
+}
