@@ -1,9 +1,11 @@
 import ContainerKit
+import Foundation
 import Hummingbird
 import NIOCore
 
-/// The body of `POST /v1/batch`: `{"events": [event, …]}`, each event what `POST /v1/events` takes
-/// (`{"user_id", "event", "parameters"?, "context"?, "message_id"?}`), of one user or of many.
+/// The body of `POST /v1/batch`: `{"events": [event, …], "sent_at"?}`, each event what `POST /v1/events` takes
+/// (`{"user_id", "event", "parameters"?, "context"?, "message_id"?, "timestamp"?, "sent_at"?}`), of one user or of
+/// many. The batch's `sent_at` (Segment's `sentAt`) is that of each event that has none.
 ///
 /// The batch as a whole is refused (400, 413) only when it cannot be read: not JSON, no `events` array, an
 /// empty one, more than ``BatchLimits/maximumEvents`` events or more than ``BatchLimits/maximumBytes``
@@ -16,6 +18,8 @@ struct BatchRequest: Sendable {
     /// The user each event names (for one without `user_id`, the routed user), for its item in the answer —
     /// also when the event is refused.
     var userIDs: [String?] = []
+    /// When the client sent the batch, by its own clock (`sent_at`): see ``EventRequest/eventTime(receivedAt:sentAt:)``.
+    var sentAt: Date?
 
     /// Reads a batch body; `routedUser` as in ``EventRequest/init(body:routedUser:)``, for every event.
     init(body: [UInt8], limits: BatchLimits, routedUser: String? = nil) throws(APIError) {
@@ -41,6 +45,7 @@ struct BatchRequest: Sendable {
         guard case .array(let events) = member else { throw Self.eventsNotAnArray(member).placed(in: body) }
         do throws(APIError) {
             try Self.check(count: events.count, limits: limits)
+            sentAt = try EventRequest.time(object["sent_at"], member: "sent_at")
         } catch {
             throw error.placed(in: body)
         }
@@ -133,6 +138,8 @@ struct BatchRequest: Sendable {
             if isEvents {
                 eventsSpan = nil
                 eventsValue = value
+            } else if key.utf8.elementsEqual("sent_at".utf8) {
+                sentAt = try EventRequest.time(value, member: "sent_at")
             }
         }
         guard let eventsSpan else {

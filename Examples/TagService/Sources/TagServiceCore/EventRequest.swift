@@ -1,8 +1,11 @@
 import ContainerKit
+import ContainerKitBraze
+import Foundation
 import Hummingbird
 import NIOCore
 
-/// The body of `POST /v1/events`: `{"user_id", "event", "parameters"?, "context"?, "message_id"?}`, or a consent
+/// The body of `POST /v1/events`: `{"user_id", "event", "parameters"?, "context"?, "message_id"?, "timestamp"?,
+/// "sent_at"?}`, or a consent
 /// command instead of the event: `{"user_id", "command": ["consent", "default" | "update", {…}], "context"?}`.
 struct EventRequest: Sendable {
     /// The end user; one session per user.
@@ -18,6 +21,11 @@ struct EventRequest: Sendable {
     /// The event's ID (`message_id`, Segment's name): a retry of an event the user's session has seen within
     /// its window is answered with the original's outcome, `"duplicate": true`, and not pushed again.
     var eventID: String?
+    /// When the event happened, by its client's clock (`timestamp`, ISO-8601, Segment's name).
+    var timestamp: Date?
+    /// When the client sent the event, by the same clock (`sent_at`; Segment's `sentAt`): the difference from when
+    /// the service received it corrects ``timestamp`` for a client clock that is wrong (``eventTime(receivedAt:sentAt:)``).
+    var sentAt: Date?
 
     /// The deepest nesting a body may have (a batch's bodies may be two levels deeper: the batch object and
     /// its array).
@@ -90,8 +98,8 @@ struct EventRequest: Sendable {
             guard object["event"] == nil || object["event"] == .null else {
                 throw APIError(.invalidField, "give 'event' or 'command', not both", pointer: "/event")
             }
-            guard object["message_id"] == nil || object["message_id"] == .null else {
-                throw APIError(.invalidField, "'message_id' is for events, not commands", pointer: "/message_id")
+            for member in ["message_id", "timestamp"] where object[member] != nil && object[member] != .null {
+                throw APIError(.invalidField, "'\(member)' is for events, not commands", pointer: "/\(member)")
             }
             do {
                 command = try ConsentCommand(gtagArguments: arguments)
@@ -161,6 +169,40 @@ struct EventRequest: Sendable {
         self.parameters = parameters
         self.context = context
         self.eventID = eventID
+        self.timestamp = try Self.time(object["timestamp"], member: "timestamp")
+        self.sentAt = try Self.time(object["sent_at"], member: "sent_at")
+    }
+
+    /// When the event happened by the service's clock: ``timestamp`` moved by how far the client's clock was off
+    /// when it sent the event (`receivedAt` − ``sentAt``, or `sentAt`, a batch's, when the event has none), as
+    /// Segment corrects it; ``timestamp`` as given without a send time; `nil` (now) without a timestamp.
+    func eventTime(receivedAt: Date, sentAt batchSentAt: Date? = nil) -> Date? {
+        guard let timestamp else { return nil }
+        guard let sent = sentAt ?? batchSentAt else { return timestamp }
+        return timestamp.addingTimeInterval(receivedAt.timeIntervalSince(sent))
+    }
+
+    /// The time of `member` (`timestamp`, `sent_at`): an ISO-8601 date and time, such as
+    /// `2024-05-01T12:30:00.250Z` or `2024-05-01T14:30:00+02:00` (without a zone: UTC); `nil` when absent.
+    static func time(_ value: Value?, member: String) throws(APIError) -> Date? {
+        switch value {
+        case nil, .null?: return nil
+        case .string(let text)?:
+            guard let time = ISO8601Timestamp.date(from: text) else {
+                throw APIError(
+                    .invalidField,
+                    "'\(member)' must be an ISO-8601 time such as 2024-05-01T12:30:00.250Z, not '\(text.prefix(64))'",
+                    pointer: "/\(member)"
+                )
+            }
+            return time
+        case let value?:
+            throw APIError(
+                .invalidField,
+                "'\(member)' must be an ISO-8601 time such as 2024-05-01T12:30:00.250Z, not \(value.typeName)",
+                pointer: "/\(member)"
+            )
+        }
     }
 
     /// The refusal of a bad `message_id` (of the batch's event `index`): `problem` says what is wrong, once.

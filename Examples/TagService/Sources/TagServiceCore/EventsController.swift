@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitBraze
+import Foundation
 import Hummingbird
 import Logging
 import NIOCore
@@ -56,13 +57,14 @@ struct EventsController: Sendable {
     }
 
     /// `POST /v1/events` (`pathUser`: the `:user_id` of `POST /v1/users/{user_id}/events`): one
-    /// ``SessionStore/push(event:parameters:for:context:eventID:waitsForDurability:tracing:prepare:)``, which loads the
+    /// ``SessionStore/push(event:parameters:for:context:eventID:eventTime:waitsForDurability:tracing:prepare:)``, which loads the
     /// user's session on a miss, pushes, and commits the push's records (and, with PostgreSQL, the session's
     /// change) in one append; the answer waits for that commit unless `--no-durable-wait`. An event whose
     /// `message_id` the session has seen is not pushed again: the answer is the original's outcome with
     /// `"duplicate": true` (200), once the original is durable.
     func handle(_ request: Request, pathUser: String?) async throws(APIError) -> Response {
         let routedUser = try RoutedUser.of(request, pathSegment: pathUser)
+        let receivedAt = Date()
         let event = try EventRequest(
             body: try await requestBody(of: request, limit: maximumBodyBytes),
             routedUser: routedUser
@@ -99,6 +101,7 @@ struct EventsController: Sendable {
                 for: event.userID,
                 context: event.context,
                 eventID: event.eventID,
+                eventTime: event.eventTime(receivedAt: receivedAt),
                 waitsForDurability: waitsForDurability,
                 tracing: tracing != nil
             )
@@ -119,6 +122,7 @@ struct EventsController: Sendable {
     /// own: a second item with the same ID (of the same user) in one batch is answered as a duplicate of the first.
     func handleBatch(_ request: Request, pathUser: String?) async throws(APIError) -> Response {
         let routedUser = try RoutedUser.of(request, pathSegment: pathUser)
+        let receivedAt = Date()
         let batch = try BatchRequest(
             body: try await requestBody(of: request, limit: batchLimits.maximumBytes),
             limits: batchLimits,
@@ -152,6 +156,7 @@ struct EventsController: Sendable {
                     userID: event.userID,
                     context: event.context,
                     eventID: event.eventID,
+                    eventTime: event.eventTime(receivedAt: receivedAt, sentAt: batch.sentAt),
                     tracing: tracing != nil
                 )
             )

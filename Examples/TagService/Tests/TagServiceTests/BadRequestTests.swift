@@ -47,6 +47,31 @@ import Testing
             place: "1:1"
         ),
         Case(
+            name: "a timestamp that is not a time",
+            body: #"{"user_id": "u", "event": "x", "timestamp": "yesterday"}"#,
+            status: .badRequest,
+            code: "invalid_field",
+            message: "'timestamp' must be an ISO-8601 time such as 2024-05-01T12:30:00.250Z, not 'yesterday'",
+            pointer: "/timestamp",
+            place: "1:45"
+        ),
+        Case(
+            name: "a numeric sent_at",
+            body: #"{"user_id": "u", "event": "x", "sent_at": 1714564800}"#,
+            status: .badRequest,
+            code: "invalid_field",
+            message: "'sent_at' must be an ISO-8601 time such as 2024-05-01T12:30:00.250Z, not number",
+            pointer: "/sent_at"
+        ),
+        Case(
+            name: "a timestamp on a command",
+            body: #"{"user_id": "u", "command": ["consent", "update", {}], "timestamp": "2024-05-01"}"#,
+            status: .badRequest,
+            code: "invalid_field",
+            message: "'timestamp' is for events, not commands",
+            pointer: "/timestamp"
+        ),
+        Case(
             name: "empty user_id",
             body: #"{"user_id": "", "event": "x"}"#,
             status: .badRequest,

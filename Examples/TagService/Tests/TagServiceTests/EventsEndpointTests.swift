@@ -58,6 +58,59 @@ import Testing
         #expect(service.sessions.existingSession(for: "ada")?.snapshot().eventNumber == 2)
     }
 
+    /// An event's `timestamp` is the time of its records: as given, or moved by how far the client's clock was off
+    /// when it sent the event (`sent_at`, the event's own or its batch's), as Segment corrects it.
+    @Test func anEventsTimestampIsTheTimeOfItsRecordsCorrectedBySentAt() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try await fixture.make()
+        @Sendable func times(_ answer: ValueMap) -> [String] {
+            (answer["records"]?.arrayValue ?? []).compactMap { $0.objectValue?["time"]?.stringValue }
+        }
+        try await service.application.test(.router) { client in
+            let given = ByteBuffer(
+                string: #"{"user_id": "ada", "event": "played song", "parameters": {"title": "So What"}, "#
+                    + #""timestamp": "2026-11-01T10:00:00.250+01:00"}"#
+            )
+            try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: given) { response in
+                #expect(response.status == .ok)
+                let answer = try response.json
+                #expect(!times(answer).isEmpty && times(answer).allSatisfy { $0 == "2026-11-01T09:00:00.250Z" })
+            }
+            // A client whose clock is ten years ahead sent, ten seconds after the event by that clock: the event
+            // happened ten seconds before the service received it.
+            let before = Date()
+            let skewed = ByteBuffer(
+                string: #"{"user_id": "bob", "event": "played song", "parameters": {"title": "So What"}, "#
+                    + #""timestamp": "2036-11-01T10:00:00.000Z", "sent_at": "2036-11-01T10:00:10.000Z"}"#
+            )
+            let answer = try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: skewed)
+            let after = Date()
+            let time = try #require(times(try answer.json).first.flatMap(ISO8601Timestamp.date(from:)))
+            #expect(time >= before.addingTimeInterval(-10.001) && time <= after.addingTimeInterval(-10), "\(time)")
+            // A batch's sent_at is that of each event without its own.
+            let batch = ByteBuffer(
+                string: #"{"sent_at": "2036-11-01T10:00:10.000Z", "events": ["#
+                    + #"{"user_id": "cy", "event": "played song", "parameters": {"title": "A"}, "timestamp": "2036-11-01T10:00:00.000Z"}, "#
+                    + #"{"user_id": "di", "event": "played song", "parameters": {"title": "B"}, "timestamp": "2036-11-01T10:00:00.000Z", "sent_at": "2036-11-01T10:00:00.000Z"}, "#
+                    + #"{"user_id": "ed", "event": "played song", "parameters": {"title": "C"}}]}"#
+            )
+            let batchStart = Date()
+            let results = try await client.execute(uri: "/v1/batch", method: .post, headers: .json, body: batch).json
+                .batchResults
+            let batchEnd = Date()
+            let batchTimes = results.map { times($0).first.flatMap(ISO8601Timestamp.date(from:)) ?? .distantPast }
+            #expect(batchTimes.count == 3)
+            // Ten seconds before it arrived; as sent (its own sent_at says its clock was right); now.
+            #expect(
+                batchTimes[0] >= batchStart.addingTimeInterval(-10.001)
+                    && batchTimes[0] <= batchEnd.addingTimeInterval(-10)
+            )
+            #expect(batchTimes[1] >= batchStart.addingTimeInterval(-0.001) && batchTimes[1] <= batchEnd)
+            #expect(batchTimes[2] >= batchStart.addingTimeInterval(-0.001) && batchTimes[2] <= batchEnd)
+        }
+    }
+
     @Test func aUserIDWithANULIsABadRequest() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
