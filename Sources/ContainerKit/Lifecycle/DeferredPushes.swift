@@ -19,18 +19,24 @@ final class DeferredPushes: Sendable {
     /// True while a push may have to be queued; a push that reads `false` goes straight through.
     let mayDefer = Atomic<Bool>(false)
 
+    /// A queued push: its message, and when it arrived (or happened, when its push said: seconds since 1970).
+    struct Held {
+        var message: ValueMap
+        var eventTime: Double
+    }
+
     private struct Queue {
         let dataLayer: DataLayer
-        var messages: [ValueMap] = []
+        var messages: [Held] = []
         var head = 0
         var dropped = 0
 
         /// Appends `message`, dropping the oldest beyond `limit`; returns whether this was the first drop.
-        mutating func append(_ message: ValueMap, limit: Int) -> Bool {
+        mutating func append(_ message: Held, limit: Int) -> Bool {
             messages.append(message)
             var firstDrop = false
             while messages.count - head > limit {
-                messages[head] = ValueMap()
+                messages[head].message = ValueMap()
                 head += 1
                 dropped += 1
                 firstDrop = firstDrop || dropped == 1
@@ -43,10 +49,10 @@ final class DeferredPushes: Sendable {
         }
 
         /// Takes the oldest message.
-        mutating func next() -> ValueMap? {
+        mutating func next() -> Held? {
             guard head < messages.count else { return nil }
             defer {
-                messages[head] = ValueMap()
+                messages[head].message = ValueMap()
                 head += 1
             }
             return messages[head]
@@ -130,12 +136,14 @@ final class DeferredPushes: Sendable {
 
     // MARK: Queueing
 
-    /// Queues `message` for `dataLayer` if it must wait; returns the result of a deferred push then, and
-    /// `nil` when the push should go through.
-    func hold(_ message: ValueMap, for dataLayer: DataLayer) -> PushResult? {
+    /// Queues `message` for `dataLayer` if it must wait, with the time `eventTime` gives;
+    /// returns the result of a deferred push then, and `nil` when the push should go through.
+    func hold(_ message: ValueMap, for dataLayer: DataLayer, eventTime: () -> Double) -> PushResult? {
         let key = ObjectIdentifier(dataLayer)
         if DataLayer.replayingSession == key { return nil }
         if DataLayer.replayingSession == nil { replayIfDue(dataLayer.tagManager) }
+        // Read before the lock (a clock may take one of its own); this path is taken only while pushes may wait.
+        let time = eventTime()
         let outcome = state.withLock { state -> (firstDrop: Bool, limit: Int, overTotal: Bool)? in
             guard state.waiting || state.queues[key] != nil else { return nil }
             if state.total >= state.totalLimit,
@@ -149,7 +157,8 @@ final class DeferredPushes: Sendable {
                 state.order.append(key)
             }
             let before = state.queues[key].map { $0.messages.count - $0.head } ?? 0
-            let firstDrop = state.queues[key]?.append(message, limit: state.limit) ?? false
+            let held = Held(message: message, eventTime: time)
+            let firstDrop = state.queues[key]?.append(held, limit: state.limit) ?? false
             state.total += (state.queues[key].map { $0.messages.count - $0.head } ?? 0) - before
             return (firstDrop, state.limit, false)
         }
@@ -180,7 +189,7 @@ final class DeferredPushes: Sendable {
     /// Replays every queue, oldest push first, one data layer after another.
     private func replay(_ tagManager: TagManager) {
         while true {
-            let next = state.withLock { state -> (DataLayer?, ValueMap?, Int)? in
+            let next = state.withLock { state -> (DataLayer?, Held?, Int)? in
                 while !state.waiting, state.orderHead < state.order.count {
                     let key = state.order[state.orderHead]
                     if let message = state.queues[key]?.next(), let dataLayer = state.queues[key]?.dataLayer {
@@ -209,14 +218,16 @@ final class DeferredPushes: Sendable {
                 )
                 continue
             }
-            guard let message else {
+            guard let held = message else {
                 tagManager.logger.warning(
                     "pushes were dropped while waiting for a container",
                     metadata: ["session": dataLayer.sessionID, "dropped": String(dropped)]
                 )
                 continue
             }
-            DataLayer.$replayingSession.withValue(ObjectIdentifier(dataLayer)) { _ = dataLayer.push(message) }
+            DataLayer.$replayingSession.withValue(ObjectIdentifier(dataLayer)) {
+                _ = dataLayer.push(DataLayer.Pending(message: held.message, event: nil, eventTime: held.eventTime))
+            }
         }
     }
 }

@@ -55,6 +55,28 @@ extension LifecycleTests {
             #expect(tags.songs == ["a", "b", "c", "d"])
         }
 
+        /// A queued push happened when it arrived, or when it said: its handlers see that time at the replay, not the
+        /// time of the replay (what the Braze provider stamps its records with).
+        @Test func aQueuedPushIsReplayedWithTheTimeItArrivedNotTheReplays() async throws {
+            let gate = Gate()
+            let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
+            let open = await startOpen(manager)
+            let session = manager.makeDataLayer()
+            await session.push(event: "played", parameters: ["song": "a"])
+            clock.advance(by: .seconds(90))
+            let happened = Date(timeIntervalSince1970: 1_700_000_000)
+            await session.push(event: "played", parameters: ["song": "b"], eventTime: happened)
+            clock.advance(by: .seconds(30))
+            gate.open()
+            _ = try await open.value
+            let times = tags.calls.map { $0.eventTime?.timeIntervalSince1970 ?? 0 }
+            #expect(tags.songs == ["a", "b"] && times.count == 2)
+            #expect(abs(times[0] - testWallClockStart.timeIntervalSince1970) < 0.001, "\(times)")
+            #expect(times[1] == happened.timeIntervalSince1970)
+            await session.push(event: "played", parameters: ["song": "c"])
+            #expect(tags.calls.last?.eventTime == nil)
+        }
+
         @Test func eachSessionReplaysItsOwnQueue() async throws {
             let gate = Gate()
             let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))

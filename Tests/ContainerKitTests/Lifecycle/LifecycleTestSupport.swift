@@ -73,6 +73,7 @@ final class TagRecorder: Sendable {
     struct Call: Sendable, Hashable {
         var name: String
         var song: String?
+        var eventTime: Date? = nil
     }
 
     private let storage = Mutex<[Call]>([])
@@ -81,7 +82,11 @@ final class TagRecorder: Sendable {
         for name in names {
             manager.register(
                 tagHandler: ClosureTagHandler { [self] call in
-                    storage.withLock { $0.append(Call(name: call.name, song: call.arguments["song"]?.stringValue)) }
+                    storage.withLock {
+                        $0.append(
+                            Call(name: call.name, song: call.arguments["song"]?.stringValue, eventTime: call.eventTime)
+                        )
+                    }
                 },
                 for: name
             )
