@@ -5,7 +5,8 @@ import ServiceLifecycle
 import Synchronization
 
 /// Loads every container file of a directory into the tag manager, then checks the directory every
-/// `interval` and reloads a file whose size or modification time changed.
+/// `interval` — and at once when asked (``requestScan()``: SIGHUP) — and reloads a file whose size or modification
+/// time changed.
 ///
 /// A file that does not load is logged and skipped; the version already live stays live (the tag manager
 /// swaps containers atomically, so a push in progress finishes on the version it started with). A removed
@@ -32,13 +33,20 @@ final class ContainerDirectoryWatcher: Service, Sendable {
     private let failed = Mutex<[String: Stamp]>([:])
     /// Whether the last listing failed (the failure is logged when it starts and when it ends).
     private let listingFails = Mutex(false)
+    /// Asks ``run()`` for a scan before the interval ends (at most one waits: more asks are one scan).
+    private let requests: AsyncStream<Void>
+    private let request: AsyncStream<Void>.Continuation
 
     init(directory: String, interval: Duration, manager: TagManager, logger: Logging.Logger) {
         self.directory = directory
         self.interval = interval
         self.manager = manager
         self.logger = logger
+        (requests, request) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
+
+    /// Asks for a scan now, rather than at the end of the interval; ``run()`` makes it (one at a time).
+    func requestScan() { request.yield() }
 
     /// Loads what changed since the last scan.
     /// - Returns: how many containers were loaded or reloaded.
@@ -78,12 +86,17 @@ final class ContainerDirectoryWatcher: Service, Sendable {
         return changed + removed.count
     }
 
-    /// Checks the directory every ``interval`` until graceful shutdown.
+    /// Checks the directory every ``interval``, and when asked (``requestScan()``), until graceful shutdown; one
+    /// scan at a time.
     func run() async throws {
         await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do { try await Task.sleep(for: self.interval) } catch { return }
-                await self.scan()
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    while (try? await Task.sleep(for: self.interval)) != nil { self.request.yield() }
+                }
+                // Ends when the task is cancelled.
+                for await _ in self.requests { await self.scan() }
+                group.cancelAll()
             }
         }
     }

@@ -6,6 +6,7 @@ import HummingbirdCore
 import Logging
 import Metrics
 import ServiceLifecycle
+import UnixSignals
 
 /// The assembled service: the tag manager and its containers, the sessions, the durable record queue, the
 /// metrics and the HTTP application that serves them.
@@ -50,6 +51,9 @@ public struct TagServiceApplication: Sendable {
     let events: EventsController
     /// The live debug page (`--debug-token`); `nil`: off.
     let debug: DebugHub?
+    /// Checks the containers now (SIGHUP): the directory at once, or with `--open` a network refresh of each
+    /// opened container, forced (an operator who just published a version need not wait for the schedule).
+    let reloadContainers: @Sendable () -> Void
 
     /// The swift-metrics factory of the service's `/metrics` page, for `MetricsSystem.bootstrap`.
     public var metricsFactory: any MetricsFactory { metrics.factory }
@@ -158,7 +162,10 @@ public struct TagServiceApplication: Sendable {
             )
             await watcher.scan()
             containers = watcher
+            reloadContainers = { watcher.requestScan() }
         } else {
+            let ids = configuration.openIDs
+            reloadContainers = { for id in ids { manager.refresh(id: id, force: true) } }
             manager.lifecycleConfiguration = try ContainerOpening.lifecycle(configuration)
             try await ContainerOpening.openAll(
                 configuration.openIDs,
@@ -272,11 +279,25 @@ public struct TagServiceApplication: Sendable {
     /// acknowledged push's session change was committed with its records: nothing acknowledged is lost.
     public func runService() async throws {
         var group = ServiceGroupConfiguration(
-            services: [application],
+            services: [application, ReloadOnHangup(reload: reloadContainers, logger: logger)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )
         group.maximumGracefulShutdownDuration = configuration.shutdownTimeout + .seconds(15)
         try await ServiceGroup(configuration: group).run()
+    }
+}
+
+/// SIGHUP checks the containers now (``TagServiceApplication/reloadContainers``), as nginx and Prometheus reload
+/// on it; without it the signal would end the process at once, without the graceful shutdown.
+struct ReloadOnHangup: Service {
+    let reload: @Sendable () -> Void
+    let logger: Logging.Logger
+
+    func run() async throws {
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            logger.notice("SIGHUP: checking the containers now")
+            reload()
+        }
     }
 }

@@ -107,6 +107,56 @@ import Testing
         #expect(service.log.contains { $0.contains(message) && $0.contains("absent") })
     }
 
+    /// SIGHUP checks the containers now, as nginx and Prometheus reload on it: a version written into the
+    /// directory is live at once, not after `--reload-interval` (an hour here); the service goes on, and stops
+    /// gracefully as before. Without it the signal ended the process at once.
+    @Test func sighupReloadsTheContainersDirectoryAtOnce() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let service = try ServiceProcess(Self.arguments(fixture, ["--reload-interval", "3600"]))
+        try await service.waitUntilListening()
+        let file = fixture.configuration.containersDirectory + "/\(TestService.fixtureID).json"
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        // A new version, written beside the file and renamed over it, as the README asks.
+        let newer = try #require(text.range(of: #""version""#)).lowerBound
+        let edited = text.replacingCharacters(in: newer..<newer, with: #""ignored_by_the_test": 1, "#)
+        try edited.write(toFile: file + ".tmp", atomically: false, encoding: .utf8)
+        #expect(rename(file + ".tmp", file) == 0)
+        kill(service.process.processIdentifier, SIGHUP)
+        #expect(await service.nextLine(containing: "SIGHUP: checking the containers now") != nil)
+        #expect(await service.nextLine(containing: "container reloaded") != nil, "\(service.log)")
+        let (status, _) = try await service.postEvent(user: "ada")
+        #expect(status == 200)
+        #expect(await service.stop(SIGTERM) == 0)
+    }
+
+    /// With `--open`, SIGHUP fetches each opened container now, forced past the 15-minute limit on asked-for
+    /// refreshes: an operator who just published a version does not wait for the 12-hour schedule.
+    @Test func sighupRefreshesOpenedContainersFromTheNetworkAtOnce() async throws {
+        let fixture = try TestService()
+        defer { fixture.remove() }
+        let file = fixture.configuration.containersDirectory + "/\(TestService.fixtureID).json"
+        let container = try String(contentsOfFile: file, encoding: .utf8)
+        let server = try LoopbackHTTPServer { _ in .json(container) }
+        defer { server.stop() }
+        let service = try ServiceProcess(
+            Self.arguments(
+                fixture,
+                ["--open", TestService.fixtureID, "--container-url", server.baseURL.absoluteString]
+            )
+        )
+        try await service.waitUntilListening()
+        await server.waitForRequests(1)
+        for refresh in 2...3 {
+            kill(service.process.processIdentifier, SIGHUP)
+            // A process the signal ended has no such line (and makes no request to wait for).
+            try #require(await service.nextLine(containing: "SIGHUP: checking the containers now") != nil)
+            await server.waitForRequests(refresh)
+        }
+        #expect(server.requests.allSatisfy { $0.path == "/r" && $0.query("id") == TestService.fixtureID })
+        #expect(await service.stop(SIGTERM) == 0)
+    }
+
     @Test func queueAndRecordFilesArePrivate() async throws {
         let fixture = try TestService()
         defer { fixture.remove() }
