@@ -223,10 +223,10 @@ extension TagServiceConfiguration {
           --max-connections <n>     most connections at once, default 512; keep it well below ulimit -n
                                     (TAGSERVICE_MAX_CONNECTIONS)
           --reload-interval <s>     seconds between checks of the containers directory, default 2
-                                    (TAGSERVICE_RELOAD_INTERVAL)
+                                    (TAGSERVICE_RELOAD_INTERVAL); SIGHUP checks it at once
           --open <GTM-ID>           open this container (repeatable; comma-separated in the variable) instead
                                     of loading every file: bundled default from --containers, saved copy,
-                                    then the network, refreshed every 12 hours (TAGSERVICE_OPEN)
+                                    then the network, refreshed every 12 hours and on SIGHUP (TAGSERVICE_OPEN)
           --open-timeout <s>        seconds to wait for each --open container at start, default 2
                                     (TAGSERVICE_OPEN_TIMEOUT)
           --container-url <url>     base URL containers are fetched from with --open, {base}/r?id=<ID>
