@@ -134,6 +134,11 @@ extension ValueMap {
             (ByteBuffer(string: #"{"batch": []}"#), .badRequest, "missing_field"),
             (ByteBuffer(string: #"{"events": {}}"#), .badRequest, "invalid_field"),
             (ByteBuffer(string: "[1, 2"), .badRequest, "malformed_json"),
+            // The batch's own send time is the time of every event without one: not readable, it refuses them all.
+            (
+                ByteBuffer(string: #"{"events": [\#(batchEvent(user: "u1", title: "t"))], "sent_at": "soon"}"#),
+                .badRequest, "invalid_field"
+            ),
         ]
         try await service.application.test(.live) { client in
             for (body, status, code) in cases {
