@@ -5,15 +5,22 @@ extension DataLayer {
     /// pushes, and the pushes its tag handlers make meanwhile, go straight through.
     @TaskLocal static var replayingSession: ObjectIdentifier?
 
-    /// Queues `message` until a container is live, if the tag manager is waiting for one; `nil` when the push
+    /// Queues `pending` until a container is live, if the tag manager is waiting for one; `nil` when the push
     /// should be processed now. Only called after the one-load check ``LifecycleState/mayDefer``.
     ///
-    /// A queued push happened when it arrived: it is replayed with its `eventTime` (seconds since 1970), or the
-    /// lifecycle's wall-clock time now when it has none, so that what its handlers record is not stamped with
-    /// the time of the replay.
-    func deferUntilAvailable(_ message: ValueMap, eventTime: Double?) -> PushResult? {
-        tagManager.lifecycle.deferral.hold(message, for: self) {
-            eventTime ?? tagManager.lifecycleConfiguration.time.wallNow.timeIntervalSince1970
-        }
+    /// A queued push is replayed with its event ID (checked then: a retry queued behind its original is a
+    /// duplicate of it) and the time it happened: its `eventTime`, or the lifecycle's wall-clock time when it
+    /// arrived, so that what its handlers record is not stamped with the time of the replay.
+    func deferUntilAvailable(_ pending: borrowing Pending) -> PushResult? {
+        let eventTime = pending.eventTime
+        return tagManager.lifecycle.deferral.hold(
+            DeferredPushes.Held(
+                message: pending.fullMessage,
+                eventID: pending.eventID,
+                eventIDHash: pending.eventIDHash,
+                eventTime: 0
+            ),
+            for: self
+        ) { eventTime ?? tagManager.lifecycleConfiguration.time.wallNow.timeIntervalSince1970 }
     }
 }

@@ -19,10 +19,24 @@ final class DeferredPushes: Sendable {
     /// True while a push may have to be queued; a push that reads `false` goes straight through.
     let mayDefer = Atomic<Bool>(false)
 
-    /// A queued push: its message, and when it arrived (or happened, when its push said: seconds since 1970).
+    /// A queued push: its message, its event ID (with its hash; empty: none), and when it arrived (or happened,
+    /// when its push said: seconds since 1970).
     struct Held {
         var message: ValueMap
+        var eventID: String
+        var eventIDHash: UInt64
         var eventTime: Double
+
+        /// The push to replay.
+        var pending: DataLayer.Pending {
+            DataLayer.Pending(
+                message: message,
+                event: nil,
+                eventID: eventID,
+                eventIDHash: eventIDHash,
+                eventTime: eventTime
+            )
+        }
     }
 
     private struct Queue {
@@ -36,7 +50,7 @@ final class DeferredPushes: Sendable {
             messages.append(message)
             var firstDrop = false
             while messages.count - head > limit {
-                messages[head].message = ValueMap()
+                messages[head] = Held(message: ValueMap(), eventID: "", eventIDHash: 0, eventTime: 0)
                 head += 1
                 dropped += 1
                 firstDrop = firstDrop || dropped == 1
@@ -52,7 +66,7 @@ final class DeferredPushes: Sendable {
         mutating func next() -> Held? {
             guard head < messages.count else { return nil }
             defer {
-                messages[head].message = ValueMap()
+                messages[head] = Held(message: ValueMap(), eventID: "", eventIDHash: 0, eventTime: 0)
                 head += 1
             }
             return messages[head]
@@ -138,12 +152,12 @@ final class DeferredPushes: Sendable {
 
     /// Queues `message` for `dataLayer` if it must wait, with the time `eventTime` gives;
     /// returns the result of a deferred push then, and `nil` when the push should go through.
-    func hold(_ message: ValueMap, for dataLayer: DataLayer, eventTime: () -> Double) -> PushResult? {
+    func hold(_ push: consuming Held, for dataLayer: DataLayer, eventTime: () -> Double) -> PushResult? {
         let key = ObjectIdentifier(dataLayer)
         if DataLayer.replayingSession == key { return nil }
         if DataLayer.replayingSession == nil { replayIfDue(dataLayer.tagManager) }
         // Read before the lock (a clock may take one of its own); this path is taken only while pushes may wait.
-        let time = eventTime()
+        push.eventTime = eventTime()
         let outcome = state.withLock { state -> (firstDrop: Bool, limit: Int, overTotal: Bool)? in
             guard state.waiting || state.queues[key] != nil else { return nil }
             if state.total >= state.totalLimit,
@@ -157,8 +171,7 @@ final class DeferredPushes: Sendable {
                 state.order.append(key)
             }
             let before = state.queues[key].map { $0.messages.count - $0.head } ?? 0
-            let held = Held(message: message, eventTime: time)
-            let firstDrop = state.queues[key]?.append(held, limit: state.limit) ?? false
+            let firstDrop = state.queues[key]?.append(push, limit: state.limit) ?? false
             state.total += (state.queues[key].map { $0.messages.count - $0.head } ?? 0) - before
             return (firstDrop, state.limit, false)
         }
@@ -226,7 +239,7 @@ final class DeferredPushes: Sendable {
                 continue
             }
             DataLayer.$replayingSession.withValue(ObjectIdentifier(dataLayer)) {
-                _ = dataLayer.push(DataLayer.Pending(message: held.message, event: nil, eventTime: held.eventTime))
+                _ = dataLayer.push(held.pending)
             }
         }
     }

@@ -80,7 +80,8 @@ extension DataLayer {
     /// // retry.isDuplicate == true; retry.duplicateOf?.fired lists what the first push fired
     /// ```
     ///
-    /// A push held back while no container is available yet (delayed initialization) is not checked.
+    /// A push held back while no container is available yet (delayed initialization) is checked when it is replayed:
+    /// a retry queued behind its original is then a duplicate of it.
     ///
     /// (`eventID` is `consuming`: the push keeps the caller's reference rather than retaining the ID again.)
     @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")

@@ -440,7 +440,7 @@ public final class DataLayer: Sendable {
     func push(_ pending: consuming Pending) -> PushResult {
         if pending.refusesEventID { return Self.refused(eventID: pending.eventID) }
         if tagManager.lifecycle.mayDefer, pending.command == nil,
-            let deferred = deferUntilAvailable(pending.fullMessage, eventTime: pending.eventTime)
+            let deferred = deferUntilAvailable(pending)
         {
             return traced(deferral: deferred, of: pending)
         }
@@ -498,7 +498,7 @@ public final class DataLayer: Sendable {
     func push(_ pending: consuming Pending) async -> PushResult {
         if pending.refusesEventID { return Self.refused(eventID: pending.eventID) }
         if tagManager.lifecycle.mayDefer, pending.command == nil,
-            let deferred = deferUntilAvailable(pending.fullMessage, eventTime: pending.eventTime)
+            let deferred = deferUntilAvailable(pending)
         {
             return traced(deferral: deferred, of: pending)
         }

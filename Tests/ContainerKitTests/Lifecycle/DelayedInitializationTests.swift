@@ -77,6 +77,25 @@ extension LifecycleTests {
             #expect(tags.calls.last?.eventTime == nil)
         }
 
+        /// A queued push keeps its event ID: a retry queued behind its original is a duplicate of it at the replay,
+        /// and is not applied twice.
+        @Test func aQueuedRetryWithTheSameEventIDIsReplayedAsADuplicate() async throws {
+            let gate = Gate()
+            let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
+            let open = await startOpen(manager)
+            let session = manager.makeDataLayer()
+            for song in ["a", "a", "b"] {
+                let id = song == "a" ? "m-1" : "m-2"
+                let queued = await session.push(event: "played", parameters: ["song": .string(song)], eventID: id)
+                #expect(queued.deferred)
+            }
+            gate.open()
+            _ = try await open.value
+            #expect(tags.songs == ["a", "b"])
+            let retry = await session.push(event: "played", parameters: ["song": "a"], eventID: "m-1")
+            #expect(retry.isDuplicate && tags.songs == ["a", "b"])
+        }
+
         @Test func eachSessionReplaysItsOwnQueue() async throws {
             let gate = Gate()
             let manager = manager(network: ScriptedSource([ScriptedSource.container("1")], gate: gate))
