@@ -7,7 +7,7 @@ extension PostgresEndpoint {
     ///
     /// Both files are read when it is made, so a certificate that cannot be used is refused at start, not at the
     /// first connection. As libpq does, a key file its owner lets others read is refused (`chmod 0600`; a key owned
-    /// by root may also be read by its group, `0640`). The key must not be encrypted.
+    /// by root may also be read by its group, `0640`). An encrypted key needs its passphrase (`sslpassword`).
     public struct ClientCertificate: Sendable, Hashable {
         /// The PEM file of the certificate, followed by any intermediate certificates.
         public let certificatePath: String
@@ -16,9 +16,9 @@ extension PostgresEndpoint {
         let chain: [NIOSSLCertificate]
         let key: NIOSSLPrivateKey
 
-        /// Reads the certificate chain and the key.
+        /// Reads the certificate chain and the key (decrypted with `keyPassword` when it is encrypted).
         /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` naming the file that cannot be read or used.
-        public init(certificatePath: String, keyPath: String) throws(PostgresStoreError) {
+        public init(certificatePath: String, keyPath: String, keyPassword: String? = nil) throws(PostgresStoreError) {
             func refuse(_ problem: String) -> PostgresStoreError {
                 PostgresStoreError(.invalidConfiguration, problem)
             }
@@ -36,9 +36,19 @@ extension PostgresEndpoint {
             }
             guard !chain.isEmpty else { throw refuse("sslcert '\(certificatePath)' holds no pem certificate") }
             do {
-                key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
+                if let keyPassword {
+                    key = try NIOSSLPrivateKey(file: keyPath, format: .pem) { setPassphrase in
+                        setPassphrase(Array(keyPassword.utf8))
+                    }
+                } else {
+                    key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
+                }
             } catch {
-                throw refuse("sslkey '\(keyPath)' holds no unencrypted pem private key")
+                throw refuse(
+                    keyPassword == nil
+                        ? "sslkey '\(keyPath)' holds no unencrypted pem private key (an encrypted one needs sslpassword)"
+                        : "sslkey '\(keyPath)' holds no pem private key that sslpassword decrypts"
+                )
             }
             // BoringSSL checks that the key is the certificate's when a context takes both.
             var configuration = TLSConfiguration.makeClientConfiguration()

@@ -73,7 +73,8 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// - `sslmode` (``TLSMode``; `prefer` when absent);
     /// - `sslrootcert`: a PEM file of trusted roots (`system`, the default: the system's roots);
     /// - `sslcert` and `sslkey`: the client's certificate and private key, PEM files, given together (libpq's
-    ///   default files under `~/.postgresql` are not looked for). See ``ClientCertificate``.
+    ///   default files under `~/.postgresql` are not looked for), and `sslpassword`, the key's passphrase when it is
+    ///   encrypted. See ``ClientCertificate``.
     ///
     /// The files are read here, so a path that cannot be read or holds no certificate or key is refused now, not at
     /// the first connection. Any other parameter is refused, so none is silently ignored.
@@ -100,6 +101,7 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
         var rootCertificatePath: String?
         var certificatePath: String?
         var keyPath: String?
+        var keyPassword: String?
         for item in components.queryItems ?? [] {
             let value = item.value ?? ""
             switch item.name {
@@ -127,20 +129,26 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
                 certificatePath = value
             case "sslkey":
                 keyPath = value
+            case "sslpassword":
+                keyPassword = value
             default:
                 throw refuse(
                     "the url's parameter '\(item.name)' is not supported (the ones read are sslmode, sslrootcert, "
-                        + "sslcert and sslkey)"
+                        + "sslcert, sslkey and sslpassword)"
                 )
             }
         }
         var clientCertificate: ClientCertificate?
         switch (certificatePath, keyPath) {
         case (nil, nil):
-            break
+            if keyPassword != nil { throw refuse("sslpassword is given without sslcert and sslkey") }
         case (let certificate?, let key?):
             do {
-                clientCertificate = try ClientCertificate(certificatePath: certificate, keyPath: key)
+                clientCertificate = try ClientCertificate(
+                    certificatePath: certificate,
+                    keyPath: key,
+                    keyPassword: keyPassword
+                )
             } catch {
                 throw refuse(error.message)
             }
@@ -219,9 +227,17 @@ public struct PostgresEndpoint: Sendable, Hashable, CustomStringConvertible {
         return configuration
     }
 
+    /// `text` without its password, nor the key's (`sslpassword`).
     private static func redacted(_ text: String) -> String {
-        guard var components = URLComponents(string: text), components.password != nil else { return text }
-        components.password = "***"
+        guard var components = URLComponents(string: text) else { return text }
+        let keyPassword = components.queryItems?.contains { $0.name == "sslpassword" } ?? false
+        guard components.password != nil || keyPassword else { return text }
+        if components.password != nil { components.password = "***" }
+        if keyPassword {
+            components.queryItems = components.queryItems?.map {
+                $0.name == "sslpassword" ? URLQueryItem(name: $0.name, value: "***") : $0
+            }
+        }
         return components.string ?? text
     }
 }

@@ -59,6 +59,22 @@ public enum TestCertificates {
     }
 }
 
+extension TestCertificates {
+    /// Writes `key` encrypted with `password` (AES-256, PKCS#8) beside it as `<key>.encrypted` (mode 0600).
+    /// - Returns: the encrypted key's path.
+    public static func encrypt(key: String, password: String) async throws -> String {
+        let encrypted = key + ".encrypted"
+        try await PostgresTestCluster.run(
+            "/usr/bin/openssl",
+            ["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", key, "-out", encrypted, "-passout", "pass:\(password)"]
+        )
+        guard chmod(encrypted, 0o600) == 0 else {
+            throw PostgresTestCluster.Failure(description: "chmod of \(encrypted) failed: errno \(errno)")
+        }
+        return encrypted
+    }
+}
+
 extension PostgresTestCluster {
     /// Turns TLS on: makes a throw-away certificate authority and a server certificate for `127.0.0.1` and
     /// `localhost` signed by it (with `openssl`, in the cluster's directory), sets `ssl`, `ssl_cert_file` and

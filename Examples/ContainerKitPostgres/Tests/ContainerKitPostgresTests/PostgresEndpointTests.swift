@@ -40,7 +40,7 @@ struct PostgresEndpointTests {
     @Test func anUnknownParameterABadModeAMissingRootFileOrAPortOutOfRangeIsRefusedSayingWhich() {
         for (url, words) in [
             ("postgres://u@127.0.0.1/db?application_name=x", "parameter 'application_name' is not supported"),
-            ("postgres://u@127.0.0.1/db?sslpassword=x", "parameter 'sslpassword' is not supported"),
+            ("postgres://u@127.0.0.1/db?sslcrl=x", "parameter 'sslcrl' is not supported"),
             (
                 "postgres://u@127.0.0.1/db?sslmode=on",
                 "sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full, not 'on'"

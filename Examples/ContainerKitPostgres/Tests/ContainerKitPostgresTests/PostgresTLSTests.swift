@@ -105,6 +105,12 @@ struct PostgresTLSTests {
             try await instance.commit((0..<10).map { makeRecord(user: "u\($0)") })
         }
         #expect(try await query(endpoint, "SELECT count(*) FROM ck_records", as: Int64.self) == [10])
+        // The same key encrypted, with its passphrase.
+        let encrypted = try await TestCertificates.encrypt(key: client.key, password: "s3cret")
+        let locked = try PostgresEndpoint(
+            url: base + "&sslcert=\(client.certificate)&sslkey=\(encrypted)&sslpassword=s3cret"
+        )
+        #expect(try await query(locked, "SELECT current_user::text", as: String.self) == ["tagservice"])
 
         let without = try PostgresEndpoint(url: base)
         let error = await #expect(throws: (any Error).self) { try await Self.encrypted(without) }
@@ -146,7 +152,14 @@ struct PostgresTLSTests {
                 try PostgresEndpoint.ClientCertificate(certificatePath: one.certificate, keyPath: group)
             }
         }
+        let encrypted = try await TestCertificates.encrypt(key: one.key, password: "s3cret")
         for (query, words) in [
+            ("&sslcert=\(one.certificate)&sslkey=\(encrypted)", "an encrypted one needs sslpassword"),
+            (
+                "&sslcert=\(one.certificate)&sslkey=\(encrypted)&sslpassword=guessed",
+                "holds no pem private key that sslpassword decrypts"
+            ),
+            ("&sslpassword=s3cret", "sslpassword is given without sslcert and sslkey"),
             ("&sslcert=\(one.certificate)", "sslcert is given without sslkey"),
             ("&sslkey=\(one.key)", "sslkey is given without sslcert"),
             ("&sslcert=\(one.certificate)&sslkey=\(other.key)", "is not the private key of the certificate"),
@@ -159,6 +172,12 @@ struct PostgresTLSTests {
             let error = #expect(throws: PostgresStoreError.self, "\(query)") { try PostgresEndpoint(url: url + query) }
             #expect(error?.code == .invalidConfiguration)
             #expect(error?.message.contains(words) == true, "\(query): \(error?.message ?? "")")
+            // The key's passphrase is never shown.
+            #expect(error?.message.contains("s3cret") == false && error?.message.contains("guessed") == false)
         }
+        let unlocked = try PostgresEndpoint(
+            url: url + "&sslcert=\(one.certificate)&sslkey=\(encrypted)&sslpassword=s3cret"
+        )
+        #expect(unlocked.clientCertificate?.keyPath == encrypted)
     }
 }
