@@ -25,4 +25,29 @@ extension DataLayer {
             return refused.result
         }
     }
+
+    /// Pushes a message whose event happened at `eventTime` (see ``push(event:parameters:eventID:eventTime:tracing:)``),
+    /// as ``push(_:eventID:tracing:)-(ValueMap,String?,Bool)`` does otherwise. A message without an event merges
+    /// into the data layer and calls nothing: the time then has no use.
+    @discardableResult
+    public func push(
+        _ message: ValueMap,
+        eventID: String? = nil,
+        eventTime: Date?,
+        tracing: Bool = false
+    ) async -> PushResult {
+        guard let hash = checkedHash(of: eventID) else {
+            return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, nil, message, eventID)
+        }
+        return await push(
+            Pending(
+                message: message,
+                event: nil,
+                eventID: eventID ?? "",
+                eventIDHash: hash,
+                tracing: tracing,
+                eventTime: eventTime?.timeIntervalSince1970
+            )
+        )
+    }
 }

@@ -39,6 +39,17 @@ struct EventTimeTests {
         #expect(calls[0].arguments.isEmpty && session.model["value"] == 2)
     }
 
+    @Test func aMessagePushGivesItsTimeToo() async throws {
+        let (manager, handler) = try Self.manager()
+        let session = manager.makeDataLayer()
+        await session.push(["event": "purchase", "value": 3], eventTime: Self.happened)
+        await session.push(["value": 4], eventTime: Self.happened)
+        #expect(handler.calls.map(\.eventTime) == [Self.happened, nil])
+        #expect(session.model["value"] == 4)
+        let refused = await session.push(["event": "purchase"], eventID: "", eventTime: Self.happened)
+        #expect(refused.refusal?.code == .invalidEventID && handler.calls.count == 2)
+    }
+
     @Test func aTimedPushWithAnEventIDIsADuplicateAsAnyOther() async throws {
         let (manager, handler) = try Self.manager()
         let session = manager.makeDataLayer()
