@@ -94,6 +94,8 @@ struct EventsController: Sendable {
         let tracing = debug?.tracing(userID: event.userID, headers: request.headers)
         defer { if let tracing { debug?.ended(tracing) } }
         let result: PushResult
+        let eventTime = event.eventTime(receivedAt: receivedAt)
+        metrics.noteEventTime(eventTime, receivedAt: receivedAt)
         do {
             result = try await sessions.push(
                 event: event.event,
@@ -101,7 +103,7 @@ struct EventsController: Sendable {
                 for: event.userID,
                 context: event.context,
                 eventID: event.eventID,
-                eventTime: event.eventTime(receivedAt: receivedAt),
+                eventTime: eventTime,
                 waitsForDurability: waitsForDurability,
                 tracing: tracing != nil
             )
@@ -149,6 +151,8 @@ struct EventsController: Sendable {
                 positions.append(index)
                 continue
             }
+            let eventTime = event.eventTime(receivedAt: receivedAt, sentAt: batch.sentAt)
+            metrics.noteEventTime(eventTime, receivedAt: receivedAt)
             requests.append(
                 SessionStore.PushRequest(
                     event: event.event,
@@ -156,7 +160,7 @@ struct EventsController: Sendable {
                     userID: event.userID,
                     context: event.context,
                     eventID: event.eventID,
-                    eventTime: event.eventTime(receivedAt: receivedAt, sentAt: batch.sentAt),
+                    eventTime: eventTime,
                     tracing: tracing != nil
                 )
             )

@@ -1,6 +1,7 @@
 import ContainerKit
 import ContainerKitBraze
 import CoreMetrics
+import Foundation
 import Metrics
 import Prometheus
 import Synchronization
@@ -72,6 +73,9 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
     private let refusedEvents: [String: CoreMetrics.Counter]
     /// Events not pushed again because their session had seen their `message_id` (answered as duplicates).
     let duplicateEvents: CoreMetrics.Counter
+    /// How long before it arrived each event with a `timestamp` happened (its time after the `sent_at` correction;
+    /// an event from the future counts as none): how late clients send, and how wrong their clocks are.
+    let eventDelay: CoreMetrics.Timer
     /// Connections closed by the service's bounds (``BoundedHTTP1Channel``), by reason (`request_timeout`,
     /// `shutdown`).
     private let cutConnections: [String: CoreMetrics.Counter]
@@ -82,6 +86,10 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
         factory.durationHistogramBuckets["tagservice_request_duration_seconds"] = [
             .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
             .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
+        ]
+        factory.durationHistogramBuckets["tagservice_event_delay_seconds"] = [
+            .seconds(1), .seconds(10), .seconds(60), .seconds(600), .seconds(3600), .seconds(6 * 3600),
+            .seconds(86_400), .seconds(7 * 86_400),
         ]
         self.registry = registry
         self.factory = factory
@@ -127,6 +135,7 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
         )
         requestCounters = RequestCounters(factory: factory)
         duplicateEvents = CoreMetrics.Counter(label: "tagservice_events_duplicate_total", factory: factory)
+        eventDelay = CoreMetrics.Timer(label: "tagservice_event_delay_seconds", factory: factory)
         refusedEvents = ["no_container", "sessions_unavailable"].reduce(into: [:]) { counters, reason in
             counters[reason] = CoreMetrics.Counter(
                 label: "tagservice_events_refused_total",
@@ -211,4 +220,14 @@ final class ServiceMetrics: RuntimeObserver, DeliveryObserver, Sendable {
 
     /// The page `GET /metrics` answers with.
     func render() -> [UInt8] { registry.emitToBuffer() }
+}
+
+extension ServiceMetrics {
+    /// Counts how long before `receivedAt` an event that said when it happened (`eventTime`) happened; nothing
+    /// for an event without a time.
+    func noteEventTime(_ eventTime: Date?, receivedAt: Date) {
+        guard let eventTime else { return }
+        let delay = max(0, receivedAt.timeIntervalSince(eventTime))
+        eventDelay.recordNanoseconds(Int64(min(delay, 9e9) * 1e9))
+    }
 }

@@ -70,12 +70,12 @@ import Testing
         try await service.application.test(.router) { client in
             let given = ByteBuffer(
                 string: #"{"user_id": "ada", "event": "played song", "parameters": {"title": "So What"}, "#
-                    + #""timestamp": "2026-11-01T10:00:00.250+01:00"}"#
+                    + #""timestamp": "2016-11-01T10:00:00.250+01:00"}"#
             )
             try await client.execute(uri: "/v1/events", method: .post, headers: .json, body: given) { response in
                 #expect(response.status == .ok)
                 let answer = try response.json
-                #expect(!times(answer).isEmpty && times(answer).allSatisfy { $0 == "2026-11-01T09:00:00.250Z" })
+                #expect(!times(answer).isEmpty && times(answer).allSatisfy { $0 == "2016-11-01T09:00:00.250Z" })
             }
             // A client whose clock is ten years ahead sent, ten seconds after the event by that clock: the event
             // happened ten seconds before the service received it.
@@ -108,6 +108,17 @@ import Testing
             )
             #expect(batchTimes[1] >= batchStart.addingTimeInterval(-0.001) && batchTimes[1] <= batchEnd)
             #expect(batchTimes[2] >= batchStart.addingTimeInterval(-0.001) && batchTimes[2] <= batchEnd)
+            // How late the four events with a time arrived: ten years, ten seconds twice, none.
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                let lines = String(buffer: response.body).split(separator: "\n")
+                func value(_ prefix: String) -> String? {
+                    lines.first { $0.hasPrefix(prefix) }.map { String($0.split(separator: " ").last ?? "") }
+                }
+                #expect(value("tagservice_event_delay_seconds_count") == "4")
+                #expect(value(#"tagservice_event_delay_seconds_bucket{le="1.0"}"#) == "1", "\(lines)")
+                #expect(value(#"tagservice_event_delay_seconds_bucket{le="60.0"}"#) == "3")
+                #expect(value(#"tagservice_event_delay_seconds_bucket{le="604800.0"}"#) == "3")
+            }
         }
     }
 
