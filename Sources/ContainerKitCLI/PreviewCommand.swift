@@ -195,7 +195,7 @@ struct PreviewCommand {
                 )
                 continue
             }
-            guard case .push(let lineNumber, let message, let eventID) = line else {
+            guard case .push(let lineNumber, let message, let eventID, _) = line else {
                 if case .invalid(_, let problem) = line {
                     output.error("containerkit preview: \(problem)")
                     if options.json { output.print(JSONWriter.string(problem.jsonValue)) }

@@ -1,4 +1,5 @@
 import ContainerKit
+import ContainerKitDelivery
 import Foundation
 
 /// The pushes `run`, `preview` and `diff` read: one JSON object per line, from a file or standard input, its
@@ -9,8 +10,9 @@ struct PushInput: Sequence {
     /// One non-blank input line: a push, a command, or why it is neither.
     enum Line {
         /// `eventID`: the line's `message_id` (``eventIDKey``), taken out of the message and checked: the push's
-        /// event ID (``DataLayer/push(_:eventID:)``); `nil` when the line has none or it is `null`.
-        case push(number: Int, message: ValueMap, eventID: String?)
+        /// event ID (``DataLayer/push(_:eventID:)``); `nil` when the line has none or it is `null`. `eventTime`: with
+        /// a ``PushInput/timeKey``, that member's time, taken out of the message (`run --time-key`); else `nil`.
+        case push(number: Int, message: ValueMap, eventID: String?, eventTime: Date?)
         case command(number: Int, command: ConsentCommand, arguments: [Value])
         /// `problem` reads like "line 3:7: expected ',' or '}' …".
         case invalid(number: Int, problem: Problem)
@@ -48,6 +50,9 @@ struct PushInput: Sequence {
     private let ownsHandle: Bool
     /// The longest line read: a longer one is refused (`line_too_long`) and the lines after it are read on.
     var maximumLineLength = LineReader.maximumLineLength
+    /// The member of a line that says when its event happened (`run --time-key`), taken out of the push; `nil`:
+    /// none is (a data layer's own `timestamp` stays in it).
+    var timeKey: String?
 
     /// Reads the pushes of `handle`; ``close()`` closes it when `ownsHandle`.
     init(handle: FileHandle, ownsHandle: Bool) {
@@ -76,6 +81,7 @@ struct PushInput: Sequence {
     func makeIterator() -> AnyIterator<Line> {
         var lines = LineReader(handle: handle, maximumLineLength: maximumLineLength)
         let limit = maximumLineLength
+        let timeKey = timeKey
         var number = 0
         var stopped = false
         return AnyIterator {
@@ -100,7 +106,7 @@ struct PushInput: Sequence {
                     )
                 }
                 if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-                return PushInput.parse(bytes, number: number)
+                return PushInput.parse(bytes, number: number, timeKey: timeKey)
             }
             if !stopped, let error = lines.readError {
                 // Said once, in the place of the line that could not be read.
@@ -117,7 +123,7 @@ struct PushInput: Sequence {
     }
 
     /// Parses one line's bytes as they were read: invalid UTF-8 is an error that says where, not replaced.
-    static func parse(_ bytes: [UInt8], number: Int) -> Line {
+    static func parse(_ bytes: [UInt8], number: Int, timeKey: String? = nil) -> Line {
         do throws(ContainerError) {
             let value = try Value(jsonBytes: bytes)
             if case .array(let arguments) = value {
@@ -150,7 +156,25 @@ struct PushInput: Sequence {
                 let rule = "a string of 1 to \(DataLayer.maximumEventIDBytes) bytes without NUL"
                 return invalidEventID("'\(eventIDKey)' must be \(rule), not \(other.typeName)", bytes, number)
             }
-            return .push(number: number, message: message, eventID: eventID)
+            var eventTime: Date?
+            if let timeKey {
+                switch message.removeValue(forKey: timeKey) {
+                case nil, .null?:
+                    break
+                case .string(let text)? where ISO8601Timestamp.date(from: text) != nil:
+                    eventTime = ISO8601Timestamp.date(from: text)
+                case let other?:
+                    let found = other.stringValue.map { "'\($0.prefix(64))'" } ?? other.typeName
+                    return .problem(
+                        number,
+                        "invalid_time",
+                        "'\(timeKey)' (--time-key) must be an ISO-8601 time such as 2024-05-01T12:30:00.250Z, "
+                            + "not \(found)",
+                        column: column(of: "/" + JSONPointer.escape(timeKey), in: bytes)
+                    )
+                }
+            }
+            return .push(number: number, message: message, eventID: eventID, eventTime: eventTime)
         } catch {
             // A syntax error has its place; a command's error its pointer, placed in the line read again.
             return .problem(

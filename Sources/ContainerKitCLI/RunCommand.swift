@@ -14,6 +14,7 @@ struct RunCommand {
             "[--format text|json] [--explain] [--log-level <level>]",
             "[--braze <class path>]... [--sink stdout|jsonl:<path>|braze:<endpoint>]",
             "[--queue <dir>] [--braze-user <external id>] [--braze-user-event <event>]",
+            "[--time-key <key>]",
         ],
         summary: """
             Runs a container over data-layer pushes, one JSON object per input line (default: standard input).
@@ -61,6 +62,12 @@ struct RunCommand {
                 "parameter, before it is evaluated (as a host would; for containers",
                 "without a changeUser tag): the push releases the pending records"
             ),
+            .valued(
+                "--time-key",
+                "<key>",
+                "each line's <key> (an ISO-8601 time, taken out of the push) is when",
+                "its event happened: its Braze records carry it (for a recorded log)"
+            ),
         ],
         exitCodes: """
             0 success, 1 the container could not be loaded or the output written, 2 some input lines failed,
@@ -82,6 +89,7 @@ struct RunCommand {
         var queueDirectory: String?
         var brazeUser: String?
         var brazeUserEvent: String?
+        var timeKey: String?
 
         var usesBraze: Bool {
             !brazeClassPaths.isEmpty || sink != nil || queueDirectory != nil || brazeUser != nil
@@ -108,6 +116,8 @@ struct RunCommand {
         options.brazeUser = args.value("--braze-user")
         options.brazeUserEvent = args.value("--braze-user-event")
         if options.brazeUser?.isEmpty == true { throw UsageError("--braze-user needs a non-empty external id") }
+        options.timeKey = args.value("--time-key")
+        if options.timeKey?.isEmpty == true { throw UsageError("--time-key needs a key, such as timestamp") }
         return options
     }
 
@@ -160,9 +170,10 @@ struct RunCommand {
         let session = options.explain ? manager.makeDataLayer(sessionID: "run") : manager.makeDataLayer()
         if let user = options.brazeUser { BrazeTagProvider.setUser(.externalID(user), on: session) }
 
-        guard let input = PushInput.open(options.eventsPath, command: "run", output: output) else {
+        guard var input = PushInput.open(options.eventsPath, command: "run", output: output) else {
             return ExitCode.failure
         }
+        input.timeKey = options.timeKey
         defer { input.close() }
         if !options.json {
             let counts = container.counts
@@ -218,6 +229,7 @@ struct RunCommand {
             let lineNumber: Int
             let message: ValueMap
             let eventID: String?
+            let eventTime: Date?
             switch line {
             case .invalid(_, let problem):
                 output.error("containerkit run: \(problem)")
@@ -236,15 +248,21 @@ struct RunCommand {
                     output: output
                 )
                 continue
-            case .push(let number, let pushed, let id):
+            case .push(let number, let pushed, let id, let time):
                 lineNumber = number
                 message = pushed
                 eventID = id
+                eventTime = time
             }
             if let event = options.brazeUserEvent, case .string(event)? = message["event"] {
                 nameBrazeUser(from: message, line: lineNumber, session: session, output: output)
             }
-            var result = await session.push(message, eventID: eventID, tracing: options.explain)
+            var result =
+                if let eventTime {
+                    await session.push(message, eventID: eventID, eventTime: eventTime, tracing: options.explain)
+                } else {
+                    await session.push(message, eventID: eventID, tracing: options.explain)
+                }
             if let refusal = result.refusal {
                 // A refused push (one that would make the session too large): the event ID was checked as it was read.
                 let problem = PushInput.Problem(line: lineNumber, code: refusal.code.rawValue, message: refusal.message)

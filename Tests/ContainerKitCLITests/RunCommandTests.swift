@@ -209,6 +209,39 @@ struct RunCommandTests {
         #expect(event["properties"]?.objectValue?["duration"] == 545)
     }
 
+    /// `--time-key`: a recorded log's own times are its records' times; the member is taken out of the push, and one
+    /// that is not a time is refused in its line's place. Without the option the member is data, as any other.
+    @Test func aTimeKeyMakesEachLinesTimeTheTimeOfItsRecords() async throws {
+        let events = try Self.write([
+            #"{"event": "login", "user_id": "ada", "timestamp": "2024-05-01T12:00:00Z"}"#,
+            #"{"event": "played song", "title": "So What", "duration": 545, "timestamp": "2024-05-01T14:05:00.5+02:00"}"#,
+            #"{"event": "played song", "title": "Later", "duration": 545, "timestamp": "soon"}"#,
+            #"{"event": "played song", "title": "Now", "duration": 545}"#,
+        ])
+        defer { try? FileManager.default.removeItem(atPath: events) }
+        let timed = await run([
+            Self.music, "--events", events, "--format", "json", "--braze", Self.braze, "--time-key", "timestamp",
+        ])
+        #expect(timed.code == 2)
+        let lines = try jsonLines(timed.out)
+        func times(_ line: ValueMap) -> [String] {
+            line["records"]?.arrayValue?.compactMap { $0.objectValue?["time"]?.stringValue } ?? []
+        }
+        #expect(times(lines[0]) == ["2024-05-01T12:00:00.000Z"])
+        #expect(times(lines[1]) == ["2024-05-01T12:05:00.500Z"])
+        #expect(lines[1]["fired"]?.arrayValue?.first?.objectValue?["parameters"]?.objectValue?["timestamp"] == nil)
+        #expect(lines[2]["error"]?.objectValue?["code"] == "invalid_time")
+        #expect(lines[2]["error"]?.objectValue?["column"] == 74)
+        #expect(timed.err.contains("line 3:74: 'timestamp' (--time-key) must be an ISO-8601 time"))
+        #expect(times(lines[3]).count == 1 && !times(lines[3])[0].hasPrefix("2024"))
+
+        let untimed = await run([Self.music, "--events", events, "--format", "json", "--braze", Self.braze])
+        #expect(untimed.code == 0)
+        let plain = try jsonLines(untimed.out)
+        #expect(!times(plain[1]).isEmpty && !times(plain[1])[0].hasPrefix("2024"))
+        #expect(await run([Self.music, "--time-key", ""]).code == 64)
+    }
+
     @Test func brazeSinkDeliversThroughTheQueueToUsersTrack() async throws {
         let server = try BrazeTestServer()
         defer { server.stop() }

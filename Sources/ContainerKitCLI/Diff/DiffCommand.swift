@@ -167,7 +167,7 @@ struct DiffCommand {
                     // A consent command changes both sessions' consent state alike; it fires nothing.
                     await replay.oldSession.push(command)
                     await replay.newSession.push(command)
-                case .push(let number, let message, let eventID):
+                case .push(let number, let message, let eventID, _):
                     if let difference = replay.replay(message, eventID: eventID, line: number),
                         outcome.events.count < options.maximumEvents
                     {
