@@ -157,14 +157,9 @@ struct PushInput: Sequence {
                 return invalidEventID("'\(eventIDKey)' must be \(rule), not \(other.typeName)", bytes, number)
             }
             var eventTime: Date?
-            if let timeKey {
-                switch message.removeValue(forKey: timeKey) {
-                case nil, .null?:
-                    break
-                case .string(let text)? where ISO8601Timestamp.date(from: text) != nil:
-                    eventTime = ISO8601Timestamp.date(from: text)
-                case let other?:
-                    let found = other.stringValue.map { "'\($0.prefix(64))'" } ?? other.typeName
+            if let timeKey, let value = message.removeValue(forKey: timeKey), value != .null {
+                guard case .string(let text) = value, let time = ISO8601Timestamp.date(from: text) else {
+                    let found = value.stringValue.map { "'\($0.prefix(64))'" } ?? value.typeName
                     return .problem(
                         number,
                         "invalid_time",
@@ -173,6 +168,7 @@ struct PushInput: Sequence {
                         column: column(of: "/" + JSONPointer.escape(timeKey), in: bytes)
                     )
                 }
+                eventTime = time
             }
             return .push(number: number, message: message, eventID: eventID, eventTime: eventTime)
         } catch {

@@ -257,12 +257,12 @@ struct RunCommand {
             if let event = options.brazeUserEvent, case .string(event)? = message["event"] {
                 nameBrazeUser(from: message, line: lineNumber, session: session, output: output)
             }
-            var result =
-                if let eventTime {
-                    await session.push(message, eventID: eventID, eventTime: eventTime, tracing: options.explain)
-                } else {
-                    await session.push(message, eventID: eventID, tracing: options.explain)
-                }
+            var result = await session.push(
+                message,
+                eventID: eventID,
+                eventTime: eventTime,
+                tracing: options.explain
+            )
             if let refusal = result.refusal {
                 // A refused push (one that would make the session too large): the event ID was checked as it was read.
                 let problem = PushInput.Problem(line: lineNumber, code: refusal.code.rawValue, message: refusal.message)

@@ -11,16 +11,14 @@ extension DataLayer {
     /// A queued push is replayed with its event ID (checked then: a retry queued behind its original is a
     /// duplicate of it) and the time it happened: its `eventTime`, or the lifecycle's wall-clock time when it
     /// arrived, so that what its handlers record is not stamped with the time of the replay.
+    /// (Only pushes made while a container is awaited come here: the clock is read for them alone.)
     func deferUntilAvailable(_ pending: borrowing Pending) -> PushResult? {
-        let eventTime = pending.eventTime
-        return tagManager.lifecycle.deferral.hold(
-            DeferredPushes.Held(
-                message: pending.fullMessage,
-                eventID: pending.eventID,
-                eventIDHash: pending.eventIDHash,
-                eventTime: 0
-            ),
-            for: self
-        ) { eventTime ?? tagManager.lifecycleConfiguration.time.wallNow.timeIntervalSince1970 }
+        let held = DeferredPushes.Held(
+            message: pending.fullMessage,
+            eventID: pending.eventID,
+            eventIDHash: pending.eventIDHash,
+            eventTime: pending.eventTime ?? tagManager.lifecycleConfiguration.time.wallNow.timeIntervalSince1970
+        )
+        return tagManager.lifecycle.deferral.hold(held, for: self)
     }
 }

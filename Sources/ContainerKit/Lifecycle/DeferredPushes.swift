@@ -27,6 +27,9 @@ final class DeferredPushes: Sendable {
         var eventIDHash: UInt64
         var eventTime: Double
 
+        /// What stays in a queue's place once its push is dropped or taken (its message released).
+        static let taken = Held(message: ValueMap(), eventID: "", eventIDHash: 0, eventTime: 0)
+
         /// The push to replay.
         var pending: DataLayer.Pending {
             DataLayer.Pending(
@@ -50,7 +53,7 @@ final class DeferredPushes: Sendable {
             messages.append(message)
             var firstDrop = false
             while messages.count - head > limit {
-                messages[head] = Held(message: ValueMap(), eventID: "", eventIDHash: 0, eventTime: 0)
+                messages[head] = .taken
                 head += 1
                 dropped += 1
                 firstDrop = firstDrop || dropped == 1
@@ -66,7 +69,7 @@ final class DeferredPushes: Sendable {
         mutating func next() -> Held? {
             guard head < messages.count else { return nil }
             defer {
-                messages[head] = Held(message: ValueMap(), eventID: "", eventIDHash: 0, eventTime: 0)
+                messages[head] = .taken
                 head += 1
             }
             return messages[head]
@@ -150,14 +153,12 @@ final class DeferredPushes: Sendable {
 
     // MARK: Queueing
 
-    /// Queues `message` for `dataLayer` if it must wait, with the time `eventTime` gives;
-    /// returns the result of a deferred push then, and `nil` when the push should go through.
-    func hold(_ push: consuming Held, for dataLayer: DataLayer, eventTime: () -> Double) -> PushResult? {
+    /// Queues `push` for `dataLayer` if it must wait; returns the result of a deferred push then, and `nil` when
+    /// the push should go through.
+    func hold(_ push: consuming Held, for dataLayer: DataLayer) -> PushResult? {
         let key = ObjectIdentifier(dataLayer)
         if DataLayer.replayingSession == key { return nil }
         if DataLayer.replayingSession == nil { replayIfDue(dataLayer.tagManager) }
-        // Read before the lock (a clock may take one of its own); this path is taken only while pushes may wait.
-        push.eventTime = eventTime()
         let outcome = state.withLock { state -> (firstDrop: Bool, limit: Int, overTotal: Bool)? in
             guard state.waiting || state.queues[key] != nil else { return nil }
             if state.total >= state.totalLimit,

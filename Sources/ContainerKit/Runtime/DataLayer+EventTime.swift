@@ -17,12 +17,10 @@ extension DataLayer {
         eventTime: Date?,
         tracing: Bool = false
     ) async -> PushResult {
-        switch pending(event: event, parameters: parameters, eventID: eventID, tracing: tracing) {
-        case .success(var pending):
-            pending.eventTime = eventTime?.timeIntervalSince1970
-            return await push(pending)
-        case .failure(let refused):
-            return refused.result
+        let time = eventTime?.timeIntervalSince1970
+        switch pending(event: event, parameters: parameters, eventID: eventID, tracing: tracing, eventTime: time) {
+        case .success(let pending): return await push(pending)
+        case .failure(let refused): return refused.result
         }
     }
 
@@ -36,18 +34,14 @@ extension DataLayer {
         eventTime: Date?,
         tracing: Bool = false
     ) async -> PushResult {
-        guard let hash = checkedHash(of: eventID) else {
-            return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, nil, message, eventID)
+        switch pending(
+            message: message,
+            eventID: eventID,
+            tracing: tracing,
+            eventTime: eventTime?.timeIntervalSince1970
+        ) {
+        case .success(let pending): return await push(pending)
+        case .failure(let refused): return refused.result
         }
-        return await push(
-            Pending(
-                message: message,
-                event: nil,
-                eventID: eventID ?? "",
-                eventIDHash: hash,
-                tracing: tracing,
-                eventTime: eventTime?.timeIntervalSince1970
-            )
-        )
     }
 }

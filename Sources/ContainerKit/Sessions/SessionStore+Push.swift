@@ -135,7 +135,7 @@ extension SessionStore {
         let result =
             if let command {
                 await session.push(command, tracing: tracing)
-            } else if let eventTime {
+            } else if tracing || eventTime != nil {
                 await session.push(
                     event: event,
                     parameters: parameters,
@@ -143,8 +143,6 @@ extension SessionStore {
                     eventTime: eventTime,
                     tracing: tracing
                 )
-            } else if tracing {
-                await session.push(event: event, parameters: parameters, eventID: eventID, tracing: true)
             } else if let eventID {
                 await session.push(event: event, parameters: parameters, eventID: eventID)
             } else {

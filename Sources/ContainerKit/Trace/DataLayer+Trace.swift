@@ -11,21 +11,19 @@ extension DataLayer {
     @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")
     @discardableResult
     public func push(_ message: ValueMap, eventID: String? = nil, tracing: Bool) -> PushResult {
-        guard let hash = checkedHash(of: eventID) else {
-            return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, nil, message, eventID)
+        switch pending(message: message, eventID: eventID, tracing: tracing) {
+        case .success(let pending): return push(pending)
+        case .failure(let refused): return refused.result
         }
-        return push(Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash, tracing: tracing))
     }
 
     /// ``push(_:eventID:tracing:)-(ValueMap,String?,Bool)``, suspending while another caller's push is processed.
     @discardableResult
     public func push(_ message: ValueMap, eventID: String? = nil, tracing: Bool) async -> PushResult {
-        guard let hash = checkedHash(of: eventID) else {
-            return Self.traced(Self.refusal(eventID: eventID)!, tracing, self, nil, message, eventID)
+        switch pending(message: message, eventID: eventID, tracing: tracing) {
+        case .success(let pending): return await push(pending)
+        case .failure(let refused): return refused.result
         }
-        return await push(
-            Pending(message: message, event: nil, eventID: eventID ?? "", eventIDHash: hash, tracing: tracing)
-        )
     }
 
     /// Pushes a consent command, as ``push(_:)-(ConsentCommand)`` does, and with `tracing` records what it changed:
@@ -74,10 +72,15 @@ extension DataLayer {
         var result: PushResult
     }
 
-    /// The push of an event, or its refusal (traced when `tracing`) when `eventID` is invalid.
-    func pending(event: String, parameters: ValueMap, eventID: String?, tracing: Bool) -> Result<
-        Pending, Refused
-    > {
+    /// The push of an event (that happened at `eventTime`, seconds since 1970; `nil`: now), or its refusal (traced
+    /// when `tracing`) when `eventID` is invalid.
+    func pending(
+        event: String,
+        parameters: ValueMap,
+        eventID: String?,
+        tracing: Bool,
+        eventTime: Double? = nil
+    ) -> Result<Pending, Refused> {
         guard let hash = checkedHash(of: eventID) else {
             return .failure(
                 Refused(result: Self.traced(Self.refusal(eventID: eventID)!, tracing, self, event, parameters, eventID))
@@ -89,7 +92,29 @@ extension DataLayer {
                 event: .string(event),
                 eventID: eventID ?? "",
                 eventIDHash: hash,
-                tracing: tracing
+                tracing: tracing,
+                eventTime: eventTime
+            )
+        )
+    }
+
+    /// The push of a message, as ``pending(event:parameters:eventID:tracing:eventTime:)`` makes an event's.
+    func pending(message: ValueMap, eventID: String?, tracing: Bool, eventTime: Double? = nil) -> Result<
+        Pending, Refused
+    > {
+        guard let hash = checkedHash(of: eventID) else {
+            return .failure(
+                Refused(result: Self.traced(Self.refusal(eventID: eventID)!, tracing, self, nil, message, eventID))
+            )
+        }
+        return .success(
+            Pending(
+                message: message,
+                event: nil,
+                eventID: eventID ?? "",
+                eventIDHash: hash,
+                tracing: tracing,
+                eventTime: eventTime
             )
         )
     }

@@ -348,7 +348,9 @@ enum PendingKey: SessionExtensionKey {
     /// The member of a pending record's object that says when it was held, when that is not its own time.
     static let heldAtMember = "held_at"
     /// The bytes the member adds to a record's object: `,"held_at":"2024-05-01T12:00:00.000Z"`.
-    static let heldAtMemberBytes = 37
+    static let heldAtMemberBytes =
+        #",""#.utf8.count + heldAtMember.utf8.count + #"":"""#.utf8.count
+        + ISO8601Timestamp.string(from: Date(timeIntervalSince1970: 0)).utf8.count + 1
 
     static var attributeKey: String { BrazeTagProvider.pendingAttributeKey }
     static func attribute(for stored: PendingRecords) -> Value {
