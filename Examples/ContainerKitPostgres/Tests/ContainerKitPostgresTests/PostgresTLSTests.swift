@@ -18,6 +18,24 @@ struct PostgresTLSTests {
         try await query(endpoint, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", as: Bool.self) == [true]
     }
 
+    /// What the store's own calls say (``PostgresStoreError/classify(_:operation:role:timeout:)``) of a connection
+    /// to `endpoint` that must fail.
+    static func refusal(
+        _ endpoint: PostgresEndpoint,
+        role: String = "tags",
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) async throws -> PostgresStoreError {
+        let error = await #expect(throws: (any Error).self, sourceLocation: sourceLocation) {
+            try await encrypted(endpoint)
+        }
+        return PostgresStoreError.classify(
+            try #require(error, sourceLocation: sourceLocation),
+            operation: "the commit",
+            role: role,
+            timeout: .seconds(5)
+        )
+    }
+
     @Test func verifyFullWithTheServersAuthorityEncryptsTheStoresConnectionsAndCommits() async throws {
         let cluster = try await PostgresTestCluster.start()
         defer { cluster.remove() }
@@ -55,15 +73,8 @@ struct PostgresTLSTests {
         let url = try await cluster.createDatabase()
         // The system's roots do not hold the test authority.
         for mode in ["verify-full", "verify-ca"] {
-            let endpoint = try PostgresEndpoint(url: url + "?sslmode=\(mode)")
-            let error = await #expect(throws: (any Error).self, "\(mode)") { try await Self.encrypted(endpoint) }
             // The store's own calls say why, where they said "the connection to postgresql was lost".
-            let classified = PostgresStoreError.classify(
-                try #require(error),
-                operation: "the commit",
-                role: "tags",
-                timeout: .seconds(5)
-            )
+            let classified = try await Self.refusal(try PostgresEndpoint(url: url + "?sslmode=\(mode)"))
             #expect(classified.code == .unavailable)
             #expect(classified.message.hasPrefix("the TLS handshake with postgresql failed"), "\(classified)")
         }
@@ -77,13 +88,7 @@ struct PostgresTLSTests {
         #expect(try await Self.encrypted(endpoint) == false)
         var required = endpoint
         required.tls = .require
-        let error = await #expect(throws: (any Error).self) { try await Self.encrypted(required) }
-        let classified = PostgresStoreError.classify(
-            try #require(error),
-            operation: "the commit",
-            role: "tags",
-            timeout: .seconds(5)
-        )
+        let classified = try await Self.refusal(required)
         #expect(classified.message.hasPrefix("postgresql does not offer TLS"), "\(classified)")
     }
 
@@ -112,14 +117,7 @@ struct PostgresTLSTests {
         )
         #expect(try await query(locked, "SELECT current_user::text", as: String.self) == ["tagservice"])
 
-        let without = try PostgresEndpoint(url: base)
-        let error = await #expect(throws: (any Error).self) { try await Self.encrypted(without) }
-        let classified = PostgresStoreError.classify(
-            try #require(error),
-            operation: "the commit",
-            role: "tagservice",
-            timeout: .seconds(5)
-        )
+        let classified = try await Self.refusal(try PostgresEndpoint(url: base), role: "tagservice")
         #expect(classified.code == .unavailable)
         #expect(classified.message.contains("client certificate (sslcert, sslkey)"), "\(classified)")
     }
