@@ -18,7 +18,7 @@ extension DataLayer {
         tracing: Bool = false
     ) async -> PushResult {
         let time = eventTime?.timeIntervalSince1970
-        switch pending(event: event, parameters: parameters, eventID: eventID, tracing: tracing, eventTime: time) {
+        switch pending(parameters, event: event, eventID: eventID, tracing: tracing, eventTime: time) {
         case .success(let pending): return await push(pending)
         case .failure(let refused): return refused.result
         }
@@ -35,7 +35,8 @@ extension DataLayer {
         tracing: Bool = false
     ) async -> PushResult {
         switch pending(
-            message: message,
+            message,
+            event: nil,
             eventID: eventID,
             tracing: tracing,
             eventTime: eventTime?.timeIntervalSince1970

@@ -11,7 +11,7 @@ extension DataLayer {
     @available(*, noasync, message: "blocks its thread while another push is processed; await the async push")
     @discardableResult
     public func push(_ message: ValueMap, eventID: String? = nil, tracing: Bool) -> PushResult {
-        switch pending(message: message, eventID: eventID, tracing: tracing) {
+        switch pending(message, event: nil, eventID: eventID, tracing: tracing) {
         case .success(let pending): return push(pending)
         case .failure(let refused): return refused.result
         }
@@ -20,7 +20,7 @@ extension DataLayer {
     /// ``push(_:eventID:tracing:)-(ValueMap,String?,Bool)``, suspending while another caller's push is processed.
     @discardableResult
     public func push(_ message: ValueMap, eventID: String? = nil, tracing: Bool) async -> PushResult {
-        switch pending(message: message, eventID: eventID, tracing: tracing) {
+        switch pending(message, event: nil, eventID: eventID, tracing: tracing) {
         case .success(let pending): return await push(pending)
         case .failure(let refused): return refused.result
         }
@@ -49,7 +49,7 @@ extension DataLayer {
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String? = nil, tracing: Bool)
         -> PushResult
     {
-        switch pending(event: event, parameters: parameters, eventID: eventID, tracing: tracing) {
+        switch pending(parameters, event: event, eventID: eventID, tracing: tracing) {
         case .success(let pending): return push(pending)
         case .failure(let refused): return refused.result
         }
@@ -61,7 +61,7 @@ extension DataLayer {
     public func push(event: String, parameters: ValueMap = ValueMap(), eventID: String? = nil, tracing: Bool)
         async -> PushResult
     {
-        switch pending(event: event, parameters: parameters, eventID: eventID, tracing: tracing) {
+        switch pending(parameters, event: event, eventID: eventID, tracing: tracing) {
         case .success(let pending): return await push(pending)
         case .failure(let refused): return refused.result
         }
@@ -72,45 +72,25 @@ extension DataLayer {
         var result: PushResult
     }
 
-    /// The push of an event (that happened at `eventTime`, seconds since 1970; `nil`: now), or its refusal (traced
-    /// when `tracing`) when `eventID` is invalid.
+    /// The push of `message` (with `event` folded in, when given, as the pushes of an event and its parameters do;
+    /// that happened at `eventTime`, seconds since 1970, or now when `nil`), or its refusal (traced when `tracing`)
+    /// when `eventID` is invalid.
     func pending(
-        event: String,
-        parameters: ValueMap,
+        _ message: ValueMap,
+        event: String?,
         eventID: String?,
         tracing: Bool,
         eventTime: Double? = nil
     ) -> Result<Pending, Refused> {
         guard let hash = checkedHash(of: eventID) else {
             return .failure(
-                Refused(result: Self.traced(Self.refusal(eventID: eventID)!, tracing, self, event, parameters, eventID))
-            )
-        }
-        return .success(
-            Pending(
-                message: parameters,
-                event: .string(event),
-                eventID: eventID ?? "",
-                eventIDHash: hash,
-                tracing: tracing,
-                eventTime: eventTime
-            )
-        )
-    }
-
-    /// The push of a message, as ``pending(event:parameters:eventID:tracing:eventTime:)`` makes an event's.
-    func pending(message: ValueMap, eventID: String?, tracing: Bool, eventTime: Double? = nil) -> Result<
-        Pending, Refused
-    > {
-        guard let hash = checkedHash(of: eventID) else {
-            return .failure(
-                Refused(result: Self.traced(Self.refusal(eventID: eventID)!, tracing, self, nil, message, eventID))
+                Refused(result: Self.traced(Self.refusal(eventID: eventID)!, tracing, self, event, message, eventID))
             )
         }
         return .success(
             Pending(
                 message: message,
-                event: nil,
+                event: event.map { .string($0) },
                 eventID: eventID ?? "",
                 eventIDHash: hash,
                 tracing: tracing,
