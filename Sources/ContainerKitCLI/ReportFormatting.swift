@@ -59,7 +59,7 @@ enum ReportFormatting {
     static func pushCommand(
         _ command: ConsentCommand,
         arguments: [Value],
-        line: Int,
+        line: PushInput.Place,
         into session: DataLayer,
         tracing: Bool = false,
         json: Bool,
@@ -71,7 +71,7 @@ enum ReportFormatting {
             output.print(JSONWriter.string(commandJSON(arguments, state: state, trace: trace)))
         } else {
             output.print("")
-            output.print("line \(line): \(commandTitle(arguments))")
+            output.print("\(line): \(commandTitle(arguments))")
             for text in trace?.textLines ?? [] { output.print(text) }
             output.print(consentLine(state))
         }
@@ -89,14 +89,14 @@ enum ReportFormatting {
 
     /// Prints the trace of input line `line`: one JSON object (``PushTrace/json()``), or the line's title and
     /// ``PushTrace/textLines``. `preview` and `run --explain` both print with this.
-    static func print(_ trace: PushTrace, line: Int, json: Bool, output: CommandOutput) {
+    static func print(_ trace: PushTrace, line: PushInput.Place, json: Bool, output: CommandOutput) {
         if json {
             output.print(trace.json())
             return
         }
         let title = trace.event.map { "event \(JSONWriter.string(.string($0)))" } ?? "push (no event)"
         output.print("")
-        output.print("line \(line): \(title)")
+        output.print("\(line): \(title)")
         for text in trace.textLines { output.print(text) }
     }
 }

@@ -22,7 +22,8 @@ struct RunCommand {
             array is a gtag consent command, ["consent", "default"|"update", {...}]; the visitor's location for a
             default's "region" is --context country=ES --context region=ES-MD. A `message_id` string is the push's
             event ID (not merged): a line whose ID the session has seen is a duplicate, reported with the
-            original's outcome and not applied again.
+            original's outcome and not applied again. An input that is one JSON array of pushes (a data-layer
+            dump: copy(JSON.stringify(dataLayer)) in a browser's console) is read as its pushes, one a line.
             """,
         options: [
             .events(),
@@ -226,7 +227,7 @@ struct RunCommand {
     ) async -> Int32 {
         var failedLines = 0
         for line in input {
-            let lineNumber: Int
+            let lineNumber: PushInput.Place
             let message: ValueMap
             let eventID: String?
             let eventTime: Date?
@@ -265,7 +266,12 @@ struct RunCommand {
             )
             if let refusal = result.refusal {
                 // A refused push (one that would make the session too large): the event ID was checked as it was read.
-                let problem = PushInput.Problem(line: lineNumber, code: refusal.code.rawValue, message: refusal.message)
+                let problem = PushInput.Problem(
+                    line: lineNumber.line,
+                    index: lineNumber.index,
+                    code: refusal.code.rawValue,
+                    message: refusal.message
+                )
                 output.error("containerkit run: \(problem)")
                 if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
                 failedLines += 1
@@ -275,7 +281,7 @@ struct RunCommand {
                 try await result.waitUntilDurable()
                 result.noteDurable()
             } catch {
-                output.error("containerkit run: line \(lineNumber): records are not durable: \(error)")
+                output.error("containerkit run: \(lineNumber): records are not durable: \(error)")
                 return ExitCode.failure
             }
             if let trace = result.trace {
@@ -301,23 +307,28 @@ struct RunCommand {
     }
 
     /// `--braze-user-event`: the push's `externalUserId` becomes the session's Braze user (an external ID).
-    private static func nameBrazeUser(from message: ValueMap, line: Int, session: DataLayer, output: CommandOutput) {
+    private static func nameBrazeUser(
+        from message: ValueMap,
+        line: PushInput.Place,
+        session: DataLayer,
+        output: CommandOutput
+    ) {
         let id: String
         switch message["externalUserId"] {
         case .string(let text)? where !text.isEmpty: id = text
         case .int(let number)?: id = String(number)
         default:
-            output.error("containerkit run: line \(line): the user event has no 'externalUserId' string; no user named")
+            output.error("containerkit run: \(line): the user event has no 'externalUserId' string; no user named")
             return
         }
         BrazeTagProvider.setUser(.externalID(id), on: session)
     }
 
-    static func printText(line: Int, message: ValueMap, result: PushResult, output: CommandOutput) {
+    static func printText(line: PushInput.Place, message: ValueMap, result: PushResult, output: CommandOutput) {
         let event = ReportFormatting.eventField(message)
         let title = event == .null ? "push (no event)" : "event \(JSONWriter.string(event))"
         output.print("")
-        output.print("line \(line): \(title)")
+        output.print("\(line): \(title)")
         if let original = result.duplicateOf {
             // Not applied again: what the original push fired, as the session remembers it.
             output.print(

@@ -100,7 +100,7 @@ struct LineReaderTests {
                     Issue.record("line \(index + 1) is not refused")
                     continue
                 }
-                #expect(number == index + 1)
+                #expect(number == PushInput.Place(line: index + 1))
                 #expect(problem.code == "line_too_long")
                 #expect(
                     problem.description

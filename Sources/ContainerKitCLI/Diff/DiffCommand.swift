@@ -23,7 +23,7 @@ struct DiffCommand {
             pushes are replayed through both versions (each in its own fresh session).
             """,
         options: [
-            .events("replay these pushes, one JSON object per line (- for standard input)"),
+            .events("replay these pushes, one JSON object per line or a data-layer dump (- for standard input)"),
             .context("the client context of both sessions"),
             .format(
                 DiffReporter.names,
@@ -168,7 +168,7 @@ struct DiffCommand {
                     await replay.oldSession.push(command)
                     await replay.newSession.push(command)
                 case .push(let number, let message, let eventID, _):
-                    if let difference = replay.replay(message, eventID: eventID, line: number),
+                    if let difference = replay.replay(message, eventID: eventID, line: number.line),
                         outcome.events.count < options.maximumEvents
                     {
                         outcome.events.append(difference)

@@ -1,0 +1,213 @@
+import ContainerKit
+import ContainerKitTesting
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ContainerKitCLI
+
+/// `run`, `preview` and `diff` read a data-layer dump — `copy(JSON.stringify(dataLayer))` in a browser's console, one
+/// JSON array of pushes on one line or over many — as the same pushes one a line. gtag's `arguments` objects in it
+/// (`{"0": "consent", "1": "default", …}`) are commands.
+struct DataLayerDumpTests {
+    /// Consent commands, then `e` twice: tag 1 needs `ad_storage`, tag 2 nothing (`ConsentInputTests`' container).
+    static let lines = [
+        #"["consent", "default", {"ad_storage": "denied", "region": ["ES"]}]"#,
+        #"{"event": "e", "message_id": "m-1"}"#,
+        #"["consent", "update", {"ad_storage": "granted"}]"#,
+        #"{"event": "e", "page": {"path": "/cart"}}"#,
+        #"{"event": "e", "message_id": "m-1"}"#,
+    ]
+
+    /// The same pushes as a browser's console copies them: gtag's commands are `arguments` objects.
+    static let dump = """
+        [{"0":"consent","1":"default","2":{"ad_storage":"denied","region":["ES"]}},{"event":"e","message_id":"m-1"},\
+        {"0":"consent","1":"update","2":{"ad_storage":"granted"}},{"event":"e","page":{"path":"/cart"}},\
+        {"event":"e","message_id":"m-1"}]
+        """
+
+    /// `JSON.stringify(dataLayer, null, 2)`, after a blank line: one item over several lines.
+    static let prettyDump = """
+
+        [
+          ["consent", "default", {"ad_storage": "denied", "region": ["ES"]}],
+          {"event": "e", "message_id": "m-1"},
+          {"0": "consent", "1": "update", "2": {"ad_storage": "granted"}},
+          {
+            "event": "e",
+            "page": {"path": "/cart"}
+          },
+          {"event": "e", "message_id": "m-1"}
+        ]
+
+        """
+
+    func run(_ arguments: [String]) async -> (code: Int32, out: String, err: String) {
+        let captured = CapturedOutput()
+        let code = await CLI.main(arguments, output: captured.output)
+        return (code, captured.standardOutput, captured.standardError)
+    }
+
+    /// The container and each events text as a file of its own, by name.
+    func files(_ events: [String: String]) throws -> (container: String, events: [String: String]) {
+        var contents = ["GTM-K1T5.json": ConsentInputTests.container]
+        for (name, text) in events { contents[name] = Array(text.utf8) }
+        let directory = try Fixtures.directory(contents)
+        return (
+            directory + "/GTM-K1T5.json",
+            Dictionary(uniqueKeysWithValues: events.keys.map { ($0, directory + "/" + $0) })
+        )
+    }
+
+    func read(_ text: String, limit: Int = LineReader.maximumLineLength) throws -> [PushInput.Line] {
+        let directory = try Fixtures.directory(["events": Array(text.utf8)])
+        let handle = try #require(FileHandle(forReadingAtPath: directory + "/events"))
+        defer { try? handle.close() }
+        var input = PushInput(handle: handle, ownsHandle: false)
+        input.maximumLineLength = limit
+        return Array(input)
+    }
+
+    @Test func aDumpOnOneLineOrOverManyRunsAsTheSamePushesOneALine() async throws {
+        let (container, events) = try files([
+            "lines.jsonl": Self.lines.joined(separator: "\n"), "dump.json": Self.dump, "pretty.json": Self.prettyDump,
+        ])
+        var outputs: [String: [ValueMap]] = [:]
+        for (name, path) in events {
+            let result = await run([
+                "run", container, "--events", path, "--format", "json", "--context", "country=ES", "--log-level",
+                "error",
+            ])
+            #expect(result.code == 0, "\(name): \(result.err)")
+            #expect(result.err.isEmpty, "\(name)")
+            // The clock's time of the original push, which a duplicate's answer shows, is the one thing that differs.
+            outputs[name] = try result.out.split(separator: "\n").map { line in
+                var object = try #require(try Value(json: String(line)).objectValue)
+                object["original_time"] = nil
+                return object
+            }
+        }
+        let fired = outputs["lines.jsonl", default: []].compactMap { line in
+            line["fired"]?.arrayValue?.compactMap { $0.objectValue?["status"]?.stringValue }
+        }
+        // Denied in Spain: tag 1 blocked; granted: both run; the third `e` repeats the first's ID, a duplicate.
+        #expect(
+            fired == [
+                ["blocked_by_consent", "unhandled"], ["unhandled", "unhandled"], ["blocked_by_consent", "unhandled"],
+            ]
+        )
+        #expect(outputs["lines.jsonl", default: []].last?["duplicate"] == true)
+        #expect(outputs["dump.json"] == outputs["lines.jsonl"])
+        #expect(outputs["pretty.json"] == outputs["lines.jsonl"])
+    }
+
+    @Test func aDumpsPushesAreNamedByTheirIndexAndLine() async throws {
+        let (container, events) = try files(["pretty.json": Self.prettyDump])
+        let result = await run([
+            "run", container, "--events", events["pretty.json"] ?? "", "--context", "country=ES", "--log-level",
+            "error",
+        ])
+        #expect(result.code == 0)
+        let titles = result.out.split(separator: "\n").filter { $0.hasPrefix("dataLayer[") }
+        #expect(
+            titles == [
+                #"dataLayer[0] (line 3): gtag consent default {"ad_storage":"denied","region":["ES"]}"#,
+                #"dataLayer[1] (line 4): event "e""#,
+                #"dataLayer[2] (line 5): gtag consent update {"ad_storage":"granted"}"#,
+                #"dataLayer[3] (line 6): event "e""#,
+                #"dataLayer[4] (line 10): event "e""#,
+            ]
+        )
+    }
+
+    /// Each item stands alone: one that is not a push is refused where it is, and the others run.
+    @Test func anItemThatIsNotAPushIsRefusedWithItsIndexAndPlaceAndTheOthersRun() async throws {
+        let dump = """
+            [{"event": "e"}, 7,
+             {"0": "config", "1": "G-1"}, {"event": "e", "message_id": ""}, {"event": "e"}]
+            """
+        let (container, events) = try files(["dump.json": dump])
+        let path = events["dump.json"] ?? ""
+        let result = await run(["run", container, "--events", path, "--format", "json", "--log-level", "error"])
+        #expect(result.code == ExitCode.failedInput)
+        let lines = try result.out.split(separator: "\n").map { try #require(try Value(json: String($0)).objectValue) }
+        #expect(lines.count == 5)
+        #expect(lines[0]["fired"]?.arrayValue?.count == 2)
+        #expect(lines[1]["index"] == 1 && lines[1]["line"] == 1)
+        #expect(lines[1]["error"]?.objectValue?["code"] == "not_an_object")
+        #expect(lines[1]["error"]?.objectValue?["column"] == 18)
+        #expect(lines[2]["index"] == 2 && lines[2]["line"] == 2)
+        #expect(lines[2]["error"]?.objectValue?["code"] == "invalid_command")
+        #expect(lines[3]["index"] == 3 && lines[3]["line"] == 2)
+        #expect(lines[3]["error"]?.objectValue?["code"] == "invalid_event_id")
+        #expect(lines[3]["error"]?.objectValue?["column"] == 60)
+        #expect(lines[4]["fired"]?.arrayValue?.count == 2)
+        #expect(
+            result.err.split(separator: "\n").first
+                == "containerkit run: dataLayer[1] at line 1:18: a push must be a JSON object (or a gtag command, a JSON array), not number"
+        )
+    }
+
+    /// Its items cannot be told apart: nothing of it is pushed, and the error says where the JSON breaks.
+    @Test func aDumpThatIsNotJSONIsOneProblemAtItsPlaceAndNothingIsPushed() throws {
+        let read = try read("\n[{\"event\": \"a\"},\n {\"event\": \"b\",,}]\n")
+        try #require(read.count == 1)
+        guard case .invalid(let place, let problem) = read[0] else {
+            Issue.record("the dump is not refused")
+            return
+        }
+        #expect(place == 2)
+        #expect(problem.code == "syntax_error")
+        #expect(problem.line == 3 && problem.column == 16)
+        #expect(
+            problem.description.hasPrefix("line 3:16: the data-layer dump (a JSON array of pushes) is not valid JSON: ")
+        )
+        #expect(problem.description.hasSuffix("; none of it was read"))
+    }
+
+    @Test func aDumpLongerThanTheLimitIsRefusedWhole() throws {
+        let dump = "[\n" + Array(repeating: #"{"event": "e"}"#, count: 10).joined(separator: ",\n") + "\n]"
+        let read = try read(dump, limit: 100)
+        try #require(read.count == 1)
+        guard case .invalid(1, let problem) = read[0] else {
+            Issue.record("the dump is not refused")
+            return
+        }
+        #expect(problem.code == "input_too_long")
+        #expect(problem.message.contains("longer than 100 bytes"))
+        // Within the limit, the same dump is ten pushes.
+        #expect(try self.read(dump, limit: 1_000).count == 10)
+    }
+
+    /// A line that is a gtag command is not a dump, and the lines after it are read one a line; a command written
+    /// over several lines is one command.
+    @Test func aCommandIsNotADumpOnOneLineOrOverMany() throws {
+        let lines = try read(#"["consent", "update", {"ad_storage": "granted"}]"# + "\n" + #"{"event": "e"}"#)
+        guard lines.count == 2, case .command(1, _, _) = lines[0], case .push(2, _, nil, nil) = lines[1] else {
+            Issue.record("read as \(lines)")
+            return
+        }
+        let spread = try read("[\n  \"consent\",\n  \"update\",\n  {\"ad_storage\": \"granted\"}\n]\n")
+        guard spread.count == 1, case .command(1, let command, _) = spread[0] else {
+            Issue.record("read as \(spread)")
+            return
+        }
+        #expect(command.kind == .update)
+    }
+
+    /// An `arguments` object is a command on a line of its own too; an object with other keys is a push.
+    @Test func anArgumentsObjectIsACommandAndOtherNumberedKeysAreAPush() throws {
+        let lines = try read(
+            #"{"0": "consent", "1": "update", "2": {"ad_storage": "granted"}}"# + "\n" + #"{"0": "a", "2": "b"}"#
+        )
+        guard lines.count == 2, case .command(1, let command, let arguments) = lines[0],
+            case .push(2, let message, nil, nil) = lines[1]
+        else {
+            Issue.record("read as \(lines)")
+            return
+        }
+        #expect(command.kind == .update)
+        #expect(arguments.count == 3)
+        #expect(message.keys == ["0", "2"])
+    }
+}
