@@ -298,7 +298,10 @@ struct PushInput: Sequence {
             }
             guard case .object(var message) = value else {
                 let kinds = "a JSON object (or a gtag command, a JSON array)"
-                return problem("not_an_object", "a push must be \(kinds), not \(value.typeName)", at: "")
+                // In a dump, `null` is what JSON.stringify writes for a function pushed onto the data layer.
+                let function = value == .null && place.index != nil
+                let why = function ? " (a function pushed onto the data layer, which JSON.stringify writes so)" : ""
+                return problem("not_an_object", "a push must be \(kinds), not \(value.typeName)\(why)", at: "")
             }
             let eventID: String?
             let idPointer = "/" + eventIDKey

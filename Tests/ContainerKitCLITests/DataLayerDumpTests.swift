@@ -124,14 +124,15 @@ struct DataLayerDumpTests {
     @Test func anItemThatIsNotAPushIsRefusedWithItsIndexAndPlaceAndTheOthersRun() async throws {
         let dump = """
             [{"event": "e"}, 7,
-             {"0": "config", "1": "G-1"}, {"event": "e", "message_id": ""}, {"event": "e"}]
+             {"0": "config", "1": "G-1"}, {"event": "e", "message_id": ""}, {"event": "e"},
+             null]
             """
         let (container, events) = try files(["dump.json": dump])
         let path = events["dump.json"] ?? ""
         let result = await run(["run", container, "--events", path, "--format", "json", "--log-level", "error"])
         #expect(result.code == ExitCode.failedInput)
         let lines = try result.out.split(separator: "\n").map { try #require(try Value(json: String($0)).objectValue) }
-        #expect(lines.count == 5)
+        #expect(lines.count == 6)
         #expect(lines[0]["fired"]?.arrayValue?.count == 2)
         #expect(lines[1]["index"] == 1 && lines[1]["line"] == 1)
         #expect(lines[1]["error"]?.objectValue?["code"] == "not_an_object")
@@ -142,6 +143,11 @@ struct DataLayerDumpTests {
         #expect(lines[3]["error"]?.objectValue?["code"] == "invalid_event_id")
         #expect(lines[3]["error"]?.objectValue?["column"] == 60)
         #expect(lines[4]["fired"]?.arrayValue?.count == 2)
+        #expect(lines[5]["index"] == 5 && lines[5]["line"] == 3)
+        #expect(
+            lines[5]["error"]?.objectValue?["message"]
+                == "a push must be a JSON object (or a gtag command, a JSON array), not null (a function pushed onto the data layer, which JSON.stringify writes so)"
+        )
         #expect(
             result.err.split(separator: "\n").first
                 == "containerkit run: dataLayer[1] at line 1:18: a push must be a JSON object (or a gtag command, a JSON array), not number"
