@@ -111,7 +111,8 @@ struct LineReader: Sequence, IteratorProtocol {
     /// Lines longer than this are cut, and ``lastLineWasCut`` says so (a line is one push: the reader of pushes
     /// refuses a cut line once, under its own line number, and reads on).
     static let maximumLineLength = 16 * 1024 * 1024
-    private let limit: Int
+    /// The longest line returned whole.
+    let limit: Int
 
     init(handle: FileHandle, maximumLineLength: Int = LineReader.maximumLineLength) {
         self.handle = handle
@@ -170,6 +171,45 @@ struct LineReader: Sequence, IteratorProtocol {
             }
             readChunk()
         }
+    }
+
+    /// The next line's bytes without taking them: up to its line break (not included), the limit, the end of the
+    /// input, or as soon as `enough` says what is there decides what the caller wants to know; `nil` at the end of
+    /// the input.
+    mutating func peekLine(enough: (ArraySlice<UInt8>) -> Bool = { _ in false }) -> ArraySlice<UInt8>? {
+        while true {
+            if let newline = buffer[searched...].firstIndex(of: 0x0A) { return buffer[start..<newline] }
+            searched = buffer.count
+            if atEOF || buffer.count - start >= limit || (start < buffer.count && enough(buffer[start...])) {
+                return start < buffer.count ? buffer[start..<Swift.min(buffer.count, start + limit)] : nil
+            }
+            if start > 0 {
+                buffer.removeFirst(start)
+                searched -= start
+                start = 0
+            }
+            readChunk()
+        }
+    }
+
+    /// Drops the next `count` bytes, which ``peekLine()`` returned.
+    mutating func skip(_ count: Int) {
+        start += count
+        searched = Swift.max(searched, start)
+    }
+
+    /// The bytes not taken yet, as they come — what is buffered, then what each read gives — for a reader that
+    /// finds its own boundaries (a data-layer dump); `nil` at the end of the input (``readError`` says whether it
+    /// failed).
+    mutating func nextChunk() -> ArraySlice<UInt8>? {
+        while start == buffer.count {
+            if atEOF { return nil }
+            buffer.removeAll(keepingCapacity: true)
+            (start, searched) = (0, 0)
+            readChunk()
+        }
+        defer { (start, searched) = (buffer.count, buffer.count) }
+        return buffer[start...]
     }
 
     /// Appends what one `read(2)` gives (what is there now: a terminal's line, a pipe's bytes, up to 64 KiB of a

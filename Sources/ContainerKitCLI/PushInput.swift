@@ -124,48 +124,108 @@ struct PushInput: Sequence {
     /// Closes a file (not standard input).
     func close() { if ownsHandle { try? handle.close() } }
 
-    func makeIterator() -> AnyIterator<Line> {
-        var lines = LineReader(handle: handle, maximumLineLength: maximumLineLength)
-        let limit = maximumLineLength
-        let timeKey = timeKey
-        var number = 0
-        var stopped = false
-        var first = true
-        var dump: IndexingIterator<[Line]>?
-        return AnyIterator {
-            if dump != nil { return dump?.next() }
-            while !stopped, let bytes = lines.nextBytes() {
-                number += 1
-                if number == 1, let encoding = DocumentReader.wideEncoding(bytes) {
+    func makeIterator() -> Iterator {
+        Iterator(lines: LineReader(handle: handle, maximumLineLength: maximumLineLength), timeKey: timeKey)
+    }
+
+    /// Reads the input's lines, or a data-layer dump's items.
+    struct Iterator: IteratorProtocol {
+        private var lines: LineReader
+        private let limit: Int
+        private let timeKey: String?
+        /// The last line read.
+        private var number = 0
+        /// Whether the input's start was looked at (for an encoding it cannot be read in, and for a dump).
+        private var started = false
+        private var stopped = false
+        /// A data-layer dump: its splitter, the lines before it, and what it completed that was not handed out yet.
+        private var dump: DataLayerDump?
+        private var linesBeforeDump = 0
+        private var ready: [Line] = []
+        private var readyIndex = 0
+
+        fileprivate init(lines: LineReader, timeKey: String?) {
+            self.lines = lines
+            self.limit = lines.limit
+            self.timeKey = timeKey
+        }
+
+        mutating func next() -> Line? {
+            if !started {
+                started = true
+                if let refusal = start() { return refusal }
+            }
+            while dump != nil || readyIndex < ready.count {
+                if readyIndex < ready.count {
+                    defer { readyIndex += 1 }
+                    return ready[readyIndex]
+                }
+                readDump()
+            }
+            return nextLine()
+        }
+
+        /// Looks at the blank lines and the first line before reading them: an input in UTF-16 is refused once; a
+        /// dump is read by its bytes from its `[` on.
+        private mutating func start() -> Line? {
+            while let peeked = lines.peekLine(enough: PushInput.decidesDump) {
+                if number == 0, let encoding = DocumentReader.wideEncoding(Array(peeked.prefix(8))) {
                     // Every line of it would fail: the file is refused once, and nothing of it is read.
                     stopped = true
                     return .problem(
-                        Place(line: number),
+                        Place(line: 1),
                         "unsupported_encoding",
                         "the events file is UTF-16 or UTF-32 encoded (\(encoding)); save it as UTF-8: "
                             + "none of its lines was read",
                         column: 1
                     )
                 }
-                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) && !lines.lastLineWasCut { continue }
-                if first {
-                    first = false
-                    if PushInput.startsDump(bytes) {
-                        // The rest of the input is one array: read whole, then handed out item by item.
-                        stopped = true
-                        var items = PushInput.readDump(
-                            bytes,
-                            line: number,
-                            rest: &lines,
-                            limit: limit,
-                            timeKey: timeKey
-                        )
-                        .makeIterator()
-                        let next = items.next()
-                        dump = items
-                        return next
+                guard peeked.count < limit, peeked.allSatisfy(PushInput.isSpace) else {
+                    if PushInput.startsDump(peeked) {
+                        // A byte order mark is not a column of the dump.
+                        if number == 0 && peeked.starts(with: [0xEF, 0xBB, 0xBF]) { lines.skip(3) }
+                        dump = DataLayerDump(limit: limit)
+                        linesBeforeDump = number
                     }
+                    return nil
                 }
+                _ = lines.nextBytes()
+                number += 1
+            }
+            return nil
+        }
+
+        /// Feeds the dump's splitter the next bytes, or ends it, and readies what they complete.
+        private mutating func readDump() {
+            guard var splitter = dump else { return }
+            var pieces: [DataLayerDump.Piece] = []
+            var failure: Line?
+            if let chunk = lines.nextChunk() {
+                splitter.feed(chunk, into: &pieces)
+                dump = splitter
+            } else {
+                (dump, stopped) = (nil, true)
+                if let error = lines.readError {
+                    // Said once, where reading stopped; what was read before it stands.
+                    failure = .problem(
+                        Place(line: linesBeforeDump + splitter.line),
+                        "read_error",
+                        "the input could not be read from here on (\(error)); the rest of the data-layer dump was "
+                            + "not read"
+                    )
+                } else {
+                    splitter.finish(into: &pieces)
+                }
+            }
+            ready = pieces.map { PushInput.line(of: $0, after: linesBeforeDump, limit: limit, timeKey: timeKey) }
+            if let failure { ready.append(failure) }
+            readyIndex = 0
+        }
+
+        /// The next non-blank line, or the read error that ended the input.
+        private mutating func nextLine() -> Line? {
+            while !stopped, let bytes = lines.nextBytes() {
+                number += 1
                 if lines.lastLineWasCut {
                     return .problem(
                         Place(line: number),
@@ -173,7 +233,8 @@ struct PushInput: Sequence {
                         "the line is longer than \(limit) bytes, the most a push may be; it was not read"
                     )
                 }
-                return PushInput.parse(bytes, number: number, timeKey: timeKey)
+                if bytes.allSatisfy(PushInput.isSpace) { continue }
+                return PushInput.parse(bytes, at: Place(line: number), timeKey: timeKey)
             }
             if !stopped, let error = lines.readError {
                 // Said once, in the place of the line that could not be read.
@@ -189,91 +250,75 @@ struct PushInput: Sequence {
         }
     }
 
+    /// A space, a tab or a carriage return: what a blank line holds.
+    static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D }
+
     /// Whether the input's first non-blank line starts a data-layer dump: a `[` (after a byte order mark and
     /// spaces) not followed by a string on the same line. A line `["consent", …]` is one gtag command.
-    static func startsDump(_ bytes: [UInt8]) -> Bool {
-        var rest = bytes[...]
+    static func startsDump(_ bytes: ArraySlice<UInt8>) -> Bool {
+        let (first, second) = leadingBytes(bytes)
+        return first == UInt8(ascii: "[") && second != UInt8(ascii: "\"")
+    }
+
+    /// Whether the start of a line, `bytes`, already shows whether it starts a dump (the rest of the line is not
+    /// needed): a byte other than `[` first, or two bytes.
+    static func decidesDump(_ bytes: ArraySlice<UInt8>) -> Bool {
+        let (first, second) = leadingBytes(bytes)
+        return second != nil || (first != nil && first != UInt8(ascii: "["))
+    }
+
+    /// The first two bytes of `bytes` that are not spaces (after a byte order mark).
+    private static func leadingBytes(_ bytes: ArraySlice<UInt8>) -> (UInt8?, UInt8?) {
+        var rest = bytes
         if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
-        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
         rest = rest.drop(while: isSpace)
-        guard rest.first == UInt8(ascii: "[") else { return false }
-        return rest.dropFirst().first(where: { !isSpace($0) }) != UInt8(ascii: "\"")
+        guard let first = rest.first else { return (nil, nil) }
+        return (first, rest.dropFirst().first(where: { !isSpace($0) }))
     }
 
-    /// Reads a data-layer dump whose first line, line `line`, is `first`, and the rest of the input: one JSON array,
-    /// each item read as a line is (``entry(_:at:timeKey:locate:)``). A dump that cannot be read whole (too long,
-    /// not JSON, a failed read) is one problem, and none of it is pushed: its items cannot be told apart.
-    static func readDump(
-        _ first: [UInt8],
-        line: Int,
-        rest lines: inout LineReader,
-        limit: Int,
-        timeKey: String?
-    ) -> [Line] {
-        let start = Place(line: line)
-        var bytes = first
-        var cut = lines.lastLineWasCut
-        while !cut, let next = lines.nextBytes() {
-            bytes.append(0x0A)
-            bytes += next
-            cut = lines.lastLineWasCut || bytes.count > limit
-        }
-        if cut {
-            let rule =
-                "the data-layer dump (a JSON array of pushes) is longer than \(limit) bytes, the most read as one"
-            return [.problem(start, "input_too_long", "\(rule); write one push a line instead: none of it was read")]
-        }
-        if let error = lines.readError {
-            let reason = "the data-layer dump could not be read (\(error)); none of it was read"
-            return [.problem(start, "read_error", reason)]
-        }
-        let document: SourceDocument
-        do throws(ContainerError) {
-            // One level deeper than a line may nest: an item is read as deep as a line of its own.
-            let options = LoadOptions(maximumFileSize: limit, maximumDepth: 257, recordPositions: true)
-            document = try ContainerLoader(options: options).readDocument(bytes: bytes)
-        } catch {
-            let message =
-                "the data-layer dump (a JSON array of pushes) is not valid JSON: \(error.message); none of it was read"
-            let location = error.location
-            return [
-                .problem(
-                    start,
-                    error.code.rawValue,
-                    message,
-                    column: location?.column,
-                    line: location.map { $0.line + line - 1 }
-                )
-            ]
-        }
-        // Lines and columns in the dump, which starts on line `line` of the input.
-        func locate(_ pointer: String) -> (line: Int, column: Int)? {
-            document.location(of: pointer).map { ($0.line + line - 1, $0.column) }
-        }
-        guard case .array(let items) = document.value, items.first?.stringValue == nil else {
-            // A gtag command written over several lines: one command, as on one line.
-            return [entry(document.value, at: start, timeKey: timeKey, locate: locate)]
-        }
-        return items.indices.map { index in
-            let prefix = "/\(index)"
-            let place = Place(line: locate(prefix)?.line ?? line, index: index)
-            return entry(items[index], at: place, timeKey: timeKey) { locate(prefix + $0) }
+    /// What a piece of a data-layer dump that starts after line `linesBefore` is: an item parsed as a line is
+    /// (named `dataLayer[i]`), a command, or a problem.
+    static func line(of piece: DataLayerDump.Piece, after linesBefore: Int, limit: Int, timeKey: String?) -> Line {
+        switch piece {
+        case .item(let bytes, let index, let line, let column):
+            return parse(bytes, at: Place(line: linesBefore + line, index: index), column: column, timeKey: timeKey)
+        case .command(let bytes, let line, let column):
+            return parse(bytes, at: Place(line: linesBefore + line), column: column, timeKey: timeKey)
+        case .tooLong(let index, let line, let column):
+            return .problem(
+                Place(line: linesBefore + line, index: index),
+                "input_too_long",
+                "the item is longer than \(limit) bytes, the most a push may be; it was not read",
+                column: column
+            )
+        case .broken(let message, let line, let column):
+            let place = Place(line: linesBefore + line)
+            let rest = "; the rest of the data-layer dump (a JSON array of pushes) was not read"
+            return .problem(place, "syntax_error", message + rest, column: column)
         }
     }
 
-    /// Parses one line's bytes as they were read: invalid UTF-8 is an error that says where, not replaced.
-    static func parse(_ bytes: [UInt8], number: Int, timeKey: String? = nil) -> Line {
-        let place = Place(line: number)
+    /// Parses the bytes of one line, or of a dump's item (which starts at `place`, `column`), as they were read:
+    /// invalid UTF-8 is an error that says where, not replaced.
+    static func parse(_ bytes: [UInt8], at place: Place, column origin: Int = 1, timeKey: String? = nil) -> Line {
+        // A position in `bytes` → its line and column in the input.
+        func shift(_ location: SourceLocation) -> (line: Int, column: Int) {
+            (place.line + location.line - 1, location.line == 1 ? origin - 1 + location.column : location.column)
+        }
         let value: Value
         do throws(ContainerError) {
             value = try Value(jsonBytes: bytes)
         } catch {
-            return .problem(place, error.code.rawValue, error.message, column: error.location?.column)
+            let found = error.location.map(shift)
+            return .problem(place, error.code.rawValue, error.message, column: found?.column, line: found?.line)
         }
-        // Only a line with a problem is read again, with positions.
-        return entry(value, at: place, timeKey: timeKey) { pointer in
-            column(of: pointer, in: bytes).map { (number, $0) }
-        }
+        // Only a push with a problem is read again, with positions.
+        return entry(value, at: place, timeKey: timeKey) { pointer in location(of: pointer, in: bytes).map(shift) }
+    }
+
+    /// Parses one line's bytes (line `number`).
+    static func parse(_ bytes: [UInt8], number: Int, timeKey: String? = nil) -> Line {
+        parse(bytes, at: Place(line: number), timeKey: timeKey)
     }
 
     /// What one value of the input is: a push (its event ID and, with `timeKey`, its time taken out), a command, or
@@ -364,10 +409,10 @@ struct PushInput: Sequence {
     /// use that name for their own IDs, Meta's deduplication key among them.) `null` is no ID, as in the service.
     static let eventIDKey = "message_id"
 
-    /// The column of the value at `pointer` in the line `bytes`: the line is read again with positions, so only
-    /// a line with a problem pays for it.
-    static func column(of pointer: String, in bytes: [UInt8]) -> Int? {
+    /// Where the value at `pointer` is in the push `bytes`: they are read again with positions, so only a push with a
+    /// problem pays for it.
+    static func location(of pointer: String, in bytes: [UInt8]) -> SourceLocation? {
         let reader = ContainerLoader(options: LoadOptions(recordPositions: true))
-        return (try? reader.readDocument(bytes: bytes, file: nil))?.locate(pointer)?.column
+        return (try? reader.readDocument(bytes: bytes, file: nil))?.locate(pointer)
     }
 }

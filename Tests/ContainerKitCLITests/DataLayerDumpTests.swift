@@ -154,35 +154,83 @@ struct DataLayerDumpTests {
         )
     }
 
-    /// Its items cannot be told apart: nothing of it is pushed, and the error says where the JSON breaks.
-    @Test func aDumpThatIsNotJSONIsOneProblemAtItsPlaceAndNothingIsPushed() throws {
-        let read = try read("\n[{\"event\": \"a\"},\n {\"event\": \"b\",,}]\n")
-        try #require(read.count == 1)
-        guard case .invalid(let place, let problem) = read[0] else {
-            Issue.record("the dump is not refused")
+    /// An item that is not JSON is refused where it breaks; the items around it are read.
+    @Test func anItemThatIsNotJSONIsRefusedWhereItBreaksAndTheOthersAreRead() throws {
+        let read = try read("\n[{\"event\": \"a\"},\n {\"event\": \"b\",,}, {\"event\": \"c\"}]\n")
+        try #require(read.count == 3)
+        guard case .push(PushInput.Place(line: 2, index: 0), let first, nil, nil) = read[0],
+            case .invalid(PushInput.Place(line: 3, index: 1), let problem) = read[1],
+            case .push(PushInput.Place(line: 3, index: 2), let last, nil, nil) = read[2]
+        else {
+            Issue.record("read as \(read)")
             return
         }
-        #expect(place == 2)
+        #expect(first["event"] == "a" && last["event"] == "c")
         #expect(problem.code == "syntax_error")
         #expect(problem.line == 3 && problem.column == 16)
-        #expect(
-            problem.description.hasPrefix("line 3:16: the data-layer dump (a JSON array of pushes) is not valid JSON: ")
-        )
-        #expect(problem.description.hasSuffix("; none of it was read"))
+        #expect(problem.description.hasPrefix("dataLayer[1] at line 3:16: "))
     }
 
-    @Test func aDumpLongerThanTheLimitIsRefusedWhole() throws {
-        let dump = "[\n" + Array(repeating: #"{"event": "e"}"#, count: 10).joined(separator: ",\n") + "\n]"
-        let read = try read(dump, limit: 100)
-        try #require(read.count == 1)
-        guard case .invalid(1, let problem) = read[0] else {
-            Issue.record("the dump is not refused")
+    /// Where the array itself breaks, the items before are read, and the error says where and that the rest was not.
+    @Test(arguments: [
+        (#"[{"event": "a"} {"event": "b"}]"#, "line 1:17: expected ',' or ']' after dataLayer[0]"),
+        ("[{\"event\": \"a\"},\n", "line 2:1: the data-layer dump ends before its closing ']'"),
+        (
+            #"[{"event": "a"}, {"event": "#,
+            "line 1:28: the data-layer dump ends inside dataLayer[1], before its closing ']'"
+        ),
+        (#"[{"event": "a"}] {"event": "b"}"#, "line 1:18: unexpected text after the data-layer dump's closing ']'"),
+        (#"[{"event": "a"},, {"event": "b"}]"#, "line 1:17: expected a push before ','"),
+        (#"[{"event": "a"},]"#, "line 1:17: expected a push after ',', found ']'"),
+    ])
+    func aBrokenArrayIsRefusedWhereItBreaksAfterTheItemsBeforeIt(dump: String, said: String) throws {
+        let read = try read(dump)
+        try #require(read.count == 2)
+        guard case .push(_, let first, nil, nil) = read[0], case .invalid(_, let problem) = read[1] else {
+            Issue.record("read as \(read)")
+            return
+        }
+        #expect(first["event"] == "a")
+        #expect(problem.code == "syntax_error")
+        #expect(problem.description == said + "; the rest of the data-layer dump (a JSON array of pushes) was not read")
+    }
+
+    /// The limit is a push's, not the dump's: a dump on one line longer than any line may be is read item by item, and
+    /// only an item over the limit is refused.
+    @Test func aDumpIsReadItemByItemAndOnlyAnItemOverTheLimitIsRefused() throws {
+        let items = (0..<10).map { #"{"event": "e\#($0)"}"# }
+        let long = #"{"event": "long", "padding": ""# + String(repeating: "x", count: 200) + #""}"#
+        let read = try read("[" + (items[..<5] + [long] + items[5...]).joined(separator: ",") + "]", limit: 100)
+        try #require(read.count == 11)
+        let events = read.compactMap { line -> String? in
+            guard case .push(_, let message, _, _) = line else { return nil }
+            return message["event"]?.stringValue
+        }
+        #expect(events == (0..<10).map { "e\($0)" })
+        guard case .invalid(PushInput.Place(line: 1, index: 5), let problem) = read[5] else {
+            Issue.record("read as \(read[5])")
             return
         }
         #expect(problem.code == "input_too_long")
-        #expect(problem.message.contains("longer than 100 bytes"))
-        // Within the limit, the same dump is ten pushes.
-        #expect(try self.read(dump, limit: 1_000).count == 10)
+        #expect(problem.column == 82)
+    }
+
+    /// However its bytes arrive (a pipe gives what is there), the splitter finds the same items.
+    @Test func theSplitterFindsTheSameItemsWhereverItsInputIsCut() {
+        let dump = Array(Self.prettyDump.utf8) + Array(#" "#.utf8)
+        var whole: [DataLayerDump.Piece] = []
+        var splitter = DataLayerDump(limit: 1_000)
+        splitter.feed(dump, into: &whole)
+        splitter.finish(into: &whole)
+        #expect(whole.count == 5)
+        for cut in 0...dump.count {
+            var pieces: [DataLayerDump.Piece] = []
+            var splitter = DataLayerDump(limit: 1_000)
+            splitter.feed(dump[..<cut], into: &pieces)
+            splitter.feed(dump[cut...], into: &pieces)
+            splitter.finish(into: &pieces)
+            #expect(pieces == whole, "cut at \(cut)")
+        }
     }
 
     /// A line that is a gtag command is not a dump, and the lines after it are read one a line; a command written
