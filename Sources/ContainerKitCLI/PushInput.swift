@@ -316,11 +316,6 @@ struct PushInput: Sequence {
         return entry(value, at: place, timeKey: timeKey) { pointer in location(of: pointer, in: bytes).map(shift) }
     }
 
-    /// Parses one line's bytes (line `number`).
-    static func parse(_ bytes: [UInt8], number: Int, timeKey: String? = nil) -> Line {
-        parse(bytes, at: Place(line: number), timeKey: timeKey)
-    }
-
     /// What one value of the input is: a push (its event ID and, with `timeKey`, its time taken out), a command, or
     /// a problem placed by `locate` (a JSON pointer in the value → its line and column).
     static func entry(

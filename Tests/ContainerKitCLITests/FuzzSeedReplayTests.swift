@@ -98,11 +98,21 @@ struct FuzzSeedReplayTests {
             defer { try? FileManager.default.removeItem(atPath: path) }
             let handle = try #require(FileHandle(forReadingAtPath: path))
             defer { try? handle.close() }
-            var reader = LineReader(handle: handle, maximumLineLength: 4096)
-            var number = 0
-            while let line = reader.nextBytes() {
-                number += 1
-                _ = PushInput.parse(line, number: number)
+            var input = PushInput(handle: handle, ownsHandle: false)
+            input.maximumLineLength = 4096
+            for _ in input {}
+            // The dump's splitter finds the same items wherever its input is cut (the harness's check).
+            var whole: [DataLayerDump.Piece] = []
+            var splitter = DataLayerDump(limit: 4096)
+            splitter.feed(bytes, into: &whole)
+            splitter.finish(into: &whole)
+            for cut in [0, bytes.count / 3, bytes.count / 2, bytes.count] {
+                var pieces: [DataLayerDump.Piece] = []
+                var cutSplitter = DataLayerDump(limit: 4096)
+                cutSplitter.feed(bytes[..<cut], into: &pieces)
+                cutSplitter.feed(bytes[cut...], into: &pieces)
+                cutSplitter.finish(into: &pieces)
+                #expect(pieces == whole, "cut at \(cut)")
             }
         }
     }
