@@ -79,6 +79,13 @@ struct Arguments {
 }
 
 extension Arguments {
+    /// `--session-key`'s key, when given (not empty).
+    func sessionKey() throws(UsageError) -> String? {
+        guard let key = value("--session-key") else { return nil }
+        guard !key.isEmpty else { throw UsageError("--session-key needs a key, such as user_id") }
+        return key
+    }
+
     /// The host's client context with every `--context key=value` applied (what `run` and `diff` evaluate
     /// for).
     func context() throws(UsageError) -> ClientContext {

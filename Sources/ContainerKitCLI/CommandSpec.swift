@@ -46,6 +46,20 @@ struct CommandOption {
         CommandOption(name: "--events", value: "<path>|-", help: [help])
     }
 
+    /// `--session-key <key>`: the member of each push that names its session (a log of many users).
+    static func sessionKey() -> CommandOption {
+        CommandOption(
+            name: "--session-key",
+            value: "<key>",
+            help: [
+                "each line's <key> (a string or an integer, left in the push) names its",
+                "session, as a service keeps one per user: its data layer, once-per-load",
+                "tags, consent and event IDs are its own; a line without it goes to the",
+                "session of the line before (a log of many users, one after another)",
+            ]
+        )
+    }
+
     /// `--context key=value`: a client-context value for the sessions the command evaluates.
     static func context(_ help: String = "set the client context") -> CommandOption {
         CommandOption(

@@ -189,14 +189,14 @@ struct PreviewCommand {
                 await ReportFormatting.pushCommand(
                     command,
                     arguments: arguments,
-                    line: lineNumber,
+                    label: lineNumber.description,
                     into: session,
                     json: options.json,
                     output: output
                 )
                 continue
             }
-            guard case .push(let lineNumber, let message, let eventID, _) = line else {
+            guard case .push(let lineNumber, let message, let eventID, _, _) = line else {
                 if case .invalid(_, let problem) = line {
                     output.error("containerkit preview: \(problem)")
                     if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
@@ -207,7 +207,7 @@ struct PreviewCommand {
             // A line whose `message_id` the session has seen is traced as a duplicate, as `run --explain` shows it.
             let result = await session.push(message, eventID: eventID, tracing: true)
             guard let trace = result.trace else { continue }  // a debug session traces every push
-            ReportFormatting.print(trace, line: lineNumber, json: options.json, output: output)
+            ReportFormatting.print(trace, label: lineNumber.description, json: options.json, output: output)
         }
         return failedLines > 0 ? ExitCode.failedInput : ExitCode.success
     }

@@ -16,8 +16,9 @@ struct PushInput: Sequence {
     enum Line {
         /// `eventID`: the push's `message_id` (``eventIDKey``), taken out of the message and checked: the push's
         /// event ID (``DataLayer/push(_:eventID:)``); `nil` when the push has none or it is `null`. `eventTime`: with
-        /// a ``PushInput/timeKey``, that member's time, taken out of the message (`run --time-key`); else `nil`.
-        case push(number: Place, message: ValueMap, eventID: String?, eventTime: Date?)
+        /// a time key (``Keys/time``), that member's time, taken out of the message (`run --time-key`); else `nil`.
+        /// `session`: with a session key (``Keys/session``), that member's value, left in the message; else `nil`.
+        case push(number: Place, message: ValueMap, eventID: String?, eventTime: Date?, session: String?)
         case command(number: Place, command: ConsentCommand, arguments: [Value])
         /// `problem` reads like "line 3:7: expected ',' or '}' …".
         case invalid(number: Place, problem: Problem)
@@ -96,9 +97,18 @@ struct PushInput: Sequence {
     private let ownsHandle: Bool
     /// The longest line read: a longer one is refused (`line_too_long`) and the lines after it are read on.
     var maximumLineLength = LineReader.maximumLineLength
-    /// The member of a line that says when its event happened (`run --time-key`), taken out of the push; `nil`:
-    /// none is (a data layer's own `timestamp` stays in it).
-    var timeKey: String?
+    /// The members of a push the command reads for itself.
+    var keys = Keys()
+
+    /// The members of a push a command reads for itself, besides its `message_id`.
+    struct Keys {
+        /// The member that says when its event happened (`run --time-key`), taken out of the push; `nil`: none is (a
+        /// data layer's own `timestamp` stays in it).
+        var time: String?
+        /// The member that names the push's session (`--session-key`): a non-empty string or an integer, left in the
+        /// push (the container may read it); `nil`: one session.
+        var session: String?
+    }
 
     /// Reads the pushes of `handle`; ``close()`` closes it when `ownsHandle`.
     init(handle: FileHandle, ownsHandle: Bool) {
@@ -125,14 +135,14 @@ struct PushInput: Sequence {
     func close() { if ownsHandle { try? handle.close() } }
 
     func makeIterator() -> Iterator {
-        Iterator(lines: LineReader(handle: handle, maximumLineLength: maximumLineLength), timeKey: timeKey)
+        Iterator(lines: LineReader(handle: handle, maximumLineLength: maximumLineLength), keys: keys)
     }
 
     /// Reads the input's lines, or a data-layer dump's items.
     struct Iterator: IteratorProtocol {
         private var lines: LineReader
         private let limit: Int
-        private let timeKey: String?
+        private let keys: Keys
         /// The last line read.
         private var number = 0
         /// Whether the input's start was looked at (for an encoding it cannot be read in, and for a dump).
@@ -144,10 +154,10 @@ struct PushInput: Sequence {
         private var ready: [Line] = []
         private var readyIndex = 0
 
-        fileprivate init(lines: LineReader, timeKey: String?) {
+        fileprivate init(lines: LineReader, keys: Keys) {
             self.lines = lines
             self.limit = lines.limit
-            self.timeKey = timeKey
+            self.keys = keys
         }
 
         mutating func next() -> Line? {
@@ -217,7 +227,7 @@ struct PushInput: Sequence {
                     splitter.finish(into: &pieces)
                 }
             }
-            ready = pieces.map { PushInput.line(of: $0, after: linesBeforeDump, limit: limit, timeKey: timeKey) }
+            ready = pieces.map { PushInput.line(of: $0, after: linesBeforeDump, limit: limit, keys: keys) }
             if let failure { ready.append(failure) }
             readyIndex = 0
         }
@@ -234,7 +244,7 @@ struct PushInput: Sequence {
                     )
                 }
                 if bytes.allSatisfy(PushInput.isSpace) { continue }
-                return PushInput.parse(bytes, at: Place(line: number), timeKey: timeKey)
+                return PushInput.parse(bytes, at: Place(line: number), keys: keys)
             }
             if !stopped, let error = lines.readError {
                 // Said once, in the place of the line that could not be read.
@@ -278,12 +288,12 @@ struct PushInput: Sequence {
 
     /// What a piece of a data-layer dump that starts after line `linesBefore` is: an item parsed as a line is
     /// (named `dataLayer[i]`), a command, or a problem.
-    static func line(of piece: DataLayerDump.Piece, after linesBefore: Int, limit: Int, timeKey: String?) -> Line {
+    static func line(of piece: DataLayerDump.Piece, after linesBefore: Int, limit: Int, keys: Keys) -> Line {
         switch piece {
         case .item(let bytes, let index, let line, let column):
-            return parse(bytes, at: Place(line: linesBefore + line, index: index), column: column, timeKey: timeKey)
+            return parse(bytes, at: Place(line: linesBefore + line, index: index), column: column, keys: keys)
         case .command(let bytes, let line, let column):
-            return parse(bytes, at: Place(line: linesBefore + line), column: column, timeKey: timeKey)
+            return parse(bytes, at: Place(line: linesBefore + line), column: column, keys: keys)
         case .tooLong(let index, let line, let column):
             return .problem(
                 Place(line: linesBefore + line, index: index),
@@ -300,7 +310,7 @@ struct PushInput: Sequence {
 
     /// Parses the bytes of one line, or of a dump's item (which starts at `place`, `column`), as they were read:
     /// invalid UTF-8 is an error that says where, not replaced.
-    static func parse(_ bytes: [UInt8], at place: Place, column origin: Int = 1, timeKey: String? = nil) -> Line {
+    static func parse(_ bytes: [UInt8], at place: Place, column origin: Int = 1, keys: Keys = Keys()) -> Line {
         // A position in `bytes` → its line and column in the input.
         func shift(_ location: SourceLocation) -> (line: Int, column: Int) {
             (place.line + location.line - 1, location.line == 1 ? origin - 1 + location.column : location.column)
@@ -313,15 +323,16 @@ struct PushInput: Sequence {
             return .problem(place, error.code.rawValue, error.message, column: found?.column, line: found?.line)
         }
         // Only a push with a problem is read again, with positions.
-        return entry(value, at: place, timeKey: timeKey) { pointer in location(of: pointer, in: bytes).map(shift) }
+        return entry(value, at: place, keys: keys) { pointer in location(of: pointer, in: bytes).map(shift) }
     }
 
-    /// What one value of the input is: a push (its event ID and, with `timeKey`, its time taken out), a command, or
-    /// a problem placed by `locate` (a JSON pointer in the value → its line and column).
+    /// What one value of the input is: a push (its event ID and, with ``Keys/time``, its time taken out; with
+    /// ``Keys/session``, its session read), a command, or a problem placed by `locate` (a JSON pointer in the value →
+    /// its line and column).
     static func entry(
         _ value: Value,
         at place: Place,
-        timeKey: String?,
+        keys: Keys,
         locate: (String) -> (line: Int, column: Int)?
     ) -> Line {
         func problem(_ code: String, _ message: String, at pointer: String) -> Line {
@@ -362,7 +373,7 @@ struct PushInput: Sequence {
                 return problem(code, "'\(eventIDKey)' must be \(rule), not \(other.typeName)", at: idPointer)
             }
             var eventTime: Date?
-            if let timeKey, let value = message.removeValue(forKey: timeKey), value != .null {
+            if let timeKey = keys.time, let value = message.removeValue(forKey: timeKey), value != .null {
                 guard case .string(let text) = value, let time = ISO8601Timestamp.date(from: text) else {
                     let found = value.stringValue.map { "'\($0.prefix(64))'" } ?? value.typeName
                     return problem(
@@ -374,7 +385,22 @@ struct PushInput: Sequence {
                 }
                 eventTime = time
             }
-            return .push(number: place, message: message, eventID: eventID, eventTime: eventTime)
+            var session: String?
+            if let sessionKey = keys.session {
+                switch message[sessionKey] {
+                case nil, .null?: break
+                case .string(let name)? where !name.isEmpty: session = name
+                case .int(let number)?: session = String(number)
+                case let other?:
+                    let found = other.stringValue.map { "'\($0.prefix(64))'" } ?? other.typeName
+                    return problem(
+                        "invalid_session",
+                        "'\(sessionKey)' (--session-key) must be a non-empty string or an integer, not \(found)",
+                        at: "/" + JSONPointer.escape(sessionKey)
+                    )
+                }
+            }
+            return .push(number: place, message: message, eventID: eventID, eventTime: eventTime, session: session)
         } catch {
             // A command's error: its pointer, placed in the value.
             return problem(error.code.rawValue, error.message, at: error.pointer)

@@ -53,13 +53,15 @@ enum ReportFormatting {
     }
 
     /// Pushes a command line's consent command into `session` and prints it with the consent state after it:
-    /// `{"command": […], "consent": {…}}` in JSON, else the command's title and ``consentLine(_:)``. Traced (`preview`,
+    /// `{"command": […], "consent": {…}}` (and `"session"`, the session's `name`, when given) in JSON, else the
+    /// command's title after the line's `label` and ``consentLine(_:)``. Traced (`preview`,
     /// `run --explain`: `tracing`, or a debug session), it prints the push's trace too — what the command changed,
     /// per consent type, before → after (``PushTrace/consent``): as `"trace"` in JSON, else its lines.
     static func pushCommand(
         _ command: ConsentCommand,
         arguments: [Value],
-        line: PushInput.Place,
+        label: String,
+        session name: Value? = nil,
         into session: DataLayer,
         tracing: Bool = false,
         json: Bool,
@@ -68,10 +70,10 @@ enum ReportFormatting {
         let trace = await session.push(command, tracing: tracing).trace
         let state = session.consent
         if json {
-            output.print(JSONWriter.string(commandJSON(arguments, state: state, trace: trace)))
+            output.print(JSONWriter.string(commandJSON(arguments, state: state, trace: trace, session: name)))
         } else {
             output.print("")
-            output.print("\(line): \(commandTitle(arguments))")
+            output.print("\(label): \(commandTitle(arguments))")
             for text in trace?.textLines ?? [] { output.print(text) }
             output.print(consentLine(state))
         }
@@ -79,24 +81,30 @@ enum ReportFormatting {
 
     /// What `--format json` prints for a command line: `{"command": […], "consent": {…}}`, and `"trace"` (the
     /// ``PushTrace`` JSON) when the push was traced.
-    static func commandJSON(_ arguments: [Value], state: ConsentState, trace: PushTrace? = nil) -> Value {
-        var map = ValueMap(minimumCapacity: 3)
+    static func commandJSON(
+        _ arguments: [Value],
+        state: ConsentState,
+        trace: PushTrace? = nil,
+        session: Value? = nil
+    ) -> Value {
+        var map = ValueMap(minimumCapacity: 4)
         map["command"] = .array(arguments)
+        if let session { map["session"] = session }
         map["consent"] = state.jsonValue
         if let trace, let value = try? Value(json: trace.json()) { map["trace"] = value }
         return .object(map)
     }
 
-    /// Prints the trace of input line `line`: one JSON object (``PushTrace/json()``), or the line's title and
-    /// ``PushTrace/textLines``. `preview` and `run --explain` both print with this.
-    static func print(_ trace: PushTrace, line: PushInput.Place, json: Bool, output: CommandOutput) {
+    /// Prints the trace of an input line: one JSON object (``PushTrace/json()``), or the line's title (`label`, "line
+    /// 3") and ``PushTrace/textLines``. `preview` and `run --explain` both print with this.
+    static func print(_ trace: PushTrace, label: String, json: Bool, output: CommandOutput) {
         if json {
             output.print(trace.json())
             return
         }
         let title = trace.event.map { "event \(JSONWriter.string(.string($0)))" } ?? "push (no event)"
         output.print("")
-        output.print("\(line): \(title)")
+        output.print("\(label): \(title)")
         for text in trace.textLines { output.print(text) }
     }
 }

@@ -14,7 +14,7 @@ struct RunCommand {
             "[--format text|json] [--explain] [--log-level <level>]",
             "[--braze <class path>]... [--sink stdout|jsonl:<path>|braze:<endpoint>]",
             "[--queue <dir>] [--braze-user <external id>] [--braze-user-event <event>]",
-            "[--time-key <key>]",
+            "[--time-key <key>] [--session-key <key>]",
         ],
         summary: """
             Runs a container over data-layer pushes, one JSON object per input line (default: standard input).
@@ -69,6 +69,7 @@ struct RunCommand {
                 "each line's <key> (an ISO-8601 time, taken out of the push) is when",
                 "its event happened: its Braze records carry it (for a recorded log)"
             ),
+            .sessionKey(),
         ],
         exitCodes: """
             0 success, 1 the container could not be loaded or the output written, 2 some input lines failed,
@@ -91,6 +92,7 @@ struct RunCommand {
         var brazeUser: String?
         var brazeUserEvent: String?
         var timeKey: String?
+        var sessionKey: String?
 
         var usesBraze: Bool {
             !brazeClassPaths.isEmpty || sink != nil || queueDirectory != nil || brazeUser != nil
@@ -119,6 +121,13 @@ struct RunCommand {
         if options.brazeUser?.isEmpty == true { throw UsageError("--braze-user needs a non-empty external id") }
         options.timeKey = args.value("--time-key")
         if options.timeKey?.isEmpty == true { throw UsageError("--time-key needs a key, such as timestamp") }
+        options.sessionKey = try args.sessionKey()
+        if options.sessionKey != nil && options.brazeUser != nil {
+            throw UsageError(
+                "--braze-user names the Braze user of one session; with --session-key each session's user is named "
+                    + "by a changeUser tag or --braze-user-event"
+            )
+        }
         return options
     }
 
@@ -170,11 +179,12 @@ struct RunCommand {
         // A fixed session ID with --explain: the trace names it, and the same input prints the same output.
         let session = options.explain ? manager.makeDataLayer(sessionID: "run") : manager.makeDataLayer()
         if let user = options.brazeUser { BrazeTagProvider.setUser(.externalID(user), on: session) }
+        let sessions = Sessions(manager: manager, first: session, keyed: options.sessionKey != nil)
 
         guard var input = PushInput.open(options.eventsPath, command: "run", output: output) else {
             return ExitCode.failure
         }
-        input.timeKey = options.timeKey
+        input.keys = PushInput.Keys(time: options.timeKey, session: options.sessionKey)
         defer { input.close() }
         if !options.json {
             let counts = container.counts
@@ -200,7 +210,7 @@ struct RunCommand {
             }
             let status = await processLines(
                 input,
-                session: session,
+                sessions: sessions,
                 options: options,
                 showsRecords: braze != nil,
                 output: output
@@ -220,17 +230,19 @@ struct RunCommand {
 
     private static func processLines(
         _ input: PushInput,
-        session: DataLayer,
+        sessions: Sessions,
         options: Options,
         showsRecords: Bool,
         output: CommandOutput
     ) async -> Int32 {
+        var sessions = sessions
         var failedLines = 0
         for line in input {
             let lineNumber: PushInput.Place
             let message: ValueMap
             let eventID: String?
             let eventTime: Date?
+            let session: DataLayer
             switch line {
             case .invalid(_, let problem):
                 output.error("containerkit run: \(problem)")
@@ -239,21 +251,24 @@ struct RunCommand {
                 failedLines += 1
                 continue
             case .command(let number, let command, let arguments):
+                // A command is the current session's: the session of the line before.
                 await ReportFormatting.pushCommand(
                     command,
                     arguments: arguments,
-                    line: number,
-                    into: session,
+                    label: sessions.label(number),
+                    session: sessions.field,
+                    into: sessions.current,
                     tracing: options.explain,
                     json: options.json,
                     output: output
                 )
                 continue
-            case .push(let number, let pushed, let id, let time):
+            case .push(let number, let pushed, let id, let time, let name):
                 lineNumber = number
                 message = pushed
                 eventID = id
                 eventTime = time
+                session = sessions.select(name)
             }
             if let event = options.brazeUserEvent, case .string(event)? = message["event"] {
                 nameBrazeUser(from: message, line: lineNumber, session: session, output: output)
@@ -285,16 +300,17 @@ struct RunCommand {
                 return ExitCode.failure
             }
             if let trace = result.trace {
-                ReportFormatting.print(trace, line: lineNumber, json: options.json, output: output)
+                ReportFormatting.print(trace, label: sessions.label(lineNumber), json: options.json, output: output)
             } else if options.json {
                 guard case .object(var object) = result.jsonValue else { continue }
                 if !showsRecords { object["records"] = nil }
-                var line = ValueMap(minimumCapacity: object.count + 1)
+                var line = ValueMap(minimumCapacity: object.count + 2)
                 line["event"] = ReportFormatting.eventField(message)
+                if let field = sessions.field { line["session"] = field }
                 for (key, value) in object { line[key] = value }
                 output.print(JSONWriter.string(.object(line)))
             } else {
-                printText(line: lineNumber, message: message, result: result, output: output)
+                printText(label: sessions.label(lineNumber), message: message, result: result, output: output)
                 for record in result.outputs.flatMap(\.records) {
                     output.print("    → \(JSONWriter.string(record.jsonValue))")
                 }
@@ -324,11 +340,11 @@ struct RunCommand {
         BrazeTagProvider.setUser(.externalID(id), on: session)
     }
 
-    static func printText(line: PushInput.Place, message: ValueMap, result: PushResult, output: CommandOutput) {
+    static func printText(label: String, message: ValueMap, result: PushResult, output: CommandOutput) {
         let event = ReportFormatting.eventField(message)
         let title = event == .null ? "push (no event)" : "event \(JSONWriter.string(event))"
         output.print("")
-        output.print("\(line): \(title)")
+        output.print("\(label): \(title)")
         if let original = result.duplicateOf {
             // Not applied again: what the original push fired, as the session remembers it.
             output.print(
@@ -379,5 +395,49 @@ struct CommandLogger: DiagnosticLogger {
     func write(_ level: LogLevel, _ message: String, metadata: LogMetadata) {
         let context = metadata.isEmpty ? "" : " [\(Self.format(metadata))]"
         output.error("containerkit: \(level): \(message)\(context)")
+    }
+}
+
+extension RunCommand {
+    /// The sessions a run pushes to: one, or with `--session-key` one per name, each made when its name first comes
+    /// (and kept to the end of the run); ``current`` is where a line without a name goes.
+    struct Sessions {
+        private let manager: TagManager
+        /// Whether lines name their sessions (`--session-key`).
+        private var named: [String: DataLayer]?
+        /// The session of the last line.
+        private(set) var current: DataLayer
+        private var currentName: String?
+
+        /// One session, `first`; with names, the one lines go to until the first name.
+        init(manager: TagManager, first: DataLayer, keyed: Bool) {
+            self.manager = manager
+            self.current = first
+            self.named = keyed ? [:] : nil
+        }
+
+        /// The session named `name` (made now if it is new), or without a name the current one; it is current then.
+        mutating func select(_ name: String?) -> DataLayer {
+            guard let name, name != currentName, var sessions = named else { return current }
+            named = nil  // not copied while it grows
+            let session = sessions[name] ?? manager.makeDataLayer(sessionID: name)
+            sessions[name] = session
+            named = sessions
+            (current, currentName) = (session, name)
+            return session
+        }
+
+        /// The current session's name as the JSON output shows it (`null` before any line named one); `nil` without
+        /// `--session-key`.
+        var field: Value? {
+            guard named != nil else { return nil }
+            return currentName.map(Value.string) ?? .null
+        }
+
+        /// A line's title: "line 3", and with `--session-key` its session: "line 3 [user-5]".
+        func label(_ place: PushInput.Place) -> String {
+            guard named != nil, let currentName else { return place.description }
+            return "\(place) [\(currentName)]"
+        }
     }
 }

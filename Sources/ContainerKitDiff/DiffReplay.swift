@@ -8,10 +8,12 @@ public import ContainerKit
 /// differs. Every function-call tag class path either version names gets a handler that returns normally,
 /// so calls report `ok`; pass `configure` to register real handlers (it runs once per side).
 public struct DiffReplay: Sendable {
-    /// The old version's session.
+    /// The old version's session (the first: a replay whose pushes name their sessions makes more).
     public let oldSession: DataLayer
-    /// The new version's session.
+    /// The new version's session (the first).
     public let newSession: DataLayer
+    /// The sessions the last push went to, old and new: where a push that names no session goes, and a command.
+    public private(set) var currentSessions: (old: DataLayer, new: DataLayer)
     /// Everything seen so far.
     public private(set) var summary: ReplaySummary
     /// How many line numbers a group keeps.
@@ -25,6 +27,11 @@ public struct DiffReplay: Sendable {
     /// Fire counts per tag pair: index into `summary.tagCounts`, by old and by new tag index.
     private var countByOld: [Int]
     private var countByNew: [Int]
+    /// Each side's runtime, and the sessions pushes named, by name (each made when its name first comes).
+    private let oldManager: TagManager
+    private let newManager: TagManager
+    private var namedSessions: [String: (old: DataLayer, new: DataLayer)] = [:]
+    private var currentName: String?
 
     init(
         diff: ContainerDiff,
@@ -33,16 +40,19 @@ public struct DiffReplay: Sendable {
         logger: any DiagnosticLogger,
         configure: (@Sendable (TagManager) -> Void)?
     ) {
-        func session(_ container: Container) -> DataLayer {
+        func manager(_ container: Container) -> TagManager {
             let manager = TagManager(logger: logger, defaultContext: context, randomSource: .seeded(seed))
             let recorder = ClosureTagHandler { _ in }
             for path in diff.tagClassPaths { manager.register(tagHandler: recorder, for: path) }
             configure?(manager)
             manager.add(container)
-            return manager.makeDataLayer(context: context, sessionID: "diff")
+            return manager
         }
-        oldSession = session(diff.old)
-        newSession = session(diff.new)
+        oldManager = manager(diff.old)
+        newManager = manager(diff.new)
+        oldSession = oldManager.makeDataLayer(sessionID: "diff")
+        newSession = newManager.makeDataLayer(sessionID: "diff")
+        currentSessions = (oldSession, newSession)
         let oldCount = diff.oldOutline.tags.count
         let newCount = diff.newOutline.tags.count
         var newByOld = [Int?](repeating: nil, count: oldCount)
@@ -74,12 +84,28 @@ public struct DiffReplay: Sendable {
     ///   - eventID: the push's event ID (a recorded `message_id`): a push whose ID the sessions have seen is a
     ///     duplicate on both sides and fires nothing, as it would in production.
     ///   - line: the message's line number in the events file, for the report.
+    ///   - session: the name of the session it belongs to (a log of many users: `diff --session-key`), a pair of
+    ///     sessions made when the name first comes; `nil`: the sessions of the push before (at first
+    ///     ``oldSession`` and ``newSession``). Each session's data layer, once-per-load tags, consent state and event
+    ///     IDs are its own, as a service keeps them per user.
     /// - Returns: the differences, or `nil` when both versions fired the same tags with the same arguments
     ///   and statuses.
     @discardableResult
-    public mutating func replay(_ message: ValueMap, eventID: String? = nil, line: Int) -> EventDifference? {
-        let oldFired = DiffReplay.fired(oldSession.push(message, eventID: eventID))
-        let newFired = DiffReplay.fired(newSession.push(message, eventID: eventID))
+    public mutating func replay(
+        _ message: ValueMap,
+        eventID: String? = nil,
+        line: Int,
+        session: String? = nil
+    ) -> EventDifference? {
+        if let session, session != currentName {
+            let pair =
+                namedSessions[session]
+                ?? (oldManager.makeDataLayer(sessionID: session), newManager.makeDataLayer(sessionID: session))
+            namedSessions[session] = pair
+            (currentSessions, currentName) = (pair, session)
+        }
+        let oldFired = DiffReplay.fired(currentSessions.old.push(message, eventID: eventID))
+        let newFired = DiffReplay.fired(currentSessions.new.push(message, eventID: eventID))
         summary.eventsReplayed += 1
         for tag in oldFired where tag.index < countByOld.count && countByOld[tag.index] >= 0 {
             summary.tagCounts[countByOld[tag.index]].oldFired += 1

@@ -158,9 +158,9 @@ struct DataLayerDumpTests {
     @Test func anItemThatIsNotJSONIsRefusedWhereItBreaksAndTheOthersAreRead() throws {
         let read = try read("\n[{\"event\": \"a\"},\n {\"event\": \"b\",,}, {\"event\": \"c\"}]\n")
         try #require(read.count == 3)
-        guard case .push(PushInput.Place(line: 2, index: 0), let first, nil, nil) = read[0],
+        guard case .push(PushInput.Place(line: 2, index: 0), let first, nil, nil, nil) = read[0],
             case .invalid(PushInput.Place(line: 3, index: 1), let problem) = read[1],
-            case .push(PushInput.Place(line: 3, index: 2), let last, nil, nil) = read[2]
+            case .push(PushInput.Place(line: 3, index: 2), let last, nil, nil, nil) = read[2]
         else {
             Issue.record("read as \(read)")
             return
@@ -186,7 +186,7 @@ struct DataLayerDumpTests {
     func aBrokenArrayIsRefusedWhereItBreaksAfterTheItemsBeforeIt(dump: String, said: String) throws {
         let read = try read(dump)
         try #require(read.count == 2)
-        guard case .push(_, let first, nil, nil) = read[0], case .invalid(_, let problem) = read[1] else {
+        guard case .push(_, let first, nil, nil, nil) = read[0], case .invalid(_, let problem) = read[1] else {
             Issue.record("read as \(read)")
             return
         }
@@ -203,7 +203,7 @@ struct DataLayerDumpTests {
         let read = try read("[" + (items[..<5] + [long] + items[5...]).joined(separator: ",") + "]", limit: 100)
         try #require(read.count == 11)
         let events = read.compactMap { line -> String? in
-            guard case .push(_, let message, _, _) = line else { return nil }
+            guard case .push(_, let message, _, _, _) = line else { return nil }
             return message["event"]?.stringValue
         }
         #expect(events == (0..<10).map { "e\($0)" })
@@ -237,7 +237,7 @@ struct DataLayerDumpTests {
     /// over several lines is one command.
     @Test func aCommandIsNotADumpOnOneLineOrOverMany() throws {
         let lines = try read(#"["consent", "update", {"ad_storage": "granted"}]"# + "\n" + #"{"event": "e"}"#)
-        guard lines.count == 2, case .command(1, _, _) = lines[0], case .push(2, _, nil, nil) = lines[1] else {
+        guard lines.count == 2, case .command(1, _, _) = lines[0], case .push(2, _, nil, nil, nil) = lines[1] else {
             Issue.record("read as \(lines)")
             return
         }
@@ -255,7 +255,7 @@ struct DataLayerDumpTests {
             #"{"0": "consent", "1": "update", "2": {"ad_storage": "granted"}}"# + "\n" + #"{"0": "a", "2": "b"}"#
         )
         guard lines.count == 2, case .command(1, let command, let arguments) = lines[0],
-            case .push(2, let message, nil, nil) = lines[1]
+            case .push(2, let message, nil, nil, nil) = lines[1]
         else {
             Issue.record("read as \(lines)")
             return

@@ -57,7 +57,7 @@ struct LineReaderTests {
         defer { try? handle.close() }
         let read = Array(PushInput(handle: handle, ownsHandle: false))
         try #require(read.count == 2)
-        guard case .push(1, let message, nil, nil) = read[0] else {
+        guard case .push(1, let message, nil, nil, nil) = read[0] else {
             Issue.record("line 1 is not read")
             return
         }
@@ -107,7 +107,7 @@ struct LineReaderTests {
                         == "line \(index + 1): the line is longer than \(limit) bytes, the most a push may be; it was not read"
                 )
             }
-            guard case .push(2, let message, _, _) = read[1] else {
+            guard case .push(2, let message, _, _, _) = read[1] else {
                 Issue.record("line 2 is not read")
                 continue
             }

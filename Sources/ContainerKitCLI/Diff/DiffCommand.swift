@@ -15,12 +15,12 @@ struct DiffCommand {
             "<old-container> <new-container> [--events <file.jsonl> | -]",
             "[--context key=value]... [--format text|json|github]",
             "[--fail-on changes|removed|none] [--max-events <n>] [--seed <n>]",
-            "[--braze <class path>]... [--log-level <level>]",
+            "[--braze <class path>]... [--session-key <key>] [--log-level <level>]",
         ],
         summary: """
             Shows what a new container version changes: tags, triggers and variables added, removed or changed
             (by id and name, with the changed fields), and, with --events, what fires differently when the same
-            pushes are replayed through both versions (each in its own fresh session).
+            pushes are replayed through both versions (each in its own fresh sessions).
             """,
         options: [
             .events("replay these pushes, one JSON object per line or a data-layer dump (- for standard input)"),
@@ -53,6 +53,7 @@ struct DiffCommand {
                 "run the Braze tag provider for this class path on both sides (records",
                 "are discarded; what it produces and drops is compared)"
             ),
+            .sessionKey(),
             .logLevel(default: .error),
         ],
         exitCodes: """
@@ -78,6 +79,7 @@ struct DiffCommand {
         var seed: UInt64
         var logLevel: LogLevel
         var brazeClassPaths: [String] = []
+        var sessionKey: String?
     }
 
     static func parse(_ arguments: [String]) throws(UsageError) -> Options {
@@ -110,6 +112,7 @@ struct DiffCommand {
             logLevel: args.logLevel
         )
         options.brazeClassPaths = args.values("--braze")
+        options.sessionKey = try args.sessionKey()
         return options
     }
 
@@ -147,9 +150,10 @@ struct DiffCommand {
         )
         var unreadable = 0
         if let eventsPath = options.eventsPath {
-            guard let input = PushInput.open(eventsPath, command: "diff", output: output) else {
+            guard var input = PushInput.open(eventsPath, command: "diff", output: output) else {
                 return ExitCode.failure
             }
+            input.keys.session = options.sessionKey
             defer { input.close() }
             var replay = diff.makeReplay(
                 context: options.context,
@@ -164,11 +168,11 @@ struct DiffCommand {
                     output.error("containerkit diff: cannot read events file \(name): \(problem)")
                     unreadable += 1
                 case .command(_, let command, _):
-                    // A consent command changes both sessions' consent state alike; it fires nothing.
-                    await replay.oldSession.push(command)
-                    await replay.newSession.push(command)
-                case .push(let number, let message, let eventID, _):
-                    if let difference = replay.replay(message, eventID: eventID, line: number.line),
+                    // A consent command changes both (current) sessions' consent state alike; it fires nothing.
+                    await replay.currentSessions.old.push(command)
+                    await replay.currentSessions.new.push(command)
+                case .push(let number, let message, let eventID, _, let session):
+                    if let difference = replay.replay(message, eventID: eventID, line: number.line, session: session),
                         outcome.events.count < options.maximumEvents
                     {
                         outcome.events.append(difference)
