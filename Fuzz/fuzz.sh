@@ -92,6 +92,7 @@ for target in $TARGETS; do
     # shellcheck disable=SC2086
     if [ ! -x "$binary" ] || [ -n "$(find Fuzz/Harnesses $extra "$OUT"/*.a -newer "$binary" 2>/dev/null)" ]; then
         echo "fuzz: building harness $target" >&2
+        rm -f "$binary"  # a build that fails must not leave the last one to run
         # Synchronization and FoundationNetworking by name: the package's modules import them internally, so no harness
         # autolinks them.
         # shellcheck disable=SC2086
@@ -110,12 +111,12 @@ for target in $TARGETS; do
         -dict="Fuzz/Dictionaries/$target.dict" -artifact_prefix="$OUT/artifacts/$target-" \
         "$OUT/corpus/$target" $(corpus_dirs "$target") >"$log" 2>&1
     code=$?
-    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+    runs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
     echo "fuzz_${target}_executions=${runs:-0} exit=$code"
     if [ $code -ne 0 ]; then
         status=1
         echo "fuzz: $target failed; see $log and $OUT/artifacts/" >&2
-        grep -E "ERROR|SUMMARY|Fatal error|precondition" "$log" | head -5 >&2
+        grep -aE "ERROR|SUMMARY|Fatal error|precondition" "$log" | head -5 >&2
     fi
 done
 exit $status

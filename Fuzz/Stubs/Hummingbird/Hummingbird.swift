@@ -76,4 +76,17 @@ public struct RequestBody: Sendable {
 public struct Request: Sendable {
     public var headers: HTTPFields
     public var body: RequestBody
+    public var uri = URI()
+}
+
+public struct URI: Sendable {
+    public var queryParameters: [Substring: Substring] = [:]
+}
+
+/// Stands in for TagServiceCore's `ContentCoding` (its file imports CompressNIO, which the fuzz build does not
+/// build): the harness parses bodies, and collects none.
+public struct ContentCoding: Sendable {
+    public init(_ fields: HTTPFields) {}
+
+    public func decode(_ buffer: ByteBuffer, limit: Int) throws -> ByteBuffer { buffer }
 }
