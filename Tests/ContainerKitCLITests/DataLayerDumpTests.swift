@@ -215,6 +215,28 @@ struct DataLayerDumpTests {
         #expect(problem.column == 82)
     }
 
+    /// A dump from a pipe is read as it comes: an item is handed out once its bytes are there, before the rest of
+    /// the array is written.
+    @Test func aDumpFromAPipeIsHandedOutItemByItemAsItArrives() throws {
+        let pipe = Pipe()
+        let input = PushInput(handle: pipe.fileHandleForReading, ownsHandle: false)
+        var items = input.makeIterator()
+        try pipe.fileHandleForWriting.write(contentsOf: Data(#"[{"event": "a"}, {"ev"#.utf8))
+        guard case .push(PushInput.Place(line: 1, index: 0), let first, nil, nil, nil)? = items.next() else {
+            Issue.record("the first item is not handed out")
+            return
+        }
+        #expect(first["event"] == "a")
+        try pipe.fileHandleForWriting.write(contentsOf: Data(#"ent": "b"}]"#.utf8))
+        try pipe.fileHandleForWriting.close()
+        guard case .push(PushInput.Place(line: 1, index: 1), let second, nil, nil, nil)? = items.next() else {
+            Issue.record("the second item is not handed out")
+            return
+        }
+        #expect(second["event"] == "b")
+        #expect(items.next() == nil)
+    }
+
     /// However its bytes arrive (a pipe gives what is there), the splitter finds the same items.
     @Test func theSplitterFindsTheSameItemsWhereverItsInputIsCut() {
         let dump = Array(Self.prettyDump.utf8) + Array(#" "#.utf8)
