@@ -283,6 +283,17 @@ struct CompilerOutput {
     /// Unsupported parts by kind (`tag type '__ua'`), with their count and first pointer.
     var unsupported: [String: (count: Int, pointer: String)] = [:]
     var unsupportedOrder: [String] = []
+    /// The names of an export's custom templates (`customTemplate`), by the function their tags and variables name
+    /// (`__cvt_<container id>_<template id>`).
+    var customTemplateNames: [String: String] = [:]
+
+    /// How an unsupported template of `kind` (`tag type`) reads: by its function, and a custom template (sandboxed
+    /// JavaScript, which ContainerKit does not run) also by its name when the export gives it.
+    func templateLabel(_ kind: String, _ function: String) -> String {
+        guard function.hasPrefix("__cvt_") else { return "\(kind) '\(function)'" }
+        let template = customTemplateNames[function].map { "the custom template '\($0)'" } ?? "a custom template"
+        return "\(kind) '\(function)' (\(template): sandboxed JavaScript)"
+    }
 
     mutating func noteUnsupported(_ what: String, pointer: String) {
         if let existing = unsupported[what] {

@@ -152,6 +152,15 @@ package enum ExportCompiler {
                 output.containerID = container["publicId"]?.stringValue
             }
             output.version = version["containerVersionId"]?.jsString
+            // Custom templates by the function their tags and variables name: `cvt_<container id>_<template id>`.
+            if case .array(let templates)? = version["customTemplate"] {
+                for case .object(let template) in templates {
+                    guard let id = template["templateId"]?.jsString, let name = template["name"]?.stringValue,
+                        let container = template["containerId"]?.jsString
+                    else { continue }
+                    output.customTemplateNames["__cvt_\(container)_\(id)"] = name
+                }
+            }
             let variables = try items("variable")
             var builtIns = try items("builtInVariable").enumerated().map {
                 ($1, JSONPointer.appending("/containerVersion/builtInVariable", $0))

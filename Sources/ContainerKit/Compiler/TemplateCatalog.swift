@@ -183,7 +183,7 @@ package enum TemplateCatalog {
                 // Mobile containers use GA Settings too (for `__ua` tags): not browser-only, just not run here.
                 what = "Google Analytics settings variable type '\(function)'"
             } else {
-                what = "variable type '\(function)'"
+                what = output.templateLabel("variable type", function)
             }
             output.noteUnsupported(what, pointer: pointer)
             return .unsupported
@@ -212,7 +212,7 @@ package enum TemplateCatalog {
         case "paused":
             return .paused
         default:
-            output.noteUnsupported("tag type '\(function)'", pointer: pointer)
+            output.noteUnsupported(output.templateLabel("tag type", function), pointer: pointer)
             return .unsupported
         }
     }
