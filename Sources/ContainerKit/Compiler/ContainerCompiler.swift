@@ -4,7 +4,13 @@ package enum ContainerCompiler {
     static func compile(_ document: SourceDocument, options: LoadOptions) throws(ContainerError) -> Container {
         let file = document.file
         guard case .object(let root) = document.value else {
-            throw error(.unknownFormat, "top level is \(article(document.value.typeName)), not an object", document)
+            var message = "top level is \(article(document.value.typeName)), not an object"
+            if case .array(let items) = document.value, items.first?.objectValue != nil {
+                // `copy(JSON.stringify(dataLayer))`, given where a container was expected.
+                message +=
+                    "; an array of objects is a data-layer dump (pushes to run a container over), not a container"
+            }
+            throw error(.unknownFormat, message, document)
         }
         var builder: CompilerOutput
         let format: ContainerFormat

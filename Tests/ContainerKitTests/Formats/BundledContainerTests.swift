@@ -113,4 +113,19 @@ struct BundledContainerTests {
             (error as? ContainerError)?.code == code
         }
     }
+
+    /// A data-layer dump (`copy(JSON.stringify(dataLayer))`) given where a container is expected says what it is.
+    @Test func aDataLayerDumpGivenAsAContainerIsSaidToBeOne() throws {
+        for (json, hint) in [(#"[{"event": "gtm.js"}, {"event": "login"}]"#, true), (#"[1, 2]"#, false)] {
+            let error = try #require(throws: ContainerError.self) { try TestContainers.load(json: json) }
+            #expect(error.code == .unknownFormat)
+            #expect(
+                error.message
+                    == "top level is an array, not an object"
+                    + (hint
+                        ? "; an array of objects is a data-layer dump (pushes to run a container over), not a container"
+                        : "")
+            )
+        }
+    }
 }
