@@ -111,6 +111,41 @@ struct SessionKeyTests {
         )
     }
 
+    /// Records held before a user is known are released to that user alone: in one session for the whole log, the
+    /// first `login` filed another user's event as its own.
+    @Test func eachUsersPendingRecordsAreReleasedToThatUserAlone() async throws {
+        let events = try Fixtures.directory([
+            "events.jsonl": Array(
+                """
+                {"event": "played song", "title": "A", "genre": "jazz", "duration": 300, "user_id": "u1"}
+                {"event": "played song", "title": "B", "genre": "jazz", "duration": 300, "user_id": "u2"}
+                {"event": "login", "user_id": "u1"}
+                {"event": "login", "user_id": "u2"}
+                """.utf8
+            )
+        ])
+        let released = { (arguments: [String]) async throws -> [[String]] in
+            let result = await run(
+                [
+                    "run", RunCommandTests.music, "--events", events + "/events.jsonl", "--format", "json",
+                    "--braze", RunCommandTests.braze, "--log-level", "error",
+                ] + arguments
+            )
+            #expect(result.code == 0, "\(result.err)")
+            return try jsonLines(result.out).map { line in
+                (line["records"]?.arrayValue ?? []).compactMap { record -> String? in
+                    guard let record = record.objectValue, let user = record["external_id"]?.stringValue else {
+                        return nil
+                    }
+                    let title = record["properties"]?.objectValue?["title"]?.stringValue
+                    return title.map { "\(user): \($0)" } ?? "\(user)"
+                }
+            }
+        }
+        #expect(try await released(["--session-key", "user_id"]) == [[], [], ["u1", "u1: A"], ["u2", "u2: B"]])
+        #expect(try await released([]) == [[], [], ["u1", "u1: A", "u1: B"], ["u2"]])
+    }
+
     /// `--braze-user` names one Braze user: with sessions for many users it would file them all as that one.
     @Test func aBrazeUserForEverySessionIsAUsageError() async throws {
         let (container, events) = try files()
