@@ -17,16 +17,10 @@ public func fuzzEventsLine(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     var input = PushInput(handle: handle, ownsHandle: false)
     input.maximumLineLength = 4096
     for _ in input {}
-    var whole: [DataLayerDump.Piece] = []
-    var splitter = DataLayerDump(limit: 4096)
-    splitter.feed(bytes, into: &whole)
-    splitter.finish(into: &whole)
     let cut = bytes.isEmpty ? 0 : Int(bytes[bytes.count / 2]) % (bytes.count + 1)
-    var pieces: [DataLayerDump.Piece] = []
-    var cutSplitter = DataLayerDump(limit: 4096)
-    cutSplitter.feed(bytes[..<cut], into: &pieces)
-    cutSplitter.feed(bytes[cut...], into: &pieces)
-    cutSplitter.finish(into: &pieces)
-    precondition(pieces == whole, "the splitter found other items with its input cut at \(cut)")
+    precondition(
+        DataLayerDump.pieces(of: bytes, cutAt: cut, limit: 4096) == DataLayerDump.pieces(of: bytes, limit: 4096),
+        "the splitter found other items with its input cut at \(cut)"
+    )
     return 0
 }

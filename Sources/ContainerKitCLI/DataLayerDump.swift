@@ -60,6 +60,18 @@ struct DataLayerDump {
     /// A splitter keeping items of at most `limit` bytes.
     init(limit: Int) { self.limit = limit }
 
+    /// The pieces `bytes`, a whole input, make: fed at once, or in two chunks cut at `cut` (as a pipe may give them),
+    /// which must make the same pieces (what the tests and the fuzz harness check).
+    static func pieces(of bytes: [UInt8], cutAt cut: Int? = nil, limit: Int) -> [Piece] {
+        var pieces: [Piece] = []
+        var splitter = DataLayerDump(limit: limit)
+        let cut = Swift.min(Swift.max(cut ?? bytes.count, 0), bytes.count)
+        splitter.feed(bytes[..<cut], into: &pieces)
+        splitter.feed(bytes[cut...], into: &pieces)
+        splitter.finish(into: &pieces)
+        return pieces
+    }
+
     /// Consumes `bytes`, the next bytes of the input, and appends the pieces they complete to `pieces`.
     mutating func feed(_ bytes: some Sequence<UInt8>, into pieces: inout [Piece]) {
         for byte in bytes {

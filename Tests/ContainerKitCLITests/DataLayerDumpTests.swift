@@ -240,18 +240,10 @@ struct DataLayerDumpTests {
     /// However its bytes arrive (a pipe gives what is there), the splitter finds the same items.
     @Test func theSplitterFindsTheSameItemsWhereverItsInputIsCut() {
         let dump = Array(Self.prettyDump.utf8) + Array(#" "#.utf8)
-        var whole: [DataLayerDump.Piece] = []
-        var splitter = DataLayerDump(limit: 1_000)
-        splitter.feed(dump, into: &whole)
-        splitter.finish(into: &whole)
+        let whole = DataLayerDump.pieces(of: dump, limit: 1_000)
         #expect(whole.count == 5)
         for cut in 0...dump.count {
-            var pieces: [DataLayerDump.Piece] = []
-            var splitter = DataLayerDump(limit: 1_000)
-            splitter.feed(dump[..<cut], into: &pieces)
-            splitter.feed(dump[cut...], into: &pieces)
-            splitter.finish(into: &pieces)
-            #expect(pieces == whole, "cut at \(cut)")
+            #expect(DataLayerDump.pieces(of: dump, cutAt: cut, limit: 1_000) == whole, "cut at \(cut)")
         }
     }
 

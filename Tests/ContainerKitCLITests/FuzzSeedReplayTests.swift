@@ -102,17 +102,9 @@ struct FuzzSeedReplayTests {
             input.maximumLineLength = 4096
             for _ in input {}
             // The dump's splitter finds the same items wherever its input is cut (the harness's check).
-            var whole: [DataLayerDump.Piece] = []
-            var splitter = DataLayerDump(limit: 4096)
-            splitter.feed(bytes, into: &whole)
-            splitter.finish(into: &whole)
-            for cut in [0, bytes.count / 3, bytes.count / 2, bytes.count] {
-                var pieces: [DataLayerDump.Piece] = []
-                var cutSplitter = DataLayerDump(limit: 4096)
-                cutSplitter.feed(bytes[..<cut], into: &pieces)
-                cutSplitter.feed(bytes[cut...], into: &pieces)
-                cutSplitter.finish(into: &pieces)
-                #expect(pieces == whole, "cut at \(cut)")
+            let whole = DataLayerDump.pieces(of: bytes, limit: 4096)
+            for cut in [0, bytes.count / 3, bytes.count / 2] {
+                #expect(DataLayerDump.pieces(of: bytes, cutAt: cut, limit: 4096) == whole, "cut at \(cut)")
             }
         }
     }
