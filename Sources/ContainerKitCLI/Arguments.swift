@@ -79,6 +79,13 @@ struct Arguments {
 }
 
 extension Arguments {
+    /// `--time-key`'s key, when given (not empty).
+    func timeKey() throws(UsageError) -> String? {
+        guard let key = value("--time-key") else { return nil }
+        guard !key.isEmpty else { throw UsageError("--time-key needs a key, such as timestamp") }
+        return key
+    }
+
     /// `--session-key`'s key, when given (not empty).
     func sessionKey() throws(UsageError) -> String? {
         guard let key = value("--session-key") else { return nil }

@@ -46,6 +46,15 @@ struct CommandOption {
         CommandOption(name: "--events", value: "<path>|-", help: [help])
     }
 
+    /// `--time-key <key>`: the member of each push that says when its event happened (a recorded log).
+    static func timeKey(_ effect: String) -> CommandOption {
+        CommandOption(
+            name: "--time-key",
+            value: "<key>",
+            help: ["each line's <key> (an ISO-8601 time, taken out of the push) is when", effect]
+        )
+    }
+
     /// `--session-key <key>`: the member of each push that names its session (a log of many users).
     static func sessionKey() -> CommandOption {
         CommandOption(

@@ -14,6 +14,7 @@ struct PreviewCommand {
             "<preview-url> (--server <base-url> | --drafts <dir>)",
             "[--events <file.jsonl> | -] [--context key=value]... [--format text|json]",
             "[--log-level <level>] [--braze <class path>]... [--braze-user <external id>]",
+            "[--time-key <key>]",
         ],
         summary: """
             Loads the draft container that a GTM preview URL names
@@ -52,6 +53,7 @@ struct PreviewCommand {
                 "shown, never sent; without a user its tags are pending"
             ),
             .valued("--braze-user", "<external id>", "the session's Braze user (implies --braze's default paths)"),
+            .timeKey("its event happened: its records carry it (as run --time-key reads it)"),
         ],
         exitCodes: """
             0 success, 1 the events file cannot be read or the output written, 2 some input lines failed,
@@ -79,6 +81,7 @@ struct PreviewCommand {
         var context = ClientContext.host
         var brazeClassPaths: [String] = []
         var brazeUser: String?
+        var timeKey: String?
 
         var usesBraze: Bool { !brazeClassPaths.isEmpty || brazeUser != nil }
     }
@@ -115,6 +118,7 @@ struct PreviewCommand {
         options.brazeClassPaths = args.values("--braze")
         options.brazeUser = args.value("--braze-user")
         if options.brazeUser?.isEmpty == true { throw UsageError("--braze-user needs a non-empty external id") }
+        options.timeKey = try args.timeKey()
         return options
     }
 
@@ -150,9 +154,10 @@ struct PreviewCommand {
             return exitCode(for: error)
         }
 
-        guard let input = PushInput.open(options.eventsPath, command: "preview", output: output) else {
+        guard var input = PushInput.open(options.eventsPath, command: "preview", output: output) else {
             return ExitCode.failure
         }
+        input.keys.time = options.timeKey
         defer { input.close() }
         if !options.json {
             let counts = draft.counts
@@ -196,7 +201,7 @@ struct PreviewCommand {
                 )
                 continue
             }
-            guard case .push(let lineNumber, let message, let eventID, _, _) = line else {
+            guard case .push(let lineNumber, let message, let eventID, let eventTime, _) = line else {
                 if case .invalid(_, let problem) = line {
                     output.error("containerkit preview: \(problem)")
                     if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
@@ -205,7 +210,7 @@ struct PreviewCommand {
                 continue
             }
             // A line whose `message_id` the session has seen is traced as a duplicate, as `run --explain` shows it.
-            let result = await session.push(message, eventID: eventID, tracing: true)
+            let result = await session.push(message, eventID: eventID, eventTime: eventTime, tracing: true)
             guard let trace = result.trace else { continue }  // a debug session traces every push
             ReportFormatting.print(trace, label: lineNumber.description, json: options.json, output: output)
         }

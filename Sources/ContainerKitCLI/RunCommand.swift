@@ -63,12 +63,7 @@ struct RunCommand {
                 "parameter, before it is evaluated (as a host would; for containers",
                 "without a changeUser tag): the push releases the pending records"
             ),
-            .valued(
-                "--time-key",
-                "<key>",
-                "each line's <key> (an ISO-8601 time, taken out of the push) is when",
-                "its event happened: its Braze records carry it (for a recorded log)"
-            ),
+            .timeKey("its event happened: its Braze records carry it (for a recorded log)"),
             .sessionKey(),
         ],
         exitCodes: """
@@ -119,8 +114,7 @@ struct RunCommand {
         options.brazeUser = args.value("--braze-user")
         options.brazeUserEvent = args.value("--braze-user-event")
         if options.brazeUser?.isEmpty == true { throw UsageError("--braze-user needs a non-empty external id") }
-        options.timeKey = args.value("--time-key")
-        if options.timeKey?.isEmpty == true { throw UsageError("--time-key needs a key, such as timestamp") }
+        options.timeKey = try args.timeKey()
         options.sessionKey = try args.sessionKey()
         if options.sessionKey != nil && options.brazeUser != nil {
             throw UsageError(

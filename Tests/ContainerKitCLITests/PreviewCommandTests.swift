@@ -272,6 +272,28 @@ import Testing
         )
     }
 
+    /// `--time-key` takes the time out of each push as `run --time-key` does, so the two trace the same data layer.
+    @Test func aTimeKeyIsTakenOutOfEachPushAsRunTakesIt() async throws {
+        let drafts = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()])
+        let events = try eventsFile(
+            """
+            {"event": "played", "song": "So What", "ts": "2024-05-01T12:30:00Z"}
+            {"event": "played", "ts": "yesterday"}
+            """
+        )
+        let arguments = ["--events", events, "--format", "json", "--time-key", "ts"]
+        let outcome = await run(["preview", Self.url, "--drafts", drafts] + arguments)
+        #expect(outcome.code == 2)
+        let lines = try outcome.lines.filter { !$0.isEmpty }.map { try #require(try Value(json: $0).objectValue) }
+        try #require(lines.count == 2)
+        #expect(lines[0]["data_layer"]?.objectValue?["ts"] == nil)
+        #expect(lines[0]["data_layer"]?.objectValue?["song"] == "So What")
+        #expect(lines[1]["error"]?.objectValue?["code"] == "invalid_time")
+        let ran = await run(["run", drafts + "/GTM-K1T5.json", "--explain"] + arguments)
+        let runLines = try ran.lines.filter { !$0.isEmpty }.map { try #require(try Value(json: $0).objectValue) }
+        #expect(runLines.map { $0["data_layer"] } == lines.map { $0["data_layer"] })
+    }
+
     @Test func exitsWithTwoWhenSomeLinesFailAndRunsTheOthers() async throws {
         let drafts = try Fixtures.directory(["GTM-K1T5.json": Fixtures.draft()])
         let events = try eventsFile("{\"event\": \"played\"}\n42\nnot json\n{\"event\": \"skipped\"}\n")

@@ -169,4 +169,26 @@ struct SessionKeyTests {
         #expect(try await counts(["--session-key", "user_id"]) == 3)
         #expect(try await counts([]) == 1)
     }
+
+    /// `diff --time-key` takes each push's time out as `run` does; a line whose time is not one is not replayed.
+    @Test func diffTakesATimeKeyOutAsRunDoes() async throws {
+        let directory = try Fixtures.directory([
+            "GTM-SK1.json": Self.container,
+            "events.jsonl": Array(
+                """
+                {"event": "e", "user.tier": "gold", "at": "2024-05-01T12:30:00Z"}
+                {"event": "e", "at": "noon"}
+                """.utf8
+            ),
+        ])
+        let container = directory + "/GTM-SK1.json"
+        let events = directory + "/events.jsonl"
+        let result = await run([
+            "diff", container, container, "--events", events, "--time-key", "at", "--format", "json",
+        ])
+        #expect(result.code == ExitCode.failure, "one line could not be read")
+        #expect(result.err.contains("line 2:22: 'at' (--time-key) must be an ISO-8601 time"))
+        let report = try #require(try Value(json: result.out).objectValue)
+        #expect(report["replay"]?.objectValue?["events_replayed"] == 1)
+    }
 }

@@ -15,7 +15,7 @@ struct DiffCommand {
             "<old-container> <new-container> [--events <file.jsonl> | -]",
             "[--context key=value]... [--format text|json|github]",
             "[--fail-on changes|removed|none] [--max-events <n>] [--seed <n>]",
-            "[--braze <class path>]... [--session-key <key>] [--log-level <level>]",
+            "[--braze <class path>]... [--time-key <key>] [--session-key <key>] [--log-level <level>]",
         ],
         summary: """
             Shows what a new container version changes: tags, triggers and variables added, removed or changed
@@ -53,6 +53,7 @@ struct DiffCommand {
                 "run the Braze tag provider for this class path on both sides (records",
                 "are discarded; what it produces and drops is compared)"
             ),
+            .timeKey("its event happened; only taken out of the push, as run --time-key does"),
             .sessionKey(),
             .logLevel(default: .error),
         ],
@@ -79,6 +80,7 @@ struct DiffCommand {
         var seed: UInt64
         var logLevel: LogLevel
         var brazeClassPaths: [String] = []
+        var timeKey: String?
         var sessionKey: String?
     }
 
@@ -112,6 +114,7 @@ struct DiffCommand {
             logLevel: args.logLevel
         )
         options.brazeClassPaths = args.values("--braze")
+        options.timeKey = try args.timeKey()
         options.sessionKey = try args.sessionKey()
         return options
     }
@@ -153,7 +156,8 @@ struct DiffCommand {
             guard var input = PushInput.open(eventsPath, command: "diff", output: output) else {
                 return ExitCode.failure
             }
-            input.keys.session = options.sessionKey
+            // Taken out of each push as run takes it: the two evaluate the same data layer (times are not compared).
+            input.keys = PushInput.Keys(time: options.timeKey, session: options.sessionKey)
             defer { input.close() }
             var replay = diff.makeReplay(
                 context: options.context,
