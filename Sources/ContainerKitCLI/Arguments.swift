@@ -86,10 +86,17 @@ extension Arguments {
         return key
     }
 
-    /// `--session-key`'s key, when given (not empty).
+    /// `--session-key`'s key, when given (not empty). `--braze-user` names one session's Braze user: with it, the
+    /// option would file every user as that one.
     func sessionKey() throws(UsageError) -> String? {
         guard let key = value("--session-key") else { return nil }
         guard !key.isEmpty else { throw UsageError("--session-key needs a key, such as user_id") }
+        guard value("--braze-user") == nil else {
+            throw UsageError(
+                "--braze-user names the Braze user of one session; with --session-key each session's user is named "
+                    + "by a changeUser tag or --braze-user-event"
+            )
+        }
         return key
     }
 

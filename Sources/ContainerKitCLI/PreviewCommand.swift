@@ -14,7 +14,7 @@ struct PreviewCommand {
             "<preview-url> (--server <base-url> | --drafts <dir>)",
             "[--events <file.jsonl> | -] [--context key=value]... [--format text|json]",
             "[--log-level <level>] [--braze <class path>]... [--braze-user <external id>]",
-            "[--time-key <key>]",
+            "[--time-key <key>] [--session-key <key>]",
         ],
         summary: """
             Loads the draft container that a GTM preview URL names
@@ -54,6 +54,7 @@ struct PreviewCommand {
             ),
             .valued("--braze-user", "<external id>", "the session's Braze user (implies --braze's default paths)"),
             .timeKey("its event happened: its records carry it (as run --time-key reads it)"),
+            .sessionKey(),
         ],
         exitCodes: """
             0 success, 1 the events file cannot be read or the output written, 2 some input lines failed,
@@ -82,6 +83,7 @@ struct PreviewCommand {
         var brazeClassPaths: [String] = []
         var brazeUser: String?
         var timeKey: String?
+        var sessionKey: String?
 
         var usesBraze: Bool { !brazeClassPaths.isEmpty || brazeUser != nil }
     }
@@ -119,6 +121,7 @@ struct PreviewCommand {
         options.brazeUser = args.value("--braze-user")
         if options.brazeUser?.isEmpty == true { throw UsageError("--braze-user needs a non-empty external id") }
         options.timeKey = try args.timeKey()
+        options.sessionKey = try args.sessionKey()
         return options
     }
 
@@ -157,7 +160,7 @@ struct PreviewCommand {
         guard var input = PushInput.open(options.eventsPath, command: "preview", output: output) else {
             return ExitCode.failure
         }
-        input.keys.time = options.timeKey
+        input.keys = PushInput.Keys(time: options.timeKey, session: options.sessionKey)
         defer { input.close() }
         if !options.json {
             let counts = draft.counts
@@ -188,20 +191,22 @@ struct PreviewCommand {
         // A fixed session ID: the trace names it, and the same input prints the same output.
         let session = manager.makeDataLayer(sessionID: "preview", debug: true)
         if let user = options.brazeUser { BrazeTagProvider.setUser(.externalID(user), on: session) }
+        var sessions = CommandSessions(manager: manager, first: session, keyed: options.sessionKey != nil, debug: true)
         var failedLines = 0
         for line in input {
             if case .command(let lineNumber, let command, let arguments) = line {
                 await ReportFormatting.pushCommand(
                     command,
                     arguments: arguments,
-                    label: lineNumber.description,
-                    into: session,
+                    label: sessions.label(lineNumber),
+                    session: sessions.field,
+                    into: sessions.current,
                     json: options.json,
                     output: output
                 )
                 continue
             }
-            guard case .push(let lineNumber, let message, let eventID, let eventTime, _) = line else {
+            guard case .push(let lineNumber, let message, let eventID, let eventTime, let name) = line else {
                 if case .invalid(_, let problem) = line {
                     output.error("containerkit preview: \(problem)")
                     if options.json { output.print(JSONWriter.string(problem.jsonValue)) }
@@ -210,9 +215,14 @@ struct PreviewCommand {
                 continue
             }
             // A line whose `message_id` the session has seen is traced as a duplicate, as `run --explain` shows it.
-            let result = await session.push(message, eventID: eventID, eventTime: eventTime, tracing: true)
+            let result = await sessions.select(name).push(
+                message,
+                eventID: eventID,
+                eventTime: eventTime,
+                tracing: true
+            )
             guard let trace = result.trace else { continue }  // a debug session traces every push
-            ReportFormatting.print(trace, label: lineNumber.description, json: options.json, output: output)
+            ReportFormatting.print(trace, label: sessions.label(lineNumber), json: options.json, output: output)
         }
         return failedLines > 0 ? ExitCode.failedInput : ExitCode.success
     }

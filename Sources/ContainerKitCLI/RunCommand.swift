@@ -116,12 +116,6 @@ struct RunCommand {
         if options.brazeUser?.isEmpty == true { throw UsageError("--braze-user needs a non-empty external id") }
         options.timeKey = try args.timeKey()
         options.sessionKey = try args.sessionKey()
-        if options.sessionKey != nil && options.brazeUser != nil {
-            throw UsageError(
-                "--braze-user names the Braze user of one session; with --session-key each session's user is named "
-                    + "by a changeUser tag or --braze-user-event"
-            )
-        }
         return options
     }
 
@@ -173,7 +167,7 @@ struct RunCommand {
         // A fixed session ID with --explain: the trace names it, and the same input prints the same output.
         let session = options.explain ? manager.makeDataLayer(sessionID: "run") : manager.makeDataLayer()
         if let user = options.brazeUser { BrazeTagProvider.setUser(.externalID(user), on: session) }
-        let sessions = Sessions(manager: manager, first: session, keyed: options.sessionKey != nil)
+        let sessions = CommandSessions(manager: manager, first: session, keyed: options.sessionKey != nil)
 
         guard var input = PushInput.open(options.eventsPath, command: "run", output: output) else {
             return ExitCode.failure
@@ -224,7 +218,7 @@ struct RunCommand {
 
     private static func processLines(
         _ input: PushInput,
-        sessions: Sessions,
+        sessions: CommandSessions,
         options: Options,
         showsRecords: Bool,
         output: CommandOutput
@@ -389,49 +383,5 @@ struct CommandLogger: DiagnosticLogger {
     func write(_ level: LogLevel, _ message: String, metadata: LogMetadata) {
         let context = metadata.isEmpty ? "" : " [\(Self.format(metadata))]"
         output.error("containerkit: \(level): \(message)\(context)")
-    }
-}
-
-extension RunCommand {
-    /// The sessions a run pushes to: one, or with `--session-key` one per name, each made when its name first comes
-    /// (and kept to the end of the run); ``current`` is where a line without a name goes.
-    struct Sessions {
-        private let manager: TagManager
-        /// Whether lines name their sessions (`--session-key`).
-        private var named: [String: DataLayer]?
-        /// The session of the last line.
-        private(set) var current: DataLayer
-        private var currentName: String?
-
-        /// One session, `first`; with names, the one lines go to until the first name.
-        init(manager: TagManager, first: DataLayer, keyed: Bool) {
-            self.manager = manager
-            self.current = first
-            self.named = keyed ? [:] : nil
-        }
-
-        /// The session named `name` (made now if it is new), or without a name the current one; it is current then.
-        mutating func select(_ name: String?) -> DataLayer {
-            guard let name, name != currentName, var sessions = named else { return current }
-            named = nil  // not copied while it grows
-            let session = sessions[name] ?? manager.makeDataLayer(sessionID: name)
-            sessions[name] = session
-            named = sessions
-            (current, currentName) = (session, name)
-            return session
-        }
-
-        /// The current session's name as the JSON output shows it (`null` before any line named one); `nil` without
-        /// `--session-key`.
-        var field: Value? {
-            guard named != nil else { return nil }
-            return currentName.map(Value.string) ?? .null
-        }
-
-        /// A line's title: "line 3", and with `--session-key` its session: "line 3 [user-5]".
-        func label(_ place: PushInput.Place) -> String {
-            guard named != nil, let currentName else { return place.description }
-            return "\(place) [\(currentName)]"
-        }
     }
 }

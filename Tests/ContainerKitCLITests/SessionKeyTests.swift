@@ -170,6 +170,28 @@ struct SessionKeyTests {
         #expect(try await counts([]) == 1)
     }
 
+    /// `preview --session-key` traces each user's pushes in a debug session of their own, named by the key.
+    @Test func previewTracesEachUserInTheirOwnSession() async throws {
+        let (container, events) = try files()
+        let drafts = (container as NSString).deletingLastPathComponent
+        let url = "tagmanager.c.com.example://preview/p?id=GTM-SK1&gtm_auth=t&gtm_preview=1"
+        let result = await run([
+            "preview", url, "--drafts", drafts, "--events", events, "--format", "json", "--session-key", "user_id",
+        ])
+        #expect(result.code == ExitCode.failedInput, "the last line's user_id is an object")
+        let lines = try jsonLines(result.out)
+        try #require(lines.count == 7)
+        #expect(lines.map { $0["session_id"] ?? $0["session"] } == ["a", "b", "b", "a", "a", "7", nil])
+        let welcomed = lines.map { line in
+            (line["evaluations"]?.arrayValue?.first?.objectValue?["tags"]?.arrayValue ?? []).contains {
+                $0.objectValue?["class_path"] == "welcome" && $0.objectValue?["outcome"] == "fired"
+            }
+        }
+        #expect(welcomed == [true, true, false, false, false, true, false])
+        let both = await run(["preview", url, "--drafts", drafts, "--session-key", "user_id", "--braze-user", "u"])
+        #expect(both.code == ExitCode.usage)
+    }
+
     /// `diff --time-key` takes each push's time out as `run` does; a line whose time is not one is not replayed.
     @Test func diffTakesATimeKeyOutAsRunDoes() async throws {
         let directory = try Fixtures.directory([

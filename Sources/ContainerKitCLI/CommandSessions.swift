@@ -1,0 +1,47 @@
+import ContainerKit
+
+/// The sessions a command pushes a log's lines to (`run`, `preview`): one, or with `--session-key` one per name,
+/// each made when its name first comes (and kept to the end of the command); ``current`` is where a line without a
+/// name goes.
+struct CommandSessions {
+    private let manager: TagManager
+    private let debug: Bool
+    /// The sessions by name, when lines name their sessions (`--session-key`).
+    private var named: [String: DataLayer]?
+    /// The session of the last line.
+    private(set) var current: DataLayer
+    private var currentName: String?
+
+    /// One session, `first`; with names (`keyed`), the one lines go to until the first name. Named sessions are made
+    /// in debug mode when `debug` (`preview`'s).
+    init(manager: TagManager, first: DataLayer, keyed: Bool, debug: Bool = false) {
+        self.manager = manager
+        self.debug = debug
+        self.current = first
+        self.named = keyed ? [:] : nil
+    }
+
+    /// The session named `name` (made now if it is new), or without a name the current one; it is current then.
+    mutating func select(_ name: String?) -> DataLayer {
+        guard let name, name != currentName, var sessions = named else { return current }
+        named = nil  // not copied while it grows
+        let session = sessions[name] ?? manager.makeDataLayer(sessionID: name, debug: debug)
+        sessions[name] = session
+        named = sessions
+        (current, currentName) = (session, name)
+        return session
+    }
+
+    /// The current session's name as the JSON output shows it (`null` before any line named one); `nil` without
+    /// `--session-key`.
+    var field: Value? {
+        guard named != nil else { return nil }
+        return currentName.map(Value.string) ?? .null
+    }
+
+    /// A line's title: "line 3", and with `--session-key` its session: "line 3 [user-5]".
+    func label(_ place: PushInput.Place) -> String {
+        guard named != nil, let currentName else { return place.description }
+        return "\(place) [\(currentName)]"
+    }
+}
