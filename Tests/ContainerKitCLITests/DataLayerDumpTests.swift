@@ -215,6 +215,27 @@ struct DataLayerDumpTests {
         #expect(problem.column == 82)
     }
 
+    /// Brackets, commas and quotes inside strings are text, not the array's: each item ends where its JSON does.
+    @Test func bracketsCommasAndQuotesInsideStringsDoNotEndAnItem() throws {
+        let read = try read(#"[{"event": "a", "t": "], [\"{,"}, {"event": "b", "path": "C:\\"}, "x\"]", 7]"#)
+        let events = read.compactMap { line -> String? in
+            guard case .push(_, let message, _, _, _) = line else { return nil }
+            return message["event"]?.stringValue
+        }
+        #expect(events == ["a", "b"])
+        try #require(read.count == 4)
+        guard case .push(_, let first, _, _, _) = read[0], case .push(_, let second, _, _, _) = read[1] else { return }
+        #expect(first["t"] == #"], ["{,"#)
+        #expect(second["path"] == #"C:\"#)
+        guard case .invalid(PushInput.Place(line: 1, index: 2), let string) = read[2],
+            case .invalid(PushInput.Place(line: 1, index: 3), _) = read[3]
+        else {
+            Issue.record("read as \(read)")
+            return
+        }
+        #expect(string.message.hasSuffix("not string"))
+    }
+
     /// A dump from a pipe is read as it comes: an item is handed out once its bytes are there, before the rest of
     /// the array is written.
     @Test func aDumpFromAPipeIsHandedOutItemByItemAsItArrives() throws {
