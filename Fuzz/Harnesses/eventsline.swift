@@ -16,6 +16,8 @@ public func fuzzEventsLine(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     defer { try? handle.close() }
     var input = PushInput(handle: handle, ownsHandle: false)
     input.maximumLineLength = 4096
+    // The members `--time-key timestamp --session-key user_id` read, as a recorded log has them.
+    input.keys = PushInput.Keys(time: "timestamp", session: "user_id")
     for _ in input {}
     let cut = bytes.isEmpty ? 0 : Int(bytes[bytes.count / 2]) % (bytes.count + 1)
     precondition(

@@ -100,6 +100,7 @@ struct FuzzSeedReplayTests {
             defer { try? handle.close() }
             var input = PushInput(handle: handle, ownsHandle: false)
             input.maximumLineLength = 4096
+            input.keys = PushInput.Keys(time: "timestamp", session: "user_id")  // as the harness reads
             for _ in input {}
             // The dump's splitter finds the same items wherever its input is cut (the harness's check).
             let whole = DataLayerDump.pieces(of: bytes, limit: 4096)
