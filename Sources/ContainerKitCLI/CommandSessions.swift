@@ -6,8 +6,10 @@ import ContainerKit
 struct CommandSessions {
     private let manager: TagManager
     private let debug: Bool
-    /// The sessions by name, when lines name their sessions (`--session-key`).
-    private var named: [String: DataLayer]?
+    /// Whether lines name their sessions (`--session-key`).
+    private let keyed: Bool
+    /// The sessions lines named, by name.
+    private var named: [String: DataLayer] = [:]
     /// The session of the last line.
     private(set) var current: DataLayer
     private var currentName: String?
@@ -17,31 +19,29 @@ struct CommandSessions {
     init(manager: TagManager, first: DataLayer, keyed: Bool, debug: Bool = false) {
         self.manager = manager
         self.debug = debug
+        self.keyed = keyed
         self.current = first
-        self.named = keyed ? [:] : nil
     }
 
     /// The session named `name` (made now if it is new), or without a name the current one; it is current then.
     mutating func select(_ name: String?) -> DataLayer {
-        guard let name, name != currentName, var sessions = named else { return current }
-        named = nil  // not copied while it grows
-        let session = sessions[name] ?? manager.makeDataLayer(sessionID: name, debug: debug)
-        sessions[name] = session
-        named = sessions
+        guard keyed, let name, name != currentName else { return current }
+        let session = named[name] ?? manager.makeDataLayer(sessionID: name, debug: debug)
+        named[name] = session
         (current, currentName) = (session, name)
         return session
     }
 
     /// The current session's name as the JSON output shows it (`null` before any line named one); `nil` without
     /// `--session-key`.
-    var field: Value? {
-        guard named != nil else { return nil }
+    var jsonName: Value? {
+        guard keyed else { return nil }
         return currentName.map(Value.string) ?? .null
     }
 
     /// A line's title: "line 3", and with `--session-key` its session: "line 3 [user-5]".
     func label(_ place: PushInput.Place) -> String {
-        guard named != nil, let currentName else { return place.description }
+        guard keyed, let currentName else { return place.description }
         return "\(place) [\(currentName)]"
     }
 }

@@ -199,7 +199,7 @@ struct PreviewCommand {
                     command,
                     arguments: arguments,
                     label: sessions.label(lineNumber),
-                    session: sessions.field,
+                    sessionName: sessions.jsonName,
                     into: sessions.current,
                     json: options.json,
                     output: output

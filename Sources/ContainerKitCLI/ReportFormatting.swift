@@ -53,7 +53,7 @@ enum ReportFormatting {
     }
 
     /// Pushes a command line's consent command into `session` and prints it with the consent state after it:
-    /// `{"command": […], "consent": {…}}` (and `"session"`, the session's `name`, when given) in JSON, else the
+    /// `{"command": […], "consent": {…}}` (and `"session"`, `sessionName`, when given) in JSON, else the
     /// command's title after the line's `label` and ``consentLine(_:)``. Traced (`preview`,
     /// `run --explain`: `tracing`, or a debug session), it prints the push's trace too — what the command changed,
     /// per consent type, before → after (``PushTrace/consent``): as `"trace"` in JSON, else its lines.
@@ -61,7 +61,7 @@ enum ReportFormatting {
         _ command: ConsentCommand,
         arguments: [Value],
         label: String,
-        session name: Value? = nil,
+        sessionName: Value? = nil,
         into session: DataLayer,
         tracing: Bool = false,
         json: Bool,
@@ -70,7 +70,7 @@ enum ReportFormatting {
         let trace = await session.push(command, tracing: tracing).trace
         let state = session.consent
         if json {
-            output.print(JSONWriter.string(commandJSON(arguments, state: state, trace: trace, session: name)))
+            output.print(JSONWriter.string(commandJSON(arguments, state: state, trace: trace, session: sessionName)))
         } else {
             output.print("")
             output.print("\(label): \(commandTitle(arguments))")

@@ -244,7 +244,7 @@ struct RunCommand {
                     command,
                     arguments: arguments,
                     label: sessions.label(number),
-                    session: sessions.field,
+                    sessionName: sessions.jsonName,
                     into: sessions.current,
                     tracing: options.explain,
                     json: options.json,
@@ -294,7 +294,7 @@ struct RunCommand {
                 if !showsRecords { object["records"] = nil }
                 var line = ValueMap(minimumCapacity: object.count + 2)
                 line["event"] = ReportFormatting.eventField(message)
-                if let field = sessions.field { line["session"] = field }
+                if let name = sessions.jsonName { line["session"] = name }
                 for (key, value) in object { line[key] = value }
                 output.print(JSONWriter.string(.object(line)))
             } else {
