@@ -206,6 +206,17 @@ struct PreviewCommand {
                 )
                 continue
             }
+            if case .skipped(let lineNumber, let arguments, let reason) = line {
+                ReportFormatting.skippedCommand(
+                    arguments,
+                    reason: reason,
+                    label: sessions.label(lineNumber),
+                    sessionName: sessions.jsonName,
+                    json: options.json,
+                    output: output
+                )
+                continue
+            }
             guard case .push(let lineNumber, let message, let eventID, let eventTime, let name) = line else {
                 if case .invalid(_, let problem) = line {
                     output.error("containerkit preview: \(problem)")

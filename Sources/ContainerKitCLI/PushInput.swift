@@ -20,6 +20,9 @@ struct PushInput: Sequence {
         /// `session`: with a session key (``Keys/session``), that member's value, left in the message; else `nil`.
         case push(number: Place, message: ValueMap, eventID: String?, eventTime: Date?, session: String?)
         case command(number: Place, command: ConsentCommand, arguments: [Value])
+        /// A command of the Google tag (gtag.js: `js`, `config`, `get`), which ContainerKit does not run and which
+        /// changes nothing a container sees: shown as skipped, with `reason`, and not an error.
+        case skipped(number: Place, arguments: [Value], reason: String)
         /// `problem` reads like "line 3:7: expected ',' or '}' …".
         case invalid(number: Place, problem: Problem)
 
@@ -341,6 +344,10 @@ struct PushInput: Sequence {
         }
         do throws(ContainerError) {
             if let arguments = gtagArguments(value) {
+                if case .string(let name)? = arguments.first, googleTagCommands.contains(name) {
+                    let reason = "gtag command '\(name)' is the Google tag's (gtag.js), which ContainerKit does not run"
+                    return .skipped(number: place, arguments: arguments, reason: reason)
+                }
                 return .command(
                     number: place,
                     command: try ConsentCommand(gtagArguments: arguments),
@@ -425,6 +432,12 @@ struct PushInput: Sequence {
             return nil
         }
     }
+
+    /// The gtag commands a page that uses gtag.js pushes for its Google tag (`gtag('js', new Date())`,
+    /// `gtag('config', 'G-…')`, `gtag('get', …)`): they set the Google tag up and neither change a data-layer value nor
+    /// name an event, so a data-layer dump's copies of them are skipped, not refused. (`set` and `event` stay refused:
+    /// what a container would see of them is not known here.)
+    static let googleTagCommands: Set<String> = ["js", "config", "get"]
 
     /// The key of a line's event ID: `message_id`, Segment's name and the service's. (Not `event_id`: data layers
     /// use that name for their own IDs, Meta's deduplication key among them.) `null` is no ID, as in the service.

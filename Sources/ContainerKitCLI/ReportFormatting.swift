@@ -79,6 +79,30 @@ enum ReportFormatting {
         }
     }
 
+    /// Prints a command line that is skipped (a Google tag's command, ``PushInput/Line/skipped(number:arguments:reason:)``):
+    /// `{"command": […], "skipped": reason}` (and `"session"`, when given) in JSON, else the command's title after the
+    /// line's `label` and `  skipped: reason`.
+    static func skippedCommand(
+        _ arguments: [Value],
+        reason: String,
+        label: String,
+        sessionName: Value? = nil,
+        json: Bool,
+        output: CommandOutput
+    ) {
+        if json {
+            var map = ValueMap(minimumCapacity: 3)
+            map["command"] = .array(arguments)
+            if let sessionName { map["session"] = sessionName }
+            map["skipped"] = .string(reason)
+            output.print(JSONWriter.string(.object(map)))
+        } else {
+            output.print("")
+            output.print("\(label): \(commandTitle(arguments))")
+            output.print("  skipped: \(reason)")
+        }
+    }
+
     /// What `--format json` prints for a command line: `{"command": […], "consent": {…}}`, and `"trace"` (the
     /// ``PushTrace`` JSON) when the push was traced.
     static func commandJSON(

@@ -251,6 +251,16 @@ struct RunCommand {
                     output: output
                 )
                 continue
+            case .skipped(let number, let arguments, let reason):
+                ReportFormatting.skippedCommand(
+                    arguments,
+                    reason: reason,
+                    label: sessions.label(number),
+                    sessionName: sessions.jsonName,
+                    json: options.json,
+                    output: output
+                )
+                continue
             case .push(let number, let pushed, let id, let time, let name):
                 lineNumber = number
                 message = pushed

@@ -124,7 +124,7 @@ struct DataLayerDumpTests {
     @Test func anItemThatIsNotAPushIsRefusedWithItsIndexAndPlaceAndTheOthersRun() async throws {
         let dump = """
             [{"event": "e"}, 7,
-             {"0": "config", "1": "G-1"}, {"event": "e", "message_id": ""}, {"event": "e"},
+             {"0": "event", "1": "e"}, {"event": "e", "message_id": ""}, {"event": "e"},
              null]
             """
         let (container, events) = try files(["dump.json": dump])
@@ -141,7 +141,7 @@ struct DataLayerDumpTests {
         #expect(lines[2]["error"]?.objectValue?["code"] == "invalid_command")
         #expect(lines[3]["index"] == 3 && lines[3]["line"] == 2)
         #expect(lines[3]["error"]?.objectValue?["code"] == "invalid_event_id")
-        #expect(lines[3]["error"]?.objectValue?["column"] == 60)
+        #expect(lines[3]["error"]?.objectValue?["column"] == 57)
         #expect(lines[4]["fired"]?.arrayValue?.count == 2)
         #expect(lines[5]["index"] == 5 && lines[5]["line"] == 3)
         #expect(
@@ -282,6 +282,45 @@ struct DataLayerDumpTests {
             return
         }
         #expect(command.kind == .update)
+    }
+
+    /// A page that uses gtag.js pushes its Google tag's commands (`js`, `config`) first: they are shown as skipped, set
+    /// nothing and are no error; a gtag `event` or `set` command is still refused.
+    @Test func theGoogleTagsCommandsOfAGtagPageAreSkippedNotRefused() async throws {
+        let dump = """
+            [{"0":"js","1":"2026-11-28T10:00:00.000Z"},{"0":"config","1":"G-1","2":{"send_page_view":false}},\
+            {"event":"gtm.js","gtm.start":1},{"0":"consent","1":"default","2":{"ad_storage":"denied"}},\
+            {"event":"e"},{"0":"get","1":"G-1","2":"client_id"}]
+            """
+        let (container, events) = try files(["page.json": dump, "event.json": #"[{"event":"e"},["event","e"]]"#])
+        let path = events["page.json"] ?? ""
+        let json = await run(["run", container, "--events", path, "--format", "json", "--explain"])
+        #expect(json.code == ExitCode.success)
+        #expect(!json.err.contains("containerkit run:"))  // no line is refused
+        let lines = try json.out.split(separator: "\n").map { try #require(try Value(json: String($0)).objectValue) }
+        try #require(lines.count == 6)
+        #expect(lines[0]["command"] == ["js", "2026-11-28T10:00:00.000Z"])
+        #expect(lines[0]["skipped"]?.stringValue?.hasPrefix("gtag command 'js' is the Google tag's") == true)
+        #expect(lines[1]["command"] == ["config", "G-1", ["send_page_view": false]])
+        #expect(lines[1]["skipped"] != nil && lines[5]["skipped"] != nil)
+        // Nothing of the skipped commands reached the data layer: the event's trace shows the model without them.
+        let trace = try PushTrace(json: JSONWriter.string(.object(lines[4])))
+        #expect(Set(trace.dataLayer.objectValue?.keys ?? []) == ["event", "gtm"])
+        #expect(trace.tags.first { $0.outcome == .blockedByConsent } != nil)
+
+        let text = await run(["run", container, "--events", path])
+        #expect(text.code == ExitCode.success)
+        #expect(text.out.contains("dataLayer[1] (line 1): gtag config G-1 {\"send_page_view\":false}\n  skipped: "))
+        let preview = await run([
+            "preview", "tagmanager.c.com.example.app://preview/p?id=GTM-K1T5&gtm_auth=a&gtm_preview=1",
+            "--drafts", URL(fileURLWithPath: container).deletingLastPathComponent().path, "--events", path,
+        ])
+        #expect(preview.code == ExitCode.success)
+        #expect(preview.out.contains("dataLayer[0] (line 1): gtag js 2026-11-28T10:00:00.000Z\n  skipped: "))
+
+        let refused = await run(["run", container, "--events", events["event.json"] ?? "", "--format", "json"])
+        #expect(refused.code == ExitCode.failedInput)
+        #expect(refused.err.contains("dataLayer[1] at line 1:17: gtag command 'event' is not supported"))
     }
 
     /// An `arguments` object is a command on a line of its own too; an object with other keys is a push.

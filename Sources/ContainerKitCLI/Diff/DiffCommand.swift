@@ -175,6 +175,9 @@ struct DiffCommand {
                     // A consent command changes both (current) sessions' consent state alike; it fires nothing.
                     await replay.currentSessions.old.push(command)
                     await replay.currentSessions.new.push(command)
+                case .skipped:
+                    // A Google tag's command changes nothing either container sees.
+                    break
                 case .push(let number, let message, let eventID, _, let session):
                     if let difference = replay.replay(message, eventID: eventID, line: number.line, session: session),
                         outcome.events.count < options.maximumEvents
