@@ -3,9 +3,10 @@ import HTTPTypes
 import NIOCore
 
 /// The `Content-Encoding` of a request body (RFC 9110 §8.4): none (or `identity`), `gzip` (also `x-gzip`) or
-/// `deflate` (zlib's format, as HTTP defines it) — what Segment's and RudderStack's SDKs send when they compress a
-/// batch. Any other coding, or more than one, is refused (415 `unsupported_content_encoding`) rather than read as
-/// if it were plain JSON.
+/// `deflate` — what Segment's and RudderStack's SDKs send when they compress a batch. `deflate` is zlib's format as
+/// HTTP defines it, or, as browsers and curl read it in a response, a raw deflate stream without zlib's header (what
+/// Go's `compress/flate` and .NET's `DeflateStream` write): the first two bytes tell them apart. Any other coding, or
+/// more than one, is refused (415 `unsupported_content_encoding`) rather than read as if it were plain JSON.
 enum ContentCoding: Sendable, Equatable {
     case identity
     case gzip
@@ -47,10 +48,11 @@ enum ContentCoding: Sendable, Equatable {
     /// of its coding is refused (400 `malformed_encoding`).
     func decode(_ body: ByteBuffer, limit: Int) throws(APIError) -> ByteBuffer {
         let algorithm: CompressionAlgorithm
+        let raw = self == .deflate && !Self.startsWithZlibHeader(body)
         switch self {
         case .identity: return body
         case .gzip: algorithm = .gzip()
-        case .deflate: algorithm = .zlib()
+        case .deflate: algorithm = raw ? .deflate() : .zlib()
         }
         let name = self == .gzip ? "gzip" : "deflate"
         // An empty stream is not one, and the decompressor would look for its output forever.
@@ -58,16 +60,20 @@ enum ContentCoding: Sendable, Equatable {
             throw APIError(.malformedEncoding, "the body is empty, which is not \(name) data")
         }
         var input = body
+        // A raw stream has no trailer: one byte past its end is left unread only if the stream ended before it.
+        if raw { input.writeInteger(UInt8(0)) }
+        let after = raw ? 1 : 0
         do {
             // One byte more than the limit tells a body at the limit from one past it.
             let output = try input.decompress(with: algorithm, maxSize: limit + 1)
             guard output.readableBytes <= limit else { throw CompressNIOError.bufferOverflow }
-            guard input.readableBytes == 0 else {
+            guard input.readableBytes <= after else {
                 throw APIError(.malformedEncoding, "the body has bytes after its \(name) data")
             }
             // zlib stops without a word when the input ends before the stream does: the stream's own trailer
-            // (the size for gzip, the Adler-32 checksum for deflate) tells a whole stream from a cut one.
-            guard endsWithItsTrailer(body, output: output) else {
+            // (the size for gzip, the Adler-32 checksum for zlib's deflate) tells a whole stream from a cut one, and
+            // a raw stream that went on into the byte after the body was cut.
+            guard raw ? input.readableBytes == after : endsWithItsTrailer(body, output: output) else {
                 throw APIError(.malformedEncoding, "the body's \(name) data ends early (the body was cut)")
             }
             return output
@@ -78,6 +84,16 @@ enum ContentCoding: Sendable, Equatable {
         } catch {
             throw APIError(.malformedEncoding, "the body is not \(name) data (Content-Encoding: \(name)): \(error)")
         }
+    }
+
+    /// Whether `body` starts with a zlib header (RFC 1950 §2.2): the deflate method with a window of at most 32 KiB,
+    /// and the two bytes a multiple of 31. A raw deflate stream never does: its first block would have to be a stored
+    /// one with padding bits that no compressor writes.
+    static func startsWithZlibHeader(_ body: ByteBuffer) -> Bool {
+        guard let method = body.getInteger(at: body.readerIndex, as: UInt8.self),
+            let flags = body.getInteger(at: body.readerIndex + 1, as: UInt8.self)
+        else { return false }
+        return method & 0x0F == 8 && method >> 4 <= 7 && (UInt16(method) << 8 | UInt16(flags)) % 31 == 0
     }
 
     /// Whether `body`'s last four bytes are the trailer of a stream that decoded to `output`: gzip's size of the

@@ -29,6 +29,8 @@ import Testing
         try await service.application.test(.router) { client in
             for (coding, algorithm) in [
                 ("gzip", CompressionAlgorithm.gzip()), ("deflate", .zlib()), ("X-GZIP", .gzip()),
+                // A raw deflate stream under `deflate`, as Go's compress/flate and .NET's DeflateStream write it.
+                ("Deflate", .deflate()),
             ] {
                 let body = try Self.encoded(eventBody(user: "user-\(coding)"), algorithm)
                 try await client.execute(uri: "/v1/events", method: .post, headers: Self.headers(coding), body: body) {
@@ -93,24 +95,48 @@ import Testing
         let service = try await fixture.make()
         let whole = try Self.encoded(eventBody(user: "u"), .gzip())
         // A kilobyte that decompresses to a megabyte: a body within the limit on the wire, far past it decoded.
-        let bomb = try Self.encoded(
-            eventBody(user: "u", parameters: #"{"title": "\#(String(repeating: "a", count: 1 << 20))"}"#),
-            .gzip()
-        )
+        let large = eventBody(user: "u", parameters: #"{"title": "\#(String(repeating: "a", count: 1 << 20))"}"#)
+        let bomb = try Self.encoded(large, .gzip())
         #expect(bomb.readableBytes < 4096)
-        let cases: [(String, ByteBuffer, HTTPResponse.Status, String, String)] = [
-            (
-                "cut", whole.getSlice(at: 0, length: whole.readableBytes - 8)!, .badRequest, "malformed_encoding",
-                "ends early"
-            ),
-            ("not gzip", eventBody(user: "u"), .badRequest, "malformed_encoding", "is not gzip data"),
-            ("empty", ByteBuffer(), .badRequest, "malformed_encoding", "the body is empty"),
-            ("trailing bytes", whole + ByteBuffer(string: "{}"), .badRequest, "malformed_encoding", "bytes after"),
-            ("bomb", bomb, .contentTooLarge, "body_too_large", "larger than 4096 bytes once decompressed"),
-        ]
+        let raw = try Self.encoded(eventBody(user: "u"), .deflate())
+        #expect(!ContentCoding.startsWithZlibHeader(raw))
+        #expect(ContentCoding.startsWithZlibHeader(try Self.encoded(eventBody(user: "u"), .zlib())))
+        let cases: [(String, String, ByteBuffer, HTTPResponse.Status, String, String)] =
+            [
+                (
+                    "cut", "gzip", whole.getSlice(at: 0, length: whole.readableBytes - 8)!, .badRequest,
+                    "malformed_encoding", "ends early"
+                ),
+                ("not gzip", "gzip", eventBody(user: "u"), .badRequest, "malformed_encoding", "is not gzip data"),
+                ("empty", "gzip", ByteBuffer(), .badRequest, "malformed_encoding", "the body is empty"),
+                (
+                    "trailing bytes", "gzip", whole + ByteBuffer(string: "{}"), .badRequest, "malformed_encoding",
+                    "bytes after"
+                ),
+                ("bomb", "gzip", bomb, .contentTooLarge, "body_too_large", "larger than 4096 bytes once decompressed"),
+                // A raw deflate stream has no trailer: where it stops tells a cut one, wherever it is cut.
+                (
+                    "raw, trailing bytes", "deflate", raw + ByteBuffer(string: "{}"), .badRequest, "malformed_encoding",
+                    "bytes after"
+                ),
+                (
+                    "raw bomb", "deflate", try Self.encoded(large, .deflate()), .contentTooLarge, "body_too_large",
+                    "larger than 4096 bytes once decompressed"
+                ),
+                (
+                    "not deflate", "deflate", eventBody(user: "u"), .badRequest, "malformed_encoding",
+                    "is not deflate data"
+                ),
+            ]
+            + (1..<raw.readableBytes).map { cut in
+                (
+                    "raw, cut at \(cut)", "deflate", raw.getSlice(at: 0, length: cut)!, .badRequest,
+                    "malformed_encoding", "ends early"
+                )
+            }
         try await service.application.test(.router) { client in
-            for (name, body, status, code, words) in cases {
-                try await client.execute(uri: "/v1/events", method: .post, headers: Self.headers("gzip"), body: body) {
+            for (name, coding, body, status, code, words) in cases {
+                try await client.execute(uri: "/v1/events", method: .post, headers: Self.headers(coding), body: body) {
                     response in
                     #expect(response.status == status, "\(name)")
                     let error = try #require(try response.json["error"]?.objectValue, "\(name)")
