@@ -224,6 +224,26 @@ struct ProviderFixture {
 
     static let violations: [(ValueMap, String, String)] = [
         (["actionType": "logEvent", "eventName": "e", "$price": 1], "$price", "reserved_key"),
+        // Keys /users/track reserves in an event's properties: it refuses the whole request.
+        (["actionType": "logEvent", "eventName": "e", "time": "2024-05-01T10:00:00Z"], "time", "reserved_key"),
+        (["actionType": "logEvent", "eventName": "e", "event_name": "checkout"], "event_name", "reserved_key"),
+        (
+            ["actionType": "logPurchase", "productId": "p", "currency": "USD", "price": 1, "product_id": "q"],
+            "product_id", "reserved_key"
+        ),
+        // A custom attribute named like an identifier or a profile field would set that instead.
+        (
+            ["actionType": "customAttribute", "customAttributeKey": "external_id", "customAttributeValue": "other"],
+            "external_id", "reserved_key"
+        ),
+        (
+            ["actionType": "customAttribute", "customAttributeKey": "email", "customAttributeValue": "not an email"],
+            "email", "reserved_key"
+        ),
+        (
+            ["actionType": "incrementCustomAttribute", "customAttributeKey": "_update_existing_only"],
+            "_update_existing_only", "reserved_key"
+        ),
         (
             ["actionType": "logEvent", "eventName": "e", "note": .string(String(repeating: "x", count: 256))], "note",
             "too_long"

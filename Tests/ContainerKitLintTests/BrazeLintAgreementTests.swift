@@ -84,6 +84,25 @@ struct BrazeLintAgreementTests {
             rules: []
         ),
         Case(
+            name: "reserved event property key",
+            arguments: [("actionType", "logEvent"), ("eventName", "e"), ("event_name", "checkout")],
+            rules: ["reserved_key"]
+        ),
+        Case(
+            name: "custom attribute key that is a profile field",
+            arguments: [
+                ("actionType", "customAttribute"), ("customAttributeKey", "gender"), ("customAttributeValue", "female"),
+            ],
+            rules: ["reserved_key"]
+        ),
+        Case(
+            name: "custom attribute key that is a profile field in another case",
+            arguments: [
+                ("actionType", "customAttribute"), ("customAttributeKey", "Gender"), ("customAttributeValue", "female"),
+            ],
+            rules: []
+        ),
+        Case(
             name: "$-prefixed custom attribute key",
             arguments: [
                 ("actionType", "customAttribute"), ("customAttributeKey", "$tier"), ("customAttributeValue", 1),

@@ -307,7 +307,11 @@ public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
         switch action {
         case .logEvent:
             let name = rules.requiredString(arguments, "eventName")
-            let properties = rules.properties(arguments, excluding: Self.eventParameters)
+            let properties = rules.properties(
+                arguments,
+                excluding: Self.eventParameters,
+                reserved: BrazeRules.eventReservedKeys
+            )
             guard let name else { return [] }
             return [record(user, .customEvent(name: name, properties: properties))]
 
@@ -336,7 +340,11 @@ public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
                     rules.fail(.quantityOutOfRange, "quantity", "quantity '\(count)' is outside 1–100")
                 }
             }
-            let properties = rules.properties(arguments, excluding: Self.purchaseParameters)
+            let properties = rules.properties(
+                arguments,
+                excluding: Self.purchaseParameters,
+                reserved: BrazeRules.purchaseReservedKeys
+            )
             guard let productID, let currency, let price else { return [] }
             return [
                 record(
@@ -437,7 +445,17 @@ public struct BrazeTagProvider: FunctionCallTagHandler, PushHook {
             )
             return nil
         }
-        return rules.checkedKey(key, kind: "custom attribute", allowsConsentKeys: allowsConsentKeys) ? key : nil
+        guard rules.checkedKey(key, kind: "custom attribute", allowsConsentKeys: allowsConsentKeys) else { return nil }
+        guard !BrazeRules.attributesObjectKeys.contains(key) else {
+            rules.fail(
+                .reservedKey,
+                key,
+                "custom attribute key '\(key)' is a field of braze's user profile or of /users/track's attributes "
+                    + "object, which it would set instead (standard fields: actionType 'setUserAttribute')"
+            )
+            return nil
+        }
+        return key
     }
 
     private static func userAttributeRecords(

@@ -14,6 +14,21 @@ package struct BrazeRules {
     static let maximumPropertiesBytes = 50 * 1024
     /// The `$` keys Braze does take: Google's EU consent flags, which must be booleans.
     static let consentKeys: Set<String> = ["$google_ad_user_data", "$google_ad_personalization"]
+    /// The keys of `/users/track`'s attributes object that are not custom attributes: whom the object is for and how
+    /// it applies (`external_id`, `_update_existing_only`, …), and Braze's user-profile fields (braze-docs, "User
+    /// attributes object"). A custom attribute under one of these names would set that field, or name another user,
+    /// instead (`bio` is ignored).
+    static let attributesObjectKeys: Set<String> = [
+        "external_id", "user_alias", "braze_id", "_update_existing_only", "push_token_import",
+        "country", "current_location", "date_of_first_session", "date_of_last_session", "dob", "email",
+        "email_subscribe", "email_open_tracking_disabled", "email_click_tracking_disabled", "facebook", "first_name",
+        "gender", "home_city", "image_url", "language", "last_name", "marked_email_as_spam_at", "phone",
+        "push_subscribe", "push_tokens", "subscription_groups", "time_zone", "twitter", "bio",
+    ]
+    /// The keys Braze reserves in an event's properties: `/users/track` refuses an event object that has one.
+    static let eventReservedKeys = ["time", "event_name"]
+    /// The keys Braze reserves in a purchase's properties (its own fields).
+    static let purchaseReservedKeys = ["time", "event_name", "product_id", "quantity", "price", "currency"]
 
     private(set) var violations: [BrazeRuleViolation] = []
 
@@ -118,9 +133,9 @@ package struct BrazeRules {
     // MARK: Properties
 
     /// Every argument except `excluded` as an event or purchase property, types kept, checked against
-    /// Braze's property rules.
-    /// (`excluded` is a handful of names: compared one by one, which costs less than hashing each key.)
-    mutating func properties(_ arguments: ValueMap, excluding excluded: [String]) -> ValueMap {
+    /// Braze's property rules; a key in `reserved` (``eventReservedKeys``, ``purchaseReservedKeys``) breaks them.
+    /// (`excluded` and `reserved` are a handful of names: compared one by one, which costs less than hashing each key.)
+    mutating func properties(_ arguments: ValueMap, excluding excluded: [String], reserved: [String]) -> ValueMap {
         var properties = ValueMap(minimumCapacity: arguments.count)
         var nested = false
         let keys = arguments.keys
@@ -128,6 +143,10 @@ package struct BrazeRules {
             let key = keys[position]
             guard !excluded.contains(key) else { continue }
             guard checkedKey(key, kind: "property") else { continue }
+            if reserved.contains(key) {
+                fail(.reservedKey, key, "property key '\(key)' is reserved by braze (/users/track refuses the object)")
+                continue
+            }
             let value = arguments.value(at: position)
             switch value {
             case .string(let s):
