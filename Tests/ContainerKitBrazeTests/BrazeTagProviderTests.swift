@@ -90,6 +90,8 @@ struct ProviderFixture {
             (.null, nil, .null),
             ("2024-01-02", "date", .date(ISO8601Timestamp.date(from: "2024-01-02T00:00:00Z")!)),
             ("2024-01-02T03:04:05.600+01:00", "date", .date(ISO8601Timestamp.date(from: "2024-01-02T02:04:05.600Z")!)),
+            // The last moment Braze keeps as a date (a later one is a string there, and breaks the rules here).
+            ("3000-12-31T23:59:59Z", "date", .date(ISO8601Timestamp.date(from: "3000-12-31T23:59:59Z")!)),
             ("42", "integer", .int(42)),
             ("2.5", "double", .double(2.5)),
             ("true", "boolean", .bool(true)),
@@ -296,6 +298,13 @@ struct ProviderFixture {
                 "customAttributeType": "date",
             ],
             "since", "invalid_value"
+        ),
+        (
+            [
+                "actionType": "customAttribute", "customAttributeKey": "expires", "customAttributeValue": "3001-01-01",
+                "customAttributeType": "date",
+            ],
+            "expires", "invalid_value"
         ),
         (
             ["actionType": "customAttribute", "customAttributeKey": "level"], "customAttributeValue",

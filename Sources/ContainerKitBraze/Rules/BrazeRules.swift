@@ -1,5 +1,6 @@
 import ContainerKit
 import ContainerKitDelivery
+import Foundation
 
 /// Braze's rules for the values a tag sends, applied while turning parameters into typed values. Every
 /// broken rule is collected (not just the first), so one warning can list them all.
@@ -25,6 +26,8 @@ package struct BrazeRules {
         "gender", "home_city", "image_url", "language", "last_name", "marked_email_as_spam_at", "phone",
         "push_subscribe", "push_tokens", "subscription_groups", "time_zone", "twitter", "bio",
     ]
+    /// 3001-01-01T00:00:00Z, in seconds since 1970: Braze keeps a later date as a string.
+    static let firstDateAfterYear3000: Double = 32_535_216_000
     /// The keys Braze reserves in an event's properties: `/users/track` refuses an event object that has one.
     static let eventReservedKeys = ["time", "event_name"]
     /// The keys Braze reserves in a purchase's properties (its own fields).
@@ -248,6 +251,16 @@ package struct BrazeRules {
                     .invalidValue,
                     key,
                     "custom attribute '\(key)' is declared a date but '\(value.jsString)' is not an iso-8601 date"
+                )
+                return nil
+            }
+            // Braze keeps a date of a year before 0 or after 3000 as a string, not a time.
+            guard date.timeIntervalSince1970 < Self.firstDateAfterYear3000 else {
+                fail(
+                    .invalidValue,
+                    key,
+                    "custom attribute '\(key)' is declared a date but '\(text)' is after the year 3000, "
+                        + "which braze keeps as a string, not a date"
                 )
                 return nil
             }
