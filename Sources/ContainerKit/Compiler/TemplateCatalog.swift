@@ -44,6 +44,13 @@ package enum TemplateCatalog {
         return nil
     }
 
+    /// The pattern of a regex-table row whose key is `key`: with full match, `^` + key + `$` as gtm.js builds it
+    /// (`new RegExp("^" + key + "$")`), not grouped — so in `a|b` the anchors bind to the first and the last
+    /// alternative only, as in GTM.
+    package static func regexTablePattern(_ key: String, fullMatch: Bool) -> String {
+        fullMatch ? "^" + key + "$" : key
+    }
+
     /// Whether `expr` is a variable reference or a template holding one (`{{prefix}}id`).
     static func readsAVariable(_ expr: Expr) -> Bool {
         switch expr {
@@ -153,18 +160,27 @@ package enum TemplateCatalog {
         case "remm":
             let ignoreCase = literalBool(params["ignoreCase"]) ?? false
             let fullMatch = literalBool(params["fullMatch"]) ?? false
+            let options: RegexPattern.Options = ignoreCase ? .ignoreCase : []
             var rows: [MacroKind.RegexRow] = []
             for row in tableRows(params["map"], keyColumn: "key", valueColumn: "value") {
-                let source = literalString(row.key) ?? ""
-                let anchored = fullMatch ? "^(?:" + source + ")$" : source
-                let pattern = try? RegexPattern(anchored, options: ignoreCase ? .ignoreCase : [])
-                rows.append(MacroKind.RegexRow(source: source, pattern: pattern, value: row.value))
+                guard readsAVariable(row.key) else {
+                    let source = literalString(row.key) ?? ""
+                    let pattern = try? RegexPattern(
+                        Self.regexTablePattern(source, fullMatch: fullMatch),
+                        options: options
+                    )
+                    rows.append(MacroKind.RegexRow(source: source, pattern: pattern, value: row.value))
+                    continue
+                }
+                rows.append(MacroKind.RegexRow(source: "", pattern: nil, value: row.value, variableKey: row.key))
             }
             return .regexTable(
                 input: params["input"] ?? .literal(.undefined),
                 rows: rows,
                 replace: literalBool(params["replaceAfterMatch"]) ?? false,
-                defaultValue: defaultValue(params)
+                defaultValue: defaultValue(params),
+                options: options,
+                fullMatch: fullMatch
             )
         case "funcm":
             return .functionCall(

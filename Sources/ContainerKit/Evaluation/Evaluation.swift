@@ -719,8 +719,15 @@ struct Evaluation: MacroResolver {
                 }
             }
             if !matched, let defaultValue { value = evaluate(defaultValue) }
-        case .regexTable(let input, let rows, let replace, let defaultValue):
-            value = regexTable(input: input, rows: rows, replace: replace, defaultValue: defaultValue)
+        case .regexTable(let input, let rows, let replace, let defaultValue, let options, let fullMatch):
+            value = regexTable(
+                input: input,
+                rows: rows,
+                replace: replace,
+                defaultValue: defaultValue,
+                options: options,
+                fullMatch: fullMatch
+            )
         case .functionCall(let classPathExpr, let argumentsExpr):
             value = callMacro(
                 named: evaluate(classPathExpr).jsString,
@@ -794,25 +801,60 @@ struct Evaluation: MacroResolver {
         }
     }
 
+    /// gtm.js's `__remm`: the first row whose pattern (`new RegExp(fullMatch ? "^" + key + "$" : key, "g")`, `"gi"`
+    /// with ignore case) matches `String(input)` gives its value; with replace, `String(input).replace(pattern,
+    /// value)` — every match replaced (the `g` flag), the value taken as text.
     private mutating func regexTable(
         input: Expr,
         rows: [MacroKind.RegexRow],
         replace: Bool,
-        defaultValue: Expr?
+        defaultValue: Expr?,
+        options: RegexPattern.Options,
+        fullMatch: Bool
     ) -> Value {
         let subject = evaluate(input).jsString
         for row in rows {
-            guard let pattern = row.pattern, let match = budgetedMatch(pattern, subject, where: "__remm") else {
-                continue
+            var pattern = row.pattern
+            if let key = row.variableKey {
+                // A key that reads a variable is this event's pattern (one that does not compile matches nothing).
+                let source = TemplateCatalog.regexTablePattern(evaluate(key).jsString, fullMatch: fullMatch)
+                pattern = try? RegexPattern(source, options: options)
             }
+            guard let pattern, let match = budgetedMatch(pattern, subject, where: "__remm") else { continue }
             let output = evaluate(row.value)
-            guard replace, case .string(let template) = output else { return output }
-            let expanded = pattern.expandReplacement(template, match: match, in: subject)
-            return .string(
-                String(subject[..<match.range.lowerBound]) + expanded + String(subject[match.range.upperBound...])
-            )
+            guard replace else { return output }
+            return .string(replacingAll(pattern, in: subject, first: match, with: output.jsString))
         }
         return defaultValue.map { evaluate($0) } ?? .undefined
+    }
+
+    /// `subject.replace(pattern, template)` with a global pattern, given its first match: each match is replaced by
+    /// `template` expanded for it (`$1`, `$&`, …); after an empty match the search moves on by one character, as
+    /// JavaScript's does. A later match that runs out of budget ends the replacing there.
+    private func replacingAll(
+        _ pattern: RegexPattern,
+        in subject: String,
+        first: RegexPattern.Match,
+        with template: String
+    ) -> String {
+        var result = ""
+        var copied = subject.startIndex
+        var match = first
+        while true {
+            result += subject[copied..<match.range.lowerBound]
+            result += pattern.expandReplacement(template, match: match, in: subject)
+            copied = match.range.upperBound
+            var next = match.range.upperBound
+            if match.range.isEmpty {
+                guard next < subject.endIndex else { break }
+                next = subject.unicodeScalars.index(after: next)
+            }
+            let budget = RegexPattern.defaultStepBudget
+            guard let found = try? pattern.firstMatch(in: subject, from: next, stepBudget: budget) else { break }
+            match = found
+        }
+        result += subject[copied...]
+        return result
     }
 
     /// The first match within ``RegexPattern/defaultStepBudget``; a pattern that runs out of budget does not

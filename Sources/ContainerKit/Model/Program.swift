@@ -147,7 +147,15 @@ package enum MacroKind: Sendable {
     /// `__smm`: first row whose key equals the input (string forms, case-sensitive).
     case lookupTable(input: Expr, rows: [(key: Expr, value: Expr)], defaultValue: Expr?)
     /// `__remm`: first row whose pattern matches the input.
-    case regexTable(input: Expr, rows: [RegexRow], replace: Bool, defaultValue: Expr?)
+    /// `options` and `fullMatch`: how a row's key becomes its pattern (kept for keys that read a variable).
+    case regexTable(
+        input: Expr,
+        rows: [RegexRow],
+        replace: Bool,
+        defaultValue: Expr?,
+        options: RegexPattern.Options,
+        fullMatch: Bool
+    )
     /// `__funcm`: calls the registered macro handler for the class path.
     case functionCall(classPath: Expr, arguments: Expr)
     /// Legacy `_func` macro: calls the handler registered under the function name.
@@ -156,9 +164,14 @@ package enum MacroKind: Sendable {
     case unsupported
 
     package struct RegexRow: Sendable {
+        /// The row's pattern as written (a constant key); `""` for a key that reads a variable.
         package var source: String
+        /// The compiled pattern (with GTM's full-match anchors); `nil` when the key does not compile or reads a
+        /// variable.
         package var pattern: RegexPattern?
         package var value: Expr
+        /// A key that reads a variable (`{{Path Prefix}}.*`): evaluated, and compiled as a pattern, per event.
+        package var variableKey: Expr? = nil
     }
 }
 

@@ -43,12 +43,15 @@ struct RegexBacktracker {
         _ program: RegexBacktrackProgram,
         over bytes: UnsafeBufferPointer<UInt8>,
         whole: Bool,
+        from first: Int = 0,
         stepBudget: Int
     ) -> (outcome: RegexPikeVM.Outcome<[Int]?>, steps: Int) {
         var machine = RegexBacktracker(program, bytes, stepBudget: stepBudget)
         machine.mustEndAtEnd = whole
+        // An anchored pattern can only start at 0.
+        if first > 0 && (whole || program.anchoredAtStart) { return (.answer(nil), 0) }
         do {
-            var start = 0
+            var start = first
             while start <= bytes.count {
                 if try machine.run(from: 0, at: start, topLevel: true) != nil {
                     return (.answer(machine.slots), machine.steps)

@@ -131,6 +131,23 @@ public struct RegexPattern: Sendable {
         try match(in: subject, whole: false, stepBudget: stepBudget)
     }
 
+    /// The leftmost match in `subject` that starts at or after `start` (a position in `subject`), giving up after
+    /// `stepBudget` thread steps: a global search's next match. Assertions see all of `subject` (`^` holds only at
+    /// its start, lookbehind reads before `start`).
+    /// - Throws: ``RegexBudgetExceeded`` when the budget runs out before the answer is known.
+    public func firstMatch(
+        in subject: String,
+        from start: String.Index,
+        stepBudget: Int
+    ) throws(RegexBudgetExceeded) -> Match? {
+        try match(
+            in: subject,
+            whole: false,
+            from: subject.utf8.distance(from: subject.startIndex, to: start),
+            stepBudget: stepBudget
+        )
+    }
+
     /// The match spanning all of `subject`, if there is one. A backtracking pattern gets ``defaultStepBudget``
     /// (see ``matches(_:)``).
     public func wholeMatch(in subject: String) -> Match? {
@@ -158,11 +175,22 @@ public struct RegexPattern: Sendable {
         }
     }
 
-    private func match(in subject: String, whole: Bool, stepBudget: Int) throws(RegexBudgetExceeded) -> Match? {
+    private func match(
+        in subject: String,
+        whole: Bool,
+        from start: Int = 0,
+        stepBudget: Int
+    ) throws(RegexBudgetExceeded) -> Match? {
         var contiguous = subject
         let outcome: RegexPikeVM.Outcome<[Int]?> = contiguous.withUTF8 { bytes in
             if let backtracking {
-                return RegexBacktracker.search(backtracking, over: bytes, whole: whole, stepBudget: stepBudget).outcome
+                return RegexBacktracker.search(
+                    backtracking,
+                    over: bytes,
+                    whole: whole,
+                    from: start,
+                    stepBudget: stepBudget
+                ).outcome
             }
             if program.isPureLiteral {
                 let literal = program.prefix
@@ -170,10 +198,12 @@ public struct RegexPattern: Sendable {
                     return .answer(bytes.elementsEqual(literal) ? [0, literal.count] : nil)
                 }
                 return .answer(
-                    RegexByteSearch.firstIndex(of: literal, in: bytes, from: 0).map { [$0, $0 + literal.count] }
+                    RegexByteSearch.firstIndex(of: literal, in: bytes, from: start).map { [$0, $0 + literal.count] }
                 )
             }
-            return RegexPikeVM.run(program, over: bytes, stepBudget: stepBudget) { $0.search(whole: whole) }
+            return RegexPikeVM.run(program, over: bytes, stepBudget: stepBudget) {
+                $0.search(whole: whole, from: start)
+            }
         }
         guard case .answer(let found) = outcome else { throw RegexBudgetExceeded(stepBudget: stepBudget) }
         guard let slots = found else { return nil }

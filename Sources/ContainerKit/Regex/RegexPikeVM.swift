@@ -156,13 +156,13 @@ struct RegexPikeVM {
 
     /// The slots (two per group, -1 when unset) of the leftmost-first match, or nil. With `whole`, the match
     /// must span the entire input.
-    func search(whole: Bool) -> Outcome<[Int]?> {
+    func search(whole: Bool, from start: Int = 0) -> Outcome<[Int]?> {
         let slotCount = slotCount
         return withUnsafeTemporaryAllocation(of: Int.self, capacity: 2 * slotCount) { slotMemory in
             let scratch = slotMemory.baseAddress!
             let best = scratch + slotCount
             let found = withLists(slotCount: slotCount) { current, following, stack in
-                search(whole: whole, &current, &following, &stack, scratch: scratch, best: best)
+                search(whole: whole, from: start, &current, &following, &stack, scratch: scratch, best: best)
             }
             guard let found else { return .exhausted }
             return .answer(found ? Array(UnsafeBufferPointer(start: best, count: slotCount)) : nil)
@@ -171,6 +171,7 @@ struct RegexPikeVM {
 
     private func search(
         whole: Bool,
+        from start: Int,
         _ current: inout RegexThreadList,
         _ following: inout RegexThreadList,
         _ stack: inout RegexFrameStack,
@@ -181,8 +182,10 @@ struct RegexPikeVM {
         var steps = 0
         let anchored = anchoredAtStart || whole
         var found = false
-        var position = 0
-        var nextStart = anchored ? (canStartAtZero ? 0 : Int.max) : -1
+        var position = start
+        // An anchored pattern starts at 0 only; a search from a later offset (a global replace's next match) looks
+        // for a start from there (assertions still see the whole input: `^` is offset 0, `\b` the byte before).
+        var nextStart = anchored ? (start == 0 && canStartAtZero ? 0 : Int.max) : start - 1
         while true {
             if !found {
                 if position > nextStart && !anchored { nextStart = candidate(from: position) ?? Int.max }

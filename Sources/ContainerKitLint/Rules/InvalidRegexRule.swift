@@ -68,7 +68,7 @@ struct InvalidRegexRule: LintRule {
             problems.append(Problem(pointer: pointer, source: source, error: error, place: ""))
         }
         for (i, macro) in program.macros.enumerated() {
-            guard case .regexTable(_, let rows, _, _) = macro.kind else { continue }
+            guard case .regexTable(_, let rows, _, _, _, _) = macro.kind else { continue }
             for row in rows where row.pattern == nil {
                 let error: RegexPatternError
                 do {

@@ -48,7 +48,7 @@ struct LargeRegexProgramRule: LintRule {
             findings.append(input.finding(Self.description, message(pattern, ""), at: pointer))
         }
         for (i, macro) in program.macros.enumerated() {
-            guard case .regexTable(_, let rows, _, _) = macro.kind else { continue }
+            guard case .regexTable(_, let rows, _, _, _, _) = macro.kind else { continue }
             for row in rows {
                 guard let pattern = row.pattern, pattern.programSize > Self.instructionLimit else { continue }
                 findings.append(

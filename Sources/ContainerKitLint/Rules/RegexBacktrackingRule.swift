@@ -49,7 +49,7 @@ struct RegexBacktrackingRule: LintRule {
             findings.append(input.finding(Self.description, message, at: pointer))
         }
         for (i, macro) in program.macros.enumerated() {
-            guard case .regexTable(_, let rows, _, _) = macro.kind else { continue }
+            guard case .regexTable(_, let rows, _, _, _, _) = macro.kind else { continue }
             for row in rows where row.pattern != nil {
                 guard let risk = Self.backtrackingRisk(in: row.source) else { continue }
                 let message =

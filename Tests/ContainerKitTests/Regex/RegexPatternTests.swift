@@ -191,6 +191,25 @@ struct RegexPatternTests {
         #expect(subject[group.upperBound...].isEmpty)
     }
 
+    /// A search from a later position (a global replace's next match) sees the text before it: `^` holds only at the
+    /// subject's start, `\b` and lookbehind read the character before the position. Both engines, and a literal.
+    @Test func aSearchFromAPositionSeesTheTextBeforeIt() throws {
+        let subject = "abab"
+        let second = subject.index(subject.startIndex, offsetBy: 2)
+        func start(_ pattern: String, from index: String.Index) throws -> Int? {
+            let match = try RegexPattern(pattern).firstMatch(in: subject, from: index, stepBudget: 1 << 20)
+            return match.map { subject.distance(from: subject.startIndex, to: $0.range.lowerBound) }
+        }
+        #expect(try start("ab", from: second) == 2)
+        #expect(try start("(a)b", from: subject.index(after: subject.startIndex)) == 2)
+        #expect(try start("^a", from: second) == nil)
+        #expect(try start("\\ba", from: second) == nil)
+        #expect(try start("(?<=b)a", from: second) == 2)
+        #expect(try start("(?<=b)a", from: subject.endIndex) == nil)
+        #expect(try start("x*", from: subject.endIndex) == 4)
+        #expect(try start("^a", from: subject.startIndex) == 0)
+    }
+
     @Test func wholeMatchRequiresTheEntireSubject() throws {
         let alternatives = try RegexPattern("a|ab")
         #expect(regexMatchSummary(alternatives.firstMatch(in: "ab"), in: "ab")?.groups == ["a"])
