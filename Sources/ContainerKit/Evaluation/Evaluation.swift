@@ -922,21 +922,18 @@ struct Evaluation: MacroResolver {
         }
     }
 
+    /// GTM's format options in gtm.js's order (`Ee.lj`): the case of a string first, then `null`, `undefined`,
+    /// `true` and `false` converted one after the other, each on what the step before left (a `null` converted to
+    /// `true` is then converted as `true`); a converted value's case is kept.
     private mutating func apply(_ format: ValueFormat, to value: Value) -> Value {
         var value = value
-        switch value {
-        case .null: if let expr = format.convertNullTo { value = evaluate(expr) }
-        case .undefined: if let expr = format.convertUndefinedTo { value = evaluate(expr) }
-        default: break
-        }
         if let conversion = format.caseConversion, case .string(let s) = value {
             value = .string(conversion == .lowercase ? s.lowercased() : s.uppercased())
         }
-        switch value {
-        case .bool(true): if let expr = format.convertTrueTo { value = evaluate(expr) }
-        case .bool(false): if let expr = format.convertFalseTo { value = evaluate(expr) }
-        default: break
-        }
+        if value == .null, let expr = format.convertNullTo { value = evaluate(expr) }
+        if value.isUndefined, let expr = format.convertUndefinedTo { value = evaluate(expr) }
+        if value == .bool(true), let expr = format.convertTrueTo { value = evaluate(expr) }
+        if value == .bool(false), let expr = format.convertFalseTo { value = evaluate(expr) }
         return value
     }
 
