@@ -361,8 +361,24 @@ enum ExpressionFolding {
         switch expr {
         case .literal, .macro, .tag, .unresolved: return expr
         default:
-            guard expr.isConstant, !containsTagReference(expr) else { return expr }
+            guard expr.isConstant, !containsTagReference(expr), !printsNullOrUndefined(expr) else { return expr }
             return .literal(ConstantEvaluator.value(of: expr))
+        }
+    }
+
+    /// Whether a template in `expr` has a `null` or undefined part, which prints as nothing in a web container and
+    /// as its name in a mobile one: the evaluation, which knows the platform, joins it.
+    static func printsNullOrUndefined(_ expr: Expr) -> Bool {
+        switch expr {
+        case .template(let parts):
+            return parts.contains { part in
+                if case .literal(let value) = part { return value == .null || value.isUndefined }
+                return printsNullOrUndefined(part)
+            }
+        case .list(let items): return items.contains(where: printsNullOrUndefined)
+        case .map(let entries): return entries.contains { printsNullOrUndefined($0.key) || printsNullOrUndefined($0.value) }
+        case .escape(let inner, _): return printsNullOrUndefined(inner)
+        case .literal, .macro, .tag, .unresolved: return false
         }
     }
 

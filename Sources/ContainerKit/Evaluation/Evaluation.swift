@@ -605,6 +605,8 @@ struct Evaluation: MacroResolver {
         ExpressionEvaluator.evaluate(expr, &self)
     }
 
+    var templatesJoinLikeJavaScript: Bool { storage.program.undefinedComparesAsText }
+
     mutating func resolve(macro index: Int) -> Value {
         let mark = macroMarks[index]
         if mark == 2 &* generation &+ 1 { return macroValues[index] }

@@ -1,6 +1,9 @@
 /// Something that gives the value of macro `index` (the evaluator memoises; constant folding has none).
 protocol MacroResolver {
     mutating func resolve(macro index: Int) -> Value
+    /// Whether a template prints nothing for a `null` or undefined part, as gtm.js's `parts.join("")` does (web
+    /// containers); otherwise it prints `String(part)`.
+    var templatesJoinLikeJavaScript: Bool { get }
 }
 
 /// Evaluates compiled expressions. Generic over the resolver so the hot path is specialised.
@@ -13,6 +16,7 @@ enum ExpressionEvaluator {
             var out = ""
             for part in parts {
                 let value = evaluate(part, &resolver)
+                if resolver.templatesJoinLikeJavaScript, value == .null || value.isUndefined { continue }
                 out += value.jsString
             }
             return .string(out)
@@ -123,6 +127,8 @@ enum ExpressionEvaluator {
 enum ConstantEvaluator: MacroResolver {
     case instance
     mutating func resolve(macro index: Int) -> Value { .undefined }
+    /// Not known at folding time: ``ExpressionFolding`` leaves a template with a `null` or undefined part unfolded.
+    var templatesJoinLikeJavaScript: Bool { false }
 
     static func value(of expr: Expr) -> Value {
         var resolver = ConstantEvaluator.instance
