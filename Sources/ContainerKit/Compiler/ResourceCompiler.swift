@@ -376,7 +376,8 @@ enum ExpressionFolding {
                 return printsNullOrUndefined(part)
             }
         case .list(let items): return items.contains(where: printsNullOrUndefined)
-        case .map(let entries): return entries.contains { printsNullOrUndefined($0.key) || printsNullOrUndefined($0.value) }
+        case .map(let entries):
+            return entries.contains { printsNullOrUndefined($0.key) || printsNullOrUndefined($0.value) }
         case .escape(let inner, _): return printsNullOrUndefined(inner)
         case .literal, .macro, .tag, .unresolved: return false
         }
