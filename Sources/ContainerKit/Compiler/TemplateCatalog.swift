@@ -129,7 +129,7 @@ package enum TemplateCatalog {
                     defaultValue: defaultValue(params)
                 )
             }
-            guard let name = literalString(params["name"]), !name.isEmpty else {
+            guard let name = literalString(params["name"]).map(dataLayerName), !name.isEmpty else {
                 output.noteUnsupported(
                     "data layer variable without a constant name (it evaluates to undefined)",
                     pointer: pointer
@@ -279,6 +279,12 @@ package enum TemplateCatalog {
             }
         }
         return rows
+    }
+
+    /// A data-layer variable's name as gtm.js's `__v` reads it: an escaped dot (`a\.b`, as GTM's help suggests for
+    /// a key with dots) is a dot (`name.replace(/\\\./g, ".")`), so `a\.b` reads what `a.b` reads.
+    static func dataLayerName(_ name: String) -> String {
+        name.contains("\\.") ? name.replacingAll("\\.", with: ".") : name
     }
 
     static func splitPath(_ key: String) -> [String] {

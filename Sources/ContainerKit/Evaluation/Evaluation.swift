@@ -659,7 +659,10 @@ struct Evaluation: MacroResolver {
             }
         case .dataLayer(let hasDefault, let nested):
             if nested {
-                value = Value.object(model).value(atPath: constants.path(ofMacro: index))
+                let path = constants.path(ofMacro: index)
+                value =
+                    storage.program.undefinedComparesAsText
+                    ? Value.object(model).javaScriptValue(atPath: path) : Value.object(model).value(atPath: path)
             } else {
                 value = model[constants.key(ofMacro: index)] ?? .undefined
             }
@@ -688,9 +691,11 @@ struct Evaluation: MacroResolver {
             value = session.values?.rawValues?[name] ?? .undefined
             if value.isUndefined, let defaultValue { value = evaluate(defaultValue) }
         case .computedDataLayer(let nameExpr, let version, let defaultValue):
-            let name = evaluate(nameExpr).jsString
+            let name = TemplateCatalog.dataLayerName(evaluate(nameExpr).jsString)
             if version == 1 {
                 value = session.values?.rawValues?[name] ?? .undefined
+            } else if storage.program.undefinedComparesAsText {
+                value = Value.object(model).javaScriptValue(atPath: TemplateCatalog.splitPath(name))
             } else {
                 value = Value.object(model).value(atPath: TemplateCatalog.splitPath(name))
             }

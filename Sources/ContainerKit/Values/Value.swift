@@ -120,6 +120,55 @@ extension Value {
         return current
     }
 
+    /// Reads a nested value as gtm.js reads a version-2 data-layer variable (`a.b.c`, property by property): a
+    /// `null` on the way gives `false` (not undefined, so a variable's default value does not apply), an undefined
+    /// one gives undefined; an array or a string also has its `length` and its elements by index (a string's
+    /// elements are its UTF-16 code units, as one-character strings).
+    public func javaScriptValue(atPath segments: [String]) -> Value {
+        var current = self
+        var i = 0
+        while i < segments.count {
+            let segment = segments[i]
+            switch current {
+            case .null:
+                return .bool(false)
+            case .undefined:
+                return .undefined
+            case .object(let map):
+                current = map[segment] ?? .undefined
+            case .array(let list):
+                if segment == "length" {
+                    current = .int(Int64(list.count))
+                } else if let index = Self.arrayIndex(segment), index < list.count {
+                    current = list[index]
+                } else {
+                    current = .undefined
+                }
+            case .string(let text):
+                let units = text.utf16
+                if segment == "length" {
+                    current = .int(Int64(units.count))
+                } else if let index = Self.arrayIndex(segment), index < units.count,
+                    let scalar = Unicode.Scalar(units[units.index(units.startIndex, offsetBy: index)])
+                {
+                    current = .string(String(Character(scalar)))
+                } else {
+                    current = .undefined
+                }
+            default:
+                current = .undefined
+            }
+            i += 1
+        }
+        return current
+    }
+
+    /// `segment` as JavaScript reads an array index: the canonical text of a non-negative integer (`"01"` is no index).
+    private static func arrayIndex(_ segment: String) -> Int? {
+        guard let index = Int(segment), index >= 0, String(index) == segment else { return nil }
+        return index
+    }
+
     /// One step of a path: the member `segment` of a map, or the element at that numeric index of an array.
     @inline(__always)
     private func child(_ segment: String) -> Value? {
