@@ -652,6 +652,9 @@ struct Evaluation: MacroResolver {
                 message[key]
                 ?? (nested
                     ? Value.object(message).value(atPath: constants.path(ofMacro: index)) : .undefined)
+            // The v5 runtime's `__md_main` asks `value == undefined`, which a `null` passes too: a null parameter is
+            // a missing one (the default value applies).
+            if value == .null { value = .undefined }
             if value.isUndefined, checksEcommerce, !nested, let found = Evaluation.ecommerceValue(key, in: message) {
                 value = found  // the runtime returns it as is, without the default value
             } else if value.isUndefined, hasDefault {
@@ -768,8 +771,9 @@ struct Evaluation: MacroResolver {
     /// itself). `nil` when neither has it (the default value applies); undefined where the runtime's own
     /// code would fail (`items` is `null` or an empty list: `items[0][key]` throws), without the default.
     static func ecommerceValue(_ key: String, in message: ValueMap) -> Value? {
+        // `!= undefined` throughout, as `__md_main` writes it: a `null` list or value is skipped like a missing one.
         for name in Evaluation.ecommerceLists {
-            guard var holder = message[name], !holder.isUndefined else { continue }
+            guard var holder = message[name], !holder.isUndefined, holder != .null else { continue }
             if case .array(let elements) = holder {
                 guard let first = elements.first else { return .undefined }
                 holder = first
@@ -777,7 +781,7 @@ struct Evaluation: MacroResolver {
             switch holder {
             case .undefined, .null: return .undefined
             case .object(let members):
-                if let value = members[key], !value.isUndefined { return value }
+                if let value = members[key], !value.isUndefined, value != .null { return value }
             default: continue
             }
         }

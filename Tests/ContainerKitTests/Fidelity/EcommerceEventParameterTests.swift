@@ -45,6 +45,20 @@ extension Fidelity {
             #expect(Fidelity.arguments(try Self.container(), parameters: parameters) == [:])
         }
 
+        /// `__md_main` asks `!= undefined` (loosely, opcode 21), which a `null` fails: a null parameter is a missing
+        /// one, a null `items` list or `items[0][key]` is skipped for `promotions`.
+        @Test func aNullIsMissingForTheParameterTheListAndTheItemsValue() throws {
+            let container = try Self.container()
+            #expect(Fidelity.arguments(container, parameters: ["item_id": .null]) == ["value": "none"])
+            let nullList: ValueMap = ["items": .null, "promotions": [["item_id": "promo-1"]]]
+            #expect(Fidelity.arguments(container, parameters: nullList) == ["value": "promo-1"])
+            let nullValue: ValueMap = ["items": [["item_id": .null]], "promotions": [["item_id": "promo-1"]]]
+            #expect(Fidelity.arguments(container, parameters: nullValue) == ["value": "promo-1"])
+            // A custom parameter too, and a dotted one.
+            let custom = try Self.container(eventType: "CUSTOM")
+            #expect(Fidelity.arguments(custom, parameters: ["item_id": .null]) == ["value": "none"])
+        }
+
         @Test func withoutTheOptionOrForCustomParametersThereIsNoFallback() throws {
             let parameters: ValueMap = ["items": [["item_id": "sku-1"]]]
             #expect(Fidelity.arguments(try Self.container(checks: false), parameters: parameters) == ["value": "none"])
