@@ -3,7 +3,8 @@ extension RegexPattern {
     ///
     /// `$1`…`$99` insert a capture (the longest group number that exists wins: with 12 groups `$12` is group 12,
     /// with 3 groups `$12` is group 1 then `2`); a group that did not participate inserts nothing. `$&` inserts
-    /// the whole match and `$$` a single `$`. Any other `$` is literal.
+    /// the whole match, `` $` `` the text before it and `$'` the text after it, and `$$` a single `$`. Any other `$`
+    /// is literal.
     public func expandReplacement(_ template: String, match: Match, in subject: String) -> String {
         let scalars = Array(template.unicodeScalars)
         var result = String.UnicodeScalarView()
@@ -30,6 +31,12 @@ extension RegexPattern {
                 index += 2
             } else if next == "&" {
                 append(match.range)
+                index += 2
+            } else if next == "`" {
+                append(subject.startIndex..<match.range.lowerBound)
+                index += 2
+            } else if next == "'" {
+                append(match.range.upperBound..<subject.endIndex)
                 index += 2
             } else if let tens = digit(at: index + 1), let ones = digit(at: index + 2),
                 case let number = tens * 10 + ones, number >= 1, number <= captureCount, number < match.groups.count

@@ -21,7 +21,9 @@ struct RegexPatternReplacementTests {
         ("(é)(🎉)", "xé🎉y", "$2$1", "🎉é"),
         ("(a)", "a", "", ""),
         ("(a)", "a", "$", "$"),
-        ("(a)", "a", "$`$'$<n>", "$`$'$<n>"),
+        // `` $` `` and `$'`: the subject before and after the match; `$<n>` is literal without named groups.
+        ("(a)", "a", "$`$'$<n>", "$<n>"),
+        ("(a)", "xay", "[$`|$'|$<n>]", "[x|y|$<n>]"),
     ])
     func templateExpandsLikeJavaScript(_ source: String, _ subject: String, _ template: String, _ expected: String)
         throws
