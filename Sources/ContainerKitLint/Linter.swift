@@ -32,6 +32,7 @@ public struct Linter: Sendable {
         UnsupportedRegexRule.self,
         RegexBacktrackingRule.self,
         LargeRegexProgramRule.self,
+        RegexTableAlternationRule.self,
         NonNumericComparisonRule.self,
         TagNeverFiresRule.self,
         UnusedVariableRule.self,
