@@ -54,6 +54,9 @@ struct Evaluation: MacroResolver {
     /// at `2 * generation + 1`, being evaluated at `2 * generation`; a predicate is true at
     /// `2 * generation + 1`, false at `2 * generation`. Nothing is cleared between events.
     private var generation: UInt32 = 1
+    /// Set by the macro just computed when it is evaluated at each reference (a function-call variable): its value is
+    /// not memoised.
+    private var computedPerReference = false
     private var macroValues: [Value] = []
     private var macroMarks: [UInt32] = []
     private var predicateMarks: [UInt32] = []
@@ -635,8 +638,16 @@ struct Evaluation: MacroResolver {
         let value = computeMacro(index)
         nesting -= 1
         macroValues[index] = value
-        macroMarks[index] = 2 &* generation &+ 1
-        if recordTrace { evaluatedOrder.append(index) }
+        if computedPerReference {
+            computedPerReference = false
+            // Stale (the last generation's "done"): the next reference computes it again. Its last value is kept for
+            // the trace.
+            macroMarks[index] = 2 &* generation &- 1
+            if recordTrace && !evaluatedOrder.contains(index) { evaluatedOrder.append(index) }
+        } else {
+            macroMarks[index] = 2 &* generation &+ 1
+            if recordTrace { evaluatedOrder.append(index) }
+        }
         return value
     }
 
@@ -744,8 +755,10 @@ struct Evaluation: MacroResolver {
                 arguments: evaluateArguments(argumentsExpr),
                 storage.program.macros[index]
             )
+            computedPerReference = true
         case .legacyFunctionCall(let name, let argumentsExpr):
             value = callMacro(named: name, arguments: evaluateArguments(argumentsExpr), storage.program.macros[index])
+            computedPerReference = true
         case .unsupported:
             value = .undefined
         }
@@ -1139,14 +1152,16 @@ struct Evaluation: MacroResolver {
             }
             trace.tags.append(outcome)
         }
-        for index in program.macros.indices {
-            if case .functionCall = program.macros[index].kind, !wasEvaluated(index) { continue }
-            if case .legacyFunctionCall = program.macros[index].kind, !wasEvaluated(index) { continue }
+        // The variables the event did not need, for the trace: a function-call variable only when the event asked
+        // its handler (the trace does not call it).
+        let asked = Set(evaluatedOrder)
+        for index in program.macros.indices where !wasEvaluated(index) && !asked.contains(index) {
+            if program.macros[index].isEvaluatedPerReference { continue }
             _ = resolve(macro: index)
         }
         for index in evaluatedOrder {
             let macro = program.macros[index]
-            guard wasEvaluated(index) else { continue }
+            guard wasEvaluated(index) || macro.isEvaluatedPerReference else { continue }
             let value = macroValues[index]
             trace.variables.append(
                 PushTrace.Variable(

@@ -100,6 +100,15 @@ package struct MacroDef: Sendable {
     package var parameters: [(key: String, value: Expr)] = []
     package var format: ValueFormat = ValueFormat()
     package var origin: Origin
+
+    /// Whether the macro is evaluated again at each reference (a function-call variable: its handler is asked each
+    /// time, as GTM's runtimes do), not once per event.
+    package var isEvaluatedPerReference: Bool {
+        switch kind {
+        case .functionCall, .legacyFunctionCall: return true
+        default: return false
+        }
+    }
 }
 
 /// GTM's value conversions applied after a macro computes its value (`convert_null_to`, export `formatValue`).
