@@ -27,10 +27,12 @@ extension Fidelity {
             let count = Mutex(0)
             manager.register(
                 macroHandler: ClosureMacroHandler { _ in
-                    .int(count.withLock { count in
-                        count += 1
-                        return Int64(count)
-                    })
+                    .int(
+                        count.withLock { count in
+                            count += 1
+                            return Int64(count)
+                        }
+                    )
                 },
                 for: "com.example.Counter"
             )
