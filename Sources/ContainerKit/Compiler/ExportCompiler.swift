@@ -94,6 +94,29 @@ package enum ExportCompiler {
         return result
     }
 
+    /// The web built-in variables that read a key GTM's listeners push (a click's `gtm.elementUrl`, an error's
+    /// `gtm.errorMessage`, …), as GTM compiles them: a data-layer variable of that key (the corpus' compiled `gtm.js`
+    /// data; Google's help, "Built-in variables for web containers"). Click and form text, which read the page, are not
+    /// among them.
+    static let webDataLayerBuiltIns: [String: String] = [
+        "CLICK_ELEMENT": "gtm.element", "CLICK_CLASSES": "gtm.elementClasses", "CLICK_ID": "gtm.elementId",
+        "CLICK_TARGET": "gtm.elementTarget", "CLICK_URL": "gtm.elementUrl",
+        "FORM_ELEMENT": "gtm.element", "FORM_CLASSES": "gtm.elementClasses", "FORM_ID": "gtm.elementId",
+        "FORM_TARGET": "gtm.elementTarget", "FORM_URL": "gtm.elementUrl",
+        "ERROR_MESSAGE": "gtm.errorMessage", "ERROR_URL": "gtm.errorUrl", "ERROR_LINE": "gtm.errorLineNumber",
+        "NEW_HISTORY_FRAGMENT": "gtm.newUrlFragment", "OLD_HISTORY_FRAGMENT": "gtm.oldUrlFragment",
+        "NEW_HISTORY_STATE": "gtm.newHistoryState", "OLD_HISTORY_STATE": "gtm.oldHistoryState",
+        "HISTORY_SOURCE": "gtm.historyChangeSource", "NEW_HISTORY_URL": "gtm.newUrl", "OLD_HISTORY_URL": "gtm.oldUrl",
+        "SCROLL_DEPTH_THRESHOLD": "gtm.scrollThreshold", "SCROLL_DEPTH_UNITS": "gtm.scrollUnits",
+        "SCROLL_DEPTH_DIRECTION": "gtm.scrollDirection",
+        "ELEMENT_VISIBILITY_RATIO": "gtm.visibleRatio", "ELEMENT_VISIBILITY_TIME": "gtm.visibleTime",
+        "ELEMENT_VISIBILITY_FIRST_TIME": "gtm.visibleFirstTime", "ELEMENT_VISIBILITY_RECENT_TIME": "gtm.visibleLastTime",
+        "VIDEO_PROVIDER": "gtm.videoProvider", "VIDEO_STATUS": "gtm.videoStatus", "VIDEO_URL": "gtm.videoUrl",
+        "VIDEO_TITLE": "gtm.videoTitle", "VIDEO_DURATION": "gtm.videoDuration",
+        "VIDEO_CURRENT_TIME": "gtm.videoCurrentTime", "VIDEO_PERCENT": "gtm.videoPercent",
+        "VIDEO_VISIBLE": "gtm.videoVisible",
+    ]
+
     /// The macro code of a built-in variable type.
     static func builtInFunction(_ type: String) -> (function: String, key: String?)? {
         let codes: [String: String] = [
@@ -104,6 +127,9 @@ package enum ExportCompiler {
             "ADVERTISING_TRACKING_ENABLED": "__ate",
         ]
         if let code = codes[type] { return (code, nil) }
+        if let key = webDataLayerBuiltIns[type] { return ("__v", key) }
+        // Debug Mode: true only in GTM's preview, which a server is not.
+        if type == "DEBUG_MODE" { return ("__c", nil) }
         let prefix = "FIREBASE_EVENT_PARAMETER_"
         guard type.hasPrefix(prefix) else { return nil }
         var rest = String(type.dropFirst(prefix.count))
@@ -448,7 +474,16 @@ package enum ExportCompiler {
                 )
             }
             let kind: MacroKind
-            if let key {
+            if function == "__v", let key {
+                // A web built-in that reads what GTM's listener pushed, as GTM compiles it (`__v` of `gtm.elementUrl`,
+                // version 1; the history URLs version 2).
+                kind =
+                    key == "gtm.newUrl" || key == "gtm.oldUrl"
+                    ? .dataLayer(name: key, nestedPath: TemplateCatalog.nestedPath(key), defaultValue: nil)
+                    : .rawDataLayer(name: key, defaultValue: nil)
+            } else if function == "__c" {
+                kind = .constant(.literal(.bool(false)))
+            } else if let key {
                 kind = .eventParameter(key: key, nestedPath: [], defaultValue: nil)
             } else if function == "__e" {
                 kind = .eventName
