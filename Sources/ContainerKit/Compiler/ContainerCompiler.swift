@@ -50,6 +50,10 @@ package enum ContainerCompiler {
         }
         let platform = options.platform ?? detectPlatform(root, format: format, document: document, builder.program)
         builder.program.undefinedComparesAsText = platform.comparesUndefinedAsText
+        if platform == .mobile {
+            builder.program.firebaseEventNames =
+                TemplateCatalog.firebaseEventNames(inRuntime: root["runtime"]) ?? TemplateCatalog.firebaseEventNames
+        }
         finishIndexes(&builder.program)
         return Container(
             id: id,

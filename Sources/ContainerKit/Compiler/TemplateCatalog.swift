@@ -13,6 +13,38 @@ package enum TemplateCatalog {
         "_asse": "app_store_subscription_cancel",
     ]
 
+    /// The short-name table of a v5 container's own `__e`: its runtime's `__e_main` sets
+    /// `b = {"_f": "first_open", …}` (an object literal, opcode 8, of string pairs) and reports `b[name] || name`.
+    /// Containers built at different times carry different tables (an older one has no `_vs`); `nil` when the
+    /// runtime has no such function.
+    static func firebaseEventNames(inRuntime runtime: Value?) -> [String: String]? {
+        guard case .array(let functions)? = runtime else { return nil }
+        for case .array(let function) in functions where function.count > 2 && function[1] == "__e_main" {
+            return firstStringTable(in: .array(function))
+        }
+        return nil
+    }
+
+    /// The first object literal (`[8, key, value, …]`) of string pairs in `code`, depth first.
+    private static func firstStringTable(in code: Value) -> [String: String]? {
+        guard case .array(let items) = code else { return nil }
+        if items.count >= 3, items.count % 2 == 1, case .int(8) = items[0] {
+            var table: [String: String] = [:]
+            var index = 1
+            while index + 1 < items.count, case .string(let key) = items[index],
+                case .string(let value) = items[index + 1]
+            {
+                table[key] = value
+                index += 2
+            }
+            if index == items.count { return table }
+        }
+        for item in items {
+            if let table = firstStringTable(in: item) { return table }
+        }
+        return nil
+    }
+
     /// Built-in macro codes (compiled `__x` and legacy `_x`) and what they read.
     static let builtIns: [String: BuiltIn] = [
         "cid": .containerID, "ctv": .containerVersion, "r": .random, "ai": .appID, "an": .appName,

@@ -49,7 +49,8 @@ struct Evaluation: MacroResolver {
     let recordTrace: Bool
 
     /// The event name as `__e` reports it (Firebase short names expanded).
-    let reportedEventName: Value
+    /// What `__e` reports for the container being evaluated (see ``startContainer()``).
+    private(set) var reportedEventName: Value
     /// Memo tables, valid for this evaluation only where the mark equals the generation: a macro is done
     /// at `2 * generation + 1`, being evaluated at `2 * generation`; a predicate is true at
     /// `2 * generation + 1`, false at `2 * generation`. Nothing is cleared between events.
@@ -126,6 +127,11 @@ struct Evaluation: MacroResolver {
             generation += 1
         }
         tagStateLive = false
+        // A Firebase short name (`_vs`) is reported as the container's own table says: a web container's not at all,
+        // an older v5 container's table may not have it. Other names are reported as pushed.
+        if Evaluation.mayBeShortName(eventName), let name = eventName {
+            reportedEventName = .string(storage.program.firebaseEventNames[name] ?? name)
+        }
         constants.start(storage)
         if !budgetExceededPredicates.isEmpty { budgetExceededPredicates.removeAll() }
         let macroCount = storage.program.macros.count
@@ -148,14 +154,18 @@ struct Evaluation: MacroResolver {
         BoundLogger(base: environment.logger, metadata: ["session": session.call.sessionID])
     }
 
-    /// What `__e` reports for a pushed event name: Firebase's short names (`_e`) expanded.
+    /// Whether `eventName` starts with `_`, as Firebase's short names do: each container reports it by its own table.
+    static func mayBeShortName(_ eventName: String?) -> Bool {
+        guard let eventName else { return false }
+        // The first byte read by the iterator: `utf8.first` is an unspecialised generic call.
+        var bytes = eventName.utf8.makeIterator()
+        return bytes.next() == 0x5F
+    }
+
+    /// What `__e` reports for a pushed event name before a container is chosen: the name as pushed (a Firebase short
+    /// name, `_e`, is expanded by each container's own table when its evaluation starts, ``startContainer()``).
     static func reportedName(_ eventName: String?) -> Value {
         guard let eventName else { return .undefined }
-        // The first byte read by the iterator: `utf8.first` was an unspecialised generic call on every push.
-        var bytes = eventName.utf8.makeIterator()
-        if bytes.next() == 0x5F, let long = TemplateCatalog.firebaseEventNames[eventName] {
-            return .string(long)
-        }
         return .string(eventName)
     }
 

@@ -19,6 +19,10 @@ package struct Program: Sendable {
     /// failing, numeric conditions convert with JavaScript's `Number()`, and a lookup table's repeated key
     /// takes its last row (decided once at compile time from ``ContainerPlatform``).
     package var undefinedComparesAsText = false
+    /// The Firebase short event names (`_vs`) and the long ones `__e` reports for them (`screen_view`): a v5
+    /// container's own table, from its runtime's `__e_main`; ``TemplateCatalog/firebaseEventNames`` for a mobile
+    /// container without one; empty for a web container, whose `__e` reports the name as pushed.
+    package var firebaseEventNames: [String: String] = [:]
 }
 
 /// A compiled value expression (a container literal, `["macro", i]`, `["template", …]`, …).

@@ -803,7 +803,13 @@ public final class DataLayer: Sendable {
         // The candidate rules come from the session's own table, looked up under the lock taken anyway;
         // traced pushes evaluate every rule's candidates from the container (their traces explain all).
         var lookupName: String?
-        if !tracing, case .string(let name) = reportedName { lookupName = name }
+        // A Firebase short name (`_vs`, reported as pushed here) is expanded by each container's own table (none for a
+        // web container), so its candidate rules are found per container by the evaluation, not in the session's
+        // table by one name.
+        if !tracing, case .string(let name) = reportedName {
+            var bytes = name.utf8.makeIterator()
+            if bytes.next() != 0x5F { lookupName = name }
+        }
         // A traced push keeps its message and what it changed (``TraceStep``), in the result's last step (an
         // optional step kept in a local was copied whole, twice, by every push).
         if tracing {
