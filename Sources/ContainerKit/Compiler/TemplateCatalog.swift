@@ -135,8 +135,8 @@ package enum TemplateCatalog {
             var key = literalString(params["key"])
             let eventType = literalString(params["eventType"])
             if eventType == "SUGGESTED" {
-                key = params.keys.sorted().first { $0.hasSuffix("Param") && $0.count > 5 }
-                    .flatMap { literalString(params[$0]) }
+                // `__md_main`: the first data key, in order, that ends in `Param` and holds a value.
+                key = parameters.lazy.filter { $0.key.hasSuffix("Param") }.compactMap { literalString($0.value) }.first
             }
             guard let key, !key.isEmpty else {
                 output.noteUnsupported(

@@ -669,10 +669,16 @@ struct Evaluation: MacroResolver {
         switch constants.read(ofMacro: index) {
         case .eventParameter(let checksEcommerce, let hasDefault, let nested):
             let key = constants.key(ofMacro: index)
-            value =
-                message[key]
-                ?? (nested
-                    ? Value.object(message).value(atPath: constants.path(ofMacro: index)) : .undefined)
+            if nested {
+                // `__md_main` walks a dotted key property by property (a list's and a string's `length` too) and never
+                // reads a parameter named with the dots.
+                let path = constants.path(ofMacro: index)
+                value = Value.object(message).javaScriptValue(atPath: path, nullOnTheWay: .undefined)
+            } else {
+                value = message[key] ?? .undefined
+                // The runtime reads the event's parameters, which do not hold its name.
+                if !value.isUndefined, key.utf8.count == 5, key == "event" { value = .undefined }
+            }
             // The v5 runtime's `__md_main` asks `value == undefined`, which a `null` passes too: a null parameter is
             // a missing one (the default value applies).
             if value == .null { value = .undefined }

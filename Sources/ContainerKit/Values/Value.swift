@@ -124,14 +124,17 @@ extension Value {
     /// `null` on the way gives `false` (not undefined, so a variable's default value does not apply), an undefined
     /// one gives undefined; an array or a string also has its `length` and its elements by index (a string's
     /// elements are its UTF-16 code units, as one-character strings).
-    public func javaScriptValue(atPath segments: [String]) -> Value {
+    ///
+    /// `nullOnTheWay` is what a `null` on the way gives: `false` for gtm.js's data layer; the v5 runtime's `__md`
+    /// stops at it (`if (f == undefined) break`) and gives undefined.
+    public func javaScriptValue(atPath segments: [String], nullOnTheWay: Value = .bool(false)) -> Value {
         var current = self
         var i = 0
         while i < segments.count {
             let segment = segments[i]
             switch current {
             case .null:
-                return .bool(false)
+                return nullOnTheWay
             case .undefined:
                 return .undefined
             case .object(let map):

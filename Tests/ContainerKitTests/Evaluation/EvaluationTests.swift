@@ -263,8 +263,9 @@ struct MacroTests {
         let session = taggedManager.makeDataLayer()
         let nested = session.push(event: "play", parameters: ["genre": "jazz", "song": ["artist": "Monk"]])
         #expect(nested.fired.first?.parameters == ["source": "message", "genre": "jazz", "artist": "Monk"])
+        // A dotted key is only walked, as the v5 runtime's `__md_main` does: a parameter named with the dots is not read.
         let literal = session.push(event: "play", parameters: ["song.artist": "Davis", "song": ["artist": "Monk"]])
-        #expect(literal.fired.first?.parameters == ["source": "message", "artist": "Davis"])
+        #expect(literal.fired.first?.parameters == ["source": "message", "artist": "Monk"])
     }
 
     @Test func versionOneVariablesReadTheLastRawValueWithoutMerging() throws {
