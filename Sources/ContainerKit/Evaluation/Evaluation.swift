@@ -48,8 +48,8 @@ struct Evaluation: MacroResolver {
     private(set) var tagHandlers: SessionRuntime.BorrowedHandlers
     let recordTrace: Bool
 
-    /// The event name as `__e` reports it (Firebase short names expanded).
-    /// What `__e` reports for the container being evaluated (see ``startContainer()``).
+    /// What `__e` reports for the container being evaluated: the event name, a Firebase short name expanded by the
+    /// container's own table (see ``startContainer()``).
     private(set) var reportedEventName: Value
     /// Memo tables, valid for this evaluation only where the mark equals the generation: a macro is done
     /// at `2 * generation + 1`, being evaluated at `2 * generation`; a predicate is true at
@@ -841,6 +841,10 @@ struct Evaluation: MacroResolver {
         }
     }
 
+    /// The most matches a regex-table replace makes with a pattern on the backtracking matcher (lookaround,
+    /// backreferences): far more than a value of a real event holds.
+    static let maximumBacktrackingReplacements = 10_000
+
     /// gtm.js's `__remm`: the first row whose pattern (`new RegExp(fullMatch ? "^" + key + "$" : key, "g")`, `"gi"`
     /// with ignore case) matches `String(input)` gives its value; with replace, `String(input).replace(pattern,
     /// value)` — every match replaced (the `g` flag), the value taken as text.
@@ -870,7 +874,9 @@ struct Evaluation: MacroResolver {
 
     /// `subject.replace(pattern, template)` with a global pattern, given its first match: each match is replaced by
     /// `template` expanded for it (`$1`, `$&`, …); after an empty match the search moves on by one character, as
-    /// JavaScript's does. A later match that runs out of budget ends the replacing there.
+    /// JavaScript's does. A later match that runs out of budget ends the replacing there, and so does the
+    /// ``maximumBacktrackingReplacements``th match of a pattern on the backtracking matcher (each search has a budget
+    /// of its own: without a bound on their number, a long value could cost millions of budgets).
     private func replacingAll(
         _ pattern: RegexPattern,
         in subject: String,
@@ -880,7 +886,9 @@ struct Evaluation: MacroResolver {
         var result = ""
         var copied = subject.startIndex
         var match = first
+        var remaining = pattern.usesBacktracking ? Evaluation.maximumBacktrackingReplacements : Int.max
         while true {
+            remaining -= 1
             result += subject[copied..<match.range.lowerBound]
             result += pattern.expandReplacement(template, match: match, in: subject)
             copied = match.range.upperBound
@@ -890,7 +898,9 @@ struct Evaluation: MacroResolver {
                 next = subject.unicodeScalars.index(after: next)
             }
             let budget = RegexPattern.defaultStepBudget
-            guard let found = try? pattern.firstMatch(in: subject, from: next, stepBudget: budget) else { break }
+            guard remaining > 0, let found = try? pattern.firstMatch(in: subject, from: next, stepBudget: budget) else {
+                break
+            }
             match = found
         }
         result += subject[copied...]

@@ -38,6 +38,18 @@ extension Fidelity {
             #expect(try value(Self.table(#""^""#, #""-""#), path: "ab") == "-ab")
         }
 
+        /// A pattern on the backtracking matcher (lookaround) makes at most 10,000 replacements: each search has a step
+        /// budget of its own, and a long value must not cost millions of them.
+        @Test func aBacktrackingPatternsReplacementsAreBounded() throws {
+            let replaced = try value(
+                Self.table(#""(?<=a)""#, #""-""#),
+                path: .string(String(repeating: "a", count: 20_000))
+            )
+            let text = try #require(replaced?.stringValue)
+            #expect(text.count(where: { $0 == "-" }) == 10_000)
+            #expect(text.count(where: { $0 == "a" }) == 20_000)
+        }
+
         /// Full match is `"^" + key + "$"`, not grouped: in `a|b` the anchors hold the first and last alternatives
         /// only, so a middle alternative matches anywhere (the corpus has such a row:
         /// `WordPress.Themes|WooCommerce.Themes|WordPress.Plugins|Elementor.Kits`).
