@@ -50,6 +50,14 @@ package enum ExportCompiler {
         "FIREBASE_USER_ENGAGEMENT": "user_engagement",
     ]
 
+    /// Trigger types whose listener names the triggers it fires for in its push (`gtm.triggers`: `"1234_50,1234_51"`):
+    /// GTM compiles each such trigger with `_re({{gtm.triggers}}, "(^$|((^|,)<container>_<trigger>($|,)))")`, so a
+    /// push of another trigger's listener does not fire it (the corpus' compiled `gtm.js` data: link clicks, timers,
+    /// form submissions, element visibility, scroll depth).
+    static let listenerTriggerTypes: Set<String> = [
+        "LINK_CLICK", "TIMER", "FORM_SUBMISSION", "ELEMENT_VISIBILITY", "SCROLL_DEPTH", "YOU_TUBE_VIDEO",
+    ]
+
     /// Trigger types that are browser interactions (they fire only on their `gtm.*` event, if ever pushed).
     static let browserTriggerTypes: Set<String> = [
         "CLICK", "LINK_CLICK", "FORM_SUBMISSION", "HISTORY_CHANGE", "JS_ERROR", "TIMER", "SCROLL_DEPTH",
@@ -159,6 +167,8 @@ package enum ExportCompiler {
         var output = CompilerOutput()
         var macroIndex: [String: Int] = [:]
         var eventMacro: Int?
+        /// The `gtm.triggers` variable listener triggers test (made for the first).
+        var triggersMacro: Int?
         var tagIndexByName: [String: Int] = [:]
 
         init(version: ValueMap) { self.version = version }
@@ -592,6 +602,47 @@ package enum ExportCompiler {
             return index
         }
 
+        /// The export's numeric container ID (`containerVersion.containerId`), which a listener trigger's ID begins with.
+        var numericContainerID: String? {
+            if let id = version["containerId"]?.jsString, !id.isEmpty { return id }
+            guard case .object(let container)? = version["container"] else { return nil }
+            return container["containerId"]?.jsString
+        }
+
+        /// `_re({{gtm.triggers}}, "(^$|((^|,)<id>($|,)))")`: the push names this trigger, or names none (`gtm.triggers`
+        /// is `""` when missing, as GTM compiles it: a version-2 data-layer variable with that default).
+        mutating func listenerPredicate(_ uniqueID: String, pointer: String) -> Int {
+            if triggersMacro == nil {
+                triggersMacro = output.program.macros.count
+                output.program.macros.append(
+                    MacroDef(
+                        function: "__v",
+                        name: nil,
+                        kind: .dataLayer(
+                            name: "gtm.triggers",
+                            nestedPath: TemplateCatalog.nestedPath("gtm.triggers"),
+                            defaultValue: .literal(.string(""))
+                        ),
+                        origin: Origin(pointer: pointer)
+                    )
+                )
+            }
+            let index = output.program.predicates.count
+            output.program.predicates.append(
+                TemplateCatalog.predicate(
+                    function: "_re",
+                    op: .regex,
+                    arg0: .macro(triggersMacro!),
+                    arg1: .literal(.string("(^$|((^|,)\(uniqueID)($|,)))")),
+                    ignoreCase: false,
+                    negate: false,
+                    pointer: pointer,
+                    output: &output
+                )
+            )
+            return index
+        }
+
         mutating func neverPredicate(pointer: String) -> Int {
             let index = output.program.predicates.count
             output.program.predicates.append(
@@ -620,6 +671,11 @@ package enum ExportCompiler {
             var rule = RuleDef(name: trigger["name"]?.stringValue, origin: Origin(pointer: pointer))
             if let event = ExportCompiler.triggerEvents[type] {
                 rule.ifs.append(eventPredicate(event, pointer: pointer + "/type"))
+                if ExportCompiler.listenerTriggerTypes.contains(type), let container = numericContainerID,
+                    let id = trigger["triggerId"]?.jsString
+                {
+                    rule.ifs.append(listenerPredicate("\(container)_\(id)", pointer: pointer + "/type"))
+                }
                 if ExportCompiler.browserTriggerTypes.contains(type) {
                     output.noteUnsupported("browser trigger type '\(type)'", pointer: pointer)
                 }
@@ -627,7 +683,12 @@ package enum ExportCompiler {
                 output.noteUnsupported("trigger type '\(type)'", pointer: pointer)
                 rule.ifs.append(neverPredicate(pointer: pointer + "/type"))
             }
-            for field in ["customEventFilter", "filter", "autoEventFilter"] {
+            // "Enable this trigger when" (`autoEventFilter`) decides whether the page installs the trigger's listener:
+            // GTM tests it on the listener tag's rule at `gtm.js`, not at the listener's push, which only an installed
+            // listener makes (and which names the trigger in `gtm.triggers`, tested above).
+            let listener = ExportCompiler.listenerTriggerTypes.contains(type)
+            for field in ["customEventFilter", "filter", "autoEventFilter"]
+            where !(listener && field == "autoEventFilter") {
                 guard case .array(let conditions)? = trigger[field] else { continue }
                 for (i, raw) in conditions.enumerated() {
                     let at = JSONPointer.appending(pointer + "/" + field, i)
