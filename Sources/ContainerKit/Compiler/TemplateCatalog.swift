@@ -53,6 +53,14 @@ package enum TemplateCatalog {
         "aid": .advertiserID, "gtmv": .sdkVersion, "rv": .sdkVersion,
     ]
 
+    /// The auto-event variable types (`__aev` `varType`) that read a `gtm.*` value of the event, and its key.
+    static let autoEventKeys: [String: String] = [
+        "ELEMENT": "element", "CLASSES": "elementClasses", "ID": "elementId", "TARGET": "elementTarget",
+        "HISTORY_CHANGE_SOURCE": "historyChangeSource", "HISTORY_NEW_STATE": "newHistoryState",
+        "HISTORY_NEW_URL_FRAGMENT": "newUrlFragment", "HISTORY_OLD_STATE": "oldHistoryState",
+        "HISTORY_OLD_URL_FRAGMENT": "oldUrlFragment",
+    ]
+
     /// Macro codes that only make sense in a browser or need JavaScript.
     static let browserMacros: Set<String> = [
         "jsm", "u", "d", "aev", "f", "j", "k", "dbg", "awec", "gtes", "gtcs", "ctv_web", "vis", "uv",
@@ -214,6 +222,20 @@ package enum TemplateCatalog {
                 options: options,
                 fullMatch: fullMatch
             )
+        case "aev":
+            // An auto-event variable reads the event's `gtm.*` value its listener pushed (gtm.js: `gtm[key] !== undefined
+            // ? gtm[key] : vtp_defaultValue`); the types that read the page (text, attributes, a URL's parts, a form's
+            // fields) stay browser-only.
+            let type = literalString(params["varType"]) ?? ""
+            guard let key = autoEventKeys[type] else {
+                output.noteUnsupported(
+                    "browser-only variable type '\(function)' (\(type.isEmpty ? "no type" : type))",
+                    pointer: pointer
+                )
+                return .unsupported
+            }
+            let name = "gtm." + key
+            return .dataLayer(name: name, nestedPath: nestedPath(name), defaultValue: params["defaultValue"])
         case "funcm":
             return .functionCall(
                 classPath: params["classPath"] ?? .literal(.undefined),

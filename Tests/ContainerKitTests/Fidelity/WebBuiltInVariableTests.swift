@@ -43,5 +43,21 @@ extension Fidelity {
             #expect(container.unsupported.contains { $0.message.contains("'CLICK_TEXT'") })
             #expect(!container.unsupported.contains { $0.message.contains("'CLICK_URL'") })
         }
+
+        /// An auto-event variable (`__aev`) reads the same values by its type, with its default value when missing;
+        /// the types that read the page stay unsupported.
+        @Test func autoEventVariablesReadTheListenersValues() throws {
+            let classes = #"{"function": "__aev", "vtp_varType": "CLASSES", "vtp_defaultValue": "none"}"#
+            let container = try Fidelity.resource(macro: classes, web: true)
+            #expect(Fidelity.arguments(container, before: [["gtm.elementClasses": "btn buy"]])?["value"] == "btn buy")
+            #expect(Fidelity.arguments(container)?["value"] == "none")
+            let history = #"{"function": "__aev", "vtp_varType": "HISTORY_NEW_URL_FRAGMENT"}"#
+            let pushed: [ValueMap] = [["gtm.newUrlFragment": "top"]]
+            #expect(
+                Fidelity.arguments(try Fidelity.resource(macro: history, web: true), before: pushed)?["value"] == "top"
+            )
+            let text = try Fidelity.resource(macro: #"{"function": "__aev", "vtp_varType": "TEXT"}"#, web: true)
+            #expect(text.unsupported.contains { $0.message.contains("(TEXT)") })
+        }
     }
 }
