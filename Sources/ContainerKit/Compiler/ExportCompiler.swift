@@ -617,7 +617,7 @@ package enum ExportCompiler {
                 output.program.macros.append(
                     MacroDef(
                         function: "__v",
-                        name: nil,
+                        name: "gtm.triggers",
                         kind: .dataLayer(
                             name: "gtm.triggers",
                             nestedPath: TemplateCatalog.nestedPath("gtm.triggers"),
