@@ -586,13 +586,18 @@ package enum ExportCompiler {
         // MARK: Triggers
 
         mutating func eventPredicate(_ event: String, pointer: String) -> Int {
+            appendPredicate(.equals, macro: eventMacro!, text: event, pointer: pointer)
+        }
+
+        /// Appends the predicate `{{macro}} op text` (case-sensitive, not negated) that a trigger implies; its index.
+        mutating func appendPredicate(_ op: PredicateOperator, macro: Int, text: String, pointer: String) -> Int {
             let index = output.program.predicates.count
             output.program.predicates.append(
                 TemplateCatalog.predicate(
-                    function: "_eq",
-                    op: .equals,
-                    arg0: .macro(eventMacro!),
-                    arg1: .literal(.string(event)),
+                    function: op.rawValue,
+                    op: op,
+                    arg0: .macro(macro),
+                    arg1: .literal(.string(text)),
                     ignoreCase: false,
                     negate: false,
                     pointer: pointer,
@@ -627,20 +632,12 @@ package enum ExportCompiler {
                     )
                 )
             }
-            let index = output.program.predicates.count
-            output.program.predicates.append(
-                TemplateCatalog.predicate(
-                    function: "_re",
-                    op: .regex,
-                    arg0: .macro(triggersMacro!),
-                    arg1: .literal(.string("(^$|((^|,)\(uniqueID)($|,)))")),
-                    ignoreCase: false,
-                    negate: false,
-                    pointer: pointer,
-                    output: &output
-                )
+            return appendPredicate(
+                .regex,
+                macro: triggersMacro!,
+                text: "(^$|((^|,)\(uniqueID)($|,)))",
+                pointer: pointer
             )
-            return index
         }
 
         mutating func neverPredicate(pointer: String) -> Int {
