@@ -8,9 +8,9 @@ struct RegexTableAlternationRule: LintRule {
         id: "regex_table_alternation",
         name: "Regex Table Alternation",
         description:
-            "A regex-table row with full match has a key with alternatives (`a|b|c`): GTM anchors the key as written "
-            + "(`^a|b|c$`), so the alternatives between the first and the last match anywhere in the input; group "
-            + "them (`(a|b|c)`) to match the whole input.",
+            "A regex-table row with full match has a key with top-level alternatives: GTM anchors the key as written "
+            + "(`^` before the first alternative, `$` after the last), so the alternatives between them match anywhere "
+            + "in the input; group them to match the whole input.",
         severity: .warning,
         triggeringExamples: [
             #"""
