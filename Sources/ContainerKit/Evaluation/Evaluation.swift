@@ -844,6 +844,9 @@ struct Evaluation: MacroResolver {
     /// The most matches a regex-table replace makes with a pattern on the backtracking matcher (lookaround,
     /// backreferences): far more than a value of a real event holds.
     static let maximumBacktrackingReplacements = 10_000
+    /// The steps all the searches of one regex-table replace after its first may take together: 16 times a single
+    /// match's budget, far more than replacing every character of a 1 MB value costs.
+    static let replaceStepBudget = 16 * RegexPattern.defaultStepBudget
 
     /// gtm.js's `__remm`: the first row whose pattern (`new RegExp(fullMatch ? "^" + key + "$" : key, "g")`, `"gi"`
     /// with ignore case) matches `String(input)` gives its value; with replace, `String(input).replace(pattern,
@@ -887,6 +890,9 @@ struct Evaluation: MacroResolver {
         var copied = subject.startIndex
         var match = first
         var remaining = pattern.usesBacktracking ? Evaluation.maximumBacktrackingReplacements : Int.max
+        // The searches after the first share one budget: each may scan to the end of the value (`.*z|a` does), so
+        // without one their number times the value's length could be a quadratic amount of work.
+        var steps = 0
         while true {
             remaining -= 1
             result += subject[copied..<match.range.lowerBound]
@@ -897,10 +903,10 @@ struct Evaluation: MacroResolver {
                 guard next < subject.endIndex else { break }
                 next = subject.unicodeScalars.index(after: next)
             }
-            let budget = RegexPattern.defaultStepBudget
-            guard remaining > 0, let found = try? pattern.firstMatch(in: subject, from: next, stepBudget: budget) else {
-                break
-            }
+            let budget = Evaluation.replaceStepBudget - steps
+            guard remaining > 0, budget > 0,
+                let found = try? pattern.firstMatch(in: subject, from: next, stepBudget: budget, steps: &steps)
+            else { break }
             match = found
         }
         result += subject[copied...]

@@ -140,11 +140,24 @@ public struct RegexPattern: Sendable {
         from start: String.Index,
         stepBudget: Int
     ) throws(RegexBudgetExceeded) -> Match? {
+        var steps = 0
+        return try firstMatch(in: subject, from: start, stepBudget: stepBudget, steps: &steps)
+    }
+
+    /// ``firstMatch(in:from:stepBudget:)``, adding the steps the search took to `steps` (a byte compared counts as one
+    /// for a literal pattern), so that many searches can share one budget.
+    package func firstMatch(
+        in subject: String,
+        from start: String.Index,
+        stepBudget: Int,
+        steps: inout Int
+    ) throws(RegexBudgetExceeded) -> Match? {
         try match(
             in: subject,
             whole: false,
             from: subject.utf8.distance(from: subject.startIndex, to: start),
-            stepBudget: stepBudget
+            stepBudget: stepBudget,
+            steps: &steps
         )
     }
 
@@ -175,34 +188,42 @@ public struct RegexPattern: Sendable {
         }
     }
 
+    private func match(in subject: String, whole: Bool, stepBudget: Int) throws(RegexBudgetExceeded) -> Match? {
+        var steps = 0
+        return try match(in: subject, whole: whole, from: 0, stepBudget: stepBudget, steps: &steps)
+    }
+
     private func match(
         in subject: String,
         whole: Bool,
-        from start: Int = 0,
-        stepBudget: Int
+        from start: Int,
+        stepBudget: Int,
+        steps: inout Int
     ) throws(RegexBudgetExceeded) -> Match? {
         var contiguous = subject
         let outcome: RegexPikeVM.Outcome<[Int]?> = contiguous.withUTF8 { bytes in
             if let backtracking {
-                return RegexBacktracker.search(
+                let (outcome, used) = RegexBacktracker.search(
                     backtracking,
                     over: bytes,
                     whole: whole,
                     from: start,
                     stepBudget: stepBudget
-                ).outcome
+                )
+                steps &+= used
+                return outcome
             }
             if program.isPureLiteral {
                 let literal = program.prefix
                 if whole {
                     return .answer(bytes.elementsEqual(literal) ? [0, literal.count] : nil)
                 }
-                return .answer(
-                    RegexByteSearch.firstIndex(of: literal, in: bytes, from: start).map { [$0, $0 + literal.count] }
-                )
+                let found = RegexByteSearch.firstIndex(of: literal, in: bytes, from: start)
+                steps &+= (found ?? bytes.count) - start + 1
+                return .answer(found.map { [$0, $0 + literal.count] })
             }
             return RegexPikeVM.run(program, over: bytes, stepBudget: stepBudget) {
-                $0.search(whole: whole, from: start)
+                $0.search(whole: whole, from: start, steps: &steps)
             }
         }
         guard case .answer(let found) = outcome else { throw RegexBudgetExceeded(stepBudget: stepBudget) }

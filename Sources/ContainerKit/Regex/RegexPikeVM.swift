@@ -157,12 +157,18 @@ struct RegexPikeVM {
     /// The slots (two per group, -1 when unset) of the leftmost-first match, or nil. With `whole`, the match
     /// must span the entire input.
     func search(whole: Bool, from start: Int = 0) -> Outcome<[Int]?> {
+        var steps = 0
+        return search(whole: whole, from: start, steps: &steps)
+    }
+
+    /// ``search(whole:from:)``, adding the thread steps it took to `steps`.
+    func search(whole: Bool, from start: Int, steps: inout Int) -> Outcome<[Int]?> {
         let slotCount = slotCount
         return withUnsafeTemporaryAllocation(of: Int.self, capacity: 2 * slotCount) { slotMemory in
             let scratch = slotMemory.baseAddress!
             let best = scratch + slotCount
             let found = withLists(slotCount: slotCount) { current, following, stack in
-                search(whole: whole, from: start, &current, &following, &stack, scratch: scratch, best: best)
+                search(whole: whole, from: start, &current, &following, &stack, scratch: scratch, best: best, &steps)
             }
             guard let found else { return .exhausted }
             return .answer(found ? Array(UnsafeBufferPointer(start: best, count: slotCount)) : nil)
@@ -176,10 +182,12 @@ struct RegexPikeVM {
         _ following: inout RegexThreadList,
         _ stack: inout RegexFrameStack,
         scratch: UnsafeMutablePointer<Int>,
-        best: UnsafeMutablePointer<Int>
+        best: UnsafeMutablePointer<Int>,
+        _ totalSteps: inout Int
     ) -> Bool? {
         let count = bytes.count
         var steps = 0
+        defer { totalSteps &+= steps }
         let anchored = anchoredAtStart || whole
         var found = false
         var position = start
