@@ -45,9 +45,13 @@ final class BrazeSetup: Sendable {
     /// Records the pipeline dropped at delivery so far: rejected by the destination, or given up on.
     let droppedRecords: @Sendable () -> Int
 
-    init(sink spec: SinkSpec, queueDirectory: String?, environment: [String: String], logger: any DiagnosticLogger)
-        throws
-    {
+    init(
+        sink spec: SinkSpec,
+        objectLimit: BrazeUsersTrackDestination.ObjectLimit? = nil,
+        queueDirectory: String?,
+        environment: [String: String],
+        logger: any DiagnosticLogger
+    ) throws {
         let destination: any AnalyticsDestination
         var shown: ShownRecordsSink?
         switch spec {
@@ -71,7 +75,9 @@ final class BrazeSetup: Sendable {
             } catch {
                 throw SetupError(description: "\(BrazeSetup.apiKeyVariable): \(error.message)")
             }
-            destination = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: key)
+            var configuration = BrazeUsersTrackDestination.Configuration()
+            if let objectLimit { configuration.objectLimit = objectLimit }
+            destination = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: key, configuration: configuration)
         }
         if let queueDirectory {
             do {

@@ -44,6 +44,13 @@ struct RunCommand {
                 "jsonl:<path>, or braze:<REST endpoint> (key from BRAZE_REST_API_KEY)"
             ),
             .valued(
+                "--braze-objects-per-request",
+                "<limit>",
+                "with --sink braze: the most objects one /users/track request carries:",
+                "<n> in all (default 75) or <n>-each of attributes, events and",
+                "purchases (75-each: Braze's legacy rate limits; 1 to 75)"
+            ),
+            .valued(
                 "--queue",
                 "<dir>",
                 "put a crash-safe queue in front of the sink: an event's output is",
@@ -83,6 +90,7 @@ struct RunCommand {
         var logLevel: LogLevel
         var brazeClassPaths: [String] = []
         var sink: BrazeSetup.SinkSpec?
+        var objectLimit: BrazeUsersTrackDestination.ObjectLimit?
         var queueDirectory: String?
         var brazeUser: String?
         var brazeUserEvent: String?
@@ -110,6 +118,16 @@ struct RunCommand {
         options.explain = args.flag("--explain")
         options.brazeClassPaths = args.values("--braze")
         if let sink = args.value("--sink") { options.sink = try BrazeSetup.SinkSpec(parsing: sink) }
+        if let limit = args.value("--braze-objects-per-request") {
+            guard case .braze? = options.sink else {
+                throw UsageError("--braze-objects-per-request applies to --sink braze:<REST endpoint> only")
+            }
+            do throws(ContainerError) {
+                options.objectLimit = try BrazeUsersTrackDestination.ObjectLimit(parsing: limit)
+            } catch {
+                throw UsageError("--braze-objects-per-request: \(error.message)")
+            }
+        }
         options.queueDirectory = args.value("--queue")
         options.brazeUser = args.value("--braze-user")
         options.brazeUserEvent = args.value("--braze-user-event")
@@ -149,6 +167,7 @@ struct RunCommand {
             do {
                 let setup = try BrazeSetup(
                     sink: options.sink ?? .standardOutput,
+                    objectLimit: options.objectLimit,
                     queueDirectory: options.queueDirectory,
                     environment: environment,
                     logger: logger

@@ -55,4 +55,17 @@ struct BrazeRESTEndpointTests {
             #expect(error?.message.contains("secret") == false, "\(error?.message ?? "")")
         }
     }
+
+    @Test func anObjectLimitIsANumberInAllOrOfEachKindFromOneToSeventyFive() throws {
+        typealias Limit = BrazeUsersTrackDestination.ObjectLimit
+        #expect(try Limit(parsing: "50") == .total(50))
+        #expect(try Limit(parsing: "1") == .total(1))
+        #expect(try Limit(parsing: "75-each") == .perCategory(75))
+        #expect(try Limit(parsing: "75-each") == .legacy)
+        for text in ["", "0", "76", "-each", "each", "+5", " 5", "5 ", "75-EACH", "7.5", "1e1", "٣"] {
+            let error = #expect(throws: ContainerError.self) { try Limit(parsing: text) }
+            #expect(error?.code == .invalidObjectLimit)
+            #expect(error?.message.contains("'\(text)' is not an object limit") == true, "\(error?.message ?? "")")
+        }
+    }
 }

@@ -281,6 +281,33 @@ struct RunCommandTests {
         #expect(server.acceptedObjectCount == 0)
     }
 
+    @Test func theObjectLimitPerRequestSplitsWhatGoesToUsersTrack() async throws {
+        let server = try BrazeTestServer()
+        defer { server.stop() }
+        let result = await run(
+            [
+                Self.music, "--events", Self.session, "--format", "json", "--braze", Self.braze,
+                "--sink", "braze:\(server.endpoint.absoluteString)", "--braze-objects-per-request", "1",
+            ],
+            environment: ["BRAZE_REST_API_KEY": server.apiKey]
+        )
+        #expect(result.code == 0, "\(result.err)")
+        #expect(server.acceptedObjectCount == 4)
+        #expect(server.requests.count == 4)
+        #expect(server.requests.allSatisfy { $0.objectCount == 1 })
+    }
+
+    @Test(arguments: [
+        (["--sink", "braze:http://127.0.0.1:9/", "--braze-objects-per-request", "76"], "1 to 75 objects per request"),
+        (["--sink", "braze:http://127.0.0.1:9/", "--braze-objects-per-request", "each"], "'each' is not"),
+        (["--braze-objects-per-request", "50"], "applies to --sink braze:<REST endpoint> only"),
+    ])
+    func anObjectLimitBrazeDoesNotAllowIsAUsageError(arguments: [String], message: String) async {
+        let result = await run([Self.music, "--events", Self.session] + arguments)
+        #expect(result.code == 64)
+        #expect(result.err.contains(message), "\(result.err)")
+    }
+
     @Test func brazeSinkWithoutAnAPIKeyFailsBeforeRunning() async {
         let result = await run([Self.music, "--events", Self.session, "--sink", "braze:http://127.0.0.1:9/"])
         #expect(result.code == 1)

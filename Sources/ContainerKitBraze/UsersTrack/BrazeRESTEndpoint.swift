@@ -8,6 +8,8 @@ extension ContainerError.Code {
     /// A Braze REST API key that cannot be used: empty, or with a space, a control character or a character outside
     /// ASCII inside it.
     public static let invalidAPIKey = ContainerError.Code(rawValue: "invalid_api_key")
+    /// A number of objects per `/users/track` request that Braze does not allow, or that is not a number.
+    public static let invalidObjectLimit = ContainerError.Code(rawValue: "invalid_object_limit")
 }
 
 extension BrazeUsersTrackDestination {

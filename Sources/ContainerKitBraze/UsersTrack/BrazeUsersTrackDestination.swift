@@ -57,14 +57,37 @@ import Synchronization
 public final class BrazeUsersTrackDestination: AnalyticsDestination {
     /// How many objects one request may carry.
     public enum ObjectLimit: Sendable, Hashable {
-        /// At most this many objects across `attributes`, `events` and `purchases` (Braze's current limit
-        /// is 75).
+        /// At most this many objects across `attributes`, `events` and `purchases` (Braze's rate-limit reference
+        /// allows 75; contracts on Monthly Active Users CY 24-25 have limits of their own).
         case total(Int)
         /// At most this many objects in each of `attributes`, `events` and `purchases`.
         case perCategory(Int)
 
-        /// Braze's legacy limit: 75 attributes, 75 events and 75 purchases per request.
+        /// The limit of accounts on Braze's legacy rate limits: 75 attributes, 75 events and 75 purchases per
+        /// request.
         public static let legacy = ObjectLimit.perCategory(75)
+
+        /// The largest number either limit may name: Braze refuses requests past 75 objects of a kind.
+        public static let largest = 75
+
+        /// Reads a limit as a command line gives it: `<n>` for ``total(_:)`` (`50`), `<n>-each` for
+        /// ``perCategory(_:)`` (`75-each`, Braze's legacy limit of 75 attributes, 75 events and 75 purchases),
+        /// with `n` from 1 to 75.
+        /// - Throws: ``ContainerError`` with ``ContainerError/Code/invalidObjectLimit`` saying what is wrong.
+        public init(parsing text: String) throws(ContainerError) {
+            let each = text.hasSuffix("-each")
+            let digits = each ? text.dropLast(5) : Substring(text)
+            guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let count = Int(digits),
+                (1...Self.largest).contains(count)
+            else {
+                throw ContainerError(
+                    .invalidObjectLimit,
+                    "'\(text)' is not an object limit: give 1 to \(Self.largest) objects per request (as in '50'), "
+                        + "or per kind of object (as in '75-each')"
+                )
+            }
+            self = each ? .perCategory(count) : .total(count)
+        }
 
         /// The most records one request can carry.
         var maximumRecords: Int {

@@ -66,7 +66,11 @@ final class PostgresScaleOut: Sendable {
     /// Where delivered records go: Braze's `/users/track`, or without an endpoint the JSON-lines file.
     private static func destination(_ configuration: TagServiceConfiguration) throws -> any AnalyticsDestination {
         if let endpoint = configuration.brazeEndpoint {
-            return BrazeUsersTrackDestination(endpoint: endpoint, apiKey: configuration.brazeAPIKey ?? "")
+            return BrazeUsersTrackDestination(
+                endpoint: endpoint,
+                apiKey: configuration.brazeAPIKey ?? "",
+                configuration: BrazeUsersTrackDestination.Configuration(objectLimit: configuration.brazeObjectLimit)
+            )
         }
         return try JSONLinesDestination(destination: .file(path: configuration.recordsFile), synchronizes: true)
     }

@@ -20,7 +20,11 @@ enum RecordQueue {
     ) throws -> DeliveryPipeline<SegmentRecordStore> {
         let destination: any AnalyticsDestination
         if let endpoint = configuration.brazeEndpoint {
-            let braze = BrazeUsersTrackDestination(endpoint: endpoint, apiKey: configuration.brazeAPIKey ?? "")
+            let braze = BrazeUsersTrackDestination(
+                endpoint: endpoint,
+                apiKey: configuration.brazeAPIKey ?? "",
+                configuration: BrazeUsersTrackDestination.Configuration(objectLimit: configuration.brazeObjectLimit)
+            )
             destination = braze
             logger.info("records go to Braze", metadata: ["endpoint": "\(braze.usersTrackURL.absoluteString)"])
         } else {

@@ -116,6 +116,9 @@ public struct TagServiceConfiguration: Sendable {
     /// Braze requests per second for the whole cluster (the limit of the API key), shared by the instances
     /// in `--postgres` mode; `nil`: no limit.
     public var brazeRequestsPerSecond: Double?
+    /// `--braze-objects-per-request`: the most objects one `/users/track` request carries
+    /// (``BrazeUsersTrackDestination/ObjectLimit``; 75 in all by default, `75-each` for Braze's legacy rate limits).
+    public var brazeObjectLimit: BrazeUsersTrackDestination.ObjectLimit = .total(75)
     /// The write keys a request that pushes events must present (``WriteKeys``: HTTP Basic with the key as the
     /// user name, or a Bearer token); several for rotation. Empty: anyone who reaches the port may push — the
     /// service warns at start, and the port must stay private.
@@ -255,6 +258,10 @@ extension TagServiceConfiguration {
           --braze-requests-per-second <n>
                                     Braze requests a second for the whole cluster, shared by the instances
                                     (TAGSERVICE_BRAZE_REQUESTS_PER_SECOND)
+          --braze-objects-per-request <limit>
+                                    most objects in one /users/track request: <n> in all (default 75) or
+                                    <n>-each of attributes, events and purchases (75-each: Braze's legacy
+                                    rate limits), n from 1 to 75 (TAGSERVICE_BRAZE_OBJECTS_PER_REQUEST)
           --write-key <key>         a key POST /v1/... requests must present, as HTTP Basic (the key as the
                                     user name, empty password) or Authorization: Bearer <key>; repeatable,
                                     for rotation (TAGSERVICE_WRITE_KEYS, comma-separated). Without any key,
@@ -337,6 +344,7 @@ extension TagServiceConfiguration {
             "--postgres-partitions": "TAGSERVICE_POSTGRES_PARTITIONS",
             "--postgres-timeout": "TAGSERVICE_POSTGRES_TIMEOUT",
             "--braze-requests-per-second": "TAGSERVICE_BRAZE_REQUESTS_PER_SECOND",
+            "--braze-objects-per-request": "TAGSERVICE_BRAZE_OBJECTS_PER_REQUEST",
             "--write-key-file": "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token": "TAGSERVICE_METRICS_TOKEN",
             "--braze-user": "TAGSERVICE_BRAZE_USER", "--braze-pending-records": "TAGSERVICE_BRAZE_PENDING_RECORDS",
             "--braze-pending-age": "TAGSERVICE_BRAZE_PENDING_AGE",
@@ -500,6 +508,13 @@ extension TagServiceConfiguration {
         if let count = values["--braze-pending-records"] {
             let number = try integer(count, flag: "--braze-pending-records", in: 0...10_000)
             configuration.brazePendingRecords = number
+        }
+        if let limit = values["--braze-objects-per-request"] {
+            do throws(ContainerError) {
+                configuration.brazeObjectLimit = try BrazeUsersTrackDestination.ObjectLimit(parsing: limit)
+            } catch {
+                throw UsageError("--braze-objects-per-request: \(error.message)")
+            }
         }
         if let seconds = values["--braze-pending-age"] {
             configuration.brazePendingAge = try duration(seconds, flag: "--braze-pending-age")

@@ -175,9 +175,24 @@ import Testing
             "--commit-delay", "TAGSERVICE_COMMIT_DELAY", "--write-key", "TAGSERVICE_WRITE_KEYS", "--write-key-file",
             "TAGSERVICE_WRITE_KEY_FILE", "--metrics-token", "TAGSERVICE_METRICS_TOKEN", "--request-timeout",
             "TAGSERVICE_REQUEST_TIMEOUT", "--shutdown-timeout", "TAGSERVICE_SHUTDOWN_TIMEOUT", "--braze-user",
-            "TAGSERVICE_BRAZE_USER", "--braze-pending-records", "--braze-pending-age",
+            "TAGSERVICE_BRAZE_USER", "--braze-pending-records", "--braze-pending-age", "--braze-objects-per-request",
+            "TAGSERVICE_BRAZE_OBJECTS_PER_REQUEST",
         ] {
             #expect(TagServiceConfiguration.help.contains(word))
+        }
+    }
+
+    @Test func theBrazeObjectLimitComesFromTheFlagOrTheVariableAndBrazesLimitsBoundIt() throws {
+        #expect(try parse(["--containers", "c", "--queue", "q"]).brazeObjectLimit == .total(75))
+        let flagged = try parse(["--containers", "c", "--queue", "q", "--braze-objects-per-request", "75-each"])
+        #expect(flagged.brazeObjectLimit == .perCategory(75))
+        let environment = ["TAGSERVICE_BRAZE_OBJECTS_PER_REQUEST": "50\n"]
+        #expect(try parse(["--containers", "c", "--queue", "q"], environment).brazeObjectLimit == .total(50))
+        for bad in ["0", "100", "75 each", "many"] {
+            let error = #expect(throws: UsageError.self) {
+                try parse(["--containers", "c", "--queue", "q", "--braze-objects-per-request", bad])
+            }
+            #expect(error?.description.contains("--braze-objects-per-request: '\(bad)' is not an object limit") == true)
         }
     }
 
