@@ -23,8 +23,9 @@ struct PreviewCommand {
             input). For every push it prints its trace: the data-layer keys it changed, the tags that fired (with
             their arguments), the tags that did not fire and why (the failing condition with both operands' values),
             the variables used, the records, and the data layer after the push (the same trace as run --explain).
-            A line that is a JSON array is a gtag consent command (["consent", "update", {...}]): the session's
-            consent state after it is shown, and tags it blocks are shown blocked_by_consent. An input that is one
+            A line that is a JSON array is a gtag command: after a consent command (["consent", "update", {...}])
+            the session's consent state is shown, and tags it blocks are shown blocked_by_consent; an event command
+            (["event", name, {...}]) is pushed as gtm.js makes it, {event, eventModel}. An input that is one
             JSON array of pushes (a data-layer dump from a browser's console) is read as its pushes, one a line.
             The auth token is sent to the server only; it is never printed.
             """,

@@ -3,10 +3,11 @@ import ContainerKitDelivery
 import Foundation
 
 /// The pushes `run`, `preview` and `diff` read, from a file or standard input: one JSON object per line, its
-/// `message_id` the push's event ID. A line that is a JSON array is a gtag-style command, pushed as GTM pushes
-/// gtag's `arguments` (not as an array): a consent command, `["consent", "default", {"ad_storage": "denied",
-/// "region": ["ES"]}]`. So is an object whose keys are `"0"`, `"1"`, … in order: an `arguments` object as
-/// `JSON.stringify` writes it.
+/// `message_id` the push's event ID. A line that is a JSON array is a gtag-style command, run as gtm.js runs
+/// gtag's `arguments` (``GtagCommand``): a consent command, `["consent", "default", {"ad_storage": "denied",
+/// "region": ["ES"]}]`, an event (`["event", "purchase", {…}]`, pushed as `{event, eventModel}`) or a `set`; the
+/// Google tag's own (`config`, `js`, `get`) are skipped. So is an object whose keys are `"0"`, `"1"`, … in order:
+/// an `arguments` object as `JSON.stringify` writes it.
 ///
 /// An input that starts with a JSON array of pushes (its first item is not a string) is a **data-layer dump**,
 /// `copy(JSON.stringify(dataLayer))` in a browser's console, on one line or over many: each item is read as a line
@@ -20,8 +21,9 @@ struct PushInput: Sequence {
         /// `session`: with a session key (``Keys/session``), that member's value, left in the message; else `nil`.
         case push(number: Place, message: ValueMap, eventID: String?, eventTime: Date?, session: String?)
         case command(number: Place, command: ConsentCommand, arguments: [Value])
-        /// A command of the Google tag (gtag.js: `js`, `config`, `get`), which ContainerKit does not run and which
-        /// changes nothing a container sees: shown as skipped, with `reason`, and not an error.
+        /// A gtag command that changes nothing a container sees (``GtagCommand/ignored(command:reason:)``: the
+        /// Google tag's `js`, `config`, `get`, a command gtm.js ignores): shown as skipped, with `reason`, and not an
+        /// error.
         case skipped(number: Place, arguments: [Value], reason: String)
         /// `problem` reads like "line 3:7: expected ',' or '}' …".
         case invalid(number: Place, problem: Problem)
@@ -343,16 +345,18 @@ struct PushInput: Sequence {
             return .problem(place, code, message, column: found?.column, line: found?.line)
         }
         do throws(ContainerError) {
+            var value = value
             if let arguments = gtagArguments(value) {
-                if case .string(let name)? = arguments.first, googleTagCommands.contains(name) {
-                    let reason = "gtag command '\(name)' is the Google tag's (gtag.js), which ContainerKit does not run"
+                // What gtm.js does with the command: `event` and `set` are messages pushed like any other.
+                let command = try GtagCommand(gtagArguments: arguments)
+                switch command {
+                case .consent(let consent):
+                    return .command(number: place, command: consent, arguments: arguments)
+                case .ignored(_, let reason):
                     return .skipped(number: place, arguments: arguments, reason: reason)
+                case .event, .set:
+                    value = .object(command.message ?? ValueMap())
                 }
-                return .command(
-                    number: place,
-                    command: try ConsentCommand(gtagArguments: arguments),
-                    arguments: arguments
-                )
             }
             guard case .object(var message) = value else {
                 let kinds = "a JSON object (or a gtag command, a JSON array)"
@@ -432,12 +436,6 @@ struct PushInput: Sequence {
             return nil
         }
     }
-
-    /// The gtag commands a page that uses gtag.js pushes for its Google tag (`gtag('js', new Date())`,
-    /// `gtag('config', 'G-…')`, `gtag('get', …)`): they set the Google tag up and neither change a data-layer value nor
-    /// name an event, so a data-layer dump's copies of them are skipped, not refused. (`set` and `event` stay refused:
-    /// what a container would see of them is not known here.)
-    static let googleTagCommands: Set<String> = ["js", "config", "get"]
 
     /// The key of a line's event ID: `message_id`, Segment's name and the service's. (Not `event_id`: data layers
     /// use that name for their own IDs, Meta's deduplication key among them.) `null` is no ID, as in the service.

@@ -19,11 +19,12 @@ struct RunCommand {
         summary: """
             Runs a container over data-layer pushes, one JSON object per input line (default: standard input).
             The object's `event` names the event; its other keys are the event's parameters. A line that is a JSON
-            array is a gtag consent command, ["consent", "default"|"update", {...}]; the visitor's location for a
-            default's "region" is --context country=ES --context region=ES-MD. A `message_id` string is the push's
-            event ID (not merged): a line whose ID the session has seen is a duplicate, reported with the
-            original's outcome and not applied again. An input that is one JSON array of pushes (a data-layer
-            dump: copy(JSON.stringify(dataLayer)) in a browser's console) is read as its pushes, one a line.
+            array is a gtag command, run as gtm.js runs it: ["consent", "default"|"update", {...}] (the visitor's
+            location for a default's "region" is --context country=ES --context region=ES-MD), ["event", name,
+            {...}] (pushed as {event, eventModel}), ["set", {...}]; config, js and get are skipped. A `message_id`
+            string is the push's event ID (not merged): a line whose ID the session has seen is a duplicate,
+            reported with the original's outcome and not applied again. An input that is one JSON array of pushes
+            (a data-layer dump: copy(JSON.stringify(dataLayer)) in a browser's console) is read as its pushes.
             """,
         options: [
             .events(),

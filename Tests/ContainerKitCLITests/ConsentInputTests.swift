@@ -64,7 +64,7 @@ struct ConsentInputTests {
         #expect(lines[1]["fired"]?.arrayValue?.last?.objectValue?["status"] == "unhandled")
         #expect(lines[3]["fired"]?.arrayValue?.first?.objectValue?["status"] == "unhandled")
         #expect(lines[4]["command"] == ["config", "G-1"])
-        let skipped = "gtag command 'config' is the Google tag's (gtag.js), which ContainerKit does not run"
+        let skipped = "gtag command 'config' sets the Google tag up (gtag.js); a container sees nothing of it"
         #expect(lines[4]["skipped"] == .string(skipped))
         #expect(!result.err.contains("config"))
     }

@@ -124,7 +124,7 @@ struct DataLayerDumpTests {
     @Test func anItemThatIsNotAPushIsRefusedWithItsIndexAndPlaceAndTheOthersRun() async throws {
         let dump = """
             [{"event": "e"}, 7,
-             {"0": "event", "1": "e"}, {"event": "e", "message_id": ""}, {"event": "e"},
+             {"0": 5, "1": "e"}, {"event": "e", "message_id": ""}, {"event": "e"},
              null]
             """
         let (container, events) = try files(["dump.json": dump])
@@ -141,7 +141,7 @@ struct DataLayerDumpTests {
         #expect(lines[2]["error"]?.objectValue?["code"] == "invalid_command")
         #expect(lines[3]["index"] == 3 && lines[3]["line"] == 2)
         #expect(lines[3]["error"]?.objectValue?["code"] == "invalid_event_id")
-        #expect(lines[3]["error"]?.objectValue?["column"] == 57)
+        #expect(lines[3]["error"]?.objectValue?["column"] == 51)
         #expect(lines[4]["fired"]?.arrayValue?.count == 2)
         #expect(lines[5]["index"] == 5 && lines[5]["line"] == 3)
         #expect(
@@ -285,14 +285,14 @@ struct DataLayerDumpTests {
     }
 
     /// A page that uses gtag.js pushes its Google tag's commands (`js`, `config`) first: they are shown as skipped, set
-    /// nothing and are no error; a gtag `event` or `set` command is still refused.
+    /// nothing and are no error.
     @Test func theGoogleTagsCommandsOfAGtagPageAreSkippedNotRefused() async throws {
         let dump = """
             [{"0":"js","1":"2026-11-28T10:00:00.000Z"},{"0":"config","1":"G-1","2":{"send_page_view":false}},\
             {"event":"gtm.js","gtm.start":1},{"0":"consent","1":"default","2":{"ad_storage":"denied"}},\
             {"event":"e"},{"0":"get","1":"G-1","2":"client_id"}]
             """
-        let (container, events) = try files(["page.json": dump, "event.json": #"[{"event":"e"},["event","e"]]"#])
+        let (container, events) = try files(["page.json": dump])
         let path = events["page.json"] ?? ""
         let json = await run(["run", container, "--events", path, "--format", "json", "--explain"])
         #expect(json.code == ExitCode.success)
@@ -300,7 +300,7 @@ struct DataLayerDumpTests {
         let lines = try json.out.split(separator: "\n").map { try #require(try Value(json: String($0)).objectValue) }
         try #require(lines.count == 6)
         #expect(lines[0]["command"] == ["js", "2026-11-28T10:00:00.000Z"])
-        #expect(lines[0]["skipped"]?.stringValue?.hasPrefix("gtag command 'js' is the Google tag's") == true)
+        #expect(lines[0]["skipped"]?.stringValue?.hasPrefix("gtag command 'js' sets the Google tag up") == true)
         #expect(lines[1]["command"] == ["config", "G-1", ["send_page_view": false]])
         #expect(lines[1]["skipped"] != nil && lines[5]["skipped"] != nil)
         // Nothing of the skipped commands reached the data layer: the event's trace shows the model without them.
@@ -317,10 +317,46 @@ struct DataLayerDumpTests {
         ])
         #expect(preview.code == ExitCode.success)
         #expect(preview.out.contains("dataLayer[0] (line 1): gtag js 2026-11-28T10:00:00.000Z\n  skipped: "))
+    }
 
-        let refused = await run(["run", container, "--events", events["event.json"] ?? "", "--format", "json"])
-        #expect(refused.code == ExitCode.failedInput)
-        #expect(refused.err.contains("dataLayer[1] at line 1:17: gtag command 'event' is not supported"))
+    /// A web container (`permissions`: a served script's data) whose tag fires on `purchase` with the gtag event's
+    /// `transaction_id`, read from `eventModel`.
+    static let webContainer = Array(
+        """
+        {"resource": {"version": "1",
+          "macros": [{"function": "__e"},
+            {"function": "__v", "vtp_name": "eventModel.transaction_id", "vtp_dataLayerVersion": 2}],
+          "tags": [{"function": "__funct", "tag_id": 1, "vtp_classPath": "purchase",
+                    "vtp_functionArgument": ["list", ["map", "key", "transaction", "value", ["macro", 1]]]}],
+          "predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "purchase"}],
+          "rules": [[["if", 0], ["add", 0]]]},
+         "permissions": {}}
+        """.utf8
+    )
+
+    /// A GA4 page's dump: gtag's `event` commands are `{event, eventModel}` pushes, as gtm.js makes them, a `set` sets
+    /// its keys, and one gtm.js ignores (four arguments) is skipped.
+    @Test func aGtagEventInADumpFiresWithItsParametersUnderEventModel() async throws {
+        let dump = """
+            [{"gtm.start":1,"event":"gtm.js"},{"0":"event","1":"purchase","2":{"transaction_id":"T1","value":5}},\
+            {"event":"purchase"},{"0":"set","1":{"user_id":"u1"}},\
+            {"0":"event","1":"purchase","2":{"transaction_id":"T2"},"3":{}}]
+            """
+        let directory = try Fixtures.directory(["GTM-WEBG1.json": Self.webContainer, "dump.json": Array(dump.utf8)])
+        let result = await run([
+            "run", directory + "/GTM-WEBG1.json", "--events", directory + "/dump.json", "--format", "json",
+            "--log-level", "error",
+        ])
+        #expect(result.code == ExitCode.success, "\(result.err)")
+        let lines = try result.out.split(separator: "\n").map { try #require(try Value(json: String($0)).objectValue) }
+        try #require(lines.count == 5)
+        let fired = lines[1]["fired"]?.arrayValue?.first?.objectValue
+        #expect(lines[1]["event"] == "purchase")
+        #expect(fired?["parameters"] == ["transaction": "T1"])
+        // The next message does not see the gtag event's parameters.
+        #expect(lines[2]["fired"]?.arrayValue?.first?.objectValue?["parameters"] == [:])
+        #expect(lines[3]["event"] == .null && lines[3]["fired"] == [])
+        #expect(lines[4]["skipped"]?.stringValue?.hasPrefix("gtm.js ignores a gtag event with 4 arguments") == true)
     }
 
     /// An `arguments` object is a command on a line of its own too; an object with other keys is a push.

@@ -54,6 +54,9 @@ struct SessionReads: OptionSet, Sendable {
     static let consent = SessionReads(rawValue: 1 << 3)
     /// The tags fired once per load (a once-per-load tag).
     static let oncePerLoad = SessionReads(rawValue: 1 << 4)
+    /// Not a read: a web container's session drops a gtag event's `eventModel` from the model before each message,
+    /// as gtm.js does (``GtagCommand``).
+    static let dropsEventModel = SessionReads(rawValue: 1 << 5)
 
     /// What `program` reads.
     init(_ program: Program) {

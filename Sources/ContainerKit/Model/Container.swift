@@ -78,7 +78,9 @@ public struct Container: Sendable {
             self.program = program
             self.callPlans = CallPlan.plans(for: program, containerID: id)
             self.borrowedCallPlans = callPlans.map { $0.map(Unmanaged.passUnretained) }
-            self.sessionReads = SessionReads(program)
+            var reads = SessionReads(program)
+            if platform == .web { reads.insert(.dropsEventModel) }
+            self.sessionReads = reads
         }
     }
 

@@ -894,11 +894,23 @@ public final class DataLayer: Sendable {
             }
             let readsRawValues = reads.contains(.rawValues)
             let before = tracing ? DataLayer.tracedKeys(of: message, event: pending.event, in: state.model) : []
+            // gtm.js deletes the last gtag event's parameters before it processes each message.
+            var droppedEventModel: Value?
+            if reads.contains(.dropsEventModel), !state.model.isEmpty {
+                droppedEventModel = state.model.removeValue(forKey: GtagCommand.eventModelKey)
+                if droppedEventModel != nil { state.changes?.modelKeys.append(GtagCommand.eventModelKey) }
+            }
             DataLayer.apply(message, to: &state.model, dotted: dotted)
             if let event = pending.event { state.model.setValue(event, forKey: "event", hint: &state.eventKeyPosition) }
             if tracing {
                 result.traceSteps[traceStep].changes = before.map {
                     PushTrace.Change(key: $0.key, before: $0.value, after: state.model[$0.key])
+                }
+                if let droppedEventModel, !before.contains(where: { $0.key == GtagCommand.eventModelKey }) {
+                    result.traceSteps[traceStep].changes.insert(
+                        PushTrace.Change(key: GtagCommand.eventModelKey, before: droppedEventModel, after: nil),
+                        at: 0
+                    )
                 }
                 result.traceSteps[traceStep].model = state.model
             }

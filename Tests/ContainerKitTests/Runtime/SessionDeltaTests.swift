@@ -58,6 +58,10 @@ struct SessionDeltaTests {
             }
         ),
         ("without an id", { _ = await $0.push(event: "played song", parameters: ["genre": "pop"]) }),
+        // gtag commands: a web session drops the event's `eventModel` at the next message, which the delta says.
+        ("gtag event", { _ = await $0.push(GtagCommand.event(name: "purchase", parameters: ["value": 5]).message!) }),
+        ("after a gtag event", { _ = await $0.push(event: "played song", parameters: ["genre": "soul"]) }),
+        ("gtag set", { _ = await $0.push(GtagCommand.set(["plan": ["tier": "gold"]]).message!) }),
     ]
 
     /// Runs every step on a session that keeps its changes; after each, the delta (through its JSON text)
@@ -94,6 +98,13 @@ struct SessionDeltaTests {
     func aDeltaAppliedToThePreviousStateIsTheSessionsState(file: String) async throws {
         let container = try await ContainerLoader().load(path: TestContainers.bundled(file))
         try await Self.checkDeltas(container, file: file)
+    }
+
+    /// A web container's session drops a gtag event's parameters before the next message.
+    @Test func aWebContainersDeltasApplyExactly() async throws {
+        let path = TestContainers.bundled("GTM-MUSICEX.json")
+        let container = try await ContainerLoader(options: LoadOptions(platform: .web)).load(path: path)
+        try await Self.checkDeltas(container, file: "GTM-MUSICEX.json as web")
     }
 
     @Test(
