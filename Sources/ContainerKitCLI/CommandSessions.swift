@@ -45,3 +45,46 @@ struct CommandSessions {
         return "\(place) [\(currentName)]"
     }
 }
+
+/// gtm.js's page start, for a web container: before a page's first event it evaluates `gtm.init_consent`, then
+/// `gtm.init` (the Consent Initialization and Initialization triggers), and puts neither on the data layer, so a
+/// browser's dump has neither. Each session of a command is one page: its first push with an event (a truthy
+/// `event`, as gtm.js counts one) is preceded by the two, unless it is `gtm.init_consent` or `gtm.init` itself (an
+/// input that pushes them has them already).
+struct PageStart {
+    /// The events gtm.js evaluates first, in order.
+    static let events = ["gtm.init_consent", "gtm.init"]
+
+    /// Whether the command's container is a web container (mobile runtimes have no such events).
+    let applies: Bool
+    /// The pages (sessions, by a key of the caller's) that had their first event.
+    private var started: Set<String> = []
+
+    init(applies: Bool) { self.applies = applies }
+
+    /// The events to push into the page `page` before `message`, in order; empty when none are.
+    mutating func events(before message: ValueMap, page: String) -> [String] {
+        guard applies, PageStart.isEvent(message["event"]), started.insert(page).inserted else { return [] }
+        if case .string(let name)? = message["event"], PageStart.events.contains(name) { return [] }
+        return PageStart.events
+    }
+
+    /// The member of a line's JSON object (or trace) that holds the events evaluated before it.
+    static let jsonKey = "page_start"
+
+    /// The title of an event evaluated before the line labelled `label`.
+    static func label(_ label: String) -> String { "\(label), before it (gtm.js starts the page)" }
+
+    /// A session's key for ``events(before:page:)``: the session object itself.
+    static func page(_ session: DataLayer) -> String { String(describing: ObjectIdentifier(session)) }
+
+    /// Whether gtm.js counts `value` as an event: JavaScript's truthiness (`if (!a.event) return`).
+    static func isEvent(_ value: Value?) -> Bool {
+        switch value {
+        case nil, .undefined?, .null?, .bool(false)?, .string("")?: return false
+        case .int(let number)?: return number != 0
+        case .double(let number)?: return number != 0 && !number.isNaN
+        default: return true
+        }
+    }
+}

@@ -193,6 +193,7 @@ struct PreviewCommand {
         let session = manager.makeDataLayer(sessionID: "preview", debug: true)
         if let user = options.brazeUser { BrazeTagProvider.setUser(.externalID(user), on: session) }
         var sessions = CommandSessions(manager: manager, first: session, keyed: options.sessionKey != nil, debug: true)
+        var pageStart = PageStart(applies: draft.platform == .web)
         var failedLines = 0
         for line in input {
             if case .command(let lineNumber, let command, let arguments) = line {
@@ -226,15 +227,23 @@ struct PreviewCommand {
                 failedLines += 1
                 continue
             }
+            let session = sessions.select(name)
+            // A web page's first event: gtm.js's own events before it, traced with the line.
+            var started: [PushTrace] = []
+            for name in pageStart.events(before: message, page: PageStart.page(session)) {
+                let result = await session.push(["event": .string(name)], eventTime: eventTime, tracing: true)
+                if let trace = result.trace { started.append(trace) }
+            }
             // A line whose `message_id` the session has seen is traced as a duplicate, as `run --explain` shows it.
-            let result = await sessions.select(name).push(
-                message,
-                eventID: eventID,
-                eventTime: eventTime,
-                tracing: true
-            )
+            let result = await session.push(message, eventID: eventID, eventTime: eventTime, tracing: true)
             guard let trace = result.trace else { continue }  // a debug session traces every push
-            ReportFormatting.print(trace, label: sessions.label(lineNumber), json: options.json, output: output)
+            ReportFormatting.print(
+                trace,
+                label: sessions.label(lineNumber),
+                json: options.json,
+                output: output,
+                pageStart: started
+            )
         }
         return failedLines > 0 ? ExitCode.failedInput : ExitCode.success
     }

@@ -121,11 +121,25 @@ enum ReportFormatting {
 
     /// Prints the trace of an input line: one JSON object (``PushTrace/json()``), or the line's title (`label`, "line
     /// 3") and ``PushTrace/textLines``. `preview` and `run --explain` both print with this.
-    static func print(_ trace: PushTrace, label: String, json: Bool, output: CommandOutput) {
+    /// Prints a line's trace, after the traces of the events gtm.js evaluated before it (``PageStart``): in JSON
+    /// they are the trace's `page_start` member, so that each input line still has one object.
+    static func print(
+        _ trace: PushTrace,
+        label: String,
+        json: Bool,
+        output: CommandOutput,
+        pageStart: [PushTrace] = []
+    ) {
         if json {
-            output.print(trace.json())
+            guard !pageStart.isEmpty, case .object(var object)? = try? Value(json: trace.json()) else {
+                output.print(trace.json())
+                return
+            }
+            object[PageStart.jsonKey] = .array(pageStart.compactMap { try? Value(json: $0.json()) })
+            output.print(JSONWriter.string(.object(object)))
             return
         }
+        for before in pageStart { print(before, label: PageStart.label(label), json: false, output: output) }
         let title = trace.event.map { "event \(JSONWriter.string(.string($0)))" } ?? "push (no event)"
         output.print("")
         output.print("\(label): \(title)")

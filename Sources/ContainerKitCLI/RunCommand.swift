@@ -25,6 +25,8 @@ struct RunCommand {
             string is the push's event ID (not merged): a line whose ID the session has seen is a duplicate,
             reported with the original's outcome and not applied again. An input that is one JSON array of pushes
             (a data-layer dump: copy(JSON.stringify(dataLayer)) in a browser's console) is read as its pushes.
+            A web container's session starts as gtm.js starts a page: gtm.init_consent and gtm.init are evaluated
+            before its first event (shown with that line; in JSON its "page_start").
             """,
         options: [
             .events(),
@@ -219,6 +221,7 @@ struct RunCommand {
             let status = await processLines(
                 input,
                 sessions: sessions,
+                pageStart: PageStart(applies: container.platform == .web),
                 options: options,
                 showsRecords: braze != nil,
                 output: output
@@ -239,11 +242,13 @@ struct RunCommand {
     private static func processLines(
         _ input: PushInput,
         sessions: CommandSessions,
+        pageStart: PageStart,
         options: Options,
         showsRecords: Bool,
         output: CommandOutput
     ) async -> Int32 {
         var sessions = sessions
+        var pageStart = pageStart
         var failedLines = 0
         for line in input {
             let lineNumber: PushInput.Place
@@ -291,6 +296,20 @@ struct RunCommand {
             if let event = options.brazeUserEvent, case .string(event)? = message["event"] {
                 nameBrazeUser(from: message, line: lineNumber, session: session, output: output)
             }
+            // A web page's first event: gtm.js's own events before it, shown with the line.
+            var started: [(message: ValueMap, result: PushResult)] = []
+            for name in pageStart.events(before: message, page: PageStart.page(session)) {
+                let event: ValueMap = ["event": .string(name)]
+                var result = await session.push(event, eventID: nil, eventTime: eventTime, tracing: options.explain)
+                do {
+                    try await result.waitUntilDurable()
+                    result.noteDurable()
+                } catch {
+                    output.error("containerkit run: \(lineNumber): records of \(name) are not durable: \(error)")
+                    return ExitCode.failure
+                }
+                started.append((event, result))
+            }
             var result = await session.push(
                 message,
                 eventID: eventID,
@@ -317,24 +336,23 @@ struct RunCommand {
                 output.error("containerkit run: \(lineNumber): records are not durable: \(error)")
                 return ExitCode.failure
             }
+            let label = sessions.label(lineNumber)
             if let trace = result.trace {
-                ReportFormatting.print(trace, label: sessions.label(lineNumber), json: options.json, output: output)
+                let before = started.compactMap(\.result.trace)
+                ReportFormatting.print(trace, label: label, json: options.json, output: output, pageStart: before)
             } else if options.json {
-                guard case .object(var object) = result.jsonValue else { continue }
-                if !showsRecords { object["records"] = nil }
-                var line = ValueMap(minimumCapacity: object.count + 2)
-                line["event"] = ReportFormatting.eventField(message)
-                if let name = sessions.jsonName { line["session"] = name }
-                for (key, value) in object { line[key] = value }
+                var line = jsonLine(message, result, showsRecords: showsRecords, session: sessions.jsonName)
+                if !started.isEmpty {
+                    line[PageStart.jsonKey] = .array(
+                        started.map { .object(jsonLine($0.message, $0.result, showsRecords: showsRecords)) }
+                    )
+                }
                 output.print(JSONWriter.string(.object(line)))
             } else {
-                printText(label: sessions.label(lineNumber), message: message, result: result, output: output)
-                for record in result.outputs.flatMap(\.records) {
-                    output.print("    → \(JSONWriter.string(record.jsonValue))")
+                for (event, result) in started {
+                    printTextAndRecords(label: PageStart.label(label), message: event, result: result, output: output)
                 }
-                for record in result.outputs.flatMap(\.pendingRecords) {
-                    output.print("    ⋯ pending: \(JSONWriter.string(record.jsonValue))")
-                }
+                printTextAndRecords(label: label, message: message, result: result, output: output)
             }
         }
         return failedLines > 0 ? ExitCode.failedInput : ExitCode.success
@@ -356,6 +374,30 @@ struct RunCommand {
             return
         }
         BrazeTagProvider.setUser(.externalID(id), on: session)
+    }
+
+    /// A push's object of the JSON output: its `event`, its session (with `--session-key`), and its result.
+    static func jsonLine(_ message: ValueMap, _ result: PushResult, showsRecords: Bool, session: Value? = nil)
+        -> ValueMap
+    {
+        guard case .object(var object) = result.jsonValue else { return [:] }
+        if !showsRecords { object["records"] = nil }
+        var line = ValueMap(minimumCapacity: object.count + 2)
+        line["event"] = ReportFormatting.eventField(message)
+        if let session { line["session"] = session }
+        for (key, value) in object { line[key] = value }
+        return line
+    }
+
+    /// A push's block of the text output, then its records.
+    static func printTextAndRecords(label: String, message: ValueMap, result: PushResult, output: CommandOutput) {
+        printText(label: label, message: message, result: result, output: output)
+        for record in result.outputs.flatMap(\.records) {
+            output.print("    → \(JSONWriter.string(record.jsonValue))")
+        }
+        for record in result.outputs.flatMap(\.pendingRecords) {
+            output.print("    ⋯ pending: \(JSONWriter.string(record.jsonValue))")
+        }
     }
 
     static func printText(label: String, message: ValueMap, result: PushResult, output: CommandOutput) {

@@ -166,6 +166,9 @@ struct DiffCommand {
                 configure: DiffCommand.brazeSetup(options.brazeClassPaths)
             )
             let name = eventsPath == "-" ? "standard input" : "'\(eventsPath)'"
+            // A web page's first event: gtm.js's own events are replayed before it, in the line's name.
+            var pageStart = PageStart(applies: diff.old.platform == .web || diff.new.platform == .web)
+            var currentSession = ""
             for line in input {
                 switch line {
                 case .invalid(_, let problem):
@@ -179,9 +182,21 @@ struct DiffCommand {
                     // A Google tag's command changes nothing either container sees.
                     break
                 case .push(let number, let message, let eventID, _, let session):
-                    if let difference = replay.replay(message, eventID: eventID, line: number.line, session: session),
-                        outcome.events.count < options.maximumEvents
-                    {
+                    if let session { currentSession = session }
+                    var pushes = pageStart.events(before: message, page: currentSession).map {
+                        (message: ["event": Value.string($0)] as ValueMap, eventID: String?.none)
+                    }
+                    pushes.append((message, eventID))
+                    for push in pushes {
+                        guard
+                            let difference = replay.replay(
+                                push.message,
+                                eventID: push.eventID,
+                                line: number.line,
+                                session: session
+                            ),
+                            outcome.events.count < options.maximumEvents
+                        else { continue }
                         outcome.events.append(difference)
                     }
                 }
