@@ -425,6 +425,7 @@ struct RunCommand {
         for tag in fired {
             output.print(ReportFormatting.text(tag))
             for parameterLine in ReportFormatting.parameterLines(tag.parameters) { output.print(parameterLine) }
+            if !tag.unknownInputs.isEmpty { output.print("      ? \(PushTrace.unknownText(tag.unknownInputs))") }
         }
         // What the push hooks did at the end of the push: the Braze provider's pending records, released.
         for hook in result.hookOutputs {

@@ -22,18 +22,6 @@ extension Program {
         return "rule \(index)"
     }
 
-    /// Calls `body` with every macro index macro `index` reads (its parameters and value formats).
-    func forEachReference(ofMacro index: Int, _ body: (Int) -> Void) {
-        let macro = macros[index]
-        for parameter in macro.parameters { parameter.value.forEachMacro(body) }
-        for expr in [
-            macro.format.convertNullTo, macro.format.convertUndefinedTo, macro.format.convertTrueTo,
-            macro.format.convertFalseTo,
-        ] {
-            expr?.forEachMacro(body)
-        }
-    }
-
     /// Whether macro `index` is a built-in variable of an export (or the export's internal `_event`).
     func isExportBuiltIn(_ index: Int) -> Bool {
         let pointer = macros[index].origin.pointer

@@ -1182,6 +1182,11 @@ struct Evaluation: MacroResolver {
                     conditions.isEmpty
                     ? "no firing trigger" : conditions.map(PushTrace.describe).joined(separator: "; ")
             }
+            if outcome.outcome != .notFired, outcome.outcome != .paused, outcome.outcome != .alreadyFired,
+                !storage.unknownInputs[t].isEmpty
+            {
+                outcome.unknownInputs = storage.unknownInputs[t]
+            }
             trace.tags.append(outcome)
         }
         // The variables the event did not need, for the trace: a function-call variable only when the event asked
@@ -1205,6 +1210,13 @@ struct Evaluation: MacroResolver {
             )
         }
         return trace
+    }
+
+    /// A condition's note when it reads what ContainerKit cannot evaluate (``FiredTag/unknownInputs``).
+    static func unknownNote(_ inputs: [String]) -> String? {
+        guard !inputs.isEmpty else { return nil }
+        return inputs.joined(separator: ", ")
+            + " cannot be evaluated here (undefined here; a page's value is not known), so a browser may decide otherwise"
     }
 
     private func wasEvaluated(_ index: Int) -> Bool {
@@ -1262,7 +1274,7 @@ struct Evaluation: MacroResolver {
             right: right.definedValue,
             note: budgetExceededPredicates.contains(p)
                 ? "the regular expression ran out of its step budget on this value, which counts as not matching"
-                : nil
+                : Evaluation.unknownNote(storage.unknownPredicateInputs[p])
         )
     }
 }

@@ -54,6 +54,10 @@ public struct Container: Sendable {
         /// What of a session the container's evaluation reads: a push takes each part out of the session's lock
         /// (the merged model, the raw values, the context, …) only when a live container reads it.
         let sessionReads: SessionReads
+        /// Per tag, what its triggers' conditions read that ContainerKit cannot evaluate (``FiredTag/unknownInputs``).
+        let unknownInputs: [[String]]
+        /// Per predicate, what it reads that ContainerKit cannot evaluate (for traces).
+        let unknownPredicateInputs: [[String]]
         /// Whether a macro reads the session's merged model (a data-layer variable of version 2).
         var readsModel: Bool { sessionReads.contains(.model) }
         /// A number no other storage of this process has (see ``SessionRuntime``).
@@ -81,6 +85,7 @@ public struct Container: Sendable {
             var reads = SessionReads(program)
             if platform == .web { reads.insert(.dropsEventModel) }
             self.sessionReads = reads
+            (unknownPredicateInputs, unknownInputs) = program.unknownInputs()
         }
     }
 

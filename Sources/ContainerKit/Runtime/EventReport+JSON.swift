@@ -1,7 +1,8 @@
 extension FiredTag {
     /// The tag as `containerkit run --format json` prints it: `tag_id`, `name`, `function`, `class_path`,
     /// `parameters`, `status`, then `message` for `failed`, `dropped` and `pending`, and the handler's `records`,
-    /// `pending_records` (what it holds for later) and `problems` when it reported any.
+    /// `pending_records` (what it holds for later) and `problems` when it reported any, and `unknown_inputs`
+    /// (``unknownInputs``) when there are any.
     public var jsonValue: Value {
         var map = ValueMap(minimumCapacity: 9)
         map["tag_id"] = tagID.map { .int(Int64($0)) } ?? .null
@@ -18,6 +19,7 @@ extension FiredTag {
             }
             if !output.problems.isEmpty { map["problems"] = .array(output.problems.map(Value.string)) }
         }
+        if !unknownInputs.isEmpty { map["unknown_inputs"] = .array(unknownInputs.map(Value.string)) }
         return .object(map)
     }
 }
@@ -67,6 +69,10 @@ extension FiredTag {
                 append(",\"problems\":", to: &bytes)
                 JSONWriter.write(.array(output.problems.map(Value.string)), into: &bytes)
             }
+        }
+        if !unknownInputs.isEmpty {
+            append(",\"unknown_inputs\":", to: &bytes)
+            JSONWriter.write(.array(unknownInputs.map(Value.string)), into: &bytes)
         }
         bytes.append(0x7D)
     }

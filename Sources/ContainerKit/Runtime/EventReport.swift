@@ -63,6 +63,11 @@ public struct FiredTag: Sendable, Hashable {
     /// What the handler produced (records, problems, durability); `nil` when it produced nothing or no
     /// handler ran.
     public var output: TagOutput?
+    /// What the conditions of the triggers that fire or block the tag read that ContainerKit cannot evaluate as a
+    /// page would — `{{Page Hostname}}`, `{{Custom JavaScript}}` (browser-only variables, custom JavaScript,
+    /// cookies, custom templates: undefined here) or a condition it does not test (`_css`) — so the tag fired
+    /// with them undefined (or false), which a browser may decide otherwise. Empty when the decision is the page's.
+    public var unknownInputs: [String]
 
     /// Creates a fired tag (the runtime makes these; tests of reporters may too).
     public init(
@@ -73,7 +78,8 @@ public struct FiredTag: Sendable, Hashable {
         classPath: String? = nil,
         parameters: ValueMap = ValueMap(),
         status: Status,
-        output: TagOutput? = nil
+        output: TagOutput? = nil,
+        unknownInputs: [String] = []
     ) {
         self.index = index
         self.tagID = tagID
@@ -83,6 +89,7 @@ public struct FiredTag: Sendable, Hashable {
         self.parameters = parameters
         self.status = status
         self.output = output
+        self.unknownInputs = unknownInputs
     }
 }
 
@@ -317,7 +324,8 @@ struct FiredCall: Sendable {
             classPath: classPath(in: storage),
             parameters: parameters,
             status: status,
-            output: output
+            output: output,
+            unknownInputs: storage.unknownInputs[tag]
         )
     }
 }

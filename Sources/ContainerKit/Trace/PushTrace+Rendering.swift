@@ -83,11 +83,13 @@ extension PushTrace {
                 if tag.outcome != .fired || tag.status?.name != "ok", let reason = tag.reason {
                     lines.append("          (\(reason))")
                 }
+                if let unknown = tag.unknownInputs { lines.append("          (\(PushTrace.unknownText(unknown)))") }
             }
             if !others.isEmpty { lines.append("    not fired:") }
             for tag in others {
                 let kind = tag.outcome == .notFired ? "" : " [\(tag.outcome.rawValue)]"
                 lines.append("      \(PushTrace.tagName(tag))\(kind): \(tag.reason ?? "no reason recorded")")
+                if let unknown = tag.unknownInputs { lines.append("          (\(PushTrace.unknownText(unknown)))") }
             }
             if !evaluation.variables.isEmpty { lines.append("    variables:") }
             for variable in evaluation.variables {
@@ -140,6 +142,12 @@ extension PushTrace {
     static func text(_ value: Value?) -> String {
         guard let value, !value.isUndefined else { return "undefined" }
         return JSONWriter.string(value)
+    }
+
+    /// How a trace and `run` say a decision read what ContainerKit cannot evaluate (``FiredTag/unknownInputs``).
+    public static func unknownText(_ inputs: [String]) -> String {
+        "decided with " + inputs.joined(separator: ", ")
+            + " undefined: ContainerKit cannot evaluate it as a page would, so a browser may decide otherwise"
     }
 
     /// A failed condition in words: `rule 1: {{Genre}} equals "jazz" (value: "rock") was false`, or

@@ -222,6 +222,9 @@ public struct PushTrace: Sendable, Hashable, Codable {
         /// The outcome in words: `rule 1: {{Genre}} equals "jazz" (value: "rock") was false`, `blocked by
         /// trigger 'Staff'`, `fired, but failed: …`; `nil` for a tag that fired as it should.
         public var reason: String?
+        /// For a tag its triggers selected (fired, blocked, …): what their conditions read that ContainerKit
+        /// cannot evaluate as a page would (``FiredTag/unknownInputs``); `nil` when nothing.
+        public var unknownInputs: [String]?
     }
 
     /// How a tag's call went: ``FiredTag/Status``'s name and message.
@@ -280,7 +283,8 @@ public struct PushTrace: Sendable, Hashable, Codable {
         public var left: Value?
         /// The right operand as evaluated; `nil`: undefined.
         public var right: Value?
-        /// A note on the test: a regular expression that ran out of its step budget counts as not matching.
+        /// A note on the test: a regular expression that ran out of its step budget counts as not matching; a
+        /// variable or condition ContainerKit cannot evaluate as a page would.
         public var note: String?
     }
 
@@ -404,6 +408,7 @@ extension PushTrace.Tag {
     fileprivate enum CodingKeys: String, CodingKey {
         case index, tagID = "tag_id", name, function, classPath = "class_path", outcome, status, arguments
         case blockedBy = "blocked_by", failedConditions = "failed_conditions", recordIDs = "record_ids", reason
+        case unknownInputs = "unknown_inputs"
     }
 }
 
