@@ -169,7 +169,7 @@ package enum ContainerCompiler {
     /// The container ID in a served script's data blob: `data.blob["5"]`, what the runtime of 2025 and later
     /// scripts reads as its own id (`ctid: Oi(5, "GTM-…")`, `Oi` reading `data.blob[5]` with the literal as
     /// fallback).
-    static func blobContainerID(_ root: ValueMap) -> String? {
+    package static func blobContainerID(_ root: ValueMap) -> String? {
         guard case .object(let blob)? = root["blob"], case .string(let id)? = blob["5"],
             ContainerLoader.isContainerID(id)
         else { return nil }

@@ -52,6 +52,41 @@ enum ScriptDataLocator {
                 if ContainerLoader.isContainerID(candidate) { return candidate }
             }
         }
+        return idBesideVersion(in: bytes)
+    }
+
+    /// Scripts of about 2019–2021 name neither: a minified member holds the ID, the next one the container's
+    /// version or numeric ID (`ld.s="GTM-MGKBKT5";ld.Ob="783"`, `{R:"GTM-TDPBXX",Yb:"504339"}`). The first such
+    /// pair: a `GTM-XXXX` string assigned (`=` or `:`), then `;` or `,`, a member name, `=` or `:` and a string of
+    /// digits.
+    private static func idBesideVersion(in bytes: [UInt8]) -> String? {
+        let prefix = Array("GTM-".utf8)
+        var i = 0
+        while let start = firstIndex(of: prefix, in: bytes, from: i) {
+            i = start + prefix.count
+            guard start >= 2, bytes[start - 1] == 0x22 || bytes[start - 1] == 0x27,
+                bytes[start - 2] == 0x3D || bytes[start - 2] == 0x3A
+            else { continue }
+            let quote = bytes[start - 1]
+            var end = start
+            while end < bytes.count, end - start <= 32, bytes[end] != quote { end += 1 }
+            guard end < bytes.count, bytes[end] == quote else { continue }
+            let candidate = String(decoding: bytes[start..<end], as: UTF8.self)
+            guard ContainerLoader.isContainerID(candidate) else { continue }
+            var j = end + 1
+            guard j < bytes.count, bytes[j] == 0x3B || bytes[j] == 0x2C else { continue }
+            j += 1
+            let nameStart = j
+            while j < bytes.count, isIdentifierByte(bytes[j]) || bytes[j] == 0x2E { j += 1 }
+            guard j > nameStart, j < bytes.count, bytes[j] == 0x3D || bytes[j] == 0x3A else { continue }
+            j += 1
+            guard j < bytes.count, bytes[j] == 0x22 || bytes[j] == 0x27 else { continue }
+            let digitsQuote = bytes[j]
+            j += 1
+            let digitsStart = j
+            while j < bytes.count, (0x30...0x39).contains(bytes[j]) { j += 1 }
+            if j > digitsStart, j < bytes.count, bytes[j] == digitsQuote { return candidate }
+        }
         return nil
     }
 

@@ -36,6 +36,12 @@ struct ContainerIDRule: LintRule {
                     + #"var ca = {ctid: "GTM-K1T5", canonicalContainerId: "1"};"#,
                 file: "gtm.js"
             ),
+            // A 2025 script names itself in its data's blob, pretty-printed or not.
+            LintExample(
+                "// gtm.js\nvar data = {\n  \"resource\": {\"macros\": [{\"function\": \"__e\"}]},\n"
+                    + "  \"blob\": {\"5\": \"GTM-K1T5\"}\n};\n",
+                file: "gtm.js"
+            ),
         ]
     )
 
@@ -63,6 +69,10 @@ struct ContainerIDRule: LintRule {
             return []
         }
         guard fileID == nil, input.document?.scriptContainerID == nil else { return [] }
+        // A served script of 2025 or later keeps its ID in its data's blob, where the compiler reads it.
+        if case .object(let root)? = input.document?.value, ContainerCompiler.blobContainerID(root) != nil {
+            return []
+        }
         // The name it expects keeps the file's own extension (a property list is `GTM-XXXX.plist`).
         let expected = name.hasSuffix(".plist") ? "GTM-XXXX.plist" : "GTM-XXXX.json"
         let message =

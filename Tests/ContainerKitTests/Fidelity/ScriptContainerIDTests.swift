@@ -15,6 +15,9 @@ extension Fidelity {
             // Scripts of about 2022: the sandbox's `read_container_data` (`a.set("containerId", 'GTM-…')`).
             #"var Lf = function() { var a = new ib; a.set("containerId", 'GTM-K1T5'); a.set("version", '1590'); };"#,
             #"a.set("containerIdx", 'GTM-WRONG1'); b.set(containerId, 'GTM-WRONG2'); a.set('containerId', "GTM-K1T5");"#,
+            // Scripts of about 2019–2021: a minified member beside the version or numeric id.
+            #"var ld={},md=null,nd=Math.random();ld.s="GTM-K1T5";ld.Ob="783";ld.Md="";"#,
+            #"var x = "GTM-WRONG1"; var y = {a:"GTM-WRONG2",b:"v1"}; var Ne={R:"GTM-K1T5",Yb:"504339"};"#,
         ])
         func aServedScriptRunsUnderTheIDItNames(tail: String) throws {
             let script = "/* Copyright Google */\n(function(){\nvar data = \(Self.data);\n\(tail)\n})();\n"
