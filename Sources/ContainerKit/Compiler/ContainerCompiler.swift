@@ -42,12 +42,6 @@ package enum ContainerCompiler {
         let id =
             options.containerID ?? file.flatMap(ContainerLoader.containerID(fromFileName:)) ?? builder.containerID
             ?? document.scriptContainerID ?? file.flatMap(containerID(embeddedIn:)) ?? "GTM-UNKNOWN"
-        if format == .export, usageContexts(root).contains("AMP") {
-            builder.noteUnsupported(
-                "AMP container (its triggers and tags run in the amp-analytics component of an AMP page)",
-                pointer: "/containerVersion/container/usageContext"
-            )
-        }
         let platform = options.platform ?? detectPlatform(root, format: format, document: document, builder.program)
         builder.program.undefinedComparesAsText = platform.comparesUndefinedAsText
         if platform == .mobile {
@@ -76,9 +70,18 @@ package enum ContainerCompiler {
     }
 
     /// Container formats that are recognised by name and refused, with what to do instead: GTM's 2014
-    /// export (format 1.x), server-side containers and AMP analytics configurations.
+    /// export (format 1.x), server-side and AMP containers, and AMP analytics configurations.
     static func refusal(_ root: ValueMap) -> CompileFailure? {
         let contexts = usageContexts(root)
+        if root["containerVersion"] != nil, contexts.contains("AMP"), !contexts.contains("WEB") {
+            return CompileFailure(
+                .unknownFormat,
+                "this is an AMP (usageContext 'AMP') container export: its triggers and tags run in the "
+                    + "amp-analytics component of an AMP page, which has no data layer, so ContainerKit cannot run it; "
+                    + "export the site's web container instead",
+                pointer: "/containerVersion/container/usageContext"
+            )
+        }
         if root["containerVersion"] != nil {
             let isServer =
                 contexts.contains("SERVER")

@@ -529,6 +529,13 @@ package enum ExportCompiler {
                 parameters: params,
                 origin: Origin(pointer: pointer)
             )
+            // GTM serves a tag only inside its firing schedule; an export evaluated here has no such window.
+            if tag["scheduleStartMs"] != nil || tag["scheduleEndMs"] != nil {
+                output.noteUnsupported(
+                    "tag firing schedule (scheduleStartMs/scheduleEndMs): the tag fires outside it too",
+                    pointer: pointer + (tag["scheduleStartMs"] != nil ? "/scheduleStartMs" : "/scheduleEndMs")
+                )
+            }
             switch tag["tagFiringOption"]?.stringValue?.uppercased().replacingAll("_", with: "") {
             case "ONCEPEREVENT"?: def.oncePerEvent = true
             case "ONCEPERLOAD"?: def.oncePerLoad = true

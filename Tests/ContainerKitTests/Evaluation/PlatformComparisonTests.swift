@@ -47,7 +47,7 @@ private func fires(_ container: Container) -> Bool {
 
 struct PlatformComparisonTests {
     @Test(arguments: [
-        ("WEB", ContainerPlatform.web), ("AMP", .web), ("ANDROID_SDK_5", .mobile), ("IOS_SDK_5", .mobile),
+        ("WEB", ContainerPlatform.web), ("ANDROID_SDK_5", .mobile), ("IOS_SDK_5", .mobile),
     ])
     func exportPlatformComesFromUsageContext(context: String, platform: ContainerPlatform) throws {
         let container = try TestContainers.load(json: export(usageContext: context))

@@ -53,16 +53,32 @@ struct LegacyFormatTests {
         #expect(error.message.contains("AMP analytics configuration"))
     }
 
-    @Test func ampExportLoadsAsAWebContainerAndSaysItsTagsDoNotRun() throws {
+    /// An AMP page has no data layer: its export's page views would "fire" on a pushed gtm.js, meaning nothing.
+    @Test func anAMPExportIsRefusedSayingWhereItsTagsRun() throws {
+        let error = try loadError(
+            """
+            {"exportFormatVersion": 2, "containerVersion": {
+              "container": {"publicId": "GTM-AMP1", "usageContext": ["AMP"]},
+              "variable": [{"name": "A", "type": "c", "parameter": [{"type": "TEMPLATE", "key": "value", "value": "1"}]}]}}
+            """
+        )
+        #expect(error.code == .unknownFormat)
+        #expect(error.message.hasPrefix("this is an AMP (usageContext 'AMP') container export"))
+        #expect(error.message.contains("export the site's web container instead"))
+    }
+
+    /// GTM serves a tag only inside its firing schedule; the export's schedule is reported, not silently ignored.
+    @Test func aTagFiringScheduleIsReportedUnsupported() throws {
         let container = try TestContainers.load(
             json: """
                 {"exportFormatVersion": 2, "containerVersion": {
-                  "container": {"publicId": "GTM-AMP1", "usageContext": ["AMP"]},
-                  "variable": [{"name": "A", "type": "c", "parameter": [{"type": "TEMPLATE", "key": "value", "value": "1"}]}]}}
+                  "container": {"publicId": "GTM-SCH1", "usageContext": ["WEB"]},
+                  "tag": [{"tagId": "1", "name": "Sale", "type": "html", "firingTriggerId": ["2147479553"],
+                           "scheduleStartMs": "1577836800000", "scheduleEndMs": "1580515200000"}]}}
                 """
         )
-        #expect(container.platform == .web)
-        #expect(container.unsupported.contains { $0.message.contains("AMP container") })
+        let note = container.unsupported.first { $0.message.contains("firing schedule") }
+        #expect(note?.pointer == "/containerVersion/tag/0/scheduleStartMs")
     }
 
     @Test func flatValuesNamedLikeLegacyKeysStillLoad() throws {
