@@ -46,6 +46,20 @@ struct FidelityLintTests {
         #expect(unused == ["/resource/macros/1", "/resource/macros/2"])
     }
 
+    /// A compiled paused tag keeps only its type: a variable only it read looks unused, and the finding says so.
+    @Test func anUnusedVariableOfAContainerWithPausedTagsMayBeAPausedTags() {
+        let macros = #"[{"function": "__e"}, {"function": "__v", "vtp_name": "n", "vtp_dataLayerVersion": 2}]"#
+        let predicates = #""predicates": [{"function": "_eq", "arg0": ["macro", 0], "arg1": "buy"}]"#
+        let paused = lint(
+            #"{"resource": {"macros": \#(macros), "tags": [{"function": "__paused", "tag_id": 1, "#
+                + #""vtp_originalTagType": "__html"}], \#(predicates)}}"#
+        )
+        let message = paused.first { $0.ruleID == "unused_variable" }?.message
+        #expect(message?.hasSuffix("(or only by a paused tag, whose fields a compiled container drops)") == true)
+        let plain = lint(#"{"resource": {"macros": \#(macros), \#(predicates)}}"#)
+        #expect(plain.first { $0.ruleID == "unused_variable" }?.message.hasSuffix("tag, trigger or variable") == true)
+    }
+
     @Test func webComparisonsWithConstantsNumberConvertsAreNotReported() {
         func findings(_ operand: String, web: Bool) -> Int {
             let data = """

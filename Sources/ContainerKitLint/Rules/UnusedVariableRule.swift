@@ -67,12 +67,19 @@ struct UnusedVariableRule: LintRule {
         for tag in program.tags {
             for parameter in tag.parameters { parameter.value.forEachMacro(mark) }
         }
+        // A compiled paused tag keeps only its type (`__paused`, `vtp_originalTagType`): what it read is gone, so a
+        // variable only it used looks unused.
+        let paused = program.tags.contains { tag in
+            if case .paused = tag.kind { return tag.function == "__paused" }
+            return false
+        }
+        let tail = paused ? " (or only by a paused tag, whose fields a compiled container drops)" : ""
         var findings: [LintFinding] = []
         for (i, macro) in program.macros.enumerated() where !used[i] && !Self.isBuiltIn(i, program) {
             if case .constant = macro.kind, macro.name?.isEmpty == false, !input.configuration.reportUnusedConstants {
                 continue
             }
-            let message = "variable \(program.macroLabel(i)) is not used by any tag, trigger or variable"
+            let message = "variable \(program.macroLabel(i)) is not used by any tag, trigger or variable\(tail)"
             findings.append(input.finding(Self.description, message, at: macro.origin.pointer))
         }
         return findings
