@@ -441,10 +441,10 @@ struct Evaluation: MacroResolver {
             case .paused:
                 return false
             case .unsupported:
+                // Its fields as gtm.js evaluates them before it runs a tag (what a GA4 event would send: `run` shows
+                // them); function-call variables among them are asked, as there.
                 parameters = ValueMap()
-                if recordTrace {
-                    for (key, expr) in storage.program.tags[t].parameters { parameters[key] = evaluate(expr) }
-                }
+                for (key, expr) in storage.program.tags[t].parameters { parameters[key] = evaluate(expr) }
                 (status, output) = (.unsupported, nil)
             }
         }
