@@ -68,50 +68,61 @@ enum ExpressionEvaluator {
         return map
     }
 
-    /// GTM's escaping codes: 7 HTML, 12 URL component; the JavaScript codes (8, 16) leave the value as is,
-    /// since nothing here runs JavaScript.
+    /// GTM's escaping codes as gtm.js applies them (`case "escape"`): the value is made a string first
+    /// (`String(d)`: undefined is `"undefined"`), then each code in order — 7 escapes it for a JavaScript string
+    /// (`"` → `\x22`, `<` → `\x3c`, a line break → `\n`, …), 8 makes it a JavaScript string literal (`'…'`, escaped
+    /// as 7), 12 is `encodeURIComponent` with `'`, `(` and `)` encoded too, 16 (and any other) leaves it.
     static func escape(_ value: Value, codes: [Int]) -> Value {
-        guard !codes.isEmpty, !value.isUndefined else { return value }
         var text = value.jsString
-        var changed = false
         for code in codes {
             switch code {
-            case 7:
-                text = escapeHTML(text)
-                changed = true
-            case 12:
-                text = percentEncode(text)
-                changed = true
-            default:
-                continue
+            case 7: text = escapeJavaScript(text)
+            case 8: text = "'" + escapeJavaScript(text) + "'"
+            case 12: text = percentEncode(text)
+            default: continue
             }
         }
-        return changed ? .string(text) : value
+        return .string(text)
     }
 
-    static func escapeHTML(_ s: String) -> String {
+    /// gtm.js's escape 7: the characters of `/[\x00\x08-\x0d\x22\x26\x27\/\x3c-\x3e\\\x85\u2028\u2029]/g`, each
+    /// as its table gives it.
+    static func escapeJavaScript(_ s: String) -> String {
         var out = ""
         out.reserveCapacity(s.utf8.count)
         for ch in s.unicodeScalars {
             switch ch {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
+            case "\u{00}": out += "\\x00"
+            case "\u{08}": out += "\\x08"
+            case "\t": out += "\\t"
+            case "\n": out += "\\n"
+            case "\u{0B}": out += "\\x0b"
+            case "\u{0C}": out += "\\f"
+            case "\r": out += "\\r"
+            case "\"": out += "\\x22"
+            case "&": out += "\\x26"
+            case "'": out += "\\x27"
+            case "/": out += "\\/"
+            case "<": out += "\\x3c"
+            case "=": out += "\\x3d"
+            case ">": out += "\\x3e"
+            case "\\": out += "\\\\"
+            case "\u{85}": out += "\\x85"
+            case "\u{2028}": out += "\\u2028"
+            case "\u{2029}": out += "\\u2029"
             default: out.unicodeScalars.append(ch)
             }
         }
         return out
     }
 
-    /// `encodeURIComponent`.
+    /// gtm.js's escape 12: `encodeURIComponent`, then `'`, `(` and `)` as `%27`, `%28`, `%29`.
     static func percentEncode(_ s: String) -> String {
         var out = ""
         let hex = Array("0123456789ABCDEF".utf8)
         for byte in s.utf8 {
             switch byte {
-            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x5F, 0x2E, 0x21, 0x7E, 0x2A, 0x27, 0x28, 0x29:
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x5F, 0x2E, 0x21, 0x7E, 0x2A:
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 out.unicodeScalars.append("%")
