@@ -163,7 +163,8 @@ struct RunCommand {
             output.error("containerkit run: cannot load container: \(error)")
             return ExitCode.failure
         }
-        let manager = TagManager(logger: logger, defaultContext: options.context)
+        // A tag ContainerKit does not run (a GA4 event) is shown with the fields it would send.
+        let manager = TagManager(logger: logger, defaultContext: options.context, evaluatesUnsupportedTags: true)
         manager.add(container)
         var braze: BrazeSetup?
         if options.usesBraze {

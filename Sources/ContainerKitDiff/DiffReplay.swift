@@ -41,7 +41,13 @@ public struct DiffReplay: Sendable {
         configure: (@Sendable (TagManager) -> Void)?
     ) {
         func manager(_ container: Container) -> TagManager {
-            let manager = TagManager(logger: logger, defaultContext: context, randomSource: .seeded(seed))
+            // A tag ContainerKit does not run is compared by the fields it would send too.
+            let manager = TagManager(
+                logger: logger,
+                defaultContext: context,
+                randomSource: .seeded(seed),
+                evaluatesUnsupportedTags: true
+            )
             let recorder = ClosureTagHandler { _ in }
             for path in diff.tagClassPaths { manager.register(tagHandler: recorder, for: path) }
             configure?(manager)

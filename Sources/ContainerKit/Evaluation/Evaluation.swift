@@ -441,10 +441,12 @@ struct Evaluation: MacroResolver {
             case .paused:
                 return false
             case .unsupported:
-                // Its fields as gtm.js evaluates them before it runs a tag (what a GA4 event would send: `run` shows
-                // them); function-call variables among them are asked, as there.
+                // Its fields as gtm.js evaluates them before it runs a tag (what a GA4 event would send), for a report
+                // that shows them (`TagManager.evaluatesUnsupportedTags`, a trace).
                 parameters = ValueMap()
-                for (key, expr) in storage.program.tags[t].parameters { parameters[key] = evaluate(expr) }
+                if recordTrace || environment.evaluatesUnsupportedTags {
+                    for (key, expr) in storage.program.tags[t].parameters { parameters[key] = evaluate(expr) }
+                }
                 (status, output) = (.unsupported, nil)
             }
         }

@@ -11,15 +11,23 @@ final class EvaluationEnvironment: Sendable {
     let observer: (any RuntimeObserver)?
     /// Where the random-number variable's values come from (``TagManager/randomSource``).
     let randomSource: RandomSource
+    /// Whether a fired tag ContainerKit does not run has its fields evaluated (``TagManager/evaluatesUnsupportedTags``).
+    let evaluatesUnsupportedTags: Bool
     /// The keys of the problems already logged (``reportOnce(_:level:metadata:_:)``).
     private let reported = Mutex<Set<String>>([])
     /// How many regular-expression matches ran out of their step budget.
     private let regexBudgetExceeded = Atomic<Int>(0)
 
-    init(logger: any DiagnosticLogger, observer: (any RuntimeObserver)?, randomSource: RandomSource) {
+    init(
+        logger: any DiagnosticLogger,
+        observer: (any RuntimeObserver)?,
+        randomSource: RandomSource,
+        evaluatesUnsupportedTags: Bool = false
+    ) {
         self.logger = logger
         self.observer = observer
         self.randomSource = randomSource
+        self.evaluatesUnsupportedTags = evaluatesUnsupportedTags
     }
 
     /// Logs a message once per runtime for `key` (repeated problems would flood a busy service's logs);

@@ -26,6 +26,8 @@ public final class TagManager: Sendable {
     let hasObserver: Bool
     /// Where the random-number variable's values come from (``RandomSource/system`` unless seeded).
     public let randomSource: RandomSource
+    /// Whether a fired tag ContainerKit does not run has its fields evaluated (see ``init(logger:defaultContext:observer:randomSource:maximumDataLayerBytes:eventIDs:evaluatesUnsupportedTags:)``).
+    public var evaluatesUnsupportedTags: Bool { environment.evaluatesUnsupportedTags }
     /// The most bytes a data layer may hold (its model, version-1 raw values and user properties, as JSON);
     /// a push that would take a session past it is refused with `session_too_large`
     /// (``PushResult/refusal``), merged into nothing and evaluated nowhere. `nil`: no limit. The default,
@@ -163,13 +165,19 @@ public final class TagManager: Sendable {
     ///   - randomSource: where the random-number variable's values come from; seed it for reproducible runs.
     ///   - maximumDataLayerBytes: the most bytes a session's data layer may hold (`nil`: no limit).
     ///   - eventIDs: how many event IDs each session remembers, and for how long.
+    ///   - evaluatesUnsupportedTags: whether a fired tag ContainerKit does not run (a GA4 event, custom HTML, a
+    ///     mobile container's Universal Analytics tags) has its fields evaluated, as GTM evaluates a tag's fields
+    ///     before running it, so that its ``FiredTag/parameters`` show what it would send (`containerkit run`,
+    ///     `preview` and `diff` turn it on). Off by default: a service reads no such report, and legacy tags have
+    ///     many fields (a traced push evaluates them either way).
     public init(
         logger: any DiagnosticLogger = StandardErrorLogger(),
         defaultContext: ClientContext = .server,
         observer: (any RuntimeObserver)? = nil,
         randomSource: RandomSource = .system,
         maximumDataLayerBytes: Int? = TagManager.defaultMaximumDataLayerBytes,
-        eventIDs: EventIDWindow = EventIDWindow()
+        eventIDs: EventIDWindow = EventIDWindow(),
+        evaluatesUnsupportedTags: Bool = false
     ) {
         self.logger = logger
         self.defaultContext = defaultContext
@@ -182,7 +190,12 @@ public final class TagManager: Sendable {
         self.eventIDMilliseconds = eventIDs.milliseconds
         self.eventIDMaximumCount = eventIDs.maximumCount
         self.eventIDClock = eventIDs.customClock
-        let environment = EvaluationEnvironment(logger: logger, observer: observer, randomSource: randomSource)
+        let environment = EvaluationEnvironment(
+            logger: logger,
+            observer: observer,
+            randomSource: randomSource,
+            evaluatesUnsupportedTags: evaluatesUnsupportedTags
+        )
         self.environment = environment
         self.published = Mutex(
             (generation: 1, snapshot: Snapshot(containers: [], handlers: Handlers(), environment: environment))
