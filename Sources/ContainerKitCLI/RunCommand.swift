@@ -302,11 +302,7 @@ struct RunCommand {
             for name in pageStart.events(before: message, page: PageStart.page(session)) {
                 let event: ValueMap = ["event": .string(name)]
                 var result = await session.push(event, eventID: nil, eventTime: eventTime, tracing: options.explain)
-                do {
-                    try await result.waitUntilDurable()
-                    result.noteDurable()
-                } catch {
-                    output.error("containerkit run: \(lineNumber): records of \(name) are not durable: \(error)")
+                guard await awaitDurable(&result, "\(lineNumber): records of \(name)", output: output) else {
                     return ExitCode.failure
                 }
                 started.append((event, result))
@@ -330,11 +326,7 @@ struct RunCommand {
                 failedLines += 1
                 continue
             }
-            do {
-                try await result.waitUntilDurable()
-                result.noteDurable()
-            } catch {
-                output.error("containerkit run: \(lineNumber): records are not durable: \(error)")
+            guard await awaitDurable(&result, "\(lineNumber): records", output: output) else {
                 return ExitCode.failure
             }
             let label = sessions.label(lineNumber)
@@ -357,6 +349,19 @@ struct RunCommand {
             }
         }
         return failedLines > 0 ? ExitCode.failedInput : ExitCode.success
+    }
+
+    /// Waits until the records of `result` are durable (its output is printed after); `false`, with `what` and the
+    /// error printed, when they cannot be.
+    private static func awaitDurable(_ result: inout PushResult, _ what: String, output: CommandOutput) async -> Bool {
+        do {
+            try await result.waitUntilDurable()
+            result.noteDurable()
+            return true
+        } catch {
+            output.error("containerkit run: \(what) are not durable: \(error)")
+            return false
+        }
     }
 
     /// `--braze-user-event`: the push's `externalUserId` becomes the session's Braze user (an external ID).
