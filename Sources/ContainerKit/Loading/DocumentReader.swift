@@ -120,9 +120,15 @@ package enum DocumentReader {
                 embedded = true
                 break
             }
+            // Text pasted in front of a container (a note, a broken copy): say where the object starts.
+            var hint = ""
+            if let brace = bytes[start..<min(bytes.count, start + 4096)].firstIndex(of: 0x7B) {
+                let at = location(brace)
+                hint = "; a JSON object starts at \(at.line):\(at.column): remove what comes before it"
+            }
             throw ContainerError(
                 .syntax,
-                "not json or a property list: unexpected \(describe(bytes, at: start))",
+                "not json or a property list: unexpected \(describe(bytes, at: start))\(hint)",
                 file: file,
                 location: location(start)
             )

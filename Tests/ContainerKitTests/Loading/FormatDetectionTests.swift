@@ -34,6 +34,16 @@ extension Loading {
             #expect(page.location?.description == "2:1")
         }
 
+        /// Text pasted in front of a container (a real file in a public repository begins "I'm…" before its JSON).
+        @Test func textBeforeAContainerSaysWhereTheObjectStarts() throws {
+            let error = try #require(readError("I'm the export\n  {\"exportFormatVersion\": 2}"))
+            #expect(
+                error.message
+                    == "not json or a property list: unexpected 'I'; a JSON object starts at 2:3: remove what comes before it"
+            )
+            #expect(error.location?.description == "1:1")
+        }
+
         @Test(
             arguments: [
                 [0x0A, 0x03] + Array("abc".utf8) + [0x12, 0x00],  // protobuf: field 1 "abc", empty field 2
