@@ -59,6 +59,8 @@ struct PageStart {
     let applies: Bool
     /// The pages (sessions, by a key of the caller's) that had their first event.
     private var started: Set<String> = []
+    /// The pages whose `gtm.js` event was evaluated.
+    private var loaded: Set<String> = []
 
     init(applies: Bool) { self.applies = applies }
 
@@ -67,6 +69,29 @@ struct PageStart {
         guard applies, PageStart.isEvent(message["event"]), started.insert(page).inserted else { return [] }
         if case .string(let name)? = message["event"], PageStart.events.contains(name) { return [] }
         return PageStart.events
+    }
+
+    /// Whether `message`, an item of a data-layer dump (one page), is a second `gtm.js` of the page `page`: gtm.js
+    /// evaluates a page's `gtm.js` once (a snippet installed twice, or two containers, push one each) and only
+    /// merges a later one. A log of lines may hold many pages, so only a dump's items are asked (`inDump`).
+    mutating func repeatsPageLoad(_ message: ValueMap, page: String, inDump: Bool) -> Bool {
+        guard applies, case .string("gtm.js")? = message["event"] else { return false }
+        return !loaded.insert(page).inserted && inDump
+    }
+
+    /// Why a second `gtm.js` of a page evaluated nothing (``repeatsPageLoad(_:page:inDump:)``).
+    static let repeatedPageLoad =
+        "gtm.js evaluates a page's gtm.js event once; a second one (a snippet installed twice, a second container) "
+        + "only changes the data layer"
+
+    /// The member of a line's JSON object that says a second `gtm.js` evaluated nothing.
+    static let repeatedJSONKey = "not_evaluated"
+
+    /// `message` without its event, for a second `gtm.js` of a page: merged, not evaluated.
+    static func merged(_ message: ValueMap) -> ValueMap {
+        var message = message
+        message.removeValue(forKey: "event")
+        return message
     }
 
     /// The member of a line's JSON object (or trace) that holds the events evaluated before it.

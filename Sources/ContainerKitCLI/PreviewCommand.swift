@@ -234,15 +234,27 @@ struct PreviewCommand {
                 let result = await session.push(["event": .string(name)], eventTime: eventTime, tracing: true)
                 if let trace = result.trace { started.append(trace) }
             }
+            // A dump's second gtm.js: merged, not evaluated, as on the page.
+            let repeated = pageStart.repeatsPageLoad(
+                message,
+                page: PageStart.page(session),
+                inDump: lineNumber.index != nil
+            )
             // A line whose `message_id` the session has seen is traced as a duplicate, as `run --explain` shows it.
-            let result = await session.push(message, eventID: eventID, eventTime: eventTime, tracing: true)
+            let result = await session.push(
+                repeated ? PageStart.merged(message) : message,
+                eventID: eventID,
+                eventTime: eventTime,
+                tracing: true
+            )
             guard let trace = result.trace else { continue }  // a debug session traces every push
             ReportFormatting.print(
                 trace,
                 label: sessions.label(lineNumber),
                 json: options.json,
                 output: output,
-                pageStart: started
+                pageStart: started,
+                notEvaluated: repeated ? PageStart.repeatedPageLoad : nil
             )
         }
         return failedLines > 0 ? ExitCode.failedInput : ExitCode.success

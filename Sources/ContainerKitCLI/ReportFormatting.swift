@@ -123,19 +123,26 @@ enum ReportFormatting {
     /// 3") and ``PushTrace/textLines``. `preview` and `run --explain` both print with this.
     /// Prints a line's trace, after the traces of the events gtm.js evaluated before it (``PageStart``): in JSON
     /// they are the trace's `page_start` member, so that each input line still has one object.
+    /// `notEvaluated`: why the line's event was not evaluated (a second `gtm.js` of a page, pushed without its
+    /// event): its JSON member `not_evaluated`, a line of its own in text.
     static func print(
         _ trace: PushTrace,
         label: String,
         json: Bool,
         output: CommandOutput,
-        pageStart: [PushTrace] = []
+        pageStart: [PushTrace] = [],
+        notEvaluated: String? = nil
     ) {
         if json {
-            guard !pageStart.isEmpty, case .object(var object)? = try? Value(json: trace.json()) else {
+            guard !pageStart.isEmpty || notEvaluated != nil, case .object(var object)? = try? Value(json: trace.json())
+            else {
                 output.print(trace.json())
                 return
             }
-            object[PageStart.jsonKey] = .array(pageStart.compactMap { try? Value(json: $0.json()) })
+            if !pageStart.isEmpty {
+                object[PageStart.jsonKey] = .array(pageStart.compactMap { try? Value(json: $0.json()) })
+            }
+            if let notEvaluated { object[PageStart.repeatedJSONKey] = .string(notEvaluated) }
             output.print(JSONWriter.string(.object(object)))
             return
         }
@@ -143,6 +150,7 @@ enum ReportFormatting {
         let title = trace.event.map { "event \(JSONWriter.string(.string($0)))" } ?? "push (no event)"
         output.print("")
         output.print("\(label): \(title)")
+        if let notEvaluated { output.print("  not evaluated: \(notEvaluated)") }
         for text in trace.textLines { output.print(text) }
     }
 }

@@ -307,12 +307,16 @@ struct RunCommand {
                 }
                 started.append((event, result))
             }
+            // A dump's second gtm.js: merged, not evaluated, as on the page.
+            let page = PageStart.page(session)
+            let repeated = pageStart.repeatsPageLoad(message, page: page, inDump: lineNumber.index != nil)
             var result = await session.push(
-                message,
+                repeated ? PageStart.merged(message) : message,
                 eventID: eventID,
                 eventTime: eventTime,
                 tracing: options.explain
             )
+            let notEvaluated = repeated ? PageStart.repeatedPageLoad : nil
             if let refusal = result.refusal {
                 // A refused push (one that would make the session too large): the event ID was checked as it was read.
                 let problem = PushInput.Problem(
@@ -332,9 +336,17 @@ struct RunCommand {
             let label = sessions.label(lineNumber)
             if let trace = result.trace {
                 let before = started.compactMap(\.result.trace)
-                ReportFormatting.print(trace, label: label, json: options.json, output: output, pageStart: before)
+                ReportFormatting.print(
+                    trace,
+                    label: label,
+                    json: options.json,
+                    output: output,
+                    pageStart: before,
+                    notEvaluated: notEvaluated
+                )
             } else if options.json {
                 var line = jsonLine(message, result, showsRecords: showsRecords, session: sessions.jsonName)
+                if let notEvaluated { line[PageStart.repeatedJSONKey] = .string(notEvaluated) }
                 if !started.isEmpty {
                     line[PageStart.jsonKey] = .array(
                         started.map { .object(jsonLine($0.message, $0.result, showsRecords: showsRecords)) }
@@ -346,6 +358,7 @@ struct RunCommand {
                     printTextAndRecords(label: PageStart.label(label), message: event, result: result, output: output)
                 }
                 printTextAndRecords(label: label, message: message, result: result, output: output)
+                if let notEvaluated { output.print("  not evaluated: \(notEvaluated)") }
             }
         }
         return failedLines > 0 ? ExitCode.failedInput : ExitCode.success

@@ -153,4 +153,35 @@ struct PageStartTests {
         #expect(diff.out.contains(#"line 1: event "gtm.init""#), "\(diff.out)")
         #expect(diff.out.contains("tag 2 fires only in the old version"))
     }
+
+    /// A dump is one page, whose gtm.js event gtm.js evaluates once: a second one (a snippet installed twice) is
+    /// merged and not evaluated. Lines may be many pages, so there it is evaluated again.
+    @Test func aDumpsSecondGtmJsIsMergedNotEvaluatedAndALogsIsEvaluated() async throws {
+        let dump = #"[{"gtm.start":1,"event":"gtm.js"},{"event":"gtm.dom"},{"gtm.start":2,"event":"gtm.js"}]"#
+        let lines = #"{"event":"gtm.js"}"# + "\n" + #"{"event":"gtm.js"}"#
+        let directory = try files(["dump.json": dump, "lines.jsonl": lines])
+        let container = directory + "/GTM-WEBI1.json"
+        let json = try objects(
+            await command(["run", container, "--events", directory + "/dump.json", "--format", "json"]).out
+        )
+        try #require(json.count == 3)
+        #expect(Self.classPaths(json[0]) == ["page"])
+        #expect(json[2]["event"] == "gtm.js" && Self.classPaths(json[2]) == [])
+        #expect(json[2][PageStart.repeatedJSONKey]?.stringValue?.hasPrefix("gtm.js evaluates a page's gtm.js") == true)
+        // Merged all the same: the trace's data layer has the second gtm.start.
+        let traced = try objects(
+            await command([
+                "run", container, "--events", directory + "/dump.json", "--format", "json", "--explain",
+            ]).out
+        )
+        let trace = try PushTrace(json: JSONWriter.string(.object(traced[2])))
+        #expect(trace.dataLayer.objectValue?["gtm"]?.objectValue?["start"] == 2)
+        #expect(traced[2][PageStart.repeatedJSONKey] != nil)
+
+        let log = try objects(
+            await command(["run", container, "--events", directory + "/lines.jsonl", "--format", "json"]).out
+        )
+        #expect(log.map(Self.classPaths) == [["page"], ["page"]])
+        #expect(log[1][PageStart.repeatedJSONKey] == nil)
+    }
 }

@@ -186,7 +186,13 @@ struct DiffCommand {
                     var pushes = pageStart.events(before: message, page: currentSession).map {
                         (message: ["event": Value.string($0)] as ValueMap, eventID: String?.none)
                     }
-                    pushes.append((message, eventID))
+                    // A dump's second gtm.js: merged, not evaluated, as on the page.
+                    let repeated = pageStart.repeatsPageLoad(
+                        message,
+                        page: currentSession,
+                        inDump: number.index != nil
+                    )
+                    pushes.append((repeated ? PageStart.merged(message) : message, eventID))
                     for push in pushes {
                         guard
                             let difference = replay.replay(
