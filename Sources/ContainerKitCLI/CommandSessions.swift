@@ -64,22 +64,36 @@ struct PageStart {
 
     init(applies: Bool) { self.applies = applies }
 
-    /// The events to push into the page `page` before `message`, in order; empty when none are.
-    mutating func events(before message: ValueMap, page: String) -> [String] {
-        guard applies, PageStart.isEvent(message["event"]), started.insert(page).inserted else { return [] }
-        if case .string(let name)? = message["event"], PageStart.events.contains(name) { return [] }
-        return PageStart.events
+    /// What to push for one line.
+    struct Plan {
+        /// gtm.js's own events, pushed first (the page's start), in order.
+        var before: [ValueMap] = []
+        /// The line's message; without its event when it is a dump's second `gtm.js`.
+        var message: ValueMap
+        /// Why the line's event is not evaluated (``repeatedPageLoad``); `nil` when it is.
+        var notEvaluated: String?
     }
 
-    /// Whether `message`, an item of a data-layer dump (one page), is a second `gtm.js` of the page `page`: gtm.js
-    /// evaluates a page's `gtm.js` once (a snippet installed twice, or two containers, push one each) and only
-    /// merges a later one. A log of lines may hold many pages, so only a dump's items are asked (`inDump`).
-    mutating func repeatsPageLoad(_ message: ValueMap, page: String, inDump: Bool) -> Bool {
-        guard applies, case .string("gtm.js")? = message["event"] else { return false }
-        return !loaded.insert(page).inserted && inDump
+    /// What to push into the page `page` for `message`, as gtm.js processes it: before the page's first event, its
+    /// start (unless `message` is `gtm.init_consent` or `gtm.init` itself); a second `gtm.js` of a data-layer dump
+    /// (`inDump`: one page) merged without its event, since gtm.js evaluates a page's `gtm.js` once (a snippet
+    /// installed twice, or two containers, push one each). A log of lines may hold many pages, so its `gtm.js`
+    /// lines are all evaluated.
+    mutating func plan(for message: ValueMap, page: String, inDump: Bool) -> Plan {
+        var plan = Plan(message: message)
+        guard applies, PageStart.isEvent(message["event"]) else { return plan }
+        let name = message["event"]?.stringValue
+        if started.insert(page).inserted, !PageStart.events.contains(name ?? "") {
+            plan.before = PageStart.events.map { ["event": .string($0)] }
+        }
+        if name == "gtm.js", !loaded.insert(page).inserted, inDump {
+            plan.message.removeValue(forKey: "event")
+            plan.notEvaluated = PageStart.repeatedPageLoad
+        }
+        return plan
     }
 
-    /// Why a second `gtm.js` of a page evaluated nothing (``repeatsPageLoad(_:page:inDump:)``).
+    /// Why a second `gtm.js` of a page evaluated nothing.
     static let repeatedPageLoad =
         "gtm.js evaluates a page's gtm.js event once; a second one (a snippet installed twice, a second container) "
         + "only changes the data layer"
@@ -87,20 +101,13 @@ struct PageStart {
     /// The member of a line's JSON object that says a second `gtm.js` evaluated nothing.
     static let repeatedJSONKey = "not_evaluated"
 
-    /// `message` without its event, for a second `gtm.js` of a page: merged, not evaluated.
-    static func merged(_ message: ValueMap) -> ValueMap {
-        var message = message
-        message.removeValue(forKey: "event")
-        return message
-    }
-
     /// The member of a line's JSON object (or trace) that holds the events evaluated before it.
     static let jsonKey = "page_start"
 
     /// The title of an event evaluated before the line labelled `label`.
     static func label(_ label: String) -> String { "\(label), before it (gtm.js starts the page)" }
 
-    /// A session's key for ``events(before:page:)``: the session object itself.
+    /// A session's key for ``plan(for:page:inDump:)``: the session object itself.
     static func page(_ session: DataLayer) -> String { String(describing: ObjectIdentifier(session)) }
 
     /// Whether gtm.js counts `value` as an event: JavaScript's truthiness (`if (!a.event) return`).

@@ -229,24 +229,14 @@ struct PreviewCommand {
             }
             let session = sessions.select(name)
             // A web page's first event: gtm.js's own events before it, traced with the line.
+            let plan = pageStart.plan(for: message, page: PageStart.page(session), inDump: lineNumber.index != nil)
             var started: [PushTrace] = []
-            for name in pageStart.events(before: message, page: PageStart.page(session)) {
-                let result = await session.push(["event": .string(name)], eventTime: eventTime, tracing: true)
+            for event in plan.before {
+                let result = await session.push(event, eventTime: eventTime, tracing: true)
                 if let trace = result.trace { started.append(trace) }
             }
-            // A dump's second gtm.js: merged, not evaluated, as on the page.
-            let repeated = pageStart.repeatsPageLoad(
-                message,
-                page: PageStart.page(session),
-                inDump: lineNumber.index != nil
-            )
             // A line whose `message_id` the session has seen is traced as a duplicate, as `run --explain` shows it.
-            let result = await session.push(
-                repeated ? PageStart.merged(message) : message,
-                eventID: eventID,
-                eventTime: eventTime,
-                tracing: true
-            )
+            let result = await session.push(plan.message, eventID: eventID, eventTime: eventTime, tracing: true)
             guard let trace = result.trace else { continue }  // a debug session traces every push
             ReportFormatting.print(
                 trace,
@@ -254,7 +244,7 @@ struct PreviewCommand {
                 json: options.json,
                 output: output,
                 pageStart: started,
-                notEvaluated: repeated ? PageStart.repeatedPageLoad : nil
+                notEvaluated: plan.notEvaluated
             )
         }
         return failedLines > 0 ? ExitCode.failedInput : ExitCode.success

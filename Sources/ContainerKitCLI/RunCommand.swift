@@ -298,25 +298,21 @@ struct RunCommand {
                 nameBrazeUser(from: message, line: lineNumber, session: session, output: output)
             }
             // A web page's first event: gtm.js's own events before it, shown with the line.
+            let plan = pageStart.plan(for: message, page: PageStart.page(session), inDump: lineNumber.index != nil)
             var started: [(message: ValueMap, result: PushResult)] = []
-            for name in pageStart.events(before: message, page: PageStart.page(session)) {
-                let event: ValueMap = ["event": .string(name)]
+            for event in plan.before {
                 var result = await session.push(event, eventID: nil, eventTime: eventTime, tracing: options.explain)
-                guard await awaitDurable(&result, "\(lineNumber): records of \(name)", output: output) else {
-                    return ExitCode.failure
-                }
+                let what = "\(lineNumber): records of \(ReportFormatting.eventField(event).jsString)"
+                guard await awaitDurable(&result, what, output: output) else { return ExitCode.failure }
                 started.append((event, result))
             }
-            // A dump's second gtm.js: merged, not evaluated, as on the page.
-            let page = PageStart.page(session)
-            let repeated = pageStart.repeatsPageLoad(message, page: page, inDump: lineNumber.index != nil)
             var result = await session.push(
-                repeated ? PageStart.merged(message) : message,
+                plan.message,
                 eventID: eventID,
                 eventTime: eventTime,
                 tracing: options.explain
             )
-            let notEvaluated = repeated ? PageStart.repeatedPageLoad : nil
+            let notEvaluated = plan.notEvaluated
             if let refusal = result.refusal {
                 // A refused push (one that would make the session too large): the event ID was checked as it was read.
                 let problem = PushInput.Problem(

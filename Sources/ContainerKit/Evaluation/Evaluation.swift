@@ -1214,13 +1214,6 @@ struct Evaluation: MacroResolver {
         return trace
     }
 
-    /// A condition's note when it reads what ContainerKit cannot evaluate (``FiredTag/unknownInputs``).
-    static func unknownNote(_ inputs: [String]) -> String? {
-        guard !inputs.isEmpty else { return nil }
-        return inputs.joined(separator: ", ")
-            + " cannot be evaluated here (undefined here; a page's value is not known), so a browser may decide otherwise"
-    }
-
     private func wasEvaluated(_ index: Int) -> Bool {
         macroMarks[index] == 2 &* generation &+ 1
     }
@@ -1276,7 +1269,7 @@ struct Evaluation: MacroResolver {
             right: right.definedValue,
             note: budgetExceededPredicates.contains(p)
                 ? "the regular expression ran out of its step budget on this value, which counts as not matching"
-                : Evaluation.unknownNote(storage.unknownPredicateInputs[p])
+                : PushTrace.unknownNote(storage.unknownPredicateInputs[p])
         )
     }
 }

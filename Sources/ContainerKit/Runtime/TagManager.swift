@@ -167,9 +167,9 @@ public final class TagManager: Sendable {
     ///   - eventIDs: how many event IDs each session remembers, and for how long.
     ///   - evaluatesUnsupportedTags: whether a fired tag ContainerKit does not run (a GA4 event, custom HTML, a
     ///     mobile container's Universal Analytics tags) has its fields evaluated, as GTM evaluates a tag's fields
-    ///     before running it, so that its ``FiredTag/parameters`` show what it would send (`containerkit run`,
-    ///     `preview` and `diff` turn it on). Off by default: a service reads no such report, and legacy tags have
-    ///     many fields (a traced push evaluates them either way).
+    ///     before running it, so that its ``FiredTag/parameters`` show what it would send (`containerkit run` and
+    ///     `diff` turn it on; `preview` traces, which evaluates them anyway). Off by default: a service reads no such
+    ///     report, and legacy tags have many fields.
     public init(
         logger: any DiagnosticLogger = StandardErrorLogger(),
         defaultContext: ClientContext = .server,

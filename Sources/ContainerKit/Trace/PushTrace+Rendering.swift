@@ -150,6 +150,13 @@ extension PushTrace {
             + " undefined: ContainerKit cannot evaluate it as a page would, so a browser may decide otherwise"
     }
 
+    /// A failed condition's note when it reads what ContainerKit cannot evaluate; `nil` when it reads nothing such.
+    static func unknownNote(_ inputs: [String]) -> String? {
+        guard !inputs.isEmpty else { return nil }
+        return inputs.joined(separator: ", ")
+            + " cannot be evaluated here (undefined here; a page's value is not known), so a browser may decide otherwise"
+    }
+
     /// A failed condition in words: `rule 1: {{Genre}} equals "jazz" (value: "rock") was false`, or
     /// `trigger 'Staff': exception {{Role}} equals "staff" (value: "staff") held`.
     public static func describe(_ condition: Condition) -> String {

@@ -183,16 +183,11 @@ struct DiffCommand {
                     break
                 case .push(let number, let message, let eventID, _, let session):
                     if let session { currentSession = session }
-                    var pushes = pageStart.events(before: message, page: currentSession).map {
-                        (message: ["event": Value.string($0)] as ValueMap, eventID: String?.none)
-                    }
-                    // A dump's second gtm.js: merged, not evaluated, as on the page.
-                    let repeated = pageStart.repeatsPageLoad(
-                        message,
-                        page: currentSession,
-                        inDump: number.index != nil
-                    )
-                    pushes.append((repeated ? PageStart.merged(message) : message, eventID))
+                    let plan = pageStart.plan(for: message, page: currentSession, inDump: number.index != nil)
+                    let pushes =
+                        plan.before.map { (message: $0, eventID: String?.none) } + [
+                            (message: plan.message, eventID: eventID)
+                        ]
                     for push in pushes {
                         guard
                             let difference = replay.replay(
