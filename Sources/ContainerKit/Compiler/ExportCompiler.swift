@@ -126,6 +126,11 @@ package enum ExportCompiler {
         "VIDEO_VISIBLE": "gtm.videoVisible",
     ]
 
+    /// The page's URL built-ins and the part of the URL each reads.
+    static let pageBuiltIns: [String: String] = [
+        "PAGE_URL": "URL", "PAGE_HOSTNAME": "HOST", "PAGE_PATH": "PATH", "REFERRER": "URL",
+    ]
+
     /// The macro code of a built-in variable type.
     static func builtInFunction(_ type: String) -> (function: String, key: String?)? {
         let codes: [String: String] = [
@@ -475,6 +480,16 @@ package enum ExportCompiler {
         mutating func builtInMacro(_ entry: ValueMap, at pointer: String) -> MacroDef {
             let type = entry["type"]?.stringValue ?? ""
             let name = entry["name"]?.stringValue
+            if let component = ExportCompiler.pageBuiltIns[type] {
+                // As GTM compiles them: `{"function": "__u", "vtp_component": "HOST", …}`, `{"function": "__f", …}`.
+                let variable = URLVariable(component: component)
+                return MacroDef(
+                    function: type == "REFERRER" ? "__f" : "__u",
+                    name: name,
+                    kind: type == "REFERRER" ? .referrer(variable) : .url(variable),
+                    origin: Origin(pointer: pointer)
+                )
+            }
             guard let (function, key) = ExportCompiler.builtInFunction(type) else {
                 output.noteUnsupported("browser-only built-in variable '\(type)'", pointer: pointer)
                 return MacroDef(

@@ -63,7 +63,7 @@ package enum TemplateCatalog {
 
     /// Macro codes that only make sense in a browser or need JavaScript.
     static let browserMacros: Set<String> = [
-        "jsm", "u", "d", "aev", "f", "j", "k", "dbg", "awec", "gtes", "gtcs", "ctv_web", "vis", "uv",
+        "jsm", "d", "aev", "j", "k", "dbg", "awec", "gtes", "gtcs", "ctv_web", "vis", "uv",
         "ed", "rh", "hid", "ev",
     ]
 
@@ -236,6 +236,17 @@ package enum TemplateCatalog {
             }
             let name = "gtm." + key
             return .dataLayer(name: name, nestedPath: nestedPath(name), defaultValue: params["defaultValue"])
+        case "u", "f":
+            let variable = URLVariable(
+                component: literalString(params["component"]) ?? "URL",
+                stripWww: params["stripWww"],
+                defaultPages: params["defaultPages"],
+                queryKey: params["queryKey"],
+                multipleQueryKeys: params["multiQueryKeys"],
+                ignoresEmptyQueryValue: params["ignoreEmptyQueryParam"],
+                customSource: code == "u" ? params["customUrlSource"] : nil
+            )
+            return code == "u" ? .url(variable) : .referrer(variable)
         case "funcm":
             return .functionCall(
                 classPath: params["classPath"] ?? .literal(.undefined),

@@ -82,6 +82,9 @@ struct Evaluation: MacroResolver {
     private var evaluatedOrder: [Int] = []
     /// The predicates whose regular expression ran out of its step budget in this container (traces only).
     private var budgetExceededPredicates: [Int] = []
+    /// What of the page the session knows (``knownPageInputs()``), for a container whose tags' unknown inputs
+    /// read the page; empty for the others.
+    private var pageKnown: UnknownInput.Needs = []
 
     init(
         container: SessionRuntime.ContainerHold,
@@ -127,6 +130,7 @@ struct Evaluation: MacroResolver {
             generation += 1
         }
         tagStateLive = false
+        pageKnown = storage.unknownInputsReadPage ? knownPageInputs() : []
         // A Firebase short name (`_vs`) is reported as the container's own table says: a web container's not at all,
         // an older v5 container's table may not have it. Other names are reported as pushed.
         if Evaluation.mayBeShortName(eventName), let name = eventName {
@@ -465,7 +469,8 @@ struct Evaluation: MacroResolver {
                 planned: planned,
                 parameters: consume parameters,
                 status: status,
-                output: output
+                output: output,
+                known: pageKnown
             )
         )
         return succeeded
@@ -503,7 +508,8 @@ struct Evaluation: MacroResolver {
                 planned: false,
                 parameters: parameters,
                 status: .blockedByConsent(denied),
-                output: nil
+                output: nil,
+                known: pageKnown
             )
         )
         return false
@@ -739,6 +745,10 @@ struct Evaluation: MacroResolver {
             value = evaluate(expr)
         case .builtIn(let builtIn):
             value = self.builtIn(builtIn)
+        case .url(let variable):
+            value = pageURLValue(variable)
+        case .referrer(let variable):
+            value = referrerValue(variable)
         case .lookupTable(let input, let rows, let defaultValue):
             let key = evaluate(input).jsString
             value = .undefined
@@ -840,6 +850,83 @@ struct Evaluation: MacroResolver {
         case .advertisingTrackingEnabled: return .bool(box.value.advertisingTrackingEnabled)
         case .advertiserID: return box.value.advertiserID.map(Value.string) ?? .undefined
         case .eventNumber: return .int(Int64(eventNumber))
+        }
+    }
+
+    /// What of the page this push knows: its URL (``ClientContext/pageURL`` or a pushed `gtm.url`) and its referrer
+    /// (``ClientContext/referrer`` or a pushed `gtm.referrer`).
+    private func knownPageInputs() -> UnknownInput.Needs {
+        let box = runtime.context
+        let raw = session.values?.rawValues
+        var known: UnknownInput.Needs = []
+        if box.value.pageURL != nil || raw?["gtm.url"]?.isTruthy == true { known.insert(.pageURL) }
+        if box.value.referrer != nil || raw?["gtm.referrer"]?.isTruthy == true { known.insert(.referrer) }
+        return known
+    }
+
+    /// gtm.js's `__u` (served gtm.js of 2026): the custom source when it is truthy, else the data layer's `gtm.url`
+    /// (version 1) when truthy, else the page's URL (the session's ``ClientContext/pageURL`` as a browser's
+    /// `location.href` has it; undefined when not known); the part the variable names, or the text without its
+    /// fragment.
+    private mutating func pageURLValue(_ variable: URLVariable) -> Value {
+        let page = runtime.context.value.pageURL.map { URLParts.reading($0, on: nil) }
+        var text: String?
+        if let source = variable.customSource {
+            let value = evaluate(source)
+            if value.isTruthy { text = value.jsString }
+        }
+        if text == nil, let pushed = session.values?.rawValues?["gtm.url"], pushed.isTruthy { text = pushed.jsString }
+        guard let text = text ?? page?.href else { return .undefined }
+        guard let part = URLParts.Part(rawValue: variable.component) else {
+            return .string(URLParts.withoutFragment(text))
+        }
+        let url = URLParts.reading(text, on: page)
+        guard part == .query else { return urlPart(part, of: url, variable) }
+        // One key, or with `multiQueryKeys` a list of them (a text: split at commas, white space removed).
+        let key = variable.queryKey.map { evaluate($0) } ?? .undefined
+        var keys = [key.isTruthy ? key.jsString : ""]
+        if keys != [""], let multiple = variable.multipleQueryKeys, evaluate(multiple).isTruthy {
+            if case .array(let list) = key {
+                keys = list.map(\.jsString)
+            } else {
+                let compact = String(key.jsString.unicodeScalars.filter { !$0.properties.isWhitespace })
+                keys = compact.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            }
+        }
+        let ignoringEmpty = variable.ignoresEmptyQueryValue.map { evaluate($0).isTruthy } ?? false
+        return url.queryValue(keys: keys, ignoringEmpty: ignoringEmpty)
+    }
+
+    /// gtm.js's `__f` (served gtm.js of 2026): the data layer's `gtm.referrer` (version 1) when truthy, else the
+    /// session's ``ClientContext/referrer`` (undefined when not known; `""` stays `""`); the part the variable names
+    /// (the query of its query key alone), or the text without its fragment.
+    private mutating func referrerValue(_ variable: URLVariable) -> Value {
+        let box = runtime.context
+        var text: String?
+        if let pushed = session.values?.rawValues?["gtm.referrer"], pushed.isTruthy { text = pushed.jsString }
+        guard let text = text ?? box.value.referrer.map({ URLParts($0, base: nil)?.href ?? $0 }) else {
+            return .undefined
+        }
+        // The Referrer has no extension part: `EXTENSION` reads the whole URL, as gtm.js's `__f` does.
+        guard !text.isEmpty, let part = URLParts.Part(rawValue: variable.component), part != .extension else {
+            return .string(URLParts.withoutFragment(text))
+        }
+        let url = URLParts.reading(text, on: box.value.pageURL.map { URLParts.reading($0, on: nil) })
+        guard part == .query else { return urlPart(part, of: url, variable) }
+        let key = variable.queryKey.map { evaluate($0) } ?? .undefined
+        return url.queryValue(keys: [key.isTruthy ? key.jsString : ""], ignoringEmpty: false)
+    }
+
+    /// A part other than the query of `url`, with the variable's `stripWww` (for `HOST`) and `defaultPages` (for
+    /// `PATH`) evaluated only for the part that reads them.
+    private mutating func urlPart(_ part: URLParts.Part, of url: URLParts, _ variable: URLVariable) -> Value {
+        switch part {
+        case .host:
+            return url.value(of: part, stripWww: variable.stripWww.map { evaluate($0).isTruthy } ?? false)
+        case .path:
+            return url.value(of: part, defaultPages: variable.defaultPages.map { evaluate($0) })
+        default:
+            return url.value(of: part)
         }
     }
 
@@ -1187,7 +1274,8 @@ struct Evaluation: MacroResolver {
             if outcome.outcome != .notFired, outcome.outcome != .paused, outcome.outcome != .alreadyFired,
                 !storage.unknownInputs[t].isEmpty
             {
-                outcome.unknownInputs = storage.unknownInputs[t]
+                let labels = UnknownInput.labels(storage.unknownInputs[t], known: knownPageInputs())
+                if !labels.isEmpty { outcome.unknownInputs = labels }
             }
             trace.tags.append(outcome)
         }
@@ -1269,7 +1357,9 @@ struct Evaluation: MacroResolver {
             right: right.definedValue,
             note: budgetExceededPredicates.contains(p)
                 ? "the regular expression ran out of its step budget on this value, which counts as not matching"
-                : PushTrace.unknownNote(storage.unknownPredicateInputs[p])
+                : PushTrace.unknownNote(
+                    UnknownInput.labels(storage.unknownPredicateInputs[p], known: knownPageInputs())
+                )
         )
     }
 }

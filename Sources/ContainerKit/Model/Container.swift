@@ -54,10 +54,13 @@ public struct Container: Sendable {
         /// What of a session the container's evaluation reads: a push takes each part out of the session's lock
         /// (the merged model, the raw values, the context, …) only when a live container reads it.
         let sessionReads: SessionReads
-        /// Per tag, what its triggers' conditions read that ContainerKit cannot evaluate (``FiredTag/unknownInputs``).
-        let unknownInputs: [[String]]
-        /// Per predicate, what it reads that ContainerKit cannot evaluate (for traces).
-        let unknownPredicateInputs: [[String]]
+        /// Per tag, what its triggers' conditions read that ContainerKit may not evaluate (``FiredTag/unknownInputs``).
+        let unknownInputs: [[UnknownInput]]
+        /// Per predicate, what it reads that ContainerKit may not evaluate (for traces).
+        let unknownPredicateInputs: [[UnknownInput]]
+        /// Whether one of ``unknownInputs`` is known when the session knows the page's URL or referrer: only then
+        /// does an evaluation look at what the session knows (``FiredCall/known``).
+        let unknownInputsReadPage: Bool
         /// Whether a macro reads the session's merged model (a data-layer variable of version 2).
         var readsModel: Bool { sessionReads.contains(.model) }
         /// A number no other storage of this process has (see ``SessionRuntime``).
@@ -86,6 +89,9 @@ public struct Container: Sendable {
             if platform == .web { reads.insert(.dropsEventModel) }
             self.sessionReads = reads
             (unknownPredicateInputs, unknownInputs) = program.unknownInputs()
+            unknownInputsReadPage = unknownInputs.contains { inputs in
+                inputs.contains { !$0.needs.subtracting(.evaluation).isEmpty }
+            }
         }
     }
 

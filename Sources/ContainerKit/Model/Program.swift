@@ -136,6 +136,40 @@ package enum BuiltIn: String, Sendable, CaseIterable {
     case advertisingTrackingEnabled, advertiserID, eventNumber
 }
 
+/// The parameters of a URL (`__u`) or Referrer (`__f`) variable, as gtm.js reads them.
+package struct URLVariable: Sendable {
+    /// `vtp_component` as written: `URL` (or none) for the whole URL, else a part gtm.js names (`HOST`, `PATH`,
+    /// `QUERY`, `FRAGMENT`, `PROTOCOL`, `PORT`, `EXTENSION`).
+    package var component: String
+    package var stripWww: Expr?
+    package var defaultPages: Expr?
+    package var queryKey: Expr?
+    /// `vtp_multiQueryKeys`: the query key is a list (or a comma-separated text) of keys, the first present wins.
+    package var multipleQueryKeys: Expr?
+    /// `vtp_ignoreEmptyQueryParam`: with several keys, a key whose value is empty is passed over.
+    package var ignoresEmptyQueryValue: Expr?
+    /// `vtp_customUrlSource` (`__u` only): the URL to read instead of the page's, when it is truthy.
+    package var customSource: Expr?
+
+    package init(
+        component: String,
+        stripWww: Expr? = nil,
+        defaultPages: Expr? = nil,
+        queryKey: Expr? = nil,
+        multipleQueryKeys: Expr? = nil,
+        ignoresEmptyQueryValue: Expr? = nil,
+        customSource: Expr? = nil
+    ) {
+        self.component = component
+        self.stripWww = stripWww
+        self.defaultPages = defaultPages
+        self.queryKey = queryKey
+        self.multipleQueryKeys = multipleQueryKeys
+        self.ignoresEmptyQueryValue = ignoresEmptyQueryValue
+        self.customSource = customSource
+    }
+}
+
 package enum MacroKind: Sendable {
     case eventName
     /// `__md`: a key of the pushed message; a dotted key missing as such walks nested maps along
@@ -173,7 +207,14 @@ package enum MacroKind: Sendable {
     case functionCall(classPath: Expr, arguments: Expr)
     /// Legacy `_func` macro: calls the handler registered under the function name.
     case legacyFunctionCall(name: String, arguments: Expr)
-    /// A macro type ContainerKit cannot evaluate on a server (`__jsm`, `__u`, `__d`, …): undefined.
+    /// `__u`: the page's URL or a part of it (Page URL, Page Hostname, Page Path, a URL variable), or of the URL its
+    /// custom source gives. The page's URL is the data layer's `gtm.url` (version 1) when pushed, else the
+    /// session's ``ClientContext/pageURL``; undefined when neither is known.
+    indirect case url(URLVariable)
+    /// `__f`: the referrer or a part of it: the data layer's `gtm.referrer` (version 1), else the session's
+    /// ``ClientContext/referrer``; undefined when neither is known.
+    indirect case referrer(URLVariable)
+    /// A macro type ContainerKit cannot evaluate on a server (`__jsm`, `__d`, `__k`, …): undefined.
     case unsupported
 
     package struct RegexRow: Sendable {

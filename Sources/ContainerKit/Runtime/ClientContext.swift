@@ -33,6 +33,14 @@ public struct ClientContext: Sendable, Hashable, Codable {
     public var advertisingTrackingEnabled: Bool
     /// `__aid`, Advertiser ID, when the client has one.
     public var advertiserID: String?
+    /// `__u`, the URL of the page the session's events come from: what Page URL, Page Hostname, Page Path and the
+    /// URL variables without a custom source read (a `gtm.url` pushed to the data layer comes first, as in gtm.js).
+    /// `nil` when not known: those variables are then undefined, and a decision that reads one says so
+    /// (``FiredTag/unknownInputs``).
+    public var pageURL: String?
+    /// `__f`, Referrer: the URL of the page before it, `""` for a page opened without one (a `gtm.referrer` pushed to
+    /// the data layer comes first). `nil` when not known, as for ``pageURL``.
+    public var referrer: String?
     /// The visitor's location, its most precise code: an ISO 3166-2 region (`ES-MD`), an ISO 3166-1 alpha-2
     /// country (`ES`) or empty. One string: the region names its country.
     private var location: String = ""
@@ -79,7 +87,9 @@ public struct ClientContext: Sendable, Hashable, Codable {
         deviceName: String = "",
         resolution: String = "",
         advertisingTrackingEnabled: Bool = false,
-        advertiserID: String? = nil
+        advertiserID: String? = nil,
+        pageURL: String? = nil,
+        referrer: String? = nil
     ) {
         self.platform = platform
         self.language = language
@@ -93,6 +103,8 @@ public struct ClientContext: Sendable, Hashable, Codable {
         self.resolution = resolution
         self.advertisingTrackingEnabled = advertisingTrackingEnabled
         self.advertiserID = advertiserID
+        self.pageURL = pageURL
+        self.referrer = referrer
     }
 
     /// The context of the machine ContainerKit runs on: its platform, language, OS version and host name
@@ -114,7 +126,7 @@ public struct ClientContext: Sendable, Hashable, Codable {
     public static let keys: [String] = [
         "platform", "language", "os_version", "app_id", "app_name", "app_version_code", "app_version_name",
         "sdk_version", "device_name", "resolution", "advertising_tracking_enabled", "advertiser_id", "country",
-        "region",
+        "region", "page_url", "referrer",
     ]
 
     /// Sets one field by its snake_case key (see ``keys``).
@@ -132,6 +144,8 @@ public struct ClientContext: Sendable, Hashable, Codable {
         case "device_name": deviceName = value
         case "resolution": resolution = value
         case "advertiser_id": advertiserID = value
+        case "page_url": pageURL = value.isEmpty ? nil : value
+        case "referrer": referrer = value
         case "country":
             guard value.isEmpty || ClientContext.isCountryCode(value) else {
                 throw ContainerError(
@@ -208,6 +222,10 @@ extension ClientContext {
                 advertisingTrackingEnabled = try container.decode(Bool.self, forKey: key)
             case "advertiser_id":
                 advertiserID = try container.decodeIfPresent(String.self, forKey: key)
+            case "page_url":
+                pageURL = try container.decodeIfPresent(String.self, forKey: key)
+            case "referrer":
+                referrer = try container.decodeIfPresent(String.self, forKey: key)
             default:
                 guard ClientContext.keys.contains(key.stringValue) else { continue }
                 try setValue(try container.decode(String.self, forKey: key), forKey: key.stringValue)
@@ -231,6 +249,8 @@ extension ClientContext {
         try container.encodeIfPresent(advertiserID, forKey: Key("advertiser_id"))
         if !country.isEmpty { try container.encode(country, forKey: Key("country")) }
         if !region.isEmpty { try container.encode(region, forKey: Key("region")) }
+        try container.encodeIfPresent(pageURL, forKey: Key("page_url"))
+        try container.encodeIfPresent(referrer, forKey: Key("referrer"))
     }
 
     /// The context as a JSON object with the keys of ``keys`` (what ``init(jsonValue:)`` reads).
@@ -250,6 +270,8 @@ extension ClientContext {
         if let advertiserID { map["advertiser_id"] = .string(advertiserID) }
         if !country.isEmpty { map["country"] = .string(country) }
         if !region.isEmpty { map["region"] = .string(region) }
+        if let pageURL { map["page_url"] = .string(pageURL) }
+        if let referrer { map["referrer"] = .string(referrer) }
         return .object(map)
     }
 
@@ -292,6 +314,14 @@ extension ClientContext {
                 writer.string(region)
             }
         }
+        if let pageURL {
+            writer.raw(#","page_url":"#)
+            writer.string(pageURL)
+        }
+        if let referrer {
+            writer.raw(#","referrer":"#)
+            writer.string(referrer)
+        }
         writer.raw(0x7D)
     }
 
@@ -309,7 +339,10 @@ extension ClientContext {
             do throws(ContainerError) {
                 switch value {
                 case .string, .int, .double, .bool: try context.setValue(value.jsString, forKey: key)
-                case .null, .undefined: if key == "advertiser_id" { context.advertiserID = nil }
+                case .null, .undefined:
+                    if key == "advertiser_id" { context.advertiserID = nil }
+                    if key == "page_url" { context.pageURL = nil }
+                    if key == "referrer" { context.referrer = nil }
                 default:
                     throw ContainerError(
                         .invalidStructure,

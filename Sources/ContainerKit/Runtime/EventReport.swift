@@ -307,6 +307,9 @@ struct FiredCall: Sendable {
     var parameters: ValueMap
     var status: FiredTag.Status
     var output: TagOutput?
+    /// What of the page the session knew (its URL, its referrer) when the tag's triggers were decided: which of the
+    /// tag's ``Container/Storage/unknownInputs`` were known (empty for a container whose inputs do not read it).
+    var known: UnknownInput.Needs = []
 
     /// The class path or function name the call was made under (`nil` for a tag that has none).
     func classPath(in storage: Container.Storage) -> String? {
@@ -325,7 +328,8 @@ struct FiredCall: Sendable {
             parameters: parameters,
             status: status,
             output: output,
-            unknownInputs: storage.unknownInputs[tag]
+            unknownInputs: storage.unknownInputs[tag].isEmpty
+                ? [] : UnknownInput.labels(storage.unknownInputs[tag], known: known)
         )
     }
 }

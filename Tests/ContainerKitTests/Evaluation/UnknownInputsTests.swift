@@ -52,6 +52,31 @@ struct UnknownInputsTests {
         #expect(three.jsonValue.objectValue?["unknown_inputs"] == nil)
     }
 
+    /// The page's URL given (the session's context, or a pushed `gtm.url`), Page Hostname is decided as a page
+    /// would decide it, and no longer reported; a CSS selector still is.
+    @Test func thePagesURLMakesItsVariablesKnown() throws {
+        let manager = TagManager(logger: InMemoryLogger())
+        manager.add(try ContainerLoader().load(bytes: Array(Self.json.utf8)))
+        let staging = manager.makeDataLayer(context: ClientContext(pageURL: "https://staging.example.com/"))
+        let result = staging.push(event: "gtm.js", tracing: true)
+        let fired = Dictionary(uniqueKeysWithValues: result.fired.map { ($0.classPath ?? "", $0.unknownInputs) })
+        #expect(fired["one"] == nil)  // blocked: the hostname contains "staging"
+        #expect(fired["two"] == [])
+        let tags = try #require(result.trace?.evaluations.first?.tags)
+        #expect(tags[1].unknownInputs == nil)
+        #expect(tags[3].failedConditions?.first?.note?.hasPrefix("_css cannot be evaluated here") == true)
+
+        let pushed = manager.makeDataLayer()
+        pushed.push(["gtm.url": "https://www.example.com/"])
+        let live = pushed.push(event: "gtm.js")
+        #expect(live.fired.first { $0.classPath == "one" }?.unknownInputs == [])
+        // The referrer is not what these conditions read: knowing it alone changes nothing.
+        let referred = manager.makeDataLayer(context: ClientContext(referrer: "https://www.example.com/"))
+        #expect(
+            referred.push(event: "gtm.js").fired.first { $0.classPath == "one" }?.unknownInputs == ["{{Page Hostname}}"]
+        )
+    }
+
     @Test func theTraceNotesTheConditionsAndTheTagsThatReadThem() throws {
         let trace = try #require(Self.session().push(event: "gtm.js", tracing: true).trace)
         let tags = try #require(trace.evaluations.first?.tags)
