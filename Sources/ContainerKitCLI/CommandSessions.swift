@@ -72,6 +72,9 @@ struct PageStart {
         var message: ValueMap
         /// Why the line's event is not evaluated (``repeatedPageLoad``); `nil` when it is.
         var notEvaluated: String?
+        /// The page's URL from this line on, when the line is a history change (``pageURL(after:)``); set it as
+        /// the session's ``ClientContext/pageURL`` before pushing the line.
+        var pageURL: String?
     }
 
     /// What to push into the page `page` for `message`, as gtm.js processes it: before the page's first event, its
@@ -83,6 +86,7 @@ struct PageStart {
         var plan = Plan(message: message)
         guard applies, PageStart.isEvent(message["event"]) else { return plan }
         let name = message["event"]?.stringValue
+        plan.pageURL = PageStart.pageURL(after: message)
         if started.insert(page).inserted, !PageStart.events.contains(name ?? "") {
             plan.before = PageStart.events.map { ["event": .string($0)] }
         }
@@ -106,6 +110,24 @@ struct PageStart {
 
     /// The title of an event evaluated before the line labelled `label`.
     static func label(_ label: String) -> String { "\(label), before it (gtm.js starts the page)" }
+
+    /// The page's address after `message` when it is a history change: gtm.js's history listener pushes
+    /// `gtm.historyChange-v2` (`gtm.historyChange` before 2021) with `gtm.newUrl`, the `location.href` the page has
+    /// from then on, which Page URL, Page Hostname and Page Path read.
+    static func pageURL(after message: ValueMap) -> String? {
+        guard let name = message["event"]?.stringValue, name.hasPrefix("gtm.historyChange"),
+            case .string(let url)? = message["gtm.newUrl"], !url.isEmpty
+        else { return nil }
+        return url
+    }
+
+    /// Makes `url` (a history change's new address, ``Plan/pageURL``) the page's URL of `session`.
+    static func follow(_ url: String?, in session: DataLayer) {
+        guard let url, session.context.pageURL != url else { return }
+        var context = session.context
+        context.pageURL = url
+        session.updateContext(context)
+    }
 
     /// A session's key for ``plan(for:page:inDump:)``: the session object itself.
     static func page(_ session: DataLayer) -> String { String(describing: ObjectIdentifier(session)) }

@@ -230,6 +230,7 @@ struct PreviewCommand {
             let session = sessions.select(name)
             // A web page's first event: gtm.js's own events before it, traced with the line.
             let plan = pageStart.plan(for: message, page: PageStart.page(session), inDump: lineNumber.index != nil)
+            PageStart.follow(plan.pageURL, in: session)
             var started: [PushTrace] = []
             for event in plan.before {
                 let result = await session.push(event, eventTime: eventTime, tracing: true)

@@ -299,6 +299,7 @@ struct RunCommand {
             }
             // A web page's first event: gtm.js's own events before it, shown with the line.
             let plan = pageStart.plan(for: message, page: PageStart.page(session), inDump: lineNumber.index != nil)
+            PageStart.follow(plan.pageURL, in: session)
             var started: [(message: ValueMap, result: PushResult)] = []
             for event in plan.before {
                 var result = await session.push(event, eventID: nil, eventTime: eventTime, tracing: options.explain)

@@ -94,6 +94,8 @@ public struct DiffReplay: Sendable {
     ///     sessions made when the name first comes; `nil`: the sessions of the push before (at first
     ///     ``oldSession`` and ``newSession``). Each session's data layer, once-per-load tags, consent state and event
     ///     IDs are its own, as a service keeps them per user.
+    ///   - pageURL: the page's URL from this push on, set as both sessions' ``ClientContext/pageURL`` first (a
+    ///     history change's new address).
     /// - Returns: the differences, or `nil` when both versions fired the same tags with the same arguments
     ///   and statuses.
     @discardableResult
@@ -101,7 +103,8 @@ public struct DiffReplay: Sendable {
         _ message: ValueMap,
         eventID: String? = nil,
         line: Int,
-        session: String? = nil
+        session: String? = nil,
+        pageURL: String? = nil
     ) -> EventDifference? {
         if let session, session != currentName {
             let pair =
@@ -109,6 +112,13 @@ public struct DiffReplay: Sendable {
                 ?? (oldManager.makeDataLayer(sessionID: session), newManager.makeDataLayer(sessionID: session))
             namedSessions[session] = pair
             (currentSessions, currentName) = (pair, session)
+        }
+        if let pageURL {
+            for layer in [currentSessions.old, currentSessions.new] where layer.context.pageURL != pageURL {
+                var context = layer.context
+                context.pageURL = pageURL
+                layer.updateContext(context)
+            }
         }
         let oldFired = DiffReplay.fired(currentSessions.old.push(message, eventID: eventID))
         let newFired = DiffReplay.fired(currentSessions.new.push(message, eventID: eventID))

@@ -194,7 +194,8 @@ struct DiffCommand {
                                 push.message,
                                 eventID: push.eventID,
                                 line: number.line,
-                                session: session
+                                session: session,
+                                pageURL: plan.pageURL
                             ),
                             outcome.events.count < options.maximumEvents
                         else { continue }
