@@ -63,7 +63,7 @@ package enum TemplateCatalog {
 
     /// Macro codes that only make sense in a browser or need JavaScript.
     static let browserMacros: Set<String> = [
-        "jsm", "d", "aev", "j", "k", "dbg", "awec", "gtes", "gtcs", "ctv_web", "vis", "uv",
+        "jsm", "d", "aev", "j", "k", "awec", "gtes", "gtcs", "ctv_web", "vis",
         "ed", "rh", "hid", "ev",
     ]
 
@@ -191,6 +191,12 @@ package enum TemplateCatalog {
             return .userProperty(key: key, defaultValue: defaultValue(params))
         case "c":
             return .constant(params["value"] ?? .literal(.undefined))
+        case "dbg":
+            // Debug Mode: true only in GTM's preview, which a server is not (an export's DEBUG_MODE likewise).
+            return .constant(.literal(.bool(false)))
+        case "uv":
+            // Undefined Value: gtm.js's `__uv` returns undefined, here as on a page.
+            return .constant(.literal(.undefined))
         case "smm":
             return .lookupTable(
                 input: params["input"] ?? .literal(.undefined),

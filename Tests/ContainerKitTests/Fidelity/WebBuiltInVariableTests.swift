@@ -59,5 +59,17 @@ extension Fidelity {
             let text = try Fidelity.resource(macro: #"{"function": "__aev", "vtp_varType": "TEXT"}"#, web: true)
             #expect(text.unsupported.contains { $0.message.contains("(TEXT)") })
         }
+
+        /// A compiled container's Undefined Value (`__uv`) is undefined and Debug Mode (`__dbg`) false, as on a page
+        /// outside GTM's preview: values ContainerKit knows, so no decision that reads them is reported as unknown.
+        @Test func undefinedValueAndDebugModeAreKnownValues() throws {
+            let undefinedValue = try Fidelity.resource(macro: #"{"function": "__uv"}"#, web: true)
+            let arguments = try #require(Fidelity.arguments(undefinedValue))
+            #expect(arguments["value"] == nil)  // an undefined argument is left out
+            #expect(undefinedValue.unsupported.isEmpty)
+            let debug = try Fidelity.resource(macro: #"{"function": "__dbg"}"#, web: true)
+            #expect(Fidelity.arguments(debug)?["value"] == false)
+            #expect(debug.unsupported.isEmpty)
+        }
     }
 }
