@@ -369,8 +369,8 @@ package struct URLParts: Sendable, Equatable {
         while index < bytes.endIndex {
             let byte = bytes[index]
             if byte == 0x25 {
-                guard index + 2 < bytes.endIndex, let high = hexValue(bytes[index + 1]),
-                    let low = hexValue(bytes[index + 2])
+                guard index + 2 < bytes.endIndex, let high = HexDigit.value(bytes[index + 1]),
+                    let low = HexDigit.value(bytes[index + 2])
                 else { return nil }
                 out.append(high << 4 | low)
                 index += 3
@@ -381,15 +381,6 @@ package struct URLParts: Sendable, Equatable {
         }
         guard String(validating: out, as: UTF8.self) != nil else { return nil }
         return out
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: return byte - 0x30
-        case 0x41...0x46: return byte - 0x41 + 10
-        case 0x61...0x66: return byte - 0x61 + 10
-        default: return nil
-        }
     }
 
     /// JavaScript's `decodeURIComponent(text)`; `nil` where it throws (a malformed escape or bytes that are not

@@ -225,7 +225,7 @@ package struct UsersTrackBodyScanner {
                 case 0x22, 0x5C, 0x2F, 0x62, 0x66, 0x6E, 0x72, 0x74: index += 1
                 case 0x75:
                     guard index + 5 <= bytes.count,
-                        bytes[(index + 1)..<(index + 5)].allSatisfy({ Self.hexValue($0) != nil })
+                        bytes[(index + 1)..<(index + 5)].allSatisfy({ HexDigit.value($0) != nil })
                     else { return nil }
                     index += 5
                 default: return nil
@@ -245,15 +245,6 @@ package struct UsersTrackBodyScanner {
         let quoted = UnsafeBufferPointer(rebasing: bytes[(string.range.lowerBound - 1)..<(string.range.upperBound + 1)])
         guard case .string(let text)? = try? Value(jsonBytes: Array(quoted)) else { return "" }
         return text
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: return byte - 0x30
-        case 0x61...0x66: return byte - 0x61 + 10
-        case 0x41...0x46: return byte - 0x41 + 10
-        default: return nil
-        }
     }
 
     // MARK: Bytes
