@@ -8,7 +8,9 @@ public func fuzzPush(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let container = try? ContainerLoader().load(bytes: containerBytes, file: "GTM-FUZZ.json") else { return 0 }
     let manager = TagManager(logger: StandardErrorLogger(minimumLevel: .none))
     manager.add(container)
-    let layer = manager.makeDataLayer(debug: true)
+    // A page's URL and referrer, so that a pushed `gtm.url` or `gtm.referrer` is read against them.
+    let context = ClientContext(pageURL: "https://www.example.com/a/b.html?c=d#e", referrer: "")
+    let layer = manager.makeDataLayer(context: context, debug: true)
     if let pushBytes, case .object(let message)? = try? Value(jsonBytes: pushBytes) {
         _ = layer.push(message)
     } else {
