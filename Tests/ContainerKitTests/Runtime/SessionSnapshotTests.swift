@@ -185,6 +185,25 @@ struct SessionSnapshotTests {
         #expect(throws: ContainerError.self) { try ClientContext(jsonValue: ["platform": ["nested": 1]]) }
     }
 
+    /// The page's URL and referrer round-trip in every form a context is written in; an empty referrer (a page opened
+    /// without one) stays known and empty, an absent one unknown.
+    @Test func aContextsPageURLAndReferrerRoundTrip() throws {
+        let context = ClientContext(platform: "web", pageURL: "https://shop.example/cart?x=1", referrer: "")
+        #expect(try JSONDecoder().decode(ClientContext.self, from: try JSONEncoder().encode(context)) == context)
+        #expect(try ClientContext(jsonValue: context.jsonValue) == context)
+        var writer = JSONByteWriter()
+        context.writeJSON(to: &writer)
+        #expect(try Value(jsonBytes: writer.bytes) == context.jsonValue)
+        #expect(context.jsonValue.objectValue?["referrer"] == "")
+        #expect(ClientContext().jsonValue.objectValue?["page_url"] == nil)
+        var set = ClientContext()
+        try set.setValue("https://a.example/", forKey: "page_url")
+        try set.setValue("", forKey: "referrer")
+        #expect(set.pageURL == "https://a.example/" && set.referrer == "")
+        try set.setValue("", forKey: "page_url")
+        #expect(set.pageURL == nil)
+    }
+
     @Test func aLiveSessionsContextCanBeUpdated() throws {
         let container = try TestContainers.resource(macros: #"[{"function": "__avn", "instance_name": "version"}]"#)
         let manager = TagManager(logger: InMemoryLogger())
