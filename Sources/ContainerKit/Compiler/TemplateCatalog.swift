@@ -63,7 +63,7 @@ package enum TemplateCatalog {
 
     /// Macro codes that only make sense in a browser or need JavaScript.
     static let browserMacros: Set<String> = [
-        "jsm", "d", "aev", "j", "k", "awec", "gtes", "gtcs", "ctv_web", "vis",
+        "jsm", "d", "aev", "j", "awec", "gtes", "gtcs", "ctv_web", "vis",
         "ed", "rh", "hid", "ev",
     ]
 
@@ -253,6 +253,8 @@ package enum TemplateCatalog {
                 customSource: code == "u" ? params["customUrlSource"] : nil
             )
             return code == "u" ? .url(variable) : .referrer(variable)
+        case "k":
+            return .cookie(name: params["name"] ?? .literal(.string("")), decodes: params["decodeCookie"])
         case "funcm":
             return .functionCall(
                 classPath: params["classPath"] ?? .literal(.undefined),

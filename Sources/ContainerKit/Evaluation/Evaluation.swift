@@ -749,6 +749,8 @@ struct Evaluation: MacroResolver {
             value = pageURLValue(variable)
         case .referrer(let variable):
             value = referrerValue(variable)
+        case .cookie(let name, let decodes):
+            value = cookieValue(name: name, decodes: decodes)
         case .lookupTable(let input, let rows, let defaultValue):
             let key = evaluate(input).jsString
             value = .undefined
@@ -861,7 +863,21 @@ struct Evaluation: MacroResolver {
         var known: UnknownInput.Needs = []
         if box.value.pageURL != nil || raw?["gtm.url"]?.isTruthy == true { known.insert(.pageURL) }
         if box.value.referrer != nil || raw?["gtm.referrer"]?.isTruthy == true { known.insert(.referrer) }
+        if box.value.cookies != nil || raw?["gtm.cookie"]?.isTruthy == true { known.insert(.cookies) }
         return known
+    }
+
+    /// gtm.js's `__k`: the first cookie named `name` of the data layer's `gtm.cookie` (version 1) when truthy, else of
+    /// the session's ``ClientContext/cookies`` (undefined when not known): `name=value` pairs split at `;`, name and
+    /// value trimmed, the value URI-decoded with `decodes` (undefined when it does not decode); undefined when no
+    /// cookie has the name.
+    private mutating func cookieValue(name nameExpr: Expr, decodes decodesExpr: Expr?) -> Value {
+        var text: String?
+        if let pushed = session.values?.rawValues?["gtm.cookie"], pushed.isTruthy { text = pushed.jsString }
+        guard let text = text ?? runtime.context.value.cookies else { return .undefined }
+        let name = evaluate(nameExpr).jsString
+        let decodes = decodesExpr.map { evaluate($0).isTruthy } ?? false
+        return Cookies.value(named: name, in: text, decoding: decodes).map(Value.string) ?? .undefined
     }
 
     /// gtm.js's `__u` (served gtm.js of 2026): the custom source when it is truthy, else the data layer's `gtm.url`

@@ -67,7 +67,7 @@ struct SessionReads: OptionSet, Sendable {
             case .rawDataLayer: reads.insert(.rawValues)
             case .computedDataLayer(_, let version, _): reads.insert(version == 1 ? .rawValues : .model)
             case .userProperty: reads.insert(.userProperties)
-            case .url, .referrer: reads.insert(.rawValues)  // `gtm.url`, `gtm.referrer`
+            case .url, .referrer, .cookie: reads.insert(.rawValues)  // `gtm.url`, `gtm.referrer`, `gtm.cookie`
             default: break
             }
         }

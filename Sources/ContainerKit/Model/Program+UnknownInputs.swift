@@ -1,6 +1,6 @@
 /// What ContainerKit cannot evaluate as a page would: the variables it does not compute (browser-only built-ins,
-/// custom JavaScript, cookies, custom templates, …: ``MacroKind/unsupported``, undefined here), the page's URL and
-/// referrer when the session does not know them, and the conditions it does not test (a CSS selector, a trigger type
+/// custom JavaScript, custom templates, …: ``MacroKind/unsupported``, undefined here), the page's URL, referrer and
+/// cookies when the session does not know them, and the conditions it does not test (a CSS selector, a trigger type
 /// it does not run). A decision that reads one is made with it undefined (or false), which a browser may decide
 /// otherwise.
 extension Program {
@@ -65,6 +65,7 @@ extension Program {
         case .unsupported: return .evaluation
         case .url(let variable): return variable.customSource == nil ? .pageURL : []
         case .referrer: return .referrer
+        case .cookie: return .cookies
         default: return []
         }
     }
@@ -122,7 +123,9 @@ package struct UnknownInput: Sendable, Equatable {
         package static let pageURL = Needs(rawValue: 1 << 0)
         /// The referrer (``ClientContext/referrer`` or a pushed `gtm.referrer`).
         package static let referrer = Needs(rawValue: 1 << 1)
-        /// An evaluation ContainerKit does not do (custom JavaScript, a cookie, a CSS selector): never known.
+        /// The page's cookies (``ClientContext/cookies`` or a pushed `gtm.cookie`).
+        package static let cookies = Needs(rawValue: 1 << 2)
+        /// An evaluation ContainerKit does not do (custom JavaScript, a CSS selector): never known.
         package static let evaluation = Needs(rawValue: 1 << 7)
     }
 

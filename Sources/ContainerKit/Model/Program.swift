@@ -214,6 +214,10 @@ package enum MacroKind: Sendable {
     /// `__f`: the referrer or a part of it: the data layer's `gtm.referrer` (version 1), else the session's
     /// ``ClientContext/referrer``; undefined when neither is known.
     indirect case referrer(URLVariable)
+    /// `__k`: the value of the first cookie named `name` (URI-decoded with `decodes`): of the data layer's
+    /// `gtm.cookie` (version 1) when pushed, else of the session's ``ClientContext/cookies``; undefined when neither
+    /// is known.
+    indirect case cookie(name: Expr, decodes: Expr?)
     /// A macro type ContainerKit cannot evaluate on a server (`__jsm`, `__d`, `__k`, …): undefined.
     case unsupported
 

@@ -41,6 +41,10 @@ public struct ClientContext: Sendable, Hashable, Codable {
     /// `__f`, Referrer: the URL of the page before it, `""` for a page opened without one (a `gtm.referrer` pushed to
     /// the data layer comes first). `nil` when not known, as for ``pageURL``.
     public var referrer: String?
+    /// `__k`, 1st-Party Cookie: the page's cookies as a `Cookie` request header (or `document.cookie`) has them,
+    /// `name=value; name2=value2` (a `gtm.cookie` pushed to the data layer comes first). `nil` when not known, as
+    /// for ``pageURL``; `""` for a page without cookies.
+    public var cookies: String?
     /// The visitor's location, its most precise code: an ISO 3166-2 region (`ES-MD`), an ISO 3166-1 alpha-2
     /// country (`ES`) or empty. One string: the region names its country.
     private var location: String = ""
@@ -89,7 +93,8 @@ public struct ClientContext: Sendable, Hashable, Codable {
         advertisingTrackingEnabled: Bool = false,
         advertiserID: String? = nil,
         pageURL: String? = nil,
-        referrer: String? = nil
+        referrer: String? = nil,
+        cookies: String? = nil
     ) {
         self.platform = platform
         self.language = language
@@ -105,6 +110,7 @@ public struct ClientContext: Sendable, Hashable, Codable {
         self.advertiserID = advertiserID
         self.pageURL = pageURL
         self.referrer = referrer
+        self.cookies = cookies
     }
 
     /// The context of the machine ContainerKit runs on: its platform, language, OS version and host name
@@ -126,7 +132,7 @@ public struct ClientContext: Sendable, Hashable, Codable {
     public static let keys: [String] = [
         "platform", "language", "os_version", "app_id", "app_name", "app_version_code", "app_version_name",
         "sdk_version", "device_name", "resolution", "advertising_tracking_enabled", "advertiser_id", "country",
-        "region", "page_url", "referrer",
+        "region", "page_url", "referrer", "cookies",
     ]
 
     /// Sets one field by its snake_case key (see ``keys``).
@@ -146,6 +152,7 @@ public struct ClientContext: Sendable, Hashable, Codable {
         case "advertiser_id": advertiserID = value
         case "page_url": pageURL = value.isEmpty ? nil : value
         case "referrer": referrer = value
+        case "cookies": cookies = value
         case "country":
             guard value.isEmpty || ClientContext.isCountryCode(value) else {
                 throw ContainerError(
@@ -226,6 +233,8 @@ extension ClientContext {
                 pageURL = try container.decodeIfPresent(String.self, forKey: key)
             case "referrer":
                 referrer = try container.decodeIfPresent(String.self, forKey: key)
+            case "cookies":
+                cookies = try container.decodeIfPresent(String.self, forKey: key)
             default:
                 guard ClientContext.keys.contains(key.stringValue) else { continue }
                 try setValue(try container.decode(String.self, forKey: key), forKey: key.stringValue)
@@ -251,6 +260,7 @@ extension ClientContext {
         if !region.isEmpty { try container.encode(region, forKey: Key("region")) }
         try container.encodeIfPresent(pageURL, forKey: Key("page_url"))
         try container.encodeIfPresent(referrer, forKey: Key("referrer"))
+        try container.encodeIfPresent(cookies, forKey: Key("cookies"))
     }
 
     /// The context as a JSON object with the keys of ``keys`` (what ``init(jsonValue:)`` reads).
@@ -272,6 +282,7 @@ extension ClientContext {
         if !region.isEmpty { map["region"] = .string(region) }
         if let pageURL { map["page_url"] = .string(pageURL) }
         if let referrer { map["referrer"] = .string(referrer) }
+        if let cookies { map["cookies"] = .string(cookies) }
         return .object(map)
     }
 
@@ -322,6 +333,10 @@ extension ClientContext {
             writer.raw(#","referrer":"#)
             writer.string(referrer)
         }
+        if let cookies {
+            writer.raw(#","cookies":"#)
+            writer.string(cookies)
+        }
         writer.raw(0x7D)
     }
 
@@ -343,6 +358,7 @@ extension ClientContext {
                     if key == "advertiser_id" { context.advertiserID = nil }
                     if key == "page_url" { context.pageURL = nil }
                     if key == "referrer" { context.referrer = nil }
+                    if key == "cookies" { context.cookies = nil }
                 default:
                     throw ContainerError(
                         .invalidStructure,
