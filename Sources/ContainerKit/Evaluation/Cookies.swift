@@ -2,15 +2,16 @@
 package enum Cookies {
     /// The value of the first cookie named `name` in `text` (`name=value; name2=value2`: pairs split at `;`, each at
     /// its first `=`, name and value trimmed of white space), URI-decoded with `decoding`; `nil` when no cookie has
-    /// the name, or when its value does not decode.
-    package static func value(named name: String, in text: String, decoding: Bool) -> String? {
+    /// the name. A value that does not decode is `false`: gtm.js's `decodeURIComponent` throws, and its macro
+    /// expander makes a variable that throws `false`.
+    package static func value(named name: String, in text: String, decoding: Bool) -> Value? {
         guard !name.isEmpty else { return nil }
         for pair in text.split(separator: ";", omittingEmptySubsequences: false) {
             let equals = pair.firstIndex(of: "=") ?? pair.endIndex
             guard trimmed(pair[..<equals]) == name else { continue }
             let value = equals == pair.endIndex ? "" : trimmed(pair[pair.index(after: equals)...])
-            guard decoding, !value.isEmpty else { return value }
-            return URLParts.decodeURIComponent(value)
+            guard decoding, !value.isEmpty else { return .string(value) }
+            return URLParts.decodeURIComponent(value).map(Value.string) ?? .bool(false)
         }
         return nil
     }

@@ -869,15 +869,15 @@ struct Evaluation: MacroResolver {
 
     /// gtm.js's `__k`: the first cookie named `name` of the data layer's `gtm.cookie` (version 1) when truthy, else of
     /// the session's ``ClientContext/cookies`` (undefined when not known): `name=value` pairs split at `;`, name and
-    /// value trimmed, the value URI-decoded with `decodes` (undefined when it does not decode); undefined when no
-    /// cookie has the name.
+    /// value trimmed, the value URI-decoded with `decodes` (`false` when it does not decode, as gtm.js's expander makes
+    /// a variable that throws); undefined when no cookie has the name.
     private mutating func cookieValue(name nameExpr: Expr, decodes decodesExpr: Expr?) -> Value {
         var text: String?
         if let pushed = session.values?.rawValues?["gtm.cookie"], pushed.isTruthy { text = pushed.jsString }
         guard let text = text ?? runtime.context.value.cookies else { return .undefined }
         let name = evaluate(nameExpr).jsString
         let decodes = decodesExpr.map { evaluate($0).isTruthy } ?? false
-        return Cookies.value(named: name, in: text, decoding: decodes).map(Value.string) ?? .undefined
+        return Cookies.value(named: name, in: text, decoding: decodes) ?? .undefined
     }
 
     /// gtm.js's `__u` (served gtm.js of 2026): the custom source when it is truthy, else the data layer's `gtm.url`
