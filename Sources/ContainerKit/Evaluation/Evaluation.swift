@@ -83,7 +83,8 @@ struct Evaluation: MacroResolver {
     /// The predicates whose regular expression ran out of its step budget in this container (traces only).
     private var budgetExceededPredicates: [Int] = []
     /// What of the page the session knows (``knownPageInputs()``), for a container whose tags' unknown inputs
-    /// read the page; empty for the others.
+    /// read the page; empty for the others (whose unknown inputs are unknown whatever the session knows). Taken once
+    /// per container and push: the calls and the trace read it from here.
     private var pageKnown: UnknownInput.Needs = []
 
     init(
@@ -1290,7 +1291,7 @@ struct Evaluation: MacroResolver {
             if outcome.outcome != .notFired, outcome.outcome != .paused, outcome.outcome != .alreadyFired,
                 !storage.unknownInputs[t].isEmpty
             {
-                let labels = UnknownInput.labels(storage.unknownInputs[t], known: knownPageInputs())
+                let labels = UnknownInput.labels(storage.unknownInputs[t], known: pageKnown)
                 if !labels.isEmpty { outcome.unknownInputs = labels }
             }
             trace.tags.append(outcome)
@@ -1374,7 +1375,7 @@ struct Evaluation: MacroResolver {
             note: budgetExceededPredicates.contains(p)
                 ? "the regular expression ran out of its step budget on this value, which counts as not matching"
                 : PushTrace.unknownNote(
-                    UnknownInput.labels(storage.unknownPredicateInputs[p], known: knownPageInputs())
+                    UnknownInput.labels(storage.unknownPredicateInputs[p], known: pageKnown)
                 )
         )
     }
